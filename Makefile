@@ -1,0 +1,58 @@
+# txl: build, test, demo, fixtures.  `make` builds ./txl; objects live in build/.
+PKGS    := openblas yaml-0.1 libcjson zlib
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -MMD -MP
+CFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+BUILD   ?= build
+PYTHON  ?= /usr/bin/python3
+
+SRC     := $(wildcard common/*.c model/*.c data/*.c optim/*.c cmd/*.c)
+OBJ     := $(SRC:%.c=$(BUILD)/%.o)
+LIBOBJ  := $(filter-out $(BUILD)/cmd/main.o,$(OBJ))
+TESTSRC := $(wildcard tests/test_*.c)
+TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test unit e2e demo fixtures clean asan bench
+all: txl
+
+txl: $(OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/%.c $(LIBOBJ) $(BUILD)/tests/testlib.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(BUILD)/tests/testlib.o $(LDLIBS)
+
+$(BUILD)/tests/testlib.o: tests/testlib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# Unit tests (C programs, one per file) then end-to-end CLI scripts (tests/e2e/*.sh).
+test: txl $(TESTBIN)
+	@tests/run_all.sh $(BUILD)
+
+unit: $(TESTBIN)
+	@for t in $(TESTBIN); do echo "== $$t"; $$t || exit 1; done
+
+# Regenerates tests/fixtures/ from the independent PyTorch reference (needs python3-torch).
+fixtures:
+	$(PYTHON) tests/ref/gen_fixtures.py tests/fixtures
+
+# Installs what is missing, builds, trains configs/tiny.yaml on the King James Bible,
+# evaluates and samples.
+demo:
+	@scripts/demo.sh
+
+asan:
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+		LDFLAGS="-fsanitize=address,undefined" TXL_BIN=build-asan/txl test
+
+clean:
+	rm -rf build build-asan txl
+
+-include $(OBJ:.o=.d) $(TESTBIN:=.d)

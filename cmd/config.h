@@ -1,0 +1,88 @@
+/* config.h: the whole run configuration (DESIGN.md §4) as a typed struct.
+ *
+ * One table in config.c lists every key (section, name, type, range, default); loading
+ * YAML, `--set` overrides, validation, the YAML dump (out_dir/config.yaml) and the JSON
+ * form stored in checkpoints are all driven by it, so they cannot drift apart.
+ * Errors name the file and line:col (1-based) and what was expected; kind ERR_INPUT. */
+#ifndef TXL_CONFIG_H
+#define TXL_CONFIG_H
+
+#include <stdio.h>
+
+#include "../common/err.h"
+#include "../model/model_config.h"
+
+#define CFG_PATH_MAX 1024
+
+typedef enum { SCHED_CONSTANT, SCHED_COSINE, SCHED_INV_SQRT } lr_schedule;
+typedef enum { OPT_ADAM, OPT_ADAMW } optimizer_kind;
+
+typedef struct {
+    char train[CFG_PATH_MAX];  /* required */
+    char valid[CFG_PATH_MAX];  /* "" = take it from `split` of train */
+    char test[CFG_PATH_MAX];   /* "" = take it from `split` of train (or none) */
+    double split[3];           /* train/valid/test fractions of `train` when valid is "" */
+    char tokenizer[16];        /* "byte" */
+} data_config;
+
+typedef struct {
+    int batch_size;            /* B */
+    long max_steps;
+    double max_minutes;        /* 0 = no time limit */
+    double lr;
+    lr_schedule schedule;
+    long warmup_steps;
+    double lr_min;
+    double clip;               /* global grad-norm clip; 0 = off */
+    double beta1, beta2, eps;
+    double weight_decay;
+    optimizer_kind optimizer;  /* adam (L2 into the gradient) or adamw (decoupled) */
+    unsigned long long seed;
+    long log_interval;
+    long eval_interval;        /* 0 = never */
+    long eval_tokens;          /* 0 = whole valid split */
+    long ckpt_interval;        /* 0 = only at the end */
+    int ckpt_gzip;             /* 1: .safetensors.gz (default), 0: plain .safetensors */
+    char out_dir[CFG_PATH_MAX];
+    int threads;               /* 0 = all cores */
+} train_config;
+
+typedef struct {
+    model_config model;
+    data_config data;
+    train_config train;
+} txl_config;
+
+/* Fills every key with its DESIGN.md §4 default (out_dir "runs/default"). */
+void cfg_defaults(txl_config *c);
+
+/* Loads YAML over the current contents of *c (call cfg_defaults first). Unknown keys,
+ * duplicate keys, wrong types, syntax errors: -1 with "PATH:LINE:COL: ..." in e.
+ * When `model`... keys are absent they keep their value. If train.out_dir is not set,
+ * it becomes "runs/<basename of path without .yaml/.yml>". */
+int cfg_load_yaml(txl_config *c, const char *path, txl_err *e);
+
+/* Applies one "section.key=value" override (value parsed as YAML scalar text).
+ * Unknown key or malformed value: -1, message names the flag text. */
+int cfg_set(txl_config *c, const char *assignment, txl_err *e);
+
+/* Checks ranges and cross-key consistency (d_model even, n_head*d_head > 0, tgt_len >= 1,
+ * lr > 0, split sums to <= 1 with a positive train and valid part, ...). `origin` names
+ * the file for the message (e.g. the YAML path). */
+int cfg_validate(const txl_config *c, const char *origin, txl_err *e);
+
+/* Writes the fully resolved config as YAML (every key, in table order). */
+int cfg_write_yaml(const txl_config *c, FILE *f);
+
+/* JSON form for checkpoint metadata: {"model":{...},"data":{...},"train":{...}},
+ * returned as a malloc'd string (caller frees). */
+char *cfg_to_json(const txl_config *c);
+/* Parses the JSON form (keys missing from the JSON keep their current value; unknown keys
+ * are errors); `origin` names the checkpoint in messages. */
+int cfg_from_json(txl_config *c, const char *json, const char *origin, txl_err *e);
+
+/* Lists the model keys whose values differ ("model.d_model: 256 vs 512, ...") into buf;
+ * returns the number of differing keys. Used to refuse a resume with another shape. */
+int cfg_diff_model(const model_config *a, const model_config *b, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,32 @@
+/* err.c: formatting for the error record (see err.h). */
+#include "err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int err_set(txl_err *e, int kind, const char *fmt, ...)
+{
+    if (!e)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    e->kind = kind;
+    return -1;
+}
+
+int err_wrap(txl_err *e, const char *fmt, ...)
+{
+    if (!e)
+        return -1;
+    char prefix[256], old[sizeof e->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, e->msg, sizeof old);
+    snprintf(e->msg, sizeof e->msg, "%.255s: %.760s", prefix, old);
+    return -1;
+}

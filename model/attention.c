@@ -1,0 +1,199 @@
+/* attention.c: see attention.h for shapes and the score formula.
+ *
+ * Per (b, h) the forward is: S = scale*(q+u) k^T [+ shifted scale*(q+v) rk^T] [+ bias],
+ * masked row softmax (row i sees keys 0..m+i), optional dropatt, vec = P v.
+ * The backward is the usual softmax-attention chain, with the xl position term's gradient
+ * scattered back onto the diagonals it was read from (dBDraw[i][j+Lq-1-i] = dS[i][j]). */
+#include "attention.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../common/rng.h"
+#include "dropout.h"
+#include "gemm.h"
+
+size_t attn_scratch_floats(int Lq, int klen, int dh)
+{
+    /* qu, qv, dqa [Lq, dh] each; two [Lq, klen] planes (BDraw / dP, P' / dBDraw) */
+    return (size_t)3 * Lq * dh + (size_t)2 * Lq * klen;
+}
+
+/* x[Lq, dh] (row stride ld) + bias[dh] (or + 0) -> out [Lq, dh] contiguous. */
+static void add_row_bias(float *out, const float *x, int ld, const float *bias, int Lq, int dh)
+{
+    for (int i = 0; i < Lq; i++)
+        for (int c = 0; c < dh; c++)
+            out[(size_t)i * dh + c] = x[(size_t)i * ld + c] + (bias ? bias[c] : 0.0f);
+}
+
+/* Applies dropatt to one (b, h) plane of probabilities: out = P * mask / (1-p). */
+static void drop_plane(float *out, const float *P, const attn_args *a, int b, int h, int klen)
+{
+    size_t n = (size_t)a->Lq * klen;
+    uint64_t base = ((size_t)b * a->H + h) * n;
+    dropout_forward(out, P, n, a->dropatt, a->drop_key, base);
+}
+
+void attn_forward(float *prob, float *vec, const float *q, const float *kv,
+                  const attn_args *a, float *scratch)
+{
+    const int B = a->B, H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
+    const int hd = H * dh;
+    float *qu = scratch, *qv = qu + (size_t)Lq * dh;
+    float *plane = qv + 2 * (size_t)Lq * dh; /* skip dqa (backward only) */
+    float *plane2 = plane + (size_t)Lq * klen;
+
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
+            const float *kbh = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
+            const float *vbh = kbh + hd;
+            float *P = prob + ((size_t)b * H + h) * Lq * klen;
+
+            /* content (+ global content bias) */
+            add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
+            gemm(P, qu, kbh, Lq, klen, dh, 0, 1, a->scale, 0.0f, dh, 2 * hd, klen);
+
+            if (a->rk) { /* position terms, read along the diagonals */
+                add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
+                gemm(plane, qv, a->rk + (size_t)h * dh, Lq, klen, dh, 0, 1, a->scale, 0.0f, dh,
+                     hd, klen);
+                for (int i = 0; i < Lq; i++) {
+                    const float *bd = plane + (size_t)i * klen + (Lq - 1 - i);
+                    float *s = P + (size_t)i * klen;
+                    for (int j = 0; j <= m + i; j++)
+                        s[j] += bd[j];
+                }
+            }
+            if (a->dist_bias) {
+                const float *tb = a->dist_bias + (size_t)h * klen;
+                for (int i = 0; i < Lq; i++) {
+                    float *s = P + (size_t)i * klen;
+                    for (int j = 0; j <= m + i; j++)
+                        s[j] += tb[m + i - j];
+                }
+            }
+
+            /* causal softmax: row i sees keys 0..m+i */
+            for (int i = 0; i < Lq; i++) {
+                float *s = P + (size_t)i * klen;
+                int nv = m + i + 1;
+                float mx = s[0];
+                for (int j = 1; j < nv; j++)
+                    mx = s[j] > mx ? s[j] : mx;
+                double sum = 0;
+                for (int j = 0; j < nv; j++) {
+                    float e = expf(s[j] - mx);
+                    s[j] = e;
+                    sum += e;
+                }
+                float inv = (float)(1.0 / sum);
+                for (int j = 0; j < nv; j++)
+                    s[j] *= inv;
+                for (int j = nv; j < klen; j++)
+                    s[j] = 0.0f;
+            }
+
+            const float *Pv = P;
+            if (a->dropatt > 0.0f) {
+                drop_plane(plane2, P, a, b, h, klen);
+                Pv = plane2;
+            }
+            gemm(vec + (size_t)b * Lq * hd + (size_t)h * dh, Pv, vbh, Lq, dh, klen, 0, 0, 1.0f,
+                 0.0f, klen, 2 * hd, hd);
+        }
+}
+
+void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, float *d_dist_bias,
+                   const float *dvec, const float *prob, const float *q, const float *kv,
+                   const attn_args *a, float *scratch)
+{
+    const int B = a->B, H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
+    const int hd = H * dh;
+    float *qu = scratch, *qv = qu + (size_t)Lq * dh, *dqa = qv + (size_t)Lq * dh;
+    float *dS = dqa + (size_t)Lq * dh;         /* dP, then dS in place */
+    float *plane2 = dS + (size_t)Lq * klen;     /* P' (dropatt), then dBDraw */
+
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
+            const float *kbh = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
+            const float *vbh = kbh + hd;
+            const float *dvbh = dvec + (size_t)b * Lq * hd + (size_t)h * dh;
+            const float *P = prob + ((size_t)b * H + h) * Lq * klen;
+            float *dqbh = dq + (size_t)b * Lq * hd + (size_t)h * dh;
+            float *dkbh = dkv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
+            float *dvalbh = dkbh + hd;
+
+            /* vec = P' v: dv = P'^T dvec, dP' = dvec v^T */
+            const float *Pv = P;
+            if (a->dropatt > 0.0f) {
+                drop_plane(plane2, P, a, b, h, klen);
+                Pv = plane2;
+            }
+            gemm(dvalbh, Pv, dvbh, klen, dh, Lq, 1, 0, 1.0f, 0.0f, klen, hd, 2 * hd);
+            gemm(dS, dvbh, vbh, Lq, klen, dh, 0, 1, 1.0f, 0.0f, hd, 2 * hd, klen);
+            if (a->dropatt > 0.0f) {
+                size_t n = (size_t)Lq * klen;
+                dropout_backward(dS, dS, n, a->dropatt, a->drop_key, ((size_t)b * H + h) * n);
+            }
+
+            /* softmax: dS = P * (dP - sum_j P dP), zero on masked entries */
+            for (int i = 0; i < Lq; i++) {
+                float *g = dS + (size_t)i * klen;
+                const float *p = P + (size_t)i * klen;
+                int nv = m + i + 1;
+                double dot = 0;
+                for (int j = 0; j < nv; j++)
+                    dot += (double)p[j] * g[j];
+                float fd = (float)dot;
+                for (int j = 0; j < nv; j++)
+                    g[j] = p[j] * (g[j] - fd);
+                for (int j = nv; j < klen; j++)
+                    g[j] = 0.0f;
+            }
+
+            /* content: dq = scale dS k, dk = scale dS^T (q+u), du += colsum(dq part) */
+            add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
+            gemm(dqa, dS, kbh, Lq, dh, klen, 0, 0, a->scale, 0.0f, klen, 2 * hd, dh);
+            gemm(dkbh, dS, qu, klen, dh, Lq, 1, 0, a->scale, 0.0f, klen, dh, 2 * hd);
+            for (int i = 0; i < Lq; i++)
+                for (int c = 0; c < dh; c++)
+                    dqbh[(size_t)i * hd + c] = dqa[(size_t)i * dh + c];
+            if (du)
+                for (int i = 0; i < Lq; i++)
+                    for (int c = 0; c < dh; c++)
+                        du[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
+
+            if (a->rk) { /* scatter dS onto the diagonals of BDraw */
+                float *dbd = plane2;
+                for (int i = 0; i < Lq; i++) {
+                    float *row = dbd + (size_t)i * klen;
+                    int sh = Lq - 1 - i;
+                    memset(row, 0, (size_t)sh * sizeof *row);
+                    memcpy(row + sh, dS + (size_t)i * klen, (size_t)(klen - sh) * sizeof *row);
+                }
+                add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
+                gemm(dqa, dbd, a->rk + (size_t)h * dh, Lq, dh, klen, 0, 0, a->scale, 0.0f, klen,
+                     hd, dh);
+                gemm(drk + (size_t)h * dh, dbd, qv, klen, dh, Lq, 1, 0, a->scale, 1.0f, klen,
+                     dh, hd);
+                for (int i = 0; i < Lq; i++)
+                    for (int c = 0; c < dh; c++)
+                        dqbh[(size_t)i * hd + c] += dqa[(size_t)i * dh + c];
+                if (dv)
+                    for (int i = 0; i < Lq; i++)
+                        for (int c = 0; c < dh; c++)
+                            dv[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
+            }
+            if (d_dist_bias) {
+                float *tb = d_dist_bias + (size_t)h * klen;
+                for (int i = 0; i < Lq; i++) {
+                    const float *g = dS + (size_t)i * klen;
+                    for (int j = 0; j <= m + i; j++)
+                        tb[m + i - j] += g[j];
+                }
+            }
+        }
+}

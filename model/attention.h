@@ -1,0 +1,44 @@
+/* attention.h: multi-head attention scores, causal softmax and weighted values for every
+ * positional scheme (DESIGN.md §3), forward and backward, per (batch, head).
+ *
+ * Shapes (DESIGN.md notation; klen = m + Lq, m = current memory length):
+ *   q    [B, Lq, H*dh]     queries of the segment rows (head h = columns h*dh..h*dh+dh-1)
+ *   kv   [B, klen, 2*H*dh] keys (first H*dh columns) then values, rows [mem; segment]
+ *   prob [B, H, Lq, klen]  softmax probabilities (before dropatt), cached for backward;
+ *                          masked entries (j > m+i) are 0
+ *   vec  [B, Lq, H*dh]     sum_j a_ij v_j per head, heads concatenated
+ * Score of query i and key j (delta = m+i-j >= 0 visible, else masked):
+ *   s_ij = scale * (q_i + u)·k_j                          content (+ global content bias)
+ *        + scale * (q_i + v)·rk[Lq-1-i+j]                 xl position terms (when rk)
+ *        + dist_bias[h][delta]                            mlp / alibi bias (when dist_bias)
+ * xl computes the position term as one GEMM per (b, h), BDraw = (q+v) @ rk_h^T [Lq, klen],
+ * and reads BD[i][j] = BDraw[i][j+Lq-1-i]: never a (B,H,Lq,klen,dh) tensor.
+ * Rope rotates q and k before these kernels and needs nothing here.
+ * Gradient rule: dq, dkv are overwritten; drk, du, dv, d_dist_bias are added to (+=). */
+#ifndef TXL_ATTENTION_H
+#define TXL_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    int B, H, dh, Lq, m;
+    float scale;            /* 1/sqrt(dh) */
+    float dropatt;          /* dropout on the probabilities (training only; 0 = off) */
+    uint64_t drop_key;      /* counter-based mask key for dropatt */
+    const float *u, *v;     /* [H, dh] xl biases, or NULL */
+    const float *rk;        /* [klen, H*dh] xl projected positions, or NULL */
+    const float *dist_bias; /* [H, klen] bias by distance delta = 0..klen-1, or NULL */
+} attn_args;
+
+/* Floats of scratch one call needs (one (b, h) at a time). */
+size_t attn_scratch_floats(int Lq, int klen, int dh);
+
+void attn_forward(float *prob, float *vec, const float *q, const float *kv,
+                  const attn_args *a, float *scratch);
+
+void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, float *d_dist_bias,
+                   const float *dvec, const float *prob, const float *q, const float *kv,
+                   const attn_args *a, float *scratch);
+
+#endif

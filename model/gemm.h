@@ -1,0 +1,31 @@
+/* gemm.h: the one GEMM entry point of txl (all matrix work goes through OpenBLAS).
+ *
+ * Convention: row-major everywhere. A linear layer's weight W is [out, in] as in PyTorch,
+ * so y = x @ W^T is gemm(y, x, W, rows, out, in, 0, 1, ...). Leading dimensions are the
+ * row strides in floats, which lets a call address one head's slice of a wider matrix.
+ *
+ *   C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C
+ *   op(A) = A ([M,K], lda) or A^T (A stored [K,M], lda); likewise op(B).
+ */
+#ifndef TXL_GEMM_H
+#define TXL_GEMM_H
+
+#include <stddef.h>
+
+void gemm(float *C, const float *A, const float *B, int M, int N, int K,
+          int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc);
+
+/* Naive triple loop with double accumulation: the test twin of gemm(). */
+void gemm_naive(float *C, const float *A, const float *B, int M, int N, int K,
+                int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc);
+
+/* y[rows,out] (+)= x[rows,in] @ W[out,in]^T (+ bias[out] when bias != NULL).
+ * accumulate = 0 overwrites y, 1 adds to it. Contiguous rows. */
+void linear_forward(float *y, const float *x, const float *W, const float *bias,
+                    int rows, int out, int in, int accumulate);
+/* Backward of linear_forward: dx[rows,in] (+)= dy @ W (dx may be NULL; accumulate_dx picks
+ * = or +=), dW[out,in] += dy^T @ x, dbias[out] += colsum(dy) (dbias may be NULL). */
+void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,
+                     const float *W, int rows, int out, int in, int accumulate_dx);
+
+#endif

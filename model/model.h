@@ -1,0 +1,145 @@
+/* model.h: the Transformer-XL of DESIGN.md §3: parameters, activations, memory, and the
+ * forward/backward of one segment.
+ *
+ * Parameters live in ONE table (model.c: param table): every tensor's checkpoint name,
+ * shape, init and offset into a single float array. Gradients and Adam moments use the same
+ * offsets, so optimisers and checkpoints are loops over flat arrays. model_tensors gives
+ * named views into any such array (weights or gradients).
+ *
+ * Activations (model_acts) are planned once for (B, max Lq, M) before the first step; the
+ * forward/backward never allocate. The memory (model_mem) is state, not a parameter: it
+ * has no gradient buffer, so the stop-gradient of DESIGN.md §3 is structural.
+ *
+ * Layouts are batch-major: tokens [B, Lq], hidden states [B, Lq, d], memory [N][B, M, d]. */
+#ifndef TXL_MODEL_H
+#define TXL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "model_config.h"
+
+typedef struct {
+    float *qkv_w, *r_w, *o_w, *attn_ln_w, *attn_ln_b;
+    float *r_w_bias, *r_r_bias; /* this layer's u, v (views of the shared ones unless untie_r) */
+    float *mlp0_w, *mlp0_b, *mlp2_w, *mlp2_b;
+    float *ff0_w, *ff0_b, *ff3_w, *ff3_b, *ff_ln_w, *ff_ln_b;
+} layer_tensors;
+
+typedef struct {
+    float *word_emb, *out_bias;
+    float *r_w_bias, *r_r_bias; /* shared u, v (xl without untie_r), else NULL */
+    layer_tensors *layer;       /* [n_layer] */
+} model_tensors;
+
+typedef enum { INIT_NORMAL, INIT_ZERO, INIT_ONE } param_init;
+
+typedef struct {
+    char name[64];
+    int ndim;
+    int shape[2];
+    size_t offset; /* in floats, into the flat arrays */
+    size_t numel;
+    param_init init;
+} param_entry;
+
+typedef struct {
+    model_config cfg;
+    int n_params;
+    param_entry *table;
+    size_t n_floats;     /* length of w (and g): sum of numel plus alignment padding */
+    size_t n_weights;    /* sum of numel (the parameter count) */
+    float *w;            /* parameters */
+    float *g;            /* gradients, NULL until model_alloc_grads */
+    model_tensors W, G;  /* named views of w and g */
+} model;
+
+/* Builds the table for cfg and allocates zeroed weights. cfg must be validated. */
+int model_init(model *mdl, const model_config *cfg, txl_err *e);
+/* DESIGN.md §3 init from a seed: weights N(0, 0.02), biases 0, LN gain 1, u/v N(0, 0.02). */
+void model_init_weights(model *mdl, uint64_t seed);
+int model_alloc_grads(model *mdl, txl_err *e);
+void model_zero_grads(model *mdl);
+void model_free(model *mdl);
+/* Table entry by checkpoint name, or NULL. */
+const param_entry *model_find_param(const model *mdl, const char *name);
+/* Named views of an array laid out like the table (w, g, or an Adam moment). */
+void model_tensors_view(const model *mdl, float *base, model_tensors *t);
+
+/* Memory of every layer: buf [N][B][M][d], the first m rows of each (layer, stream) valid. */
+typedef struct {
+    int n_layer, B, M, d;
+    int m;       /* rows currently held (0 after reset) */
+    float *buf;
+} model_mem;
+
+int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e);
+void mem_reset(model_mem *mem);
+void mem_free(model_mem *mem);
+static inline float *mem_layer(const model_mem *mem, int l)
+{
+    return mem->buf + (size_t)l * mem->B * mem->M * mem->d;
+}
+
+/* One layer's cache for the backward (training) or its working buffers (inference). */
+typedef struct {
+    float *cat;              /* [B, klen, d]: [mem; layer input] */
+    float *catn, *ln0_xhat, *ln0_rstd;   /* pre_lnorm: LN(cat) and its cache */
+    float *q, *kv, *rk;      /* [B,Lq,H*dh], [B,klen,2*H*dh], [klen,H*dh] */
+    float *prob;             /* [B,H,Lq,klen] (training only) */
+    float *bias;             /* [H, klen]: mlp / alibi distance bias */
+    float *mlp_pre, *mlp_act;/* [klen, hidden]: mlp bias MLP pre-activation and GELU */
+    float *vec;              /* [B,Lq,H*dh] */
+    float *h1;               /* [B,Lq,d]: after attention + residual (+ LN when post) */
+    float *ln1_xhat, *ln1_rstd;
+    float *ffin;             /* pre_lnorm: LN(h1) [B,Lq,d] */
+    float *a;                /* [B,Lq,di]: dropout(relu(ff.0)) */
+    float *ln2_xhat, *ln2_rstd;
+} layer_cache;
+
+typedef struct {
+    int B, Lq_max, M, training;
+    model_config cfg;
+    layer_cache *lc;         /* [n_layer] when training, else one shared cache */
+    float *hs;               /* [N+1][B,Lq,d]: hs[l] is layer l's input, hs[N] the top */
+    float *hfin;             /* [B,Lq,d]: top after the final dropout */
+    float *logits, *lse;     /* [B*Lq, V], [B*Lq] */
+    float *R;                /* [klen_max, d] xl sinusoids (after dropout) */
+    float *rope_cos, *rope_sin; /* [klen_max, dh/2] rope tables */
+    float *tmp;              /* [B,Lq,d] scratch */
+    float *attn_scratch;
+    /* backward scratch */
+    float *d_out, *d_in, *d_h1, *d_tmp, *d_a, *d_vec, *d_q, *d_kv, *d_cat, *d_rk, *d_bias;
+    float *d_mlp;            /* [klen, hidden] */
+    /* the segment the caches describe */
+    int cur_Lq, cur_m;
+    uint64_t cur_key;
+    const uint8_t *cur_x, *cur_y;
+    float *arena_base;       /* the one allocation every pointer above points into */
+    size_t arena_floats;
+} model_acts;
+
+/* Plans every buffer for batch B, segments up to Lq_max, memory up to M. training = 1
+ * keeps per-layer caches for the backward and allocates gradient scratch. */
+int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, int training,
+              txl_err *e);
+void acts_free(model_acts *A);
+
+typedef struct {
+    int training;      /* dropout on, caches kept for model_backward */
+    uint64_t drop_key; /* counter-based dropout key of this step (training) */
+} fwd_opts;
+
+/* Forward of one segment x [B, Lq] (Lq <= A->Lq_max) with memory mem (mem->m rows).
+ * y [B, Lq] targets or NULL. Returns the SUM of the B*Lq losses in nats (0 if y NULL);
+ * logits stay in A->logits [B*Lq, V]. In inference (!training) the memory is advanced
+ * here; in training call model_mem_update after model_backward. */
+double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x,
+                     const uint8_t *y, int Lq, const fwd_opts *o);
+/* Backward of loss_scale * (sum of losses) of the last training forward; adds to mdl->g. */
+void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale);
+/* new mem[l] = last M rows of [mem[l]; input of layer l] (after a training forward). */
+void model_mem_update(model_acts *A, model_mem *mem);
+
+#endif

@@ -1,0 +1,33 @@
+/* model_config.h: the model's hyperparameters (DESIGN.md §4, `model:` section).
+ * Plain data; cmd/config.c fills and validates it, model/ only reads it. */
+#ifndef TXL_MODEL_CONFIG_H
+#define TXL_MODEL_CONFIG_H
+
+typedef enum { POS_XL, POS_MLP, POS_ROPE, POS_ALIBI, POS_ABSOLUTE, POS_NONE } pos_scheme;
+
+/* Name used in configs and checkpoints ("xl", "mlp", ...); NULL for an invalid value. */
+const char *pos_scheme_name(pos_scheme p);
+/* Parses a name; returns 0 and sets *p, or -1 when the name is unknown. */
+int pos_scheme_parse(const char *s, pos_scheme *p);
+
+typedef struct {
+    int n_layer;        /* N */
+    int d_model;        /* d (even) */
+    int n_head;         /* H */
+    int d_head;         /* dh */
+    int d_inner;        /* di */
+    int tgt_len;        /* Lq: segment length */
+    int mem_len;        /* M: memory length per layer (0 = no memory) */
+    int pre_lnorm;      /* 0 post-LN (default), 1 pre-LN */
+    float dropout;      /* in [0, 1) */
+    float dropatt;      /* in [0, 1) */
+    pos_scheme pos;     /* positional scheme */
+    int clamp_len;      /* xl: clamp relative positions to this (<= 0: off) */
+    int untie_r;        /* xl: per-layer u, v instead of shared */
+    int mlp_num_freqs;  /* mlp: K */
+    float mlp_max_dist; /* mlp: largest tau */
+    int mlp_hidden;     /* mlp: hidden width of the bias MLP */
+    int vocab;          /* V: 256 for the byte tokenizer (not a config key) */
+} model_config;
+
+#endif

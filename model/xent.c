@@ -1,0 +1,47 @@
+/* xent.c: see xent.h. Row reductions (max, sum of exp) in double. */
+#include "xent.h"
+
+#include <math.h>
+#include <stddef.h>
+
+#include "gemm.h"
+
+double xent_forward(float *logits, float *lse, float *row_loss, const float *h, const float *E,
+                    const float *b, const uint8_t *y, int rows, int d, int V)
+{
+    linear_forward(logits, h, E, b, rows, V, d, 0);
+    double total = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *z = logits + (size_t)r * V;
+        float mx = z[0];
+        for (int v = 1; v < V; v++)
+            mx = z[v] > mx ? z[v] : mx;
+        double s = 0;
+        for (int v = 0; v < V; v++)
+            s += exp((double)(z[v] - mx));
+        double l = mx + log(s);
+        if (lse)
+            lse[r] = (float)l;
+        if (y) {
+            double loss = l - z[y[r]];
+            if (row_loss)
+                row_loss[r] = (float)loss;
+            total += loss;
+        }
+    }
+    return total;
+}
+
+void xent_backward(float *dh, float *dE, float *db, float *logits, const float *lse,
+                   const float *h, const float *E, const uint8_t *y, int rows, int d, int V,
+                   float scale)
+{
+    for (int r = 0; r < rows; r++) {
+        float *z = logits + (size_t)r * V;
+        float l = lse[r];
+        for (int v = 0; v < V; v++)
+            z[v] = expf(z[v] - l) * scale;
+        z[y[r]] -= scale;
+    }
+    linear_backward(dh, dE, db, logits, h, E, rows, V, d, 0);
+}

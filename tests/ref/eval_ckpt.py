@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""Independent evaluation of a txl checkpoint with the PyTorch reference.
+
+usage: /usr/bin/python3 tests/ref/eval_ckpt.py CKPT --data FILE [--tgt-len N]
+           [--mem-len N] [--clamp-len N] [--batch N] [--split-range BEGIN:END]
+           [--dtype float32|float64] [--threads N]
+
+CKPT is a .safetensors.gz or plain .safetensors txl checkpoint (optim.* and
+state.* tensors are ignored); the model config comes from its `config`
+metadata.  FILE is read as bytes (plain or gzip); --split-range takes bytes
+[BEGIN, END) of the decompressed file.  Stream batching as in DESIGN.md section 3:
+B streams of n = floor(T/B) tokens, segments at 0, Lq, 2Lq, ... < n-1 of length
+min(Lq, n-1-start), memory carried; B*(n-1) tokens scored.
+
+Prints one JSON line: loss (mean nats), bpc, ppl, tokens, tgt_len, mem_len,
+clamp_len, batch (plus data, split_range, dtype, n_segments).
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import txl_ref as ref  # noqa: E402
+
+
+def die(msg, code=2):
+    sys.stderr.write("eval_ckpt: %s\n" % msg)
+    sys.exit(code)
+
+
+def parse_range(s):
+    try:
+        a, b = s.split(":")
+        a = int(a) if a else 0
+        b = int(b) if b else None
+    except ValueError:
+        die("--split-range: expected BEGIN:END (bytes), got %r" % s)
+    return a, b
+
+
+def load_model(path, dtype):
+    try:
+        T, meta = ref.load_safetensors(path, skip_prefixes=("optim.", "state."))
+    except (OSError, ValueError, KeyError) as e:
+        die("%s: cannot read checkpoint: %s" % (path, e), 1)
+    if "config" not in meta:
+        die("%s: no `config` in the metadata" % path, 1)
+    cfg = json.loads(meta["config"])
+    model = ref.model_cfg(cfg["model"])
+    if "word_emb.weight" not in T:
+        die("%s: no word_emb.weight" % path, 1)
+    vocab = T["word_emb.weight"].shape[0]
+    P = {}
+    for name, shape in ref.param_shapes(model, vocab):
+        if name not in T:
+            die("%s: missing tensor %s" % (path, name), 1)
+        if tuple(T[name].shape) != tuple(shape):
+            die("%s: %s has shape %s, config says %s" % (path, name, list(T[name].shape), list(shape)), 1)
+        P[name] = T[name].to(dtype)
+    extra = sorted(set(T) - set(P))
+    if extra:
+        sys.stderr.write("eval_ckpt: ignoring tensors %s\n" % ", ".join(extra[:8]))
+    return cfg, model, P, meta
+
+
+def attn_chunk(B, H, Lq, klen, dtype):
+    """Batch elements per attention chunk so that the (b, H, Lq, klen) score
+    tensors (about six alive at once) stay within ~1 GB."""
+    per = H * Lq * klen * torch.tensor([], dtype=dtype).element_size() * 6
+    return max(1, min(B, (1 << 30) // max(per, 1)))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("ckpt")
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--tgt-len", type=int)
+    ap.add_argument("--mem-len", type=int)
+    ap.add_argument("--clamp-len", type=int)
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--split-range")
+    ap.add_argument("--dtype", choices=("float32", "float64"), default="float64")
+    ap.add_argument("--threads", type=int, default=0)
+    a = ap.parse_args(argv)
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    dtype = torch.float64 if a.dtype == "float64" else torch.float32
+
+    cfg, model, P, meta = load_model(a.ckpt, dtype)
+    if a.tgt_len is not None:
+        model["tgt_len"] = a.tgt_len
+    if a.mem_len is not None:
+        model["mem_len"] = a.mem_len
+    if a.clamp_len is not None:
+        model["clamp_len"] = a.clamp_len
+    B = a.batch if a.batch is not None else int(cfg.get("train", {}).get("batch_size", 0))
+    Lq, M = model["tgt_len"], model["mem_len"]
+    if B < 1 or Lq < 1 or M < 0:
+        die("need batch >= 1, tgt_len >= 1, mem_len >= 0 (got %d, %d, %d)" % (B, Lq, M))
+    tok = (cfg.get("data", {}) or {}).get("tokenizer", "byte")
+    if tok != "byte":
+        sys.stderr.write("eval_ckpt: warning: tokenizer %r, evaluating bytes as tokens\n" % tok)
+
+    try:
+        raw = ref.read_maybe_gzip(a.data)
+    except OSError as e:
+        die("%s: %s" % (a.data, e), 1)
+    if a.split_range:
+        b0, b1 = parse_range(a.split_range)
+        raw = raw[b0:b1]
+    vocab = P["word_emb.weight"].shape[0]
+    tokens = torch.frombuffer(bytearray(raw), dtype=torch.uint8).long() if raw else torch.zeros(0, dtype=torch.long)
+    if tokens.numel() and int(tokens.max()) >= vocab:
+        die("token %d >= vocab %d" % (int(tokens.max()), vocab), 1)
+    T = tokens.numel()
+    n = T // B
+    if n < 2:
+        die("%s: %d tokens are too few for batch %d" % (a.data, T, B), 1)
+    streams = tokens[:B * n].view(B, n)
+
+    H = model["n_head"]
+    total = 0.0
+    scored = 0
+    nseg = 0
+    mems = None
+    with torch.no_grad():
+        start = 0
+        while start < n - 1:
+            L = min(Lq, n - 1 - start)
+            x = streams[:, start:start + L]
+            y = streams[:, start + 1:start + L + 1]
+            m = 0 if mems is None else mems[0].shape[1]
+            chunk = attn_chunk(B, H, L, m + L, dtype)
+            logits, mems = ref.forward(P, model, x, mems, batch_chunk=chunk)
+            ce = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).double(),
+                                                   y.reshape(-1), reduction="sum")
+            total += float(ce)
+            scored += B * L
+            nseg += 1
+            start += Lq
+    assert scored == B * (n - 1)
+    loss = total / scored
+    out = {"loss": loss, "bpc": loss / math.log(2), "ppl": math.exp(loss), "tokens": scored,
+           "tgt_len": Lq, "mem_len": M, "clamp_len": model["clamp_len"], "batch": B,
+           "data": a.data, "split_range": a.split_range, "dtype": a.dtype, "n_segments": nseg,
+           "pos_scheme": model["pos_scheme"]}
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

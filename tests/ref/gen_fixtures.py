@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""Writes the reference fixtures for the C tests: one plain safetensors file per case.
+
+usage: /usr/bin/python3 tests/ref/gen_fixtures.py OUTDIR [CASE ...]
+
+Everything is computed in float64 from float32 parameters (stored as F32) by the
+independent reference tests/ref/txl_ref.py.  See tests/fixtures/README.md.
+"""
+
+import json
+import os
+import sys
+import zlib
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import txl_ref as ref  # noqa: E402
+
+B = 2
+BASE_MODEL = {
+    "n_layer": 2, "d_model": 16, "n_head": 2, "d_head": 8, "d_inner": 32,
+    "tgt_len": 5, "mem_len": 4, "pre_lnorm": False, "dropout": 0.0, "dropatt": 0.0,
+    "pos_scheme": "xl", "clamp_len": 0, "untie_r": False,
+    "mlp_num_freqs": 16, "mlp_max_dist": 4096, "mlp_hidden": 64,
+}
+
+# Which parameters weight decay applies to in the optimiser fixtures: "all" (as
+# torch.optim over model.parameters()).  Recorded in the fixture metadata.
+WD_SCOPE = "all"
+
+CASES = [
+    ("xl_post", dict(pos_scheme="xl", tgt_len=5, mem_len=3), [5, 5, 3]),
+    ("xl_pre", dict(pos_scheme="xl", pre_lnorm=True, tgt_len=4, mem_len=7), [4, 4, 2]),
+    ("xl_clamp_untie", dict(pos_scheme="xl", clamp_len=3, untie_r=True, tgt_len=4, mem_len=6,
+                            n_head=3, d_head=8), [4, 4, 3]),
+    ("xl_nomem", dict(pos_scheme="xl", tgt_len=5, mem_len=0), [5, 5, 2]),
+    ("mlp", dict(pos_scheme="mlp", mlp_num_freqs=4, mlp_max_dist=64, mlp_hidden=8,
+                 tgt_len=5, mem_len=4), [5, 5, 3]),
+    ("rope", dict(pos_scheme="rope", tgt_len=5, mem_len=6), [5, 5, 3]),
+    ("alibi", dict(pos_scheme="alibi", n_head=3, tgt_len=5, mem_len=4), [5, 5, 3]),
+    ("absolute", dict(pos_scheme="absolute", tgt_len=5, mem_len=4), [5, 5, 3]),
+    ("none", dict(pos_scheme="none", pre_lnorm=True, tgt_len=5, mem_len=4), [5, 5, 3]),
+]
+OPT_CASES = [
+    ("adam_xl", dict(pos_scheme="xl", tgt_len=5, mem_len=3),
+     dict(optimizer="adam", lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, clip=0.25,
+          weight_decay=0.0)),
+    ("adamw_xl", dict(pos_scheme="xl", tgt_len=5, mem_len=3),
+     dict(optimizer="adamw", lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, clip=0.0,
+          weight_decay=0.1)),
+]
+N_OPT_STEPS = 5
+
+
+def seed_of(name):
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def make_streams(name, n):
+    """B random token streams of n tokens each (0..255)."""
+    g = torch.Generator().manual_seed(seed_of(name) ^ 0x5EED)
+    return torch.randint(0, 256, (B, n), generator=g, dtype=torch.int64)
+
+
+def split_segments(streams, lens):
+    """Stream batching: x = stream[s:s+L], y = stream[s+1:s+L+1]."""
+    out, start = [], 0
+    for L in lens:
+        out.append((streams[:, start:start + L], streams[:, start + 1:start + L + 1]))
+        start += L
+    return out
+
+
+def leaf_params(p32):
+    return {k: v.to(torch.float64).clone().requires_grad_(True) for k, v in p32.items()}
+
+
+def gen_case(outdir, name, mover, lens):
+    model = dict(BASE_MODEL)
+    model.update(mover)
+    p32 = ref.random_params(model, seed_of(name))
+    P = leaf_params(p32)
+    streams = make_streams(name, sum(lens) + 1)
+    segs = split_segments(streams, lens)
+
+    tensors = dict(p32)
+    mems = None
+    total = 0.0
+    for s, (x, y) in enumerate(segs):
+        logits, mems = ref.forward(P, model, x, mems)
+        loss = ref.seg_loss(logits, y)
+        total = total + loss
+        tensors["seg%d.x" % s] = x.to(torch.int32)
+        tensors["seg%d.y" % s] = y.to(torch.int32)
+        tensors["seg%d.logits" % s] = logits.detach().clone()
+        tensors["seg%d.loss" % s] = loss.detach().reshape(1).clone()
+        for l, mm in enumerate(mems):
+            tensors["seg%d.mem.%d" % (s, l)] = mm.detach().clone()
+    total.backward()
+    for k, _ in ref.param_shapes(model):
+        tensors["grad." + k] = P[k].grad.detach().clone()
+    meta = {
+        "config": json.dumps({"model": model, "train": {"batch_size": B}}),
+        "n_segments": str(len(lens)),
+        "segment_lengths": ",".join(str(L) for L in lens),
+        "description": "txl reference fixture %s: float64 forward/backward of %d segments "
+                       "from F32 params; grad = d(sum of segment mean losses), memory "
+                       "carried detached" % (name, len(lens)),
+    }
+    path = os.path.join(outdir, name + ".safetensors")
+    ref.save_safetensors(path, tensors, meta)
+    return path, [float(tensors["seg%d.loss" % s]) for s in range(len(lens))]
+
+
+def gen_opt_case(outdir, name, mover, train):
+    model = dict(BASE_MODEL)
+    model.update(mover)
+    Lq = model["tgt_len"]
+    lens = [Lq] * N_OPT_STEPS
+    p32 = ref.random_params(model, seed_of(name))
+    P = leaf_params(p32)
+    names = [k for k, _ in ref.param_shapes(model)]
+    plist = [P[k] for k in names]
+    opt = ref.make_optimizer(plist, train)
+    streams = make_streams(name, sum(lens) + 1)
+    segs = split_segments(streams, lens)
+
+    tensors = dict(p32)
+    losses = []
+    mems = None
+    for t, (x, y) in enumerate(segs):
+        opt.zero_grad(set_to_none=True)
+        logits, mems = ref.forward(P, model, x, mems)
+        loss = ref.seg_loss(logits, y)
+        losses.append(float(loss))
+        loss.backward()
+        ref.clip_and_step(plist, opt, train["clip"])
+        tensors["seg%d.x" % t] = x.to(torch.int32)
+        tensors["seg%d.y" % t] = y.to(torch.int32)
+    tensors["adam.loss"] = torch.tensor(losses, dtype=torch.float64)
+    for k in names:
+        tensors["final." + k] = P[k].detach().clone()
+    tr = {"batch_size": B}
+    tr.update(train)
+    meta = {
+        "config": json.dumps({"model": model, "train": tr}),
+        "n_segments": str(len(lens)),
+        "segment_lengths": ",".join(str(L) for L in lens),
+        "weight_decay_params": WD_SCOPE,
+        "description": "txl reference optimiser fixture %s: %d steps of forward (loss before "
+                       "the update), backward, clip_grad_norm_ (coef clip/(norm+1e-6), only if "
+                       "<1; 0 = off), torch.optim.%s over all parameters, float64, memory "
+                       "carried" % (name, N_OPT_STEPS, "Adam" if train["optimizer"] == "adam"
+                                    else "AdamW"),
+    }
+    path = os.path.join(outdir, name + ".safetensors")
+    ref.save_safetensors(path, tensors, meta)
+    return path, losses
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.stderr.write("usage: gen_fixtures.py OUTDIR [CASE ...]\n")
+        return 2
+    outdir = argv[1]
+    only = set(argv[2:])
+    os.makedirs(outdir, exist_ok=True)
+    torch.set_num_threads(1)
+    for name, mover, lens in CASES:
+        if only and name not in only:
+            continue
+        path, losses = gen_case(outdir, name, mover, lens)
+        print("%-20s %7d bytes  losses %s" % (os.path.basename(path), os.path.getsize(path),
+                                             " ".join("%.6f" % v for v in losses)))
+    for name, mover, train in OPT_CASES:
+        if only and name not in only:
+            continue
+        path, losses = gen_opt_case(outdir, name, mover, train)
+        print("%-20s %7d bytes  losses %s" % (os.path.basename(path), os.path.getsize(path),
+                                             " ".join("%.6f" % v for v in losses)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

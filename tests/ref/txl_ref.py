@@ -1,0 +1,372 @@
+"""Independent PyTorch reference of the txl model (DESIGN.md section 3).
+
+Written from DESIGN.md only, for checking the C implementation.  Clarity over
+speed: every quantity of section 3 is formed as literally as practical.
+
+Parameters live in a plain dict keyed by the checkpoint tensor names of
+DESIGN.md section 5.  Linear weights are [out, in] (y = x @ W.T).  The model
+runs in whatever dtype the parameters have (float64 for the fixtures).
+Dropout is not modelled: this is the evaluation-mode network (dropout = 0).
+
+Only the standard library and torch are used.
+"""
+
+import gzip
+import json
+import math
+import struct
+
+import torch
+
+V_DEFAULT = 256
+LN_EPS = 1e-5
+
+MODEL_DEFAULTS = {
+    "n_layer": 4, "d_model": 256, "n_head": 4, "d_head": 64, "d_inner": 1024,
+    "tgt_len": 128, "mem_len": 128, "pre_lnorm": False, "dropout": 0.1,
+    "dropatt": 0.0, "pos_scheme": "xl", "clamp_len": 0, "untie_r": False,
+    "mlp_num_freqs": 16, "mlp_max_dist": 4096, "mlp_hidden": 64,
+}
+SCHEMES = ("xl", "mlp", "rope", "alibi", "absolute", "none")
+
+
+def model_cfg(cfg):
+    """Model config with the section 4 defaults filled in."""
+    out = dict(MODEL_DEFAULTS)
+    out.update(cfg)
+    if out["pos_scheme"] not in SCHEMES:
+        raise ValueError("unknown pos_scheme %r" % (out["pos_scheme"],))
+    return out
+
+
+# ----------------------------------------------------------------------------
+# parameters
+
+def param_shapes(cfg, vocab=V_DEFAULT):
+    """Ordered list of (name, shape) of every parameter, as in the checkpoint."""
+    c = model_cfg(cfg)
+    d, H, dh, di = c["d_model"], c["n_head"], c["d_head"], c["d_inner"]
+    xl = c["pos_scheme"] == "xl"
+    out = [("word_emb.weight", (vocab, d)), ("out.bias", (vocab,))]
+    if xl and not c["untie_r"]:
+        out += [("r_w_bias", (H, dh)), ("r_r_bias", (H, dh))]
+    for l in range(c["n_layer"]):
+        p = "layers.%d." % l
+        out.append((p + "attn.qkv.weight", (3 * H * dh, d)))
+        if xl:
+            out.append((p + "attn.r.weight", (H * dh, d)))
+            if c["untie_r"]:
+                out += [(p + "attn.r_w_bias", (H, dh)), (p + "attn.r_r_bias", (H, dh))]
+        out.append((p + "attn.o.weight", (d, H * dh)))
+        out += [(p + "attn.ln.weight", (d,)), (p + "attn.ln.bias", (d,))]
+        if c["pos_scheme"] == "mlp":
+            K, hid = c["mlp_num_freqs"], c["mlp_hidden"]
+            out += [(p + "attn.bias_mlp.0.weight", (hid, 2 * K)),
+                    (p + "attn.bias_mlp.0.bias", (hid,)),
+                    (p + "attn.bias_mlp.2.weight", (H, hid)),
+                    (p + "attn.bias_mlp.2.bias", (H,))]
+        out += [(p + "ff.0.weight", (di, d)), (p + "ff.0.bias", (di,)),
+                (p + "ff.3.weight", (d, di)), (p + "ff.3.bias", (d,)),
+                (p + "ff.ln.weight", (d,)), (p + "ff.ln.bias", (d,))]
+    return out
+
+
+def random_params(cfg, seed, std=0.1, vocab=V_DEFAULT):
+    """Fixture parameters (float32): larger-than-init scales so that every path
+    matters.  Weights, embedding, biases, u, v ~ N(0, std); LN gains ~ N(1, std)."""
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, shape in param_shapes(cfg, vocab):
+        t = torch.randn(shape, generator=g, dtype=torch.float64) * std
+        if name.endswith("ln.weight"):
+            t = t + 1.0
+        out[name] = t.to(torch.float32)
+    return out
+
+
+# ----------------------------------------------------------------------------
+# building blocks
+
+def linear(x, w, b=None):
+    y = torch.matmul(x, w.t())
+    return y if b is None else y + b
+
+
+def layer_norm(x, w, b):
+    mu = x.mean(dim=-1, keepdim=True)
+    xc = x - mu
+    var = (xc * xc).mean(dim=-1, keepdim=True)
+    return xc / torch.sqrt(var + LN_EPS) * w + b
+
+
+def gelu_erf(x):
+    return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+def inv_freq(n_half, width):
+    """f_t = 10000^(-2t/width), t < n_half, in double."""
+    t = torch.arange(n_half, dtype=torch.float64)
+    return torch.pow(torch.tensor(10000.0, dtype=torch.float64), -2.0 * t / width)
+
+
+def sinusoid(pos, d, dtype):
+    """[sin(pos*f), cos(pos*f)] (sin half first), pos a float64 vector; angles in
+    double, rounded to dtype once."""
+    assert d % 2 == 0
+    ang = pos.to(torch.float64)[:, None] * inv_freq(d // 2, d)[None, :]
+    return torch.cat([torch.sin(ang), torch.cos(ang)], dim=1).to(dtype)
+
+
+def alibi_slopes(H):
+    def pow2(n):
+        return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+    if H & (H - 1) == 0:
+        return pow2(H)
+    n = 2 ** int(math.floor(math.log2(H)))
+    return pow2(n) + pow2(2 * n)[0::2][: H - n]
+
+
+def mlp_phi(delta, K, max_dist, dtype):
+    """phi(delta) = [sin(delta/tau_k) for k<K, cos(delta/tau_k) for k<K] (sin half
+    first, as for xl's R), tau = exp(linspace(0, ln max_dist, K)); double, then dtype."""
+    tau = torch.exp(torch.linspace(0.0, math.log(max_dist), K, dtype=torch.float64))
+    ang = delta.to(torch.float64)[:, None] / tau[None, :]
+    return torch.cat([torch.sin(ang), torch.cos(ang)], dim=1).to(dtype)
+
+
+def mlp_bias_table(P, pre, c, n_dist, dtype):
+    """b(delta) for delta = 0..n_dist-1, shape [n_dist, H]."""
+    delta = torch.arange(n_dist, dtype=torch.float64)
+    phi = mlp_phi(delta, c["mlp_num_freqs"], c["mlp_max_dist"], dtype)
+    hid = gelu_erf(linear(phi, P[pre + "attn.bias_mlp.0.weight"], P[pre + "attn.bias_mlp.0.bias"]))
+    return linear(hid, P[pre + "attn.bias_mlp.2.weight"], P[pre + "attn.bias_mlp.2.bias"])
+
+
+def rope_rotate(x, pos):
+    """x [B, L, H, dh], pos float64 [L]: rot(x) = [x1 cos - x2 sin, x2 cos + x1 sin]."""
+    dh = x.shape[-1]
+    half = dh // 2
+    ang = pos.to(torch.float64)[:, None] * inv_freq(half, dh)[None, :]
+    cos = torch.cos(ang).to(x.dtype)[None, :, None, :]
+    sin = torch.sin(ang).to(x.dtype)[None, :, None, :]
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+def xl_R(klen, d, clamp_len, dtype):
+    """R[p], p = 0..klen-1, pos[p] = klen-1-p clamped to clamp_len when > 0."""
+    pos = torch.arange(klen - 1, -1, -1, dtype=torch.float64)
+    if clamp_len > 0:
+        pos = pos.clamp(max=float(clamp_len))
+    return sinusoid(pos, d, dtype)
+
+
+# ----------------------------------------------------------------------------
+# attention
+
+def attention(P, c, l, h, mem, batch_chunk=None):
+    """Multi-head attention of layer l.  h [B, Lq, d] is the layer input, mem
+    [B, m, d] its memory (pre_lnorm's LN of cat is applied here).  Returns the
+    attention output after Wo, [B, Lq, d].  batch_chunk bounds the size of the
+    (b, H, Lq, klen) score tensors."""
+    pre = "layers.%d." % l
+    B, Lq, d = h.shape
+    H, dh = c["n_head"], c["d_head"]
+    scheme = c["pos_scheme"]
+    m = mem.shape[1]
+    klen = m + Lq
+    cat = torch.cat([mem, h], dim=1) if m > 0 else h
+    if c["pre_lnorm"]:
+        cat = layer_norm(cat, P[pre + "attn.ln.weight"], P[pre + "attn.ln.bias"])
+    heads = linear(cat, P[pre + "attn.qkv.weight"])            # [B, klen, 3*H*dh]
+    q = heads[:, m:, 0:H * dh].reshape(B, Lq, H, dh)
+    k = heads[:, :, H * dh:2 * H * dh].reshape(B, klen, H, dh)
+    v = heads[:, :, 2 * H * dh:3 * H * dh].reshape(B, klen, H, dh)
+
+    dev = h.device
+    ii = torch.arange(Lq, device=dev)[:, None]
+    jj = torch.arange(klen, device=dev)[None, :]
+    delta = (m + ii) - jj                                        # [Lq, klen]
+    visible = jj <= m + ii
+    scale = 1.0 / math.sqrt(dh)
+
+    if scheme == "xl":
+        if c["untie_r"]:
+            u, vb = P[pre + "attn.r_w_bias"], P[pre + "attn.r_r_bias"]
+        else:
+            u, vb = P["r_w_bias"], P["r_r_bias"]
+        R = xl_R(klen, d, c["clamp_len"], h.dtype)                # [klen, d]
+        rk = linear(R, P[pre + "attn.r.weight"]).reshape(klen, H, dh)
+        # p = Lq-1-i+j; for masked (i, j) it may run past klen-1: clamp (masked anyway)
+        pidx = (Lq - 1 - ii + jj).clamp(max=klen - 1)             # [Lq, klen]
+    elif scheme == "mlp":
+        btab = mlp_bias_table(P, pre, c, klen, h.dtype)          # [klen, H]
+        bias = btab[delta.clamp(min=0)].permute(2, 0, 1)          # [H, Lq, klen]
+    elif scheme == "alibi":
+        slopes = torch.tensor(alibi_slopes(H), dtype=h.dtype, device=dev)
+        bias = -slopes[:, None, None] * delta.to(h.dtype)[None]   # [H, Lq, klen]
+    elif scheme == "rope":
+        q = rope_rotate(q, torch.arange(m, m + Lq, dtype=torch.float64))
+        k = rope_rotate(k, torch.arange(0, klen, dtype=torch.float64))
+
+    outs = []
+    step = B if not batch_chunk else batch_chunk
+    for b0 in range(0, B, step):
+        sl = slice(b0, min(B, b0 + step))
+        qb, kb, vbv = q[sl], k[sl], v[sl]
+        nb = qb.shape[0]
+        if scheme == "xl":
+            AC = torch.einsum("bihd,bjhd->bhij", qb + u, kb)
+            BDraw = torch.einsum("bihd,phd->bhip", qb + vb, rk)   # indexed by p
+            BD = torch.gather(BDraw, 3, pidx.expand(nb, H, Lq, klen))
+            s = (AC + BD) * scale
+        else:
+            s = torch.einsum("bihd,bjhd->bhij", qb, kb) * scale
+            if scheme in ("mlp", "alibi"):
+                s = s + bias[None]
+        s = s.masked_fill(~visible, float("-inf"))
+        a = torch.softmax(s, dim=-1)
+        o = torch.einsum("bhij,bjhd->bihd", a, vbv)
+        outs.append(o.reshape(nb, Lq, H * dh))
+    o = torch.cat(outs, dim=0) if len(outs) > 1 else outs[0]
+    return linear(o, P[pre + "attn.o.weight"])
+
+
+def feed_forward(P, pre, x):
+    return linear(torch.relu(linear(x, P[pre + "ff.0.weight"], P[pre + "ff.0.bias"])),
+                  P[pre + "ff.3.weight"], P[pre + "ff.3.bias"])
+
+
+def layer(P, c, l, h, mem, batch_chunk=None):
+    pre = "layers.%d." % l
+    out = attention(P, c, l, h, mem, batch_chunk)
+    if c["pre_lnorm"]:
+        h1 = h + out
+        return h1 + feed_forward(P, pre, layer_norm(h1, P[pre + "ff.ln.weight"], P[pre + "ff.ln.bias"]))
+    h1 = layer_norm(h + out, P[pre + "attn.ln.weight"], P[pre + "attn.ln.bias"])
+    return layer_norm(h1 + feed_forward(P, pre, h1), P[pre + "ff.ln.weight"], P[pre + "ff.ln.bias"])
+
+
+def empty_mems(c, B, dtype, device=None):
+    c = model_cfg(c)
+    return [torch.zeros(B, 0, c["d_model"], dtype=dtype, device=device) for _ in range(c["n_layer"])]
+
+
+def forward(P, cfg, x, mems=None, batch_chunk=None):
+    """One segment.  x LongTensor [B, Lq]; mems list of N tensors [B, m, d] (or
+    None: empty).  Returns (logits [B, Lq, V], new_mems)."""
+    c = model_cfg(cfg)
+    E = P["word_emb.weight"]
+    dtype = E.dtype
+    B, Lq = x.shape
+    d, M = c["d_model"], c["mem_len"]
+    if mems is None:
+        mems = empty_mems(c, B, dtype, E.device)
+    h = E[x] * math.sqrt(d)
+    if c["pos_scheme"] == "absolute":
+        h = h + sinusoid(torch.arange(Lq, dtype=torch.float64), d, dtype)[None]
+    new_mems = []
+    for l in range(c["n_layer"]):
+        mem = mems[l]
+        full = torch.cat([mem, h], dim=1)
+        start = max(0, full.shape[1] - M) if M > 0 else full.shape[1]
+        new_mems.append(full[:, start:].detach())
+        h = layer(P, c, l, h, mem, batch_chunk)
+    logits = linear(h, E, P["out.bias"])
+    return logits, new_mems
+
+
+def seg_loss(logits, y):
+    """Mean cross-entropy in nats over all targets."""
+    V = logits.shape[-1]
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+
+
+# ----------------------------------------------------------------------------
+# optimiser step (as torch.optim + clip_grad_norm_)
+
+def make_optimizer(params_list, train):
+    kind = train.get("optimizer", "adam")
+    kw = dict(lr=train["lr"], betas=(train["beta1"], train["beta2"]), eps=train["eps"],
+              weight_decay=train.get("weight_decay", 0.0))
+    if kind == "adam":
+        return torch.optim.Adam(params_list, **kw)
+    if kind == "adamw":
+        return torch.optim.AdamW(params_list, **kw)
+    raise ValueError("unknown optimizer %r" % kind)
+
+
+def clip_and_step(params_list, opt, clip):
+    """Global-norm clip (torch.nn.utils.clip_grad_norm_: coef = clip/(norm+1e-6),
+    applied only when < 1; clip <= 0 is off), then the optimiser step.
+    Returns the pre-clip global gradient norm."""
+    norm = torch.sqrt(sum((p.grad.detach() ** 2).sum() for p in params_list))
+    if clip > 0:
+        torch.nn.utils.clip_grad_norm_(params_list, clip)
+    opt.step()
+    return float(norm)
+
+
+# ----------------------------------------------------------------------------
+# safetensors (stdlib struct + json; torch for the bytes)
+
+_DT = {"F32": torch.float32, "F64": torch.float64, "I32": torch.int32, "I64": torch.int64,
+       "F16": torch.float16, "BF16": torch.bfloat16, "U8": torch.uint8, "I8": torch.int8,
+       "I16": torch.int16}
+_DT_INV = {v: k for k, v in _DT.items()}
+
+
+def save_safetensors(path, tensors, metadata=None):
+    """tensors: ordered dict name -> torch tensor (written in dict order)."""
+    header = {}
+    if metadata is not None:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    blobs = []
+    off = 0
+    for name, t in tensors.items():
+        t = t.detach().contiguous().cpu()
+        raw = t.numpy().tobytes() if t.numel() else b""
+        if t.numel() and t.element_size() > 1 and struct.pack("=H", 1) != struct.pack("<H", 1):
+            raise RuntimeError("big-endian host not supported")
+        header[name] = {"dtype": _DT_INV[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    hj = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    hj += b" " * ((8 - len(hj) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hj)))
+        f.write(hj)
+        for b in blobs:
+            f.write(b)
+
+
+def read_maybe_gzip(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return raw
+
+
+def load_safetensors(path, skip_prefixes=()):
+    """Returns (ordered dict name -> tensor, metadata dict).  Plain or gzip'd."""
+    raw = read_maybe_gzip(path)
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    meta = header.pop("__metadata__", {}) or {}
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        if any(name.startswith(s) for s in skip_prefixes):
+            continue
+        b, e = info["data_offsets"]
+        dt = _DT[info["dtype"]]
+        shape = info["shape"]
+        buf = bytearray(raw[base + b:base + e])
+        if len(buf) == 0:
+            t = torch.zeros(shape, dtype=dt)
+        else:
+            t = torch.frombuffer(buf, dtype=dt).reshape(shape).clone()
+        out[name] = t
+    return out, meta
