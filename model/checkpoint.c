@@ -1,0 +1,163 @@
+/* checkpoint.c: model <-> safetensors (see checkpoint.h). The table of model.c is walked
+ * in order, so the checkpoint lists tensors in DESIGN.md §5 order. */
+#include "checkpoint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ckpt_save(const char *path, const model *mdl, const float *adam_m, const float *adam_v,
+              const model_mem *mem, const char *const *meta, int gzip_level, txl_err *e)
+{
+    st_writer w;
+    st_writer_init(&w);
+    int n_extra = (adam_m ? 2 * mdl->n_params : 0) + (mem ? mem->n_layer : 0);
+    char **names = calloc((size_t)n_extra + 1, sizeof *names);
+    float *memcopy = NULL;
+    int rc = names ? 0 : -1, k = 0;
+    for (int i = 0; rc == 0 && i < mdl->n_params; i++) {
+        const param_entry *p = &mdl->table[i];
+        int64_t shape[2] = {p->shape[0], p->shape[1]};
+        rc = st_writer_add(&w, p->name, ST_F32, p->ndim, shape, mdl->w + p->offset);
+    }
+    for (int pass = 0; adam_m && rc == 0 && pass < 2; pass++)
+        for (int i = 0; rc == 0 && i < mdl->n_params; i++) {
+            const param_entry *p = &mdl->table[i];
+            int64_t shape[2] = {p->shape[0], p->shape[1]};
+            size_t len = strlen(p->name) + 16;
+            names[k] = malloc(len);
+            if (!names[k]) {
+                rc = -1;
+                break;
+            }
+            snprintf(names[k], len, "optim.%c.%s", pass ? 'v' : 'm', p->name);
+            rc = st_writer_add(&w, names[k++], ST_F32, p->ndim, shape,
+                               (pass ? adam_v : adam_m) + p->offset);
+        }
+    if (mem && rc == 0 && mem->m > 0) {
+        /* stored packed [B, m, d] per layer (the buffer holds M rows per stream) */
+        size_t per = (size_t)mem->B * mem->m * mem->d;
+        memcopy = malloc((size_t)mem->n_layer * per * sizeof(float) + 1);
+        if (!memcopy)
+            rc = -1;
+        for (int l = 0; rc == 0 && l < mem->n_layer; l++) {
+            float *dst = memcopy + (size_t)l * per;
+            for (int b = 0; b < mem->B; b++)
+                memcpy(dst + (size_t)b * mem->m * mem->d,
+                       mem_layer(mem, l) + (size_t)b * mem->M * mem->d,
+                       (size_t)mem->m * mem->d * sizeof(float));
+            names[k] = malloc(32);
+            if (!names[k]) {
+                rc = -1;
+                break;
+            }
+            snprintf(names[k], 32, "state.mem.%d", l);
+            int64_t shape[3] = {mem->B, mem->m, mem->d};
+            rc = st_writer_add(&w, names[k++], ST_F32, 3, shape, dst);
+        }
+    }
+    for (int i = 0; rc == 0 && meta && meta[i]; i += 2)
+        rc = st_writer_meta(&w, meta[i], meta[i + 1] ? meta[i + 1] : "");
+    if (rc)
+        err_set(e, ERR_RUNTIME, "%s: out of memory preparing the checkpoint", path);
+    else
+        rc = st_write(&w, path, gzip_level, e);
+    for (int i = 0; names && i < k; i++)
+        free(names[i]);
+    free(names);
+    free(memcopy);
+    st_writer_free(&w);
+    return rc;
+}
+
+static int check_shape(const st_file *f, const st_tensor *t, const param_entry *p, txl_err *e)
+{
+    int ok = t->ndim == p->ndim && t->shape[0] == p->shape[0] &&
+             (p->ndim == 1 || t->shape[1] == p->shape[1]);
+    if (t->dtype != ST_F32)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' has dtype %s, expected F32", f->path,
+                       t->name, st_dtype_name(t->dtype));
+    if (!ok) {
+        char got[128] = "", want[64];
+        size_t o = 0;
+        for (int i = 0; i < t->ndim && o < sizeof got - 24; i++)
+            o += (size_t)snprintf(got + o, sizeof got - o, "%s%lld", i ? ", " : "",
+                                  (long long)t->shape[i]);
+        if (p->ndim == 1)
+            snprintf(want, sizeof want, "%d", p->shape[0]);
+        else
+            snprintf(want, sizeof want, "%d, %d", p->shape[0], p->shape[1]);
+        return err_set(e, ERR_INPUT,
+                       "%s: tensor '%s' has shape [%s], but the config in the checkpoint "
+                       "implies [%s]", f->path, t->name, got, want);
+    }
+    return 0;
+}
+
+int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e)
+{
+    for (int i = 0; i < mdl->n_params; i++) {
+        const param_entry *p = &mdl->table[i];
+        const st_tensor *t = st_find(f, p->name);
+        if (!t)
+            return err_set(e, ERR_INPUT, "%s: missing tensor '%s' (required by pos_scheme %s "
+                           "with this config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
+        if (check_shape(f, t, p, e))
+            return -1;
+        memcpy(mdl->w + p->offset, st_data(f, t), p->numel * sizeof(float));
+    }
+    for (int i = 0; i < f->n; i++) {
+        const char *nm = f->t[i].name;
+        if (strncmp(nm, "optim.", 6) == 0 || strncmp(nm, "state.", 6) == 0)
+            continue;
+        if (!model_find_param(mdl, nm))
+            return err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (not a parameter of a "
+                           "pos_scheme %s model with this config)", f->path, nm,
+                           pos_scheme_name(mdl->cfg.pos));
+    }
+    return 0;
+}
+
+int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_err *e)
+{
+    char nm[128];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < mdl->n_params; i++) {
+            const param_entry *p = &mdl->table[i];
+            snprintf(nm, sizeof nm, "optim.%c.%s", pass ? 'v' : 'm', p->name);
+            const st_tensor *t = st_find(f, nm);
+            if (!t)
+                return err_set(e, ERR_INPUT, "%s: missing tensor '%s': this checkpoint has no "
+                               "optimiser state to resume from (use --init-from to start a new "
+                               "run from its weights)", f->path, nm);
+            if (check_shape(f, t, p, e))
+                return -1;
+            memcpy((pass ? v : m) + p->offset, st_data(f, t), p->numel * sizeof(float));
+        }
+    return 0;
+}
+
+int ckpt_load_mem(const st_file *f, model_mem *mem, txl_err *e)
+{
+    char nm[32];
+    mem_reset(mem);
+    const st_tensor *t0 = st_find(f, "state.mem.0");
+    if (!t0)
+        return 0;
+    int m = t0->ndim == 3 ? (int)t0->shape[1] : -1;
+    for (int l = 0; l < mem->n_layer; l++) {
+        snprintf(nm, sizeof nm, "state.mem.%d", l);
+        const st_tensor *t = st_find(f, nm);
+        if (!t || t->dtype != ST_F32 || t->ndim != 3 || t->shape[0] != mem->B ||
+            t->shape[1] != m || m > mem->M || t->shape[2] != mem->d)
+            return err_set(e, ERR_INPUT, "%s: memory tensor '%s' missing or not [%d, %d, %d] "
+                           "F32 (batch, rows <= mem_len %d, d_model)", f->path, nm, mem->B,
+                           m, mem->d, mem->M);
+        const float *src = st_data(f, t);
+        for (int b = 0; b < mem->B; b++)
+            memcpy(mem_layer(mem, l) + (size_t)b * mem->M * mem->d,
+                   src + (size_t)b * m * mem->d, (size_t)m * mem->d * sizeof(float));
+    }
+    mem->m = m;
+    return 0;
+}

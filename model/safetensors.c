@@ -1,0 +1,639 @@
+/* safetensors.c: see safetensors.h. The reader loads the whole file through zlib's gz*
+ * functions (which read plain files too), then validates the header before anyone touches
+ * a tensor. The writer goes through a temp file + fsync + rename so that a crash or a full
+ * disk never leaves a damaged file where a good one stood. Host byte order is assumed
+ * little-endian (checked at compile time), as the format is. */
+#include "safetensors.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "txl's safetensors I/O assumes a little-endian host"
+#endif
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[] = {
+    [ST_F32] = {"F32", 4}, [ST_F64] = {"F64", 8}, [ST_I32] = {"I32", 4}, [ST_I64] = {"I64", 8},
+    [ST_U8] = {"U8", 1},   [ST_F16] = {"F16", 2}, [ST_BF16] = {"BF16", 2},
+};
+#define N_DTYPES (int)(sizeof dtypes / sizeof dtypes[0])
+
+const char *st_dtype_name(st_dtype d) { return (unsigned)d < (unsigned)N_DTYPES ? dtypes[d].name : "?"; }
+
+/* ------------------------------------------------------------------ reading */
+
+static int read_all(st_file *f, const char *path, txl_err *e)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return err_set(e, ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        return err_set(e, ERR_INPUT, "%s: is a directory, expected a checkpoint file", path);
+    gzFile gz = gzopen(path, "rb");
+    if (!gz)
+        return err_set(e, ERR_INPUT, "%s: cannot open: %s", path,
+                       errno ? strerror(errno) : "out of memory");
+    gzbuffer(gz, 1 << 17);
+    size_t cap = 1 << 20, len = 0;
+    uint8_t *buf = malloc(cap);
+    if (!buf) {
+        gzclose(gz);
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (cap - len < (1 << 20)) {
+            if (cap > SIZE_MAX / 2) {
+                free(buf);
+                gzclose(gz);
+                return err_set(e, ERR_INPUT, "%s: file too large", path);
+            }
+            uint8_t *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                gzclose(gz);
+                return err_set(e, ERR_RUNTIME, "%s: out of memory reading %zu bytes", path, len);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t want = cap - len;
+        if (want > (1u << 30))
+            want = 1u << 30;
+        int got = gzread(gz, buf + len, (unsigned)want);
+        if (got < 0) {
+            int zerr;
+            const char *msg = gzerror(gz, &zerr);
+            err_set(e, ERR_INPUT, "%s: corrupt or truncated gzip data after %zu bytes: %s",
+                    path, len, zerr == Z_ERRNO ? strerror(errno) : msg);
+            free(buf);
+            gzclose(gz);
+            return -1;
+        }
+        if (got == 0)
+            break;
+        len += (size_t)got;
+    }
+    int zerr;
+    const char *msg = gzerror(gz, &zerr);
+    if (zerr != Z_OK) { /* e.g. Z_BUF_ERROR: unexpected end of file (truncated gzip) */
+        err_set(e, ERR_INPUT, "%s: corrupt or truncated gzip data after %zu bytes: %s", path,
+                len, msg);
+        free(buf);
+        gzclose(gz);
+        return -1;
+    }
+    gzclose(gz);
+    f->buf = buf;
+    f->len = len;
+    return 0;
+}
+
+static int parse_dtype(const char *s, st_dtype *d)
+{
+    for (int i = 0; i < N_DTYPES; i++)
+        if (strcmp(s, dtypes[i].name) == 0) {
+            *d = (st_dtype)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* A JSON number that is a non-negative integer representable exactly. */
+static int json_uint(const cJSON *j, uint64_t *out)
+{
+    if (!cJSON_IsNumber(j))
+        return -1;
+    double v = j->valuedouble;
+    if (!(v >= 0) || v > 9007199254740992.0 || v != (double)(uint64_t)v)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int cmp_begin(const void *a, const void *b)
+{
+    const st_tensor *x = *(st_tensor *const *)a, *y = *(st_tensor *const *)b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+static int parse_header(st_file *f, txl_err *e)
+{
+    const char *path = f->path;
+    if (f->len < 8)
+        return err_set(e, ERR_INPUT,
+                       "%s: %zu bytes is too short for a safetensors file (need an 8-byte "
+                       "header length)", path, f->len);
+    uint64_t hlen = 0;
+    memcpy(&hlen, f->buf, 8);
+    if (hlen > f->len - 8)
+        return err_set(e, ERR_INPUT,
+                       "%s: header length %llu exceeds the file's remaining %zu bytes "
+                       "(not a safetensors file, or truncated)", path, (unsigned long long)hlen,
+                       f->len - 8);
+    if (hlen < 2)
+        return err_set(e, ERR_INPUT, "%s: header length %llu is too small for a JSON header",
+                       path, (unsigned long long)hlen);
+    f->data_start = 8 + (size_t)hlen;
+    size_t data_len = f->len - f->data_start;
+    const char *hdr = (const char *)f->buf + 8;
+    if (hdr[0] != '{')
+        return err_set(e, ERR_INPUT, "%s: header does not start with '{' (not a safetensors "
+                       "file?)", path);
+    const char *endp = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(hdr, (size_t)hlen, &endp, 0);
+    if (!root || !cJSON_IsObject(root)) {
+        size_t at = endp ? (size_t)(endp - hdr) : 0;
+        cJSON_Delete(root);
+        return err_set(e, ERR_INPUT, "%s: malformed JSON header near byte %zu of %llu", path,
+                       at, (unsigned long long)hlen);
+    }
+    for (const char *p = endp; p && p < hdr + hlen; p++)
+        if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r' && *p != '\0') {
+            cJSON_Delete(root);
+            return err_set(e, ERR_INPUT, "%s: unexpected bytes after the JSON header", path);
+        }
+
+    int n = 0;
+    for (cJSON *c = root->child; c; c = c->next)
+        n++;
+    f->t = calloc((size_t)n + 1, sizeof *f->t);
+    f->meta_keys = calloc((size_t)n + 1, sizeof(char *));
+    f->meta_vals = calloc((size_t)n + 1, sizeof(char *));
+    if (!f->t || !f->meta_keys || !f->meta_vals) {
+        cJSON_Delete(root);
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", path);
+    }
+    int rc = 0;
+    for (cJSON *c = root->child; c && rc == 0; c = c->next) {
+        const char *name = c->string;
+        if (strcmp(name, "__metadata__") == 0) {
+            if (!cJSON_IsObject(c)) {
+                rc = err_set(e, ERR_INPUT, "%s: __metadata__ must be an object", path);
+                break;
+            }
+            int nm = 0;
+            for (cJSON *m = c->child; m; m = m->next)
+                nm++;
+            free(f->meta_keys);
+            free(f->meta_vals);
+            f->meta_keys = calloc((size_t)nm + 1, sizeof(char *));
+            f->meta_vals = calloc((size_t)nm + 1, sizeof(char *));
+            if (!f->meta_keys || !f->meta_vals) {
+                rc = err_set(e, ERR_RUNTIME, "%s: out of memory", path);
+                break;
+            }
+            for (cJSON *m = c->child; m; m = m->next) {
+                if (!cJSON_IsString(m)) {
+                    rc = err_set(e, ERR_INPUT, "%s: __metadata__.%s must be a string", path,
+                                 m->string);
+                    break;
+                }
+                f->meta_keys[f->n_meta] = strdup(m->string);
+                f->meta_vals[f->n_meta] = strdup(m->valuestring);
+                if (!f->meta_keys[f->n_meta] || !f->meta_vals[f->n_meta]) {
+                    rc = err_set(e, ERR_RUNTIME, "%s: out of memory", path);
+                    break;
+                }
+                f->n_meta++;
+            }
+            continue;
+        }
+        for (int i = 0; i < f->n; i++)
+            if (strcmp(f->t[i].name, name) == 0) {
+                rc = err_set(e, ERR_INPUT, "%s: tensor '%s' appears twice in the header", path,
+                             name);
+                break;
+            }
+        if (rc)
+            break;
+        st_tensor *t = &f->t[f->n];
+        t->name = strdup(name);
+        if (!t->name) {
+            rc = err_set(e, ERR_RUNTIME, "%s: out of memory", path);
+            break;
+        }
+        f->n++;
+        cJSON *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype");
+        cJSON *sh = cJSON_GetObjectItemCaseSensitive(c, "shape");
+        cJSON *off = cJSON_GetObjectItemCaseSensitive(c, "data_offsets");
+        if (!cJSON_IsObject(c) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) ||
+            !cJSON_IsArray(off)) {
+            rc = err_set(e, ERR_INPUT,
+                         "%s: tensor '%s': expected {\"dtype\": string, \"shape\": [...], "
+                         "\"data_offsets\": [begin, end]}", path, name);
+            break;
+        }
+        if (parse_dtype(dt->valuestring, &t->dtype)) {
+            rc = err_set(e, ERR_INPUT, "%s: tensor '%s': unknown dtype '%s'", path, name,
+                         dt->valuestring);
+            break;
+        }
+        int nd = cJSON_GetArraySize(sh);
+        if (nd > ST_MAX_DIMS) {
+            rc = err_set(e, ERR_INPUT, "%s: tensor '%s': %d dimensions (at most %d)", path,
+                         name, nd, ST_MAX_DIMS);
+            break;
+        }
+        t->ndim = nd;
+        size_t numel = 1, esize = dtypes[t->dtype].size;
+        int k = 0;
+        for (cJSON *s = sh->child; s; s = s->next, k++) {
+            uint64_t v;
+            if (json_uint(s, &v) || v > (uint64_t)INT64_MAX) {
+                rc = err_set(e, ERR_INPUT, "%s: tensor '%s': shape[%d] is not a non-negative "
+                             "integer", path, name, k);
+                break;
+            }
+            t->shape[k] = (int64_t)v;
+            if (v && numel > SIZE_MAX / esize / v) {
+                rc = err_set(e, ERR_INPUT, "%s: tensor '%s': shape too large", path, name);
+                break;
+            }
+            numel *= (size_t)v;
+        }
+        if (rc)
+            break;
+        t->numel = numel;
+        uint64_t b, en;
+        if (cJSON_GetArraySize(off) != 2 || json_uint(off->child, &b) ||
+            json_uint(off->child->next, &en) || b > en) {
+            rc = err_set(e, ERR_INPUT, "%s: tensor '%s': data_offsets must be [begin, end] "
+                         "with 0 <= begin <= end", path, name);
+            break;
+        }
+        if (en > data_len) {
+            rc = err_set(e, ERR_INPUT,
+                         "%s: tensor '%s': data_offsets [%llu, %llu] past the end of the data "
+                         "(%zu bytes; file truncated?)", path, name, (unsigned long long)b,
+                         (unsigned long long)en, data_len);
+            break;
+        }
+        if (en - b != numel * esize) {
+            rc = err_set(e, ERR_INPUT,
+                         "%s: tensor '%s': %llu bytes of data for %zu elements of %s (%zu "
+                         "bytes expected)", path, name, (unsigned long long)(en - b), numel,
+                         dtypes[t->dtype].name, numel * esize);
+            break;
+        }
+        t->begin = (size_t)b;
+        t->end = (size_t)en;
+    }
+    cJSON_Delete(root);
+    if (rc)
+        return rc;
+
+    /* no two tensors may share bytes; the data section must end where the last one does */
+    st_tensor **order = malloc(((size_t)f->n + 1) * sizeof *order);
+    if (!order)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", path);
+    for (int i = 0; i < f->n; i++)
+        order[i] = &f->t[i];
+    qsort(order, (size_t)f->n, sizeof *order, cmp_begin);
+    size_t maxend = 0;
+    for (int i = 0; i < f->n && rc == 0; i++) {
+        if (i > 0 && order[i]->begin < order[i - 1]->end && order[i]->end > order[i]->begin)
+            rc = err_set(e, ERR_INPUT, "%s: tensors '%s' and '%s' overlap in the data section",
+                         path, order[i - 1]->name, order[i]->name);
+        if (order[i]->end > maxend)
+            maxend = order[i]->end;
+    }
+    free(order);
+    if (rc == 0 && maxend != data_len)
+        rc = err_set(e, ERR_INPUT,
+                     "%s: %zu bytes of tensor data after the header, but the tensors cover %zu "
+                     "(trailing garbage?)", path, data_len, maxend);
+    return rc;
+}
+
+int st_read(st_file *f, const char *path, txl_err *e)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->path, sizeof f->path, "%s", path);
+    if (read_all(f, path, e) || parse_header(f, e)) {
+        st_free(f);
+        return -1;
+    }
+    return 0;
+}
+
+void st_free(st_file *f)
+{
+    if (f->t)
+        for (int i = 0; i < f->n; i++)
+            free(f->t[i].name);
+    if (f->meta_keys)
+        for (int i = 0; i < f->n_meta; i++) {
+            free(f->meta_keys[i]);
+            free(f->meta_vals[i]);
+        }
+    free(f->meta_keys);
+    free(f->meta_vals);
+    free(f->t);
+    free(f->buf);
+    memset(f, 0, sizeof *f);
+}
+
+const st_tensor *st_find(const st_file *f, const char *name)
+{
+    for (int i = 0; i < f->n; i++)
+        if (strcmp(f->t[i].name, name) == 0)
+            return &f->t[i];
+    return NULL;
+}
+
+const char *st_meta(const st_file *f, const char *key)
+{
+    for (int i = 0; i < f->n_meta; i++)
+        if (strcmp(f->meta_keys[i], key) == 0)
+            return f->meta_vals[i];
+    return NULL;
+}
+
+const void *st_data(const st_file *f, const st_tensor *t) { return f->buf + f->data_start + t->begin; }
+
+int st_to_f32(const st_file *f, const st_tensor *t, float *out, size_t n, txl_err *e)
+{
+    if (t->numel != n)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' has %zu elements, expected %zu", f->path,
+                       t->name, t->numel, n);
+    const uint8_t *p = st_data(f, t);
+    switch (t->dtype) {
+    case ST_F32:
+        memcpy(out, p, n * 4);
+        return 0;
+    case ST_F64:
+        for (size_t i = 0; i < n; i++) {
+            double v;
+            memcpy(&v, p + 8 * i, 8);
+            out[i] = (float)v;
+        }
+        return 0;
+    case ST_I32:
+        for (size_t i = 0; i < n; i++) {
+            int32_t v;
+            memcpy(&v, p + 4 * i, 4);
+            out[i] = (float)v;
+        }
+        return 0;
+    default:
+        return err_set(e, ERR_INPUT, "%s: tensor '%s': dtype %s where F32 was expected",
+                       f->path, t->name, st_dtype_name(t->dtype));
+    }
+}
+
+int st_to_f64(const st_file *f, const st_tensor *t, double *out, size_t n, txl_err *e)
+{
+    if (t->numel != n)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' has %zu elements, expected %zu", f->path,
+                       t->name, t->numel, n);
+    const uint8_t *p = st_data(f, t);
+    for (size_t i = 0; i < n; i++) {
+        if (t->dtype == ST_F64) {
+            memcpy(&out[i], p + 8 * i, 8);
+        } else if (t->dtype == ST_F32) {
+            float v;
+            memcpy(&v, p + 4 * i, 4);
+            out[i] = v;
+        } else if (t->dtype == ST_I32) {
+            int32_t v;
+            memcpy(&v, p + 4 * i, 4);
+            out[i] = v;
+        } else {
+            return err_set(e, ERR_INPUT, "%s: tensor '%s': dtype %s where F64 was expected",
+                           f->path, t->name, st_dtype_name(t->dtype));
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+void st_writer_init(st_writer *w) { memset(w, 0, sizeof *w); }
+
+int st_writer_add(st_writer *w, const char *name, st_dtype dtype, int ndim,
+                  const int64_t *shape, const void *data)
+{
+    if (w->n == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 64;
+        st_entry *ne = realloc(w->e, (size_t)cap * sizeof *ne);
+        if (!ne)
+            return -1;
+        w->e = ne;
+        w->cap = cap;
+    }
+    st_entry *en = &w->e[w->n++];
+    memset(en, 0, sizeof *en);
+    en->name = name;
+    en->dtype = dtype;
+    en->ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        en->shape[i] = shape[i];
+    en->data = data;
+    return 0;
+}
+
+int st_writer_meta(st_writer *w, const char *key, const char *value)
+{
+    if (w->n_meta == w->cap_meta) {
+        int cap = w->cap_meta ? 2 * w->cap_meta : 16;
+        char **k = realloc(w->meta_keys, (size_t)cap * sizeof *k);
+        if (!k)
+            return -1;
+        w->meta_keys = k;
+        char **v = realloc(w->meta_vals, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        w->meta_vals = v;
+        w->cap_meta = cap;
+    }
+    w->meta_keys[w->n_meta] = strdup(key);
+    w->meta_vals[w->n_meta] = strdup(value);
+    if (!w->meta_keys[w->n_meta] || !w->meta_vals[w->n_meta]) {
+        free(w->meta_keys[w->n_meta]);
+        free(w->meta_vals[w->n_meta]);
+        return -1;
+    }
+    w->n_meta++;
+    return 0;
+}
+
+void st_writer_free(st_writer *w)
+{
+    for (int i = 0; i < w->n_meta; i++) {
+        free(w->meta_keys[i]);
+        free(w->meta_vals[i]);
+    }
+    free(w->meta_keys);
+    free(w->meta_vals);
+    free(w->e);
+    memset(w, 0, sizeof *w);
+}
+
+static size_t entry_bytes(const st_entry *en)
+{
+    size_t n = dtypes[en->dtype].size;
+    for (int i = 0; i < en->ndim; i++)
+        n *= (size_t)en->shape[i];
+    return n;
+}
+
+/* Builds the padded header: returns malloc'd bytes and their length. */
+static char *build_header(const st_writer *w, size_t *len)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return NULL;
+    if (w->n_meta) {
+        cJSON *meta = cJSON_AddObjectToObject(root, "__metadata__");
+        for (int i = 0; meta && i < w->n_meta; i++)
+            cJSON_AddStringToObject(meta, w->meta_keys[i], w->meta_vals[i]);
+    }
+    size_t off = 0;
+    for (int i = 0; i < w->n; i++) {
+        const st_entry *en = &w->e[i];
+        cJSON *t = cJSON_AddObjectToObject(root, en->name);
+        if (!t)
+            break;
+        cJSON_AddStringToObject(t, "dtype", dtypes[en->dtype].name);
+        cJSON *sh = cJSON_AddArrayToObject(t, "shape");
+        for (int k = 0; sh && k < en->ndim; k++)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)en->shape[k]));
+        size_t nb = entry_bytes(en);
+        cJSON *of = cJSON_AddArrayToObject(t, "data_offsets");
+        if (of) {
+            cJSON_AddItemToArray(of, cJSON_CreateNumber((double)off));
+            cJSON_AddItemToArray(of, cJSON_CreateNumber((double)(off + nb)));
+        }
+        off += nb;
+    }
+    char *js = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!js)
+        return NULL;
+    size_t n = strlen(js), padded = (n + 7) / 8 * 8;
+    char *out = malloc(padded + 1);
+    if (out) {
+        memcpy(out, js, n);
+        memset(out + n, ' ', padded - n);
+        out[padded] = 0;
+        *len = padded;
+    }
+    free(js);
+    return out;
+}
+
+typedef struct {
+    int fd;
+    gzFile gz;
+} sink;
+
+static int sink_write(sink *s, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    while (n) {
+        size_t chunk = n > (1u << 30) ? (1u << 30) : n;
+        if (s->gz) {
+            int w = gzwrite(s->gz, b, (unsigned)chunk);
+            if (w <= 0)
+                return -1;
+            chunk = (size_t)w;
+        } else {
+            ssize_t w = write(s->fd, b, chunk);
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                return -1;
+            }
+            chunk = (size_t)w;
+        }
+        b += chunk;
+        n -= chunk;
+    }
+    return 0;
+}
+
+static void dir_of(const char *path, char *dir, size_t cap)
+{
+    snprintf(dir, cap, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, cap, ".");
+    else if (slash == dir)
+        dir[1] = 0;
+    else
+        *slash = 0;
+}
+
+int st_write(const st_writer *w, const char *path, int gzip_level, txl_err *e)
+{
+    char tmp[1100], dir[1024];
+    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+    dir_of(path, dir, sizeof dir);
+    size_t hlen = 0;
+    char *hdr = build_header(w, &hlen);
+    if (!hdr)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory building the header", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        free(hdr);
+        return err_set(e, ERR_RUNTIME, "%s: cannot create a temporary file in %s: %s", path, dir,
+                       strerror(errno));
+    }
+    fchmod(fd, 0644);
+    sink s = {fd, NULL};
+    int werr = 0;
+    const char *why = NULL;
+    if (gzip_level > 0) {
+        char mode[8];
+        snprintf(mode, sizeof mode, "wb%d", gzip_level > 9 ? 9 : gzip_level);
+        int fd2 = dup(fd);
+        s.gz = fd2 >= 0 ? gzdopen(fd2, mode) : NULL;
+        if (!s.gz) {
+            if (fd2 >= 0)
+                close(fd2);
+            werr = errno ? errno : ENOMEM;
+        }
+    }
+    uint64_t hl = hlen;
+    if (!werr && (sink_write(&s, &hl, 8) || sink_write(&s, hdr, hlen)))
+        werr = errno ? errno : EIO;
+    for (int i = 0; !werr && i < w->n; i++)
+        if (sink_write(&s, w->e[i].data, entry_bytes(&w->e[i])))
+            werr = errno ? errno : EIO;
+    if (s.gz) {
+        int zr = gzclose(s.gz);
+        if (!werr && zr != Z_OK)
+            werr = errno ? errno : EIO;
+    }
+    if (!werr && fsync(fd) != 0)
+        werr = errno;
+    if (close(fd) != 0 && !werr)
+        werr = errno;
+    free(hdr);
+    if (!werr && rename(tmp, path) != 0) {
+        werr = errno;
+        why = "rename";
+    }
+    if (werr) {
+        unlink(tmp);
+        return err_set(e, ERR_RUNTIME, "%s: %s failed: %s (the previous file, if any, is "
+                       "untouched)", path, why ? why : "write", strerror(werr));
+    }
+    int dfd = open(dir, O_RDONLY);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}

@@ -1,0 +1,81 @@
+/* safetensors.h: the safetensors container (https://huggingface.co/docs/safetensors), read
+ * from plain or gzip'd files and written atomically, gzip'd or plain.
+ *
+ * Layout: u64 little-endian header length N, N bytes of JSON
+ *   {name: {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
+ *    "__metadata__": {key: string}}
+ * (padded with spaces to a multiple of 8), then the tensor bytes; offsets are relative to
+ * the end of the header. Everything a reader can check is checked: header length against
+ * the file, JSON syntax, dtypes, shapes vs byte sizes, offsets inside the data, overlaps,
+ * duplicate names, and (through zlib) the gzip CRC. Messages name the file. */
+#ifndef TXL_SAFETENSORS_H
+#define TXL_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+
+typedef enum { ST_F32, ST_F64, ST_I32, ST_I64, ST_U8, ST_F16, ST_BF16 } st_dtype;
+
+#define ST_MAX_DIMS 8
+
+typedef struct {
+    char *name;
+    st_dtype dtype;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    size_t numel;
+    size_t begin, end; /* byte offsets into the data section */
+} st_tensor;
+
+typedef struct {
+    char path[1024];
+    uint8_t *buf;      /* the whole (decompressed) file */
+    size_t len;
+    size_t data_start; /* 8 + header length */
+    st_tensor *t;
+    int n;
+    char **meta_keys, **meta_vals;
+    int n_meta;
+} st_file;
+
+/* Reads and validates a whole file; -1 with kind ERR_INPUT for anything malformed
+ * (ERR_RUNTIME for I/O trouble such as ENOMEM). */
+int st_read(st_file *f, const char *path, txl_err *e);
+void st_free(st_file *f);
+const st_tensor *st_find(const st_file *f, const char *name);
+const char *st_meta(const st_file *f, const char *key);
+const void *st_data(const st_file *f, const st_tensor *t);
+/* Converts an F32/F64/I32 tensor to floats (F64 rounds; others refuse). */
+int st_to_f32(const st_file *f, const st_tensor *t, float *out, size_t n, txl_err *e);
+int st_to_f64(const st_file *f, const st_tensor *t, double *out, size_t n, txl_err *e);
+const char *st_dtype_name(st_dtype d);
+
+/* Writer: collect tensors (data must stay valid until st_write) and metadata, then write. */
+typedef struct {
+    const char *name; /* borrowed */
+    st_dtype dtype;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    const void *data;
+} st_entry;
+
+typedef struct {
+    st_entry *e;
+    int n, cap;
+    char **meta_keys, **meta_vals; /* owned copies */
+    int n_meta, cap_meta;
+} st_writer;
+
+void st_writer_init(st_writer *w);
+int st_writer_add(st_writer *w, const char *name, st_dtype dtype, int ndim,
+                  const int64_t *shape, const void *data);
+int st_writer_meta(st_writer *w, const char *key, const char *value);
+/* Writes to `path` atomically: a temp file in the same directory, fsync, rename, fsync of
+ * the directory. gzip_level 0 writes plain safetensors, 1..9 gzip. On any failure the
+ * temp file is removed and whatever stood at `path` is untouched. */
+int st_write(const st_writer *w, const char *path, int gzip_level, txl_err *e);
+void st_writer_free(st_writer *w);
+
+#endif

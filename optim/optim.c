@@ -1,0 +1,65 @@
+/* optim.c: see optim.h. Each element's update is computed in float from float state, as
+ * PyTorch does, so 5-step losses match the reference to float round-off. */
+#include "optim.h"
+
+#include <math.h>
+
+void adam_step(float *w, const float *g, float *m, float *v, size_t n, long t, double lr,
+               const adam_hparams *h)
+{
+    const float b1 = (float)h->beta1, b2 = (float)h->beta2, eps = (float)h->eps;
+    const float wd = (float)h->weight_decay;
+    const double bc1 = 1.0 - pow(h->beta1, (double)t), bc2 = 1.0 - pow(h->beta2, (double)t);
+    const float step = (float)(lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
+    const float decay = h->decoupled ? (float)(1.0 - lr * h->weight_decay) : 1.0f;
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i];
+        if (h->decoupled)
+            w[i] *= decay;
+        else if (wd != 0.0f)
+            gi += wd * w[i];
+        m[i] = b1 * m[i] + (1.0f - b1) * gi;
+        v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+        w[i] -= step * m[i] / (sqrtf(v[i]) * rbc2 + eps);
+    }
+}
+
+double grad_norm(const float *g, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)g[i] * g[i];
+    return sqrt(s);
+}
+
+double grad_clip(float *g, size_t n, double max_norm)
+{
+    double norm = grad_norm(g, n);
+    double coef = max_norm / (norm + 1e-6);
+    if (max_norm > 0 && coef < 1.0) {
+        float c = (float)coef;
+        for (size_t i = 0; i < n; i++)
+            g[i] *= c;
+    }
+    return norm;
+}
+
+double lr_at(const lr_schedule_t *s, long t)
+{
+    if (s->warmup > 0 && t <= s->warmup)
+        return s->lr * (double)t / (double)s->warmup;
+    switch (s->kind) {
+    case LR_COSINE: {
+        long span = s->max_steps - s->warmup;
+        double prog = span > 0 ? (double)(t - s->warmup) / (double)span : 1.0;
+        if (prog > 1.0)
+            prog = 1.0;
+        return s->lr_min + (s->lr - s->lr_min) * 0.5 * (1.0 + cos(M_PI * prog));
+    }
+    case LR_INV_SQRT:
+        return s->lr * sqrt((double)(s->warmup > 0 ? s->warmup : 1) / (double)t);
+    case LR_CONSTANT:
+    default:
+        return s->lr;
+    }
+}

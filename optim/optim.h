@@ -1,0 +1,44 @@
+/* optim.h: Adam / AdamW over flat float arrays, global-norm clipping, and learning-rate
+ * schedules. Knows nothing of tensors: the model's parameter table makes weights,
+ * gradients and moments one array each (model/model.h). */
+#ifndef TXL_OPTIM_H
+#define TXL_OPTIM_H
+
+#include <stddef.h>
+
+typedef struct {
+    double beta1, beta2, eps;
+    double weight_decay;
+    int decoupled; /* 0: Adam with L2 (wd * w added to the gradient), 1: AdamW */
+} adam_hparams;
+
+/* One Adam step t (1-based) at learning rate lr, as torch.optim.Adam / AdamW
+ * (Kingma & Ba 2015, Alg. 1; Loshchilov & Hutter 2019 for the decoupled decay):
+ *   g' = g + wd*w (Adam) | w *= 1 - lr*wd (AdamW)
+ *   m = b1 m + (1-b1) g';  v = b2 v + (1-b2) g'^2
+ *   w -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)  */
+void adam_step(float *w, const float *g, float *m, float *v, size_t n, long t, double lr,
+               const adam_hparams *h);
+
+/* L2 norm of g (accumulated in double). */
+double grad_norm(const float *g, size_t n);
+/* torch.nn.utils.clip_grad_norm_: g *= min(1, max_norm / (norm + 1e-6)).
+ * max_norm <= 0: no clipping. Returns the norm before clipping. */
+double grad_clip(float *g, size_t n, double max_norm);
+
+typedef enum { LR_CONSTANT, LR_COSINE, LR_INV_SQRT } lr_kind;
+
+typedef struct {
+    lr_kind kind;
+    double lr, lr_min;
+    long warmup, max_steps;
+} lr_schedule_t;
+
+/* Learning rate of step t (1-based):
+ *   warmup (t <= warmup): lr * t / warmup                    (every schedule)
+ *   constant: lr
+ *   cosine:   lr_min + (lr - lr_min) * (1 + cos(pi * (t - warmup) / (max_steps - warmup))) / 2
+ *   inv_sqrt: lr * sqrt(max(warmup, 1) / t)   (peak lr at the end of warmup) */
+double lr_at(const lr_schedule_t *s, long t);
+
+#endif
