@@ -3,7 +3,11 @@
  * One table in config.c lists every key (section, name, type, range, default); loading
  * YAML, `--set` overrides, validation, the YAML dump (out_dir/config.yaml) and the JSON
  * form stored in checkpoints are all driven by it, so they cannot drift apart.
- * Errors name the file and line:col (1-based) and what was expected; kind ERR_INPUT. */
+ * Errors name the file and line:col (1-based) and what was expected; kind ERR_INPUT.
+ * Scalar rules (YAML files and --set alike; details in config.c's header): integers are
+ * decimal literals (3.5 and 1e6 are not), numbers are decimal (1e-4 is fine), bools are
+ * true/false/yes/no/on/off, quoted scalars are strings, null is an error except for
+ * data.valid/data.test (null = ""). Failed loads, sets and JSON parses leave *c unchanged. */
 #ifndef TXL_CONFIG_H
 #define TXL_CONFIG_H
 
@@ -59,7 +63,9 @@ void cfg_defaults(txl_config *c);
 /* Loads YAML over the current contents of *c (call cfg_defaults first). Unknown keys,
  * duplicate keys, wrong types, syntax errors: -1 with "PATH:LINE:COL: ..." in e.
  * When `model`... keys are absent they keep their value. If train.out_dir is not set,
- * it becomes "runs/<basename of path without .yaml/.yml>". */
+ * it becomes "runs/<basename of path without .yaml/.yml>". Per-key ranges are checked
+ * here (with line:col); required keys (data.train) and cross-key rules only in cfg_validate,
+ * so an empty file loads as all defaults and then fails validation. */
 int cfg_load_yaml(txl_config *c, const char *path, txl_err *e);
 
 /* Applies one "section.key=value" override (value parsed as YAML scalar text).
@@ -71,11 +77,14 @@ int cfg_set(txl_config *c, const char *assignment, txl_err *e);
  * the file for the message (e.g. the YAML path). */
 int cfg_validate(const txl_config *c, const char *origin, txl_err *e);
 
-/* Writes the fully resolved config as YAML (every key, in table order). */
+/* Writes the fully resolved config as YAML (every key, in table order). Loading it back
+ * gives an identical struct. Returns 0, or -1 on a write error (errno/ferror tell why). */
 int cfg_write_yaml(const txl_config *c, FILE *f);
 
 /* JSON form for checkpoint metadata: {"model":{...},"data":{...},"train":{...}},
- * returned as a malloc'd string (caller frees). */
+ * returned as a malloc'd string (caller frees); NULL on allocation failure or an enum field
+ * outside its names. Numbers are written in shortest exact form; train.seed is a JSON
+ * number when < 2^53, else a decimal string (long keys are capped at 2^53 by validation). */
 char *cfg_to_json(const txl_config *c);
 /* Parses the JSON form (keys missing from the JSON keep their current value; unknown keys
  * are errors); `origin` names the checkpoint in messages. */

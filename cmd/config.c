@@ -1,0 +1,1595 @@
+/* config.c: the run configuration (DESIGN.md §4): defaults, YAML, --set, validation,
+ * YAML dump and JSON form, all driven by one table of keys (`keys[]` below).
+ *
+ * Conventions
+ * - Each key has a type, an offset into txl_config, a range and a default. Every value,
+ *   whatever its source (YAML file, --set, checkpoint JSON, a struct built in code), goes
+ *   through the same check (key_check), so a range error reads the same everywhere; only
+ *   the location prefix differs ("PATH:LINE:COL: ", "--set TEXT: ", "ORIGIN: ").
+ * - Loading works on a copy and commits only on success: a failed load, --set or JSON parse
+ *   leaves *c untouched.
+ * - Scalar rules (YAML and --set share them; --set values are parsed by libyaml too):
+ *   integers are decimal literals ([+-]digits; "3.5" and "1e6" are not integers); numbers
+ *   are decimal ("1e-4", ".5", "3"; no hex, inf or nan); bools are true/false, yes/no,
+ *   on/off in lower, Title or UPPER case (YAML 1.1, which libyaml implements; the dump
+ *   writes true/false). A quoted scalar is a string, so `n_layer: "4"` is an error, but
+ *   enum names and paths may be quoted. Paths are taken verbatim (relative to the CWD).
+ * - Null (`~`, `null`, or nothing after the colon) is an error except for data.valid and
+ *   data.test, where it means "" (take that split from data.train). A section whose value
+ *   is null (`model:` with every key commented out) is an empty section.
+ * - Required paths (data.train, train.out_dir) and cross-key rules (lr_min <= lr, warmup
+ *   < max_steps for cosine, a valid fraction when data.valid is empty, even d_head for rope)
+ *   are cfg_validate's: an empty file loads as all defaults, then fails on data.train.
+ * - Errors stop at the first problem; messages say what was expected and what was found,
+ *   and unknown keys get a "did you mean" when a key is a typo (or a section) away.
+ * - Numbers are formatted in the "C" locale, doubles in the shortest form that reads back
+ *   to the same value (floats likewise at float precision), so dumps round-trip exactly.
+ * - JSON: numbers are emitted as raw text from the same formatter (cJSON's own printer
+ *   rounds to 15 digits when that is "close enough"); long keys are capped at 2^53 so they
+ *   are exact JSON numbers; train.seed is a JSON number when < 2^53, else a decimal string
+ *   (cfg_from_json takes both forms). */
+#include "config.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+#include <yaml.h>
+
+/* ---------------------------------------------------------------------------------------
+ * The key table */
+
+typedef enum {
+    CT_INT,    /* int field */
+    CT_LONG,   /* long field, |x| <= 2^53 so JSON numbers stay exact */
+    CT_DOUBLE, /* double field */
+    CT_FLOAT,  /* float field: parsed as a double, rounded, range-checked as stored */
+    CT_BOOL,   /* int field holding 0 or 1 */
+    CT_ENUM,   /* int-sized C enum, names through a cfg_enum */
+    CT_U64,    /* unsigned long long (train.seed) */
+    CT_PATH,   /* char[cap], text verbatim */
+    CT_NAME,   /* char[cap] restricted to a list of names (data.tokenizer) */
+    CT_SPLIT,  /* double[3]: train/valid/test fractions */
+} cfg_type;
+
+enum {
+    F_MIN = 1u << 0,      /* x >= min (x > min with F_MIN_EXCL) */
+    F_MAX = 1u << 1,      /* x <= max (x < max with F_MAX_EXCL) */
+    F_MIN_EXCL = 1u << 2,
+    F_MAX_EXCL = 1u << 3,
+    F_EVEN = 1u << 4,     /* integer must be even */
+    F_REQUIRED = 1u << 5, /* path must be non-empty (checked by cfg_validate only) */
+    F_NULL_OK = 1u << 6,  /* YAML/JSON null means "" */
+};
+
+typedef struct {
+    const char *(*name)(int v); /* NULL for values past the last one */
+    int (*parse)(const char *s, int *v);
+} cfg_enum;
+
+typedef struct {
+    const char *section;      /* "model", "data", "train" */
+    const char *name;         /* key within the section */
+    cfg_type type;
+    size_t off;               /* offsetof(txl_config, ...) */
+    size_t cap;               /* CT_PATH, CT_NAME: buffer size including the NUL */
+    unsigned flags;
+    double min, max;
+    double def[3];            /* numeric default; CT_SPLIT uses all three */
+    const char *def_str;      /* default of CT_ENUM, CT_PATH, CT_NAME */
+    const cfg_enum *en;       /* CT_ENUM */
+    const char *const *names; /* CT_NAME: NULL-terminated */
+} cfg_key;
+
+/* Enums are stored through int-sized accesses. */
+_Static_assert(sizeof(pos_scheme) == sizeof(int), "pos_scheme must be int-sized");
+_Static_assert(sizeof(lr_schedule) == sizeof(int), "lr_schedule must be int-sized");
+_Static_assert(sizeof(optimizer_kind) == sizeof(int), "optimizer_kind must be int-sized");
+
+static const char *pos_name_i(int v) { return v < 0 ? NULL : pos_scheme_name((pos_scheme)v); }
+
+static int pos_parse_i(const char *s, int *v)
+{
+    pos_scheme p;
+    if (pos_scheme_parse(s, &p) != 0)
+        return -1;
+    *v = (int)p;
+    return 0;
+}
+
+static const char *const sched_names[] = {
+    [SCHED_CONSTANT] = "constant", [SCHED_COSINE] = "cosine", [SCHED_INV_SQRT] = "inv_sqrt",
+};
+static const char *const opt_names[] = { [OPT_ADAM] = "adam", [OPT_ADAMW] = "adamw" };
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *sched_name(int v)
+{
+    return v >= 0 && (size_t)v < COUNT(sched_names) ? sched_names[v] : NULL;
+}
+
+static int sched_parse(const char *s, int *v)
+{
+    for (size_t i = 0; i < COUNT(sched_names); i++)
+        if (strcmp(s, sched_names[i]) == 0)
+            return *v = (int)i, 0;
+    return -1;
+}
+
+static const char *opt_name(int v)
+{
+    return v >= 0 && (size_t)v < COUNT(opt_names) ? opt_names[v] : NULL;
+}
+
+static int opt_parse(const char *s, int *v)
+{
+    for (size_t i = 0; i < COUNT(opt_names); i++)
+        if (strcmp(s, opt_names[i]) == 0)
+            return *v = (int)i, 0;
+    return -1;
+}
+
+static const cfg_enum pos_enum = { pos_name_i, pos_parse_i };
+static const cfg_enum sched_enum = { sched_name, sched_parse };
+static const cfg_enum opt_enum = { opt_name, opt_parse };
+static const char *const tokenizer_names[] = { "byte", NULL };
+
+#define OFF(f) offsetof(txl_config, f)
+#define CAP(f) sizeof(((txl_config *)0)->f)
+#define KEY(sec, nm, ty, f) .section = sec, .name = nm, .type = ty, .off = OFF(f)
+#define TWO53 9007199254740992.0
+
+/* Every key, in DESIGN.md §4 order (this is also the order of the dump and the JSON). */
+static const cfg_key keys[] = {
+    { KEY("model", "n_layer", CT_INT, model.n_layer), .flags = F_MIN, .min = 1, .def = {4} },
+    { KEY("model", "d_model", CT_INT, model.d_model), .flags = F_MIN | F_EVEN, .min = 2,
+      .def = {256} },
+    { KEY("model", "n_head", CT_INT, model.n_head), .flags = F_MIN, .min = 1, .def = {4} },
+    { KEY("model", "d_head", CT_INT, model.d_head), .flags = F_MIN, .min = 1, .def = {64} },
+    { KEY("model", "d_inner", CT_INT, model.d_inner), .flags = F_MIN, .min = 1,
+      .def = {1024} },
+    { KEY("model", "tgt_len", CT_INT, model.tgt_len), .flags = F_MIN, .min = 1, .def = {128} },
+    { KEY("model", "mem_len", CT_INT, model.mem_len), .flags = F_MIN, .min = 0, .def = {128} },
+    { KEY("model", "pre_lnorm", CT_BOOL, model.pre_lnorm), .def = {0} },
+    { KEY("model", "dropout", CT_FLOAT, model.dropout), .flags = F_MIN | F_MAX | F_MAX_EXCL,
+      .min = 0, .max = 1, .def = {0.1} },
+    { KEY("model", "dropatt", CT_FLOAT, model.dropatt), .flags = F_MIN | F_MAX | F_MAX_EXCL,
+      .min = 0, .max = 1, .def = {0.0} },
+    { KEY("model", "pos_scheme", CT_ENUM, model.pos), .en = &pos_enum, .def_str = "xl" },
+    /* any int: <= 0 turns clamping off */
+    { KEY("model", "clamp_len", CT_INT, model.clamp_len), .def = {0} },
+    { KEY("model", "untie_r", CT_BOOL, model.untie_r), .def = {0} },
+    { KEY("model", "mlp_num_freqs", CT_INT, model.mlp_num_freqs), .flags = F_MIN, .min = 1,
+      .def = {16} },
+    /* tau = exp(linspace(0, ln max_dist, K)) needs max_dist > 1 to spread the scales */
+    { KEY("model", "mlp_max_dist", CT_FLOAT, model.mlp_max_dist), .flags = F_MIN | F_MIN_EXCL,
+      .min = 1, .def = {4096} },
+    { KEY("model", "mlp_hidden", CT_INT, model.mlp_hidden), .flags = F_MIN, .min = 1,
+      .def = {64} },
+
+    { KEY("data", "train", CT_PATH, data.train), .cap = CAP(data.train), .flags = F_REQUIRED,
+      .def_str = "" },
+    { KEY("data", "valid", CT_PATH, data.valid), .cap = CAP(data.valid), .flags = F_NULL_OK,
+      .def_str = "" },
+    { KEY("data", "test", CT_PATH, data.test), .cap = CAP(data.test), .flags = F_NULL_OK,
+      .def_str = "" },
+    { KEY("data", "split", CT_SPLIT, data.split), .def = {0.9, 0.05, 0.05} },
+    { KEY("data", "tokenizer", CT_NAME, data.tokenizer), .cap = CAP(data.tokenizer),
+      .names = tokenizer_names, .def_str = "byte" },
+
+    { KEY("train", "batch_size", CT_INT, train.batch_size), .flags = F_MIN, .min = 1,
+      .def = {16} },
+    { KEY("train", "max_steps", CT_LONG, train.max_steps), .flags = F_MIN, .min = 1,
+      .def = {2000} },
+    { KEY("train", "max_minutes", CT_DOUBLE, train.max_minutes), .flags = F_MIN, .min = 0,
+      .def = {0} },
+    { KEY("train", "lr", CT_DOUBLE, train.lr), .flags = F_MIN | F_MIN_EXCL, .min = 0,
+      .def = {2.5e-4} },
+    { KEY("train", "schedule", CT_ENUM, train.schedule), .en = &sched_enum,
+      .def_str = "cosine" },
+    { KEY("train", "warmup_steps", CT_LONG, train.warmup_steps), .flags = F_MIN, .min = 0,
+      .def = {0} },
+    { KEY("train", "lr_min", CT_DOUBLE, train.lr_min), .flags = F_MIN, .min = 0, .def = {0} },
+    { KEY("train", "clip", CT_DOUBLE, train.clip), .flags = F_MIN, .min = 0, .def = {0.25} },
+    { KEY("train", "beta1", CT_DOUBLE, train.beta1), .flags = F_MIN | F_MAX | F_MAX_EXCL,
+      .min = 0, .max = 1, .def = {0.9} },
+    { KEY("train", "beta2", CT_DOUBLE, train.beta2), .flags = F_MIN | F_MAX | F_MAX_EXCL,
+      .min = 0, .max = 1, .def = {0.999} },
+    { KEY("train", "eps", CT_DOUBLE, train.eps), .flags = F_MIN | F_MIN_EXCL, .min = 0,
+      .def = {1e-8} },
+    { KEY("train", "weight_decay", CT_DOUBLE, train.weight_decay), .flags = F_MIN, .min = 0,
+      .def = {0} },
+    { KEY("train", "optimizer", CT_ENUM, train.optimizer), .en = &opt_enum,
+      .def_str = "adam" },
+    { KEY("train", "seed", CT_U64, train.seed), .def = {1} },
+    { KEY("train", "log_interval", CT_LONG, train.log_interval), .flags = F_MIN, .min = 1,
+      .def = {10} },
+    { KEY("train", "eval_interval", CT_LONG, train.eval_interval), .flags = F_MIN, .min = 0,
+      .def = {200} },
+    { KEY("train", "eval_tokens", CT_LONG, train.eval_tokens), .flags = F_MIN, .min = 0,
+      .def = {0} },
+    { KEY("train", "ckpt_interval", CT_LONG, train.ckpt_interval), .flags = F_MIN, .min = 0,
+      .def = {200} },
+    { KEY("train", "ckpt_gzip", CT_BOOL, train.ckpt_gzip), .def = {1} },
+    { KEY("train", "out_dir", CT_PATH, train.out_dir), .cap = CAP(train.out_dir),
+      .flags = F_REQUIRED, .def_str = "runs/default" },
+    { KEY("train", "threads", CT_INT, train.threads), .flags = F_MIN, .min = 0, .def = {0} },
+};
+#define NKEYS COUNT(keys)
+
+static const char *const sections[] = { "model", "data", "train" };
+
+/* A value in transit between a source (YAML, JSON, struct) and the struct. */
+typedef struct {
+    long long i;          /* CT_INT, CT_LONG, CT_BOOL, CT_ENUM */
+    unsigned long long u; /* CT_U64 */
+    double x[3];          /* CT_DOUBLE, CT_FLOAT (x[0]), CT_SPLIT */
+    const char *s;        /* CT_PATH, CT_NAME; not owned */
+} cfg_value;
+
+/* ---------------------------------------------------------------------------------------
+ * Struct access and formatting */
+
+static void key_get(const cfg_key *k, const txl_config *c, cfg_value *v)
+{
+    const char *p = (const char *)c + k->off;
+    memset(v, 0, sizeof *v);
+    switch (k->type) {
+    case CT_INT: case CT_BOOL: case CT_ENUM: { int x; memcpy(&x, p, sizeof x); v->i = x; break; }
+    case CT_LONG: { long x; memcpy(&x, p, sizeof x); v->i = x; break; }
+    case CT_DOUBLE: memcpy(&v->x[0], p, sizeof(double)); break;
+    case CT_FLOAT: { float x; memcpy(&x, p, sizeof x); v->x[0] = x; break; }
+    case CT_U64: memcpy(&v->u, p, sizeof v->u); break;
+    case CT_PATH: case CT_NAME: v->s = p; break;
+    case CT_SPLIT: memcpy(v->x, p, 3 * sizeof(double)); break;
+    }
+}
+
+/* Stores a value that passed key_check (strings fit, integers are in the type's range). */
+static void key_put(const cfg_key *k, txl_config *c, const cfg_value *v)
+{
+    char *p = (char *)c + k->off;
+    switch (k->type) {
+    case CT_INT: case CT_BOOL: case CT_ENUM: { int x = (int)v->i; memcpy(p, &x, sizeof x); break; }
+    case CT_LONG: { long x = (long)v->i; memcpy(p, &x, sizeof x); break; }
+    case CT_DOUBLE: memcpy(p, &v->x[0], sizeof(double)); break;
+    case CT_FLOAT: { float x = (float)v->x[0]; memcpy(p, &x, sizeof x); break; }
+    case CT_U64: memcpy(p, &v->u, sizeof v->u); break;
+    case CT_PATH: case CT_NAME: {
+        size_t n = strnlen(v->s, k->cap - 1);
+        if (v->s != p) {
+            memmove(p, v->s, n);
+            memset(p + n, 0, k->cap - n); /* zero the tail so equal configs compare equal */
+        }
+        break;
+    }
+    case CT_SPLIT: memcpy(p, v->x, 3 * sizeof(double)); break;
+    }
+}
+
+/* Shortest "%.Ng" that reads back to exactly x. */
+static void fmt_double(char *buf, size_t cap, double x)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, cap, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x)
+            return;
+    }
+}
+
+/* Shortest form that reads back to exactly the float x (as strtod then a float cast). */
+static void fmt_float(char *buf, size_t cap, float x)
+{
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(buf, cap, "%.*g", prec, (double)x);
+        if ((float)strtod(buf, NULL) == x)
+            return;
+    }
+}
+
+/* YAML double-quoted scalar: escapes \ and " and control bytes; UTF-8 passes through. */
+static void fmt_quoted(char *buf, size_t cap, const char *s)
+{
+    size_t o = 0;
+    if (cap < 3) {
+        if (cap)
+            buf[0] = '\0';
+        return;
+    }
+    buf[o++] = '"';
+    for (; *s && o + 6 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = (char)ch;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02X", ch);
+        } else {
+            buf[o++] = (char)ch;
+        }
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+}
+
+/* The value as YAML text (also used in messages and diffs). */
+static void fmt_value(const cfg_key *k, const cfg_value *v, char *buf, size_t cap)
+{
+    switch (k->type) {
+    case CT_INT: case CT_LONG: snprintf(buf, cap, "%lld", v->i); break;
+    case CT_DOUBLE: fmt_double(buf, cap, v->x[0]); break;
+    case CT_FLOAT: fmt_float(buf, cap, (float)v->x[0]); break;
+    case CT_BOOL: snprintf(buf, cap, "%s", v->i ? "true" : "false"); break;
+    case CT_ENUM: {
+        const char *nm = v->i >= INT_MIN && v->i <= INT_MAX ? k->en->name((int)v->i) : NULL;
+        if (nm)
+            snprintf(buf, cap, "%s", nm);
+        else
+            snprintf(buf, cap, "<invalid %lld>", v->i);
+        break;
+    }
+    case CT_U64: snprintf(buf, cap, "%llu", v->u); break;
+    case CT_PATH: case CT_NAME: fmt_quoted(buf, cap, v->s); break;
+    case CT_SPLIT: {
+        char a[32], b[32], d[32];
+        fmt_double(a, sizeof a, v->x[0]);
+        fmt_double(b, sizeof b, v->x[1]);
+        fmt_double(d, sizeof d, v->x[2]);
+        snprintf(buf, cap, "[%s, %s, %s]", a, b, d);
+        break;
+    }
+    }
+}
+
+static void key_fullname(const cfg_key *k, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s.%s", k->section, k->name);
+}
+
+/* "one of a, b, c" for enums and name lists. */
+static void choices_desc(const cfg_key *k, char *buf, size_t cap)
+{
+    size_t o = (size_t)snprintf(buf, cap, "one of ");
+    for (int i = 0; o < cap; i++) {
+        const char *nm = k->type == CT_ENUM ? k->en->name(i) : k->names[i];
+        if (!nm)
+            break;
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", nm);
+    }
+}
+
+/* What a key expects, for "expected X, found Y". */
+static const char *type_expect(const cfg_key *k, char *buf, size_t cap)
+{
+    switch (k->type) {
+    case CT_INT: case CT_LONG: return "an integer";
+    case CT_DOUBLE: case CT_FLOAT: return "a number";
+    case CT_BOOL: return "true or false";
+    case CT_U64: return "a non-negative integer";
+    case CT_PATH: return "a path";
+    case CT_SPLIT: return "a list of 3 numbers [train, valid, test]";
+    case CT_ENUM: case CT_NAME: choices_desc(k, buf, cap); return buf;
+    }
+    return "a value";
+}
+
+/* 'text' for messages: at most 40 bytes, control bytes shown as '?'; quote 0: no quotes. */
+static void show(char *buf, size_t cap, const char *s, size_t len, char quote)
+{
+    size_t o = 0, lim = len > 40 ? 40 : len;
+    if (cap < 8) {
+        if (cap)
+            buf[0] = '\0';
+        return;
+    }
+    if (quote)
+        buf[o++] = quote;
+    for (size_t i = 0; i < lim && o + 5 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        buf[o++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    if (lim < len && o + 5 < cap) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    if (quote)
+        buf[o++] = quote;
+    buf[o] = '\0';
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Checks shared by every source */
+
+/* Range and per-key rules. 0 if v is acceptable for k; else -1 with the message in why
+ * ("model.d_model must be even, found 255"), without location. */
+static int key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap)
+{
+    char full[64], found[128], lo[32], hi[32], tmp[256];
+    key_fullname(k, full, sizeof full);
+    fmt_value(k, v, found, sizeof found);
+    switch (k->type) {
+    case CT_INT: case CT_LONG: case CT_DOUBLE: case CT_FLOAT: {
+        double x;
+        if (k->type == CT_INT || k->type == CT_LONG) {
+            /* The field's own range first: an int key cannot hold 2^31. */
+            long long tmin = k->type == CT_INT ? INT_MIN : (LONG_MIN < -(long long)TWO53
+                                                           ? -(long long)TWO53 : LONG_MIN);
+            long long tmax = k->type == CT_INT ? INT_MAX : (LONG_MAX > (long long)TWO53
+                                                           ? (long long)TWO53 : LONG_MAX);
+            if (v->i < tmin || v->i > tmax) {
+                snprintf(why, cap, "%s must be %s %lld (the largest the field holds), found %s",
+                         full, v->i < tmin ? ">=" : "<=", v->i < tmin ? tmin : tmax, found);
+                return -1;
+            }
+            x = (double)v->i;
+        } else {
+            x = v->x[0];
+            if (!isfinite(x)) {
+                snprintf(why, cap, "%s must be a finite number, found %s", full, found);
+                return -1;
+            }
+        }
+        int ok = 1;
+        if ((k->flags & F_MIN) && ((k->flags & F_MIN_EXCL) ? !(x > k->min) : !(x >= k->min)))
+            ok = 0;
+        if ((k->flags & F_MAX) && ((k->flags & F_MAX_EXCL) ? !(x < k->max) : !(x <= k->max)))
+            ok = 0;
+        if (!ok) {
+            fmt_double(lo, sizeof lo, k->min);
+            fmt_double(hi, sizeof hi, k->max);
+            if ((k->flags & F_MIN) && (k->flags & F_MAX))
+                snprintf(why, cap, "%s must be in %c%s, %s%c, found %s", full,
+                         (k->flags & F_MIN_EXCL) ? '(' : '[', lo, hi,
+                         (k->flags & F_MAX_EXCL) ? ')' : ']', found);
+            else if (k->flags & F_MIN)
+                snprintf(why, cap, "%s must be %s %s, found %s", full,
+                         (k->flags & F_MIN_EXCL) ? ">" : ">=", lo, found);
+            else
+                snprintf(why, cap, "%s must be %s %s, found %s", full,
+                         (k->flags & F_MAX_EXCL) ? "<" : "<=", hi, found);
+            return -1;
+        }
+        if ((k->flags & F_EVEN) && v->i % 2 != 0) {
+            snprintf(why, cap, "%s must be even, found %s", full, found);
+            return -1;
+        }
+        return 0;
+    }
+    case CT_BOOL:
+        if (v->i != 0 && v->i != 1) {
+            snprintf(why, cap, "%s: expected true or false, found %lld", full, v->i);
+            return -1;
+        }
+        return 0;
+    case CT_ENUM:
+        if (v->i < INT_MIN || v->i > INT_MAX || !k->en->name((int)v->i)) {
+            snprintf(why, cap, "%s: expected %s, found %s", full,
+                     type_expect(k, tmp, sizeof tmp), found);
+            return -1;
+        }
+        return 0;
+    case CT_U64:
+        return 0;
+    case CT_PATH: case CT_NAME: {
+        size_t n = strnlen(v->s, k->cap);
+        if (n >= k->cap) {
+            snprintf(why, cap, "%s: expected a value of at most %zu bytes, found %zu+ bytes",
+                     full, k->cap - 1, n);
+            return -1;
+        }
+        if (k->type == CT_NAME) {
+            for (int i = 0; k->names[i]; i++)
+                if (strcmp(v->s, k->names[i]) == 0)
+                    return 0;
+            snprintf(why, cap, "%s: expected %s, found %s", full,
+                     type_expect(k, tmp, sizeof tmp), found);
+            return -1;
+        }
+        return 0;
+    }
+    case CT_SPLIT: {
+        double sum = 0;
+        for (int i = 0; i < 3; i++) {
+            if (!isfinite(v->x[i]) || v->x[i] < 0) {
+                snprintf(why, cap, "%s: each fraction must be a finite number >= 0, found %s",
+                         full, found);
+                return -1;
+            }
+            sum += v->x[i];
+        }
+        /* 1e-9 of slack: 0.8 + 0.1 + 0.1 is 1.0000000000000002 in doubles. */
+        if (sum > 1 + 1e-9) {
+            snprintf(why, cap, "%s: the fractions must sum to <= 1, found %s (sum %.17g)", full,
+                     found, sum);
+            return -1;
+        }
+        if (!(v->x[0] > 0)) {
+            snprintf(why, cap, "%s: the train fraction must be > 0, found %s", full, found);
+            return -1;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Key lookup and "did you mean" */
+
+static int section_find(const char *s)
+{
+    for (size_t i = 0; i < COUNT(sections); i++)
+        if (strcmp(s, sections[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int key_find(const char *section, const char *name)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Optimal string alignment distance (Levenshtein plus adjacent transpositions, so
+ * "d_modle" is one edit from "d_model"). Strings longer than 63 bytes: a large number. */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63)
+        return 1000;
+    int d[64][64];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int cost = a[i - 1] != b[j - 1];
+            int best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < best)
+                best = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m];
+}
+
+/* How many edits still look like a typo of a word of this length. */
+static int typo_budget(size_t len)
+{
+    return len <= 3 ? 1 : len <= 6 ? 2 : 3;
+}
+
+/* The key the user most likely meant by section.name (section may be NULL or unknown):
+ * a close name in the same section, or the same name in another section ("model.lr" ->
+ * "train.lr"), or a name it is a prefix of ("warmup" -> "warmup_steps"). NULL if none. */
+static const cfg_key *key_suggest(const char *section, const char *name)
+{
+    const cfg_key *best = NULL;
+    int best_d = 1000;
+    size_t len = strlen(name);
+    for (size_t i = 0; i < NKEYS; i++) {
+        const cfg_key *k = &keys[i];
+        int d = edit_distance(name, k->name);
+        if (len >= 4 && strncmp(k->name, name, len) == 0)
+            d = d < 1 ? d : 1;
+        d += !section || strcmp(section, k->section) != 0;
+        if (d < best_d) {
+            best_d = d;
+            best = k;
+        }
+    }
+    return best_d <= typo_budget(len) ? best : NULL;
+}
+
+/* " (did you mean 'model.d_model'?)" or "". */
+static void suggest_text(char *buf, size_t cap, const char *section, const char *name)
+{
+    const cfg_key *k = key_suggest(section, name);
+    if (k)
+        snprintf(buf, cap, " (did you mean '%s.%s'?)", k->section, k->name);
+    else
+        buf[0] = '\0';
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Scalar parsing (YAML and --set) */
+
+static int is_null_text(const char *s, int plain)
+{
+    return plain && (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+                     !strcmp(s, "NULL"));
+}
+
+static int is_int_syntax(const char *s)
+{
+    if (*s == '+' || *s == '-')
+        s++;
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return 0;
+    return 1;
+}
+
+/* Decimal numbers only: [+-](digits[.digits]|.digits)([eE][+-]digits). strtod alone would
+ * also take hex, inf, nan and leading blanks. */
+static int is_num_syntax(const char *s)
+{
+    int digits = 0;
+    if (*s == '+' || *s == '-')
+        s++;
+    for (; *s >= '0' && *s <= '9'; s++)
+        digits++;
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            digits++;
+    if (!digits)
+        return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (*s < '0' || *s > '9')
+            return 0;
+        while (*s >= '0' && *s <= '9')
+            s++;
+    }
+    return *s == '\0';
+}
+
+static int parse_bool_text(const char *s, int *b)
+{
+    static const char *const yes[] = { "true", "True", "TRUE", "yes", "Yes", "YES",
+                                       "on", "On", "ON" };
+    static const char *const no[] = { "false", "False", "FALSE", "no", "No", "NO",
+                                      "off", "Off", "OFF" };
+    for (size_t i = 0; i < COUNT(yes); i++) {
+        if (strcmp(s, yes[i]) == 0)
+            return *b = 1, 0;
+        if (strcmp(s, no[i]) == 0)
+            return *b = 0, 0;
+    }
+    return -1;
+}
+
+/* Unsigned decimal integer (train.seed), also used for the JSON string form. */
+static int parse_u64_text(const char *s, unsigned long long *u)
+{
+    const char *t = *s == '+' ? s + 1 : s;
+    if (!*t)
+        return -1;
+    for (const char *q = t; *q; q++)
+        if (*q < '0' || *q > '9')
+            return -1;
+    errno = 0;
+    *u = strtoull(t, NULL, 10);
+    return errno == ERANGE ? -1 : 0;
+}
+
+/* A number for a double key, or one element of data.split. */
+static int parse_number(const char *label, const char *text, int plain, double *x, char *why,
+                        size_t cap)
+{
+    char f[64];
+    show(f, sizeof f, text, strlen(text), plain ? '\'' : '"');
+    if (!plain || !is_num_syntax(text)) {
+        snprintf(why, cap, "%s: expected a number, found %s%s", label,
+                 plain ? "" : "the string ", f);
+        return -1;
+    }
+    errno = 0;
+    *x = strtod(text, NULL);
+    /* Overflow is an error; underflow gives a subnormal or 0, which the range checks see
+     * (and subnormals must load back for the dump to round-trip). */
+    if (errno == ERANGE && fabs(*x) > 1) {
+        snprintf(why, cap, "%s: expected a number, found %s (too large for a double)", label, f);
+        return -1;
+    }
+    return 0;
+}
+
+/* Converts one scalar's text to a value for k (types only; ranges are key_check's).
+ * plain: the scalar was unquoted, so it may be null, a number or a bool. */
+static int parse_scalar(const cfg_key *k, const char *text, size_t len, int plain, cfg_value *v,
+                        char *why, size_t cap)
+{
+    char full[64], f[64], tmp[256];
+    const char *expect = type_expect(k, tmp, sizeof tmp);
+    key_fullname(k, full, sizeof full);
+    show(f, sizeof f, text, len, plain ? '\'' : '"');
+    memset(v, 0, sizeof *v);
+    if (strlen(text) != len) {
+        snprintf(why, cap, "%s: expected %s, found a value containing a NUL byte", full, expect);
+        return -1;
+    }
+    if (is_null_text(text, plain)) {
+        if ((k->flags & F_NULL_OK) && (k->type == CT_PATH || k->type == CT_NAME)) {
+            v->s = "";
+            return 0;
+        }
+        snprintf(why, cap, "%s: expected %s, found null", full, expect);
+        return -1;
+    }
+    const char *quoted = plain ? "" : "the string ";
+    switch (k->type) {
+    case CT_INT: case CT_LONG:
+        if (!plain || !is_int_syntax(text)) {
+            snprintf(why, cap, "%s: expected an integer, found %s%s", full, quoted, f);
+            return -1;
+        }
+        errno = 0;
+        v->i = strtoll(text, NULL, 10);
+        if (errno == ERANGE) {
+            snprintf(why, cap, "%s: expected an integer, found %s (too large)", full, f);
+            return -1;
+        }
+        return 0;
+    case CT_DOUBLE: case CT_FLOAT:
+        if (parse_number(full, text, plain, &v->x[0], why, cap) != 0)
+            return -1;
+        if (k->type == CT_FLOAT) {
+            if (fabs(v->x[0]) > FLT_MAX) {
+                snprintf(why, cap, "%s: expected a number, found %s (too large for a float)",
+                         full, f);
+                return -1;
+            }
+            v->x[0] = (float)v->x[0]; /* check the value as it will be stored */
+        }
+        return 0;
+    case CT_BOOL: {
+        int b;
+        if (!plain || parse_bool_text(text, &b) != 0) {
+            snprintf(why, cap, "%s: expected true or false, found %s%s", full, quoted, f);
+            return -1;
+        }
+        v->i = b;
+        return 0;
+    }
+    case CT_U64:
+        if (!plain || parse_u64_text(text, &v->u) != 0) {
+            snprintf(why, cap, "%s: expected a non-negative integer < 2^64, found %s%s", full,
+                     quoted, f);
+            return -1;
+        }
+        return 0;
+    case CT_ENUM: {
+        int e;
+        if (k->en->parse(text, &e) != 0) {
+            snprintf(why, cap, "%s: expected %s, found %s", full, expect, f);
+            return -1;
+        }
+        v->i = e;
+        return 0;
+    }
+    case CT_PATH: case CT_NAME:
+        v->s = text;
+        return 0;
+    case CT_SPLIT:
+        snprintf(why, cap, "%s: expected %s, found %s", full, expect, f);
+        return -1;
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * YAML documents (files and --set values) */
+
+/* Where an error is: a YAML file (PATH:LINE:COL) or a --set flag (its text). */
+typedef struct {
+    const char *path;
+    const char *flag;
+} cfg_src;
+
+/* The flag text for messages: at most 200 bytes, control bytes (a newline) as '?'. */
+static void flag_text(char *buf, size_t cap, const char *flag)
+{
+    size_t o = 0;
+    for (; flag[o] && o < 200 && o + 1 < cap; o++)
+        buf[o] = (unsigned char)flag[o] < 0x20 || flag[o] == 0x7f ? '?' : flag[o];
+    buf[o] = '\0';
+}
+
+static int src_err(txl_err *e, const cfg_src *s, yaml_mark_t m, const char *why)
+{
+    char ft[208];
+    if (s->flag) {
+        flag_text(ft, sizeof ft, s->flag);
+        return err_set(e, ERR_INPUT, "--set %s: %s", ft, why);
+    }
+    return err_set(e, ERR_INPUT, "%s:%zu:%zu: %s", s->path, m.line + 1, m.column + 1, why);
+}
+
+static int parser_err(txl_err *e, const cfg_src *s, const yaml_parser_t *p)
+{
+    char why[512];
+    const char *problem = p->problem ? p->problem : "unknown problem";
+    if (p->error == YAML_MEMORY_ERROR)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory while parsing YAML",
+                       s->flag ? s->flag : s->path);
+    if (p->error == YAML_READER_ERROR) {
+        /* The reader has no line:col, only a byte offset (bad UTF-8, unreadable file). */
+        if (p->problem_value != -1)
+            snprintf(why, sizeof why, "invalid YAML input at byte %zu: %s (byte 0x%02X)",
+                     p->problem_offset, problem, (unsigned)p->problem_value & 0xffu);
+        else
+            snprintf(why, sizeof why, "invalid YAML input at byte %zu: %s", p->problem_offset,
+                     problem);
+        if (s->flag)
+            return src_err(e, s, p->problem_mark, why);
+        return err_set(e, ERR_INPUT, "%s: %s", s->path, why);
+    }
+    if (p->context)
+        snprintf(why, sizeof why, "YAML syntax error: %s (%s at %zu:%zu)", problem, p->context,
+                 p->context_mark.line + 1, p->context_mark.column + 1);
+    else
+        snprintf(why, sizeof why, "YAML syntax error: %s", problem);
+    return src_err(e, s, p->problem_mark, why);
+}
+
+static int node_is_null(const yaml_node_t *n)
+{
+    return n->type == YAML_SCALAR_NODE &&
+           is_null_text((const char *)n->data.scalar.value,
+                        n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE);
+}
+
+/* "a mapping", "a list", "null" or 'text', for "found ...". */
+static void node_desc(const yaml_node_t *n, char *buf, size_t cap)
+{
+    if (n->type == YAML_MAPPING_NODE)
+        snprintf(buf, cap, "a mapping");
+    else if (n->type == YAML_SEQUENCE_NODE)
+        snprintf(buf, cap, "a list");
+    else if (node_is_null(n))
+        snprintf(buf, cap, "null");
+    else
+        show(buf, cap, (const char *)n->data.scalar.value, n->data.scalar.length,
+             n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? '\'' : '"');
+}
+
+/* Converts the value node of key k; on error *at is where it went wrong. */
+static int value_from_node(const cfg_key *k, yaml_document_t *d, yaml_node_t *n, cfg_value *v,
+                           yaml_mark_t *at, char *why, size_t cap)
+{
+    char full[64], desc[64], tmp[256];
+    key_fullname(k, full, sizeof full);
+    *at = n->start_mark;
+    memset(v, 0, sizeof *v);
+    if (k->type == CT_SPLIT) {
+        if (n->type != YAML_SEQUENCE_NODE) {
+            node_desc(n, desc, sizeof desc);
+            snprintf(why, cap, "%s: expected %s, found %s", full, type_expect(k, tmp, sizeof tmp),
+                     desc);
+            return -1;
+        }
+        yaml_node_item_t *it = n->data.sequence.items.start;
+        long count = (long)(n->data.sequence.items.top - it);
+        if (count != 3) {
+            snprintf(why, cap, "%s: expected %s, found %ld item%s", full,
+                     type_expect(k, tmp, sizeof tmp), count, count == 1 ? "" : "s");
+            return -1;
+        }
+        for (int i = 0; i < 3; i++) {
+            yaml_node_t *e = yaml_document_get_node(d, it[i]);
+            char label[80];
+            snprintf(label, sizeof label, "%s[%d]", full, i);
+            if (!e) {
+                snprintf(why, cap, "%s: malformed YAML document", label);
+                return -1;
+            }
+            *at = e->start_mark;
+            if (e->type != YAML_SCALAR_NODE) {
+                node_desc(e, desc, sizeof desc);
+                snprintf(why, cap, "%s: expected a number, found %s", label, desc);
+                return -1;
+            }
+            if (parse_number(label, (const char *)e->data.scalar.value,
+                             e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE, &v->x[i], why,
+                             cap) != 0)
+                return -1;
+        }
+        *at = n->start_mark;
+        return 0;
+    }
+    if (n->type != YAML_SCALAR_NODE) {
+        node_desc(n, desc, sizeof desc);
+        snprintf(why, cap, "%s: expected %s, found %s", full, type_expect(k, tmp, sizeof tmp),
+                 desc);
+        return -1;
+    }
+    return parse_scalar(k, (const char *)n->data.scalar.value, n->data.scalar.length,
+                        n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE, v, why, cap);
+}
+
+/* Applies one section mapping; seen[] marks keys already set in this file. */
+static int load_section(txl_config *w, const cfg_src *s, yaml_document_t *d, const char *sec,
+                        yaml_node_t *map, unsigned char *seen, yaml_mark_t *seen_at, txl_err *e)
+{
+    char why[768], desc[64];
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *kn = yaml_document_get_node(d, pr->key);
+        yaml_node_t *vn = yaml_document_get_node(d, pr->value);
+        if (!kn || !vn)
+            return err_set(e, ERR_RUNTIME, "%s: malformed YAML document", s->path);
+        if (kn->type != YAML_SCALAR_NODE) {
+            node_desc(kn, desc, sizeof desc);
+            snprintf(why, sizeof why, "expected a key name in section '%s', found %s", sec, desc);
+            return src_err(e, s, kn->start_mark, why);
+        }
+        const char *name = (const char *)kn->data.scalar.value;
+        int ki = strlen(name) == kn->data.scalar.length ? key_find(sec, name) : -1;
+        if (ki < 0) {
+            char sug[160], nm[64];
+            show(nm, sizeof nm, name, kn->data.scalar.length, 0);
+            suggest_text(sug, sizeof sug, sec, name);
+            snprintf(why, sizeof why, "unknown key '%s.%s'%s", sec, nm, sug);
+            return src_err(e, s, kn->start_mark, why);
+        }
+        const cfg_key *k = &keys[ki];
+        if (seen[ki]) {
+            snprintf(why, sizeof why, "duplicate key '%s.%s' (first set at %zu:%zu)", sec,
+                     k->name, seen_at[ki].line + 1, seen_at[ki].column + 1);
+            return src_err(e, s, kn->start_mark, why);
+        }
+        seen[ki] = 1;
+        seen_at[ki] = kn->start_mark;
+        cfg_value v;
+        yaml_mark_t at;
+        if (value_from_node(k, d, vn, &v, &at, why, sizeof why) != 0 ||
+            key_check(k, &v, why, sizeof why) != 0)
+            return src_err(e, s, at, why);
+        key_put(k, w, &v);
+    }
+    return 0;
+}
+
+/* Applies the root mapping {model: {...}, data: {...}, train: {...}}. */
+static int load_root(txl_config *w, const cfg_src *s, yaml_document_t *d, unsigned char *seen,
+                     txl_err *e)
+{
+    char why[512], desc[64];
+    yaml_mark_t seen_at[NKEYS];
+    yaml_mark_t sec_at[COUNT(sections)];
+    int sec_seen[COUNT(sections)] = { 0 };
+    yaml_node_t *root = yaml_document_get_root_node(d);
+    if (!root || node_is_null(root))
+        return 0; /* empty document: all keys keep their value */
+    if (root->type != YAML_MAPPING_NODE) {
+        node_desc(root, desc, sizeof desc);
+        snprintf(why, sizeof why,
+                 "expected a mapping of sections (model, data, train), found %s", desc);
+        return src_err(e, s, root->start_mark, why);
+    }
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
+         pr < root->data.mapping.pairs.top; pr++) {
+        yaml_node_t *kn = yaml_document_get_node(d, pr->key);
+        yaml_node_t *vn = yaml_document_get_node(d, pr->value);
+        if (!kn || !vn)
+            return err_set(e, ERR_RUNTIME, "%s: malformed YAML document", s->path);
+        if (kn->type != YAML_SCALAR_NODE) {
+            node_desc(kn, desc, sizeof desc);
+            snprintf(why, sizeof why,
+                     "expected a section name (model, data or train), found %s", desc);
+            return src_err(e, s, kn->start_mark, why);
+        }
+        const char *name = (const char *)kn->data.scalar.value;
+        int si = strlen(name) == kn->data.scalar.length ? section_find(name) : -1;
+        if (si < 0) {
+            char sug[64] = "";
+            for (size_t i = 0; i < COUNT(sections); i++)
+                if (edit_distance(name, sections[i]) <= 2)
+                    snprintf(sug, sizeof sug, "; did you mean '%s'?", sections[i]);
+            show(desc, sizeof desc, name, kn->data.scalar.length, '\'');
+            snprintf(why, sizeof why,
+                     "unknown section %s (expected model, data or train%s)", desc, sug);
+            return src_err(e, s, kn->start_mark, why);
+        }
+        if (sec_seen[si]) {
+            snprintf(why, sizeof why, "duplicate section '%s' (first at %zu:%zu)", sections[si],
+                     sec_at[si].line + 1, sec_at[si].column + 1);
+            return src_err(e, s, kn->start_mark, why);
+        }
+        sec_seen[si] = 1;
+        sec_at[si] = kn->start_mark;
+        if (node_is_null(vn))
+            continue; /* "model:" with nothing under it */
+        if (vn->type != YAML_MAPPING_NODE) {
+            node_desc(vn, desc, sizeof desc);
+            snprintf(why, sizeof why, "section '%s': expected a mapping of keys, found %s",
+                     sections[si], desc);
+            return src_err(e, s, vn->start_mark, why);
+        }
+        if (load_section(w, s, d, sections[si], vn, seen, seen_at, e) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* After the first document: anything but the end of the stream is an error. */
+static int expect_stream_end(yaml_parser_t *p, const cfg_src *s, txl_err *e)
+{
+    yaml_document_t doc;
+    if (!yaml_parser_load(p, &doc))
+        return parser_err(e, s, p); /* the loader freed doc */
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    int rc = 0;
+    if (root)
+        rc = src_err(e, s, root->start_mark,
+                     "expected a single YAML document, found a second one");
+    yaml_document_delete(&doc);
+    return rc;
+}
+
+/* "runs/<basename without .yaml/.yml>". */
+static void derive_out_dir(char *out, size_t cap, const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    if (n > 5 && strcmp(b + n - 5, ".yaml") == 0)
+        n -= 5;
+    else if (n > 4 && strcmp(b + n - 4, ".yml") == 0)
+        n -= 4;
+    if (n == 0) {
+        b = "default";
+        n = 7;
+    }
+    snprintf(out, cap, "runs/%.*s", (int)n, b);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Public API */
+
+void cfg_defaults(txl_config *c)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < NKEYS; i++) {
+        const cfg_key *k = &keys[i];
+        cfg_value v;
+        memset(&v, 0, sizeof v);
+        switch (k->type) {
+        case CT_INT: case CT_LONG: case CT_BOOL: v.i = (long long)k->def[0]; break;
+        case CT_DOUBLE: case CT_FLOAT: v.x[0] = k->def[0]; break;
+        case CT_U64: v.u = (unsigned long long)k->def[0]; break;
+        case CT_ENUM: {
+            int e = 0;
+            int rc = k->en->parse(k->def_str, &e);
+            assert(rc == 0 && "enum default must be a valid name");
+            (void)rc;
+            v.i = e;
+            break;
+        }
+        case CT_PATH: case CT_NAME: v.s = k->def_str; break;
+        case CT_SPLIT: memcpy(v.x, k->def, sizeof v.x); break;
+        }
+        key_put(k, c, &v);
+    }
+    c->model.vocab = 256; /* byte tokenizer; not a key */
+}
+
+int cfg_load_yaml(txl_config *c, const char *path, txl_err *e)
+{
+    cfg_src s = { path, NULL };
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return err_set(e, ERR_INPUT, "%s: cannot open config: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return err_set(e, ERR_INPUT, "%s: cannot read config: is a directory", path);
+    }
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) {
+        fclose(f);
+        return err_set(e, ERR_RUNTIME, "%s: cannot initialize the YAML parser", path);
+    }
+    yaml_parser_set_input_file(&p, f);
+
+    txl_config w;
+    memcpy(&w, c, sizeof w);
+    unsigned char seen[NKEYS] = { 0 };
+    yaml_document_t doc;
+    int rc;
+    if (!yaml_parser_load(&p, &doc)) {
+        rc = parser_err(e, &s, &p);
+    } else {
+        rc = load_root(&w, &s, &doc, seen, e);
+        yaml_document_delete(&doc);
+        if (rc == 0)
+            rc = expect_stream_end(&p, &s, e);
+    }
+    if (rc == 0) {
+        int od = key_find("train", "out_dir");
+        if (!seen[od])
+            derive_out_dir(w.train.out_dir, sizeof w.train.out_dir, path);
+        memcpy(c, &w, sizeof w);
+    }
+    yaml_parser_delete(&p);
+    fclose(f);
+    return rc;
+}
+
+int cfg_set(txl_config *c, const char *assignment, txl_err *e)
+{
+    cfg_src s = { NULL, assignment };
+    char why[768], name[96];
+    yaml_mark_t nomark = { 0, 0, 0 };
+    const char *eq = strchr(assignment, '=');
+    if (!eq)
+        return src_err(e, &s, nomark, "expected section.key=value (e.g. model.d_model=512)");
+
+    /* key text, without surrounding blanks */
+    const char *a = assignment, *b = eq;
+    while (a < b && (*a == ' ' || *a == '\t'))
+        a++;
+    while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+        b--;
+    size_t n = (size_t)(b - a);
+    if (n >= sizeof name)
+        n = sizeof name - 1;
+    memcpy(name, a, n);
+    name[n] = '\0';
+    char *dot = strchr(name, '.');
+    int ki = -1;
+    if (dot) {
+        *dot = '\0';
+        ki = key_find(name, dot + 1);
+    }
+    if (ki < 0) {
+        char sug[160];
+        suggest_text(sug, sizeof sug, dot ? name : NULL, dot ? dot + 1 : name);
+        if (dot)
+            *dot = '.';
+        snprintf(why, sizeof why, "unknown key '%s'%s", name, sug);
+        return src_err(e, &s, nomark, why);
+    }
+    const cfg_key *k = &keys[ki];
+
+    /* The value is YAML text, parsed by libyaml like a value in a file. */
+    const char *val = eq + 1;
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return err_set(e, ERR_RUNTIME, "--set: cannot initialize the YAML parser");
+    yaml_parser_set_input_string(&p, (const unsigned char *)val, strlen(val));
+    yaml_document_t doc;
+    int rc;
+    if (!yaml_parser_load(&p, &doc)) {
+        rc = parser_err(e, &s, &p);
+    } else {
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        cfg_value v;
+        yaml_mark_t at;
+        if (root)
+            rc = value_from_node(k, &doc, root, &v, &at, why, sizeof why);
+        else /* nothing after '=': null */
+            rc = parse_scalar(k, "", 0, 1, &v, why, sizeof why);
+        if (rc == 0)
+            rc = key_check(k, &v, why, sizeof why);
+        if (rc != 0)
+            src_err(e, &s, nomark, why);
+        else if ((rc = expect_stream_end(&p, &s, e)) == 0)
+            key_put(k, c, &v); /* v may point into doc: store before deleting it */
+        yaml_document_delete(&doc);
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
+static int validate_fail(txl_err *e, const char *origin, const char *why)
+{
+    if (origin)
+        return err_set(e, ERR_INPUT, "%s: %s", origin, why);
+    return err_set(e, ERR_INPUT, "%s", why);
+}
+
+int cfg_validate(const txl_config *c, const char *origin, txl_err *e)
+{
+    char why[768], a[64], b[64];
+    for (size_t i = 0; i < NKEYS; i++) {
+        const cfg_key *k = &keys[i];
+        cfg_value v;
+        key_get(k, c, &v);
+        if (key_check(k, &v, why, sizeof why) != 0)
+            return validate_fail(e, origin, why);
+        /* Required paths are checked here, not per value: a file may leave data.train out
+         * (or write "" as a dump of an unfinished config does) and get it from --set. */
+        if ((k->flags & F_REQUIRED) && v.s[0] == '\0') {
+            key_fullname(k, a, sizeof a);
+            snprintf(why, sizeof why, "%s is required: expected a non-empty path, found \"\"",
+                     a);
+            return validate_fail(e, origin, why);
+        }
+    }
+    const model_config *m = &c->model;
+    const train_config *t = &c->train;
+    if (t->lr_min > t->lr) {
+        fmt_double(a, sizeof a, t->lr);
+        fmt_double(b, sizeof b, t->lr_min);
+        snprintf(why, sizeof why, "train.lr_min must be <= train.lr (%s), found %s", a, b);
+        return validate_fail(e, origin, why);
+    }
+    if (t->schedule == SCHED_COSINE && t->warmup_steps >= t->max_steps) {
+        snprintf(why, sizeof why,
+                 "train.warmup_steps must be < train.max_steps (%ld) with schedule cosine, "
+                 "found %ld", t->max_steps, t->warmup_steps);
+        return validate_fail(e, origin, why);
+    }
+    if (c->data.valid[0] == '\0' && !(c->data.split[1] > 0)) {
+        fmt_double(a, sizeof a, c->data.split[1]);
+        snprintf(why, sizeof why,
+                 "data.split: the valid fraction must be > 0 when data.valid is empty "
+                 "(the valid split comes from data.train), found %s", a);
+        return validate_fail(e, origin, why);
+    }
+    if (m->pos == POS_ROPE && m->d_head % 2 != 0) {
+        snprintf(why, sizeof why,
+                 "model.d_head must be even with pos_scheme rope (rotations pair its halves), "
+                 "found %d", m->d_head);
+        return validate_fail(e, origin, why);
+    }
+    /* Shapes are ints in the model: keep [3*H*dh, d] and klen = M + Lq representable. */
+    if (3LL * m->n_head * m->d_head > INT_MAX) {
+        snprintf(why, sizeof why,
+                 "model.n_head * model.d_head must be <= %d, found %d * %d", INT_MAX / 3,
+                 m->n_head, m->d_head);
+        return validate_fail(e, origin, why);
+    }
+    if ((long long)m->tgt_len + m->mem_len > INT_MAX) {
+        snprintf(why, sizeof why, "model.tgt_len + model.mem_len must be <= %d, found %d + %d",
+                 INT_MAX, m->tgt_len, m->mem_len);
+        return validate_fail(e, origin, why);
+    }
+    return 0;
+}
+
+int cfg_write_yaml(const txl_config *c, FILE *f)
+{
+    char buf[4 * CFG_PATH_MAX + 16];
+    const char *sec = NULL;
+    if (fprintf(f, "# txl configuration, fully resolved: every key (DESIGN.md section 4)\n") < 0)
+        return -1;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const cfg_key *k = &keys[i];
+        cfg_value v;
+        if (!sec || strcmp(sec, k->section) != 0) {
+            sec = k->section;
+            if (fprintf(f, "%s:\n", sec) < 0)
+                return -1;
+        }
+        key_get(k, c, &v);
+        fmt_value(k, &v, buf, sizeof buf);
+        if (fprintf(f, "  %s: %s\n", k->name, buf) < 0)
+            return -1;
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+/* A JSON number as a raw item holding our own text: cJSON's printer accepts "%.15g"
+ * when it is merely within an epsilon of the value (0.1 + 0.2 would print as 0.3), and
+ * the checkpoint's config must round-trip exactly. Non-finite values become null, as in
+ * cJSON itself (cfg_validate rejects them anyway). */
+static cJSON *json_number(double x, int is_float)
+{
+    char buf[64];
+    if (!isfinite(x))
+        return cJSON_CreateNull();
+    if (is_float)
+        fmt_float(buf, sizeof buf, (float)x); /* 0.1f is written as 0.1 */
+    else
+        fmt_double(buf, sizeof buf, x);
+    return cJSON_CreateRaw(buf);
+}
+
+/* The JSON item for one key's value, or NULL (allocation failure, invalid enum). */
+static cJSON *json_item(const cfg_key *k, const cfg_value *v)
+{
+    char buf[64];
+    switch (k->type) {
+    case CT_INT: case CT_LONG:
+        snprintf(buf, sizeof buf, "%lld", v->i);
+        return cJSON_CreateRaw(buf);
+    case CT_DOUBLE: return json_number(v->x[0], 0);
+    case CT_FLOAT: return json_number(v->x[0], 1);
+    case CT_BOOL: return cJSON_CreateBool(v->i != 0);
+    case CT_ENUM: {
+        const char *nm = v->i >= INT_MIN && v->i <= INT_MAX ? k->en->name((int)v->i) : NULL;
+        return nm ? cJSON_CreateString(nm) : NULL;
+    }
+    case CT_U64:
+        snprintf(buf, sizeof buf, "%llu", v->u);
+        return v->u < (1ULL << 53) ? cJSON_CreateRaw(buf) : cJSON_CreateString(buf);
+    case CT_PATH: case CT_NAME: return cJSON_CreateString(v->s);
+    case CT_SPLIT: {
+        cJSON *arr = cJSON_CreateArray();
+        for (int i = 0; arr && i < 3; i++) {
+            cJSON *x = json_number(v->x[i], 0);
+            if (!x || !cJSON_AddItemToArray(arr, x)) {
+                cJSON_Delete(x);
+                cJSON_Delete(arr);
+                arr = NULL;
+            }
+        }
+        return arr;
+    }
+    }
+    return NULL;
+}
+
+char *cfg_to_json(const txl_config *c)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return NULL;
+    cJSON *sec = NULL;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const cfg_key *k = &keys[i];
+        if (i == 0 || strcmp(keys[i - 1].section, k->section) != 0) {
+            sec = cJSON_AddObjectToObject(root, k->section);
+            if (!sec)
+                goto fail;
+        }
+        cfg_value v;
+        key_get(k, c, &v);
+        cJSON *item = json_item(k, &v);
+        if (!item)
+            goto fail;
+        if (!cJSON_AddItemToObject(sec, k->name, item)) {
+            cJSON_Delete(item);
+            goto fail;
+        }
+    }
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return s;
+fail:
+    cJSON_Delete(root);
+    return NULL;
+}
+
+/* "a string \"x\"", "3.5", "true", "null", "an object", "an array" for messages. */
+static void json_desc(const cJSON *j, char *buf, size_t cap)
+{
+    if (cJSON_IsString(j)) {
+        char f[64];
+        show(f, sizeof f, j->valuestring, strlen(j->valuestring), '"');
+        snprintf(buf, cap, "the string %s", f);
+    } else if (cJSON_IsNumber(j)) {
+        fmt_double(buf, cap, j->valuedouble);
+    } else if (cJSON_IsBool(j)) {
+        snprintf(buf, cap, "%s", cJSON_IsTrue(j) ? "true" : "false");
+    } else if (cJSON_IsNull(j)) {
+        snprintf(buf, cap, "null");
+    } else if (cJSON_IsObject(j)) {
+        snprintf(buf, cap, "an object");
+    } else if (cJSON_IsArray(j)) {
+        snprintf(buf, cap, "an array");
+    } else {
+        snprintf(buf, cap, "an invalid value");
+    }
+}
+
+/* An integral JSON number within +-2^63, for integer keys. */
+static int json_integer(const cJSON *j, long long *i)
+{
+    if (!cJSON_IsNumber(j))
+        return -1;
+    double x = j->valuedouble;
+    if (!isfinite(x) || x != floor(x) || fabs(x) >= 9.2e18)
+        return -1;
+    *i = (long long)x;
+    return 0;
+}
+
+static int value_from_json(const cfg_key *k, const cJSON *j, cfg_value *v, char *why,
+                           size_t cap)
+{
+    char full[64], desc[80], tmp[256];
+    key_fullname(k, full, sizeof full);
+    json_desc(j, desc, sizeof desc);
+    memset(v, 0, sizeof *v);
+    const char *expect = type_expect(k, tmp, sizeof tmp);
+    switch (k->type) {
+    case CT_INT: case CT_LONG:
+        if (json_integer(j, &v->i) == 0)
+            return 0;
+        break;
+    case CT_DOUBLE: case CT_FLOAT:
+        if (!cJSON_IsNumber(j))
+            break;
+        v->x[0] = j->valuedouble;
+        if (k->type == CT_FLOAT) {
+            if (fabs(v->x[0]) > FLT_MAX)
+                break;
+            v->x[0] = (float)v->x[0];
+        }
+        return 0;
+    case CT_BOOL:
+        if (!cJSON_IsBool(j))
+            break;
+        v->i = cJSON_IsTrue(j) ? 1 : 0;
+        return 0;
+    case CT_ENUM: {
+        int e;
+        if (!cJSON_IsString(j) || k->en->parse(j->valuestring, &e) != 0)
+            break;
+        v->i = e;
+        return 0;
+    }
+    case CT_U64:
+        /* Numbers must stay below 2^53 to be exact; larger seeds are decimal strings. */
+        if (cJSON_IsNumber(j)) {
+            double x = j->valuedouble;
+            if (x >= 0 && x < TWO53 && x == floor(x)) {
+                v->u = (unsigned long long)x;
+                return 0;
+            }
+        } else if (cJSON_IsString(j) && parse_u64_text(j->valuestring, &v->u) == 0) {
+            return 0;
+        }
+        snprintf(why, cap, "%s: expected an integer in [0, 2^53) or a decimal string < 2^64, "
+                 "found %s", full, desc);
+        return -1;
+    case CT_PATH: case CT_NAME:
+        if (cJSON_IsString(j)) {
+            v->s = j->valuestring;
+            return 0;
+        }
+        if (cJSON_IsNull(j) && (k->flags & F_NULL_OK)) {
+            v->s = "";
+            return 0;
+        }
+        break;
+    case CT_SPLIT:
+        if (!cJSON_IsArray(j))
+            break;
+        if (cJSON_GetArraySize(j) != 3) {
+            snprintf(why, cap, "%s: expected %s, found an array of %d", full, expect,
+                     cJSON_GetArraySize(j));
+            return -1;
+        }
+        for (int i = 0; i < 3; i++) {
+            const cJSON *x = cJSON_GetArrayItem(j, i);
+            if (!cJSON_IsNumber(x)) {
+                json_desc(x, desc, sizeof desc);
+                snprintf(why, cap, "%s[%d]: expected a number, found %s", full, i, desc);
+                return -1;
+            }
+            v->x[i] = x->valuedouble;
+        }
+        return 0;
+    }
+    snprintf(why, cap, "%s: expected %s, found %s", full, expect, desc);
+    return -1;
+}
+
+int cfg_from_json(txl_config *c, const char *json, const char *origin, txl_err *e)
+{
+    char why[768], desc[80];
+    const char *org = origin ? origin : "config JSON";
+    if (!json)
+        return err_set(e, ERR_INPUT, "%s: no config JSON", org);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
+    if (!root) {
+        size_t at = end && end >= json ? (size_t)(end - json) : 0;
+        return err_set(e, ERR_INPUT, "%s: config JSON: syntax error near byte %zu", org, at);
+    }
+    txl_config w;
+    memcpy(&w, c, sizeof w);
+    unsigned char seen[NKEYS] = { 0 };
+    int sec_seen[COUNT(sections)] = { 0 };
+    int rc = -1;
+    if (!cJSON_IsObject(root)) {
+        json_desc(root, desc, sizeof desc);
+        err_set(e, ERR_INPUT, "%s: config JSON: expected an object of sections, found %s", org,
+                desc);
+        goto done;
+    }
+    for (const cJSON *sj = root->child; sj; sj = sj->next) {
+        int si = sj->string ? section_find(sj->string) : -1;
+        if (si < 0) {
+            err_set(e, ERR_INPUT, "%s: config JSON: unknown section '%.64s'", org,
+                    sj->string ? sj->string : "");
+            goto done;
+        }
+        if (sec_seen[si]++) {
+            err_set(e, ERR_INPUT, "%s: config JSON: duplicate section '%s'", org, sections[si]);
+            goto done;
+        }
+        if (!cJSON_IsObject(sj)) {
+            json_desc(sj, desc, sizeof desc);
+            err_set(e, ERR_INPUT, "%s: config JSON: section '%s': expected an object, found %s",
+                    org, sections[si], desc);
+            goto done;
+        }
+        for (const cJSON *kj = sj->child; kj; kj = kj->next) {
+            int ki = kj->string ? key_find(sections[si], kj->string) : -1;
+            if (ki < 0) {
+                err_set(e, ERR_INPUT, "%s: config JSON: unknown key '%s.%.64s'", org,
+                        sections[si], kj->string ? kj->string : "");
+                goto done;
+            }
+            if (seen[ki]++) {
+                err_set(e, ERR_INPUT, "%s: config JSON: duplicate key '%s.%s'", org,
+                        sections[si], keys[ki].name);
+                goto done;
+            }
+            cfg_value v;
+            if (value_from_json(&keys[ki], kj, &v, why, sizeof why) != 0 ||
+                key_check(&keys[ki], &v, why, sizeof why) != 0) {
+                err_set(e, ERR_INPUT, "%s: config JSON: %s", org, why);
+                goto done;
+            }
+            key_put(&keys[ki], &w, &v);
+        }
+    }
+    memcpy(c, &w, sizeof w);
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* Appends to buf (always NUL-terminated, truncating when full). */
+static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
+{
+    if (!cap || *used >= cap - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, cap - *used, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *used = *used + (size_t)n < cap - 1 ? *used + (size_t)n : cap - 1;
+}
+
+int cfg_diff_model(const model_config *a, const model_config *b, char *buf, size_t cap)
+{
+    txl_config ca, cb;
+    char va[128], vb[128];
+    size_t used = 0;
+    int n = 0;
+    memset(&ca, 0, sizeof ca);
+    memset(&cb, 0, sizeof cb);
+    ca.model = *a;
+    cb.model = *b;
+    if (cap)
+        buf[0] = '\0';
+    for (size_t i = 0; i < NKEYS; i++) {
+        const cfg_key *k = &keys[i];
+        if (strcmp(k->section, "model") != 0)
+            continue;
+        cfg_value x, y;
+        key_get(k, &ca, &x);
+        key_get(k, &cb, &y);
+        /* Shortest round-trip text differs exactly when the stored values differ. */
+        fmt_value(k, &x, va, sizeof va);
+        fmt_value(k, &y, vb, sizeof vb);
+        if (strcmp(va, vb) != 0)
+            append(buf, cap, &used, "%smodel.%s: %s vs %s", n++ ? ", " : "", k->name, va, vb);
+    }
+    if (a->vocab != b->vocab)
+        append(buf, cap, &used, "%smodel.vocab: %d vs %d", n++ ? ", " : "", a->vocab, b->vocab);
+    return n;
+}
