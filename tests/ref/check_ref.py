@@ -17,6 +17,7 @@ import sys
 
 import torch
 
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import txl_ref as ref  # noqa: E402
 import gen_fixtures as gf  # noqa: E402

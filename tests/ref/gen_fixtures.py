@@ -14,6 +14,7 @@ import zlib
 
 import torch
 
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import txl_ref as ref  # noqa: E402
 
