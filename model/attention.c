@@ -49,7 +49,8 @@ void attn_forward(float *prob, float *vec, const float *q, const float *kv,
             const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
             const float *kbh = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
             const float *vbh = kbh + hd;
-            float *P = prob + ((size_t)b * H + h) * Lq * klen;
+            /* inference keeps no probabilities: one plane of scratch per (b, h) */
+            float *P = prob ? prob + ((size_t)b * H + h) * Lq * klen : plane2;
 
             /* content (+ global content bias) */
             add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
@@ -96,7 +97,7 @@ void attn_forward(float *prob, float *vec, const float *q, const float *kv,
             }
 
             const float *Pv = P;
-            if (a->dropatt > 0.0f) {
+            if (a->dropatt > 0.0f && prob) {
                 drop_plane(plane2, P, a, b, h, klen);
                 Pv = plane2;
             }

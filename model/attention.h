@@ -5,7 +5,8 @@
  *   q    [B, Lq, H*dh]     queries of the segment rows (head h = columns h*dh..h*dh+dh-1)
  *   kv   [B, klen, 2*H*dh] keys (first H*dh columns) then values, rows [mem; segment]
  *   prob [B, H, Lq, klen]  softmax probabilities (before dropatt), cached for backward;
- *                          masked entries (j > m+i) are 0
+ *                          masked entries (j > m+i) are 0. NULL in inference (dropatt must
+ *                          then be 0): each (b, h) plane lives in scratch only.
  *   vec  [B, Lq, H*dh]     sum_j a_ij v_j per head, heads concatenated
  * Score of query i and key j (delta = m+i-j >= 0 visible, else masked):
  *   s_ij = scale * (q_i + u)·k_j                          content (+ global content bias)

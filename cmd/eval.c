@@ -1,0 +1,232 @@
+/* eval.c: `txl eval` — deterministic evaluation of a checkpoint over a file or a split of the
+ * run's corpus (DESIGN.md §6), and the length-extrapolation sweep. Every number is printed
+ * with the settings that produced it (batch, tgt_len, mem_len, clamp_len, tokens, data). */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../data/corpus.h"
+#include "../model/checkpoint.h"
+#include "cli.h"
+#include "cmds.h"
+#include "evaluate.h"
+
+#define MAX_SWEEP 32
+
+static const char *eval_help =
+    "usage: txl eval CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N]\n"
+    "                [--clamp-len N] [--batch N] [--warmup] [--max-tokens N]\n"
+    "                [--sweep 1,2,4,8 [--sweep-mode memory|window|both]] [--json] [--threads N]\n"
+    "\n"
+    "Evaluates a checkpoint: mean loss (nats per byte), bits per byte and perplexity over one\n"
+    "deterministic pass with memory carried across segments.\n"
+    "\n"
+    "  --data FILE       evaluate this file, whole (plain or gzip); default: the run's --split\n"
+    "  --split NAME      valid (default), test or train, resolved from the checkpoint's config\n"
+    "  --tgt-len N       segment length (default: the trained tgt_len)\n"
+    "  --mem-len N       memory length (default: the trained mem_len)\n"
+    "  --clamp-len N     xl: clamp relative distances (<= 0: off; default: trained value)\n"
+    "  --batch N         number of parallel streams (default: the trained batch_size)\n"
+    "  --warmup          score only segments whose memory is already full\n"
+    "  --max-tokens N    use only the first N bytes of the data\n"
+    "  --sweep LIST      evaluate at each factor of the trained length (extrapolation table)\n"
+    "  --sweep-mode M    memory (default): tgt_len fixed, mem_len x factor (trained without\n"
+    "                    memory: mem_len = tgt_len x (factor-1)); window: mem_len 0, tgt_len x\n"
+    "                    factor; both: tgt_len and mem_len x factor\n"
+    "  --json            one JSON object per setting on stdout\n"
+    "  --threads N       OpenBLAS threads (default: all cores)\n"
+    "\n"
+    "example: txl eval runs/tiny/best.safetensors.gz --split test --sweep 1,2,4,8 --json\n";
+
+typedef enum { SWEEP_MEMORY, SWEEP_WINDOW, SWEEP_BOTH } sweep_mode;
+
+int cmd_eval(int argc, char **argv)
+{
+    const char *ckpt = NULL, *data = NULL, *split = "valid";
+    long tgt = -1, mlen = -1, batch = -1, clamp = LONG_MIN, threads = 0, max_tokens = 0;
+    int json = 0, warmup = 0, quiet = 0, sweep[MAX_SWEEP], nsweep = 0, have_clamp = 0;
+    sweep_mode mode = SWEEP_MEMORY;
+    txl_err e = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int r;
+        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
+            fputs(eval_help, stdout);
+            return 0;
+        } else if (cli_switch(argv[i], "--json")) {
+            json = 1;
+        } else if (cli_switch(argv[i], "--warmup")) {
+            warmup = 1;
+        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
+            quiet = 1;
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--data", &v))) {
+            if (r < 0)
+                return cli_usage("eval", "--data needs a file");
+            data = v;
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--split", &v))) {
+            if (r < 0)
+                return cli_usage("eval", "--split needs valid, test or train");
+            if (strcmp(v, "valid") && strcmp(v, "test") && strcmp(v, "train"))
+                return cli_usage("eval", "--split: expected valid, test or train, found '%s'", v);
+            split = v;
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--tgt-len", &v))) {
+            if (r < 0 || cli_long("--tgt-len", v, 1, 1 << 20, &tgt, &e))
+                return r < 0 ? cli_usage("eval", "--tgt-len needs a number") : cli_fail("eval", &e);
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--mem-len", &v))) {
+            if (r < 0 || cli_long("--mem-len", v, 0, 1 << 22, &mlen, &e))
+                return r < 0 ? cli_usage("eval", "--mem-len needs a number") : cli_fail("eval", &e);
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--clamp-len", &v))) {
+            if (r < 0 || cli_long("--clamp-len", v, -(1L << 30), 1L << 30, &clamp, &e))
+                return r < 0 ? cli_usage("eval", "--clamp-len needs a number") : cli_fail("eval", &e);
+            have_clamp = 1;
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--batch", &v))) {
+            if (r < 0 || cli_long("--batch", v, 1, 1 << 16, &batch, &e))
+                return r < 0 ? cli_usage("eval", "--batch needs a number") : cli_fail("eval", &e);
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--max-tokens", &v))) {
+            if (r < 0 || cli_long("--max-tokens", v, 2, LONG_MAX, &max_tokens, &e))
+                return r < 0 ? cli_usage("eval", "--max-tokens needs a number") : cli_fail("eval", &e);
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--threads", &v))) {
+            if (r < 0 || cli_long("--threads", v, 0, 1024, &threads, &e))
+                return r < 0 ? cli_usage("eval", "--threads needs a number") : cli_fail("eval", &e);
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--sweep", &v))) {
+            if (r < 0)
+                return cli_usage("eval", "--sweep needs a list like 1,2,4,8");
+            if (cli_int_list("--sweep", v, sweep, MAX_SWEEP, &nsweep, &e))
+                return cli_fail("eval", &e);
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--sweep-mode", &v))) {
+            if (r < 0)
+                return cli_usage("eval", "--sweep-mode needs memory, window or both");
+            if (strcmp(v, "memory") == 0)
+                mode = SWEEP_MEMORY;
+            else if (strcmp(v, "window") == 0)
+                mode = SWEEP_WINDOW;
+            else if (strcmp(v, "both") == 0)
+                mode = SWEEP_BOTH;
+            else
+                return cli_usage("eval", "--sweep-mode: expected memory, window or both, found '%s'", v);
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage("eval", "unknown option '%s'", argv[i]);
+        } else if (!ckpt) {
+            ckpt = argv[i];
+        } else {
+            return cli_usage("eval", "unexpected argument '%s' (one checkpoint at a time)", argv[i]);
+        }
+    }
+    if (!ckpt)
+        return cli_usage("eval", "missing the checkpoint to evaluate");
+
+    st_file f;
+    txl_config cfg;
+    model mdl;
+    if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e))
+        return cli_fail("eval", &e);
+    const char *step_s = st_meta(&f, "step");
+    long step = step_s ? atol(step_s) : 0;
+    st_free(&f);
+    cli_threads((int)threads);
+
+    corpus c = {0};
+    token_span span;
+    const char *label = split;
+    if (data) {
+        if (corpus_open(&c, data, &e))
+            goto fail;
+        span = corpus_all(&c);
+        label = "file";
+    } else {
+        const data_config *d = &cfg.data;
+        const char *path = d->train;
+        int idx = strcmp(split, "train") == 0 ? 0 : strcmp(split, "valid") == 0 ? 1 : 2;
+        if (idx == 1 && d->valid[0])
+            path = d->valid;
+        if (idx == 2 && d->test[0])
+            path = d->test;
+        if (corpus_open(&c, path, &e)) {
+            err_wrap(&e, "--split %s (from the checkpoint's data config; pass --data FILE to "
+                     "evaluate another file)", split);
+            goto fail;
+        }
+        int separate = (idx == 1 && d->valid[0]) || (idx == 2 && d->test[0]) ||
+                       (idx == 0 && d->valid[0]);
+        if (separate) {
+            span = corpus_all(&c);
+        } else {
+            token_span sp[3];
+            corpus_split(&c, d->split, sp);
+            span = sp[idx];
+            if (span.n == 0) {
+                err_set(&e, ERR_INPUT, "%s: the %s split is empty (data.split %g/%g/%g)", path,
+                        split, d->split[0], d->split[1], d->split[2]);
+                goto fail;
+            }
+        }
+    }
+
+    int base_tgt = tgt > 0 ? (int)tgt : cfg.model.tgt_len;
+    int base_mem = mlen >= 0 ? (int)mlen : cfg.model.mem_len;
+    int B = batch > 0 ? (int)batch : cfg.train.batch_size;
+    model_config mc = cfg.model;
+    if (have_clamp)
+        mc.clamp_len = (int)clamp;
+    if (nsweep == 0) {
+        sweep[0] = 1;
+        nsweep = 1;
+    }
+    int is_sweep = nsweep > 1 || sweep[0] != 1 || mode != SWEEP_MEMORY;
+    if (!json)
+        printf("%-7s %8s %8s %10s %8s %10s %12s\n", is_sweep ? "factor" : "", "tgt_len",
+               "mem_len", "loss", "bpc", "ppl", "tokens");
+    for (int k = 0; k < nsweep; k++) {
+        int fct = sweep[k], T = base_tgt, Mm = base_mem;
+        if (mode == SWEEP_MEMORY) /* a model trained without memory: context = factor x tgt_len */
+            Mm = base_mem > 0 ? base_mem * fct : base_tgt * (fct - 1);
+        if (mode == SWEEP_WINDOW) {
+            T = base_tgt * fct;
+            Mm = 0;
+        }
+        if (mode == SWEEP_BOTH) {
+            T = base_tgt * fct;
+            Mm = base_mem * fct;
+        }
+        eval_opts o = {.batch = B, .tgt_len = T, .mem_len = Mm, .warmup = warmup,
+                       .max_tokens = (size_t)max_tokens,
+                       .progress = !quiet && cli_isatty_stderr(), .label = label};
+        eval_result r;
+        if (eval_span(&mdl, &mc, span, &o, &r, &e))
+            goto fail;
+        if (json) {
+            printf("{\"loss\":%.8f,\"bpc\":%.8f,\"ppl\":%.6f,\"tokens\":%zu,\"tgt_len\":%d,"
+                   "\"mem_len\":%d,\"clamp_len\":%d,\"batch\":%d,\"warmup\":%s,"
+                   "\"same_length\":false,\"data\":\"%s\",\"split\":\"%s\",\"pos_scheme\":\"%s\","
+                   "\"step\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f",
+                   r.loss, r.loss / M_LN2, exp(r.loss), r.tokens, T, Mm, mc.clamp_len, B,
+                   warmup ? "true" : "false", span.path, data ? "file" : split,
+                   pos_scheme_name(mc.pos), step, r.seconds,
+                   r.segments * (double)B * T / (r.seconds > 0 ? r.seconds : 1e-9));
+            if (is_sweep)
+                printf(",\"factor\":%d,\"sweep_mode\":\"%s\"", fct,
+                       mode == SWEEP_MEMORY ? "memory" : mode == SWEEP_WINDOW ? "window" : "both");
+            printf("}\n");
+        } else {
+            char fs[16] = "";
+            if (is_sweep)
+                snprintf(fs, sizeof fs, "%dx", fct);
+            printf("%-7s %8d %8d %10.6f %8.4f %10.4f %12zu\n", fs, T, Mm, r.loss, r.loss / M_LN2,
+                   exp(r.loss), r.tokens);
+        }
+        fflush(stdout);
+    }
+    if (!json && !quiet)
+        fprintf(stderr, "(%s, %s, batch %d, clamp_len %d%s)\n", span.path,
+                data ? "whole file" : split, B, mc.clamp_len, warmup ? ", warmup" : "");
+    corpus_close(&c);
+    model_free(&mdl);
+    return 0;
+fail:
+    corpus_close(&c);
+    model_free(&mdl);
+    return cli_fail("eval", &e);
+}

@@ -1,0 +1,75 @@
+/* evaluate.c: see evaluate.h. */
+#include "evaluate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts *o,
+              eval_result *r, txl_err *e)
+{
+    *r = (eval_result){0};
+    if (o->max_tokens && s.n > o->max_tokens)
+        s.n = o->max_tokens;
+    batcher bt;
+    if (batcher_init(&bt, s, o->batch, o->tgt_len, 2, o->label ? o->label : "evaluation", e))
+        return -1;
+    model_acts A;
+    model_mem mem;
+    if (acts_init(&A, cfg, o->batch, o->tgt_len, o->mem_len, 0, e))
+        return -1;
+    if (mem_init(&mem, cfg, o->batch, o->mem_len, e)) {
+        acts_free(&A);
+        return -1;
+    }
+    size_t BL = (size_t)o->batch * o->tgt_len;
+    uint8_t *x = malloc(BL), *y = malloc(BL);
+    if (!x || !y) {
+        free(x);
+        free(y);
+        mem_free(&mem);
+        acts_free(&A);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    size_t nseg = batcher_segments(&bt);
+    double t0 = cli_now(), last_draw = 0, sum = 0;
+    size_t scored = 0;
+    fwd_opts fo = {.training = 0};
+    int len;
+    while ((len = batcher_next(&bt, x, y)) > 0) {
+        int full = mem.m >= o->mem_len;
+        double l = model_forward(mdl, &A, &mem, x, y, len, &fo);
+        if (!o->warmup || full) {
+            sum += l;
+            scored += (size_t)o->batch * len;
+        }
+        r->segments++;
+        double now = cli_now();
+        if (o->progress && now - last_draw > 0.25) {
+            last_draw = now;
+            double el = now - t0, eta = el / r->segments * (nseg - r->segments);
+            char etas[32];
+            cli_fmt_duration(etas, sizeof etas, eta);
+            fprintf(stderr, "\r\033[K%s: segment %zu/%zu  bpc %.4f  %.0f tok/s  ETA %s",
+                    o->label ? o->label : "eval", r->segments, nseg,
+                    scored ? sum / scored / M_LN2 : 0.0,
+                    (double)r->segments * BL / (el > 0 ? el : 1e-9), etas);
+        }
+    }
+    if (o->progress && last_draw > 0)
+        fprintf(stderr, "\r\033[K");
+    r->seconds = cli_now() - t0;
+    r->tokens = scored;
+    r->loss = scored ? sum / (double)scored : NAN;
+    free(x);
+    free(y);
+    mem_free(&mem);
+    acts_free(&A);
+    if (!scored)
+        return err_set(e, ERR_INPUT, "%s: no tokens scored (with --warmup, the memory of %d "
+                       "tokens must fill before scoring starts; the streams are too short)",
+                       s.path, o->mem_len);
+    return 0;
+}

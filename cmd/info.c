@@ -1,0 +1,120 @@
+/* info.c: `txl info CKPT` (config, parameter count, step, metrics) and `txl info --system`
+ * (OpenBLAS core and threads), as text or --json. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cmds.h"
+
+static const char *info_help =
+    "usage: txl info CKPT [--json]\n"
+    "       txl info --system [--json]\n"
+    "\n"
+    "Prints a checkpoint's config, parameter count, step, tokens and metrics; or, with\n"
+    "--system, the OpenBLAS build and the core it runs on.\n"
+    "example: txl info runs/tiny/last.safetensors.gz --json | jq .step\n";
+
+char *openblas_get_config(void);
+
+static int info_system(int json)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *cfg = openblas_get_config();
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    if (json)
+        printf("{\"version\":\"%s\",\"blas_core\":\"%s\",\"blas_config\":\"%s\",\"cores\":%ld,"
+               "\"openblas_coretype_env\":\"%s\"}\n", TXL_VERSION, cli_blas_core(),
+               cfg ? cfg : "", cores, env ? env : "");
+    else
+        printf("txl %s\nOpenBLAS core: %s\nOpenBLAS build: %s\ncores: %ld\n"
+               "OPENBLAS_CORETYPE: %s\n", TXL_VERSION, cli_blas_core(), cfg ? cfg : "?", cores,
+               env ? env : "(unset)");
+    return 0;
+}
+
+int cmd_info(int argc, char **argv)
+{
+    const char *ckpt = NULL;
+    int json = 0, sys = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
+            fputs(info_help, stdout);
+            return 0;
+        } else if (cli_switch(argv[i], "--json")) {
+            json = 1;
+        } else if (cli_switch(argv[i], "--system")) {
+            sys = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage("info", "unknown option '%s'", argv[i]);
+        } else if (!ckpt) {
+            ckpt = argv[i];
+        } else {
+            return cli_usage("info", "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (sys)
+        return info_system(json);
+    if (!ckpt)
+        return cli_usage("info", "missing the checkpoint (or --system)");
+    st_file f;
+    txl_config cfg;
+    model mdl;
+    txl_err e = {0};
+    if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e))
+        return cli_fail("info", &e);
+    static const char *keys[] = {"step", "tokens", "best_valid_loss", "valid_loss", "epoch",
+                                 "elapsed_s"};
+    int has_optim = st_find(&f, "optim.m.word_emb.weight") != NULL;
+    int has_mem = st_find(&f, "state.mem.0") != NULL;
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        char *cj = cfg_to_json(&cfg);
+        cJSON *cfgj = cj ? cJSON_Parse(cj) : NULL;
+        free(cj);
+        cJSON_AddStringToObject(o, "path", ckpt);
+        cJSON_AddNumberToObject(o, "params", (double)mdl.n_weights);
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+            const char *v = st_meta(&f, keys[k]);
+            if (!v)
+                continue;
+            char *end;
+            double d = strtod(v, &end);
+            if (*end || strcmp(v, "nan") == 0 || strcmp(v, "inf") == 0)
+                cJSON_AddNullToObject(o, keys[k]);
+            else
+                cJSON_AddNumberToObject(o, keys[k], d);
+        }
+        cJSON_AddBoolToObject(o, "resumable", has_optim);
+        cJSON_AddBoolToObject(o, "has_memory", has_mem);
+        cJSON_AddNumberToObject(o, "tensors", f.n);
+        if (cfgj)
+            cJSON_AddItemToObject(o, "config", cfgj);
+        char *s = cJSON_PrintUnformatted(o);
+        if (s)
+            printf("%s\n", s);
+        free(s);
+        cJSON_Delete(o);
+    } else {
+        const model_config *m = &cfg.model;
+        printf("checkpoint: %s\n", ckpt);
+        printf("model: %s, %d layers, d_model %d, %d heads x %d, d_inner %d, %zu params\n",
+               pos_scheme_name(m->pos), m->n_layer, m->d_model, m->n_head, m->d_head,
+               m->d_inner, mdl.n_weights);
+        printf("lengths: tgt_len %d, mem_len %d, clamp_len %d; %s\n", m->tgt_len, m->mem_len,
+               m->clamp_len, m->pre_lnorm ? "pre-LN" : "post-LN");
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+            const char *v = st_meta(&f, keys[k]);
+            if (v)
+                printf("%s: %s\n", keys[k], v);
+        }
+        printf("resumable: %s (%d tensors)\n", has_optim ? "yes" : "no", f.n);
+        printf("config:\n");
+        cfg_write_yaml(&cfg, stdout);
+    }
+    model_free(&mdl);
+    st_free(&f);
+    return 0;
+}

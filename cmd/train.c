@@ -1,0 +1,657 @@
+/* train.c: `txl train` — the training loop (DESIGN.md §1, §3, §5).
+ *
+ * One step = one segment of every stream: forward, backward, global-norm clip, Adam, then
+ * the memory advances. Everything a step touches is planned before step 1; the loop itself
+ * never allocates. The run directory holds config.yaml, log.jsonl, last and best
+ * checkpoints; `last` carries the Adam moments, the memory, the data cursor and the step,
+ * so --resume continues bit for bit (dropout masks are a function of seed and step, see
+ * common/rng.h, so there is no sequential RNG state to restore). */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/rng.h"
+#include "../data/corpus.h"
+#include "../model/checkpoint.h"
+#include "../model/model.h"
+#include "../optim/optim.h"
+#include "cli.h"
+#include "cmds.h"
+#include "config.h"
+#include "evaluate.h"
+
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+#define MAX_SETS 64
+
+typedef struct {
+    long step;            /* steps completed */
+    long long tokens;     /* training tokens consumed (B * segment length, summed) */
+    double best_valid;    /* best validation loss so far (nats), INFINITY if none */
+    long epoch;           /* completed passes over the train split */
+    size_t data_pos;      /* batcher position within the streams */
+    double log_sum;       /* loss sum of the current log interval */
+    long log_n;           /* steps in it */
+    double elapsed;       /* training seconds of earlier invocations */
+} train_state;
+
+typedef struct {
+    txl_config cfg;
+    model mdl;
+    float *adam_m, *adam_v;
+    model_acts A;
+    model_mem mem;
+    corpus train_c, valid_c, test_c;
+    token_span train_s, valid_s, test_s;
+    batcher bt;
+    uint8_t *x, *y;
+    FILE *log;
+    char last_path[1100], best_path[1100], log_path[1100];
+    train_state st;
+    int quiet, tty;
+    double t_start;
+} trainer;
+
+static void trainer_free(trainer *t)
+{
+    free(t->x);
+    free(t->y);
+    free(t->adam_m);
+    free(t->adam_v);
+    mem_free(&t->mem);
+    acts_free(&t->A);
+    model_free(&t->mdl);
+    corpus_close(&t->train_c);
+    corpus_close(&t->valid_c);
+    corpus_close(&t->test_c);
+    if (t->log)
+        fclose(t->log);
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path, txl_err *e)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return err_set(e, ERR_INPUT, "%s: cannot create directory %s: %s", path, buf,
+                           strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return err_set(e, ERR_INPUT, "train.out_dir %s: cannot create: %s", path, strerror(errno));
+    struct stat sb;
+    if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return err_set(e, ERR_INPUT, "train.out_dir %s: exists and is not a directory", path);
+    /* fail now, not after an hour of training, if checkpoints cannot be written */
+    char probe[1100];
+    snprintf(probe, sizeof probe, "%s/.txl-write-test.XXXXXX", buf);
+    int fd = mkstemp(probe);
+    if (fd < 0)
+        return err_set(e, ERR_INPUT, "train.out_dir %s: not writable: %s", path, strerror(errno));
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
+static int write_config_yaml(const txl_config *c, txl_err *e)
+{
+    char path[1100], tmp[1200];
+    snprintf(path, sizeof path, "%s/config.yaml", c->train.out_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return err_set(e, ERR_RUNTIME, "%s: cannot write: %s", tmp, strerror(errno));
+    int rc = cfg_write_yaml(c, f);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        rc = -1;
+    if (fclose(f) != 0)
+        rc = -1;
+    if (rc || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return err_set(e, ERR_RUNTIME, "%s: cannot write: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+/* Resolves the train/valid/test spans from data.* (separate files or split fractions). */
+static int open_data(trainer *t, txl_err *e)
+{
+    const data_config *d = &t->cfg.data;
+    if (corpus_open(&t->train_c, d->train, e))
+        return err_wrap(e, "data.train");
+    if (d->valid[0]) {
+        if (corpus_open(&t->valid_c, d->valid, e))
+            return err_wrap(e, "data.valid");
+        t->train_s = corpus_all(&t->train_c);
+        t->valid_s = corpus_all(&t->valid_c);
+        if (d->test[0]) {
+            if (corpus_open(&t->test_c, d->test, e))
+                return err_wrap(e, "data.test");
+            t->test_s = corpus_all(&t->test_c);
+        }
+    } else {
+        token_span sp[3];
+        corpus_split(&t->train_c, d->split, sp);
+        t->train_s = sp[0];
+        t->valid_s = sp[1];
+        t->test_s = sp[2];
+        if (d->test[0]) {
+            if (corpus_open(&t->test_c, d->test, e))
+                return err_wrap(e, "data.test");
+            t->test_s = corpus_all(&t->test_c);
+        }
+    }
+    return 0;
+}
+
+static void fmt_g(char *buf, size_t cap, double v)
+{
+    if (isinf(v))
+        snprintf(buf, cap, "%s", v > 0 ? "inf" : "-inf");
+    else
+        snprintf(buf, cap, "%.17g", v);
+}
+
+static int save_checkpoint(trainer *t, const char *path, int with_state, double valid_loss,
+                           txl_err *e)
+{
+    char *cfg_json = cfg_to_json(&t->cfg);
+    if (!cfg_json)
+        return err_set(e, ERR_RUNTIME, "out of memory serialising the config");
+    char step[32], tokens[32], best[40], epoch[32], pos[32], lsum[40], ln[32], el[40], vl[40];
+    char ntrain[32], seed[32], params[32];
+    snprintf(params, sizeof params, "%zu", t->mdl.n_weights);
+    snprintf(step, sizeof step, "%ld", t->st.step);
+    snprintf(tokens, sizeof tokens, "%lld", t->st.tokens);
+    fmt_g(best, sizeof best, t->st.best_valid);
+    snprintf(epoch, sizeof epoch, "%ld", t->st.epoch);
+    snprintf(pos, sizeof pos, "%zu", t->st.data_pos);
+    fmt_g(lsum, sizeof lsum, t->st.log_sum);
+    snprintf(ln, sizeof ln, "%ld", t->st.log_n);
+    fmt_g(el, sizeof el, t->st.elapsed + (cli_now() - t->t_start));
+    fmt_g(vl, sizeof vl, valid_loss);
+    snprintf(ntrain, sizeof ntrain, "%zu", t->train_s.n);
+    snprintf(seed, sizeof seed, "%llu", t->cfg.train.seed);
+    const char *meta[] = {
+        "format", "txl/1",
+        "config", cfg_json,
+        "step", step,
+        "tokens", tokens,
+        "best_valid_loss", best,
+        "valid_loss", vl,
+        "epoch", epoch,
+        "data_pos", pos,
+        "train_split_tokens", ntrain,
+        "rng", "counter-based: dropout masks = hash(seed, step, site, index)",
+        "seed", seed,
+        "log_loss_sum", lsum,
+        "log_steps", ln,
+        "elapsed_s", el,
+        "params", params,
+        NULL,
+    };
+    int rc = ckpt_save(path, &t->mdl, with_state ? t->adam_m : NULL,
+                       with_state ? t->adam_v : NULL, with_state ? &t->mem : NULL, meta,
+                       t->cfg.train.ckpt_gzip ? 1 : 0, e);
+    free(cfg_json);
+    return rc;
+}
+
+static void log_json(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_json(trainer *t, const char *fmt, ...)
+{
+    if (!t->log)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(t->log, fmt, ap);
+    va_end(ap);
+    fputc('\n', t->log);
+    fflush(t->log);
+}
+
+static double num_meta(const st_file *f, const char *key, double def)
+{
+    const char *s = st_meta(f, key);
+    if (!s)
+        return def;
+    if (strcmp(s, "inf") == 0)
+        return INFINITY;
+    char *end;
+    double v = strtod(s, &end);
+    return *end ? def : v;
+}
+
+/* Restores everything --resume needs from `last`; the model config must be identical. */
+static int load_resume(trainer *t, const char *path, txl_err *e)
+{
+    st_file f;
+    if (st_read(&f, path, e))
+        return -1;
+    txl_config ck;
+    cfg_defaults(&ck);
+    const char *js = st_meta(&f, "config");
+    int rc = 0;
+    if (!js)
+        rc = err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint)", path);
+    else if (cfg_from_json(&ck, js, path, e))
+        rc = -1;
+    if (rc == 0) {
+        char diff[1024];
+        if (cfg_diff_model(&ck.model, &t->cfg.model, diff, sizeof diff) > 0)
+            rc = err_set(e, ERR_INPUT, "--resume %s: the model config differs from the "
+                         "checkpoint's (checkpoint vs now): %s", path, diff);
+        else if (ck.train.batch_size != t->cfg.train.batch_size)
+            rc = err_set(e, ERR_INPUT, "--resume %s: train.batch_size %d differs from the "
+                         "checkpoint's %d (the memory and data cursor are per stream)", path,
+                         t->cfg.train.batch_size, ck.train.batch_size);
+        else if ((size_t)num_meta(&f, "train_split_tokens", -1) != t->train_s.n)
+            rc = err_set(e, ERR_INPUT, "--resume %s: the train split has %zu tokens, the "
+                         "checkpoint was trained on %.0f (different corpus or split?)", path,
+                         t->train_s.n, num_meta(&f, "train_split_tokens", -1));
+    }
+    if (rc == 0 && (ckpt_load_weights(&t->mdl, &f, e) ||
+                    ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
+                    ckpt_load_mem(&f, &t->mem, e)))
+        rc = -1;
+    if (rc == 0) {
+        t->st.step = (long)num_meta(&f, "step", 0);
+        t->st.tokens = (long long)num_meta(&f, "tokens", 0);
+        t->st.best_valid = num_meta(&f, "best_valid_loss", INFINITY);
+        t->st.epoch = (long)num_meta(&f, "epoch", 0);
+        t->st.data_pos = (size_t)num_meta(&f, "data_pos", 0);
+        t->st.log_sum = num_meta(&f, "log_loss_sum", 0);
+        t->st.log_n = (long)num_meta(&f, "log_steps", 0);
+        t->st.elapsed = num_meta(&f, "elapsed_s", 0);
+        if (t->st.data_pos >= t->bt.n)
+            rc = err_set(e, ERR_INPUT, "%s: data_pos %zu is past the end of the streams (%zu)",
+                         path, t->st.data_pos, t->bt.n);
+    }
+    st_free(&f);
+    return rc;
+}
+
+static int load_init_from(trainer *t, const char *path, txl_err *e)
+{
+    st_file f;
+    txl_config ck;
+    model src;
+    if (cli_load_checkpoint(path, &f, &ck, &src, e))
+        return -1;
+    char diff[1024];
+    int rc = 0;
+    /* weights must fit: shape keys must agree; lengths, dropout, clamp may change */
+    model_config a = ck.model, b = t->cfg.model;
+    a.tgt_len = b.tgt_len;
+    a.mem_len = b.mem_len;
+    a.dropout = b.dropout;
+    a.dropatt = b.dropatt;
+    a.clamp_len = b.clamp_len;
+    a.pre_lnorm = b.pre_lnorm;
+    if (cfg_diff_model(&a, &b, diff, sizeof diff) > 0)
+        rc = err_set(e, ERR_INPUT, "--init-from %s: parameter shapes differ from the config "
+                     "(checkpoint vs config): %s", path, diff);
+    else
+        rc = ckpt_load_weights(&t->mdl, &f, e);
+    model_free(&src);
+    st_free(&f);
+    return rc;
+}
+
+static void print_plan(trainer *t)
+{
+    const txl_config *c = &t->cfg;
+    const model_config *m = &c->model;
+    size_t act = t->A.arena_floats * 4, par = t->mdl.n_floats * 4;
+    size_t mem = (size_t)m->n_layer * c->train.batch_size * m->mem_len * m->d_model * 4;
+    fprintf(stderr,
+            "txl train: %s, %d layers, d_model %d, %d heads x %d, d_inner %d, %.2fM params\n"
+            "  tokens/step %d (batch %d x tgt_len %d), mem_len %d, pre_lnorm %s, dropout %g\n"
+            "  memory: params+grads+adam %.1f MiB, activations %.1f MiB, mem %.1f MiB "
+            "(estimate %.0f MiB)\n"
+            "  data: train %zu bytes (%s), valid %zu, test %zu; OpenBLAS core %s\n"
+            "  out_dir %s\n",
+            pos_scheme_name(m->pos), m->n_layer, m->d_model, m->n_head, m->d_head,
+            m->d_inner, t->mdl.n_weights / 1e6, c->train.batch_size * m->tgt_len,
+            c->train.batch_size, m->tgt_len, m->mem_len, m->pre_lnorm ? "yes" : "no",
+            m->dropout, 4.0 * par / 1048576.0, act / 1048576.0, mem / 1048576.0,
+            (4.0 * par + act + mem) / 1048576.0 + 20, t->train_s.n, t->train_s.path,
+            t->valid_s.n, t->test_s.n, cli_blas_core(), c->train.out_dir);
+}
+
+static double run_valid(trainer *t, txl_err *e, int *failed)
+{
+    *failed = 0;
+    if (t->valid_s.n == 0)
+        return NAN;
+    const model_config *m = &t->cfg.model;
+    eval_opts o = {.batch = t->cfg.train.batch_size, .tgt_len = m->tgt_len,
+                   .mem_len = m->mem_len, .max_tokens = (size_t)t->cfg.train.eval_tokens,
+                   .progress = t->tty && !t->quiet, .label = "valid"};
+    /* a tiny valid split still evaluates: fewer streams when needed */
+    while (o.batch > 1 && t->valid_s.n / (size_t)o.batch < 2)
+        o.batch /= 2;
+    eval_result r;
+    if (eval_span(&t->mdl, m, t->valid_s, &o, &r, e)) {
+        *failed = 1;
+        return NAN;
+    }
+    log_json(t, "{\"event\":\"eval\",\"split\":\"valid\",\"step\":%ld,\"loss\":%.6f,"
+                "\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"elapsed_s\":%.1f}",
+             t->st.step, r.loss, r.loss / M_LN2, exp(r.loss), r.tokens,
+             t->st.elapsed + cli_now() - t->t_start);
+    if (!t->quiet)
+        fprintf(stderr, "%sstep %ld: valid loss %.4f, bpc %.4f (%zu tokens, %.1fs)\n",
+                t->tty ? "\r\033[K" : "", t->st.step, r.loss, r.loss / M_LN2, r.tokens,
+                r.seconds);
+    return r.loss;
+}
+
+static int train_loop(trainer *t, txl_err *e)
+{
+    const txl_config *c = &t->cfg;
+    const train_config *tc = &c->train;
+    int B = tc->batch_size;
+    lr_schedule_t sched = {.kind = tc->schedule == SCHED_COSINE     ? LR_COSINE
+                                   : tc->schedule == SCHED_INV_SQRT ? LR_INV_SQRT
+                                                                    : LR_CONSTANT,
+                           .lr = tc->lr, .lr_min = tc->lr_min, .warmup = tc->warmup_steps,
+                           .max_steps = tc->max_steps};
+    adam_hparams ah = {.beta1 = tc->beta1, .beta2 = tc->beta2, .eps = tc->eps,
+                       .weight_decay = tc->weight_decay, .decoupled = tc->optimizer == OPT_ADAMW};
+    double t_log = cli_now();
+    long long tok_log = 0;
+    double last_loss = NAN, last_norm = NAN;
+    int exit_sig = 0;
+    t->bt.pos = t->st.data_pos;
+
+    while (t->st.step < tc->max_steps) {
+        int len = batcher_next(&t->bt, t->x, t->y);
+        if (len == 0) { /* end of a pass over the train split: start over, fresh memory */
+            t->st.epoch++;
+            t->bt.pos = 0;
+            mem_reset(&t->mem);
+            len = batcher_next(&t->bt, t->x, t->y);
+        }
+        long step = t->st.step + 1;
+        fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
+        model_zero_grads(&t->mdl);
+        size_t ntok = (size_t)B * len;
+        double loss = model_forward(&t->mdl, &t->A, &t->mem, t->x, t->y, len, &o) / ntok;
+        model_backward(&t->mdl, &t->A, &t->mem, 1.0f / (float)ntok);
+        double norm = grad_clip(t->mdl.g, t->mdl.n_floats, tc->clip);
+        if (!isfinite(loss) || !isfinite(norm))
+            return err_set(e, ERR_RUNTIME,
+                           "step %ld: the %s is %s (loss %g, gradient norm %g); stopping "
+                           "without writing a checkpoint, so %s still holds step %ld. Lower "
+                           "train.lr or set train.clip.", step, isfinite(loss) ? "gradient" : "loss",
+                           isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", loss, norm,
+                           t->last_path, t->st.step);
+        double lr = lr_at(&sched, step);
+        adam_step(t->mdl.w, t->mdl.g, t->adam_m, t->adam_v, t->mdl.n_floats, step, lr, &ah);
+        model_mem_update(&t->A, &t->mem);
+        t->st.step = step;
+        t->st.tokens += (long long)ntok;
+        t->st.data_pos = t->bt.pos;
+        t->st.log_sum += loss;
+        t->st.log_n++;
+        tok_log += (long long)ntok;
+        last_loss = loss;
+        last_norm = norm;
+
+        double now = cli_now(), run_s = now - t->t_start;
+        int at_end = step == tc->max_steps ||
+                     (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) || stop_signal;
+        if (step % tc->log_interval == 0 || at_end) {
+            double mean = t->st.log_sum / t->st.log_n;
+            double tps = tok_log / (now - t_log > 1e-9 ? now - t_log : 1e-9);
+            double eta = (double)(tc->max_steps - step) * ntok / (tps > 0 ? tps : 1);
+            if (tc->max_minutes > 0 && tc->max_minutes * 60 - run_s < eta)
+                eta = tc->max_minutes * 60 - run_s;
+            log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
+                        "\"bpc\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
+                        "\"elapsed_s\":%.1f,\"step_loss\":%.9g}",
+                     step, t->st.tokens, mean, mean / M_LN2, lr, norm, tps,
+                     t->st.elapsed + run_s, loss);
+            if (!t->quiet) {
+                char etas[32], els[32];
+                cli_fmt_duration(etas, sizeof etas, eta);
+                cli_fmt_duration(els, sizeof els, t->st.elapsed + run_s);
+                fprintf(stderr, "%sstep %ld/%ld | loss %.4f | bpc %.4f | lr %.3g | %.0f tok/s | "
+                        "ETA %s | %s%s", t->tty ? "\r\033[K" : "", step, tc->max_steps, mean,
+                        mean / M_LN2, lr, tps, etas, els, t->tty ? "" : "\n");
+                fflush(stderr);
+            }
+            t->st.log_sum = 0;
+            t->st.log_n = 0;
+            t_log = now;
+            tok_log = 0;
+        }
+        int do_eval = (tc->eval_interval > 0 && step % tc->eval_interval == 0) ||
+                      (at_end && !stop_signal);
+        double vloss = NAN;
+        if (do_eval) {
+            int failed;
+            vloss = run_valid(t, e, &failed);
+            if (failed)
+                return -1;
+            if (vloss < t->st.best_valid) {
+                t->st.best_valid = vloss;
+                if (save_checkpoint(t, t->best_path, 0, vloss, e))
+                    return -1;
+            }
+        }
+        if ((tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0) || at_end) {
+            if (save_checkpoint(t, t->last_path, 1, vloss, e))
+                return -1;
+        }
+        if (stop_signal) {
+            exit_sig = stop_signal;
+            break;
+        }
+        if (at_end)
+            break;
+    }
+    if (t->tty && !t->quiet)
+        fputc('\n', stderr);
+    printf("{\"step\":%ld,\"tokens\":%lld,\"train_loss\":%.6f,\"grad_norm\":%.6g,"
+           "\"best_valid_loss\":%.6f,\"best_valid_bpc\":%.6f,\"checkpoint\":\"%s\"}\n",
+           t->st.step, t->st.tokens, last_loss, last_norm, t->st.best_valid,
+           t->st.best_valid / M_LN2, t->last_path);
+    fflush(stdout);
+    if (exit_sig) {
+        fprintf(stderr, "txl train: %s: checkpoint written at step %ld (%s); resume with "
+                "--resume %s\n", exit_sig == SIGINT ? "interrupted" : "terminated", t->st.step,
+                t->last_path, t->last_path);
+        return 128 + exit_sig;
+    }
+    return 0;
+}
+
+static const char *train_help =
+    "usage: txl train -c CONFIG.yaml [--set key.path=value ...] [--resume CKPT | --init-from CKPT]\n"
+    "                 [--print-config] [--quiet] [--force]\n"
+    "\n"
+    "Trains a Transformer-XL on a byte-level corpus. Writes into train.out_dir: config.yaml,\n"
+    "log.jsonl, last.safetensors.gz (with optimiser state and memory) and best.safetensors.gz.\n"
+    "\n"
+    "  -c, --config FILE     YAML config (DESIGN.md §4; see configs/)\n"
+    "  --set KEY=VALUE       override one key, e.g. --set model.d_model=512 (repeatable)\n"
+    "  --resume CKPT         continue a run exactly (weights, Adam, step, data, memory);\n"
+    "                        without -c the checkpoint's config is used\n"
+    "  --init-from CKPT      start a new run from a checkpoint's weights (fresh optimiser)\n"
+    "  --print-config        print the resolved config as YAML and exit\n"
+    "  --force               start a new run in an out_dir that already holds one\n"
+    "  -q, --quiet           no progress on stderr\n"
+    "\n"
+    "SIGINT/SIGTERM finish the current step, write last, and exit 130/143.\n"
+    "example: txl train -c configs/tiny.yaml --set train.max_steps=500\n";
+
+int cmd_train(int argc, char **argv)
+{
+    const char *cfg_path = NULL, *resume = NULL, *init_from = NULL, *sets[MAX_SETS];
+    int nsets = 0, quiet = 0, print_config = 0, force = 0;
+    txl_err e = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int r;
+        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
+            fputs(train_help, stdout);
+            return 0;
+        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
+            quiet = 1;
+        } else if (cli_switch(argv[i], "--print-config")) {
+            print_config = 1;
+        } else if (cli_switch(argv[i], "--force")) {
+            force = 1;
+        } else if ((r = cli_flag(argc, argv, &i, "-c", "--config", &v))) {
+            if (r < 0)
+                return cli_usage("train", "%s needs a file", argv[i]);
+            cfg_path = v;
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--set", &v))) {
+            if (r < 0)
+                return cli_usage("train", "--set needs key.path=value");
+            if (nsets == MAX_SETS)
+                return cli_usage("train", "at most %d --set options", MAX_SETS);
+            sets[nsets++] = v;
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--resume", &v))) {
+            if (r < 0)
+                return cli_usage("train", "--resume needs a checkpoint path");
+            resume = v;
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--init-from", &v))) {
+            if (r < 0)
+                return cli_usage("train", "--init-from needs a checkpoint path");
+            init_from = v;
+        } else {
+            return cli_usage("train", "unknown option '%s'", argv[i]);
+        }
+    }
+    if (resume && init_from)
+        return cli_usage("train", "--resume and --init-from exclude each other");
+    if (!cfg_path && !resume)
+        return cli_usage("train", "missing -c CONFIG.yaml");
+
+    trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return fprintf(stderr, "txl train: out of memory\n"), 1;
+    t->quiet = quiet;
+    t->tty = cli_isatty_stderr();
+    t->st.best_valid = INFINITY;
+    int rc = 0;
+    const char *origin = cfg_path ? cfg_path : resume;
+    cfg_defaults(&t->cfg);
+    if (cfg_path) {
+        if (cfg_load_yaml(&t->cfg, cfg_path, &e))
+            goto fail;
+    } else { /* --resume alone: the checkpoint's own config */
+        st_file f;
+        if (st_read(&f, resume, &e))
+            goto fail;
+        const char *js = st_meta(&f, "config");
+        rc = js ? cfg_from_json(&t->cfg, js, resume, &e)
+                : err_set(&e, ERR_INPUT, "%s: no 'config' in the metadata", resume);
+        st_free(&f);
+        if (rc)
+            goto fail;
+    }
+    for (int i = 0; i < nsets; i++)
+        if (cfg_set(&t->cfg, sets[i], &e))
+            goto fail;
+    if (cfg_validate(&t->cfg, origin, &e))
+        goto fail;
+    if (print_config) {
+        cfg_write_yaml(&t->cfg, stdout);
+        trainer_free(t);
+        free(t);
+        return 0;
+    }
+
+    const txl_config *c = &t->cfg;
+    const char *ext = c->train.ckpt_gzip ? ".safetensors.gz" : ".safetensors";
+    snprintf(t->last_path, sizeof t->last_path, "%s/last%s", c->train.out_dir, ext);
+    snprintf(t->best_path, sizeof t->best_path, "%s/best%s", c->train.out_dir, ext);
+    snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", c->train.out_dir);
+
+    if (open_data(t, &e))
+        goto fail;
+    int M = c->model.mem_len, Lq = c->model.tgt_len, B = c->train.batch_size;
+    if (batcher_init(&t->bt, t->train_s, B, Lq, (size_t)Lq + 1, "train", &e))
+        goto fail;
+    if (!resume && !force && access(t->last_path, F_OK) == 0) {
+        err_set(&e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use --resume %s to "
+                "continue it, --force to start over, or --set train.out_dir=... for a new "
+                "one", c->train.out_dir, t->last_path, t->last_path);
+        goto fail;
+    }
+    if (make_dirs(c->train.out_dir, &e))
+        goto fail;
+
+    cli_threads(c->train.threads);
+    if (model_init(&t->mdl, &c->model, &e) || model_alloc_grads(&t->mdl, &e) ||
+        acts_init(&t->A, &c->model, B, Lq, M, 1, &e) ||
+        mem_init(&t->mem, &c->model, B, M, &e))
+        goto fail;
+    t->adam_m = calloc(t->mdl.n_floats, sizeof(float));
+    t->adam_v = calloc(t->mdl.n_floats, sizeof(float));
+    t->x = malloc((size_t)B * Lq);
+    t->y = malloc((size_t)B * Lq);
+    if (!t->adam_m || !t->adam_v || !t->x || !t->y) {
+        err_set(&e, ERR_RUNTIME, "out of memory");
+        goto fail;
+    }
+    model_init_weights(&t->mdl, c->train.seed);
+    if (resume && load_resume(t, resume, &e))
+        goto fail;
+    if (init_from && load_init_from(t, init_from, &e))
+        goto fail;
+    if (t->st.step >= c->train.max_steps) {
+        err_set(&e, ERR_INPUT, "%s: the run is already at step %ld >= train.max_steps %ld "
+                "(raise it with --set train.max_steps=N)", resume ? resume : origin,
+                t->st.step, c->train.max_steps);
+        goto fail;
+    }
+    if (write_config_yaml(c, &e))
+        goto fail;
+    t->log = fopen(t->log_path, resume ? "a" : "w");
+    if (!t->log) {
+        err_set(&e, ERR_RUNTIME, "%s: cannot open: %s", t->log_path, strerror(errno));
+        goto fail;
+    }
+    if (!quiet)
+        print_plan(t);
+    log_json(t, "{\"event\":\"start\",\"step\":%ld,\"resume\":%s,\"params\":%zu,"
+                "\"blas_core\":\"%s\",\"train_tokens\":%zu,\"valid_tokens\":%zu}",
+             t->st.step, resume ? "true" : "false", t->mdl.n_weights, cli_blas_core(),
+             t->train_s.n, t->valid_s.n);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    t->t_start = cli_now();
+    rc = train_loop(t, &e);
+    if (rc < 0)
+        goto fail;
+    trainer_free(t);
+    free(t);
+    return rc;
+fail:
+    rc = cli_fail("train", &e);
+    trainer_free(t);
+    free(t);
+    return rc;
+}

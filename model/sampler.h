@@ -1,0 +1,16 @@
+/* sampler.h: choosing the next token from logits (temperature, top-k, top-p). The random
+ * draw is an argument, so the sampler is a pure function (tests can fix it). */
+#ifndef TXL_SAMPLER_H
+#define TXL_SAMPLER_H
+
+typedef struct {
+    double temperature; /* 0: greedy (argmax) */
+    int top_k;          /* 0: off */
+    double top_p;       /* 1: off */
+} sampler_opts;
+
+/* logits [V]; u uniform in [0, 1); scratch: 2*V doubles + V ints. Returns the token. */
+int sampler_pick(const float *logits, int V, const sampler_opts *o, double u, double *scratch,
+                 int *idx);
+
+#endif
