@@ -7,6 +7,7 @@
  * so --resume continues bit for bit (dropout masks are a function of seed and step, see
  * common/rng.h, so there is no sequential RNG state to restore). */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -57,6 +58,7 @@ typedef struct {
     char last_path[1100], best_path[1100], log_path[1100];
     train_state st;
     int quiet, tty;
+    long run_steps;       /* --steps: stop after this many steps in this invocation (0 = off) */
     double t_start;
 } trainer;
 
@@ -376,6 +378,7 @@ static int train_loop(trainer *t, txl_err *e)
     long long tok_log = 0;
     double last_loss = NAN, last_norm = NAN;
     int exit_sig = 0;
+    long first_step = t->st.step;
     t->bt.pos = t->st.data_pos;
 
     while (t->st.step < tc->max_steps) {
@@ -414,7 +417,8 @@ static int train_loop(trainer *t, txl_err *e)
 
         double now = cli_now(), run_s = now - t->t_start;
         int at_end = step == tc->max_steps ||
-                     (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) || stop_signal;
+                     (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
+                     (t->run_steps > 0 && step - first_step >= t->run_steps) || stop_signal;
         if (step % tc->log_interval == 0 || at_end) {
             double mean = t->st.log_sum / t->st.log_n;
             double tps = tok_log / (now - t_log > 1e-9 ? now - t_log : 1e-9);
@@ -483,7 +487,7 @@ static int train_loop(trainer *t, txl_err *e)
 
 static const char *train_help =
     "usage: txl train -c CONFIG.yaml [--set key.path=value ...] [--resume CKPT | --init-from CKPT]\n"
-    "                 [--print-config] [--quiet] [--force]\n"
+    "                 [--steps N] [--print-config] [--quiet] [--force]\n"
     "\n"
     "Trains a Transformer-XL on a byte-level corpus. Writes into train.out_dir: config.yaml,\n"
     "log.jsonl, last.safetensors.gz (with optimiser state and memory) and best.safetensors.gz.\n"
@@ -493,6 +497,8 @@ static const char *train_help =
     "  --resume CKPT         continue a run exactly (weights, Adam, step, data, memory);\n"
     "                        without -c the checkpoint's config is used\n"
     "  --init-from CKPT      start a new run from a checkpoint's weights (fresh optimiser)\n"
+    "  --steps N             stop after N steps in this invocation (writes last; the\n"
+    "                        schedule still follows train.max_steps): for time-sliced jobs\n"
     "  --print-config        print the resolved config as YAML and exit\n"
     "  --force               start a new run in an out_dir that already holds one\n"
     "  -q, --quiet           no progress on stderr\n"
@@ -504,6 +510,7 @@ int cmd_train(int argc, char **argv)
 {
     const char *cfg_path = NULL, *resume = NULL, *init_from = NULL, *sets[MAX_SETS];
     int nsets = 0, quiet = 0, print_config = 0, force = 0;
+    long run_steps = 0;
     txl_err e = {0};
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -527,6 +534,11 @@ int cmd_train(int argc, char **argv)
             if (nsets == MAX_SETS)
                 return cli_usage("train", "at most %d --set options", MAX_SETS);
             sets[nsets++] = v;
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--steps", &v))) {
+            if (r < 0)
+                return cli_usage("train", "--steps needs a number");
+            if (cli_long("--steps", v, 1, LONG_MAX, &run_steps, &e))
+                return cli_fail("train", &e);
         } else if ((r = cli_flag(argc, argv, &i, NULL, "--resume", &v))) {
             if (r < 0)
                 return cli_usage("train", "--resume needs a checkpoint path");
@@ -548,6 +560,7 @@ int cmd_train(int argc, char **argv)
     if (!t)
         return fprintf(stderr, "txl train: out of memory\n"), 1;
     t->quiet = quiet;
+    t->run_steps = run_steps;
     t->tty = cli_isatty_stderr();
     t->st.best_valid = INFINITY;
     int rc = 0;

@@ -1,0 +1,14 @@
+# lib.sh: helpers for the end-to-end scripts (sourced). They run the real binary.
+TXL=${TXL_BIN:-./txl}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/txl-e2e.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+ok()   { echo "  ok   $*"; }
+bad()  { echo "  FAIL $*"; fails=$((fails+1)); }
+check() { # check "description" command...
+    d=$1; shift
+    if "$@"; then ok "$d"; else bad "$d"; fi
+}
+finish() { echo "$(basename "$0"): $fails failed"; [ "$fails" -eq 0 ]; }
+# step_losses LOG: "step loss" per training step (log_interval 1)
+step_losses() { jq -r 'select(.event=="train") | "\(.step) \(.step_loss)"' "$1"; }

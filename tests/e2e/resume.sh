@@ -1,0 +1,59 @@
+#!/bin/sh
+# Resume equals an uninterrupted run, bit for bit (dropout and dropatt on, cosine schedule),
+# whether the first part stopped after --steps or was interrupted by SIGINT mid-run; SIGTERM
+# exits 143 with a loadable checkpoint.
+. tests/e2e/lib.sh
+CFG=tests/configs/micro.yaml
+N=300
+OPTS="-q --set train.max_steps=$N --set train.eval_interval=100"
+
+# A: N uninterrupted steps
+$TXL train -c $CFG $OPTS --set train.out_dir=$TMP/a >/dev/null 2>$TMP/a.err || bad "run A: $(cat $TMP/a.err)"
+step_losses $TMP/a/log.jsonl > $TMP/a.losses
+check "run A logged $N steps" test "$(wc -l < $TMP/a.losses)" -eq $N
+
+# B: --steps 25 (between checkpoints), then --resume to the end
+$TXL train -c $CFG $OPTS --set train.out_dir=$TMP/b --steps 25 >/dev/null 2>$TMP/b.err || bad "run B part 1: $(cat $TMP/b.err)"
+check "--steps 25 stopped at step 25" test "$($TXL info $TMP/b/last.safetensors.gz --json | jq .step)" -eq 25
+$TXL train -c $CFG $OPTS --set train.out_dir=$TMP/b --resume $TMP/b/last.safetensors.gz >/dev/null 2>$TMP/b2.err || bad "run B resume: $(cat $TMP/b2.err)"
+step_losses $TMP/b/log.jsonl > $TMP/b.losses
+check "resume after --steps 25: all $N per-step losses identical to A" cmp -s $TMP/a.losses $TMP/b.losses
+
+# C: interrupted by SIGINT at whatever step it reached, then resumed from the checkpoint alone
+$TXL train -c $CFG $OPTS --set train.out_dir=$TMP/c >/dev/null 2>$TMP/c.err &
+pid=$!
+i=0
+while [ $i -lt 200 ] && [ "$(grep -c '"train"' $TMP/c/log.jsonl 2>/dev/null || echo 0)" -lt 30 ]; do
+    sleep 0.05; i=$((i+1))
+done
+kill -INT $pid
+wait $pid
+rc=$?
+check "SIGINT exits 130 (got $rc)" test $rc -eq 130
+stopped=$($TXL info $TMP/c/last.safetensors.gz --json | jq .step)
+check "SIGINT wrote a checkpoint at the step it stopped ($stopped)" test "$stopped" -ge 30 -a "$stopped" -lt $N
+$TXL train -q --resume $TMP/c/last.safetensors.gz >/dev/null 2>$TMP/c2.err || bad "resume C: $(cat $TMP/c2.err)"
+step_losses $TMP/c/log.jsonl > $TMP/c.losses
+check "resume after SIGINT at step $stopped: all $N per-step losses identical to A" cmp -s $TMP/a.losses $TMP/c.losses
+check "final weights identical (same eval loss)" \
+    test "$($TXL eval $TMP/a/last.safetensors.gz --json -q | jq .loss)" = \
+         "$($TXL eval $TMP/c/last.safetensors.gz --json -q | jq .loss)"
+
+# E: SIGTERM -> 143, checkpoint loads
+$TXL train -c $CFG -q --set train.out_dir=$TMP/e --set train.max_steps=100000 --set train.eval_interval=0 >/dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -TERM $pid
+wait $pid
+rc=$?
+check "SIGTERM exits 143 (got $rc)" test $rc -eq 143
+check "SIGTERM checkpoint loads" $TXL info $TMP/e/last.safetensors.gz --json >/dev/null
+
+# a second run into the same out_dir is refused (nothing overwritten)
+before=$(sha256sum $TMP/a/last.safetensors.gz)
+$TXL train -c $CFG $OPTS --set train.out_dir=$TMP/a >/dev/null 2>$TMP/f.err
+rc=$?
+check "new run into an existing run's out_dir exits 2 (got $rc)" test $rc -eq 2
+check "...and says how to resume" grep -q -- "--resume" $TMP/f.err
+check "...and leaves last untouched" test "$before" = "$(sha256sum $TMP/a/last.safetensors.gz)"
+finish
