@@ -40,8 +40,9 @@ unit: $(TESTBIN)
 	@for t in $(TESTBIN); do echo "== $$t"; $$t || exit 1; done
 
 # Regenerates tests/fixtures/ from the independent PyTorch reference (needs python3-torch).
-fixtures:
+fixtures: txl
 	$(PYTHON) tests/ref/gen_fixtures.py tests/fixtures
+	PYTHON=$(PYTHON) tests/ref/gen_eval_fixture.sh
 
 # Installs what is missing, builds, trains configs/tiny.yaml on the King James Bible,
 # evaluates and samples.

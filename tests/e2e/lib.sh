@@ -5,9 +5,13 @@ trap 'rm -rf "$TMP"' EXIT
 fails=0
 ok()   { echo "  ok   $*"; }
 bad()  { echo "  FAIL $*"; fails=$((fails+1)); }
-check() { # check "description" command...
+check() { # check "description" command...   (the command's output is discarded)
     d=$1; shift
-    if "$@"; then ok "$d"; else bad "$d"; fi
+    if "$@" >/dev/null 2>&1; then ok "$d"; else bad "$d"; fi
+}
+check_not() { # check_not "description" command...: passes when the command fails
+    d=$1; shift
+    if "$@" >/dev/null 2>&1; then bad "$d"; else ok "$d"; fi
 }
 finish() { echo "$(basename "$0"): $fails failed"; [ "$fails" -eq 0 ]; }
 # step_losses LOG: "step loss" per training step (log_interval 1)

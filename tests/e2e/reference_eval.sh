@@ -1,0 +1,21 @@
+#!/bin/sh
+# txl eval against the independent reference: tests/fixtures/eval/ holds a checkpoint txl
+# wrote and the losses tests/ref/eval_ckpt.py (PyTorch, float64) computed for it on corpora
+# the model was not trained on (an enwik8 slice), at lengths and memories up to 8x the
+# trained ones. Each must match to 1e-5 relative, with the same number of scored tokens.
+# Regenerate with tests/ref/gen_eval_fixture.sh (make fixtures).
+. tests/e2e/lib.sh
+CK=tests/fixtures/eval/micro.safetensors.gz
+while read -r line; do
+    data=$(echo "$line" | jq -r .data)
+    flags=$(echo "$line" | jq -r .txl_flags)
+    ref=$(echo "$line" | jq .loss)
+    rtok=$(echo "$line" | jq .tokens)
+    out=$($TXL eval $CK --data $data $flags --json -q 2>$TMP/err) || { bad "txl eval $flags: $(cat $TMP/err)"; continue; }
+    got=$(echo "$out" | jq .loss)
+    gtok=$(echo "$out" | jq .tokens)
+    rel=$(awk -v a="$got" -v b="$ref" 'BEGIN {d = (a - b) / b; if (d < 0) d = -d; printf "%.2e", d}')
+    check "$(basename $data) ${flags:-(trained lengths)}: txl $got vs reference $ref (rel $rel), tokens $gtok" \
+        awk -v r="$rel" -v a="$gtok" -v b="$rtok" 'BEGIN {exit !(r < 1e-5 && a == b)}'
+done < tests/fixtures/eval/expected.jsonl
+finish
