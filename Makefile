@@ -2,9 +2,9 @@
 PKGS    := openblas yaml-0.1 libcjson zlib
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -MMD -MP
+CFLAGS  += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -MMD -MP -fopenmp
 CFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp
 BUILD   ?= build
 PYTHON  ?= /usr/bin/python3
 

@@ -10,10 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/par.h"
 #include "../model/checkpoint.h"
 
 /* OpenBLAS extensions (declared here: cblas.h of some versions lacks them). */
-void openblas_set_num_threads(int);
 char *openblas_get_corename(void);
 
 int cli_fail(const char *cmd, const txl_err *e)
@@ -128,15 +128,7 @@ int cli_load_checkpoint(const char *path, st_file *f, txl_config *cfg, model *md
     return 0;
 }
 
-int cli_threads(int n)
-{
-    if (n <= 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        n = c > 0 ? (int)c : 1;
-    }
-    openblas_set_num_threads(n);
-    return n;
-}
+int cli_threads(int n) { return par_set_threads(n); }
 
 const char *cli_blas_core(void)
 {

@@ -38,7 +38,8 @@ int cli_int_list(const char *flag, const char *s, int *out, int cap, int *n, txl
  * On success the caller owns f, cfg and mdl (st_free / model_free). */
 int cli_load_checkpoint(const char *path, st_file *f, txl_config *cfg, model *mdl, txl_err *e);
 
-/* Sets OpenBLAS threads: n <= 0 means all cores. Returns the count used. */
+/* Sets txl's threads (common/par.h: OpenMP, OpenBLAS pinned to one thread); n <= 0 means
+ * all cores. Returns the count used. */
 int cli_threads(int n);
 /* The OpenBLAS core in use ("Cooperlake", "Haswell", ...). */
 const char *cli_blas_core(void);

@@ -9,14 +9,23 @@
 #include <math.h>
 #include <string.h>
 
+#include "../common/par.h"
 #include "../common/rng.h"
 #include "dropout.h"
 #include "gemm.h"
 
-size_t attn_scratch_floats(int Lq, int klen, int dh)
+/* Per thread: qu, qv, dqa [Lq, dh]; two [Lq, klen] planes (BDraw / dP, P' / dBDraw); and
+ * the backward's partial sums of the accumulated gradients: drk [klen, H*dh], du and dv
+ * [H, dh], d_dist_bias [H, klen]. */
+static size_t per_thread(int Lq, int klen, int dh, int H)
 {
-    /* qu, qv, dqa [Lq, dh] each; two [Lq, klen] planes (BDraw / dP, P' / dBDraw) */
-    return (size_t)3 * Lq * dh + (size_t)2 * Lq * klen;
+    return (size_t)3 * Lq * dh + (size_t)2 * Lq * klen + (size_t)klen * H * dh +
+           (size_t)2 * H * dh + (size_t)H * klen;
+}
+
+size_t attn_scratch_floats(int Lq, int klen, int dh, int H, int threads)
+{
+    return per_thread(Lq, klen, dh, H) * (size_t)(threads > 0 ? threads : 1);
 }
 
 /* x[Lq, dh] (row stride ld) + bias[dh] (or + 0) -> out [Lq, dh] contiguous. */
@@ -35,166 +44,215 @@ static void drop_plane(float *out, const float *P, const attn_args *a, int b, in
     dropout_forward(out, P, n, a->dropatt, a->drop_key, base);
 }
 
-void attn_forward(float *prob, float *vec, const float *q, const float *kv,
-                  const attn_args *a, float *scratch)
+static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
+                       const attn_args *a, float *scratch, int b, int h)
 {
-    const int B = a->B, H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
+    const int H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
     const int hd = H * dh;
     float *qu = scratch, *qv = qu + (size_t)Lq * dh;
     float *plane = qv + 2 * (size_t)Lq * dh; /* skip dqa (backward only) */
     float *plane2 = plane + (size_t)Lq * klen;
+    const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
+    const float *kbh = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
+    const float *vbh = kbh + hd;
+    /* inference keeps no probabilities: one plane of scratch per (b, h) */
+    float *P = prob ? prob + ((size_t)b * H + h) * Lq * klen : plane2;
 
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
-            const float *kbh = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
-            const float *vbh = kbh + hd;
-            /* inference keeps no probabilities: one plane of scratch per (b, h) */
-            float *P = prob ? prob + ((size_t)b * H + h) * Lq * klen : plane2;
+    /* content (+ global content bias) */
+    add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
+    gemm(P, qu, kbh, Lq, klen, dh, 0, 1, a->scale, 0.0f, dh, 2 * hd, klen);
 
-            /* content (+ global content bias) */
-            add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
-            gemm(P, qu, kbh, Lq, klen, dh, 0, 1, a->scale, 0.0f, dh, 2 * hd, klen);
-
-            if (a->rk) { /* position terms, read along the diagonals */
-                add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
-                gemm(plane, qv, a->rk + (size_t)h * dh, Lq, klen, dh, 0, 1, a->scale, 0.0f, dh,
-                     hd, klen);
-                for (int i = 0; i < Lq; i++) {
-                    const float *bd = plane + (size_t)i * klen + (Lq - 1 - i);
-                    float *s = P + (size_t)i * klen;
-                    for (int j = 0; j <= m + i; j++)
-                        s[j] += bd[j];
-                }
-            }
-            if (a->dist_bias) {
-                const float *tb = a->dist_bias + (size_t)h * klen;
-                for (int i = 0; i < Lq; i++) {
-                    float *s = P + (size_t)i * klen;
-                    for (int j = 0; j <= m + i; j++)
-                        s[j] += tb[m + i - j];
-                }
-            }
-
-            /* causal softmax: row i sees keys 0..m+i */
-            for (int i = 0; i < Lq; i++) {
-                float *s = P + (size_t)i * klen;
-                int nv = m + i + 1;
-                float mx = s[0];
-                for (int j = 1; j < nv; j++)
-                    mx = s[j] > mx ? s[j] : mx;
-                double sum = 0;
-                for (int j = 0; j < nv; j++) {
-                    float e = expf(s[j] - mx);
-                    s[j] = e;
-                    sum += e;
-                }
-                float inv = (float)(1.0 / sum);
-                for (int j = 0; j < nv; j++)
-                    s[j] *= inv;
-                for (int j = nv; j < klen; j++)
-                    s[j] = 0.0f;
-            }
-
-            const float *Pv = P;
-            if (a->dropatt > 0.0f && prob) {
-                drop_plane(plane2, P, a, b, h, klen);
-                Pv = plane2;
-            }
-            gemm(vec + (size_t)b * Lq * hd + (size_t)h * dh, Pv, vbh, Lq, dh, klen, 0, 0, 1.0f,
-                 0.0f, klen, 2 * hd, hd);
+    if (a->rk) { /* position terms, read along the diagonals */
+        add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
+        gemm(plane, qv, a->rk + (size_t)h * dh, Lq, klen, dh, 0, 1, a->scale, 0.0f, dh,
+             hd, klen);
+        for (int i = 0; i < Lq; i++) {
+            const float *bd = plane + (size_t)i * klen + (Lq - 1 - i);
+            float *s = P + (size_t)i * klen;
+            for (int j = 0; j <= m + i; j++)
+                s[j] += bd[j];
         }
+    }
+    if (a->dist_bias) {
+        const float *tb = a->dist_bias + (size_t)h * klen;
+        for (int i = 0; i < Lq; i++) {
+            float *s = P + (size_t)i * klen;
+            for (int j = 0; j <= m + i; j++)
+                s[j] += tb[m + i - j];
+        }
+    }
+
+    /* causal softmax: row i sees keys 0..m+i */
+    for (int i = 0; i < Lq; i++) {
+        float *s = P + (size_t)i * klen;
+        int nv = m + i + 1;
+        float mx = s[0];
+        for (int j = 1; j < nv; j++)
+            mx = s[j] > mx ? s[j] : mx;
+        double sum = 0;
+        for (int j = 0; j < nv; j++) {
+            float e = expf(s[j] - mx);
+            s[j] = e;
+            sum += e;
+        }
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < nv; j++)
+            s[j] *= inv;
+        for (int j = nv; j < klen; j++)
+            s[j] = 0.0f;
+    }
+
+    const float *Pv = P;
+    if (a->dropatt > 0.0f && prob) {
+        drop_plane(plane2, P, a, b, h, klen);
+        Pv = plane2;
+    }
+    gemm(vec + (size_t)b * Lq * hd + (size_t)h * dh, Pv, vbh, Lq, dh, klen, 0, 0, 1.0f,
+         0.0f, klen, 2 * hd, hd);
+}
+
+void attn_forward(float *prob, float *vec, const float *q, const float *kv,
+                  const attn_args *a, float *scratch)
+{
+    const int pairs = a->B * a->H;
+    const size_t per = per_thread(a->Lq, a->m + a->Lq, a->dh, a->H);
+    int nt = par_threads();
+    if (nt > a->threads)
+        nt = a->threads > 0 ? a->threads : 1;
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int p = 0; p < pairs; p++)
+        forward_bh(prob, vec, q, kv, a, scratch + per * (size_t)par_thread_id(), p / a->H,
+                   p % a->H);
+}
+
+static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
+                        float *d_dist_bias, const float *dvec, const float *prob,
+                        const float *q, const float *kv, const attn_args *a, float *scratch,
+                        int b, int h)
+{
+    const int H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
+    const int hd = H * dh;
+    float *qu = scratch, *qv = qu + (size_t)Lq * dh, *dqa = qv + (size_t)Lq * dh;
+    float *dS = dqa + (size_t)Lq * dh;         /* dP, then dS in place */
+    float *plane2 = dS + (size_t)Lq * klen;     /* P' (dropatt), then dBDraw */
+    const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
+    const float *kbh = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
+    const float *vbh = kbh + hd;
+    const float *dvbh = dvec + (size_t)b * Lq * hd + (size_t)h * dh;
+    const float *P = prob + ((size_t)b * H + h) * Lq * klen;
+    float *dqbh = dq + (size_t)b * Lq * hd + (size_t)h * dh;
+    float *dkbh = dkv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
+    float *dvalbh = dkbh + hd;
+
+    /* vec = P' v: dv = P'^T dvec, dP' = dvec v^T */
+    const float *Pv = P;
+    if (a->dropatt > 0.0f) {
+        drop_plane(plane2, P, a, b, h, klen);
+        Pv = plane2;
+    }
+    gemm(dvalbh, Pv, dvbh, klen, dh, Lq, 1, 0, 1.0f, 0.0f, klen, hd, 2 * hd);
+    gemm(dS, dvbh, vbh, Lq, klen, dh, 0, 1, 1.0f, 0.0f, hd, 2 * hd, klen);
+    if (a->dropatt > 0.0f) {
+        size_t n = (size_t)Lq * klen;
+        dropout_backward(dS, dS, n, a->dropatt, a->drop_key, ((size_t)b * H + h) * n);
+    }
+
+    /* softmax: dS = P * (dP - sum_j P dP), zero on masked entries */
+    for (int i = 0; i < Lq; i++) {
+        float *g = dS + (size_t)i * klen;
+        const float *p = P + (size_t)i * klen;
+        int nv = m + i + 1;
+        double dot = 0;
+        for (int j = 0; j < nv; j++)
+            dot += (double)p[j] * g[j];
+        float fd = (float)dot;
+        for (int j = 0; j < nv; j++)
+            g[j] = p[j] * (g[j] - fd);
+        for (int j = nv; j < klen; j++)
+            g[j] = 0.0f;
+    }
+
+    /* content: dq = scale dS k, dk = scale dS^T (q+u), du += colsum(dq part) */
+    add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
+    gemm(dqa, dS, kbh, Lq, dh, klen, 0, 0, a->scale, 0.0f, klen, 2 * hd, dh);
+    gemm(dkbh, dS, qu, klen, dh, Lq, 1, 0, a->scale, 0.0f, klen, dh, 2 * hd);
+    for (int i = 0; i < Lq; i++)
+        for (int c = 0; c < dh; c++)
+            dqbh[(size_t)i * hd + c] = dqa[(size_t)i * dh + c];
+    if (du)
+        for (int i = 0; i < Lq; i++)
+            for (int c = 0; c < dh; c++)
+                du[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
+
+    if (a->rk) { /* scatter dS onto the diagonals of BDraw */
+        float *dbd = plane2;
+        for (int i = 0; i < Lq; i++) {
+            float *row = dbd + (size_t)i * klen;
+            int sh = Lq - 1 - i;
+            memset(row, 0, (size_t)sh * sizeof *row);
+            memcpy(row + sh, dS + (size_t)i * klen, (size_t)(klen - sh) * sizeof *row);
+        }
+        add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
+        gemm(dqa, dbd, a->rk + (size_t)h * dh, Lq, dh, klen, 0, 0, a->scale, 0.0f, klen,
+             hd, dh);
+        gemm(drk + (size_t)h * dh, dbd, qv, klen, dh, Lq, 1, 0, a->scale, 1.0f, klen,
+             dh, hd);
+        for (int i = 0; i < Lq; i++)
+            for (int c = 0; c < dh; c++)
+                dqbh[(size_t)i * hd + c] += dqa[(size_t)i * dh + c];
+        if (dv)
+            for (int i = 0; i < Lq; i++)
+                for (int c = 0; c < dh; c++)
+                    dv[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
+    }
+    if (d_dist_bias) {
+        float *tb = d_dist_bias + (size_t)h * klen;
+        for (int i = 0; i < Lq; i++) {
+            const float *g = dS + (size_t)i * klen;
+            for (int j = 0; j <= m + i; j++)
+                tb[m + i - j] += g[j];
+        }
+    }
 }
 
 void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, float *d_dist_bias,
                    const float *dvec, const float *prob, const float *q, const float *kv,
                    const attn_args *a, float *scratch)
 {
-    const int B = a->B, H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
-    const int hd = H * dh;
-    float *qu = scratch, *qv = qu + (size_t)Lq * dh, *dqa = qv + (size_t)Lq * dh;
-    float *dS = dqa + (size_t)Lq * dh;         /* dP, then dS in place */
-    float *plane2 = dS + (size_t)Lq * klen;     /* P' (dropatt), then dBDraw */
-
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
-            const float *kbh = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
-            const float *vbh = kbh + hd;
-            const float *dvbh = dvec + (size_t)b * Lq * hd + (size_t)h * dh;
-            const float *P = prob + ((size_t)b * H + h) * Lq * klen;
-            float *dqbh = dq + (size_t)b * Lq * hd + (size_t)h * dh;
-            float *dkbh = dkv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
-            float *dvalbh = dkbh + hd;
-
-            /* vec = P' v: dv = P'^T dvec, dP' = dvec v^T */
-            const float *Pv = P;
-            if (a->dropatt > 0.0f) {
-                drop_plane(plane2, P, a, b, h, klen);
-                Pv = plane2;
-            }
-            gemm(dvalbh, Pv, dvbh, klen, dh, Lq, 1, 0, 1.0f, 0.0f, klen, hd, 2 * hd);
-            gemm(dS, dvbh, vbh, Lq, klen, dh, 0, 1, 1.0f, 0.0f, hd, 2 * hd, klen);
-            if (a->dropatt > 0.0f) {
-                size_t n = (size_t)Lq * klen;
-                dropout_backward(dS, dS, n, a->dropatt, a->drop_key, ((size_t)b * H + h) * n);
-            }
-
-            /* softmax: dS = P * (dP - sum_j P dP), zero on masked entries */
-            for (int i = 0; i < Lq; i++) {
-                float *g = dS + (size_t)i * klen;
-                const float *p = P + (size_t)i * klen;
-                int nv = m + i + 1;
-                double dot = 0;
-                for (int j = 0; j < nv; j++)
-                    dot += (double)p[j] * g[j];
-                float fd = (float)dot;
-                for (int j = 0; j < nv; j++)
-                    g[j] = p[j] * (g[j] - fd);
-                for (int j = nv; j < klen; j++)
-                    g[j] = 0.0f;
-            }
-
-            /* content: dq = scale dS k, dk = scale dS^T (q+u), du += colsum(dq part) */
-            add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
-            gemm(dqa, dS, kbh, Lq, dh, klen, 0, 0, a->scale, 0.0f, klen, 2 * hd, dh);
-            gemm(dkbh, dS, qu, klen, dh, Lq, 1, 0, a->scale, 0.0f, klen, dh, 2 * hd);
-            for (int i = 0; i < Lq; i++)
-                for (int c = 0; c < dh; c++)
-                    dqbh[(size_t)i * hd + c] = dqa[(size_t)i * dh + c];
-            if (du)
-                for (int i = 0; i < Lq; i++)
-                    for (int c = 0; c < dh; c++)
-                        du[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
-
-            if (a->rk) { /* scatter dS onto the diagonals of BDraw */
-                float *dbd = plane2;
-                for (int i = 0; i < Lq; i++) {
-                    float *row = dbd + (size_t)i * klen;
-                    int sh = Lq - 1 - i;
-                    memset(row, 0, (size_t)sh * sizeof *row);
-                    memcpy(row + sh, dS + (size_t)i * klen, (size_t)(klen - sh) * sizeof *row);
-                }
-                add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
-                gemm(dqa, dbd, a->rk + (size_t)h * dh, Lq, dh, klen, 0, 0, a->scale, 0.0f, klen,
-                     hd, dh);
-                gemm(drk + (size_t)h * dh, dbd, qv, klen, dh, Lq, 1, 0, a->scale, 1.0f, klen,
-                     dh, hd);
-                for (int i = 0; i < Lq; i++)
-                    for (int c = 0; c < dh; c++)
-                        dqbh[(size_t)i * hd + c] += dqa[(size_t)i * dh + c];
-                if (dv)
-                    for (int i = 0; i < Lq; i++)
-                        for (int c = 0; c < dh; c++)
-                            dv[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
-            }
-            if (d_dist_bias) {
-                float *tb = d_dist_bias + (size_t)h * klen;
-                for (int i = 0; i < Lq; i++) {
-                    const float *g = dS + (size_t)i * klen;
-                    for (int j = 0; j <= m + i; j++)
-                        tb[m + i - j] += g[j];
-                }
-            }
-        }
+    const int H = a->H, dh = a->dh, Lq = a->Lq, klen = a->m + Lq, hd = H * dh;
+    const int pairs = a->B * H;
+    const size_t per = per_thread(Lq, klen, dh, H);
+    const size_t work = (size_t)3 * Lq * dh + (size_t)2 * Lq * klen;
+    const size_t n_rk = (size_t)klen * hd, n_uv = (size_t)H * dh, n_db = (size_t)H * klen;
+    int nt = par_threads();
+    if (nt > a->threads)
+        nt = a->threads > 0 ? a->threads : 1;
+    /* the accumulated gradients go to per-thread partial sums, added in thread order after
+     * the loop: the result depends on the thread count, never on scheduling */
+#pragma omp parallel num_threads(nt)
+    {
+        float *scr = scratch + per * (size_t)par_thread_id();
+        float *p_rk = scr + work, *p_u = p_rk + n_rk, *p_v = p_u + n_uv, *p_db = p_v + n_uv;
+        memset(p_rk, 0, (n_rk + 2 * n_uv + n_db) * sizeof(float));
+#pragma omp for schedule(static)
+        for (int p = 0; p < pairs; p++)
+            backward_bh(dq, dkv, drk ? p_rk : NULL, du ? p_u : NULL, dv ? p_v : NULL,
+                        d_dist_bias ? p_db : NULL, dvec, prob, q, kv, a, scr, p / H, p % H);
+    }
+    for (int t = 0; t < nt; t++) {
+        const float *p_rk = scratch + per * (size_t)t + work, *p_u = p_rk + n_rk;
+        const float *p_v = p_u + n_uv, *p_db = p_v + n_uv;
+        if (drk && a->rk)
+            for (size_t i = 0; i < n_rk; i++)
+                drk[i] += p_rk[i];
+        if (du && a->rk)
+            for (size_t i = 0; i < n_uv; i++)
+                du[i] += p_u[i];
+        if (dv && a->rk)
+            for (size_t i = 0; i < n_uv; i++)
+                dv[i] += p_v[i];
+        if (d_dist_bias)
+            for (size_t i = 0; i < n_db; i++)
+                d_dist_bias[i] += p_db[i];
+    }
 }

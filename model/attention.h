@@ -30,10 +30,12 @@ typedef struct {
     const float *u, *v;     /* [H, dh] xl biases, or NULL */
     const float *rk;        /* [klen, H*dh] xl projected positions, or NULL */
     const float *dist_bias; /* [H, klen] bias by distance delta = 0..klen-1, or NULL */
+    int threads;            /* threads the scratch was sized for (attn_scratch_floats) */
 } attn_args;
 
-/* Floats of scratch one call needs (one (b, h) at a time). */
-size_t attn_scratch_floats(int Lq, int klen, int dh);
+/* Floats of scratch a call needs: the (b, h) pairs run in parallel, each thread with its
+ * own working planes and partial gradient sums. */
+size_t attn_scratch_floats(int Lq, int klen, int dh, int H, int threads);
 
 void attn_forward(float *prob, float *vec, const float *q, const float *kv,
                   const attn_args *a, float *scratch);

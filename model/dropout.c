@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "../common/par.h"
 #include "../common/rng.h"
 
 void dropout_forward(float *y, const float *x, size_t n, float p, uint64_t key, uint64_t base)
@@ -14,6 +15,7 @@ void dropout_forward(float *y, const float *x, size_t n, float p, uint64_t key, 
     }
     uint32_t thr = dropout_threshold(p);
     float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static) if (n > 16384)
     for (size_t i = 0; i < n; i++)
         y[i] = rng_hash32(key, base + i) >= thr ? x[i] * scale : 0.0f;
 }

@@ -4,6 +4,12 @@
 
 #include <cblas.h>
 
+#include "../common/par.h"
+
+/* Below this many multiply-adds a GEMM runs on the calling thread: splitting it would cost
+ * more in fork/join than it saves. */
+#define GEMM_SPLIT_MIN (1L << 20)
+
 void gemm(float *C, const float *A, const float *B, int M, int N, int K,
           int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
 {
@@ -15,9 +21,43 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
                 C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
         return;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
-                ldc);
+    int nt = par_threads();
+    if (nt == 1 || (long)M * N * K < GEMM_SPLIT_MIN) {
+        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                    trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta,
+                    C, ldc);
+        return;
+    }
+    /* One block of C per thread, along the longer of M and N, in multiples of 16 so every
+     * block keeps the kernel's full register tiles. Each C element is still one dot
+     * product over all of K, so the result does not depend on the split. */
+    int split_m = M >= N;
+    int len = split_m ? M : N, units = (len + 15) / 16;
+    if (units < nt)
+        nt = units;
+#pragma omp parallel num_threads(nt)
+    {
+        size_t u0, u1;
+        par_range((size_t)units, par_thread_id(), nt, &u0, &u1);
+        int b0 = (int)u0 * 16, b1 = (int)u1 * 16 < len ? (int)u1 * 16 : len;
+        if (b1 > b0) {
+            const float *a = A, *b = B;
+            float *c = C;
+            int m = M, n = N;
+            if (split_m) {
+                a += trans_a ? (size_t)b0 : (size_t)b0 * lda;
+                c += (size_t)b0 * ldc;
+                m = b1 - b0;
+            } else {
+                b += trans_b ? (size_t)b0 * ldb : (size_t)b0;
+                c += b0;
+                n = b1 - b0;
+            }
+            cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                        trans_b ? CblasTrans : CblasNoTrans, m, n, K, alpha, a, lda, b, ldb,
+                        beta, c, ldc);
+        }
+    }
 }
 
 void gemm_naive(float *C, const float *A, const float *B, int M, int N, int K,
@@ -41,6 +81,7 @@ void linear_forward(float *y, const float *x, const float *W, const float *bias,
 {
     float beta = accumulate ? 1.0f : 0.0f;
     if (bias) {
+#pragma omp parallel for schedule(static) if ((size_t)rows * out > 8192)
         for (int r = 0; r < rows; r++) {
             float *yr = y + (size_t)r * out;
             for (int o = 0; o < out; o++)
@@ -57,10 +98,17 @@ void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const 
     if (dx)
         gemm(dx, dy, W, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f, out, in, in);
     gemm(dW, dy, x, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
-    if (dbias)
-        for (int r = 0; r < rows; r++) {
-            const float *d = dy + (size_t)r * out;
-            for (int o = 0; o < out; o++)
-                dbias[o] += d[o];
+    if (dbias) { /* column blocks per thread: each sum runs over the rows in order */
+        int nt = (size_t)rows * out > 8192 ? par_threads() : 1;
+#pragma omp parallel num_threads(nt)
+        {
+            size_t o0, o1;
+            par_range((size_t)out, par_thread_id(), nt, &o0, &o1);
+            for (int r = 0; r < rows; r++) {
+                const float *d = dy + (size_t)r * out;
+                for (size_t o = o0; o < o1; o++)
+                    dbias[o] += d[o];
+            }
         }
+    }
 }

@@ -2,12 +2,15 @@
  * backward's two means are differences of similar numbers. */
 #include "layernorm.h"
 
+#include "../common/par.h"
+
 #include <math.h>
 #include <stddef.h>
 
 void layernorm_forward(float *y, float *xhat, float *rstd, const float *x, const float *gamma,
                        const float *beta, int rows, int d)
 {
+#pragma omp parallel for schedule(static) if ((size_t)rows * d > 8192)
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * d;
         double mean = 0, var = 0;
@@ -38,6 +41,24 @@ void layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy,
                         const float *xhat, const float *rstd, const float *gamma, int rows,
                         int d, int accumulate)
 {
+    int nt = (size_t)rows * d > 8192 ? par_threads() : 1;
+    /* dgamma, dbeta first (dx may alias dy): each thread owns a block of columns and sums
+     * them over all rows in order, so no partial sums are combined */
+#pragma omp parallel num_threads(nt)
+    {
+        size_t c0, c1;
+        par_range((size_t)d, par_thread_id(), nt, &c0, &c1);
+        for (int r = 0; r < rows; r++) {
+            const float *dyr = dy + (size_t)r * d, *hr = xhat + (size_t)r * d;
+            for (size_t c = c0; c < c1; c++) {
+                dgamma[c] += dyr[c] * hr[c];
+                dbeta[c] += dyr[c];
+            }
+        }
+    }
+    if (!dx)
+        return;
+#pragma omp parallel for schedule(static) num_threads(nt)
     for (int r = 0; r < rows; r++) {
         const float *dyr = dy + (size_t)r * d;
         const float *hr = xhat + (size_t)r * d;
@@ -46,11 +67,7 @@ void layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy,
             double g = (double)dyr[c] * gamma[c];
             sg += g;
             sgh += g * hr[c];
-            dgamma[c] += dyr[c] * hr[c];
-            dbeta[c] += dyr[c];
         }
-        if (!dx)
-            continue;
         float mg = (float)(sg / d), mgh = (float)(sgh / d), rs = rstd[r];
         float *dxr = dx + (size_t)r * d;
         for (int c = 0; c < d; c++) {

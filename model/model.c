@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/par.h"
 #include "../common/rng.h"
 #include "attention.h"
 #include "dropout.h"
@@ -286,6 +287,7 @@ static void plan(model_acts *A, arena *ar)
             lc->ln0_xhat = tr ? take(ar, BK * d) : NULL;
             lc->ln0_rstd = tr ? take(ar, BK) : NULL;
             lc->ffin = take(ar, BL * d);
+            lc->xq = take(ar, BL * d);
         }
         lc->q = take(ar, BL * hd);
         lc->kv = take(ar, BK * 2 * hd);
@@ -310,13 +312,14 @@ static void plan(model_acts *A, arena *ar)
     A->hfin = take(ar, BL * d);
     A->logits = take(ar, BL * V);
     A->lse = take(ar, BL);
+    A->row_loss = take(ar, BL);
     A->R = c->pos == POS_XL || c->pos == POS_ABSOLUTE ? take(ar, (size_t)klen * d) : NULL;
     if (c->pos == POS_ROPE) {
         A->rope_cos = take(ar, (size_t)klen * (c->d_head / 2));
         A->rope_sin = take(ar, (size_t)klen * (c->d_head / 2));
     }
     A->tmp = take(ar, BL * d);
-    size_t as = attn_scratch_floats(Lq, klen, c->d_head);
+    size_t as = attn_scratch_floats(Lq, klen, c->d_head, H, A->threads);
     if (c->pos == POS_MLP) { /* phi [klen, 2K]; backward: d_t [klen, H] */
         size_t extra = (size_t)klen * (2 * c->mlp_num_freqs + H);
         as = as > extra ? as : extra;
@@ -347,6 +350,7 @@ int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, 
     A->Lq_max = Lq_max;
     A->M = M;
     A->training = training;
+    A->threads = par_max_threads();
     A->lc = calloc(training ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
     if (!A->lc)
         return err_set(e, ERR_RUNTIME, "out of memory planning activations");
@@ -419,15 +423,23 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
                           L->attn_ln_b, B * klen, d);
         X = lc->catn;
     }
+    /* queries come from the segment rows [m, klen) of each stream: x itself (post-LN) or a
+     * contiguous copy of those rows of LN(cat) (pre-LN), so q is one GEMM */
+    const float *Xq = x;
+    if (c->pre_lnorm) {
+        for (int b = 0; b < B; b++)
+            memcpy(lc->xq + (size_t)b * Lq * d, X + ((size_t)b * klen + m) * d,
+                   (size_t)Lq * d * sizeof(float));
+        Xq = lc->xq;
+    }
     linear_forward(lc->kv, X, L->qkv_w + (size_t)hd * d, NULL, B * klen, 2 * hd, d, 0);
-    for (int b = 0; b < B; b++)
-        linear_forward(lc->q + (size_t)b * Lq * hd, X + ((size_t)b * klen + m) * d, L->qkv_w,
-                       NULL, Lq, hd, d, 0);
+    linear_forward(lc->q, Xq, L->qkv_w, NULL, (int)BL, hd, d, 0);
 
     attn_args aa = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
                     .scale = (float)(1.0 / sqrt((double)dh)),
                     .dropatt = tr ? c->dropatt : 0.0f,
-                    .drop_key = site_key(o->drop_key, l, SITE_DROPATT)};
+                    .drop_key = site_key(o->drop_key, l, SITE_DROPATT),
+                    .threads = A->threads};
     switch (c->pos) {
     case POS_XL:
         linear_forward(lc->rk, A->R, L->r_w, NULL, klen, hd, d, 0);
@@ -461,6 +473,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
     /* output projection, dropout, residual (+ LN when post) */
     linear_forward(A->tmp, lc->vec, L->o_w, NULL, (int)BL, d, hd, 0);
     dropout_forward(A->tmp, A->tmp, n, p, site_key(o->drop_key, l, SITE_ATTN_OUT), 0);
+#pragma omp parallel for schedule(static) if (n > 16384)
     for (size_t i = 0; i < n; i++)
         lc->h1[i] = x[i] + A->tmp[i];
     const float *ffin = lc->h1;
@@ -478,6 +491,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
     ff_act_forward(lc->a, lc->a, BL * di, p, site_key(o->drop_key, l, SITE_FF_ACT), 0);
     linear_forward(A->tmp, lc->a, L->ff3_w, L->ff3_b, (int)BL, d, di, 0);
     dropout_forward(A->tmp, A->tmp, n, p, site_key(o->drop_key, l, SITE_FF_OUT), 0);
+#pragma omp parallel for schedule(static) if (n > 16384)
     for (size_t i = 0; i < n; i++)
         out[i] = lc->h1[i] + A->tmp[i];
     if (!c->pre_lnorm)
@@ -516,7 +530,7 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x
         layer_forward(mdl, A, mem, l, Lq, o);
 
     dropout_forward(A->hfin, A->hs + (size_t)N * n, n, p, site_key(o->drop_key, -1, SITE_FINAL), 0);
-    double loss = xent_forward(A->logits, A->lse, NULL, A->hfin, mdl->W.word_emb,
+    double loss = xent_forward(A->logits, A->lse, A->row_loss, A->hfin, mdl->W.word_emb,
                                mdl->W.out_bias, y, (int)BL, d, c->vocab);
     A->cur_Lq = Lq;
     A->cur_m = m;
@@ -550,6 +564,7 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
     float p = c->dropout;
     uint64_t key = A->cur_key;
     layer_cache *lc = &A->lc[l];
+    const float *x = A->hs + (size_t)l * n;
     float *d_r2 = A->d_tmp, *d_h1 = A->d_h1;
 
     /* out = LN_ff(h1 + z2) (post) or h1 + z2 (pre) */
@@ -568,6 +583,7 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
     linear_backward(d_r2, G->ff0_w, G->ff0_b, A->d_a, ffin, L->ff0_w, (int)BL, di, d, 0);
     /* d_r2 now holds d(ffin) */
     if (!c->pre_lnorm) {
+#pragma omp parallel for schedule(static) if (n > 16384)
         for (size_t i = 0; i < n; i++)
             d_h1[i] += d_r2[i];
         /* h1 = LN_attn(x + drop(ao)): d_h1 becomes d(x + drop(ao)) */
@@ -585,7 +601,8 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
     attn_args aa = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
                     .scale = (float)(1.0 / sqrt((double)dh)),
                     .dropatt = c->dropatt,
-                    .drop_key = site_key(key, l, SITE_DROPATT)};
+                    .drop_key = site_key(key, l, SITE_DROPATT),
+                    .threads = A->threads};
     float *du = NULL, *dv = NULL;
     if (c->pos == POS_XL) {
         aa.rk = lc->rk;
@@ -627,15 +644,19 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
     const float *X = c->pre_lnorm ? lc->catn : lc->cat;
     linear_backward(A->d_cat, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X,
                     L->qkv_w + (size_t)hd * d, B * klen, 2 * hd, d, 0);
-    for (int b = 0; b < B; b++)
-        linear_backward(A->d_cat + ((size_t)b * klen + m) * d, G->qkv_w, NULL,
-                        A->d_q + (size_t)b * Lq * hd, X + ((size_t)b * klen + m) * d, L->qkv_w,
-                        Lq, hd, d, 1);
+    if (!c->pre_lnorm) /* d(x) += d(q) Wq; the kv part follows below */
+        linear_backward(d_in, G->qkv_w, NULL, A->d_q, x, L->qkv_w, (int)BL, hd, d, 1);
+    else /* d(LN(cat) segment rows) = d(q) Wq, parked in d_tmp (free by now) */
+        linear_backward(A->d_tmp, G->qkv_w, NULL, A->d_q, lc->xq, L->qkv_w, (int)BL, hd, d, 0);
     for (int b = 0; b < B; b++) {
         float *dcb = A->d_cat + (size_t)b * klen * d;
         float *dib = d_in + (size_t)b * Lq * d;
         if (c->pre_lnorm) { /* memory rows: LN parameter grads only, no dx */
             size_t r0 = (size_t)b * klen;
+            const float *dq_rows = A->d_tmp + (size_t)b * Lq * d;
+            float *seg = dcb + (size_t)m * d;
+            for (size_t i = 0; i < (size_t)Lq * d; i++)
+                seg[i] += dq_rows[i];
             layernorm_backward(NULL, G->attn_ln_w, G->attn_ln_b, dcb, lc->ln0_xhat + r0 * d,
                                lc->ln0_rstd + r0, L->attn_ln_w, m, d, 0);
             layernorm_backward(dib, G->attn_ln_w, G->attn_ln_b, dcb + (size_t)m * d,

@@ -86,6 +86,7 @@ static inline float *mem_layer(const model_mem *mem, int l)
 typedef struct {
     float *cat;              /* [B, klen, d]: [mem; layer input] */
     float *catn, *ln0_xhat, *ln0_rstd;   /* pre_lnorm: LN(cat) and its cache */
+    float *xq;               /* pre_lnorm: the segment rows of catn, contiguous [B,Lq,d] */
     float *q, *kv, *rk;      /* [B,Lq,H*dh], [B,klen,2*H*dh], [klen,H*dh] */
     float *prob;             /* [B,H,Lq,klen] (training only) */
     float *bias;             /* [H, klen]: mlp / alibi distance bias */
@@ -100,11 +101,13 @@ typedef struct {
 
 typedef struct {
     int B, Lq_max, M, training;
+    int threads;             /* threads the scratch is planned for (par_max_threads()) */
     model_config cfg;
     layer_cache *lc;         /* [n_layer] when training, else one shared cache */
     float *hs;               /* [N+1][B,Lq,d]: hs[l] is layer l's input, hs[N] the top */
     float *hfin;             /* [B,Lq,d]: top after the final dropout */
     float *logits, *lse;     /* [B*Lq, V], [B*Lq] */
+    float *row_loss;         /* [B*Lq]: loss of each position (nats) */
     float *R;                /* [klen_max, d] xl sinusoids (after dropout) */
     float *rope_cos, *rope_sin; /* [klen_max, dh/2] rope tables */
     float *tmp;              /* [B,Lq,d] scratch */

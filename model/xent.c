@@ -10,7 +10,7 @@ double xent_forward(float *logits, float *lse, float *row_loss, const float *h, 
                     const float *b, const uint8_t *y, int rows, int d, int V)
 {
     linear_forward(logits, h, E, b, rows, V, d, 0);
-    double total = 0;
+#pragma omp parallel for schedule(static) if (rows > 64)
     for (int r = 0; r < rows; r++) {
         const float *z = logits + (size_t)r * V;
         float mx = z[0];
@@ -22,13 +22,12 @@ double xent_forward(float *logits, float *lse, float *row_loss, const float *h, 
         double l = mx + log(s);
         if (lse)
             lse[r] = (float)l;
-        if (y) {
-            double loss = l - z[y[r]];
-            if (row_loss)
-                row_loss[r] = (float)loss;
-            total += loss;
-        }
+        if (y)
+            row_loss[r] = (float)(l - z[y[r]]);
     }
+    double total = 0; /* summed in row order: the same total for any thread count */
+    for (int r = 0; y && r < rows; r++)
+        total += row_loss[r];
     return total;
 }
 
@@ -36,6 +35,7 @@ void xent_backward(float *dh, float *dE, float *db, float *logits, const float *
                    const float *h, const float *E, const uint8_t *y, int rows, int d, int V,
                    float scale)
 {
+#pragma omp parallel for schedule(static) if (rows > 64)
     for (int r = 0; r < rows; r++) {
         float *z = logits + (size_t)r * V;
         float l = lse[r];

@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 /* Fills logits and lse[rows] (log-sum-exp per row, cached for the backward); writes the
- * per-row loss to row_loss (may be NULL) and returns the SUM of the losses in nats.
- * y may be NULL (inference: no loss, returns 0). */
+ * per-row loss to row_loss[rows] and returns the SUM of the losses in nats (accumulated in
+ * double, in row order). y may be NULL (no targets: no loss, returns 0; row_loss unused). */
 double xent_forward(float *logits, float *lse, float *row_loss, const float *h, const float *E,
                     const float *b, const uint8_t *y, int rows, int d, int V);
 

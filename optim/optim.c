@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "../common/par.h"
+
 void adam_step(float *w, const float *g, float *m, float *v, size_t n, long t, double lr,
                const adam_hparams *h)
 {
@@ -12,6 +14,7 @@ void adam_step(float *w, const float *g, float *m, float *v, size_t n, long t, d
     const double bc1 = 1.0 - pow(h->beta1, (double)t), bc2 = 1.0 - pow(h->beta2, (double)t);
     const float step = (float)(lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
     const float decay = h->decoupled ? (float)(1.0 - lr * h->weight_decay) : 1.0f;
+#pragma omp parallel for schedule(static) if (n > 65536)
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
         if (h->decoupled)
@@ -26,9 +29,25 @@ void adam_step(float *w, const float *g, float *m, float *v, size_t n, long t, d
 
 double grad_norm(const float *g, size_t n)
 {
+    /* per-thread partial sums over static blocks, combined in thread order */
+    enum { MAXT = 256 };
+    double part[MAXT] = {0};
+    int nt = n > 65536 ? par_threads() : 1;
+    if (nt > MAXT)
+        nt = MAXT;
+#pragma omp parallel num_threads(nt)
+    {
+        size_t i0, i1;
+        int t = par_thread_id();
+        par_range(n, t, nt, &i0, &i1);
+        double s = 0;
+        for (size_t i = i0; i < i1; i++)
+            s += (double)g[i] * g[i];
+        part[t] = s;
+    }
     double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)g[i] * g[i];
+    for (int t = 0; t < nt; t++)
+        s += part[t];
     return sqrt(s);
 }
 
@@ -38,6 +57,7 @@ double grad_clip(float *g, size_t n, double max_norm)
     double coef = max_norm / (norm + 1e-6);
     if (max_norm > 0 && coef < 1.0) {
         float c = (float)coef;
+#pragma omp parallel for schedule(static) if (n > 65536)
         for (size_t i = 0; i < n; i++)
             g[i] *= c;
     }
