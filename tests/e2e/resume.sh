@@ -23,7 +23,8 @@ check "resume after --steps 25: all $N per-step losses identical to A" cmp -s $T
 $TXL train -c $CFG $OPTS --set train.out_dir=$TMP/c >/dev/null 2>$TMP/c.err &
 pid=$!
 i=0
-while [ $i -lt 200 ] && [ "$(grep -c '"train"' $TMP/c/log.jsonl 2>/dev/null || echo 0)" -lt 30 ]; do
+logged() { n=$(grep -c '"train"' $TMP/c/log.jsonl 2>/dev/null); echo "${n:-0}"; }
+while [ $i -lt 600 ] && [ "$(logged)" -lt 30 ]; do
     sleep 0.05; i=$((i+1))
 done
 kill -INT $pid
