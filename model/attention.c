@@ -17,6 +17,17 @@
 /* Per thread: qu, qv, dqa [Lq, dh]; two [Lq, klen] planes (BDraw / dP, P' / dBDraw); and
  * the backward's partial sums of the accumulated gradients: drk [klen, H*dh], du and dv
  * [H, dh], d_dist_bias [H, klen]. */
+/* Threads for a call: all of them unless the work is too small to pay for a fork/join
+ * (one-token decoding steps are a few microseconds of work). */
+static int attn_threads(const attn_args *a)
+{
+    int nt = par_threads();
+    if (nt > a->threads)
+        nt = a->threads > 0 ? a->threads : 1;
+    double work = (double)a->B * a->H * a->Lq * (a->m + a->Lq) * a->dh;
+    return work < (1 << 18) ? 1 : nt;
+}
+
 static size_t per_thread(int Lq, int klen, int dh, int H)
 {
     return (size_t)3 * Lq * dh + (size_t)2 * Lq * klen + (size_t)klen * H * dh +
@@ -116,9 +127,7 @@ void attn_forward(float *prob, float *vec, const float *q, const float *kv,
 {
     const int pairs = a->B * a->H;
     const size_t per = per_thread(a->Lq, a->m + a->Lq, a->dh, a->H);
-    int nt = par_threads();
-    if (nt > a->threads)
-        nt = a->threads > 0 ? a->threads : 1;
+    int nt = attn_threads(a);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int p = 0; p < pairs; p++)
         forward_bh(prob, vec, q, kv, a, scratch + per * (size_t)par_thread_id(), p / a->H,
@@ -224,9 +233,7 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
     const size_t per = per_thread(Lq, klen, dh, H);
     const size_t work = (size_t)3 * Lq * dh + (size_t)2 * Lq * klen;
     const size_t n_rk = (size_t)klen * hd, n_uv = (size_t)H * dh, n_db = (size_t)H * klen;
-    int nt = par_threads();
-    if (nt > a->threads)
-        nt = a->threads > 0 ? a->threads : 1;
+    int nt = attn_threads(a);
     /* the accumulated gradients go to per-thread partial sums, added in thread order after
      * the loop: the result depends on the thread count, never on scheduling */
 #pragma omp parallel num_threads(nt)
@@ -245,7 +252,7 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
         if (drk && a->rk)
             for (size_t i = 0; i < n_rk; i++)
                 drk[i] += p_rk[i];
-        if (du && a->rk)
+        if (du)
             for (size_t i = 0; i < n_uv; i++)
                 du[i] += p_u[i];
         if (dv && a->rk)

@@ -29,8 +29,9 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
         return;
     }
     /* One block of C per thread, along the longer of M and N, in multiples of 16 so every
-     * block keeps the kernel's full register tiles. Each C element is still one dot
-     * product over all of K, so the result does not depend on the split. */
+     * block keeps the kernel's full register tiles. Each C element is still one dot product
+     * over all of K, but OpenBLAS may pick other kernels for the edge of a smaller block, so
+     * results can differ by an ulp between thread counts (never between runs). */
     int split_m = M >= N;
     int len = split_m ? M : N, units = (len + 15) / 16;
     if (units < nt)

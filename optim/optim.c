@@ -9,7 +9,9 @@
 void adam_step(float *w, const float *g, float *m, float *v, size_t n, long t, double lr,
                const adam_hparams *h)
 {
+    /* 1 - beta rounded from double, as torch does: 1 - (float)0.999 is 1.3e-5 off */
     const float b1 = (float)h->beta1, b2 = (float)h->beta2, eps = (float)h->eps;
+    const float c1 = (float)(1.0 - h->beta1), c2 = (float)(1.0 - h->beta2);
     const float wd = (float)h->weight_decay;
     const double bc1 = 1.0 - pow(h->beta1, (double)t), bc2 = 1.0 - pow(h->beta2, (double)t);
     const float step = (float)(lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
@@ -21,8 +23,8 @@ void adam_step(float *w, const float *g, float *m, float *v, size_t n, long t, d
             w[i] *= decay;
         else if (wd != 0.0f)
             gi += wd * w[i];
-        m[i] = b1 * m[i] + (1.0f - b1) * gi;
-        v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+        m[i] = b1 * m[i] + c1 * gi;
+        v[i] = b2 * v[i] + c2 * gi * gi;
         w[i] -= step * m[i] / (sqrtf(v[i]) * rbc2 + eps);
     }
 }

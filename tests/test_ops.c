@@ -1,0 +1,1612 @@
+/* test_ops.c: per-op unit tests of model/ and optim/ (DESIGN.md §3, STYLE.md "Tests").
+ *
+ * For every op: the forward against an independent double-precision formula written here
+ * (never the op's own code path), the backward against central finite differences of
+ * loss = sum(out * g) with a random g (accumulated in double), the += rule (a second
+ * backward call doubles every accumulated gradient; outputs documented as overwritten come
+ * out identical and ignore what the buffer held, which we fill with NaN first), and the
+ * op-specific contracts of each header (masks, slices, aliasing, schedules).
+ *
+ * Errors are norm-relative: max|x - ref| / max|ref| over a tensor (tl_max_rel_err), since
+ * elementwise relative errors of entries near zero mean nothing. For finite differences the
+ * denominator is max|analytic| over the whole gradient tensor.
+ *
+ * Finite differences. The ops compute in float32, so the loss at a perturbed point carries
+ * the round-off of every float the probed entry feeds: relative noise ~ eps32 (6e-8) times
+ * the square root of their count, i.e. ~1e-7..1e-6 of the loss in these small cases.
+ * Divided by the step 2h, that is the noise floor of the FD estimate.
+ *  - Ops that are affine in each single input entry (linear layer, embedding, dropout, rope,
+ *    the FF activation away from 0, the mlp bias's second layer) have no truncation error,
+ *    so we take a large step (h = 0.25 * max(|x|, 1)): noise ~ 1e-7 relative, tol 1e-5.
+ *  - Smooth nonlinear ops (layernorm, softmax attention, GELU MLP, cross-entropy) take
+ *    h = 1e-2 * max(|x|, 1), which balances truncation h^2 |f'''| / 6 ~ 2e-5 against noise
+ *    ~ 1e-6 / 2e-2 = 5e-5 (the optimum of the two is near (3 * 1e-6)^(1/3) ~ 1e-2). With
+ *    h = 1e-3 the noise term reaches 1e-3 of a small gradient tensor (attention's dv at
+ *    Lq = 1: max|dv| = 0.03 while the scores are O(1)). Measured errors are <= 4e-4;
+ *    tolerances are 1e-3 (2e-3 for attention, whose gradient tensors differ most in size).
+ * The step actually taken is (float)(x+h) - (float)(x-h), so the division is exact.
+ * Runs single-threaded except where thread counts are compared; well under a second. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/par.h"
+#include "../common/rng.h"
+#include "../model/attention.h"
+#include "../model/dropout.h"
+#include "../model/embedding.h"
+#include "../model/ff.h"
+#include "../model/gemm.h"
+#include "../model/layernorm.h"
+#include "../model/posenc.h"
+#include "../model/xent.h"
+#include "../optim/optim.h"
+#include "testlib.h"
+
+#define PI 3.14159265358979323846
+#define STEP_AFFINE 0.25 /* relative FD step for ops affine in each input entry */
+#define STEP_SMOOTH 1e-2 /* relative FD step for smooth nonlinear ops */
+#define MAX_PROBES 300   /* FD probes per tensor (all entries when fewer) */
+/* The += rule: GEMM-accumulated gradients (beta = 1) double exactly; ones summed term by
+ * term (bias columns, du/dv, d_dist_bias) add the second call's terms one at a time onto
+ * the first result, so they double up to a few roundings of the largest entry. */
+#define TOL_DOUBLE 1e-6
+
+static tl_rng rng = {0x2545f4914f6cdd1dULL};
+
+/* ---------------------------------------------------------------- helpers */
+
+static float *alloc_f(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    if (!p) {
+        fprintf(stderr, "test_ops: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static double *alloc_d(size_t n)
+{
+    double *p = calloc(n ? n : 1, sizeof *p);
+    if (!p) {
+        fprintf(stderr, "test_ops: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static float *rand_f(size_t n, float scale)
+{
+    float *p = alloc_f(n);
+    tl_fill(&rng, p, n, scale);
+    return p;
+}
+
+static float *zeros_f(size_t n)
+{
+    float *p = alloc_f(n);
+    memset(p, 0, (n ? n : 1) * sizeof *p);
+    return p;
+}
+
+static float *nan_f(size_t n)
+{
+    float *p = alloc_f(n);
+    for (size_t i = 0; i < n; i++)
+        p[i] = NAN;
+    return p;
+}
+
+static float *copy_f(const float *x, size_t n)
+{
+    float *p = alloc_f(n);
+    memcpy(p, x, n * sizeof *p);
+    return p;
+}
+
+static double dot_fd(const float *a, const float *b, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)a[i] * b[i];
+    return s;
+}
+
+static int same_f(const float *a, const float *b, size_t n)
+{
+    return memcmp(a, b, n * sizeof *a) == 0;
+}
+
+static size_t count_nonfinite(const float *a, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += !isfinite(a[i]);
+    return c;
+}
+
+/* max |b - 2a| / max |2a| (0 when both are zero); *n_exact counts entries with b == 2a. */
+static double doubling_err(const float *a, const float *b, size_t n, size_t *n_exact)
+{
+    double md = 0, mr = 0;
+    size_t ex = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)b[i] - 2.0 * a[i]);
+        if (!(d <= md))
+            md = d;
+        mr = fmax(mr, fabs(2.0 * a[i]));
+        ex += b[i] == 2.0f * a[i];
+    }
+    if (n_exact)
+        *n_exact = ex;
+    return md == 0 ? 0 : md / fmax(mr, 1e-30);
+}
+
+/* Checks the += rule for an accumulated gradient: `second` after two identical backward
+ * calls from zero, `first` after one. */
+static void check_doubling(const char *what, const float *first, const float *second, size_t n)
+{
+    size_t ex;
+    double e = doubling_err(first, second, n, &ex);
+    CHECK(e <= TOL_DOUBLE, "%s: second backward doubles it (+=): max err %.1e, %zu/%zu exact",
+          what, e, ex, n);
+}
+
+typedef double (*loss_fn)(void *ctx);
+
+/* Central finite differences of f() over entries of x (all of them, or MAX_PROBES random
+ * ones), against the analytic gradient an[n]. Returns max|fd - an| / max|an| (denominator
+ * over the whole tensor). skip_kink: skip entries within the step of 0 (relu kinks). */
+static double fd_err(loss_fn f, void *ctx, float *x, const float *an, size_t n, double rel,
+                     int skip_kink, int *n_probed, double *max_an, double *max_fd)
+{
+    tl_rng pr = {0x9e3779b97f4a7c15ULL ^ (n * 2654435761u)};
+    double maxan = 0, maxdiff = 0, maxfd = 0;
+    for (size_t i = 0; i < n; i++)
+        maxan = fmax(maxan, fabs(an[i]));
+    size_t probes = n <= MAX_PROBES ? n : MAX_PROBES;
+    int done = 0;
+    for (size_t k = 0; k < probes; k++) {
+        size_t i = n <= MAX_PROBES ? k : (size_t)((tl_uniform(&pr, 0.5f) + 0.5f) * n) % n;
+        float x0 = x[i];
+        double h = rel * fmax(fabs(x0), 1.0);
+        if (skip_kink && fabs(x0) <= 1.5 * h)
+            continue;
+        float xp = (float)(x0 + h), xm = (float)(x0 - h);
+        x[i] = xp;
+        double lp = f(ctx);
+        x[i] = xm;
+        double lm = f(ctx);
+        x[i] = x0;
+        double fd = (lp - lm) / ((double)xp - (double)xm);
+        double d = fabs(fd - an[i]);
+        if (!(d <= maxdiff))
+            maxdiff = d; /* also catches NaN */
+        maxfd = fmax(maxfd, fabs(fd));
+        done++;
+    }
+    *n_probed = done;
+    *max_an = maxan;
+    *max_fd = maxfd;
+    if (maxdiff == 0)
+        return 0;
+    return maxan > 0 ? maxdiff / maxan : INFINITY;
+}
+
+static void check_fd(const char *op, const char *name, loss_fn f, void *ctx, float *x,
+                     const float *an, size_t n, double rel, double tol, int skip_kink)
+{
+    int probed;
+    double maxan, maxfd;
+    double e = fd_err(f, ctx, x, an, n, rel, skip_kink, &probed, &maxan, &maxfd);
+    CHECK(e <= tol, "%s: d%s vs central FD: max err %.2e (tol %.0e, %d of %zu entries probed, "
+          "max|analytic| %.2g, max|fd| %.2g)", op, name, e, tol, probed, n, maxan, maxfd);
+}
+
+/* ---------------------------------------------------------------- gemm, linear */
+
+/* C = alpha op(A) op(B) + beta C0 in double. */
+static void gemm_ref(double *C, const float *C0, const float *A, const float *B, int M, int N,
+                     int K, int ta, int tb, double alpha, double beta, int lda, int ldb, int ldc)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++)
+                s += (double)(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                     (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+            double c0 = beta == 0 ? 0 : beta * C0[(size_t)i * ldc + j];
+            C[(size_t)i * N + j] = alpha * s + c0;
+        }
+}
+
+/* One gemm case: A, B padded with NaN beyond their logical columns (a read there poisons
+ * the result), C padded with a sentinel that must survive; for beta = 0, C starts as NaN.
+ * Tolerance 1e-5: float GEMM error grows like sqrt(K) eps32 |a||b| (K <= 96 here: ~1e-6);
+ * gemm_naive rounds a double sum once, so it must agree with the double reference to
+ * 1e-7 (half an ulp of each element). */
+static void test_gemm_case(int M, int N, int K, int ta, int tb, float alpha, float beta)
+{
+    int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    int lda = ac + 3, ldb = bc + 2, ldc = N + 5;
+    float *A = alloc_f((size_t)ar * lda), *B = alloc_f((size_t)br * ldb);
+    float *C = alloc_f((size_t)M * ldc), *Cn = alloc_f((size_t)M * ldc);
+    float *C0 = alloc_f((size_t)M * ldc);
+    double *ref = alloc_d((size_t)M * N);
+    for (int i = 0; i < ar; i++)
+        for (int j = 0; j < lda; j++)
+            A[(size_t)i * lda + j] = j < ac ? tl_normal(&rng, 1.0f) : NAN;
+    for (int i = 0; i < br; i++)
+        for (int j = 0; j < ldb; j++)
+            B[(size_t)i * ldb + j] = j < bc ? tl_normal(&rng, 1.0f) : NAN;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < ldc; j++)
+            C0[(size_t)i * ldc + j] = j < N ? (beta == 0 ? NAN : tl_normal(&rng, 1.0f)) : 777.0f;
+    memcpy(C, C0, (size_t)M * ldc * sizeof *C);
+    memcpy(Cn, C0, (size_t)M * ldc * sizeof *C);
+    gemm(C, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
+    gemm_naive(Cn, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
+    gemm_ref(ref, C0, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
+
+    float *Cp = alloc_f((size_t)M * N), *Cnp = alloc_f((size_t)M * N);
+    int pad_ok = 1;
+    for (int i = 0; i < M; i++) {
+        memcpy(Cp + (size_t)i * N, C + (size_t)i * ldc, N * sizeof *C);
+        memcpy(Cnp + (size_t)i * N, Cn + (size_t)i * ldc, N * sizeof *C);
+        for (int j = N; j < ldc; j++)
+            pad_ok &= C[(size_t)i * ldc + j] == 777.0f && Cn[(size_t)i * ldc + j] == 777.0f;
+    }
+    double e = tl_max_rel_err(Cp, ref, (size_t)M * N, 1e-30);
+    double en = tl_max_rel_err(Cnp, ref, (size_t)M * N, 1e-30);
+    CHECK(e <= 1e-5 && en <= 1e-7 && pad_ok,
+          "gemm %dx%dx%d trans_a=%d trans_b=%d beta=%g lda/ldb/ldc padded: gemm err %.1e, "
+          "gemm_naive err %.1e vs double, padding untouched %s",
+          M, N, K, ta, tb, beta, e, en, pad_ok ? "yes" : "NO");
+    free(A), free(B), free(C), free(Cn), free(C0), free(ref), free(Cp), free(Cnp);
+}
+
+static void test_gemm(void)
+{
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            test_gemm_case(5, 7, 9, ta, tb, 0.75f, 0.0f);
+            test_gemm_case(5, 7, 9, ta, tb, 1.0f, 1.0f);
+            test_gemm_case(33, 17, 96, ta, tb, -1.25f, 1.0f);
+        }
+    test_gemm_case(1, 1, 1, 0, 0, 1.0f, 0.0f);
+
+    /* K = 0: an empty sum, so C = beta C (beta 0 clears even a NaN C). M = 0: no-op. */
+    float C[6] = {1, 2, 3, NAN, NAN, NAN}, A[1] = {5}, B[1] = {7};
+    gemm(C, A, B, 1, 3, 0, 0, 0, 1.0f, 1.0f, 1, 3, 3);
+    gemm(C + 3, A, B, 1, 3, 0, 0, 0, 1.0f, 0.0f, 1, 3, 3);
+    int ok = C[0] == 1 && C[1] == 2 && C[2] == 3 && C[3] == 0 && C[4] == 0 && C[5] == 0;
+    gemm_naive(C, A, B, 1, 3, 0, 0, 0, 1.0f, 1.0f, 1, 3, 3);
+    ok &= C[0] == 1 && C[1] == 2 && C[2] == 3;
+    gemm(C, A, B, 0, 3, 1, 0, 0, 1.0f, 0.0f, 1, 3, 3);
+    ok &= C[0] == 1;
+    CHECK(ok, "gemm K=0 gives beta*C (NaN cleared when beta=0); M=0 is a no-op");
+}
+
+typedef struct {
+    float *x, *W, *b, *y, *g;
+    int rows, out, in;
+} lin_ctx;
+
+static double lin_loss(void *p)
+{
+    lin_ctx *c = p;
+    linear_forward(c->y, c->x, c->W, c->b, c->rows, c->out, c->in, 0);
+    return dot_fd(c->y, c->g, (size_t)c->rows * c->out);
+}
+
+/* linear_forward vs double y = x W^T + b (overwrite and accumulate, with and without bias);
+ * linear_backward vs FD (affine in each entry: large step, tol 1e-5) and the += rule. */
+static void test_linear_case(int rows, int out, int in)
+{
+    char lbl[64];
+    snprintf(lbl, sizeof lbl, "linear %dx%d<-%d", rows, out, in);
+    size_t ny = (size_t)rows * out, nx = (size_t)rows * in, nw = (size_t)out * in;
+    float *x = rand_f(nx, 1.0f), *W = rand_f(nw, 0.5f), *b = rand_f(out, 0.5f);
+    float *y0 = rand_f(ny, 1.0f), *y = alloc_f(ny), *g = rand_f(ny, 1.0f);
+    double *ref = alloc_d(ny);
+
+    /* forward: 4 variants */
+    double worst = 0;
+    int nonan = 1;
+    for (int bias = 0; bias < 2; bias++)
+        for (int acc = 0; acc < 2; acc++) {
+            if (acc)
+                memcpy(y, y0, ny * sizeof *y);
+            else
+                for (size_t i = 0; i < ny; i++)
+                    y[i] = NAN;
+            linear_forward(y, x, W, bias ? b : NULL, rows, out, in, acc);
+            for (int r = 0; r < rows; r++)
+                for (int o = 0; o < out; o++) {
+                    double s = (acc ? y0[(size_t)r * out + o] : 0) + (bias ? b[o] : 0);
+                    for (int k = 0; k < in; k++)
+                        s += (double)x[(size_t)r * in + k] * W[(size_t)o * in + k];
+                    ref[(size_t)r * out + o] = s;
+                }
+            nonan &= count_nonfinite(y, ny) == 0;
+            worst = fmax(worst, tl_max_rel_err(y, ref, ny, 1e-30));
+        }
+    CHECK(worst <= 1e-6 && nonan,
+          "%s: forward (bias/no bias x overwrite/accumulate) vs double: max err %.1e "
+          "(tol 1e-6: K=%d float dot products)", lbl, worst, in);
+
+    /* backward */
+    float *dx = nan_f(nx), *dW = zeros_f(nw), *db = zeros_f(out);
+    linear_backward(dx, dW, db, g, x, W, rows, out, in, 0);
+    lin_ctx c = {x, W, b, y, g, rows, out, in};
+    check_fd(lbl, "x", lin_loss, &c, x, dx, nx, STEP_AFFINE, 1e-5, 0);
+    check_fd(lbl, "W", lin_loss, &c, W, dW, nw, STEP_AFFINE, 1e-5, 0);
+    check_fd(lbl, "bias", lin_loss, &c, b, db, out, STEP_AFFINE, 1e-5, 0);
+
+    float *dx1 = copy_f(dx, nx), *dW1 = copy_f(dW, nw), *db1 = copy_f(db, out);
+    linear_backward(dx, dW, db, g, x, W, rows, out, in, 0);
+    CHECK(same_f(dx, dx1, nx), "%s: dx (accumulate_dx=0) overwritten: identical after a "
+          "second call, NaN prefill ignored", lbl);
+    check_doubling("linear dW", dW1, dW, nw);
+    check_doubling("linear dbias", db1, db, out);
+    linear_backward(dx, dW, db, g, x, W, rows, out, in, 1);
+    double e = doubling_err(dx1, dx, nx, NULL);
+    CHECK(e <= TOL_DOUBLE, "%s: dx with accumulate_dx=1 adds (2x after one more call): err %.1e",
+          lbl, e);
+    /* NULL dx / dbias are allowed and leave dW's contribution unchanged */
+    memset(dW, 0, nw * sizeof *dW);
+    linear_backward(NULL, dW, NULL, g, x, W, rows, out, in, 0);
+    CHECK(same_f(dW, dW1, nw), "%s: dx = dbias = NULL gives the same dW", lbl);
+
+    free(x), free(W), free(b), free(y0), free(y), free(g), free(ref);
+    free(dx), free(dW), free(db), free(dx1), free(dW1), free(db1);
+}
+
+static void test_linear(void)
+{
+    test_linear_case(4, 3, 5);
+    test_linear_case(1, 6, 2);
+    test_linear_case(7, 5, 8);
+    /* rows = 0 (an empty batch): gradients stay what they were */
+    float dW[6] = {1, 2, 3, 4, 5, 6}, db[2] = {7, 8}, W[6] = {0}, dy[1] = {0}, x[1] = {0};
+    linear_backward(NULL, dW, db, dy, x, W, 0, 2, 3, 0);
+    CHECK(dW[0] == 1 && dW[5] == 6 && db[0] == 7 && db[1] == 8,
+          "linear rows=0: dW and dbias unchanged");
+}
+
+/* ---------------------------------------------------------------- layernorm */
+
+typedef struct {
+    float *x, *gamma, *beta, *y, *xhat, *rstd, *g;
+    int rows, d;
+} ln_ctx;
+
+static double ln_loss(void *p)
+{
+    ln_ctx *c = p;
+    layernorm_forward(c->y, c->xhat, c->rstd, c->x, c->gamma, c->beta, c->rows, c->d);
+    return dot_fd(c->y, c->g, (size_t)c->rows * c->d);
+}
+
+/* Forward vs double mean / biased variance (tol 1e-6: xhat rounds (x-mean)*rstd in float,
+ * a few ulps of O(1) values). Backward: smooth, step 1e-3; rstd ~ 1 and second derivatives
+ * O(1), so truncation ~1e-7 and noise ~ 6e-8 sqrt(d) / 2e-3 ~ 1e-4; tol 1e-3. */
+static void test_layernorm_case(int rows, int d, float offset, float spread)
+{
+    char lbl[64];
+    snprintf(lbl, sizeof lbl, "layernorm %dx%d", rows, d);
+    size_t n = (size_t)rows * d;
+    float *x = rand_f(n, spread), *gamma = rand_f(d, 0.3f), *beta = rand_f(d, 0.3f);
+    for (size_t i = 0; i < n; i++)
+        x[i] += offset * (float)(1 + i / d);
+    for (int c = 0; c < d; c++)
+        gamma[c] += 1.0f;
+    float *y = alloc_f(n), *xhat = alloc_f(n), *rstd = alloc_f(rows), *g = rand_f(n, 1.0f);
+    double *yref = alloc_d(n), *href = alloc_d(n), *rref = alloc_d(rows);
+    for (int r = 0; r < rows; r++) {
+        double mean = 0, var = 0;
+        for (int c = 0; c < d; c++)
+            mean += x[(size_t)r * d + c];
+        mean /= d;
+        for (int c = 0; c < d; c++)
+            var += (x[(size_t)r * d + c] - mean) * (x[(size_t)r * d + c] - mean);
+        var /= d;
+        rref[r] = 1.0 / sqrt(var + 1e-5);
+        for (int c = 0; c < d; c++) {
+            href[(size_t)r * d + c] = (x[(size_t)r * d + c] - mean) * rref[r];
+            yref[(size_t)r * d + c] = href[(size_t)r * d + c] * gamma[c] + beta[c];
+        }
+    }
+    layernorm_forward(y, xhat, rstd, x, gamma, beta, rows, d);
+    double ey = tl_max_rel_err(y, yref, n, 1e-30), eh = tl_max_rel_err(xhat, href, n, 1e-30);
+    double er = tl_max_rel_err(rstd, rref, rows, 1e-30);
+    /* an offset of 100 with spread 0.1 costs float's (x - mean) ulp(100)/0.1 ~ 1e-4 rel. */
+    double tol = offset == 0 ? 1e-6 : 2e-4;
+    CHECK(ey <= tol && eh <= tol && er <= 1e-6,
+          "%s (offset %g, spread %g): y, xhat, rstd vs double mean/var: %.1e %.1e %.1e (tol %.0e)",
+          lbl, offset, spread, ey, eh, er, tol);
+    float *ya = copy_f(x, n);
+    layernorm_forward(ya, NULL, NULL, ya, gamma, beta, rows, d);
+    CHECK(same_f(ya, y, n), "%s: y aliasing x, caches NULL: same y", lbl);
+    free(ya);
+    if (offset != 0) { /* forward-only case */
+        free(x), free(gamma), free(beta), free(y), free(xhat), free(rstd), free(g);
+        free(yref), free(href), free(rref);
+        return;
+    }
+
+    float *dx = nan_f(n), *dgam = zeros_f(d), *dbet = zeros_f(d);
+    layernorm_backward(dx, dgam, dbet, g, xhat, rstd, gamma, rows, d, 0);
+    ln_ctx c = {x, gamma, beta, y, xhat, rstd, g, rows, d};
+    check_fd(lbl, "x", ln_loss, &c, x, dx, n, STEP_SMOOTH, 1e-3, 0);
+    check_fd(lbl, "gamma", ln_loss, &c, gamma, dgam, d, STEP_SMOOTH, 1e-3, 0);
+    check_fd(lbl, "beta", ln_loss, &c, beta, dbet, d, STEP_SMOOTH, 1e-3, 0);
+    layernorm_forward(y, xhat, rstd, x, gamma, beta, rows, d); /* caches at the probe point */
+
+    float *dx1 = copy_f(dx, n), *dg1 = copy_f(dgam, d), *db1 = copy_f(dbet, d);
+    layernorm_backward(dx, dgam, dbet, g, xhat, rstd, gamma, rows, d, 0);
+    CHECK(same_f(dx, dx1, n), "%s: dx (accumulate=0) overwritten, NaN prefill ignored", lbl);
+    check_doubling("layernorm dgamma", dg1, dgam, d);
+    check_doubling("layernorm dbeta", db1, dbet, d);
+    layernorm_backward(dx, dgam, dbet, g, xhat, rstd, gamma, rows, d, 1);
+    double e = doubling_err(dx1, dx, n, NULL);
+    CHECK(e <= TOL_DOUBLE, "%s: dx with accumulate=1 adds: err %.1e", lbl, e);
+    memset(dgam, 0, d * sizeof *dgam);
+    memset(dbet, 0, d * sizeof *dbet);
+    layernorm_backward(NULL, dgam, dbet, g, xhat, rstd, gamma, rows, d, 0);
+    CHECK(same_f(dgam, dg1, d) && same_f(dbet, db1, d), "%s: dx = NULL gives the same "
+          "dgamma, dbeta", lbl);
+
+    free(x), free(gamma), free(beta), free(y), free(xhat), free(rstd), free(g);
+    free(yref), free(href), free(rref), free(dx), free(dgam), free(dbet);
+    free(dx1), free(dg1), free(db1);
+}
+
+static void test_layernorm(void)
+{
+    test_layernorm_case(3, 5, 0, 1.0f);
+    test_layernorm_case(1, 16, 0, 2.0f);
+    test_layernorm_case(5, 8, 0, 0.5f);
+    test_layernorm_case(4, 64, 100.0f, 0.1f); /* large mean, small spread: forward only */
+}
+
+/* ---------------------------------------------------------------- embedding */
+
+typedef struct {
+    float *E, *h, *g;
+    const uint8_t *tok;
+    int n, d;
+    float scale;
+} emb_ctx;
+
+static double emb_loss(void *p)
+{
+    emb_ctx *c = p;
+    embedding_forward(c->h, c->E, c->tok, c->n, c->d, c->scale);
+    return dot_fd(c->h, c->g, (size_t)c->n * c->d);
+}
+
+/* Forward: h = E[tok] * scale is one float product, so it equals (float)(E * scale) exactly.
+ * Backward: affine, large step, tol 1e-5; tokens repeat so rows accumulate. */
+static void test_embedding(void)
+{
+    const int V = 10, n = 9, d = 6;
+    const uint8_t tok[9] = {3, 0, 9, 3, 3, 7, 0, 2, 9};
+    float scale = sqrtf((float)d);
+    float *E = rand_f((size_t)V * d, 1.0f), *h = nan_f((size_t)n * d);
+    float *g = rand_f((size_t)n * d, 1.0f);
+    embedding_forward(h, E, tok, n, d, scale);
+    int ok = 1;
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < d; c++)
+            ok &= h[(size_t)i * d + c] == (float)((double)E[(size_t)tok[i] * d + c] * scale);
+    CHECK(ok, "embedding: forward equals E[tok] * sqrt(d) exactly");
+    float *dE = zeros_f((size_t)V * d);
+    embedding_backward(dE, g, tok, n, d, scale);
+    emb_ctx c = {E, h, g, tok, n, d, scale};
+    check_fd("embedding (repeated tokens)", "E", emb_loss, &c, E, dE, (size_t)V * d, STEP_AFFINE,
+             1e-5, 0);
+    float *dE1 = copy_f(dE, (size_t)V * d);
+    embedding_backward(dE, g, tok, n, d, scale);
+    check_doubling("embedding dE", dE1, dE, (size_t)V * d);
+    free(E), free(h), free(g), free(dE), free(dE1);
+}
+
+/* ---------------------------------------------------------------- xent */
+
+typedef struct {
+    float *h, *E, *b, *logits, *lse, *row_loss;
+    const uint8_t *y;
+    int rows, d, V;
+    float scale;
+} xent_ctx;
+
+static double xent_loss(void *p)
+{
+    xent_ctx *c = p;
+    return c->scale * xent_forward(c->logits, c->lse, c->row_loss, c->h, c->E, c->b, c->y,
+                                   c->rows, c->d, c->V);
+}
+
+/* Forward vs double logits / log-sum-exp / per-row loss. Float logits carry ~eps32 |z|
+ * each, and lse and the loss inherit it: tol 1e-6 relative to max|z| (norm-relative).
+ * Backward: smooth, step 1e-3, tol 1e-3 (noise ~ 6e-8 sqrt(V) |z| / 2e-3 on O(1/rows)
+ * gradients). dlogits (the in-place buffer) rows sum to 0 up to V * eps32 * scale. */
+static void test_xent_case(int rows, int d, int V, float hscale)
+{
+    char lbl[64];
+    snprintf(lbl, sizeof lbl, "xent %dx%d V=%d (h, E ~ N(0, %g^2))", rows, d, V, hscale);
+    size_t nl = (size_t)rows * V;
+    float *h = rand_f((size_t)rows * d, hscale), *E = rand_f((size_t)V * d, hscale);
+    float *b = rand_f(V, 0.5f), *logits = alloc_f(nl), *lse = alloc_f(rows);
+    float *rl = alloc_f(rows);
+    uint8_t *y = malloc(rows);
+    for (int r = 0; r < rows; r++)
+        y[r] = (uint8_t)((r * 7 + 3) % V);
+    y[rows - 1] = y[0]; /* a repeated target */
+    float scale = 1.0f / rows;
+
+    double *zref = alloc_d(nl), *lref = alloc_d(rows), *rlref = alloc_d(rows), tot = 0;
+    for (int r = 0; r < rows; r++) {
+        double mx = -INFINITY, s = 0;
+        for (int v = 0; v < V; v++) {
+            double z = b[v];
+            for (int k = 0; k < d; k++)
+                z += (double)h[(size_t)r * d + k] * E[(size_t)v * d + k];
+            zref[(size_t)r * V + v] = z;
+            mx = fmax(mx, z);
+        }
+        for (int v = 0; v < V; v++)
+            s += exp(zref[(size_t)r * V + v] - mx);
+        lref[r] = mx + log(s);
+        rlref[r] = lref[r] - zref[(size_t)r * V + y[r]];
+        tot += rlref[r];
+    }
+    double ret = xent_forward(logits, lse, rl, h, E, b, y, rows, d, V);
+    double zmax = 0;
+    for (size_t i = 0; i < nl; i++)
+        zmax = fmax(zmax, fabs(zref[i]));
+    double ez = tl_max_rel_err(logits, zref, nl, 1e-30);
+    double el = tl_max_rel_err(lse, lref, rows, zmax);
+    double er = tl_max_rel_err(rl, rlref, rows, zmax);
+    double et = fabs(ret - tot) / (rows * fmax(zmax, 1.0));
+    CHECK(ez <= 1e-6 && el <= 1e-6 && er <= 1e-6 && et <= 1e-6,
+          "%s: forward vs double: logits %.1e, lse %.1e, row loss %.1e, sum %.1e "
+          "(rel. to max|z|; tol 1e-6)", lbl, ez, el, er, et);
+    double r0 = xent_forward(logits, lse, NULL, h, E, b, NULL, rows, d, V);
+    CHECK(r0 == 0 && tl_max_rel_err(logits, zref, nl, 1e-30) == ez,
+          "%s: y = NULL (inference) returns 0 and the same logits", lbl);
+
+    xent_forward(logits, lse, rl, h, E, b, y, rows, d, V);
+    float *dh = nan_f((size_t)rows * d), *dE = zeros_f((size_t)V * d), *db = zeros_f(V);
+    xent_backward(dh, dE, db, logits, lse, h, E, y, rows, d, V, scale);
+    /* dlogits rows sum to 0: softmax sums to 1 and the one-hot to 1 (so does sum(db)) */
+    double rowsum = 0, dbsum = 0;
+    for (int r = 0; r < rows; r++) {
+        double s = 0;
+        for (int v = 0; v < V; v++)
+            s += logits[(size_t)r * V + v];
+        rowsum = fmax(rowsum, fabs(s));
+    }
+    for (int v = 0; v < V; v++)
+        dbsum += db[v];
+    double rs_tol = 4 * V * FLT_EPSILON * scale;
+    CHECK(rowsum <= rs_tol && fabs(dbsum) <= rows * rs_tol,
+          "%s: dlogits rows sum to 0 (max |sum| %.1e, tol 4 V eps32 scale = %.1e); sum(db) %.1e",
+          lbl, rowsum, rs_tol, dbsum);
+
+    xent_ctx c = {h, E, b, logits, lse, rl, y, rows, d, V, scale};
+    check_fd(lbl, "h", xent_loss, &c, h, dh, (size_t)rows * d, STEP_SMOOTH, 1e-3, 0);
+    check_fd(lbl, "E", xent_loss, &c, E, dE, (size_t)V * d, STEP_SMOOTH, 1e-3, 0);
+    check_fd(lbl, "b", xent_loss, &c, b, db, V, STEP_SMOOTH, 1e-3, 0);
+
+    float *dh1 = copy_f(dh, (size_t)rows * d), *dE1 = copy_f(dE, (size_t)V * d);
+    float *db1 = copy_f(db, V);
+    xent_forward(logits, lse, rl, h, E, b, y, rows, d, V); /* backward consumed logits */
+    xent_backward(dh, dE, db, logits, lse, h, E, y, rows, d, V, scale);
+    CHECK(same_f(dh, dh1, (size_t)rows * d), "%s: dh overwritten, NaN prefill ignored", lbl);
+    check_doubling("xent dE", dE1, dE, (size_t)V * d);
+    check_doubling("xent db", db1, db, V);
+
+    free(h), free(E), free(b), free(logits), free(lse), free(rl), free(y);
+    free(zref), free(lref), free(rlref), free(dh), free(dE), free(db);
+    free(dh1), free(dE1), free(db1);
+}
+
+static void test_xent(void)
+{
+    test_xent_case(4, 5, 7, 1.0f);
+    test_xent_case(1, 3, 2, 1.0f);
+    test_xent_case(3, 8, 256, 1.0f);
+    test_xent_case(2, 4, 9, 5.0f); /* logits ~ +-100: exp would overflow without the max */
+}
+
+/* ---------------------------------------------------------------- dropout */
+
+typedef struct {
+    float *x, *y, *g;
+    size_t n;
+    float p;
+    uint64_t key, base;
+} drop_ctx;
+
+static double drop_loss(void *q)
+{
+    drop_ctx *c = q;
+    dropout_forward(c->y, c->x, c->n, c->p, c->key, c->base);
+    return dot_fd(c->y, c->g, c->n);
+}
+
+static void test_dropout(void)
+{
+    const size_t n = 100000;
+    float *ones = alloc_f(n), *y = alloc_f(n), *y2 = alloc_f(n);
+    for (size_t i = 0; i < n; i++)
+        ones[i] = 1.0f;
+    const float ps[3] = {0.1f, 0.3f, 0.5f};
+    for (int k = 0; k < 3; k++) {
+        float p = ps[k];
+        uint64_t key = 0x1234 + k;
+        dropout_forward(y, ones, n, p, key, 0);
+        size_t kept = 0;
+        int vals_ok = 1, pred_ok = 1;
+        float kv = (float)(1.0 / (1.0 - p));
+        for (size_t i = 0; i < n; i++) {
+            int keep = y[i] != 0.0f;
+            kept += keep;
+            /* kept values are x / (1-p) to within an ulp (x * float(1/(1-p))) */
+            vals_ok &= !keep || fabsf(y[i] - kv) <= kv * FLT_EPSILON;
+            /* the documented predicate: kept iff hash >= p * 2^32 */
+            pred_ok &= keep == (rng_hash32(key, i) >= dropout_threshold(p));
+        }
+        double frac = (double)kept / n, sigma = sqrt(p * (1.0 - p) / n);
+        double z = (frac - (1.0 - p)) / sigma;
+        CHECK(fabs(z) <= 5 && vals_ok && pred_ok,
+              "dropout p=%.1f over %zu: kept fraction %.5f (%.2f sigma from 1-p, tol 5), kept "
+              "values x/(1-p), mask = documented hash predicate", p, n, frac, z);
+    }
+
+    float p = 0.3f;
+    float *x = rand_f(n, 1.0f);
+    dropout_forward(y, x, n, p, 77, 5);
+    dropout_forward(y2, x, n, p, 77, 5);
+    int same = same_f(y, y2, n);
+    dropout_forward(y2, x, n, p, 78, 5);
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++)
+        differ += (y[i] == 0) != (y2[i] == 0);
+    CHECK(same && differ > n / 10, "dropout: same key+base gives the same mask; another key "
+          "changes %zu of %zu decisions", differ, n);
+
+    /* a slice [300, 700) drawn with base + 300 equals that part of the whole */
+    dropout_forward(y, x, 1000, p, 99, 12345);
+    dropout_forward(y2, x + 300, 400, p, 99, 12345 + 300);
+    CHECK(same_f(y + 300, y2, 400), "dropout: slice with base offset equals the whole's part");
+
+    dropout_backward(y2, x, n, p, 77, 5);
+    dropout_forward(y, x, n, p, 77, 5);
+    int bw = same_f(y, y2, n);
+    memcpy(y2, x, n * sizeof *y2);
+    dropout_backward(y2, y2, n, p, 77, 5);
+    int alias_b = same_f(y, y2, n);
+    memcpy(y2, x, n * sizeof *y2);
+    dropout_forward(y2, y2, n, p, 77, 5);
+    int alias_f = same_f(y, y2, n);
+    CHECK(bw && alias_b && alias_f, "dropout_backward is forward's map (also in place, as is "
+          "forward)");
+    dropout_forward(y, x, n, 0.0f, 77, 5);
+    memcpy(y2, x, n * sizeof *y2);
+    dropout_forward(y2, y2, n, 0.0f, 77, 5);
+    CHECK(same_f(y, x, n) && same_f(y2, x, n), "dropout p=0: plain copy / in-place no-op");
+
+    /* FD: affine map, large step, tol 1e-5 */
+    size_t nf = 200;
+    float *g = rand_f(nf, 1.0f), *dx = alloc_f(nf);
+    dropout_backward(dx, g, nf, p, 5, 11);
+    drop_ctx c = {x, y, g, nf, p, 5, 11};
+    check_fd("dropout p=0.3", "x", drop_loss, &c, x, dx, nf, STEP_AFFINE, 1e-5, 0);
+    free(ones), free(y), free(y2), free(x), free(g), free(dx);
+}
+
+/* ---------------------------------------------------------------- ff activation */
+
+typedef struct {
+    float *z, *a, *g;
+    size_t n;
+    float p;
+    uint64_t key, base;
+} ff_ctx;
+
+static double ff_loss(void *q)
+{
+    ff_ctx *c = q;
+    ff_act_forward(c->a, c->z, c->n, c->p, c->key, c->base);
+    return dot_fd(c->a, c->g, c->n);
+}
+
+/* a = relu(z) * mask / (1-p). Piecewise affine: step 1e-2 (truncation-free away from 0),
+ * probes with |z| within 1.5 steps of the kink at 0 are skipped; tol 1e-5. */
+static void test_ff(void)
+{
+    const size_t n = 400;
+    const float ps[2] = {0.0f, 0.25f};
+    for (int k = 0; k < 2; k++) {
+        float p = ps[k];
+        char lbl[48];
+        snprintf(lbl, sizeof lbl, "ff_act p=%.2f", p);
+        float *z = rand_f(n, 1.0f), *a = alloc_f(n), *g = rand_f(n, 1.0f), *ref = alloc_f(n);
+        float *dz = nan_f(n);
+        for (size_t i = 0; i < n; i++)
+            ref[i] = z[i] > 0 ? z[i] : 0.0f;
+        dropout_forward(ref, ref, n, p, 42, 1000);
+        ff_act_forward(a, z, n, p, 42, 1000);
+        CHECK(same_f(a, ref, n), "%s: forward equals dropout(relu(z)) with the same key/base", lbl);
+        float *za = copy_f(z, n);
+        ff_act_forward(za, za, n, p, 42, 1000);
+        CHECK(same_f(za, a, n), "%s: forward in place (a aliasing z)", lbl);
+        free(za);
+        ff_act_backward(dz, g, a, n, p);
+        ff_ctx c = {z, a, g, n, p, 42, 1000};
+        check_fd(lbl, "z (kinks skipped)", ff_loss, &c, z, dz, n, 1e-2, 1e-5, 1);
+        ff_act_forward(a, z, n, p, 42, 1000);
+        float *dz1 = copy_f(dz, n), *ga = copy_f(g, n);
+        ff_act_backward(dz, g, a, n, p);
+        ff_act_backward(ga, ga, a, n, p);
+        CHECK(same_f(dz, dz1, n) && same_f(ga, dz1, n), "%s: dz overwritten (NaN prefill "
+              "ignored), also in place", lbl);
+        free(z), free(a), free(g), free(ref), free(dz), free(dz1), free(ga);
+    }
+}
+
+/* ---------------------------------------------------------------- attention */
+
+typedef struct {
+    const char *name;
+    int B, H, dh, Lq, m;
+    int use_u, use_v, use_rk, use_bias;
+    int dr, clamp;  /* rk = pos_sinusoid(klen, dr, klen-1, -1, clamp) @ Wr^T, Wr [H*dh, dr] */
+    float dropatt;
+    float qscale;   /* scale of q (large: saturated softmax, forward checks only) */
+} attn_case;
+
+typedef struct {
+    attn_args a;
+    float *q, *kv, *prob, *vec, *scratch, *g;
+    size_t nvec;
+} attn_ctx;
+
+static double attn_loss(void *p)
+{
+    attn_ctx *c = p;
+    attn_forward(c->prob, c->vec, c->q, c->kv, &c->a, c->scratch);
+    return dot_fd(c->vec, c->g, c->nvec);
+}
+
+/* The score of DESIGN.md §3 computed per (i, j) in double. The xl position vector is built
+ * from the distance itself, rk(delta) = Wr [sin(delta f), cos(delta f)] with
+ * f_t = exp(-2t/dr ln 10000) and delta clamped to clamp_len: if the op reads rk at any row
+ * other than p = Lq-1-i+j (whose position klen-1-p is delta), this disagrees.
+ * keep: [B,H,Lq,klen] dropatt factors (0 or 1/(1-p)) or NULL. */
+static void attn_ref(double *prob, double *vec, const attn_case *t, const float *q,
+                     const float *kv, const float *u, const float *v, const float *Wr,
+                     const float *bias, const float *keep)
+{
+    const int B = t->B, H = t->H, dh = t->dh, Lq = t->Lq, m = t->m, klen = m + Lq;
+    const int hd = H * dh, dr = t->dr;
+    const double scale = 1.0 / sqrt((double)dh);
+    double *rkd = alloc_d((size_t)klen * hd), *R = alloc_d(dr > 0 ? dr : 1), *s = alloc_d(klen);
+    if (t->use_rk)
+        for (int delta = 0; delta < klen; delta++) {
+            double pos = t->clamp > 0 && delta > t->clamp ? t->clamp : delta;
+            for (int e = 0; e < dr / 2; e++) {
+                double ang = pos * exp(-2.0 * e / dr * log(10000.0));
+                R[e] = sin(ang);
+                R[dr / 2 + e] = cos(ang);
+            }
+            for (int o = 0; o < hd; o++) {
+                double acc = 0;
+                for (int e = 0; e < dr; e++)
+                    acc += (double)Wr[(size_t)o * dr + e] * R[e];
+                rkd[(size_t)delta * hd + o] = acc;
+            }
+        }
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Lq; i++) {
+                const float *qi = q + ((size_t)b * Lq + i) * hd + (size_t)h * dh;
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j <= m + i; j++) {
+                    int delta = m + i - j;
+                    const float *kj = kv + ((size_t)b * klen + j) * 2 * hd + (size_t)h * dh;
+                    double ac = 0, bd = 0;
+                    for (int c = 0; c < dh; c++) {
+                        ac += ((double)qi[c] + (u ? u[h * dh + c] : 0.0)) * kj[c];
+                        if (t->use_rk)
+                            bd += ((double)qi[c] + (v ? v[h * dh + c] : 0.0)) *
+                                  rkd[(size_t)delta * hd + h * dh + c];
+                    }
+                    s[j] = scale * (ac + bd) + (bias ? bias[(size_t)h * klen + delta] : 0.0);
+                    mx = fmax(mx, s[j]);
+                }
+                for (int j = 0; j <= m + i; j++)
+                    sum += exp(s[j] - mx);
+                double *pr = prob + (((size_t)b * H + h) * Lq + i) * klen;
+                for (int j = 0; j < klen; j++)
+                    pr[j] = j <= m + i ? exp(s[j] - mx) / sum : 0.0;
+                for (int c = 0; c < dh; c++) {
+                    double acc = 0;
+                    for (int j = 0; j <= m + i; j++)
+                        acc += pr[j] * (keep ? keep[pr - prob + j] : 1.0) *
+                               kv[((size_t)b * klen + j) * 2 * hd + hd + (size_t)h * dh + c];
+                    vec[((size_t)b * Lq + i) * hd + (size_t)h * dh + c] = acc;
+                }
+            }
+    free(rkd), free(R), free(s);
+}
+
+/* Forward vs attn_ref: float scores carry ~eps32 * |s| and the softmax turns that into the
+ * same relative error of the probabilities: tol 1e-5 (|s| up to ~10).
+ * Backward: smooth, step 1e-3. Each probe moves one row of scores (or one key's column),
+ * whose float noise ~ 6e-8 * sqrt(klen dh) * |vec||g| / 2e-3 ~ 1e-4 of gradients that are
+ * O(0.1..1) here: tol 2e-3. */
+static void test_attn_case(const attn_case *t)
+{
+    const int B = t->B, H = t->H, dh = t->dh, Lq = t->Lq, m = t->m, klen = m + Lq;
+    const int hd = H * dh;
+    const size_t nq = (size_t)B * Lq * hd, nkv = (size_t)B * klen * 2 * hd;
+    const size_t np = (size_t)B * H * Lq * klen, nrk = (size_t)klen * hd;
+    const size_t nb = (size_t)H * klen, nu = (size_t)hd;
+    const char *lbl = t->name;
+
+    float *q = rand_f(nq, t->qscale), *kv = rand_f(nkv, 1.0f);
+    float *u = t->use_u ? rand_f(nu, 0.5f) : NULL, *v = t->use_v ? rand_f(nu, 0.5f) : NULL;
+    float *bias = t->use_bias ? rand_f(nb, 0.5f) : NULL;
+    float *Wr = NULL, *rk = NULL;
+    if (t->use_rk) {
+        float *R = alloc_f((size_t)klen * t->dr);
+        pos_sinusoid(R, klen, t->dr, klen - 1, -1, t->clamp);
+        Wr = rand_f((size_t)hd * t->dr, 0.5f);
+        rk = alloc_f(nrk);
+        linear_forward(rk, R, Wr, NULL, klen, hd, t->dr, 0);
+        free(R);
+    }
+    float *prob = nan_f(np), *vec = nan_f(nq), *g = rand_f(nq, 1.0f);
+    /* scratch sized exactly (valgrind sees overruns) for up to 3 threads; the main run is
+     * single-threaded, threads 2 and 3 are compared with it at the end */
+    float *scratch = alloc_f(attn_scratch_floats(Lq, klen, dh, H, 3));
+    attn_args a = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
+                   .scale = (float)(1.0 / sqrt((double)dh)), .dropatt = t->dropatt,
+                   .drop_key = 0xabcdef, .u = u, .v = v, .rk = rk, .dist_bias = bias,
+                   .threads = 1};
+    float *keep = NULL;
+    if (t->dropatt > 0) { /* the mask dropout.h draws over the prob tensor (counter = index) */
+        keep = alloc_f(np);
+        for (size_t i = 0; i < np; i++)
+            keep[i] = 1.0f;
+        dropout_forward(keep, keep, np, t->dropatt, a.drop_key, 0);
+    }
+    attn_forward(prob, vec, q, kv, &a, scratch);
+    double *pref = alloc_d(np), *vref = alloc_d(nq);
+    attn_ref(pref, vref, t, q, kv, u, v, Wr, bias, keep);
+    double ep = tl_max_rel_err(prob, pref, np, 1e-30), ev = tl_max_rel_err(vec, vref, nq, 1e-30);
+    CHECK(ep <= 1e-5 && ev <= 1e-5, "attn %s: prob, vec vs per-(i,j) double formula%s: "
+          "%.1e, %.1e (tol 1e-5)", lbl, keep ? " with dropout.h's mask on prob" : "", ep, ev);
+
+    size_t masked_bad = 0;
+    double rowsum = 0;
+    for (int bh = 0; bh < B * H; bh++)
+        for (int i = 0; i < Lq; i++) {
+            const float *pr = prob + ((size_t)bh * Lq + i) * klen;
+            double s = 0;
+            for (int j = 0; j < klen; j++) {
+                s += pr[j];
+                masked_bad += j > m + i && (pr[j] != 0.0f || signbit(pr[j]));
+            }
+            rowsum = fmax(rowsum, fabs(s - 1.0));
+        }
+    /* each p_ij is rounded ~3 times (expf, sum, *1/sum): |sum - 1| <~ 3 eps32 */
+    CHECK(masked_bad == 0 && rowsum <= 4 * FLT_EPSILON && count_nonfinite(vec, nq) == 0,
+          "attn %s: masked prob exactly +0 (%zu bad), rows sum to 1 (max |sum-1| %.1e, tol "
+          "4 eps32)", lbl, masked_bad, rowsum);
+
+    if (t->dropatt == 0) {
+        float *vec2 = nan_f(nq);
+        attn_forward(NULL, vec2, q, kv, &a, scratch);
+        CHECK(same_f(vec, vec2, nq), "attn %s: prob = NULL (inference) gives the same vec", lbl);
+        free(vec2);
+    } else {
+        attn_args a0 = a;
+        a0.dropatt = 0;
+        float *p0 = nan_f(np), *v0 = nan_f(nq);
+        attn_forward(p0, v0, q, kv, &a0, scratch);
+        CHECK(same_f(p0, prob, np) && !same_f(v0, vec, nq),
+              "attn %s: prob is the pre-dropatt softmax (same as dropatt=0); vec differs", lbl);
+        free(p0), free(v0);
+    }
+
+    float *dq = nan_f(nq), *dkv = nan_f(nkv);
+    float *drk = rk ? zeros_f(nrk) : NULL, *du = u ? zeros_f(nu) : NULL;
+    float *dv = v ? zeros_f(nu) : NULL, *dbias = bias ? zeros_f(nb) : NULL;
+    attn_backward(dq, dkv, drk, du, dv, dbias, g, prob, q, kv, &a, scratch);
+    CHECK(count_nonfinite(dq, nq) == 0 && count_nonfinite(dkv, nkv) == 0,
+          "attn %s: dq, dkv fully overwritten (NaN prefill gone)", lbl);
+    if (t->qscale <= 1.0f) {
+        attn_ctx c = {a, q, kv, prob, vec, scratch, g, nq};
+        char op[96];
+        snprintf(op, sizeof op, "attn %s", lbl);
+        check_fd(op, "q", attn_loss, &c, q, dq, nq, STEP_SMOOTH, 2e-3, 0);
+        check_fd(op, "kv", attn_loss, &c, kv, dkv, nkv, STEP_SMOOTH, 2e-3, 0);
+        if (rk)
+            check_fd(op, "rk", attn_loss, &c, rk, drk, nrk, STEP_SMOOTH, 2e-3, 0);
+        if (u)
+            check_fd(op, "u", attn_loss, &c, u, du, nu, STEP_SMOOTH, 2e-3, 0);
+        if (v)
+            check_fd(op, "v", attn_loss, &c, v, dv, nu, STEP_SMOOTH, 2e-3, 0);
+        if (bias)
+            check_fd(op, "dist_bias", attn_loss, &c, bias, dbias, nb, STEP_SMOOTH, 2e-3, 0);
+        attn_forward(prob, vec, q, kv, &a, scratch); /* prob at the unperturbed point */
+    }
+
+    float *dq1 = copy_f(dq, nq), *dkv1 = copy_f(dkv, nkv);
+    float *drk1 = rk ? copy_f(drk, nrk) : NULL, *du1 = u ? copy_f(du, nu) : NULL;
+    float *dv1 = v ? copy_f(dv, nu) : NULL, *db1 = bias ? copy_f(dbias, nb) : NULL;
+    attn_backward(dq, dkv, drk, du, dv, dbias, g, prob, q, kv, &a, scratch);
+    CHECK(same_f(dq, dq1, nq) && same_f(dkv, dkv1, nkv),
+          "attn %s: dq, dkv overwritten: identical after a second call", lbl);
+    char what[96];
+    if (rk) {
+        snprintf(what, sizeof what, "attn %s drk", lbl);
+        check_doubling(what, drk1, drk, nrk);
+    }
+    if (u) {
+        snprintf(what, sizeof what, "attn %s du", lbl);
+        check_doubling(what, du1, du, nu);
+    }
+    if (v) {
+        snprintf(what, sizeof what, "attn %s dv", lbl);
+        check_doubling(what, dv1, dv, nu);
+    }
+    if (bias) {
+        snprintf(what, sizeof what, "attn %s d_dist_bias", lbl);
+        check_doubling(what, db1, dbias, nb);
+    }
+
+    /* threads 2 and 3 (pairs split across threads, per-thread partial sums of the
+     * accumulated grads): forward and the overwritten grads are per (b, h), so they must
+     * be bitwise equal to 1 thread; accumulated grads differ only by the order in which
+     * partial sums are added (tol TOL_DOUBLE). Compared against the doubled sums / 2. */
+    attn_forward(prob, vec, q, kv, &a, scratch);
+    int same_all = 1;
+    double acc_err = 0;
+    par_set_threads(3);
+    for (int th = 2; th <= 3; th++) {
+        attn_args at = a;
+        at.threads = th;
+        float *pt = nan_f(np), *vt = nan_f(nq), *dqt = nan_f(nq), *dkvt = nan_f(nkv);
+        float *drkt = rk ? zeros_f(nrk) : NULL, *dut = u ? zeros_f(nu) : NULL;
+        float *dvt = v ? zeros_f(nu) : NULL, *dbt = bias ? zeros_f(nb) : NULL;
+        attn_forward(pt, vt, q, kv, &at, scratch);
+        attn_backward(dqt, dkvt, drkt, dut, dvt, dbt, g, pt, q, kv, &at, scratch);
+        same_all &= same_f(pt, prob, np) && same_f(vt, vec, nq) && same_f(dqt, dq1, nq) &&
+                    same_f(dkvt, dkv1, nkv);
+        if (rk)
+            acc_err = fmax(acc_err, doubling_err(drkt, drk, nrk, NULL));
+        if (u)
+            acc_err = fmax(acc_err, doubling_err(dut, du, nu, NULL));
+        if (v)
+            acc_err = fmax(acc_err, doubling_err(dvt, dv, nu, NULL));
+        if (bias)
+            acc_err = fmax(acc_err, doubling_err(dbt, dbias, nb, NULL));
+        free(pt), free(vt), free(dqt), free(dkvt), free(drkt), free(dut), free(dvt), free(dbt);
+    }
+    par_set_threads(1);
+    CHECK(same_all && acc_err <= TOL_DOUBLE, "attn %s: threads 2, 3 vs 1: prob, vec, dq, dkv "
+          "bitwise equal; accumulated grads max err %.1e", lbl, acc_err);
+
+    free(q), free(kv), free(u), free(v), free(bias), free(Wr), free(rk), free(prob), free(vec);
+    free(g), free(scratch), free(keep), free(pref), free(vref), free(dq), free(dkv), free(drk);
+    free(du), free(dv), free(dbias), free(dq1), free(dkv1), free(drk1), free(du1), free(dv1);
+    free(db1);
+}
+
+static void test_attention(void)
+{
+    static const attn_case cases[] = {
+        /*  name                               B  H dh Lq  m  u  v rk bias dr clamp drop  qs */
+        {"xl B2 H2 Lq3 m2 (klen > Lq)",        2, 2, 4, 3, 2, 1, 1, 1, 0,  6, 0, 0.0f, 1.0f},
+        {"xl m=0",                             1, 2, 4, 4, 0, 1, 1, 1, 0,  8, 0, 0.0f, 1.0f},
+        {"xl Lq=1 m=4",                        2, 1, 6, 1, 4, 1, 1, 1, 0,  4, 0, 0.0f, 1.0f},
+        {"xl clamp_len=2",                     1, 2, 4, 3, 3, 1, 1, 1, 0,  6, 2, 0.0f, 1.0f},
+        {"xl u=v=NULL",                        1, 2, 3, 2, 3, 0, 0, 1, 0,  4, 0, 0.0f, 1.0f},
+        {"xl B2 H3 dh8 Lq7 m5",                2, 3, 8, 7, 5, 1, 1, 1, 0, 10, 0, 0.0f, 1.0f},
+        {"dist_bias (mlp/alibi) m=3",          1, 3, 5, 4, 3, 0, 0, 0, 1,  0, 0, 0.0f, 1.0f},
+        {"content bias u, no rk (+dist_bias)", 1, 2, 4, 3, 2, 1, 0, 0, 1,  0, 0, 0.0f, 1.0f},
+        {"none m=0",                           2, 2, 3, 3, 0, 0, 0, 0, 0,  0, 0, 0.0f, 1.0f},
+        {"single key (Lq=1 m=0)",              1, 2, 4, 1, 0, 1, 1, 1, 1,  4, 0, 0.0f, 1.0f},
+        {"xl+dist_bias dropatt=0.3",           2, 2, 4, 3, 2, 1, 1, 1, 1,  6, 0, 0.3f, 1.0f},
+        {"xl dropatt=0.5 m=0",                 1, 2, 4, 5, 0, 1, 1, 1, 0,  6, 0, 0.5f, 1.0f},
+        {"saturated scores (|q|~30)",          1, 2, 8, 4, 3, 1, 1, 1, 1,  8, 0, 0.0f, 30.0f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        test_attn_case(&cases[i]);
+}
+
+/* ---------------------------------------------------------------- posenc */
+
+/* Sinusoid tables: every value is sin/cos of an angle formed in double and rounded once,
+ * so it is within half an ulp of the double value: tol eps32 absolute (values <= 1). */
+static void test_pos_sinusoid(void)
+{
+    static const int cases[][5] = {/* n, d, pos_first, pos_step, clamp */
+                                   {7, 8, 6, -1, 0},  {7, 6, 6, -1, 3}, {5, 8, 0, 1, 0},
+                                   {3, 16, 1000, -1, 0}, {4, 4, 0, 1, 2}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int n = cases[k][0], d = cases[k][1], first = cases[k][2], step = cases[k][3];
+        int clamp = cases[k][4];
+        float *out = nan_f((size_t)n * d);
+        pos_sinusoid(out, n, d, first, step, clamp);
+        double worst = 0;
+        for (int r = 0; r < n; r++) {
+            double pos = first + (double)r * step;
+            if (clamp > 0 && pos > clamp)
+                pos = clamp;
+            for (int t = 0; t < d / 2; t++) {
+                double ang = pos * exp(-2.0 * t / d * log(10000.0));
+                worst = fmax(worst, fabs(out[(size_t)r * d + t] - sin(ang)));
+                worst = fmax(worst, fabs(out[(size_t)r * d + d / 2 + t] - cos(ang)));
+            }
+        }
+        CHECK(worst <= FLT_EPSILON, "pos_sinusoid n=%d d=%d first=%d step=%d clamp=%d: "
+              "[sin | cos] vs double: max abs err %.1e (tol eps32)", n, d, first, step, clamp,
+              worst);
+        free(out);
+    }
+}
+
+typedef struct {
+    float *x0, *buf, *g, *cosv, *sinv;
+    int rows, ld, H, dh, pos_first;
+} rope_ctx;
+
+static double rope_loss(void *p)
+{
+    rope_ctx *c = p;
+    memcpy(c->buf, c->x0, (size_t)c->rows * c->ld * sizeof *c->buf);
+    rope_apply(c->buf, c->rows, c->ld, c->H, c->dh, c->pos_first, c->cosv, c->sinv, 0);
+    return dot_fd(c->buf, c->g, (size_t)c->rows * c->ld);
+}
+
+/* Rope: tables within eps32 (as above); rotation vs a double 2x2 rotation per pair
+ * (x1_t, x2_t) by angle pos * 10000^(-2t/dh): two float products and a sum, tol 4 eps32
+ * norm-relative. Backward (inverse = 1) vs FD: linear map, large step, tol 1e-5. */
+static void test_rope(void)
+{
+    const int rows = 5, H = 2, dh = 6, ld = H * dh + 3, pf = 3, np = pf + rows + 6;
+    const int half = dh / 2;
+    float *cosv = alloc_f((size_t)np * half), *sinv = alloc_f((size_t)np * half);
+    rope_tables(cosv, sinv, np, dh);
+    double worst = 0;
+    for (int p = 0; p < np; p++)
+        for (int t = 0; t < half; t++) {
+            double ang = p * exp(-2.0 * t / dh * log(10000.0));
+            worst = fmax(worst, fabs(cosv[(size_t)p * half + t] - cos(ang)));
+            worst = fmax(worst, fabs(sinv[(size_t)p * half + t] - sin(ang)));
+        }
+    CHECK(worst <= FLT_EPSILON, "rope_tables n=%d dh=%d vs double: max abs err %.1e (tol "
+          "eps32)", np, dh, worst);
+
+    size_t n = (size_t)rows * ld;
+    float *x = rand_f(n, 1.0f), *y = copy_f(x, n);
+    double *ref = alloc_d(n);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = x[i]; /* padding columns must stay */
+    for (int r = 0; r < rows; r++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < half; t++) {
+                double ang = (pf + r) * exp(-2.0 * t / dh * log(10000.0));
+                size_t i1 = (size_t)r * ld + h * dh + t, i2 = i1 + half;
+                ref[i1] = x[i1] * cos(ang) - x[i2] * sin(ang);
+                ref[i2] = x[i2] * cos(ang) + x[i1] * sin(ang);
+            }
+    rope_apply(y, rows, ld, H, dh, pf, cosv, sinv, 0);
+    double e = tl_max_rel_err(y, ref, n, 1e-30);
+    CHECK(e <= 4 * FLT_EPSILON, "rope_apply (pos_first=%d, ld=%d > H*dh) vs double 2x2 rotation "
+          "per pair: %.1e (tol 4 eps32), padding untouched", pf, ld, e);
+    float *z = copy_f(y, n);
+    rope_apply(z, rows, ld, H, dh, pf, cosv, sinv, 1);
+    double *xd = alloc_d(n);
+    for (size_t i = 0; i < n; i++)
+        xd[i] = x[i];
+    double ei = tl_max_rel_err(z, xd, n, 1e-30);
+    CHECK(ei <= 8 * FLT_EPSILON, "rope_apply inverse undoes forward: %.1e (tol 8 eps32)", ei);
+
+    float *g = rand_f(n, 1.0f), *dx = copy_f(g, n);
+    rope_apply(dx, rows, ld, H, dh, pf, cosv, sinv, 1);
+    rope_ctx c = {x, y, g, cosv, sinv, rows, ld, H, dh, pf};
+    check_fd("rope_apply", "x (inverse = 1 applied to g)", rope_loss, &c, x, dx, n, STEP_AFFINE,
+             1e-5, 0);
+
+    /* only the position difference matters: rot_a(q).rot_b(k) = rot_{a+s}(q).rot_{b+s}(k) */
+    float qk[4][6];
+    for (int i = 0; i < 6; i++)
+        qk[0][i] = qk[2][i] = tl_normal(&rng, 1.0f), qk[1][i] = qk[3][i] = tl_normal(&rng, 1.0f);
+    rope_apply(qk[0], 1, dh, 1, dh, 4, cosv, sinv, 0);
+    rope_apply(qk[1], 1, dh, 1, dh, 1, cosv, sinv, 0);
+    rope_apply(qk[2], 1, dh, 1, dh, 10, cosv, sinv, 0);
+    rope_apply(qk[3], 1, dh, 1, dh, 7, cosv, sinv, 0);
+    double d1 = dot_fd(qk[0], qk[1], dh), d2 = dot_fd(qk[2], qk[3], dh);
+    CHECK(fabs(d1 - d2) <= 1e-5 * (1 + fabs(d1)), "rope: q.k at positions (4,1) equals (10,7): "
+          "%.7f vs %.7f", d1, d2);
+    free(cosv), free(sinv), free(x), free(y), free(ref), free(z), free(xd), free(g), free(dx);
+}
+
+/* ALiBi slopes written out from the reference code of Press et al. (get_slopes). */
+static void test_alibi(void)
+{
+    static const double s8[8] = {-1, -2, -3, -4, -5, -6, -7, -8};
+    static const double s6[6] = {-2, -4, -6, -8, -1, -3};
+    static const double s12[12] = {-1, -2, -3, -4, -5, -6, -7, -8, -0.5, -1.5, -2.5, -3.5};
+    static const double s1[1] = {-8}, s3[3] = {-4, -8, -2}, s5[5] = {-2, -4, -6, -8, -1};
+    static const struct { int H; const double *l2; } cases[] = {
+        {8, s8}, {6, s6}, {12, s12}, {1, s1}, {3, s3}, {5, s5}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int H = cases[k].H, klen = 7;
+        double sl[12];
+        alibi_slopes(sl, H);
+        double worst = 0;
+        for (int h = 0; h < H; h++)
+            worst = fmax(worst, fabs(sl[h] / exp2(cases[k].l2[h]) - 1));
+        float *bias = nan_f((size_t)H * klen);
+        alibi_bias(bias, H, klen);
+        int bias_ok = 1;
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < klen; t++)
+                bias_ok &= bias[(size_t)h * klen + t] == (float)(-exp2(cases[k].l2[h]) * t);
+        CHECK(worst <= 1e-15 && bias_ok, "alibi H=%d: slopes = 2^(%g, %g, ..., %g) (max rel err "
+              "%.1e); bias[h][delta] = -slope_h * delta", H, cases[k].l2[0],
+              H > 1 ? cases[k].l2[1] : 0.0, cases[k].l2[H - 1], worst);
+        free(bias);
+    }
+}
+
+typedef struct {
+    float *W1, *b1, *W2, *b2, *bias, *pre, *act, *phi, *g;
+    int H, hidden, K, klen;
+    float maxd;
+} mlp_ctx;
+
+static double mlp_loss(void *p)
+{
+    mlp_ctx *c = p;
+    mlp_bias_forward(c->bias, c->pre, c->act, c->phi, c->W1, c->b1, c->W2, c->b2, c->H,
+                     c->hidden, c->K, c->maxd, c->klen);
+    return dot_fd(c->bias, c->g, (size_t)c->H * c->klen);
+}
+
+/* mlp bias: phi with tau = exp(linspace(0, ln max_dist, K)), pre = W1 phi + b1,
+ * act = GELU(pre) = pre/2 (1 + erf(pre/sqrt 2)), bias = W2 act + b2, all in double: tol
+ * 1e-6 (float dot products of <= 32 terms). Backward: W1, b1 through the GELU are smooth
+ * (step 1e-3, tol 1e-3); W2, b2 enter affinely (large step, tol 1e-5). */
+static void test_mlp_case(int H, int hidden, int K, float maxd, int klen)
+{
+    char lbl[80];
+    snprintf(lbl, sizeof lbl, "mlp_bias H=%d hidden=%d K=%d max_dist=%g klen=%d", H, hidden, K,
+             maxd, klen);
+    size_t n1 = (size_t)hidden * 2 * K, nb = (size_t)H * klen, na = (size_t)klen * hidden;
+    float *W1 = rand_f(n1, 1.0f), *b1 = rand_f(hidden, 0.5f);
+    float *W2 = rand_f((size_t)H * hidden, 1.0f);
+    float *b2 = rand_f(H, 0.5f), *bias = nan_f(nb), *pre = nan_f(na), *act = nan_f(na);
+    float *phi = nan_f((size_t)klen * 2 * K), *g = rand_f(nb, 1.0f);
+    mlp_bias_forward(bias, pre, act, phi, W1, b1, W2, b2, H, hidden, K, maxd, klen);
+
+    double *phr = alloc_d((size_t)klen * 2 * K), *prr = alloc_d(na), *acr = alloc_d(na);
+    double *bir = alloc_d(nb);
+    for (int t = 0; t < klen; t++) {
+        for (int k = 0; k < K; k++) {
+            double tau = exp(K > 1 ? log((double)maxd) * k / (K - 1) : 0.0);
+            phr[(size_t)t * 2 * K + k] = sin(t / tau);
+            phr[(size_t)t * 2 * K + K + k] = cos(t / tau);
+        }
+        for (int j = 0; j < hidden; j++) {
+            double s = b1[j];
+            for (int e = 0; e < 2 * K; e++)
+                s += (double)W1[(size_t)j * 2 * K + e] * phr[(size_t)t * 2 * K + e];
+            prr[(size_t)t * hidden + j] = s;
+            acr[(size_t)t * hidden + j] = 0.5 * s * (1 + erf(s / sqrt(2.0)));
+        }
+        for (int h = 0; h < H; h++) {
+            double s = b2[h];
+            for (int j = 0; j < hidden; j++)
+                s += (double)W2[(size_t)h * hidden + j] * acr[(size_t)t * hidden + j];
+            bir[(size_t)h * klen + t] = s;
+        }
+    }
+    double ef = tl_max_rel_err(phi, phr, (size_t)klen * 2 * K, 1e-30);
+    double ep = tl_max_rel_err(pre, prr, na, 1e-30), ea = tl_max_rel_err(act, acr, na, 1e-30);
+    double eb = tl_max_rel_err(bias, bir, nb, 1e-30);
+    CHECK(ef <= 1e-6 && ep <= 1e-6 && ea <= 1e-6 && eb <= 1e-6,
+          "%s: phi, pre, GELU(erf) act, bias vs double: %.1e %.1e %.1e %.1e (tol 1e-6)", lbl, ef,
+          ep, ea, eb);
+    float *phi2 = nan_f((size_t)klen * 2 * K);
+    mlp_bias_features(phi2, K, maxd, klen);
+    CHECK(same_f(phi, phi2, (size_t)klen * 2 * K), "%s: mlp_bias_features = forward's phi", lbl);
+    free(phi2);
+
+    float *dW1 = zeros_f(n1), *db1 = zeros_f(hidden), *dW2 = zeros_f((size_t)H * hidden);
+    float *db2 = zeros_f(H), *dact = nan_f(na), *dt = nan_f((size_t)klen * H);
+    mlp_bias_backward(dW1, db1, dW2, db2, g, pre, act, W2, dact, dt, phi, H, hidden, K, maxd,
+                      klen);
+    mlp_ctx c = {W1, b1, W2, b2, bias, pre, act, phi, g, H, hidden, K, klen, maxd};
+    check_fd(lbl, "W1", mlp_loss, &c, W1, dW1, n1, STEP_SMOOTH, 1e-3, 0);
+    check_fd(lbl, "b1", mlp_loss, &c, b1, db1, hidden, STEP_SMOOTH, 1e-3, 0);
+    check_fd(lbl, "W2", mlp_loss, &c, W2, dW2, (size_t)H * hidden, STEP_AFFINE, 1e-5, 0);
+    check_fd(lbl, "b2", mlp_loss, &c, b2, db2, H, STEP_AFFINE, 1e-5, 0);
+    mlp_bias_forward(bias, pre, act, phi, W1, b1, W2, b2, H, hidden, K, maxd, klen);
+
+    float *dW11 = copy_f(dW1, n1), *db11 = copy_f(db1, hidden);
+    float *dW21 = copy_f(dW2, (size_t)H * hidden), *db21 = copy_f(db2, H);
+    mlp_bias_backward(dW1, db1, dW2, db2, g, pre, act, W2, dact, dt, phi, H, hidden, K, maxd,
+                      klen);
+    check_doubling("mlp_bias dW1", dW11, dW1, n1);
+    check_doubling("mlp_bias db1", db11, db1, hidden);
+    check_doubling("mlp_bias dW2", dW21, dW2, (size_t)H * hidden);
+    check_doubling("mlp_bias db2", db21, db2, H);
+
+    free(W1), free(b1), free(W2), free(b2), free(bias), free(pre), free(act), free(phi), free(g);
+    free(phr), free(prr), free(acr), free(bir), free(dW1), free(db1), free(dW2), free(db2);
+    free(dact), free(dt), free(dW11), free(db11), free(dW21), free(db21);
+}
+
+static void test_mlp(void)
+{
+    test_mlp_case(3, 5, 4, 64.0f, 6);
+    test_mlp_case(2, 3, 1, 16.0f, 1);
+    test_mlp_case(4, 8, 16, 4096.0f, 12);
+}
+
+/* ---------------------------------------------------------------- optim */
+
+/* torch.optim.Adam / AdamW (single-tensor path) in double. */
+static void adam_twin(double *w, const double *g, double *m, double *v, size_t n, long t,
+                      double lr, const adam_hparams *h)
+{
+    double bc1 = 1 - pow(h->beta1, (double)t), bc2 = 1 - pow(h->beta2, (double)t);
+    for (size_t i = 0; i < n; i++) {
+        double gi = g[i];
+        if (h->decoupled)
+            w[i] *= 1 - lr * h->weight_decay;
+        else
+            gi += h->weight_decay * w[i];
+        m[i] += (1 - h->beta1) * (gi - m[i]); /* exp_avg.lerp_(grad, 1 - beta1) */
+        v[i] = h->beta2 * v[i] + (1 - h->beta2) * gi * gi;
+        double denom = sqrt(v[i]) / sqrt(bc2) + h->eps;
+        w[i] -= lr / bc1 * m[i] / denom;
+    }
+}
+
+/* 6 steps on 2000 elements (including exact-zero and eps-sized gradients). The float state
+ * rounds ~1 ulp per operation per step, so m, v and w agree with the double twin to a few
+ * 1e-7; the displacement w - w0 (what Adam controls) also carries w's own rounding,
+ * steps * ulp(max|w|)/2 / (steps * lr) ~ 4e-7 with |w| <~ 0.2 and lr = 1e-2. Tol 2e-6
+ * norm-relative for all four. */
+static void test_adam(void)
+{
+    const size_t n = 2000;
+    const int steps = 6;
+    const double lr = 1e-2;
+    adam_hparams hs[3] = {{0.9, 0.999, 1e-8, 0.0, 0},
+                          {0.9, 0.999, 1e-8, 0.1, 0},
+                          {0.8, 0.99, 1e-6, 0.1, 1}};
+    const char *names[3] = {"Adam wd=0", "Adam L2 wd=0.1", "AdamW wd=0.1 b=(0.8,0.99) eps=1e-6"};
+    for (int k = 0; k < 3; k++) {
+        float *w = rand_f(n, 0.05f), *m = zeros_f(n), *v = zeros_f(n), *g = alloc_f(n);
+        double *wd = alloc_d(n), *md = alloc_d(n), *vd = alloc_d(n), *gd = alloc_d(n);
+        double *w0 = alloc_d(n), *disp = alloc_d(n);
+        for (size_t i = 0; i < n; i++)
+            wd[i] = w0[i] = w[i];
+        int first_ok = 1;
+        for (int t = 1; t <= steps; t++) {
+            for (size_t i = 0; i < n; i++) {
+                g[i] = tl_normal(&rng, 1.0f);
+                if (i % 97 == 0)
+                    g[i] = 0.0f;
+                if (i % 89 == 0)
+                    g[i] = 1e-8f * (float)(i % 3);
+                gd[i] = g[i];
+            }
+            adam_step(w, g, m, v, n, t, lr, &hs[k]);
+            adam_twin(wd, gd, md, vd, n, t, lr, &hs[k]);
+            if (t == 1 && k == 0) /* step 1 moves each weight by lr * sign(g) when |g| >> eps */
+                for (size_t i = 0; i < n; i++)
+                    if (fabsf(g[i]) > 1e-3f)
+                        first_ok &=
+                            fabs((w[i] - w0[i]) + lr * (g[i] > 0 ? 1 : -1)) < 1e-5 * lr + 1e-8;
+        }
+        float *dispf = alloc_f(n);
+        for (size_t i = 0; i < n; i++) {
+            dispf[i] = (float)((double)w[i] - w0[i]);
+            disp[i] = wd[i] - w0[i];
+        }
+        double ew = tl_max_rel_err(w, wd, n, 1e-30), ed = tl_max_rel_err(dispf, disp, n, 1e-30);
+        double em = tl_max_rel_err(m, md, n, 1e-30), ev = tl_max_rel_err(v, vd, n, 1e-30);
+        CHECK(ew <= 2e-6 && ed <= 2e-6 && em <= 2e-6 && ev <= 2e-6 && first_ok,
+              "adam_step %s, %d steps vs double torch twin: w %.1e, w-w0 %.1e, m %.1e, v %.1e "
+              "(tol 2e-6)%s", names[k], steps, ew, ed, em, ev,
+              k == 0 ? "; step 1 = lr*sign(g)" : "");
+        free(w), free(m), free(v), free(g), free(wd), free(md), free(vd), free(gd), free(w0);
+        free(disp), free(dispf);
+    }
+}
+
+static void test_clip(void)
+{
+    const size_t n = 1000;
+    float *g = rand_f(n, 1.0f), *g0 = copy_f(g, n);
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)g[i] * g[i];
+    double norm = sqrt(s);
+    double gn = grad_norm(g, n);
+    CHECK(fabs(gn - norm) <= 1e-12 * norm, "grad_norm vs double: %.10g vs %.10g", gn, norm);
+
+    /* clipping: g *= max_norm / (norm + 1e-6): two float roundings per element */
+    double maxn = 0.25;
+    double ret = grad_clip(g, n, maxn);
+    double *ref = alloc_d(n);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = g0[i] * (maxn / (norm + 1e-6));
+    double e = tl_max_rel_err(g, ref, n, 1e-30);
+    CHECK(ret == gn && e <= 2 * FLT_EPSILON && fabs(grad_norm(g, n) - maxn) <= 1e-6,
+          "grad_clip(0.25) on norm %.3f: returns the pre-clip norm, g = g0 * max/(norm+1e-6) "
+          "(err %.1e, tol 2 eps32), new norm %.7f", norm, e, grad_norm(g, n));
+
+    memcpy(g, g0, n * sizeof *g);
+    ret = grad_clip(g, n, 2 * norm);
+    int same1 = same_f(g, g0, n) && ret == gn;
+    ret = grad_clip(g, n, 0.0);
+    int same2 = same_f(g, g0, n) && ret == gn;
+    ret = grad_clip(g, n, -1.0);
+    int same3 = same_f(g, g0, n) && ret == gn;
+    CHECK(same1 && same2 && same3, "grad_clip: max_norm > norm, = 0, < 0 leave g untouched and "
+          "return the norm");
+    /* max_norm == norm: the coefficient norm/(norm+1e-6) < 1 still applies (as torch) */
+    ret = grad_clip(g, n, gn);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = g0[i] * (gn / (gn + 1e-6));
+    e = tl_max_rel_err(g, ref, n, 1e-30);
+    CHECK(e <= 2 * FLT_EPSILON, "grad_clip(max_norm = norm) scales by norm/(norm+1e-6) as "
+          "torch: err %.1e", e);
+    float z[4] = {0, 0, 0, 0};
+    ret = grad_clip(z, 4, 1.0);
+    CHECK(ret == 0 && z[0] == 0 && z[3] == 0, "grad_clip on an all-zero gradient: norm 0, "
+          "unchanged");
+    free(g), free(g0), free(ref);
+}
+
+static int close_rel(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(fabs(b), 1e-300); }
+
+static void test_lr(void)
+{
+    lr_schedule_t c = {LR_CONSTANT, 1e-3, 0, 10, 100};
+    CHECK(close_rel(lr_at(&c, 1), 1e-4) && close_rel(lr_at(&c, 5), 5e-4) &&
+              close_rel(lr_at(&c, 10), 1e-3) && close_rel(lr_at(&c, 11), 1e-3) &&
+              close_rel(lr_at(&c, 5000), 1e-3),
+          "lr constant warmup 10: t=1 lr/10, t=5 lr/2, t=10 lr, t=11 lr, t=5000 lr");
+
+    lr_schedule_t s = {LR_COSINE, 1e-3, 1e-5, 10, 110};
+    double t11 = 1e-5 + (1e-3 - 1e-5) * (1 + cos(PI / 100)) / 2;
+    CHECK(close_rel(lr_at(&s, 10), 1e-3) && close_rel(lr_at(&s, 11), t11) &&
+              close_rel(lr_at(&s, 60), (1e-3 + 1e-5) / 2) && close_rel(lr_at(&s, 110), 1e-5),
+          "lr cosine warmup 10, max 110: t=10 lr (%.6g), t=11 %.8g, t=60 (lr+lr_min)/2 (%.6g), "
+          "t=max lr_min (%.6g)", lr_at(&s, 10), lr_at(&s, 11), lr_at(&s, 60), lr_at(&s, 110));
+    CHECK(close_rel(lr_at(&s, 500), 1e-5), "lr cosine after max_steps stays at lr_min: %.6g "
+          "(header formula silent; cos would rise again)", lr_at(&s, 500));
+    lr_schedule_t s0 = {LR_COSINE, 2e-3, 0, 0, 50};
+    CHECK(close_rel(lr_at(&s0, 1), 2e-3 * (1 + cos(PI / 50)) / 2) &&
+              fabs(lr_at(&s0, 50)) <= 1e-18 && close_rel(lr_at(&s0, 25), 1e-3),
+          "lr cosine warmup 0: t=1 %.8g, t=25 lr/2, t=max %.1e (lr_min 0)", lr_at(&s0, 1),
+          lr_at(&s0, 50));
+
+    lr_schedule_t q = {LR_INV_SQRT, 1e-3, 0, 100, 0};
+    CHECK(close_rel(lr_at(&q, 50), 5e-4) && close_rel(lr_at(&q, 100), 1e-3) &&
+              close_rel(lr_at(&q, 400), 5e-4) &&
+              close_rel(lr_at(&q, 101), 1e-3 * sqrt(100.0 / 101)),
+          "lr inv_sqrt warmup 100: t=50 lr/2, t=100 lr (peak), t=101 lr*sqrt(100/101), t=400 "
+          "lr/2");
+    lr_schedule_t q0 = {LR_INV_SQRT, 1e-3, 0, 0, 0};
+    CHECK(close_rel(lr_at(&q0, 1), 1e-3) && close_rel(lr_at(&q0, 4), 5e-4),
+          "lr inv_sqrt warmup 0: t=1 lr, t=4 lr/2");
+}
+
+/* ---------------------------------------------------------------- thread counts */
+
+/* par.h: "static partitions and fixed-order reductions, so results depend on the thread
+ * count only". For the ops below each output element is computed by one thread in a fixed
+ * order (row or column blocks), so 3 threads must reproduce 1 thread bit for bit. Sizes
+ * are above each op's parallel threshold; 3 threads even on smaller machines. */
+static void run_gemm_threads(int M, int N, int K, int ta, int tb, double *err, size_t *ndiff,
+                             size_t *ntot)
+{
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *A = rand_f(na, 1.0f), *B = rand_f(nb, 1.0f), *C1 = rand_f(nc, 1.0f);
+    float *C3 = copy_f(C1, nc);
+    int lda = ta ? M : K, ldb = tb ? K : N;
+    par_set_threads(1);
+    gemm(C1, A, B, M, N, K, ta, tb, 0.5f, 1.0f, lda, ldb, N);
+    par_set_threads(3);
+    gemm(C3, A, B, M, N, K, ta, tb, 0.5f, 1.0f, lda, ldb, N);
+    par_set_threads(1);
+    double *ref = alloc_d(nc);
+    for (size_t i = 0; i < nc; i++)
+        ref[i] = C1[i];
+    *err = fmax(*err, tl_max_rel_err(C3, ref, nc, 1e-30));
+    for (size_t i = 0; i < nc; i++)
+        *ndiff += C1[i] != C3[i];
+    *ntot += nc;
+    free(A), free(B), free(C1), free(C3), free(ref);
+}
+
+static void test_threads(void)
+{
+    /* gemm.c says splitting C keeps every dot product, but OpenBLAS may pick another
+     * kernel for a smaller block (seen: edge columns of NN products differ by an ulp), so
+     * we hold the split to float round-off of a K-term dot product (1e-6) and report how
+     * many elements are not bitwise equal. */
+    double gerr = 0;
+    size_t ndiff = 0, ntot = 0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            run_gemm_threads(136, 100, 96, ta, tb, &gerr, &ndiff, &ntot); /* split along M */
+            run_gemm_threads(40, 210, 160, ta, tb, &gerr, &ndiff, &ntot); /* split along N */
+        }
+    CHECK(gerr <= 1e-6, "threads: gemm split into 16-multiple blocks (M and N splits, 4 "
+          "transposes) vs 1 thread: max err %.1e, %zu of %zu elements not bitwise equal",
+          gerr, ndiff, ntot);
+
+    /* layernorm forward/backward, 200 x 64 */
+    {
+        int rows = 200, d = 64;
+        size_t n = (size_t)rows * d;
+        float *x = rand_f(n, 1.0f), *gm = rand_f(d, 1.0f), *bt = rand_f(d, 1.0f);
+        float *dy = rand_f(n, 1.0f), *out[2][6];
+        for (int k = 0; k < 2; k++) {
+            par_set_threads(k ? 3 : 1);
+            out[k][0] = alloc_f(n), out[k][1] = alloc_f(n), out[k][2] = alloc_f(rows);
+            out[k][3] = alloc_f(n), out[k][4] = zeros_f(d), out[k][5] = zeros_f(d);
+            layernorm_forward(out[k][0], out[k][1], out[k][2], x, gm, bt, rows, d);
+            layernorm_backward(out[k][3], out[k][4], out[k][5], dy, out[k][1], out[k][2], gm,
+                               rows, d, 0);
+        }
+        par_set_threads(1);
+        int same = same_f(out[0][0], out[1][0], n) && same_f(out[0][1], out[1][1], n) &&
+                   same_f(out[0][2], out[1][2], rows) && same_f(out[0][3], out[1][3], n) &&
+                   same_f(out[0][4], out[1][4], d) && same_f(out[0][5], out[1][5], d);
+        CHECK(same, "threads: layernorm 200x64 forward (y, xhat, rstd) and backward (dx, "
+              "dgamma, dbeta) equal 1 thread bitwise");
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 6; j++)
+                free(out[k][j]);
+        free(x), free(gm), free(bt), free(dy);
+    }
+
+    /* linear backward (dbias column blocks) and embedding backward, 300 rows */
+    {
+        int rows = 300, out = 40, in = 20, V = 16, d = 32;
+        float *x = rand_f((size_t)rows * in, 1.0f), *W = rand_f((size_t)out * in, 1.0f);
+        float *dy = rand_f((size_t)rows * out, 1.0f), *dh = rand_f((size_t)rows * d, 1.0f);
+        uint8_t *tok = malloc(rows);
+        for (int i = 0; i < rows; i++)
+            tok[i] = (uint8_t)((i * 7) % V);
+        float *r[2][4];
+        for (int k = 0; k < 2; k++) {
+            par_set_threads(k ? 3 : 1);
+            r[k][0] = alloc_f((size_t)rows * in), r[k][1] = zeros_f((size_t)out * in);
+            r[k][2] = zeros_f(out), r[k][3] = zeros_f((size_t)V * d);
+            linear_backward(r[k][0], r[k][1], r[k][2], dy, x, W, rows, out, in, 0);
+            embedding_backward(r[k][3], dh, tok, rows, d, 2.0f);
+        }
+        par_set_threads(1);
+        CHECK(same_f(r[0][0], r[1][0], (size_t)rows * in) &&
+                  same_f(r[0][1], r[1][1], (size_t)out * in) && same_f(r[0][2], r[1][2], out) &&
+                  same_f(r[0][3], r[1][3], (size_t)V * d),
+              "threads: linear_backward (dx, dW, dbias) and embedding_backward (repeated "
+              "tokens) over 300 rows equal 1 thread bitwise");
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 4; j++)
+                free(r[k][j]);
+        free(x), free(W), free(dy), free(dh), free(tok);
+    }
+
+    /* xent, 100 rows */
+    {
+        int rows = 100, d = 16, V = 64;
+        float *h = rand_f((size_t)rows * d, 1.0f), *E = rand_f((size_t)V * d, 1.0f);
+        float *b = rand_f(V, 1.0f), *r[2][5];
+        uint8_t *y = malloc(rows);
+        for (int i = 0; i < rows; i++)
+            y[i] = (uint8_t)((i * 13) % V);
+        double loss[2];
+        for (int k = 0; k < 2; k++) {
+            par_set_threads(k ? 3 : 1);
+            r[k][0] = alloc_f((size_t)rows * V), r[k][1] = alloc_f(rows), r[k][2] = alloc_f(rows);
+            r[k][3] = alloc_f((size_t)rows * d), r[k][4] = zeros_f((size_t)V * d);
+            float *db = zeros_f(V);
+            loss[k] = xent_forward(r[k][0], r[k][1], r[k][2], h, E, b, y, rows, d, V);
+            xent_backward(r[k][3], r[k][4], db, r[k][0], r[k][1], h, E, y, rows, d, V, 0.01f);
+            free(db);
+        }
+        par_set_threads(1);
+        CHECK(loss[0] == loss[1] && same_f(r[0][1], r[1][1], rows) &&
+                  same_f(r[0][2], r[1][2], rows) && same_f(r[0][0], r[1][0], (size_t)rows * V) &&
+                  same_f(r[0][3], r[1][3], (size_t)rows * d) &&
+                  same_f(r[0][4], r[1][4], (size_t)V * d),
+              "threads: xent 100 rows: loss, lse, row loss, dlogits, dh, dE equal 1 thread "
+              "bitwise");
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 5; j++)
+                free(r[k][j]);
+        free(h), free(E), free(b), free(y);
+    }
+
+    /* elementwise: dropout, ff activation (n = 20000); adam, grad_norm (n = 70000) */
+    {
+        size_t n = 20000, na = 70000;
+        float *x = rand_f(na, 1.0f), *r[2][7];
+        adam_hparams hp = {0.9, 0.999, 1e-8, 0.1, 1};
+        double norm[2];
+        for (int k = 0; k < 2; k++) {
+            par_set_threads(k ? 3 : 1);
+            r[k][0] = alloc_f(n), r[k][1] = alloc_f(n), r[k][2] = alloc_f(n);
+            dropout_forward(r[k][0], x, n, 0.2f, 9, 3);
+            ff_act_forward(r[k][1], x, n, 0.2f, 9, 3);
+            ff_act_backward(r[k][2], x + n, r[k][1], n, 0.2f);
+            r[k][3] = copy_f(x, na), r[k][4] = zeros_f(na), r[k][5] = zeros_f(na);
+            r[k][6] = NULL;
+            adam_step(r[k][3], x, r[k][4], r[k][5], na, 1, 1e-3, &hp);
+            adam_step(r[k][3], x, r[k][4], r[k][5], na, 2, 1e-3, &hp);
+            norm[k] = grad_norm(x, na);
+        }
+        par_set_threads(1);
+        int same = 1;
+        for (int j = 0; j < 3; j++)
+            same &= same_f(r[0][j], r[1][j], n);
+        for (int j = 3; j < 6; j++)
+            same &= same_f(r[0][j], r[1][j], na);
+        /* grad_norm adds per-thread partial sums: equal up to double round-off */
+        CHECK(same && fabs(norm[0] - norm[1]) <= 1e-13 * norm[0],
+              "threads: dropout, ff_act fwd/bwd (n=%zu), 2 AdamW steps (n=%zu) equal 1 thread "
+              "bitwise; grad_norm rel diff %.1e", n, na, fabs(norm[0] - norm[1]) / norm[0]);
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 6; j++)
+                free(r[k][j]);
+        free(x);
+    }
+}
+
+int main(void)
+{
+    /* One thread for the bulk: every OpenMP fork/join costs far more than these tiny ops,
+     * and thousands of FD probes would take minutes on a busy machine. test_threads() and
+     * the attention cases compare 2-3 threads (more than the cores, if need be) with 1. */
+    par_set_threads(1);
+    test_gemm();
+    test_linear();
+    test_layernorm();
+    test_embedding();
+    test_xent();
+    test_dropout();
+    test_ff();
+    test_attention();
+    test_pos_sinusoid();
+    test_rope();
+    test_alibi();
+    test_mlp();
+    test_adam();
+    test_clip();
+    test_lr();
+    test_threads();
+    return tl_done("test_ops");
+}
