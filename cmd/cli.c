@@ -132,8 +132,14 @@ int cli_threads(int n) { return par_set_threads(n); }
 
 const char *cli_blas_core(void)
 {
+    static char buf[160];
     const char *c = openblas_get_corename();
-    return c ? c : "unknown";
+    const char *was = getenv("TXL_BLAS_DETECTED");
+    if (was && *was)
+        snprintf(buf, sizeof buf, "%s (chosen by txl; OpenBLAS detected %s)", c ? c : "?", was);
+    else
+        snprintf(buf, sizeof buf, "%s", c ? c : "unknown");
+    return buf;
 }
 
 int cli_isatty_stderr(void) { return isatty(2); }

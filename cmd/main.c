@@ -1,6 +1,8 @@
 /* main.c: `txl` entry point: dispatches to one file per subcommand (cmds.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cmds.h"
@@ -20,8 +22,52 @@ static const char *usage =
     "'txl help COMMAND' or 'txl COMMAND --help' shows every option.\n"
     "Exit codes: 0 ok, 1 runtime failure, 2 usage/config/input error.\n";
 
+char *openblas_get_corename(void);
+
+static int core_is(const char *core, const char *const *names)
+{
+    for (; *names; names++)
+        if (strcasecmp(core, *names) == 0)
+            return 1;
+    return 0;
+}
+
+/* Debian's OpenBLAS (DYNAMIC_ARCH) does not recognise some recent CPUs and falls back to
+ * its Prescott kernels, 5-8x slower. OpenBLAS reads OPENBLAS_CORETYPE only when it loads,
+ * so when the detected core is weaker than what the CPU supports, txl sets the variable and
+ * re-executes itself once. A user's own OPENBLAS_CORETYPE is always respected. The choice
+ * is reported by `txl info --system` and in the training log (TXL_BLAS_DETECTED). */
+static void ensure_blas_core(char **argv)
+{
+    if (getenv("OPENBLAS_CORETYPE") || getenv("TXL_BLAS_DETECTED"))
+        return;
+    const char *core = openblas_get_corename();
+    if (!core)
+        return;
+    static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", NULL};
+    static const char *const avx2[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake",
+                                       "SapphireRapids", NULL};
+    const char *want = NULL;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+        !core_is(core, avx512))
+        want = "SkylakeX";
+    else if (!__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma") && !core_is(core, avx2))
+        want = "Haswell";
+    if (!want)
+        return;
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    setenv("TXL_BLAS_DETECTED", core, 1);
+    execv("/proc/self/exe", argv);
+    /* exec failed: carry on with the slow kernels rather than not at all */
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
 int main(int argc, char **argv)
 {
+    ensure_blas_core(argv);
     if (argc < 2) {
         fputs(usage, stderr);
         return 2;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../common/rng.h"
+#include "../model/decode.h"
 #include "../model/sampler.h"
 #include "cli.h"
 #include "cmds.h"
@@ -197,6 +198,14 @@ int cmd_sample(int argc, char **argv)
     sampler_opts so = {.temperature = temp, .top_k = (int)top_k, .top_p = top_p};
     rng_t rng = {rng_key((uint64_t)seed, 0x5a3)};
     const float *logits = A.logits + (size_t)(last_len - 1) * V;
+    /* from here on one token at a time, with the memory's keys and values cached */
+    decode_state ds;
+    if (decode_init(&ds, &mdl, M, &e)) {
+        rc = cli_fail("sample", &e);
+        n = 0;
+    } else {
+        decode_prime(&ds, &mdl, &mem, (long)tlen);
+    }
     for (long i = 0; i < n; i++) {
         uint8_t next = (uint8_t)sampler_pick(logits, V, &so, rng_uniform(&rng), scratch, idx);
         if (fputc(next, stdout) == EOF)
@@ -204,10 +213,12 @@ int cmd_sample(int argc, char **argv)
         if (next == '\n' || i % 16 == 15)
             fflush(stdout);
         if (i + 1 < n) {
-            model_forward(&mdl, &A, &mem, &next, NULL, 1, &fo);
-            logits = A.logits;
+            decode_step(&ds, &mdl, &mem, next);
+            logits = decode_logits(&ds);
         }
     }
+    if (rc == 0)
+        decode_free(&ds);
     fflush(stdout);
     mem_free(&mem);
     acts_free(&A);
