@@ -13,11 +13,11 @@ void ff_act_forward(float *a, const float *z, size_t n, float p, uint64_t key, u
             a[i] = z[i] > 0.0f ? z[i] : 0.0f;
         return;
     }
-    uint32_t thr = dropout_threshold(p);
-    float scale = 1.0f / (1.0f - p);
+    /* relu first, then dropout's own map: one hash per four elements (dropout.h) */
 #pragma omp parallel for schedule(static) if (n > 16384)
     for (size_t i = 0; i < n; i++)
-        a[i] = (z[i] > 0.0f && rng_hash32(key, base + i) >= thr) ? z[i] * scale : 0.0f;
+        a[i] = z[i] > 0.0f ? z[i] : 0.0f;
+    dropout_forward(a, a, n, p, key, base);
 }
 
 void ff_act_backward(float *dz, const float *da, const float *a, size_t n, float p)

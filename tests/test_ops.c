@@ -660,7 +660,7 @@ static void test_dropout(void)
             /* kept values are x / (1-p) to within an ulp (x * float(1/(1-p))) */
             vals_ok &= !keep || fabsf(y[i] - kv) <= kv * FLT_EPSILON;
             /* the documented predicate: kept iff hash >= p * 2^32 */
-            pred_ok &= keep == (rng_hash32(key, i) >= dropout_threshold(p));
+            pred_ok &= keep == (dropout_draw(key, i) >= dropout_threshold(p));
         }
         double frac = (double)kept / n, sigma = sqrt(p * (1.0 - p) / n);
         double z = (frac - (1.0 - p)) / sigma;
