@@ -36,6 +36,9 @@ static const char *eval_help =
     "  --sweep-mode M    memory (default): tgt_len fixed, mem_len x factor (trained without\n"
     "                    memory: mem_len = tgt_len x (factor-1)); window: mem_len 0, tgt_len x\n"
     "                    factor; both: tgt_len and mem_len x factor\n"
+    "  --term-stats [N]  per layer, mean and std of the score terms over the first N segments\n"
+    "                    (default 4): xl's content, content-position, global content bias and\n"
+    "                    global position bias; mlp/alibi: content and distance bias\n"
     "  --json            one JSON object per setting on stdout\n"
     "  --threads N       OpenBLAS threads (default: all cores)\n"
     "\n"
@@ -43,11 +46,59 @@ static const char *eval_help =
 
 typedef enum { SWEEP_MEMORY, SWEEP_WINDOW, SWEEP_BOTH } sweep_mode;
 
+/* --term-stats: the score terms' mean and standard deviation per layer (DESIGN.md §3,
+ * Diagnostics). A term stuck at zero points at a broken position path. */
+static int print_term_stats(model *mdl, const model_config *mc, token_span span, int B, int T,
+                            int Mm, size_t segments, int json, txl_err *e)
+{
+    int N = mc->n_layer;
+    term_stats *st = calloc((size_t)N, sizeof *st);
+    if (!st)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    eval_opts o = {.batch = B, .tgt_len = T, .mem_len = Mm, .max_segments = segments,
+                   .stats = st, .label = "term-stats"};
+    eval_result r;
+    if (eval_span(mdl, mc, span, &o, &r, e)) {
+        free(st);
+        return -1;
+    }
+    static const char *xl_names[4] = {"content", "content_position", "global_content_bias",
+                                      "global_position_bias"};
+    static const char *bias_names[4] = {"content", "distance_bias", "", ""};
+    int xl = mc->pos == POS_XL, biased = mc->pos == POS_MLP || mc->pos == POS_ALIBI;
+    int nterms = xl ? 4 : biased ? 2 : 1;
+    const char *const *names = xl ? xl_names : bias_names;
+    if (!json)
+        printf("score terms of %s (scaled by 1/sqrt(d_head)), %zu segments of batch %d x "
+               "tgt_len %d, mem_len %d:\n%-6s %-22s %12s %12s\n", pos_scheme_name(mc->pos),
+               r.segments, B, T, Mm, "layer", "term", "mean", "std");
+    for (int l = 0; l < N; l++) {
+        if (json)
+            printf("{\"layer\":%d,\"pos_scheme\":\"%s\",\"entries\":%.0f", l,
+                   pos_scheme_name(mc->pos), st[l].count);
+        for (int t = 0; t < nterms; t++) {
+            double n = st[l].count > 0 ? st[l].count : 1;
+            double mean = st[l].acc[t][0] / n;
+            double var = st[l].acc[t][1] / n - mean * mean;
+            double sd = sqrt(var > 0 ? var : 0);
+            if (json)
+                printf(",\"%s\":{\"mean\":%.6g,\"std\":%.6g}", names[t], mean, sd);
+            else
+                printf("%-6d %-22s %12.5f %12.5f\n", l, names[t], mean, sd);
+        }
+        if (json)
+            printf("}\n");
+    }
+    free(st);
+    return 0;
+}
+
 int cmd_eval(int argc, char **argv)
 {
     const char *ckpt = NULL, *data = NULL, *split = "valid";
     long tgt = -1, mlen = -1, batch = -1, clamp = LONG_MIN, threads = 0, max_tokens = 0;
     int json = 0, warmup = 0, quiet = 0, sweep[MAX_SWEEP], nsweep = 0, have_clamp = 0;
+    long term_segments = 0;
     sweep_mode mode = SWEEP_MEMORY;
     txl_err e = {0};
     for (int i = 1; i < argc; i++) {
@@ -58,6 +109,11 @@ int cmd_eval(int argc, char **argv)
             return 0;
         } else if (cli_switch(argv[i], "--json")) {
             json = 1;
+        } else if (cli_switch(argv[i], "--term-stats")) {
+            term_segments = 4;
+            if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
+                cli_long("--term-stats", argv[++i], 1, 1L << 30, &term_segments, &e))
+                return cli_fail("eval", &e);
         } else if (cli_switch(argv[i], "--warmup")) {
             warmup = 1;
         } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
@@ -174,6 +230,14 @@ int cmd_eval(int argc, char **argv)
     if (nsweep == 0) {
         sweep[0] = 1;
         nsweep = 1;
+    }
+    if (term_segments > 0) {
+        if (print_term_stats(&mdl, &mc, span, B, base_tgt, base_mem, (size_t)term_segments,
+                             json, &e))
+            goto fail;
+        corpus_close(&c);
+        model_free(&mdl);
+        return 0;
     }
     int is_sweep = nsweep > 1 || sweep[0] != 1 || mode != SWEEP_MEMORY;
     if (!json)

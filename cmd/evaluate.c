@@ -34,9 +34,11 @@ int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts
         return err_set(e, ERR_RUNTIME, "out of memory");
     }
     size_t nseg = batcher_segments(&bt);
+    if (o->max_segments && nseg > o->max_segments)
+        nseg = o->max_segments;
     double t0 = cli_now(), last_draw = 0, sum = 0;
     size_t scored = 0;
-    fwd_opts fo = {.training = 0};
+    fwd_opts fo = {.training = 0, .stats = o->stats};
     int len;
     while ((len = batcher_next(&bt, x, y)) > 0) {
         int full = mem.m >= o->mem_len;
@@ -46,6 +48,8 @@ int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts
             scored += (size_t)o->batch * len;
         }
         r->segments++;
+        if (o->max_segments && r->segments >= o->max_segments)
+            break;
         double now = cli_now();
         if (o->progress && now - last_draw > 0.25) {
             last_draw = now;

@@ -14,6 +14,8 @@ typedef struct {
     size_t max_tokens;    /* use only the first max_tokens of the span (0 = all) */
     int progress;         /* redraw a progress line on stderr (TTY) */
     const char *label;    /* for the progress line */
+    size_t max_segments;  /* stop after this many segments (0 = the whole pass) */
+    term_stats *stats;    /* [n_layer] score-term statistics to accumulate, or NULL */
 } eval_opts;
 
 typedef struct {

@@ -263,3 +263,41 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
                 d_dist_bias[i] += p_db[i];
     }
 }
+
+void attn_term_stats(double acc[4][2], double *count, const float *q, const float *kv,
+                     const attn_args *a)
+{
+    const int B = a->B, H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
+    const int hd = H * dh;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Lq; i++) {
+                const float *qi = q + ((size_t)b * Lq + i) * hd + (size_t)h * dh;
+                for (int j = 0; j <= m + i; j++) {
+                    const float *kj = kv + ((size_t)b * klen + j) * 2 * hd + (size_t)h * dh;
+                    double t[4] = {0, 0, 0, 0};
+                    for (int c = 0; c < dh; c++)
+                        t[0] += (double)qi[c] * kj[c];
+                    if (a->u)
+                        for (int c = 0; c < dh; c++)
+                            t[2] += (double)a->u[(size_t)h * dh + c] * kj[c];
+                    if (a->rk) {
+                        const float *r = a->rk + (size_t)(Lq - 1 - i + j) * hd + (size_t)h * dh;
+                        for (int c = 0; c < dh; c++) {
+                            t[1] += (double)qi[c] * r[c];
+                            if (a->v)
+                                t[3] += (double)a->v[(size_t)h * dh + c] * r[c];
+                        }
+                    }
+                    for (int k = 0; k < 4; k++)
+                        t[k] *= a->scale;
+                    if (a->dist_bias)
+                        t[1] = a->dist_bias[(size_t)h * klen + (m + i - j)];
+                    for (int k = 0; k < 4; k++) {
+                        acc[k][0] += t[k];
+                        acc[k][1] += t[k] * t[k];
+                    }
+                    *count += 1;
+                }
+            }
+}

@@ -44,4 +44,13 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
                    const float *dvec, const float *prob, const float *q, const float *kv,
                    const attn_args *a, float *scratch);
 
+/* Diagnostics (DESIGN.md §3, `txl eval --term-stats`): sums and sums of squares, over
+ * every visible (b, h, i, j), of the score's terms, each including the 1/sqrt(dh) scale:
+ *   [0] content q_i.k_j       [1] content-position: xl q_i.rk[p]; mlp/alibi bias(delta)
+ *   [2] global content u.k_j  [3] global position v.rk[p]
+ * acc[t][0] += x, acc[t][1] += x^2; *count += visible entries. Plain loops: for a few
+ * segments of evaluation, not for training. */
+void attn_term_stats(double acc[4][2], double *count, const float *q, const float *kv,
+                     const attn_args *a);
+
 #endif

@@ -468,6 +468,8 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
     case POS_NONE:
         break;
     }
+    if (o->stats)
+        attn_term_stats(o->stats[l].acc, &o->stats[l].count, lc->q, lc->kv, &aa);
     attn_forward(tr ? lc->prob : NULL, lc->vec, lc->q, lc->kv, &aa, A->attn_scratch);
 
     /* output projection, dropout, residual (+ LN when post) */

@@ -129,9 +129,16 @@ int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, 
               txl_err *e);
 void acts_free(model_acts *A);
 
+/* Per-layer score-term statistics (attn_term_stats), accumulated when fwd_opts asks. */
+typedef struct {
+    double acc[4][2]; /* per term: sum, sum of squares */
+    double count;
+} term_stats;
+
 typedef struct {
     int training;      /* dropout on, caches kept for model_backward */
     uint64_t drop_key; /* counter-based dropout key of this step (training) */
+    term_stats *stats; /* [n_layer] diagnostics, or NULL (inference only) */
 } fwd_opts;
 
 /* Forward of one segment x [B, Lq] (Lq <= A->Lq_max) with memory mem (mem->m rows).
