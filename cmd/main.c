@@ -17,6 +17,7 @@ static const char *usage =
     "  eval    CKPT [--data FILE] [--tgt-len N] [--mem-len N] [--sweep 1,2,4,8] [--json]\n"
     "  sample  CKPT [--prompt TEXT] [-n TOKENS] [--temperature T] [--top-k K] [--top-p P]\n"
     "  info    CKPT [--json] | --system\n"
+    "  export  CKPT -o OUT.safetensors[.gz]   (weights only, standard safetensors)\n"
     "  help    [COMMAND]\n"
     "\n"
     "'txl help COMMAND' or 'txl COMMAND --help' shows every option.\n"
@@ -89,6 +90,7 @@ int main(int argc, char **argv)
         if (strcmp(cmd, "eval") == 0) return cmd_eval(2, hargv);
         if (strcmp(cmd, "sample") == 0) return cmd_sample(2, hargv);
         if (strcmp(cmd, "info") == 0) return cmd_info(2, hargv);
+        if (strcmp(cmd, "export") == 0) return cmd_export(2, hargv);
         fprintf(stderr, "txl help: unknown command '%s'\n", cmd);
         return 2;
     }
@@ -100,6 +102,8 @@ int main(int argc, char **argv)
         return cmd_sample(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0)
         return cmd_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "export") == 0)
+        return cmd_export(argc - 1, argv + 1);
     fprintf(stderr, "txl: unknown command '%s'\n\n%s", cmd, usage);
     return 2;
 }

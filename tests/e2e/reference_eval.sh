@@ -1,12 +1,12 @@
 #!/bin/sh
-# txl eval against the independent reference: tests/fixtures/eval/ holds a checkpoint txl
-# wrote and the losses tests/ref/eval_ckpt.py (PyTorch, float64) computed for it on corpora
-# the model was not trained on (an enwik8 slice), at lengths and memories up to 8x the
-# trained ones. Each must match to 1e-5 relative, with the same number of scored tokens.
-# Regenerate with tests/ref/gen_eval_fixture.sh (make fixtures).
+# txl eval against the independent reference: tests/fixtures/eval/ holds checkpoints txl
+# wrote (every positional scheme) and the losses tests/ref/eval_ckpt.py (PyTorch, float64)
+# computed for them on a corpus the models were not trained on (an enwik8 slice), at lengths
+# and memories up to 8x the trained ones. Each must match to 1e-5 relative, with the same
+# number of scored tokens. Regenerate with tests/ref/gen_eval_fixture.sh (make fixtures).
 . tests/e2e/lib.sh
-CK=tests/fixtures/eval/micro.safetensors.gz
 while read -r line; do
+    CK=$(echo "$line" | jq -r .ckpt)
     data=$(echo "$line" | jq -r .data)
     flags=$(echo "$line" | jq -r .txl_flags)
     ref=$(echo "$line" | jq .loss)
@@ -15,7 +15,10 @@ while read -r line; do
     got=$(echo "$out" | jq .loss)
     gtok=$(echo "$out" | jq .tokens)
     rel=$(awk -v a="$got" -v b="$ref" 'BEGIN {d = (a - b) / b; if (d < 0) d = -d; printf "%.2e", d}')
-    check "$(basename $data) ${flags:-(trained lengths)}: txl $got vs reference $ref (rel $rel), tokens $gtok" \
+    check "$(basename $CK .safetensors.gz) $(jq -r .pos_scheme <<EOF2
+$line
+EOF2
+) on $(basename $data) ${flags:-(trained lengths)}: txl $got vs reference $ref (rel $rel), tokens $gtok" \
         awk -v r="$rel" -v a="$gtok" -v b="$rtok" 'BEGIN {exit !(r < 1e-5 && a == b)}'
 done < tests/fixtures/eval/expected.jsonl
 finish

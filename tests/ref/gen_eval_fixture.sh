@@ -1,8 +1,10 @@
 #!/bin/sh
-# Builds tests/fixtures/eval/: a small checkpoint written by txl (micro config, 200 steps on
-# tinyshakespeare) and the losses the independent reference (tests/ref/eval_ckpt.py,
-# float64) computes for it on corpora and lengths txl's tests do not train on, including
-# 4x the trained tgt_len and mem_len. tests/e2e/reference_eval.sh compares txl eval to them.
+# Builds tests/fixtures/eval/: checkpoints written by txl and the losses the independent
+# reference (tests/ref/eval_ckpt.py, PyTorch, float64) computes for them on data and at
+# lengths the models were not trained on: an enwik8 slice, up to 8x the trained tgt_len and
+# mem_len. micro.safetensors.gz (xl, 2 layers, d 64) covers batch/length/clamp overrides;
+# nano_<scheme>.safetensors.gz covers every positional scheme at 1x and 8x in both sweep
+# modes. tests/e2e/reference_eval.sh compares `txl eval` to every line of expected.jsonl.
 # Needs ./txl and /usr/bin/python3 with torch. Usage: tests/ref/gen_eval_fixture.sh
 set -eu
 OUT=tests/fixtures/eval
@@ -11,20 +13,31 @@ mkdir -p $OUT
 TMP=$(mktemp -d)
 trap 'rm -rf $TMP' EXIT
 ./txl train -c tests/configs/micro.yaml -q --set train.out_dir=$TMP/run --set train.max_steps=200 \
-    --set train.eval_interval=0 --set train.ckpt_gzip=true >/dev/null
-cp $TMP/run/last.safetensors.gz $OUT/micro.safetensors.gz
+    --set train.eval_interval=0 >/dev/null
+./txl export $TMP/run/last.safetensors.gz -o $OUT/micro.safetensors.gz 2>/dev/null
+for s in xl mlp rope alibi absolute none; do
+    ./txl train -c tests/configs/nano.yaml -q --set model.pos_scheme=$s \
+        --set train.out_dir=$TMP/nano_$s >/dev/null
+    ./txl export $TMP/nano_$s/last.safetensors.gz -o $OUT/nano_$s.safetensors.gz 2>/dev/null
+done
+E8=tests/data/enwik8_slice60k.txt.gz
 : > $OUT/expected.jsonl
-# setting: data | extra txl flags | reference flags
-while IFS='|' read -r data tflags rflags; do
-    [ -n "$data" ] || continue
-    line=$($PY tests/ref/eval_ckpt.py $OUT/micro.safetensors.gz --data $data $rflags --dtype float64)
-    echo "$line" | $PY -c "import json,sys; d=json.loads(sys.stdin.read()); d['txl_flags']='$tflags'.strip(); print(json.dumps(d))" >> $OUT/expected.jsonl
-done <<'SETTINGS'
-tests/data/enwik8_slice60k.txt.gz | |
-tests/data/enwik8_slice60k.txt.gz | --tgt-len 128 --mem-len 128 --batch 4 | --tgt-len 128 --mem-len 128 --batch 4
-tests/data/enwik8_slice60k.txt.gz | --tgt-len 32 --mem-len 256 --batch 2 | --tgt-len 32 --mem-len 256 --batch 2
-tests/data/enwik8_slice60k.txt.gz | --tgt-len 128 --mem-len 0 --batch 4 | --tgt-len 128 --mem-len 0 --batch 4
-tests/data/enwik8_slice60k.txt.gz | --clamp-len 16 --mem-len 96 | --clamp-len 16 --mem-len 96
-tests/data/tinyshakespeare.txt.gz | --tgt-len 100 --mem-len 50 --batch 16 | --tgt-len 100 --mem-len 50 --batch 16
-SETTINGS
-echo "wrote $OUT/micro.safetensors.gz and $(wc -l < $OUT/expected.jsonl) expected results"
+# checkpoint | data | flags (the same for txl eval and the reference)
+{
+    echo "micro|$E8|"
+    echo "micro|$E8|--tgt-len 128 --mem-len 128 --batch 4"
+    echo "micro|$E8|--tgt-len 32 --mem-len 256 --batch 2"
+    echo "micro|$E8|--tgt-len 128 --mem-len 0 --batch 4"
+    echo "micro|$E8|--clamp-len 16 --mem-len 96"
+    echo "micro|tests/data/tinyshakespeare.txt.gz|--tgt-len 100 --mem-len 50 --batch 16"
+    for s in xl mlp rope alibi absolute none; do
+        echo "nano_$s|$E8|--batch 4"
+        echo "nano_$s|$E8|--batch 4 --mem-len 128"
+        echo "nano_$s|$E8|--batch 4 --tgt-len 128 --mem-len 0"
+    done
+} | while IFS='|' read -r ck data flags; do
+    $PY tests/ref/eval_ckpt.py $OUT/$ck.safetensors.gz --data $data $flags --dtype float64 |
+        $PY -c "import json,sys; d=json.loads(sys.stdin.read()); d['ckpt']='$OUT/$ck.safetensors.gz'; d['txl_flags']='$flags'; print(json.dumps(d))" >> $OUT/expected.jsonl
+    echo "  $ck $flags"
+done
+echo "wrote $(wc -l < $OUT/expected.jsonl) expected results to $OUT/expected.jsonl"
