@@ -49,6 +49,14 @@ fixtures: txl
 demo:
 	@scripts/demo.sh
 
+$(BUILD)/bench/sgemm_peak: bench/sgemm_peak.c $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
+# Speed and memory, side by side with the PyTorch reference when /usr/bin/python3 has torch.
+bench: txl $(BUILD)/bench/sgemm_peak
+	@BUILD=$(BUILD) bench/bench.sh
+
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" TXL_BIN=build-asan/txl test

@@ -18,11 +18,13 @@
 static const char *sample_help =
     "usage: txl sample CKPT [--prompt TEXT | --prompt-file F] [-n TOKENS] [--temperature T]\n"
     "                  [--top-k K] [--top-p P] [--seed S] [--mem-len N] [--echo] [--threads N]\n"
+    "                  [--quiet]\n"
     "\n"
     "Generates bytes from a checkpoint and streams them to stdout. Without --prompt or\n"
     "--prompt-file the prompt is read from stdin when it is not a terminal, else it is a newline.\n"
+    "A long prompt is fed through the model first, with a progress line on stderr (terminal).\n"
     "\n"
-    "  --prompt TEXT       prompt text\n"
+    "  -p, --prompt TEXT   prompt text\n"
     "  --prompt-file F     prompt from a file ('-' = stdin)\n"
     "  -n, --tokens N      bytes to generate (default 500)\n"
     "  -t, --temperature T softmax temperature (default 1.0; 0 = greedy)\n"
@@ -31,7 +33,10 @@ static const char *sample_help =
     "  --seed S            random seed (default 1): same seed, same text\n"
     "  --mem-len N         memory length while sampling (default: the trained mem_len)\n"
     "  --echo              print the prompt before the generated text\n"
-    "  --threads N         OpenBLAS threads (default 1: one token at a time is latency-bound)\n"
+    "  --stats             print timing as one JSON line on stderr at the end\n"
+    "  --threads N         threads (default 1: one token at a time is latency-bound; 0 = all\n"
+    "                      cores, which helps a long prompt)\n"
+    "  -q, --quiet         no progress line on stderr\n"
     "\n"
     "example: txl sample runs/tiny/best.safetensors.gz --prompt 'And God said' -n 300 -t 0.8\n";
 
@@ -68,7 +73,7 @@ int cmd_sample(int argc, char **argv)
     const char *ckpt = NULL, *prompt = NULL, *prompt_file = NULL;
     long n = 500, top_k = 0, seed = 1, mlen = -1, threads = 1;
     double temp = 1.0, top_p = 1.0;
-    int echo = 0;
+    int echo = 0, stats = 0, quiet = 0;
     txl_err e = {0};
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -78,7 +83,11 @@ int cmd_sample(int argc, char **argv)
             return 0;
         } else if (cli_switch(argv[i], "--echo")) {
             echo = 1;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--prompt", &v))) {
+        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
+            quiet = 1;
+        } else if (cli_switch(argv[i], "--stats")) {
+            stats = 1;
+        } else if ((r = cli_flag(argc, argv, &i, "-p", "--prompt", &v))) {
             if (r < 0)
                 return cli_usage("sample", "--prompt needs text");
             prompt = v;
@@ -181,16 +190,31 @@ int cmd_sample(int argc, char **argv)
         free(text);
         return cli_fail("sample", &e);
     }
-    if (echo) {
-        fwrite(text, 1, tlen, stdout);
-        fflush(stdout);
-    }
     fwd_opts fo = {.training = 0};
+    double t0 = cli_now();
     const uint8_t *tok = (const uint8_t *)text;
     int last_len = 0;
+    /* a long prompt takes a while: a progress line on a terminal, from half a second on */
+    int progress = !quiet && cli_isatty_stderr();
+    double p_start = cli_now(), p_drawn = 0;
     for (size_t at = 0; at < tlen; at += (size_t)last_len) {
         last_len = tlen - at < (size_t)Lq ? (int)(tlen - at) : Lq;
         model_forward(&mdl, &A, &mem, tok + at, NULL, last_len, &fo);
+        size_t done = at + (size_t)last_len;
+        double now = cli_now(), el = now - p_start;
+        if (progress && el > 0.5 && now - p_drawn > 0.25 && done < tlen) {
+            char etas[32];
+            cli_fmt_duration(etas, sizeof etas, el / done * (tlen - done));
+            fprintf(stderr, "\r\033[Kprompt: %zu/%zu bytes (%.0f%%)  %.0f bytes/s  ETA %s", done,
+                    tlen, 100.0 * done / tlen, done / el, etas);
+            p_drawn = now;
+        }
+    }
+    if (p_drawn > 0)
+        fputs("\r\033[K", stderr);
+    if (echo) { /* after the progress line, which would erase a partly echoed line */
+        fwrite(text, 1, tlen, stdout);
+        fflush(stdout);
     }
     const int V = cfg.model.vocab;
     double scratch[2 * 256];
@@ -206,7 +230,9 @@ int cmd_sample(int argc, char **argv)
     } else {
         decode_prime(&ds, &mdl, &mem, (long)tlen);
     }
-    for (long i = 0; i < n; i++) {
+    double t1 = cli_now();
+    long generated = 0;
+    for (long i = 0; i < n; i++, generated++) {
         uint8_t next = (uint8_t)sampler_pick(logits, V, &so, rng_uniform(&rng), scratch, idx);
         if (fputc(next, stdout) == EOF)
             break; /* e.g. the reader of a pipe went away */
@@ -219,6 +245,11 @@ int cmd_sample(int argc, char **argv)
     }
     if (rc == 0)
         decode_free(&ds);
+    double t2 = cli_now();
+    if (stats)
+        fprintf(stderr, "{\"prompt_tokens\":%zu,\"prompt_s\":%.4f,\"tokens\":%ld,\"seconds\":%.4f,"
+                "\"tok_per_s\":%.1f,\"mem_len\":%d}\n", tlen, t1 - t0, generated, t2 - t1,
+                generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), M);
     fflush(stdout);
     mem_free(&mem);
     acts_free(&A);

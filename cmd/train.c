@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -471,10 +472,13 @@ static int train_loop(trainer *t, txl_err *e)
     }
     if (t->tty && !t->quiet)
         fputc('\n', stderr);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
     printf("{\"step\":%ld,\"tokens\":%lld,\"train_loss\":%.6f,\"grad_norm\":%.6g,"
-           "\"best_valid_loss\":%.6f,\"best_valid_bpc\":%.6f,\"checkpoint\":\"%s\"}\n",
+           "\"best_valid_loss\":%.6f,\"best_valid_bpc\":%.6f,\"checkpoint\":\"%s\","
+           "\"peak_rss_mb\":%.1f}\n",
            t->st.step, t->st.tokens, last_loss, last_norm, t->st.best_valid,
-           t->st.best_valid / M_LN2, t->last_path);
+           t->st.best_valid / M_LN2, t->last_path, ru.ru_maxrss / 1024.0);
     fflush(stdout);
     if (exit_sig) {
         fprintf(stderr, "txl train: %s: checkpoint written at step %ld (%s); resume with "

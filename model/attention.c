@@ -51,7 +51,7 @@ static void add_row_bias(float *out, const float *x, int ld, const float *bias, 
 static void drop_plane(float *out, const float *P, const attn_args *a, int b, int h, int klen)
 {
     size_t n = (size_t)a->Lq * klen;
-    uint64_t base = ((size_t)b * a->H + h) * n;
+    uint64_t base = ((a->b_offset + (size_t)b) * a->H + h) * n;
     dropout_forward(out, P, n, a->dropatt, a->drop_key, base);
 }
 
@@ -163,7 +163,8 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
     gemm(dS, dvbh, vbh, Lq, klen, dh, 0, 1, 1.0f, 0.0f, hd, 2 * hd, klen);
     if (a->dropatt > 0.0f) {
         size_t n = (size_t)Lq * klen;
-        dropout_backward(dS, dS, n, a->dropatt, a->drop_key, ((size_t)b * H + h) * n);
+        dropout_backward(dS, dS, n, a->dropatt, a->drop_key,
+                         ((a->b_offset + (size_t)b) * H + h) * n);
     }
 
     /* softmax: dS = P * (dP - sum_j P dP), zero on masked entries */

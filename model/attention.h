@@ -27,6 +27,7 @@ typedef struct {
     float scale;            /* 1/sqrt(dh) */
     float dropatt;          /* dropout on the probabilities (training only; 0 = off) */
     uint64_t drop_key;      /* counter-based mask key for dropatt */
+    size_t b_offset;        /* global index of stream 0 (dropatt masks by global stream) */
     const float *u, *v;     /* [H, dh] xl biases, or NULL */
     const float *rk;        /* [klen, H*dh] xl projected positions, or NULL */
     const float *dist_bias; /* [H, klen] bias by distance delta = 0..klen-1, or NULL */

@@ -438,7 +438,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
     attn_args aa = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
                     .scale = (float)(1.0 / sqrt((double)dh)),
                     .dropatt = tr ? c->dropatt : 0.0f,
-                    .drop_key = site_key(o->drop_key, l, SITE_DROPATT),
+                    .drop_key = site_key(o->drop_key, l, SITE_DROPATT), .b_offset = A->b_offset,
                     .threads = A->threads};
     switch (c->pos) {
     case POS_XL:
@@ -474,7 +474,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
 
     /* output projection, dropout, residual (+ LN when post) */
     linear_forward(A->tmp, lc->vec, L->o_w, NULL, (int)BL, d, hd, 0);
-    dropout_forward(A->tmp, A->tmp, n, p, site_key(o->drop_key, l, SITE_ATTN_OUT), 0);
+    dropout_forward(A->tmp, A->tmp, n, p, site_key(o->drop_key, l, SITE_ATTN_OUT), A->b_offset * (n / B));
 #pragma omp parallel for schedule(static) if (n > 16384)
     for (size_t i = 0; i < n; i++)
         lc->h1[i] = x[i] + A->tmp[i];
@@ -490,9 +490,10 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
 
     /* feed-forward */
     linear_forward(lc->a, ffin, L->ff0_w, L->ff0_b, (int)BL, di, d, 0);
-    ff_act_forward(lc->a, lc->a, BL * di, p, site_key(o->drop_key, l, SITE_FF_ACT), 0);
+    ff_act_forward(lc->a, lc->a, BL * di, p, site_key(o->drop_key, l, SITE_FF_ACT),
+                   A->b_offset * ((size_t)Lq * di));
     linear_forward(A->tmp, lc->a, L->ff3_w, L->ff3_b, (int)BL, d, di, 0);
-    dropout_forward(A->tmp, A->tmp, n, p, site_key(o->drop_key, l, SITE_FF_OUT), 0);
+    dropout_forward(A->tmp, A->tmp, n, p, site_key(o->drop_key, l, SITE_FF_OUT), A->b_offset * (n / B));
 #pragma omp parallel for schedule(static) if (n > 16384)
     for (size_t i = 0; i < n; i++)
         out[i] = lc->h1[i] + A->tmp[i];
@@ -522,7 +523,7 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x
             for (size_t i = 0; i < (size_t)Lq * d; i++)
                 h0[(size_t)b * Lq * d + i] += A->R[i];
     }
-    dropout_forward(h0, h0, n, p, site_key(o->drop_key, -1, SITE_EMB), 0);
+    dropout_forward(h0, h0, n, p, site_key(o->drop_key, -1, SITE_EMB), A->b_offset * (n / B));
     if (c->pos == POS_XL) {
         pos_sinusoid(A->R, klen, d, klen - 1, -1, c->clamp_len);
         dropout_forward(A->R, A->R, (size_t)klen * d, p, site_key(o->drop_key, -1, SITE_R), 0);
@@ -531,7 +532,8 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x
     for (int l = 0; l < N; l++)
         layer_forward(mdl, A, mem, l, Lq, o);
 
-    dropout_forward(A->hfin, A->hs + (size_t)N * n, n, p, site_key(o->drop_key, -1, SITE_FINAL), 0);
+    dropout_forward(A->hfin, A->hs + (size_t)N * n, n, p, site_key(o->drop_key, -1, SITE_FINAL),
+                    A->b_offset * (n / B));
     double loss = xent_forward(A->logits, A->lse, A->row_loss, A->hfin, mdl->W.word_emb,
                                mdl->W.out_bias, y, (int)BL, d, c->vocab);
     A->cur_Lq = Lq;
@@ -577,7 +579,7 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
         memcpy(d_r2, d_out, n * sizeof(float));
     }
     memcpy(d_h1, d_r2, n * sizeof(float));
-    dropout_backward(d_r2, d_r2, n, p, site_key(key, l, SITE_FF_OUT), 0);
+    dropout_backward(d_r2, d_r2, n, p, site_key(key, l, SITE_FF_OUT), A->b_offset * (n / B));
     /* z2 = a @ W3^T + b3; a = drop(relu(z1)); z1 = ffin @ W0^T + b0 */
     linear_backward(A->d_a, G->ff3_w, G->ff3_b, d_r2, lc->a, L->ff3_w, (int)BL, d, di, 0);
     ff_act_backward(A->d_a, A->d_a, lc->a, BL * di, p);
@@ -597,13 +599,13 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
     }
     /* residual to x, then through the dropout and the output projection */
     memcpy(d_in, d_h1, n * sizeof(float));
-    dropout_backward(d_h1, d_h1, n, p, site_key(key, l, SITE_ATTN_OUT), 0);
+    dropout_backward(d_h1, d_h1, n, p, site_key(key, l, SITE_ATTN_OUT), A->b_offset * (n / B));
     linear_backward(A->d_vec, G->o_w, NULL, d_h1, lc->vec, L->o_w, (int)BL, d, hd, 0);
 
     attn_args aa = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
                     .scale = (float)(1.0 / sqrt((double)dh)),
                     .dropatt = c->dropatt,
-                    .drop_key = site_key(key, l, SITE_DROPATT),
+                    .drop_key = site_key(key, l, SITE_DROPATT), .b_offset = A->b_offset,
                     .threads = A->threads};
     float *du = NULL, *dv = NULL;
     if (c->pos == POS_XL) {
@@ -683,7 +685,7 @@ void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale)
 
     xent_backward(A->d_out, mdl->G.word_emb, mdl->G.out_bias, A->logits, A->lse, A->hfin,
                   mdl->W.word_emb, A->cur_y, (int)BL, d, c->vocab, loss_scale);
-    dropout_backward(A->d_out, A->d_out, n, p, site_key(key, -1, SITE_FINAL), 0);
+    dropout_backward(A->d_out, A->d_out, n, p, site_key(key, -1, SITE_FINAL), A->b_offset * (n / B));
     float *dout = A->d_out, *din = A->d_in;
     for (int l = N - 1; l >= 0; l--) {
         layer_backward(mdl, A, l, dout, din);
@@ -692,6 +694,6 @@ void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale)
         din = t;
     }
     /* dout = gradient w.r.t. hs[0] = drop(E[x] sqrt(d) (+ P)) */
-    dropout_backward(dout, dout, n, p, site_key(key, -1, SITE_EMB), 0);
+    dropout_backward(dout, dout, n, p, site_key(key, -1, SITE_EMB), A->b_offset * (n / B));
     embedding_backward(mdl->G.word_emb, dout, A->cur_x, (int)BL, d, sqrtf((float)d));
 }

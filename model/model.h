@@ -102,6 +102,9 @@ typedef struct {
 typedef struct {
     int B, Lq_max, M, training;
     int threads;             /* threads the scratch is planned for (par_max_threads()) */
+    size_t b_offset;         /* global index of stream 0 (data parallelism: dropout masks are
+                                drawn by global stream, so N ranks x B/N streams draw what one
+                                process with B streams draws) */
     model_config cfg;
     layer_cache *lc;         /* [n_layer] when training, else one shared cache */
     float *hs;               /* [N+1][B,Lq,d]: hs[l] is layer l's input, hs[N] the top */

@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import sys
 import time
 
@@ -204,7 +205,8 @@ def main():
     print(json.dumps({"impl": "pytorch-ref", "torch": torch.__version__, "config": a.config,
                       "threads": torch.get_num_threads(), "steps": a.steps, "batch": B, "tgt_len": Lq,
                       "mem_len": c["mem_len"], "train_tokens_per_s": ntok / t_train,
-                      "eval_tokens_per_s": ntok / t_eval, "last_loss": float(loss)}))
+                      "eval_tokens_per_s": ntok / t_eval, "last_loss": float(loss),
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
     return 0
 
 

@@ -1,0 +1,110 @@
+#!/bin/sh
+# make bench: txl's speed and memory on the S and M configs of the performance issue, side by
+# side with the lean PyTorch reference (tests/ref/bench_ref.py) when /usr/bin/python3 has
+# torch, all in one run (the machine is shared and noisy: compare ratios, not absolutes).
+#
+# Prints one line per measurement and, at the end, every result as JSON lines
+# (also written to $OUT/bench.jsonl). Environment: THREADS (default: all cores),
+# S_STEPS, M_STEPS (timed training steps), OUT (default runs/bench), SKIP_TORCH=1.
+#
+# MFU = useful model FLOPs per second / the GEMM peak measured here, now, through the same
+# gemm() with the same threads (bench/sgemm_peak.c). Useful FLOPs per token, forward, per
+# layer: q 2*d*hd, k and v 2*2*d*hd*klen/Lq, r 2*d*hd*klen/(B*Lq) (shared by the batch),
+# scores and position terms and weighted values 3 * 2*hd*(m + (Lq+1)/2) (visible keys only),
+# output projection 2*hd*d, feed-forward 4*d*di; plus the tied softmax 2*d*V. Training
+# counts 3x the forward (backward = 2x).
+set -eu
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+OUT=${OUT:-runs/bench}
+THREADS=${THREADS:-$(nproc)}
+S_STEPS=${S_STEPS:-20}
+M_STEPS=${M_STEPS:-6}
+PY=/usr/bin/python3
+TXL=./txl
+mkdir -p "$OUT"
+: > "$OUT/bench.jsonl"
+DATA=tests/data/tinyshakespeare.txt.gz
+command -v jq >/dev/null || { echo "bench: needs jq" >&2; exit 2; }
+
+emit() { echo "$1" >> "$OUT/bench.jsonl"; }
+
+peak_json=$($BUILD/bench/sgemm_peak "$THREADS")
+PEAK=$(echo "$peak_json" | jq .peak_gflops)
+CORE=$(echo "$peak_json" | jq -r .core)
+emit "$(echo "$peak_json" | jq -c '{what: "sgemm_peak", threads, core, peak_gflops}')"
+echo "sgemm peak ($THREADS threads, OpenBLAS core $CORE): $PEAK GFLOP/s"
+
+# flops_per_token N d H dh di Lq M B train(0/1)
+flops() {
+    awk -v N=$1 -v d=$2 -v H=$3 -v dh=$4 -v di=$5 -v Lq=$6 -v M=$7 -v B=$8 -v tr=$9 'BEGIN {
+        hd = H * dh; klen = M + Lq; vis = M + (Lq + 1) / 2
+        layer = 2*d*hd + 4*d*hd*klen/Lq + 2*d*hd*klen/(B*Lq) + 6*hd*vis + 2*hd*d + 4*d*di
+        f = N * layer + 2 * d * 256
+        if (tr) f *= 3
+        printf "%.0f", f }'
+}
+
+run_cfg() { # name N d H dh di Lq M B steps
+    name=$1 N=$2 d=$3 H=$4 dh=$5 di=$6 Lq=$7 M=$8 B=$9 steps=${10}
+    dir="$OUT/$name"
+    $TXL train -q --force -c configs/tiny.yaml --set data.train=$DATA \
+        --set model.n_layer=$N --set model.d_model=$d --set model.n_head=$H --set model.d_head=$dh \
+        --set model.d_inner=$di --set model.tgt_len=$Lq --set model.mem_len=$M \
+        --set model.dropout=0.1 --set train.batch_size=$B --set train.max_steps=$((steps + 2)) \
+        --set train.warmup_steps=0 --set train.eval_interval=0 --set train.ckpt_interval=0 \
+        --set train.log_interval=1 --set train.threads=$THREADS --set train.out_dir="$dir" \
+        > "$dir.train.json" 2> "$dir.train.err" || { cat "$dir.train.err" >&2; exit 1; }
+    # tokens/s over the timed steps (the first two warm up caches and page in buffers)
+    tps=$(jq -s '[.[] | select(.event == "train" and .step > 2)] | (map(.tok_per_s) | add / length)' "$dir/log.jsonl")
+    rss=$(jq .peak_rss_mb "$dir.train.json")
+    est=$(grep -o 'estimate [0-9]*' "$dir.train.err" | head -1 | cut -d' ' -f2 || echo 0)
+    ftr=$(flops $N $d $H $dh $di $Lq $M $B 1)
+    mfu=$(awk -v f=$ftr -v t=$tps -v p=$PEAK 'BEGIN {printf "%.1f", 100 * f * t / (p * 1e9)}')
+    ms=$(awk -v t=$tps -v n=$((B * Lq)) 'BEGIN {printf "%.0f", 1000 * n / t}')
+    echo "txl $name train: $(printf %.0f $tps) tok/s, $ms ms/step, MFU $mfu% of $PEAK GFLOP/s, peak RSS $rss MB (estimate ${est} MiB)"
+    emit "{\"what\":\"train\",\"impl\":\"txl\",\"config\":\"$name\",\"tok_per_s\":$tps,\"ms_per_step\":$ms,\"mfu_pct\":$mfu,\"peak_rss_mb\":$rss,\"estimate_mib\":${est:-0},\"flops_per_token\":$ftr}"
+    ej=$($TXL eval "$dir/last.safetensors.gz" --split valid --max-tokens $((B * Lq * 24)) --json -q --threads $THREADS)
+    etps=$(echo "$ej" | jq .tok_per_s)
+    fev=$(flops $N $d $H $dh $di $Lq $M $B 0)
+    emfu=$(awk -v f=$fev -v t=$etps -v p=$PEAK 'BEGIN {printf "%.1f", 100 * f * t / (p * 1e9)}')
+    ratio=$(awk -v a=$etps -v b=$tps 'BEGIN {printf "%.2f", a / b}')
+    echo "txl $name eval:  $(printf %.0f $etps) tok/s (${ratio}x training), MFU $emfu%"
+    emit "{\"what\":\"eval\",\"impl\":\"txl\",\"config\":\"$name\",\"tok_per_s\":$etps,\"vs_train\":$ratio,\"mfu_pct\":$emfu}"
+    for sm in 128 256 512 1024; do
+        sj=$($TXL sample "$dir/last.safetensors.gz" --prompt "The" -n 400 --mem-len $sm --seed 1 \
+             --stats --threads 1 2>&1 >/dev/null | grep '^{' | tail -1)
+        stps=$(echo "$sj" | jq .tok_per_s)
+        echo "txl $name sample mem_len $sm: $(printf %.0f $stps) tok/s (1 thread)"
+        emit "{\"what\":\"sample\",\"impl\":\"txl\",\"config\":\"$name\",\"mem_len\":$sm,\"tok_per_s\":$stps}"
+    done
+    eval "TXL_${name}_TRAIN=$tps TXL_${name}_EVAL=$etps TXL_${name}_RSS=$rss"
+}
+
+run_cfg S 4 256 4 64 1024 128 128 16 "$S_STEPS"
+run_cfg M 8 512 8 64 2048 256 256 8 "$M_STEPS"
+
+if [ "${SKIP_TORCH:-0}" != 1 ] && $PY -c 'import torch' 2>/dev/null; then
+    for cfg in S M; do
+        steps=$([ $cfg = S ] && echo "$S_STEPS" || echo "$M_STEPS")
+        best=""
+        for th in 1 $THREADS; do # PyTorch's best thread setting (1 is often faster here)
+            j=$($PY tests/ref/bench_ref.py --config $cfg --steps "$steps" --threads $th 2>/dev/null | tail -1)
+            echo "pytorch-ref $cfg ($th threads): train $(echo "$j" | jq '.train_tokens_per_s | floor') tok/s, eval $(echo "$j" | jq '.eval_tokens_per_s | floor') tok/s, peak RSS $(echo "$j" | jq .peak_rss_mb) MB"
+            emit "$(echo "$j" | jq -c '. + {what: "torch"}')"
+            if [ -z "$best" ] || [ "$(echo "$j $best" | jq -s '.[0].train_tokens_per_s > .[1].train_tokens_per_s')" = true ]; then
+                best=$j
+            fi
+        done
+        eval "tt=\$TXL_${cfg}_TRAIN te=\$TXL_${cfg}_EVAL tr=\$TXL_${cfg}_RSS"
+        rt=$(echo "$best" | jq --argjson t "$tt" '$t / .train_tokens_per_s * 100 | floor / 100')
+        re=$(echo "$best" | jq --argjson t "$te" '$t / .eval_tokens_per_s * 100 | floor / 100')
+        rm=$(echo "$best" | jq --argjson t "$tr" '.peak_rss_mb / $t * 100 | floor / 100')
+        echo "== $cfg: txl / pytorch-ref (best threads): train ${rt}x, eval ${re}x; pytorch peak RSS / txl ${rm}x"
+        emit "{\"what\":\"ratio\",\"config\":\"$cfg\",\"train_x\":$rt,\"eval_x\":$re,\"rss_torch_over_txl\":$rm}"
+    done
+else
+    echo "(no torch at /usr/bin/python3: apt-get install python3-torch for the side-by-side ratios)"
+fi
+echo "== JSON ($OUT/bench.jsonl)"
+cat "$OUT/bench.jsonl"
