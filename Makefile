@@ -5,8 +5,17 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -MMD -MP -fopenmp
 CFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp
-BUILD   ?= build
 PYTHON  ?= /usr/bin/python3
+# make MPI=1: data-parallel training over Open MPI (mpicc, libopenmpi-dev); objects apart
+ifeq ($(MPI),1)
+CC      := mpicc
+CFLAGS  += -DTXL_MPI
+BUILD   ?= build-mpi
+FLAVOR  := mpi
+else
+BUILD   ?= build
+FLAVOR  := plain
+endif
 
 SRC     := $(wildcard common/*.c model/*.c data/*.c optim/*.c cmd/*.c)
 OBJ     := $(SRC:%.c=$(BUILD)/%.o)
@@ -14,11 +23,17 @@ LIBOBJ  := $(filter-out $(BUILD)/cmd/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test unit e2e demo fixtures clean asan bench
+.PHONY: all test unit e2e demo fixtures clean asan bench test-mpi
 all: txl
 
-txl: $(OBJ)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# ./txl is relinked whenever the flavour (plain or MPI) changes
+$(BUILD)/.flavor-$(FLAVOR):
+	@mkdir -p $(dir $@)
+	@rm -f build*/.flavor-*
+	@touch $@
+
+txl: $(OBJ) $(BUILD)/.flavor-$(FLAVOR)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJ) $(LDLIBS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -61,7 +76,12 @@ asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" TXL_BIN=build-asan/txl test
 
+# The data-parallel equivalence test: 1 rank vs 2 ranks (needs libopenmpi-dev openmpi-bin).
+test-mpi:
+	$(MAKE) MPI=1 txl
+	tests/mpi/equivalence.sh
+
 clean:
-	rm -rf build build-asan txl
+	rm -rf build build-asan build-mpi txl
 
 -include $(OBJ:.o=.d) $(TESTBIN:=.d)

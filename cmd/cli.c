@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/dist.h"
 #include "../common/par.h"
 #include "../model/checkpoint.h"
 
@@ -18,7 +19,8 @@ char *openblas_get_corename(void);
 
 int cli_fail(const char *cmd, const txl_err *e)
 {
-    fprintf(stderr, "txl %s: %s\n", cmd, e->msg);
+    if (dist_is_root()) /* under MPI every rank fails alike: say it once */
+        fprintf(stderr, "txl %s: %s\n", cmd, e->msg);
     return e->kind == ERR_INPUT ? 2 : 1;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../common/dist.h"
 #include "cli.h"
 
 int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts *o,
@@ -16,11 +17,20 @@ int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts
     batcher bt;
     if (batcher_init(&bt, s, o->batch, o->tgt_len, 2, o->label ? o->label : "evaluation", e))
         return -1;
+    /* distributed: each rank runs its share of the streams (all of them when the batch does
+     * not split evenly), and the sums are combined at the end */
+    int nr = o->distributed ? dist_self()->size : 1, rk = o->distributed ? dist_self()->rank : 0;
+    if (o->batch % nr) {
+        nr = 1;
+        rk = 0;
+    }
+    int nb = o->batch / nr;
+    size_t b0 = (size_t)rk * nb;
     model_acts A;
     model_mem mem;
-    if (acts_init(&A, cfg, o->batch, o->tgt_len, o->mem_len, 0, e))
+    if (acts_init(&A, cfg, nb, o->tgt_len, o->mem_len, 0, e))
         return -1;
-    if (mem_init(&mem, cfg, o->batch, o->mem_len, e)) {
+    if (mem_init(&mem, cfg, nb, o->mem_len, e)) {
         acts_free(&A);
         return -1;
     }
@@ -42,10 +52,10 @@ int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts
     int len;
     while ((len = batcher_next(&bt, x, y)) > 0) {
         int full = mem.m >= o->mem_len;
-        double l = model_forward(mdl, &A, &mem, x, y, len, &fo);
+        double l = model_forward(mdl, &A, &mem, x + b0 * len, y + b0 * len, len, &fo);
         if (!o->warmup || full) {
             sum += l;
-            scored += (size_t)o->batch * len;
+            scored += (size_t)nb * len;
         }
         r->segments++;
         if (o->max_segments && r->segments >= o->max_segments)
@@ -64,6 +74,12 @@ int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts
     }
     if (o->progress && last_draw > 0)
         fprintf(stderr, "\r\033[K");
+    if (nr > 1) {
+        double v[2] = {sum, (double)scored};
+        dist_sum_f64(v, 2);
+        sum = v[0];
+        scored = (size_t)v[1];
+    }
     r->seconds = cli_now() - t0;
     r->tokens = scored;
     r->loss = scored ? sum / (double)scored : NAN;

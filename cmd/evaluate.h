@@ -16,6 +16,8 @@ typedef struct {
     const char *label;    /* for the progress line */
     size_t max_segments;  /* stop after this many segments (0 = the whole pass) */
     term_stats *stats;    /* [n_layer] score-term statistics to accumulate, or NULL */
+    int distributed;      /* split the streams over the MPI ranks (common/dist.h); every rank
+                             gets the global result */
 } eval_opts;
 
 typedef struct {

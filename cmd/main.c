@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/dist.h"
 #include "cli.h"
 #include "cmds.h"
 
@@ -66,9 +67,27 @@ static void ensure_blas_core(char **argv)
     unsetenv("OPENBLAS_CORETYPE");
 }
 
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     ensure_blas_core(argv);
+    dist_init(&argc, &argv, NULL);
+    int rc;
+    if (dist_self()->size > 1 && (argc < 2 || strcmp(argv[1], "train") != 0)) {
+        if (dist_is_root())
+            fprintf(stderr, "txl: only 'txl train' runs over several MPI ranks; run the other "
+                    "commands without mpirun\n");
+        rc = 2;
+    } else {
+        rc = dispatch(argc, argv);
+    }
+    dist_finalize();
+    return rc;
+}
+
+static int dispatch(int argc, char **argv)
+{
     if (argc < 2) {
         fputs(usage, stderr);
         return 2;

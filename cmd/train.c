@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/dist.h"
 #include "../common/rng.h"
 #include "../data/corpus.h"
 #include "../model/checkpoint.h"
@@ -54,7 +55,9 @@ typedef struct {
     corpus train_c, valid_c, test_c;
     token_span train_s, valid_s, test_s;
     batcher bt;
-    uint8_t *x, *y;
+    uint8_t *x, *y;           /* [B, Lq] of the global batch; this rank uses rows b0..b0+Bl */
+    int Bl, b0;               /* streams of this rank, first stream (data parallelism) */
+    model_mem gmem;           /* rank 0 of several: the whole batch's memory, for `last` */
     FILE *log;
     char last_path[1100], best_path[1100], log_path[1100];
     train_state st;
@@ -70,6 +73,7 @@ static void trainer_free(trainer *t)
     free(t->adam_m);
     free(t->adam_v);
     mem_free(&t->mem);
+    mem_free(&t->gmem);
     acts_free(&t->A);
     model_free(&t->mdl);
     corpus_close(&t->train_c);
@@ -168,8 +172,34 @@ static void fmt_g(char *buf, size_t cap, double v)
         snprintf(buf, cap, "%.17g", v);
 }
 
+static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
+                            double valid_loss, txl_err *e);
+
+/* Every rank calls this (the memory gather is collective); rank 0 writes; all return the
+ * same status. */
 static int save_checkpoint(trainer *t, const char *path, int with_state, double valid_loss,
                            txl_err *e)
+{
+    const model_mem *mem = &t->mem;
+    if (with_state && dist_self()->size > 1) { /* the whole batch's memory, in stream order */
+        size_t per = (size_t)t->Bl * t->mem.M * t->mem.d;
+        for (int l = 0; l < t->mem.n_layer; l++)
+            dist_gather_f32(mem_layer(&t->mem, l), per,
+                            dist_is_root() ? mem_layer(&t->gmem, l) : NULL);
+        t->gmem.m = t->mem.m;
+        mem = &t->gmem;
+    }
+    int rc = dist_is_root() ? write_checkpoint(t, path, with_state ? mem : NULL, valid_loss, e) : 0;
+    if (dist_max_int(rc ? 1 : 0)) {
+        if (!rc)
+            err_set(e, ERR_RUNTIME, "%s: rank 0 failed to write the checkpoint", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
+                            double valid_loss, txl_err *e)
 {
     char *cfg_json = cfg_to_json(&t->cfg);
     if (!cfg_json)
@@ -206,9 +236,8 @@ static int save_checkpoint(trainer *t, const char *path, int with_state, double 
         "params", params,
         NULL,
     };
-    int rc = ckpt_save(path, &t->mdl, with_state ? t->adam_m : NULL,
-                       with_state ? t->adam_v : NULL, with_state ? &t->mem : NULL, meta,
-                       t->cfg.train.ckpt_gzip ? 1 : 0, e);
+    int rc = ckpt_save(path, &t->mdl, mem ? t->adam_m : NULL, mem ? t->adam_v : NULL, mem,
+                       meta, t->cfg.train.ckpt_gzip ? 1 : 0, e);
     free(cfg_json);
     return rc;
 }
@@ -216,7 +245,7 @@ static int save_checkpoint(trainer *t, const char *path, int with_state, double 
 static void log_json(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_json(trainer *t, const char *fmt, ...)
 {
-    if (!t->log)
+    if (!t->log || !dist_is_root())
         return;
     va_list ap;
     va_start(ap, fmt);
@@ -268,7 +297,7 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
     }
     if (rc == 0 && (ckpt_load_weights(&t->mdl, &f, e) ||
                     ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
-                    ckpt_load_mem(&f, &t->mem, e)))
+                    ckpt_load_mem(&f, &t->mem, (size_t)t->b0, t->cfg.train.batch_size, e)))
         rc = -1;
     if (rc == 0) {
         t->st.step = (long)num_meta(&f, "step", 0);
@@ -314,12 +343,22 @@ static int load_init_from(trainer *t, const char *path, txl_err *e)
     return rc;
 }
 
+/* Estimated resident memory of this process in MiB: weights, gradients, 2 Adam moments,
+ * the planned activations, the memory, and ~20 MiB of code and libraries. */
+static double plan_mib(const trainer *t)
+{
+    const model_config *m = &t->cfg.model;
+    size_t act = t->A.arena_floats * 4, par = t->mdl.n_floats * 4;
+    size_t mem = (size_t)m->n_layer * t->Bl * m->mem_len * m->d_model * 4;
+    return (4.0 * par + act + mem) / 1048576.0 + 20;
+}
+
 static void print_plan(trainer *t)
 {
     const txl_config *c = &t->cfg;
     const model_config *m = &c->model;
     size_t act = t->A.arena_floats * 4, par = t->mdl.n_floats * 4;
-    size_t mem = (size_t)m->n_layer * c->train.batch_size * m->mem_len * m->d_model * 4;
+    size_t mem = (size_t)m->n_layer * t->Bl * m->mem_len * m->d_model * 4;
     fprintf(stderr,
             "txl train: %s, %d layers, d_model %d, %d heads x %d, d_inner %d, %.2fM params\n"
             "  tokens/step %d (batch %d x tgt_len %d), mem_len %d, pre_lnorm %s, dropout %g\n"
@@ -331,7 +370,7 @@ static void print_plan(trainer *t)
             m->d_inner, t->mdl.n_weights / 1e6, c->train.batch_size * m->tgt_len,
             c->train.batch_size, m->tgt_len, m->mem_len, m->pre_lnorm ? "yes" : "no",
             m->dropout, 4.0 * par / 1048576.0, act / 1048576.0, mem / 1048576.0,
-            (4.0 * par + act + mem) / 1048576.0 + 20, t->train_s.n, t->train_s.path,
+            plan_mib(t), t->train_s.n, t->train_s.path,
             t->valid_s.n, t->test_s.n, cli_blas_core(), c->train.out_dir);
 }
 
@@ -343,7 +382,8 @@ static double run_valid(trainer *t, txl_err *e, int *failed)
     const model_config *m = &t->cfg.model;
     eval_opts o = {.batch = t->cfg.train.batch_size, .tgt_len = m->tgt_len,
                    .mem_len = m->mem_len, .max_tokens = (size_t)t->cfg.train.eval_tokens,
-                   .progress = t->tty && !t->quiet, .label = "valid"};
+                   .progress = t->tty && !t->quiet && dist_is_root(), .label = "valid",
+                   .distributed = 1};
     /* a tiny valid split still evaluates: fewer streams when needed */
     while (o.batch > 1 && t->valid_s.n / (size_t)o.batch < 2)
         o.batch /= 2;
@@ -356,7 +396,7 @@ static double run_valid(trainer *t, txl_err *e, int *failed)
                 "\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"elapsed_s\":%.1f}",
              t->st.step, r.loss, r.loss / M_LN2, exp(r.loss), r.tokens,
              t->st.elapsed + cli_now() - t->t_start);
-    if (!t->quiet)
+    if (!t->quiet && dist_is_root())
         fprintf(stderr, "%sstep %ld: valid loss %.4f, bpc %.4f (%zu tokens, %.1fs)\n",
                 t->tty ? "\r\033[K" : "", t->st.step, r.loss, r.loss / M_LN2, r.tokens,
                 r.seconds);
@@ -380,6 +420,7 @@ static int train_loop(trainer *t, txl_err *e)
     double last_loss = NAN, last_norm = NAN;
     int exit_sig = 0;
     long first_step = t->st.step;
+    double comm_log = dist_comm_seconds();
     t->bt.pos = t->st.data_pos;
 
     while (t->st.step < tc->max_steps) {
@@ -393,9 +434,13 @@ static int train_loop(trainer *t, txl_err *e)
         long step = t->st.step + 1;
         fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
         model_zero_grads(&t->mdl);
-        size_t ntok = (size_t)B * len;
-        double loss = model_forward(&t->mdl, &t->A, &t->mem, t->x, t->y, len, &o) / ntok;
+        size_t ntok = (size_t)B * len; /* the whole batch: each rank scales by the global count */
+        const uint8_t *xl = t->x + (size_t)t->b0 * len, *yl = t->y + (size_t)t->b0 * len;
+        double loss = model_forward(&t->mdl, &t->A, &t->mem, xl, yl, len, &o);
         model_backward(&t->mdl, &t->A, &t->mem, 1.0f / (float)ntok);
+        dist_sum_f32(t->mdl.g, t->mdl.n_floats); /* every rank: the global gradient */
+        dist_sum_f64(&loss, 1);
+        loss /= (double)ntok;
         double norm = grad_clip(t->mdl.g, t->mdl.n_floats, tc->clip);
         if (!isfinite(loss) || !isfinite(norm))
             return err_set(e, ERR_RUNTIME,
@@ -417,9 +462,14 @@ static int train_loop(trainer *t, txl_err *e)
         last_norm = norm;
 
         double now = cli_now(), run_s = now - t->t_start;
-        int at_end = step == tc->max_steps ||
-                     (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
-                     (t->run_steps > 0 && step - first_step >= t->run_steps) || stop_signal;
+        /* all ranks must agree on stopping (a signal or the clock may reach one rank first) */
+        int want_stop = dist_max_int(stop_signal);
+        if (want_stop && !stop_signal)
+            stop_signal = want_stop;
+        int at_end = dist_max_int(step == tc->max_steps ||
+                                  (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
+                                  (t->run_steps > 0 && step - first_step >= t->run_steps) ||
+                                  stop_signal);
         if (step % tc->log_interval == 0 || at_end) {
             double mean = t->st.log_sum / t->st.log_n;
             double tps = tok_log / (now - t_log > 1e-9 ? now - t_log : 1e-9);
@@ -428,10 +478,11 @@ static int train_loop(trainer *t, txl_err *e)
                 eta = tc->max_minutes * 60 - run_s;
             log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
                         "\"bpc\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
-                        "\"elapsed_s\":%.1f,\"step_loss\":%.9g}",
+                        "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f}",
                      step, t->st.tokens, mean, mean / M_LN2, lr, norm, tps,
-                     t->st.elapsed + run_s, loss);
-            if (!t->quiet) {
+                     t->st.elapsed + run_s, loss, dist_comm_seconds() - comm_log);
+            comm_log = dist_comm_seconds();
+            if (!t->quiet && dist_is_root()) {
                 char etas[32], els[32];
                 cli_fmt_duration(etas, sizeof etas, eta);
                 cli_fmt_duration(els, sizeof els, t->st.elapsed + run_s);
@@ -470,8 +521,10 @@ static int train_loop(trainer *t, txl_err *e)
         if (at_end)
             break;
     }
-    if (t->tty && !t->quiet)
+    if (t->tty && !t->quiet && dist_is_root())
         fputc('\n', stderr);
+    if (!dist_is_root())
+        return exit_sig ? 128 + exit_sig : 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"step\":%ld,\"tokens\":%lld,\"train_loss\":%.6f,\"grad_norm\":%.6g,"
@@ -480,13 +533,12 @@ static int train_loop(trainer *t, txl_err *e)
            t->st.step, t->st.tokens, last_loss, last_norm, t->st.best_valid,
            t->st.best_valid / M_LN2, t->last_path, ru.ru_maxrss / 1024.0);
     fflush(stdout);
-    if (exit_sig) {
+    if (exit_sig && dist_is_root()) {
         fprintf(stderr, "txl train: %s: checkpoint written at step %ld (%s); resume with "
                 "--resume %s\n", exit_sig == SIGINT ? "interrupted" : "terminated", t->st.step,
                 t->last_path, t->last_path);
-        return 128 + exit_sig;
     }
-    return 0;
+    return exit_sig ? 128 + exit_sig : 0;
 }
 
 static const char *train_help =
@@ -607,20 +659,41 @@ int cmd_train(int argc, char **argv)
     int M = c->model.mem_len, Lq = c->model.tgt_len, B = c->train.batch_size;
     if (batcher_init(&t->bt, t->train_s, B, Lq, (size_t)Lq + 1, "train", &e))
         goto fail;
+    const dist_t *dd = dist_self();
+    if (B % dd->size != 0) {
+        err_set(&e, ERR_INPUT, "%s: train.batch_size %d cannot be split over %d ranks (each "
+                "rank owns batch_size / ranks whole streams)", origin, B, dd->size);
+        goto fail;
+    }
+    t->Bl = B / dd->size;
+    t->b0 = dd->rank * t->Bl;
     if (!resume && !force && access(t->last_path, F_OK) == 0) {
         err_set(&e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use --resume %s to "
                 "continue it, --force to start over, or --set train.out_dir=... for a new "
                 "one", c->train.out_dir, t->last_path, t->last_path);
         goto fail;
     }
-    if (make_dirs(c->train.out_dir, &e))
+    /* rank 0 owns the run directory; everyone learns whether it worked */
+    rc = dist_is_root() ? make_dirs(c->train.out_dir, &e) : 0;
+    if (dist_max_int(rc ? 1 : 0)) {
+        if (!rc)
+            err_set(&e, ERR_INPUT, "train.out_dir %s: rank 0 could not prepare it", c->train.out_dir);
         goto fail;
+    }
 
-    cli_threads(c->train.threads);
+    /* threads: all cores of this machine, shared by its ranks, unless train.threads says */
+    int threads = c->train.threads;
+    if (threads <= 0 && dd->local_size > 1) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores / dd->local_size > 0 ? (int)(cores / dd->local_size) : 1;
+    }
+    threads = cli_threads(threads);
     if (model_init(&t->mdl, &c->model, &e) || model_alloc_grads(&t->mdl, &e) ||
-        acts_init(&t->A, &c->model, B, Lq, M, 1, &e) ||
-        mem_init(&t->mem, &c->model, B, M, &e))
+        acts_init(&t->A, &c->model, t->Bl, Lq, M, 1, &e) ||
+        mem_init(&t->mem, &c->model, t->Bl, M, &e) ||
+        (dd->size > 1 && dist_is_root() && mem_init(&t->gmem, &c->model, B, M, &e)))
         goto fail;
+    t->A.b_offset = (size_t)t->b0;
     t->adam_m = calloc(t->mdl.n_floats, sizeof(float));
     t->adam_v = calloc(t->mdl.n_floats, sizeof(float));
     t->x = malloc((size_t)B * Lq);
@@ -640,19 +713,28 @@ int cmd_train(int argc, char **argv)
                 t->st.step, c->train.max_steps);
         goto fail;
     }
-    if (write_config_yaml(c, &e))
-        goto fail;
-    t->log = fopen(t->log_path, resume ? "a" : "w");
-    if (!t->log) {
-        err_set(&e, ERR_RUNTIME, "%s: cannot open: %s", t->log_path, strerror(errno));
+    rc = 0;
+    if (dist_is_root()) {
+        rc = write_config_yaml(c, &e);
+        if (!rc && !(t->log = fopen(t->log_path, resume ? "a" : "w")))
+            rc = err_set(&e, ERR_RUNTIME, "%s: cannot open: %s", t->log_path, strerror(errno));
+    }
+    if (dist_max_int(rc ? 1 : 0)) {
+        if (!rc)
+            err_set(&e, ERR_RUNTIME, "rank 0 could not write into %s", c->train.out_dir);
         goto fail;
     }
-    if (!quiet)
+    if (!quiet && dist_is_root()) {
         print_plan(t);
+        if (dd->size > 1)
+            fprintf(stderr, "  data parallel: %d ranks x %d streams, %d threads per rank "
+                    "(%d ranks on this machine)\n", dd->size, t->Bl, threads, dd->local_size);
+    }
     log_json(t, "{\"event\":\"start\",\"step\":%ld,\"resume\":%s,\"params\":%zu,"
-                "\"blas_core\":\"%s\",\"train_tokens\":%zu,\"valid_tokens\":%zu}",
+                "\"blas_core\":\"%s\",\"train_tokens\":%zu,\"valid_tokens\":%zu,"
+                "\"ranks\":%d,\"threads\":%d,\"estimate_mib\":%.0f}",
              t->st.step, resume ? "true" : "false", t->mdl.n_weights, cli_blas_core(),
-             t->train_s.n, t->valid_s.n);
+             t->train_s.n, t->valid_s.n, dd->size, threads, plan_mib(t));
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

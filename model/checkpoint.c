@@ -137,7 +137,7 @@ int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_
     return 0;
 }
 
-int ckpt_load_mem(const st_file *f, model_mem *mem, txl_err *e)
+int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total, txl_err *e)
 {
     char nm[32];
     mem_reset(mem);
@@ -148,12 +148,13 @@ int ckpt_load_mem(const st_file *f, model_mem *mem, txl_err *e)
     for (int l = 0; l < mem->n_layer; l++) {
         snprintf(nm, sizeof nm, "state.mem.%d", l);
         const st_tensor *t = st_find(f, nm);
-        if (!t || t->dtype != ST_F32 || t->ndim != 3 || t->shape[0] != mem->B ||
-            t->shape[1] != m || m > mem->M || t->shape[2] != mem->d)
+        if (!t || t->dtype != ST_F32 || t->ndim != 3 || t->shape[0] != B_total ||
+            t->shape[1] != m || m > mem->M || t->shape[2] != mem->d ||
+            b_offset + (size_t)mem->B > (size_t)B_total)
             return err_set(e, ERR_INPUT, "%s: memory tensor '%s' missing or not [%d, %d, %d] "
-                           "F32 (batch, rows <= mem_len %d, d_model)", f->path, nm, mem->B,
+                           "F32 (batch, rows <= mem_len %d, d_model)", f->path, nm, B_total,
                            m, mem->d, mem->M);
-        const float *src = st_data(f, t);
+        const float *src = (const float *)st_data(f, t) + b_offset * (size_t)m * mem->d;
         for (int b = 0; b < mem->B; b++)
             memcpy(mem_layer(mem, l) + (size_t)b * mem->M * mem->d,
                    src + (size_t)b * m * mem->d, (size_t)m * mem->d * sizeof(float));

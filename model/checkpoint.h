@@ -19,7 +19,8 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
 int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e);
 /* Loads the Adam moments (all of them, or fails). */
 int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_err *e);
-/* Loads state.mem.* into mem (B and d must match; m <= M). Absent: mem reset, returns 0. */
-int ckpt_load_mem(const st_file *f, model_mem *mem, txl_err *e);
+/* Loads streams [b_offset, b_offset + mem->B) of state.mem.* (stored [B_total, m, d]) into
+ * mem (m <= M). Absent: mem reset, returns 0. */
+int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total, txl_err *e);
 
 #endif

@@ -1,0 +1,38 @@
+/* dist.h: data parallelism over MPI (built with `make MPI=1`, -DTXL_MPI). Without MPI every
+ * call is the single-process identity (rank 0 of 1), so the rest of txl has one code path.
+ *
+ * The model of distribution: N ranks hold identical weights and optimiser state; each owns
+ * B/N whole streams of the batch; after the backward one sum-allreduce of the flat gradient
+ * makes every rank's gradient the global one, so clipping and Adam stay identical. Rank 0
+ * alone logs and writes files. */
+#ifndef TXL_DIST_H
+#define TXL_DIST_H
+
+#include <stddef.h>
+
+typedef struct {
+    int rank, size;
+    int local_rank, local_size; /* ranks on this machine (for the thread split) */
+} dist_t;
+
+/* Initialises MPI when built with it (and launched under mpirun or as a singleton). */
+void dist_init(int *argc, char ***argv, dist_t *d);
+void dist_finalize(void);
+const dist_t *dist_self(void);
+static inline int dist_is_root(void) { return dist_self()->rank == 0; }
+
+/* In-place sum over all ranks. */
+void dist_sum_f32(float *buf, size_t n);
+void dist_sum_f64(double *buf, size_t n);
+/* Max of an int over all ranks (e.g. "some rank wants to stop"). */
+int dist_max_int(int v);
+/* Gathers `n` floats from every rank into root's out[size * n] (rank order); non-roots may
+ * pass out = NULL. */
+void dist_gather_f32(const float *in, size_t n, float *out);
+void dist_barrier(void);
+/* Ends every rank (after one of them failed): MPI_Abort, or exit without MPI. */
+_Noreturn void dist_abort(int code);
+/* Seconds spent inside dist_sum_* so far (communication time, for the logs). */
+double dist_comm_seconds(void);
+
+#endif

@@ -1,0 +1,46 @@
+#!/bin/sh
+# make test-mpi: data-parallel training is the same computation as one process. 1 rank with
+# B streams vs 2 ranks with B/2 each (dropout and dropatt on; masks are drawn by global
+# stream): the per-step losses agree to float32 round-off of the gradient reduction order,
+# and so do the final checkpoints. A run started on 2 ranks resumes on 1 (the memory is
+# stored for the whole batch), and a batch that cannot be split over the ranks is refused.
+# Needs `make MPI=1 txl` (done by `make test-mpi`) and Open MPI's mpirun.
+. tests/e2e/lib.sh
+# Open MPI on these machines: root, 2 cores, and no cross-memory attach in containers
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+MPIRUN="mpirun --oversubscribe"
+CFG=tests/configs/micro.yaml
+OPTS="-q --set train.max_steps=40 --set train.eval_interval=20 --set train.threads=1"
+
+$MPIRUN -np 1 $TXL train -c $CFG $OPTS --set train.out_dir=$TMP/r1 >/dev/null 2>$TMP/r1.err || bad "1 rank: $(cat $TMP/r1.err)"
+$MPIRUN -np 2 $TXL train -c $CFG $OPTS --set train.out_dir=$TMP/r2 >/dev/null 2>$TMP/r2.err || bad "2 ranks: $(cat $TMP/r2.err)"
+step_losses $TMP/r1/log.jsonl > $TMP/l1
+step_losses $TMP/r2/log.jsonl > $TMP/l2
+check "both runs logged 40 steps" test "$(wc -l < $TMP/l1)" -eq 40 -a "$(wc -l < $TMP/l2)" -eq 40
+worst=$(paste $TMP/l1 $TMP/l2 | awk '{d = ($2 - $4) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.2e", w}')
+check "2 ranks x 4 streams == 1 rank x 8 streams: 40 per-step losses, max rel diff $worst (< 1e-4)" \
+    awk -v w="$worst" 'BEGIN {exit !(w < 1e-4)}'
+v1=$(jq -s '[.[] | select(.event=="eval")] | last | .loss' $TMP/r1/log.jsonl)
+v2=$(jq -s '[.[] | select(.event=="eval")] | last | .loss' $TMP/r2/log.jsonl)
+check "validation (split over ranks) agrees: $v1 vs $v2" \
+    awk -v a="$v1" -v b="$v2" 'BEGIN {d = (a - b) / a; if (d < 0) d = -d; exit !(d < 1e-4)}'
+check "only rank 0 logs (one start event)" test "$(grep -c '"start"' $TMP/r2/log.jsonl)" -eq 1
+check "comm time is logged" jq -s -e 'map(select(.event=="train")) | all(has("comm_s"))' $TMP/r2/log.jsonl
+
+# resume across N: 2 ranks for 20 steps, then 1 rank to 40 == the 2-rank run continued
+$MPIRUN -np 2 $TXL train -c $CFG $OPTS --set train.out_dir=$TMP/r3 --steps 20 >/dev/null 2>&1 || bad "r3 part 1"
+check "2-rank checkpoint holds the whole batch's memory" \
+    test "$($TXL info $TMP/r3/last.safetensors.gz --json | jq .has_memory)" = true
+$TXL train -q --resume $TMP/r3/last.safetensors.gz --set train.threads=1 >/dev/null 2>$TMP/r3.err || bad "resume on 1 rank: $(cat $TMP/r3.err)"
+step_losses $TMP/r3/log.jsonl > $TMP/l3
+worst=$(paste $TMP/l2 $TMP/l3 | awk '{d = ($2 - $4) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.2e", w}')
+check "2 ranks to step 20, then 1 rank to 40: losses follow the 2-rank run (max rel diff $worst)" \
+    awk -v w="$worst" 'BEGIN {exit !(w < 1e-4)}'
+
+# a batch that cannot be split
+$MPIRUN -np 3 $TXL train -c $CFG $OPTS --set train.out_dir=$TMP/r4 >/dev/null 2>$TMP/r4.err
+rc=$?
+check "batch 8 over 3 ranks is refused (exit $rc)" test $rc -ne 0
+check "...with a clear message" grep -q "cannot be split over 3 ranks" $TMP/r4.err
+finish
