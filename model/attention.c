@@ -55,11 +55,16 @@ static void drop_plane(float *out, const float *P, const attn_args *a, int b, in
     dropout_forward(out, P, n, a->dropatt, a->drop_key, base);
 }
 
+/* Rows are processed in blocks of `rb`: block [i0, i1) sees keys 0..m+i1-1 only, so the
+ * GEMMs skip most of the masked triangle (for Lq = klen/2 and 4 blocks, 19% of the work
+ * instead of 25% is wasted; one block reproduces the full-rectangle computation). */
+static int row_block(const attn_args *a) { return a->row_block > 0 ? a->row_block : 64; }
+
 static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
                        const attn_args *a, float *scratch, int b, int h)
 {
     const int H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
-    const int hd = H * dh;
+    const int hd = H * dh, rb = row_block(a);
     float *qu = scratch, *qv = qu + (size_t)Lq * dh;
     float *plane = qv + 2 * (size_t)Lq * dh; /* skip dqa (backward only) */
     float *plane2 = plane + (size_t)Lq * klen;
@@ -68,49 +73,55 @@ static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
     const float *vbh = kbh + hd;
     /* inference keeps no probabilities: one plane of scratch per (b, h) */
     float *P = prob ? prob + ((size_t)b * H + h) * Lq * klen : plane2;
+    float *vout = vec + (size_t)b * Lq * hd + (size_t)h * dh;
 
-    /* content (+ global content bias) */
     add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
-    gemm(P, qu, kbh, Lq, klen, dh, 0, 1, a->scale, 0.0f, dh, 2 * hd, klen);
-
-    if (a->rk) { /* position terms, read along the diagonals */
+    if (a->rk)
         add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
-        gemm(plane, qv, a->rk + (size_t)h * dh, Lq, klen, dh, 0, 1, a->scale, 0.0f, dh,
-             hd, klen);
-        for (int i = 0; i < Lq; i++) {
-            const float *bd = plane + (size_t)i * klen + (Lq - 1 - i);
-            float *s = P + (size_t)i * klen;
-            for (int j = 0; j <= m + i; j++)
-                s[j] += bd[j];
+    for (int i0 = 0; i0 < Lq; i0 += rb) {
+        int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
+        /* content (+ global content bias) */
+        gemm(P + (size_t)i0 * klen, qu + (size_t)i0 * dh, kbh, rows, w, dh, 0, 1, a->scale,
+             0.0f, dh, 2 * hd, klen);
+        if (a->rk) { /* position terms: BDraw columns p = Lq-i1 .., read along diagonals */
+            gemm(plane + (size_t)i0 * klen, qv + (size_t)i0 * dh,
+                 a->rk + (size_t)(Lq - i1) * hd + (size_t)h * dh, rows, w, dh, 0, 1, a->scale,
+                 0.0f, dh, hd, klen);
+            for (int i = i0; i < i1; i++) {
+                const float *bd = plane + (size_t)i * klen + (i1 - 1 - i);
+                float *srow = P + (size_t)i * klen;
+                for (int j = 0; j <= m + i; j++)
+                    srow[j] += bd[j];
+            }
         }
     }
     if (a->dist_bias) {
         const float *tb = a->dist_bias + (size_t)h * klen;
         for (int i = 0; i < Lq; i++) {
-            float *s = P + (size_t)i * klen;
+            float *srow = P + (size_t)i * klen;
             for (int j = 0; j <= m + i; j++)
-                s[j] += tb[m + i - j];
+                srow[j] += tb[m + i - j];
         }
     }
 
-    /* causal softmax: row i sees keys 0..m+i */
+    /* causal softmax: row i sees keys 0..m+i; masked entries become exact zeros */
     for (int i = 0; i < Lq; i++) {
-        float *s = P + (size_t)i * klen;
+        float *srow = P + (size_t)i * klen;
         int nv = m + i + 1;
-        float mx = s[0];
+        float mx = srow[0];
         for (int j = 1; j < nv; j++)
-            mx = s[j] > mx ? s[j] : mx;
+            mx = srow[j] > mx ? srow[j] : mx;
         double sum = 0;
         for (int j = 0; j < nv; j++) {
-            float e = expf(s[j] - mx);
-            s[j] = e;
+            float e = expf(srow[j] - mx);
+            srow[j] = e;
             sum += e;
         }
         float inv = (float)(1.0 / sum);
         for (int j = 0; j < nv; j++)
-            s[j] *= inv;
+            srow[j] *= inv;
         for (int j = nv; j < klen; j++)
-            s[j] = 0.0f;
+            srow[j] = 0.0f;
     }
 
     const float *Pv = P;
@@ -118,8 +129,11 @@ static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
         drop_plane(plane2, P, a, b, h, klen);
         Pv = plane2;
     }
-    gemm(vec + (size_t)b * Lq * hd + (size_t)h * dh, Pv, vbh, Lq, dh, klen, 0, 0, 1.0f,
-         0.0f, klen, 2 * hd, hd);
+    for (int i0 = 0; i0 < Lq; i0 += rb) {
+        int i1 = i0 + rb < Lq ? i0 + rb : Lq, w = m + i1;
+        gemm(vout + (size_t)i0 * hd, Pv + (size_t)i0 * klen, vbh, i1 - i0, dh, w, 0, 0, 1.0f,
+             0.0f, klen, 2 * hd, hd);
+    }
 }
 
 void attn_forward(float *prob, float *vec, const float *q, const float *kv,
@@ -140,7 +154,7 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
                         int b, int h)
 {
     const int H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
-    const int hd = H * dh;
+    const int hd = H * dh, rb = row_block(a);
     float *qu = scratch, *qv = qu + (size_t)Lq * dh, *dqa = qv + (size_t)Lq * dh;
     float *dS = dqa + (size_t)Lq * dh;         /* dP, then dS in place */
     float *plane2 = dS + (size_t)Lq * klen;     /* P' (dropatt), then dBDraw */
@@ -153,15 +167,25 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
     float *dkbh = dkv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
     float *dvalbh = dkbh + hd;
 
+    /* the blocks add into dk and dv: start them at zero */
+    for (int j = 0; j < klen; j++) {
+        memset(dkbh + (size_t)j * 2 * hd, 0, (size_t)dh * sizeof(float));
+        memset(dvalbh + (size_t)j * 2 * hd, 0, (size_t)dh * sizeof(float));
+    }
     /* vec = P' v: dv = P'^T dvec, dP' = dvec v^T */
     const float *Pv = P;
     if (a->dropatt > 0.0f) {
         drop_plane(plane2, P, a, b, h, klen);
         Pv = plane2;
     }
-    gemm(dvalbh, Pv, dvbh, klen, dh, Lq, 1, 0, 1.0f, 0.0f, klen, hd, 2 * hd);
-    gemm(dS, dvbh, vbh, Lq, klen, dh, 0, 1, 1.0f, 0.0f, hd, 2 * hd, klen);
-    if (a->dropatt > 0.0f) {
+    for (int i0 = 0; i0 < Lq; i0 += rb) {
+        int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
+        gemm(dvalbh, Pv + (size_t)i0 * klen, dvbh + (size_t)i0 * hd, w, dh, rows, 1, 0, 1.0f,
+             1.0f, klen, hd, 2 * hd);
+        gemm(dS + (size_t)i0 * klen, dvbh + (size_t)i0 * hd, vbh, rows, w, dh, 0, 1, 1.0f, 0.0f,
+             hd, 2 * hd, klen);
+    }
+    if (a->dropatt > 0.0f) { /* masked entries of dS are not read below */
         size_t n = (size_t)Lq * klen;
         dropout_backward(dS, dS, n, a->dropatt, a->drop_key,
                          ((a->b_offset + (size_t)b) * H + h) * n);
@@ -184,8 +208,13 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
 
     /* content: dq = scale dS k, dk = scale dS^T (q+u), du += colsum(dq part) */
     add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
-    gemm(dqa, dS, kbh, Lq, dh, klen, 0, 0, a->scale, 0.0f, klen, 2 * hd, dh);
-    gemm(dkbh, dS, qu, klen, dh, Lq, 1, 0, a->scale, 0.0f, klen, dh, 2 * hd);
+    for (int i0 = 0; i0 < Lq; i0 += rb) {
+        int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
+        gemm(dqa + (size_t)i0 * dh, dS + (size_t)i0 * klen, kbh, rows, dh, w, 0, 0, a->scale,
+             0.0f, klen, 2 * hd, dh);
+        gemm(dkbh, dS + (size_t)i0 * klen, qu + (size_t)i0 * dh, w, dh, rows, 1, 0, a->scale,
+             1.0f, klen, dh, 2 * hd);
+    }
     for (int i = 0; i < Lq; i++)
         for (int c = 0; c < dh; c++)
             dqbh[(size_t)i * hd + c] = dqa[(size_t)i * dh + c];
@@ -194,19 +223,23 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
             for (int c = 0; c < dh; c++)
                 du[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
 
-    if (a->rk) { /* scatter dS onto the diagonals of BDraw */
-        float *dbd = plane2;
-        for (int i = 0; i < Lq; i++) {
-            float *row = dbd + (size_t)i * klen;
-            int sh = Lq - 1 - i;
-            memset(row, 0, (size_t)sh * sizeof *row);
-            memcpy(row + sh, dS + (size_t)i * klen, (size_t)(klen - sh) * sizeof *row);
-        }
+    if (a->rk) { /* scatter dS onto the diagonals of each block's BDraw (columns Lq-i1 ..) */
         add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
-        gemm(dqa, dbd, a->rk + (size_t)h * dh, Lq, dh, klen, 0, 0, a->scale, 0.0f, klen,
-             hd, dh);
-        gemm(drk + (size_t)h * dh, dbd, qv, klen, dh, Lq, 1, 0, a->scale, 1.0f, klen,
-             dh, hd);
+        float *dbd = plane2;
+        for (int i0 = 0; i0 < Lq; i0 += rb) {
+            int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
+            for (int i = i0; i < i1; i++) {
+                float *row = dbd + (size_t)i * klen;
+                int sh = i1 - 1 - i;
+                memset(row, 0, (size_t)sh * sizeof *row);
+                memcpy(row + sh, dS + (size_t)i * klen, (size_t)(w - sh) * sizeof *row);
+            }
+            const float *rkb = a->rk + (size_t)(Lq - i1) * hd + (size_t)h * dh;
+            gemm(dqa + (size_t)i0 * dh, dbd + (size_t)i0 * klen, rkb, rows, dh, w, 0, 0,
+                 a->scale, 0.0f, klen, hd, dh);
+            gemm(drk + (size_t)(Lq - i1) * hd + (size_t)h * dh, dbd + (size_t)i0 * klen,
+                 qv + (size_t)i0 * dh, w, dh, rows, 1, 0, a->scale, 1.0f, klen, dh, hd);
+        }
         for (int i = 0; i < Lq; i++)
             for (int c = 0; c < dh; c++)
                 dqbh[(size_t)i * hd + c] += dqa[(size_t)i * dh + c];

@@ -32,6 +32,8 @@ typedef struct {
     const float *rk;        /* [klen, H*dh] xl projected positions, or NULL */
     const float *dist_bias; /* [H, klen] bias by distance delta = 0..klen-1, or NULL */
     int threads;            /* threads the scratch was sized for (attn_scratch_floats) */
+    int row_block;          /* query rows per GEMM block (0 = 64): each block computes only
+                               the keys its rows can see */
 } attn_args;
 
 /* Floats of scratch a call needs: the (b, h) pairs run in parallel, each thread with its

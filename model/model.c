@@ -439,7 +439,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
                     .scale = (float)(1.0 / sqrt((double)dh)),
                     .dropatt = tr ? c->dropatt : 0.0f,
                     .drop_key = site_key(o->drop_key, l, SITE_DROPATT), .b_offset = A->b_offset,
-                    .threads = A->threads};
+                    .threads = A->threads, .row_block = A->attn_row_block};
     switch (c->pos) {
     case POS_XL:
         linear_forward(lc->rk, A->R, L->r_w, NULL, klen, hd, d, 0);
@@ -606,7 +606,7 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
                     .scale = (float)(1.0 / sqrt((double)dh)),
                     .dropatt = c->dropatt,
                     .drop_key = site_key(key, l, SITE_DROPATT), .b_offset = A->b_offset,
-                    .threads = A->threads};
+                    .threads = A->threads, .row_block = A->attn_row_block};
     float *du = NULL, *dv = NULL;
     if (c->pos == POS_XL) {
         aa.rk = lc->rk;

@@ -102,6 +102,8 @@ typedef struct {
 typedef struct {
     int B, Lq_max, M, training;
     int threads;             /* threads the scratch is planned for (par_max_threads()) */
+    int attn_row_block;      /* query rows per attention GEMM block (0 = default; tests
+                                set small values to exercise the blocked path) */
     size_t b_offset;         /* global index of stream 0 (data parallelism: dropout masks are
                                 drawn by global stream, so N ranks x B/N streams draw what one
                                 process with B streams draws) */

@@ -75,7 +75,7 @@ static uint8_t *get_tokens(st_file *f, const char *name, size_t n)
     return t;
 }
 
-static void run_fixture(const char *path, const char *name)
+static void run_fixture(const char *path, const char *name, int row_block)
 {
     st_file f;
     txl_err e;
@@ -124,6 +124,7 @@ static void run_fixture(const char *path, const char *name)
         st_free(&f);
         return;
     }
+    A.attn_row_block = row_block;
     int ok_params = 1;
     for (int i = 0; i < mdl.n_params; i++) {
         const param_entry *p = &mdl.table[i];
@@ -295,7 +296,10 @@ int main(int argc, char **argv)
         char path[1024], label[64];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         snprintf(label, sizeof label, "%.*s", (int)(strlen(names[i]) - 12), names[i]);
-        run_fixture(path, label);
+        run_fixture(path, label, 0);
+        /* again with attention rows in blocks of 2: the blocked, masked-skipping GEMMs */
+        strncat(label, " rb2", sizeof label - strlen(label) - 1);
+        run_fixture(path, label, 2);
         free(names[i]);
     }
     return tl_done("test_fixtures");

@@ -68,6 +68,7 @@ static void run_case(const char *label, pos_scheme pos, int pre, float dropout, 
     }
     float membuf[2 * 2 * 8 * 8];
     s.mem1 = membuf;
+    s.A.attn_row_block = 2; /* Lq = 3: two blocks, the masked-skipping path */
     tl_rng r = {0x9e3779b97f4a7c15ULL ^ (uint64_t)pos * 77 ^ (uint64_t)pre * 5};
     for (int i = 0; i < s.mdl.n_params; i++) {
         const param_entry *p = &s.mdl.table[i];
