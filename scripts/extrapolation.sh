@@ -7,7 +7,7 @@
 # (bpc against evaluated context length, one line per scheme).
 #
 # Environment: STEPS (training steps per scheme, default 1800), SCHEMES (default
-# "xl mlp rope alibi absolute none"), FACTORS (default 1,2,4,8,16), EVAL_BYTES (bytes of
+# "xl mlp rope alibi absolute none"), FACTORS (default 1,2,4,8), EVAL_BYTES (bytes of
 # the test split to evaluate, default 100000), TXL (the binary, default ./txl).
 set -eu
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ CORPUS=$1
 OUT=${2:-runs/study}
 STEPS=${STEPS:-1800}
 SCHEMES=${SCHEMES:-"xl mlp rope alibi absolute none"}
-FACTORS=${FACTORS:-1,2,4,8,16}
+FACTORS=${FACTORS:-1,2,4,8}
 EVAL_BYTES=${EVAL_BYTES:-100000}
 TXL=${TXL:-./txl}
 [ -f "$CORPUS" ] || { echo "$0: $CORPUS: no such file" >&2; exit 2; }
