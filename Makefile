@@ -16,6 +16,8 @@ else
 BUILD   ?= build
 FLAVOR  := plain
 endif
+# the binary: ./txl; other builds put theirs elsewhere (make asan: build-asan/txl)
+BIN     ?= txl
 
 SRC     := $(wildcard common/*.c model/*.c data/*.c optim/*.c cmd/*.c)
 OBJ     := $(SRC:%.c=$(BUILD)/%.o)
@@ -24,7 +26,7 @@ TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all test unit e2e demo fixtures clean asan bench test-mpi
-all: txl
+all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain or MPI) changes
 $(BUILD)/.flavor-$(FLAVOR):
@@ -32,7 +34,7 @@ $(BUILD)/.flavor-$(FLAVOR):
 	@rm -f build*/.flavor-*
 	@touch $@
 
-txl: $(OBJ) $(BUILD)/.flavor-$(FLAVOR)
+$(BIN): $(OBJ) $(BUILD)/.flavor-$(FLAVOR)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJ) $(LDLIBS)
 
 $(BUILD)/%.o: %.c
@@ -47,9 +49,23 @@ $(BUILD)/tests/testlib.o: tests/testlib.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The fuzz harnesses (tests/fuzz/) as plain objects: test_fuzz_replay runs them over the
+# committed corpora, so `make test` needs no clang.
+FUZZNAMES := config checkpoint corpus
+FUZZLIB := $(addprefix $(BUILD)/fuzzlib/,$(FUZZNAMES:%=fuzz_%.o) fuzz_util.o replay.o)
+
+$(BUILD)/fuzzlib/%.o: tests/fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DTXL_FUZZ_NO_ENTRY -c -o $@ $<
+
+$(BUILD)/tests/test_fuzz_replay: tests/test_fuzz_replay.c $(FUZZLIB) $(LIBOBJ) $(BUILD)/tests/testlib.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZLIB) $(LIBOBJ) $(BUILD)/tests/testlib.o $(LDLIBS)
+
 # Unit tests (C programs, one per file) then end-to-end CLI scripts (tests/e2e/*.sh).
-test: txl $(TESTBIN)
-	@tests/run_all.sh $(BUILD)
+# TXL_SKIP="a.sh b.sh" skips those end-to-end scripts (make asan uses ASAN_SKIP).
+test: $(BIN) $(TESTBIN)
+	@TXL_BIN=$(abspath $(BIN)) tests/run_all.sh $(BUILD)
 
 unit: $(TESTBIN)
 	@for t in $(TESTBIN); do echo "== $$t"; $$t || exit 1; done
@@ -72,9 +88,39 @@ $(BUILD)/bench/sgemm_peak: bench/sgemm_peak.c $(LIBOBJ)
 bench: txl $(BUILD)/bench/sgemm_peak
 	@BUILD=$(BUILD) bench/bench.sh
 
+# Everything (txl, unit tests, fuzz replay) with ASan + UBSan (any report fails) in
+# build-asan/, then the whole suite against build-asan/txl. ASAN_SKIP lists end-to-end
+# scripts to leave out (to keep CI short; ASAN_SKIP= runs them all).
+ASAN_SKIP ?=
 asan:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-		LDFLAGS="-fsanitize=address,undefined" TXL_BIN=build-asan/txl test
+	$(MAKE) BUILD=build-asan BIN=build-asan/txl \
+		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		LDFLAGS="-fsanitize=address,undefined" TXL_SKIP="$(ASAN_SKIP)" test
+
+# libFuzzer (clang): builds build-fuzz/fuzz_{config,checkpoint,corpus} and runs each for
+# FUZZ_SECONDS (tests/fuzz/run.sh: seeds, dictionaries, crash artifacts in build-fuzz/).
+# FUZZ=name runs one harness. Plain replay programs: make build/fuzz/replay_<name>.
+FUZZ_SECONDS ?= 300
+FUZZ ?= $(FUZZNAMES)
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+.PHONY: fuzz fuzz-build
+fuzz: fuzz-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ)
+
+fuzz-build:
+	$(MAKE) CC=clang BUILD=build-fuzz CFLAGS="$(FUZZ_CFLAGS)" \
+		$(FUZZNAMES:%=build-fuzz/fuzz_%)
+
+build-fuzz/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(BUILD)/fuzz/fuzz_util.o $(LIBOBJ)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+
+$(BUILD)/fuzz/%.o: tests/fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/fuzz/replay_%: $(BUILD)/fuzz/fuzz_%.o $(BUILD)/fuzz/replay.o $(BUILD)/fuzz/fuzz_util.o $(LIBOBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The data-parallel equivalence test: 1 rank vs 2 ranks (needs libopenmpi-dev openmpi-bin).
 test-mpi:
@@ -82,6 +128,26 @@ test-mpi:
 	tests/mpi/equivalence.sh
 
 clean:
-	rm -rf build build-asan build-mpi txl
+	rm -rf build build-asan build-mpi build-fuzz txl
 
--include $(OBJ:.o=.d) $(TESTBIN:=.d)
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the man page (doc/txl.1), the
+# ready configs and the bash completion (contrib/txl.bash). `make uninstall` removes them.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+INSTDIR  = $(DESTDIR)$(PREFIX)
+.PHONY: install uninstall
+install: txl
+	install -d $(INSTDIR)/bin $(INSTDIR)/share/man/man1 $(INSTDIR)/share/txl/configs \
+		$(INSTDIR)/share/bash-completion/completions
+	install -m 755 txl $(INSTDIR)/bin/txl
+	install -m 644 doc/txl.1 $(INSTDIR)/share/man/man1/txl.1
+	install -m 644 configs/*.yaml $(INSTDIR)/share/txl/configs/
+	install -m 644 contrib/txl.bash $(INSTDIR)/share/bash-completion/completions/txl
+
+uninstall:
+	rm -f $(INSTDIR)/bin/txl $(INSTDIR)/share/man/man1/txl.1 \
+		$(INSTDIR)/share/bash-completion/completions/txl \
+		$(addprefix $(INSTDIR)/share/txl/configs/,$(notdir $(wildcard configs/*.yaml)))
+	-rmdir $(INSTDIR)/share/txl/configs $(INSTDIR)/share/txl 2>/dev/null
+
+-include $(OBJ:.o=.d) $(TESTBIN:=.d) $(FUZZLIB:.o=.d)

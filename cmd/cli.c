@@ -1,6 +1,7 @@
 /* cli.c: see cli.h. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -63,7 +64,7 @@ int cli_long(const char *flag, const char *s, long min, long max, long *out, txl
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (!*s || *end || errno)
+    if (!*s || *end || errno || isspace((unsigned char)*s)) /* strtol would skip blanks */
         return err_set(e, ERR_INPUT, "%s: expected an integer, found '%s'", flag, s);
     if (v < min || v > max)
         return err_set(e, ERR_INPUT, "%s: %ld is out of range [%ld, %ld]", flag, v, min, max);
@@ -77,7 +78,7 @@ int cli_double(const char *flag, const char *s, double min, double max, double *
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (!*s || *end || errno || !isfinite(v))
+    if (!*s || *end || errno || !isfinite(v) || isspace((unsigned char)*s))
         return err_set(e, ERR_INPUT, "%s: expected a number, found '%s'", flag, s);
     if (v < min || v > max)
         return err_set(e, ERR_INPUT, "%s: %g is out of range [%g, %g]", flag, v, min, max);
@@ -109,6 +110,61 @@ int cli_int_list(const char *flag, const char *s, int *out, int cap, int *n, txl
     return 0;
 }
 
+/* Before the model is built: the config in the metadata must agree with the tensors in
+ * size, so a damaged config cannot make txl allocate a model far larger than the file
+ * (DESIGN.md §5: validate everything before touching the model). word_emb.weight gives
+ * d_model, the last layer's qkv gives n_layer, and the weights every scheme has (qkv, o,
+ * ff.0, ff.3 of each layer) must fit in the file's parameter bytes. ckpt_load_weights then
+ * checks every name, dtype and shape exactly. */
+int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,
+                             txl_err *e)
+{
+    const st_tensor *t = st_find(f, "word_emb.weight");
+    if (!t)
+        return err_set(e, ERR_INPUT, "%s: missing tensor 'word_emb.weight'", path);
+    if (t->ndim != 2 || t->shape[0] != m->vocab || t->shape[1] != m->d_model)
+        return err_set(e, ERR_INPUT, "%s: tensor 'word_emb.weight' has %d dimensions [%lld, "
+                       "%lld%s], but the config in the checkpoint (model.d_model %d) implies "
+                       "[%d, %d]", path, t->ndim, (long long)(t->ndim > 0 ? t->shape[0] : 0),
+                       (long long)(t->ndim > 1 ? t->shape[1] : 0), t->ndim > 2 ? ", ..." : "",
+                       m->d_model, m->vocab, m->d_model);
+    char nm[64];
+    snprintf(nm, sizeof nm, "layers.%d.attn.qkv.weight", m->n_layer - 1);
+    if (!st_find(f, nm))
+        return err_set(e, ERR_INPUT, "%s: missing tensor '%s', which the config in the "
+                       "checkpoint (model.n_layer %d) requires", path, nm, m->n_layer);
+    size_t have = 0;
+    for (int i = 0; i < f->n; i++)
+        if (strncmp(f->t[i].name, "optim.", 6) != 0 && strncmp(f->t[i].name, "state.", 6) != 0)
+            have += f->t[i].end - f->t[i].begin;
+    double d = m->d_model, hd = (double)m->n_head * m->d_head, di = m->d_inner;
+    double need = 4.0 * m->n_layer * (4 * hd * d + 2 * di * d);
+    if (need > (double)have)
+        return err_set(e, ERR_INPUT, "%s: the config in the checkpoint (model.n_layer %d, "
+                       "d_model %d, n_head %d, d_head %d, d_inner %d) needs at least %.0f bytes "
+                       "of weights, but the file's tensors hold %zu", path, m->n_layer,
+                       m->d_model, m->n_head, m->d_head, m->d_inner, need, have);
+    return 0;
+}
+
+int cli_meta_count(const st_file *f, const char *key, long long def, long long *out,
+                   txl_err *e)
+{
+    const char *s = st_meta(f, key);
+    *out = def;
+    if (!s)
+        return 0;
+    const char *p = s;
+    long long v = 0;
+    for (; *p >= '0' && *p <= '9' && v <= (1LL << 53); p++)
+        v = v * 10 + (*p - '0');
+    if (p == s || *p || v > (1LL << 53))
+        return err_set(e, ERR_INPUT, "%s: metadata '%s' must be an integer in [0, 2^53], found "
+                       "'%.40s'", f->path, key, s);
+    *out = v;
+    return 0;
+}
+
 int cli_load_checkpoint(const char *path, st_file *f, txl_config *cfg, model *mdl, txl_err *e)
 {
     memset(mdl, 0, sizeof *mdl);
@@ -122,6 +178,7 @@ int cli_load_checkpoint(const char *path, st_file *f, txl_config *cfg, model *md
     }
     cfg_defaults(cfg);
     if (cfg_from_json(cfg, js, path, e) || cfg_validate(cfg, path, e) ||
+        cli_check_config_tensors(f, &cfg->model, path, e) ||
         model_init(mdl, &cfg->model, e) || ckpt_load_weights(mdl, f, e)) {
         model_free(mdl);
         st_free(f);

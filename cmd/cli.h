@@ -34,6 +34,16 @@ int cli_double(const char *flag, const char *s, double min, double max, double *
 /* "1,2,4,8" -> up to cap positive integers; malformed -> error naming the flag. */
 int cli_int_list(const char *flag, const char *s, int *out, int cap, int *n, txl_err *e);
 
+/* The checkpoint's tensors agree in size with the model config taken from its metadata
+ * (word_emb.weight's shape, the last layer present, enough weight bytes): call it before
+ * building a model from that config, so a damaged config cannot allocate far more than
+ * the file holds. ERR_INPUT naming the file, the tensor and the keys. */
+int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,
+                             txl_err *e);
+/* A count in the metadata ("step", "tokens", "epoch", "data_pos", "log_steps"): absent ->
+ * def; else a decimal integer in [0, 2^53], or ERR_INPUT naming the file and the key. */
+int cli_meta_count(const st_file *f, const char *key, long long def, long long *out,
+                   txl_err *e);
 /* Reads a checkpoint, its config (metadata "config"), builds the model and loads weights.
  * On success the caller owns f, cfg and mdl (st_free / model_free). */
 int cli_load_checkpoint(const char *path, st_file *f, txl_config *cfg, model *mdl, txl_err *e);

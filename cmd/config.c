@@ -296,7 +296,36 @@ static void fmt_float(char *buf, size_t cap, float x)
     }
 }
 
-/* YAML double-quoted scalar: escapes \ and " and control bytes; UTF-8 passes through. */
+/* Length of the valid UTF-8 sequence at s (1..4) and its code point, or 0 when the bytes
+ * are not UTF-8 (overlong forms, surrogates and values past U+10FFFF included). */
+static int utf8_seq(const unsigned char *s, unsigned *cp)
+{
+    unsigned c = s[0];
+    int n = c < 0x80             ? 1
+            : (c & 0xE0) == 0xC0 ? 2
+            : (c & 0xF0) == 0xE0 ? 3
+            : (c & 0xF8) == 0xF0 ? 4
+                                 : 0;
+    if (n == 0)
+        return 0;
+    unsigned v = n == 1 ? c : c & (0x7Fu >> n);
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (s[i] & 0x3F);
+    }
+    static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < min[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+/* YAML double-quoted scalar: escapes \ and ", and every character libyaml would not read
+ * back as itself: control characters (C0, DEL, C1) as \xNN, the line breaks NEL, LS and PS
+ * as \N, \L, \P (raw, they fold to spaces), and U+FEFF, U+FFFE, U+FFFF as \uXXXX (the reader
+ * rejects them raw). Other UTF-8 passes through; a byte that is not UTF-8 (cfg_validate
+ * refuses those) is written as \xNN. Output stops before overflowing buf. */
 static void fmt_quoted(char *buf, size_t cap, const char *s)
 {
     size_t o = 0;
@@ -306,16 +335,30 @@ static void fmt_quoted(char *buf, size_t cap, const char *s)
         return;
     }
     buf[o++] = '"';
-    for (; *s && o + 6 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
-            buf[o++] = '\\';
-            buf[o++] = (char)ch;
-        } else if (ch < 0x20 || ch == 0x7f) {
-            o += (size_t)snprintf(buf + o, cap - o, "\\x%02X", ch);
-        } else {
-            buf[o++] = (char)ch;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p && o + 8 < cap) {
+        unsigned cp = 0;
+        int n = utf8_seq(p, &cp);
+        if (n == 0) {
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02X", *p);
+            p++;
+            continue;
         }
+        if (cp == '"' || cp == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = (char)cp;
+        } else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f && cp != 0x85)) {
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02X", cp);
+        } else if (cp == 0x85 || cp == 0x2028 || cp == 0x2029) {
+            buf[o++] = '\\';
+            buf[o++] = cp == 0x85 ? 'N' : cp == 0x2028 ? 'L' : 'P';
+        } else if (cp == 0xFEFF || cp == 0xFFFE || cp == 0xFFFF) {
+            o += (size_t)snprintf(buf + o, cap - o, "\\u%04X", cp);
+        } else {
+            memcpy(buf + o, p, (size_t)n);
+            o += (size_t)n;
+        }
+        p += n;
     }
     buf[o++] = '"';
     buf[o] = '\0';
@@ -485,6 +528,18 @@ static int key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap
             snprintf(why, cap, "%s: expected a value of at most %zu bytes, found %zu+ bytes",
                      full, k->cap - 1, n);
             return -1;
+        }
+        /* YAML text is UTF-8; JSON strings (checkpoints) could hold any bytes, which the
+         * dump (out_dir/config.yaml) could not write back */
+        for (size_t i = 0; i < n;) {
+            unsigned cp;
+            int len = utf8_seq((const unsigned char *)v->s + i, &cp);
+            if (len == 0) {
+                snprintf(why, cap, "%s: expected UTF-8 text, found the byte 0x%02X at offset %zu",
+                         full, (unsigned char)v->s[i], i);
+                return -1;
+            }
+            i += (size_t)len;
         }
         if (k->type == CT_NAME) {
             for (int i = 0; k->names[i]; i++)
@@ -1257,7 +1312,48 @@ int cfg_validate(const txl_config *c, const char *origin, txl_err *e)
                  INT_MAX, m->tgt_len, m->mem_len);
         return validate_fail(e, origin, why);
     }
+    /* Sizes: each key may be in range while their product is absurd (and would overflow
+     * the size arithmetic of the model's plan); such configs are errors, not crashes. */
+    double params = cfg_param_floats(m);
+    if (params > CFG_MAX_PARAMS) {
+        snprintf(why, sizeof why,
+                 "the model is too large: about %.3g parameters (model.n_layer %d, d_model %d, "
+                 "n_head %d, d_head %d, d_inner %d%s), more than txl's limit of %.3g",
+                 params, m->n_layer, m->d_model, m->n_head, m->d_head, m->d_inner,
+                 m->pos == POS_MLP ? ", mlp_num_freqs, mlp_hidden" : "", CFG_MAX_PARAMS);
+        return validate_fail(e, origin, why);
+    }
+    double acts = cfg_plan_floats(m, t->batch_size, m->tgt_len, m->mem_len);
+    if (acts > CFG_MAX_PLAN) {
+        snprintf(why, sizeof why,
+                 "a training step is too large: about %.3g floats of activations (train."
+                 "batch_size %d x model.tgt_len %d, model.mem_len %d, n_layer %d, d_model %d), "
+                 "more than txl's limit of %.3g", acts, t->batch_size, m->tgt_len, m->mem_len,
+                 m->n_layer, m->d_model, CFG_MAX_PLAN);
+        return validate_fail(e, origin, why);
+    }
     return 0;
+}
+
+/* Upper bounds in doubles (never overflow): they mirror model.c's parameter table and
+ * activation plan with generous constants. */
+double cfg_param_floats(const model_config *m)
+{
+    double d = m->d_model, H = m->n_head, hd = H * m->d_head, di = m->d_inner;
+    double V = m->vocab > 0 ? m->vocab : 256, per = 5 * hd * d + 2 * di * d + di + 5 * d + 2 * hd;
+    if (m->pos == POS_MLP)
+        per += (double)m->mlp_hidden * (2.0 * m->mlp_num_freqs + H + 1) + H;
+    return V * d + V + 2 * hd + (double)m->n_layer * per;
+}
+
+double cfg_plan_floats(const model_config *m, int B, int Lq, int M)
+{
+    double d = m->d_model, H = m->n_head, dh = m->d_head, hd = H * dh, di = m->d_inner;
+    double V = m->vocab > 0 ? m->vocab : 256, klen = (double)Lq + M;
+    double hid = m->pos == POS_MLP ? m->mlp_hidden : 0, K2 = 2.0 * m->mlp_num_freqs;
+    double per = (double)B * klen * (6 * d + 6 * hd + 2 * di + H * Lq) +
+                 klen * (2 * hd + 2 * d + 3 * hid + K2 + 3 * H + dh);
+    return ((double)m->n_layer + 3) * per + 3.0 * B * Lq * V;
 }
 
 int cfg_write_yaml(const txl_config *c, FILE *f)

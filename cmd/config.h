@@ -76,6 +76,14 @@ int cfg_set(txl_config *c, const char *assignment, txl_err *e);
  * lr > 0, split sums to <= 1 with a positive train and valid part, ...). `origin` names
  * the file for the message (e.g. the YAML path). */
 int cfg_validate(const txl_config *c, const char *origin, txl_err *e);
+/* cfg_validate also bounds sizes, so no size computation downstream can overflow: at most
+ * CFG_MAX_PARAMS parameters and CFG_MAX_PLAN floats of activations for a training step
+ * (both far beyond any machine). The estimates are upper bounds, in doubles; `txl eval`
+ * checks its own lengths with cfg_plan_floats. */
+#define CFG_MAX_PARAMS 0x1p38
+#define CFG_MAX_PLAN 0x1p40
+double cfg_param_floats(const model_config *m);
+double cfg_plan_floats(const model_config *m, int B, int Lq, int M);
 
 /* Writes the fully resolved config as YAML (every key, in table order). Loading it back
  * gives an identical struct. Returns 0, or -1 on a write error (errno/ferror tell why). */

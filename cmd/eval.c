@@ -19,7 +19,8 @@
 static const char *eval_help =
     "usage: txl eval CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N]\n"
     "                [--clamp-len N] [--batch N] [--warmup] [--max-tokens N]\n"
-    "                [--sweep 1,2,4,8 [--sweep-mode memory|window|both]] [--json] [--threads N]\n"
+    "                [--sweep 1,2,4,8 [--sweep-mode memory|window|both]] [--term-stats [N]]\n"
+    "                [--json] [--threads N] [--quiet]\n"
     "\n"
     "Evaluates a checkpoint: mean loss (nats per byte), bits per byte and perplexity over one\n"
     "deterministic pass with memory carried across segments.\n"
@@ -40,11 +41,48 @@ static const char *eval_help =
     "                    (default 4): xl's content, content-position, global content bias and\n"
     "                    global position bias; mlp/alibi: content and distance bias\n"
     "  --json            one JSON object per setting on stdout\n"
-    "  --threads N       OpenBLAS threads (default: all cores)\n"
+    "  --threads N       threads (default 0: all cores)\n"
+    "  -q, --quiet       no progress line and no settings note on stderr\n"
+    "\n"
+    "On a terminal a progress line (segment, bpc so far, tokens/s, ETA) is drawn on stderr.\n"
     "\n"
     "example: txl eval runs/tiny/best.safetensors.gz --split test --sweep 1,2,4,8 --json\n";
 
 typedef enum { SWEEP_MEMORY, SWEEP_WINDOW, SWEEP_BOTH } sweep_mode;
+
+/* The lengths of one sweep setting (in long long: factor x length may not fit an int). */
+static void sweep_lengths(sweep_mode mode, int fct, int base_tgt, int base_mem, long long *T,
+                          long long *Mm)
+{
+    *T = base_tgt;
+    *Mm = base_mem;
+    if (mode == SWEEP_MEMORY) /* a model trained without memory: context = factor x tgt_len */
+        *Mm = base_mem > 0 ? (long long)base_mem * fct : (long long)base_tgt * (fct - 1);
+    if (mode == SWEEP_WINDOW) {
+        *T = (long long)base_tgt * fct;
+        *Mm = 0;
+    }
+    if (mode == SWEEP_BOTH) {
+        *T = (long long)base_tgt * fct;
+        *Mm = (long long)base_mem * fct;
+    }
+}
+
+/* Refuses a setting whose lengths or activation plan are beyond what txl can represent
+ * (flags and sweep factors multiply the trained lengths), before any work. */
+static int check_setting(const model_config *mc, int B, long long T, long long Mm,
+                         const char *what, txl_err *e)
+{
+    if (T + Mm > INT_MAX / 2)
+        return err_set(e, ERR_INPUT, "%s: tgt_len %lld + mem_len %lld is too long (at most %d)",
+                       what, T, Mm, INT_MAX / 2);
+    double p = cfg_plan_floats(mc, B, (int)T, (int)Mm);
+    if (p > CFG_MAX_PLAN)
+        return err_set(e, ERR_INPUT, "%s: batch %d x tgt_len %lld with mem_len %lld needs about "
+                       "%.3g floats of activations, more than txl's limit of %.3g", what, B, T,
+                       Mm, p, CFG_MAX_PLAN);
+    return 0;
+}
 
 /* --term-stats: the score terms' mean and standard deviation per layer (DESIGN.md §3,
  * Diagnostics). A term stuck at zero points at a broken position path. */
@@ -179,9 +217,14 @@ int cmd_eval(int argc, char **argv)
     model mdl;
     if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e))
         return cli_fail("eval", &e);
-    const char *step_s = st_meta(&f, "step");
-    long step = step_s ? atol(step_s) : 0;
+    long long step_ll;
+    int bad_step = cli_meta_count(&f, "step", 0, &step_ll, &e);
+    long step = (long)step_ll;
     st_free(&f);
+    if (bad_step) {
+        model_free(&mdl);
+        return cli_fail("eval", &e);
+    }
     cli_threads((int)threads);
 
     corpus c = {0};
@@ -231,6 +274,22 @@ int cmd_eval(int argc, char **argv)
         sweep[0] = 1;
         nsweep = 1;
     }
+    if (check_setting(&mc, B, base_tgt, base_mem, "--batch/--tgt-len/--mem-len", &e))
+        goto fail;
+    batcher probe; /* a span too short for B streams fails before anything is printed */
+    token_span ps = span;
+    if (max_tokens > 0 && ps.n > (size_t)max_tokens)
+        ps.n = (size_t)max_tokens;
+    if (batcher_init(&probe, ps, B, base_tgt, 2, label, &e))
+        goto fail;
+    for (int k = 0; k < nsweep; k++) {
+        long long T, Mm;
+        char what[48];
+        sweep_lengths(mode, sweep[k], base_tgt, base_mem, &T, &Mm);
+        snprintf(what, sizeof what, "--sweep factor %d", sweep[k]);
+        if (check_setting(&mc, B, T, Mm, what, &e))
+            goto fail;
+    }
     if (term_segments > 0) {
         if (print_term_stats(&mdl, &mc, span, B, base_tgt, base_mem, (size_t)term_segments,
                              json, &e))
@@ -244,17 +303,10 @@ int cmd_eval(int argc, char **argv)
         printf("%-7s %8s %8s %10s %8s %10s %12s\n", is_sweep ? "factor" : "", "tgt_len",
                "mem_len", "loss", "bpc", "ppl", "tokens");
     for (int k = 0; k < nsweep; k++) {
-        int fct = sweep[k], T = base_tgt, Mm = base_mem;
-        if (mode == SWEEP_MEMORY) /* a model trained without memory: context = factor x tgt_len */
-            Mm = base_mem > 0 ? base_mem * fct : base_tgt * (fct - 1);
-        if (mode == SWEEP_WINDOW) {
-            T = base_tgt * fct;
-            Mm = 0;
-        }
-        if (mode == SWEEP_BOTH) {
-            T = base_tgt * fct;
-            Mm = base_mem * fct;
-        }
+        int fct = sweep[k];
+        long long TT, MM;
+        sweep_lengths(mode, fct, base_tgt, base_mem, &TT, &MM);
+        int T = (int)TT, Mm = (int)MM; /* checked above */
         eval_opts o = {.batch = B, .tgt_len = T, .mem_len = Mm, .warmup = warmup,
                        .max_tokens = (size_t)max_tokens,
                        .progress = !quiet && cli_isatty_stderr(), .label = label};

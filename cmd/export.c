@@ -11,15 +11,21 @@
 #include "cmds.h"
 
 static const char *export_help =
-    "usage: txl export CKPT -o OUT.safetensors[.gz]\n"
+    "usage: txl export CKPT -o OUT.safetensors[.gz] [-q]\n"
     "\n"
     "Writes the model weights of CKPT (no Adam moments, no memory) with its metadata to OUT:\n"
     "plain safetensors, or gzip'd when OUT ends in .gz. The file is written atomically.\n"
+    "'txl import' turns such weights (with a config) back into a checkpoint.\n"
+    "\n"
+    "  -o, --output FILE   the file to write (required)\n"
+    "  -q, --quiet         no message on stderr\n"
+    "\n"
     "example: txl export runs/tiny/best.safetensors.gz -o tiny.safetensors\n";
 
 int cmd_export(int argc, char **argv)
 {
     const char *ckpt = NULL, *out = NULL;
+    int quiet = 0;
     txl_err e = {0};
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -27,6 +33,8 @@ int cmd_export(int argc, char **argv)
         if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
             fputs(export_help, stdout);
             return 0;
+        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
+            quiet = 1;
         } else if ((r = cli_flag(argc, argv, &i, "-o", "--output", &v))) {
             if (r < 0)
                 return cli_usage("export", "-o needs a file");
@@ -40,7 +48,8 @@ int cmd_export(int argc, char **argv)
         }
     }
     if (!ckpt || !out)
-        return cli_usage("export", "usage: txl export CKPT -o OUT");
+        return cli_usage("export", "%s", !ckpt ? "missing the checkpoint to export"
+                                            : "missing -o OUT.safetensors[.gz]");
     st_file f;
     txl_config cfg;
     model mdl;
@@ -67,6 +76,7 @@ int cmd_export(int argc, char **argv)
     st_free(&f);
     if (rc)
         return cli_fail("export", &e);
-    fprintf(stderr, "txl export: %s -> %s (%zu params)\n", ckpt, out, params);
+    if (!quiet)
+        fprintf(stderr, "txl export: %s -> %s (%zu params)\n", ckpt, out, params);
     return 0;
 }

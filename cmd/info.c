@@ -15,6 +15,10 @@ static const char *info_help =
     "\n"
     "Prints a checkpoint's config, parameter count, step, tokens and metrics; or, with\n"
     "--system, the OpenBLAS build and the core it runs on.\n"
+    "\n"
+    "  --json     one JSON object on stdout (the config under \"config\")\n"
+    "  --system   the txl version, OpenBLAS core and build, and the number of cores\n"
+    "\n"
     "example: txl info runs/tiny/last.safetensors.gz --json | jq .step\n";
 
 char *openblas_get_config(void);

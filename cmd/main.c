@@ -14,14 +14,18 @@ static const char *usage =
     "usage: txl COMMAND [options]\n"
     "\n"
     "commands:\n"
-    "  train   -c CONFIG.yaml [--set k=v ...] [--resume CKPT | --init-from CKPT]\n"
-    "  eval    CKPT [--data FILE] [--tgt-len N] [--mem-len N] [--sweep 1,2,4,8] [--json]\n"
+    "  train   -c CONFIG.yaml [--set k=v ...] [--resume CKPT | --init-from CKPT] [--steps N]\n"
+    "  eval    CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N]\n"
+    "          [--sweep 1,2,4,8] [--json]\n"
     "  sample  CKPT [--prompt TEXT] [-n TOKENS] [--temperature T] [--top-k K] [--top-p P]\n"
     "  info    CKPT [--json] | --system\n"
+    "  plot    RUN_DIR... -o OUT.png|OUT.svg | --sweep SWEEP.jsonl... -o OUT.png|OUT.svg\n"
     "  export  CKPT -o OUT.safetensors[.gz]   (weights only, standard safetensors)\n"
+    "  import  WEIGHTS.safetensors[.gz] -c CONFIG.yaml -o OUT.safetensors.gz\n"
     "  help    [COMMAND]\n"
     "\n"
-    "'txl help COMMAND' or 'txl COMMAND --help' shows every option.\n"
+    "'txl help COMMAND' or 'txl COMMAND --help' shows every option; 'txl --version'; man txl.\n"
+    "Results go to stdout, progress and messages to stderr.\n"
     "Exit codes: 0 ok, 1 runtime failure, 2 usage/config/input error.\n";
 
 char *openblas_get_corename(void);
@@ -93,7 +97,8 @@ static int dispatch(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 ||
+        strcmp(cmd, "version") == 0) {
         printf("txl %s\n", TXL_VERSION);
         return 0;
     }
@@ -110,6 +115,8 @@ static int dispatch(int argc, char **argv)
         if (strcmp(cmd, "sample") == 0) return cmd_sample(2, hargv);
         if (strcmp(cmd, "info") == 0) return cmd_info(2, hargv);
         if (strcmp(cmd, "export") == 0) return cmd_export(2, hargv);
+        if (strcmp(cmd, "import") == 0) return cmd_import(2, hargv);
+        if (strcmp(cmd, "plot") == 0) return cmd_plot(2, hargv);
         fprintf(stderr, "txl help: unknown command '%s'\n", cmd);
         return 2;
     }
@@ -123,6 +130,10 @@ static int dispatch(int argc, char **argv)
         return cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0)
         return cmd_export(argc - 1, argv + 1);
+    if (strcmp(cmd, "import") == 0)
+        return cmd_import(argc - 1, argv + 1);
+    if (strcmp(cmd, "plot") == 0)
+        return cmd_plot(argc - 1, argv + 1);
     fprintf(stderr, "txl: unknown command '%s'\n\n%s", cmd, usage);
     return 2;
 }

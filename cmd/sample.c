@@ -145,10 +145,12 @@ int cmd_sample(int argc, char **argv)
             return cli_fail("sample", &e);
         }
         int rr = read_stream(pf, &text, &tlen);
+        int er = errno;
         if (pf != stdin)
             fclose(pf);
         if (rr) {
-            err_set(&e, ERR_INPUT, "--prompt-file %s: read error", prompt_file);
+            err_set(&e, ERR_INPUT, "--prompt-file %s: read error: %s", prompt_file,
+                    strerror(er));
             return cli_fail("sample", &e);
         }
     } else if (!isatty(0)) {

@@ -548,7 +548,8 @@ static const char *train_help =
     "Trains a Transformer-XL on a byte-level corpus. Writes into train.out_dir: config.yaml,\n"
     "log.jsonl, last.safetensors.gz (with optimiser state and memory) and best.safetensors.gz.\n"
     "\n"
-    "  -c, --config FILE     YAML config (DESIGN.md §4; see configs/)\n"
+    "  -c, --config FILE     YAML config (every key: man txl; examples in configs/); a lone\n"
+    "                        FILE.yaml argument works too\n"
     "  --set KEY=VALUE       override one key, e.g. --set model.d_model=512 (repeatable)\n"
     "  --resume CKPT         continue a run exactly (weights, Adam, step, data, memory);\n"
     "                        without -c the checkpoint's config is used\n"
@@ -603,6 +604,8 @@ int cmd_train(int argc, char **argv)
             if (r < 0)
                 return cli_usage("train", "--init-from needs a checkpoint path");
             init_from = v;
+        } else if (argv[i][0] != '-' && !cfg_path) {
+            cfg_path = argv[i]; /* `txl train CONFIG.yaml` */
         } else {
             return cli_usage("train", "unknown option '%s'", argv[i]);
         }

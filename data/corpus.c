@@ -36,9 +36,13 @@ static int read_gzip(corpus *c, txl_err *e)
         if (got <= 0) {
             int zerr;
             const char *msg = gzerror(gz, &zerr);
+            size_t pn = strlen(c->path); /* zlib's message starts with the path */
+            if (strncmp(msg, c->path, pn) == 0 && msg[pn] == ':' && msg[pn + 1] == ' ')
+                msg += pn + 2;
             if (got < 0 || zerr != Z_OK)
-                rc = err_set(e, ERR_INPUT, "%s: corrupt or truncated gzip data after %zu bytes: %s",
-                             c->path, len, zerr == Z_ERRNO ? strerror(errno) : msg);
+                rc = err_set(e, ERR_INPUT, "%s: corrupt or truncated gzip data: %s after %zu "
+                             "decompressed bytes", c->path,
+                             zerr == Z_ERRNO ? strerror(errno) : msg, len);
             break;
         }
         len += (size_t)got;
@@ -156,11 +160,19 @@ int batcher_init(batcher *bt, token_span s, int B, int Lq, size_t min_len, const
     bt->n = B > 0 ? s.n / (size_t)B : 0;
     if (min_len < 2)
         min_len = 2;
-    if (bt->n < min_len)
+    if (bt->n < min_len) {
+        char why[64];
+        if (min_len == (size_t)Lq + 1)
+            snprintf(why, sizeof why, "tgt_len %d + 1", Lq);
+        else
+            snprintf(why, sizeof why, "an input and its target");
         return err_set(e, ERR_INPUT,
                        "%s: the %s split has %zu bytes: %d streams of %zu tokens each, but each "
-                       "stream needs at least %zu (tgt_len %d + 1); use a larger corpus or a "
-                       "smaller batch_size/tgt_len", s.path, what, s.n, B, bt->n, min_len, Lq);
+                       "stream needs at least %zu (%s); use a larger corpus or %s", s.path,
+                       what, s.n, B, bt->n, min_len, why,
+                       min_len == (size_t)Lq + 1 ? "a smaller batch_size/tgt_len"
+                                                 : "fewer streams (batch)");
+    }
     return 0;
 }
 

@@ -33,6 +33,46 @@ const char *st_dtype_name(st_dtype d) { return (unsigned)d < (unsigned)N_DTYPES 
 
 /* ------------------------------------------------------------------ reading */
 
+/* zlib's messages start with the path it was opened with; ours already name the file. */
+static const char *gz_msg(const char *msg, const char *path)
+{
+    size_t n = strlen(path);
+    return strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
+}
+
+/* Which part of a safetensors file the first `len` bytes end in, for truncation messages. */
+static void st_part(const uint8_t *buf, size_t len, char *out, size_t cap)
+{
+    uint64_t hlen = 0;
+    if (len == 0) {
+        snprintf(out, cap, "before the first byte of the safetensors file (in the gzip header "
+                 "or the first compressed block)");
+        return;
+    }
+    if (len < 8) {
+        snprintf(out, cap, "inside the 8-byte header length");
+        return;
+    }
+    memcpy(&hlen, buf, 8);
+    if (hlen > len - 8)
+        snprintf(out, cap, "inside the JSON header (%llu bytes at offset 8)",
+                 (unsigned long long)hlen);
+    else
+        snprintf(out, cap, "in or after the tensor data (which starts at offset %llu)",
+                 (unsigned long long)hlen + 8);
+}
+
+static int gz_fail(txl_err *e, gzFile gz, const char *path, const uint8_t *buf, size_t len)
+{
+    int zerr;
+    const char *msg = gzerror(gz, &zerr);
+    char part[128];
+    st_part(buf, len, part, sizeof part);
+    return err_set(e, ERR_INPUT, "%s: corrupt or truncated gzip data: %s after %zu "
+                   "decompressed bytes, %s", path,
+                   zerr == Z_ERRNO ? strerror(errno) : gz_msg(msg, path), len, part);
+}
+
 static int read_all(st_file *f, const char *path, txl_err *e)
 {
     struct stat sb;
@@ -72,10 +112,7 @@ static int read_all(st_file *f, const char *path, txl_err *e)
             want = 1u << 30;
         int got = gzread(gz, buf + len, (unsigned)want);
         if (got < 0) {
-            int zerr;
-            const char *msg = gzerror(gz, &zerr);
-            err_set(e, ERR_INPUT, "%s: corrupt or truncated gzip data after %zu bytes: %s",
-                    path, len, zerr == Z_ERRNO ? strerror(errno) : msg);
+            gz_fail(e, gz, path, buf, len);
             free(buf);
             gzclose(gz);
             return -1;
@@ -85,10 +122,9 @@ static int read_all(st_file *f, const char *path, txl_err *e)
         len += (size_t)got;
     }
     int zerr;
-    const char *msg = gzerror(gz, &zerr);
+    gzerror(gz, &zerr);
     if (zerr != Z_OK) { /* e.g. Z_BUF_ERROR: unexpected end of file (truncated gzip) */
-        err_set(e, ERR_INPUT, "%s: corrupt or truncated gzip data after %zu bytes: %s", path,
-                len, msg);
+        gz_fail(e, gz, path, buf, len);
         free(buf);
         gzclose(gz);
         return -1;

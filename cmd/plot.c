@@ -1,0 +1,837 @@
+/* plot.c: `txl plot` — learning curves of runs (log.jsonl) and length-extrapolation curves
+ * (`txl eval --sweep --json` output) as PNG or SVG, drawn by gnuplot.
+ *
+ * txl writes one gnuplot program, data inline as datablocks ($name << EOD ... EOD), and
+ * pipes it to gnuplot (Debian: gnuplot-nox; terminals pngcairo and svg). `--script` prints
+ * that program instead, so a plot can be restyled by hand. gnuplot renders into a temp file
+ * next to the output, renamed into place on success: a failed plot never leaves half a file.
+ *
+ * Curves: x = training tokens (bytes, for the byte tokenizer), y = bits per byte. A train
+ * event gives (tokens, bpc) directly; an eval event carries only its step, so its x is the
+ * token count at that step, read off the train events (interpolated between logged steps).
+ * A `start` event of a resumed run drops the points past its step: the log of a run resumed
+ * from an earlier checkpoint describes one timeline, not two. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cmds.h"
+
+static const char *plot_help =
+    "usage: txl plot RUN_DIR [RUN_DIR ...] -o OUT.png|OUT.svg [options]\n"
+    "       txl plot --sweep SWEEP.jsonl [SWEEP.jsonl ...] -o OUT.png|OUT.svg [options]\n"
+    "\n"
+    "Draws bits per byte against training tokens for one or more runs (RUN_DIR/log.jsonl:\n"
+    "train events as solid lines, validation as points and line, one color per run), or, with\n"
+    "--sweep, bits per byte against the evaluated context (tgt_len + mem_len) from the output\n"
+    "of 'txl eval --sweep ... --json' (one color per 'scheme' field, else per file; line\n"
+    "style per sweep_mode). Needs gnuplot (apt-get install gnuplot-nox).\n"
+    "\n"
+    "  -o, --output FILE   the image; .png (pngcairo) or .svg (required)\n"
+    "  --sweep             the arguments are eval --sweep --json outputs, not run dirs\n"
+    "  --title TEXT        plot title (default: what is plotted)\n"
+    "  --size W,H          image size in pixels (default 960,600)\n"
+    "  --logx, --no-logx   logarithmic x axis (default: when the x range spans 2+ decades;\n"
+    "                      --sweep: when it spans 4x or more, base 2)\n"
+    "  --ymax Y            clip the y axis at Y bits per byte (default: automatic)\n"
+    "  --script            print the gnuplot program (with its data) to stdout, do not run it\n"
+    "  -q, --quiet         no message on stderr\n"
+    "\n"
+    "A RUN_DIR may also be the path of a log.jsonl. The environment variable TXL_GNUPLOT\n"
+    "names the gnuplot binary (default: gnuplot on PATH).\n"
+    "\n"
+    "examples: txl plot runs/tiny runs/tiny_rope -o curves.png\n"
+    "          txl eval runs/tiny/best.safetensors.gz --sweep 1,2,4,8 --json > sw.jsonl\n"
+    "          txl plot --sweep sw.jsonl -o extrap.svg\n";
+
+/* Tableau 10: distinct on white, readable by most color-blind viewers. */
+static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+#define NPAL (sizeof palette / sizeof *palette)
+
+typedef struct {
+    double x, y;
+    long step; /* train/eval step (curves), factor (sweep) */
+} point;
+
+typedef struct {
+    char *label;     /* legend entry of a run or a sweep group */
+    char *mode;      /* sweep: sweep_mode ("" when absent) */
+    int group;       /* color index */
+    point *p;
+    size_t n, cap;
+} series;
+
+typedef struct {
+    series *s;
+    size_t n, cap;
+} series_list;
+
+static int pt_push(series *s, double x, double y, long step)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        point *np = realloc(s->p, cap * sizeof *np);
+        if (!np)
+            return -1;
+        s->p = np;
+        s->cap = cap;
+    }
+    s->p[s->n++] = (point){x, y, step};
+    return 0;
+}
+
+static series *list_add(series_list *l)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        series *ns = realloc(l->s, cap * sizeof *ns);
+        if (!ns)
+            return NULL;
+        l->s = ns;
+        l->cap = cap;
+    }
+    series *s = &l->s[l->n++];
+    memset(s, 0, sizeof *s);
+    return s;
+}
+
+static void list_free(series_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->s[i].label);
+        free(l->s[i].mode);
+        free(l->s[i].p);
+    }
+    free(l->s);
+    memset(l, 0, sizeof *l);
+}
+
+static char *dupstr(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static int num_field(const cJSON *o, const char *key, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return 0;
+    *out = v->valuedouble;
+    return 1;
+}
+
+static const char *str_field(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Calls fn(obj, line number, ctx) for every JSON line of path. A last line without its
+ * newline is a run still writing it and is skipped; any other unparsable line is an error. */
+static int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), void *ctx,
+                          long *nlines, txl_err *e)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return err_set(e, ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long ln = 0;
+    int rc = 0;
+    *nlines = 0;
+    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+        ln++;
+        int complete = len > 0 && line[len - 1] == '\n';
+        const char *p = line;
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+            p++;
+        if (!*p)
+            continue;
+        cJSON *o = cJSON_Parse(line);
+        if (!o || !cJSON_IsObject(o)) {
+            cJSON_Delete(o);
+            if (!complete)
+                break;
+            rc = err_set(e, ERR_INPUT, "%s:%ld: not a JSON object", path, ln);
+            break;
+        }
+        (*nlines)++;
+        rc = fn(o, ln, ctx);
+        cJSON_Delete(o);
+    }
+    if (rc == 0 && ferror(f))
+        rc = err_set(e, ERR_RUNTIME, "%s: read error: %s", path, strerror(errno));
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* ---- learning curves ---------------------------------------------------------------- */
+
+typedef struct {
+    series *train, *valid;
+    txl_err *e;
+    const char *path;
+} log_ctx;
+
+static void drop_after(series *s, long step)
+{
+    while (s->n > 0 && s->p[s->n - 1].step > step)
+        s->n--;
+}
+
+static int log_line(const cJSON *o, long ln, void *vctx)
+{
+    log_ctx *c = vctx;
+    const char *ev = str_field(o, "event");
+    double step = 0, tokens = 0, bpc = 0;
+    (void)ln;
+    if (!ev)
+        return 0;
+    if (strcmp(ev, "start") == 0) {
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(o, "resume");
+        long s = num_field(o, "step", &step) && cJSON_IsTrue(res) ? (long)step : 0;
+        drop_after(c->train, s);
+        drop_after(c->valid, s);
+    } else if (strcmp(ev, "train") == 0) {
+        if (num_field(o, "step", &step) && num_field(o, "tokens", &tokens) &&
+            num_field(o, "bpc", &bpc) && tokens > 0) {
+            drop_after(c->train, (long)step - 1);
+            if (pt_push(c->train, tokens, bpc, (long)step))
+                return err_set(c->e, ERR_RUNTIME, "out of memory");
+        }
+    } else if (strcmp(ev, "eval") == 0) {
+        const char *split = str_field(o, "split");
+        if ((!split || strcmp(split, "valid") == 0) && num_field(o, "step", &step) &&
+            num_field(o, "bpc", &bpc)) {
+            drop_after(c->valid, (long)step - 1);
+            if (pt_push(c->valid, NAN, bpc, (long)step))
+                return err_set(c->e, ERR_RUNTIME, "out of memory");
+        }
+    }
+    return 0;
+}
+
+/* Tokens trained at `step`, from the train points (ascending in step). */
+static double tokens_at(const series *t, long step)
+{
+    const point *p = t->p;
+    size_t n = t->n;
+    if (step <= p[0].step)
+        return p[0].x * step / (double)p[0].step;
+    for (size_t i = 1; i < n; i++)
+        if (step <= p[i].step)
+            return p[i - 1].x + (p[i].x - p[i - 1].x) * (step - p[i - 1].step) /
+                                    (double)(p[i].step - p[i - 1].step);
+    return p[n - 1].x + (step - p[n - 1].step) * p[n - 1].x / (double)p[n - 1].step;
+}
+
+/* RUN (a directory or a log.jsonl) -> its train and valid series. */
+static int load_run(const char *arg, series *train, series *valid, txl_err *e)
+{
+    char path[2048];
+    struct stat sb;
+    if (stat(arg, &sb) != 0)
+        return err_set(e, ERR_INPUT, "%s: no such run directory or log file", arg);
+    if (S_ISDIR(sb.st_mode)) {
+        snprintf(path, sizeof path, "%s%slog.jsonl", arg,
+                 arg[strlen(arg) - 1] == '/' ? "" : "/");
+        if (access(path, F_OK) != 0)
+            return err_set(e, ERR_INPUT, "%s: no log.jsonl in this directory (is it a txl run's "
+                           "train.out_dir?)", arg);
+    } else {
+        snprintf(path, sizeof path, "%s", arg);
+    }
+    log_ctx c = {train, valid, e, path};
+    long nlines;
+    if (each_json_line(path, log_line, &c, &nlines, e))
+        return -1;
+    if (train->n == 0 && valid->n == 0)
+        return err_set(e, ERR_INPUT, "%s: no 'train' or 'eval' events to plot (%s)", path,
+                       nlines ? "the run has not logged a step yet" : "empty log");
+    if (valid->n > 0 && train->n == 0)
+        return err_set(e, ERR_INPUT, "%s: 'eval' events but no 'train' events: cannot place "
+                       "them on the token axis", path);
+    for (size_t i = 0; i < valid->n; i++)
+        valid->p[i].x = tokens_at(train, valid->p[i].step);
+    return 0;
+}
+
+/* Legend name of a run: the directory's base name, or the whole argument when two runs
+ * share a base name. */
+static void run_label(char *buf, size_t cap, const char *arg)
+{
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", arg);
+    size_t n = strlen(tmp);
+    while (n > 1 && tmp[n - 1] == '/')
+        tmp[--n] = 0;
+    if (n > 10 && strcmp(tmp + n - 10, "/log.jsonl") == 0)
+        tmp[n -= 10] = 0;
+    else if (strcmp(tmp, "log.jsonl") == 0)
+        snprintf(tmp, sizeof tmp, ".");
+    const char *b = strrchr(tmp, '/');
+    snprintf(buf, cap, "%s", b && b[1] ? b + 1 : tmp);
+}
+
+/* ---- sweeps ------------------------------------------------------------------------- */
+
+typedef struct {
+    series_list *l;
+    const char *file_label;
+    int *ngroups;
+    char (*groups)[128];
+    txl_err *e;
+    const char *path;
+    long used;
+} sweep_ctx;
+
+#define MAX_GROUPS 64
+
+static int sweep_line(const cJSON *o, long ln, void *vctx)
+{
+    sweep_ctx *c = vctx;
+    double tgt, mem, bpc, factor = 1;
+    if (!num_field(o, "bpc", &bpc)) {
+        double loss;
+        if (!num_field(o, "loss", &loss))
+            return 0; /* not an evaluation row (e.g. --term-stats) */
+        bpc = loss / M_LN2;
+    }
+    if (!num_field(o, "tgt_len", &tgt) || !num_field(o, "mem_len", &mem))
+        return err_set(c->e, ERR_INPUT, "%s:%ld: an evaluation row without tgt_len and "
+                       "mem_len (expected the output of 'txl eval --sweep ... --json')",
+                       c->path, ln);
+    num_field(o, "factor", &factor);
+    const char *scheme = str_field(o, "scheme");
+    const char *label = scheme ? scheme : c->file_label;
+    const char *mode = str_field(o, "sweep_mode");
+    if (!mode)
+        mode = "";
+    int g = 0;
+    while (g < *c->ngroups && strcmp(c->groups[g], label) != 0)
+        g++;
+    if (g == *c->ngroups) {
+        if (g == MAX_GROUPS)
+            return err_set(c->e, ERR_INPUT, "%s:%ld: more than %d groups (schemes or files)",
+                           c->path, ln, MAX_GROUPS);
+        snprintf(c->groups[g], sizeof c->groups[g], "%s", label);
+        (*c->ngroups)++;
+    }
+    series *s = NULL;
+    for (size_t i = 0; i < c->l->n && !s; i++)
+        if (c->l->s[i].group == g && strcmp(c->l->s[i].mode, mode) == 0)
+            s = &c->l->s[i];
+    if (!s) {
+        if (!(s = list_add(c->l)) || !(s->label = dupstr(label)) || !(s->mode = dupstr(mode)))
+            return err_set(c->e, ERR_RUNTIME, "out of memory");
+        s->group = g;
+    }
+    if (pt_push(s, tgt + mem, bpc, (long)factor))
+        return err_set(c->e, ERR_RUNTIME, "out of memory");
+    c->used++;
+    return 0;
+}
+
+static int cmp_point_x(const void *a, const void *b)
+{
+    double x = ((const point *)a)->x, y = ((const point *)b)->x;
+    return (x > y) - (x < y);
+}
+
+static int mode_rank(const char *m)
+{
+    return strcmp(m, "memory") == 0 ? 0 : strcmp(m, "both") == 0 ? 1
+         : strcmp(m, "window") == 0 ? 2 : 3;
+}
+
+static int cmp_series(const void *a, const void *b)
+{
+    const series *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group - y->group;
+    return mode_rank(x->mode) - mode_rank(y->mode);
+}
+
+/* ---- the gnuplot program ------------------------------------------------------------ */
+
+/* A gnuplot single-quoted string: '' stands for one quote. */
+static void gp_str(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputc('\'', f);
+        if (*s != '\n')
+            fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+typedef struct {
+    const char *out;       /* output path, as gnuplot writes it */
+    int svg;
+    int width, height;
+    int logx;              /* -1 auto, 0 off, 1 on */
+    double ymax;           /* NAN: automatic */
+    const char *title;
+} plot_opts;
+
+static void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabel)
+{
+    if (o->svg)
+        fprintf(f, "set terminal svg size %d,%d dynamic noenhanced font 'Sans,13' "
+                "background rgb 'white'\n", o->width, o->height);
+    else
+        fprintf(f, "set terminal pngcairo size %d,%d noenhanced font 'Sans,11' "
+                "background rgb 'white'\n", o->width, o->height);
+    fputs("set output ", f);
+    gp_str(f, o->out);
+    fputs("\nset title ", f);
+    gp_str(f, o->title ? o->title : title);
+    fputs(" font ',14'\nset xlabel ", f);
+    gp_str(f, xlabel);
+    fputs("\nset ylabel 'bits per byte (bpc)'\n"
+          "set border 3 lw 1 lc rgb '#444444'\n"
+          "set tics nomirror out\n"
+          "set mxtics\nset mytics 2\n"
+          "set grid xtics ytics mxtics mytics lt 1 lw 1 lc rgb '#e0e0e0', "
+          "lt 1 lw 1 lc rgb '#f2f2f2'\n"
+          "set offsets graph 0.01, graph 0.01, graph 0.03, graph 0.03\n"
+          "set key top right opaque box lc rgb '#cccccc' spacing 1.2 samplen 3\n", f);
+    if (isfinite(o->ymax))
+        fprintf(f, "set yrange [:%g]\n", o->ymax);
+}
+
+static void gp_block(FILE *f, const char *name, const series *s, double xscale)
+{
+    fprintf(f, "$%s << EOD\n", name);
+    for (size_t i = 0; i < s->n; i++)
+        fprintf(f, "%.9g %.6f\n", s->p[i].x / xscale, s->p[i].y);
+    fputs("EOD\n", f);
+}
+
+static void x_range(const series_list *l, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (size_t i = 0; i < l->n; i++)
+        for (size_t k = 0; k < l->s[i].n; k++) {
+            double x = l->s[i].p[k].x;
+            if (x > 0 && x < *lo)
+                *lo = x;
+            if (x > *hi)
+                *hi = x;
+        }
+}
+
+/* l holds train, valid, train, valid, ... per run. */
+static void gp_curves(FILE *f, const series_list *l, const plot_opts *o)
+{
+    double lo, hi;
+    x_range(l, &lo, &hi);
+    int logx = o->logx >= 0 ? o->logx : hi / lo >= 100;
+    /* short tic labels: 1k 10k 100k 1M on a log axis, x in thousands/millions on a linear one */
+    double scale = 1;
+    const char *unit = "";
+    if (logx)
+        ;
+    else if (hi >= 1e9)
+        scale = 1e9, unit = "billions; ";
+    else if (hi >= 1e6)
+        scale = 1e6, unit = "millions; ";
+    else if (hi >= 1e3)
+        scale = 1e3, unit = "thousands; ";
+    char xlabel[128];
+    snprintf(xlabel, sizeof xlabel, "training tokens (%s1 token = 1 byte)", unit);
+    size_t nruns = l->n / 2;
+    char title[256];
+    if (nruns == 1)
+        snprintf(title, sizeof title, "%s: bits per byte while training", l->s[0].label);
+    else
+        snprintf(title, sizeof title, "bits per byte while training: %zu runs", nruns);
+    gp_header(f, o, title, xlabel);
+    if (logx)
+        fprintf(f, "set logscale x 10\nset format x '%%.0s%%c'\nset xrange [%g:%g]\n",
+                lo / 1.08, hi * 1.08); /* the data and a little air, not whole decades */
+    for (size_t r = 0; r < nruns; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "train%zu", r);
+        gp_block(f, name, &l->s[2 * r], scale);
+        snprintf(name, sizeof name, "valid%zu", r);
+        gp_block(f, name, &l->s[2 * r + 1], scale);
+    }
+    fputs("plot ", f);
+    int first = 1;
+    for (size_t r = 0; r < nruns; r++) {
+        const char *col = palette[r % NPAL];
+        int dt = 1 + (int)(r / NPAL); /* past 10 runs, dashes tell the cycles apart */
+        char t[300];
+        if (l->s[2 * r].n) {
+            snprintf(t, sizeof t, "%s train", l->s[2 * r].label);
+            fprintf(f, "%s$train%zu using 1:2 with %s lw 1.6 dt %d lc rgb '%s' title ",
+                    first ? "" : ", \\\n     ", r,
+                    l->s[2 * r].n > 1 ? "lines" : "points pt 7", dt, col);
+            gp_str(f, t);
+            first = 0;
+        }
+        if (l->s[2 * r + 1].n) {
+            snprintf(t, sizeof t, "%s valid", l->s[2 * r].label);
+            fprintf(f, "%s$valid%zu using 1:2 with linespoints lw 1.2 dt 2 pt 7 ps 1.1 "
+                    "lc rgb '%s' title ", first ? "" : ", \\\n     ", r, col);
+            gp_str(f, t);
+            first = 0;
+        }
+    }
+    fputs("\nunset output\n", f);
+}
+
+static void gp_sweep(FILE *f, const series_list *l, const plot_opts *o)
+{
+    double lo, hi;
+    x_range(l, &lo, &hi);
+    int modes = 0; /* distinct sweep modes: the legend names them only when they differ */
+    for (size_t i = 0; i < l->n; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i; j++)
+            seen |= strcmp(l->s[i].mode, l->s[j].mode) == 0;
+        modes += !seen;
+    }
+    /* the trained context: factor 1 of a memory/both sweep, when all agree */
+    double trained = NAN;
+    int agree = 1;
+    for (size_t i = 0; i < l->n; i++) {
+        if (strcmp(l->s[i].mode, "window") == 0)
+            continue;
+        for (size_t k = 0; k < l->s[i].n; k++)
+            if (l->s[i].p[k].step == 1) {
+                if (isnan(trained))
+                    trained = l->s[i].p[k].x;
+                else if (trained != l->s[i].p[k].x)
+                    agree = 0;
+            }
+    }
+    gp_header(f, o, "length extrapolation: bits per byte against evaluated context",
+              "evaluated context: tgt_len + mem_len (tokens)");
+    int logx = o->logx >= 0 ? o->logx : hi / lo >= 4;
+    if (logx)
+        fprintf(f, "set logscale x 2\nset mxtics default\nset xrange [%g:%g]\n", lo / 1.06,
+                hi * 1.06);
+    fputs("set key outside right top width 1\n", f);
+    if (agree && isfinite(trained)) {
+        fprintf(f, "set arrow from %g, graph 0 to %g, graph 1 nohead dt 3 lw 1.2 "
+                "lc rgb '#777777'\n", trained, trained);
+        fprintf(f, "set label 'trained context' at %g, graph 0.97 offset 0.5,0 left "
+                "tc rgb '#555555'\n", trained);
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "sweep%zu", i);
+        gp_block(f, name, &l->s[i], 1);
+    }
+    fputs("plot ", f);
+    for (size_t i = 0; i < l->n; i++) {
+        const series *s = &l->s[i];
+        const char *m = s->mode;
+        int win = strcmp(m, "window") == 0, both = strcmp(m, "both") == 0;
+        char t[300];
+        if (modes > 1 && *m)
+            snprintf(t, sizeof t, "%s, %s", s->label, m);
+        else
+            snprintf(t, sizeof t, "%s", s->label);
+        fprintf(f, "%s$sweep%zu using 1:2 with linespoints lw %s dt %d pt %d ps 1.2 "
+                "lc rgb '%s' title ", i ? ", \\\n     " : "", i, win ? "1.4" : "2",
+                win ? 2 : both ? 4 : 1, win ? 6 : both ? 5 : 7, palette[s->group % NPAL]);
+        gp_str(f, t);
+    }
+    fputs("\nunset output\n", f);
+}
+
+/* ---- running gnuplot ---------------------------------------------------------------- */
+
+/* mkstemp makes 0600 files; the image gets the mode a plain fopen would give it. */
+static mode_t current_umask(void)
+{
+    mode_t m = umask(022);
+    umask(m);
+    return m;
+}
+
+/* The gnuplot binary: $TXL_GNUPLOT, else `gnuplot` on PATH; NULL when there is none. */
+static const char *find_gnuplot(char *buf, size_t cap)
+{
+    const char *env = getenv("TXL_GNUPLOT");
+    if (env && *env) {
+        if (strchr(env, '/'))
+            return access(env, X_OK) == 0 ? env : NULL;
+        /* a bare name: search PATH below */
+    } else {
+        env = "gnuplot";
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t n = end ? (size_t)(end - path) : strlen(path);
+        snprintf(buf, cap, "%.*s/%s", (int)n, n ? path : ".", env);
+        if (access(buf, X_OK) == 0)
+            return buf;
+        path += n + (end ? 1 : 0);
+    }
+    return NULL;
+}
+
+/* Runs prog (the whole program text) through gnuplot; -1 with a message on failure. */
+static int run_gnuplot(const char *gp, const char *prog, size_t len, txl_err *e)
+{
+    char cmd[4200];
+    size_t o = 0;
+    cmd[o++] = '\'';
+    for (const char *p = gp; *p && o < sizeof cmd - 8; p++) {
+        if (*p == '\'') {
+            memcpy(cmd + o, "'\\''", 4);
+            o += 4;
+        } else {
+            cmd[o++] = *p;
+        }
+    }
+    cmd[o++] = '\'';
+    cmd[o] = 0;
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN); /* gnuplot dying must not kill txl */
+    fflush(NULL);
+    FILE *p = popen(cmd, "w");
+    if (!p) {
+        signal(SIGPIPE, old);
+        return err_set(e, ERR_RUNTIME, "cannot run %s: %s", gp, strerror(errno));
+    }
+    size_t w = fwrite(prog, 1, len, p);
+    int st = pclose(p);
+    signal(SIGPIPE, old);
+    if (st == -1)
+        return err_set(e, ERR_RUNTIME, "%s: %s", gp, strerror(errno));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || w != len)
+        return err_set(e, ERR_RUNTIME, "gnuplot (%s) failed (%s %d); its messages are above", gp,
+                       WIFEXITED(st) ? "exit status" : "signal",
+                       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    return 0;
+}
+
+int cmd_plot(int argc, char **argv)
+{
+    const char *out = NULL, *title = NULL;
+    int sweep = 0, script = 0, quiet = 0, logx = -1, nin = 0, width = 960, height = 600;
+    double ymax = NAN;
+    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    txl_err e = {0};
+    if (!inputs)
+        return fputs("txl plot: out of memory\n", stderr), 1;
+    int rc = 0;
+#define USAGE(...) do { rc = cli_usage("plot", __VA_ARGS__); goto done; } while (0)
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int r;
+        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
+            fputs(plot_help, stdout);
+            goto done;
+        } else if (cli_switch(argv[i], "--sweep")) {
+            sweep = 1;
+        } else if (cli_switch(argv[i], "--script")) {
+            script = 1;
+        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
+            quiet = 1;
+        } else if (cli_switch(argv[i], "--logx")) {
+            logx = 1;
+        } else if (cli_switch(argv[i], "--no-logx")) {
+            logx = 0;
+        } else if ((r = cli_flag(argc, argv, &i, "-o", "--output", &v))) {
+            if (r < 0)
+                USAGE("-o needs a file (OUT.png or OUT.svg)");
+            out = v;
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--title", &v))) {
+            if (r < 0)
+                USAGE("--title needs text");
+            title = v;
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--ymax", &v))) {
+            if (r < 0)
+                USAGE("--ymax needs a number");
+            if (cli_double("--ymax", v, 1e-6, 1e6, &ymax, &e)) {
+                rc = cli_fail("plot", &e);
+                goto done;
+            }
+        } else if ((r = cli_flag(argc, argv, &i, NULL, "--size", &v))) {
+            char *end;
+            long w = r < 0 ? 0 : strtol(v, &end, 10), h = 0;
+            if (w > 0 && (*end == ',' || *end == 'x'))
+                h = strtol(end + 1, &end, 10);
+            if (r < 0 || w < 200 || w > 10000 || h < 150 || h > 10000 || *end)
+                USAGE("--size: expected W,H in pixels like 960,600 (200..10000 x 150..10000)%s%s%s",
+                      r < 0 ? "" : ", found '", r < 0 ? "" : v, r < 0 ? "" : "'");
+            width = (int)w;
+            height = (int)h;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            USAGE("unknown option '%s'", argv[i]);
+        } else {
+            inputs[nin++] = argv[i];
+        }
+    }
+    if (nin == 0)
+        USAGE(sweep ? "missing the sweep file(s) (the output of txl eval --sweep ... --json)"
+                    : "missing the run directory (or directories) to plot");
+    if (!out)
+        USAGE("missing -o OUT.png or -o OUT.svg");
+    size_t olen = strlen(out);
+    int svg = olen > 4 && strcasecmp(out + olen - 4, ".svg") == 0;
+    int png = olen > 4 && strcasecmp(out + olen - 4, ".png") == 0;
+    if (!svg && !png) {
+        const char *dot = strrchr(out, '.');
+        USAGE("-o %s: unknown image type '%s' (expected .png or .svg)", out,
+              dot && !strchr(dot, '/') ? dot : "(no extension)");
+    }
+
+    series_list l = {0};
+    if (!sweep) {
+        for (int r = 0; r < nin && rc == 0; r++) {
+            series *t = list_add(&l), *v = t ? list_add(&l) : NULL;
+            if (!v) {
+                err_set(&e, ERR_RUNTIME, "out of memory");
+                rc = cli_fail("plot", &e);
+                break;
+            }
+            t = &l.s[l.n - 2]; /* list_add may have moved the array */
+            char lab[1024];
+            run_label(lab, sizeof lab, inputs[r]);
+            for (int q = 0; q < r; q++) { /* same base name as another run: the full path */
+                char other[1024];
+                run_label(other, sizeof other, inputs[q]);
+                if (strcmp(other, lab) == 0) {
+                    snprintf(lab, sizeof lab, "%s", inputs[r]);
+                    free(l.s[2 * q].label);
+                    l.s[2 * q].label = dupstr(inputs[q]);
+                }
+            }
+            t->label = dupstr(lab);
+            if (load_run(inputs[r], t, v, &e))
+                rc = cli_fail("plot", &e);
+        }
+    } else {
+        char groups[MAX_GROUPS][128];
+        int ngroups = 0;
+        for (int k = 0; k < nin && rc == 0; k++) {
+            char lab[1024];
+            run_label(lab, sizeof lab, inputs[k]);
+            size_t n = strlen(lab);
+            if (n > 6 && strcmp(lab + n - 6, ".jsonl") == 0)
+                lab[n - 6] = 0;
+            sweep_ctx c = {&l, lab, &ngroups, groups, &e, inputs[k], 0};
+            long nlines;
+            if (access(inputs[k], F_OK) != 0) {
+                err_set(&e, ERR_INPUT, "%s: no such sweep file", inputs[k]);
+                rc = cli_fail("plot", &e);
+            } else if (each_json_line(inputs[k], sweep_line, &c, &nlines, &e)) {
+                rc = cli_fail("plot", &e);
+            } else if (c.used == 0) {
+                err_set(&e, ERR_INPUT, "%s: no evaluation rows to plot (%s)", inputs[k],
+                        nlines ? "expected the output of 'txl eval --sweep ... --json'"
+                               : "empty file");
+                rc = cli_fail("plot", &e);
+            }
+        }
+        for (size_t i = 0; i < l.n; i++)
+            qsort(l.s[i].p, l.s[i].n, sizeof *l.s[i].p, cmp_point_x);
+        /* legend order: group by group (first appearance), memory before both before window */
+        qsort(l.s, l.n, sizeof *l.s, cmp_series);
+    }
+    if (rc)
+        goto free_list;
+
+    /* gnuplot writes a temp file next to OUT; renamed into place when it succeeds */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out);
+    plot_opts po = {.out = out, .svg = svg, .width = width, .height = height, .logx = logx,
+                    .ymax = ymax, .title = title};
+    const char *gp = NULL;
+    char gpbuf[4096];
+    if (!script) {
+        gp = find_gnuplot(gpbuf, sizeof gpbuf);
+        if (!gp) {
+            fprintf(stderr, "txl plot: gnuplot not found%s%s%s; install it with "
+                    "'apt-get install gnuplot-nox' (or print the program with --script)\n",
+                    getenv("TXL_GNUPLOT") ? " (TXL_GNUPLOT=" : " on PATH",
+                    getenv("TXL_GNUPLOT") ? getenv("TXL_GNUPLOT") : "",
+                    getenv("TXL_GNUPLOT") ? ")" : "");
+            rc = 1;
+            goto free_list;
+        }
+        int fd = mkstemp(tmp);
+        if (fd < 0) {
+            err_set(&e, ERR_INPUT, "-o %s: cannot write there: %s", out, strerror(errno));
+            rc = cli_fail("plot", &e);
+            goto free_list;
+        }
+        close(fd);
+        po.out = tmp;
+    }
+    char *prog = NULL;
+    size_t plen = 0;
+    FILE *ms = open_memstream(&prog, &plen);
+    if (!ms) {
+        err_set(&e, ERR_RUNTIME, "out of memory");
+        rc = cli_fail("plot", &e);
+        if (!script)
+            unlink(tmp);
+        goto free_list;
+    }
+    fprintf(ms, "# txl %s plot: %s\n", TXL_VERSION, sweep ? "--sweep" : "learning curves");
+    if (sweep)
+        gp_sweep(ms, &l, &po);
+    else
+        gp_curves(ms, &l, &po);
+    fclose(ms);
+    if (script) {
+        fwrite(prog, 1, plen, stdout);
+    } else {
+        struct stat sb;
+        if (run_gnuplot(gp, prog, plen, &e)) {
+            rc = cli_fail("plot", &e);
+            unlink(tmp);
+        } else if (stat(tmp, &sb) != 0 || sb.st_size == 0) {
+            err_set(&e, ERR_RUNTIME, "gnuplot (%s) wrote no image", gp);
+            rc = cli_fail("plot", &e);
+            unlink(tmp);
+        } else if (chmod(tmp, 0666 & ~current_umask()) != 0 || rename(tmp, out) != 0) {
+            err_set(&e, ERR_INPUT, "-o %s: %s", out, strerror(errno));
+            rc = cli_fail("plot", &e);
+            unlink(tmp);
+        } else if (!quiet) {
+            size_t np = 0;
+            for (size_t i = 0; i < l.n; i++)
+                np += l.s[i].n;
+            size_t nc = sweep ? l.n : l.n / 2;
+            fprintf(stderr, "txl plot: %s (%zu %s%s, %zu points)\n", out, nc,
+                    sweep ? "curve" : "run", nc == 1 ? "" : "s", np);
+        }
+    }
+    free(prog);
+free_list:
+    list_free(&l);
+done:
+    free(inputs);
+    return rc;
+#undef USAGE
+}

@@ -1,0 +1,206 @@
+#!/bin/sh
+# Damaged checkpoints, one case per failure class (DESIGN.md §5), gzip'd and plain, through
+# eval, info, sample, export and train --resume: exit 2, a message naming the file and the
+# place (tensor, byte offset), never a crash; the run directory next to them (and an
+# export target that already exists) stays byte for byte the same. The bad files are made
+# here from a real checkpoint with head, od, dd, printf, gzip and jq (tests/e2e/badlib.inc).
+. tests/e2e/lib.sh
+. tests/e2e/badlib.inc
+CFG=tests/configs/micro.yaml
+RUN=$TMP/run
+$TXL train -q -c $CFG --set train.max_steps=5 --set train.warmup_steps=1 \
+    --set train.eval_interval=0 --set train.eval_tokens=2000 --set train.out_dir=$RUN \
+    >/dev/null 2>$TMP/setup.err || bad "setup run: $(cat $TMP/setup.err)"
+GZ=$RUN/last.safetensors.gz                       # weights, Adam moments, memory; gzip'd
+gunzip -c $GZ > $TMP/last.safetensors             # the same, plain
+$TXL export $GZ -o $TMP/w.safetensors 2>/dev/null || bad "export"   # weights only, plain
+guard_init $RUN
+check "the good checkpoints load" $TXL info $TMP/last.safetensors
+check "...and the weights-only export" $TXL info $TMP/w.safetensors
+B=$TMP/bad   # every bad file lives here, under a name saying what is wrong with it
+mkdir -p $B
+
+# expect2 on every reader: eval, info, sample, export over an existing file, train --resume
+# into the guarded run directory (with -c: a config that differs from the checkpoint's is
+# refused first, naming the keys; RESUME_NEEDLES says so when set)
+readers() { # readers "description" "needles" FILE
+    expect2 "eval: $1" "$3;;$2" $TXL eval "$3" --data $TMP/last.safetensors
+    expect2 "info: $1" "$3;;$2" $TXL info "$3"
+    expect2 "sample: $1" "$3;;$2" $TXL sample "$3" -n 5
+    expect2 "export: $1" "$3;;$2" $TXL export "$3" -o $RUN/best.safetensors.gz
+    expect2 "train --resume: $1" "$3;;${RESUME_NEEDLES:-$2}" \
+        $TXL train -q -c $CFG --resume "$3" --set train.out_dir=$RUN
+}
+# the plain file and its gzip'd twin
+both() { # both "description" "needles" PLAIN_FILE
+    readers "$1 (plain)" "$2" "$3"
+    RESUME_NEEDLES=
+    gzip -c "$3" > "$3.gz"
+    expect2 "info: $1 (gzip'd)" "$3.gz;;$2" $TXL info "$3.gz"
+    expect2 "eval: $1 (gzip'd)" "$3.gz;;$2" $TXL eval "$3.gz" --data $TMP/last.safetensors
+}
+
+echo "-- not a checkpoint"
+printf 'not a checkpoint at all, just some text' > $B/text.safetensors
+both "wrong magic (text)" "header length" $B/text.safetensors
+head -c 3 /dev/zero > $B/empty3.safetensors
+both "3 bytes" "need an 8-byte header length" $B/empty3.safetensors
+: > $B/empty.safetensors
+readers "empty file" "0 bytes is too short" $B/empty.safetensors
+mkdir -p $B/dir.safetensors
+expect2 "a directory" "$B/dir.safetensors;;is a directory" $TXL info $B/dir.safetensors
+expect2 "missing file" "$B/nothere.safetensors.gz;;No such file" $TXL eval $B/nothere.safetensors.gz
+{ printf '\037\213'; tail -c +3 $GZ; } > $B/gzmagic.safetensors.gz
+cp $GZ $B/badmagic.safetensors.gz
+printf 'X' | dd of=$B/badmagic.safetensors.gz bs=1 seek=1 conv=notrunc 2>/dev/null
+expect2 "gzip magic damaged (then read as a plain file)" "$B/badmagic.safetensors.gz;;not a safetensors file" $TXL info $B/badmagic.safetensors.gz
+
+echo "-- truncated gzip'd file, at every structural boundary"
+s=$(wc -c < $GZ)
+for n in 5 9 12 40 200 $((s / 2)) $((s - 8)) $((s - 5)) $((s - 1)); do
+    head -c $n $GZ > $B/trunc$n.safetensors.gz
+    expect2 "gzip'd, truncated at byte $n of $s" "$B/trunc$n.safetensors.gz;;corrupt or truncated gzip data;;decompressed bytes" \
+        $TXL info $B/trunc$n.safetensors.gz
+done
+head -c 200 $GZ > $B/t200.safetensors.gz
+expect2 "gzip'd, truncated inside the JSON header: says so" "$B/t200.safetensors.gz;;inside the JSON header" $TXL eval $B/t200.safetensors.gz
+head -c $((s / 2)) $GZ > $B/thalf.safetensors.gz
+expect2 "gzip'd, truncated inside the data: says so" "$B/thalf.safetensors.gz;;tensor data" $TXL eval $B/thalf.safetensors.gz
+
+echo "-- truncated content (plain, and complete gzip streams of truncated content)"
+H=$(st_hlen $TMP/last.safetensors)
+P=$TMP/last.safetensors
+cut_at() { # cut_at N "needles"
+    head -c $1 $P > $B/cut$1.safetensors
+    expect2 "plain, cut at byte $1" "$B/cut$1.safetensors;;$2" $TXL info $B/cut$1.safetensors
+    head -c $1 $P | gzip -1 > $B/cut$1.safetensors.gz
+    expect2 "gzip of content cut at byte $1" "$B/cut$1.safetensors.gz;;$2" $TXL info $B/cut$1.safetensors.gz
+}
+cut_at 4 "4 bytes is too short;;need an 8-byte header length"
+cut_at 7 "7 bytes is too short;;need an 8-byte header length"
+cut_at 8 "header length $H exceeds the file's remaining 0 bytes"
+cut_at 20 "header length $H exceeds the file's remaining 12 bytes"
+cut_at $((8 + H - 1)) "header length $H exceeds"
+cut_at $((8 + H + 1000)) "past the end of the data (1000 bytes; file truncated?)"
+cut_at $(($(wc -c < $P) - 1)) "past the end of the data"
+head -c $((8 + H + 1000)) $P > $B/cutdata.safetensors
+expect2 "plain, cut inside the data: names the first tensor past the end" "$B/cutdata.safetensors;;tensor 'word_emb.weight': data_offsets" $TXL eval $B/cutdata.safetensors
+
+echo "-- header"
+{ printf '\377\377\377\377\377\377\377\377'; tail -c +9 $P; } > $B/hlen_huge.safetensors
+both "header length 2^64-1" "header length 18446744073709551615 exceeds" $B/hlen_huge.safetensors
+{ u64le 1; tail -c +9 $P; } > $B/hlen_one.safetensors
+expect2 "header length 1" "$B/hlen_one.safetensors;;header length 1 is too small" $TXL info $B/hlen_one.safetensors
+{ u64le $((H + 16)); tail -c +9 $P; } > $B/hlen_off.safetensors
+expect2 "header length off by 16 (data read as JSON)" "$B/hlen_off.safetensors;;unexpected bytes after the JSON header" $TXL info $B/hlen_off.safetensors
+st_header $P | sed 's/"dtype":"F32"/"dtype" "F32"/' > $TMP/h; st_data $P > $TMP/d
+st_build $B/json.safetensors $TMP/h $TMP/d
+both "malformed JSON" "malformed JSON header near byte" $B/json.safetensors
+st_header $P | sed 's/^{/[/' > $TMP/h; st_build $B/notobj.safetensors $TMP/h $TMP/d
+both "header is not a JSON object" "header does not start with '{'" $B/notobj.safetensors
+st_edit $P $B/trailing.safetensors '.' && printf 'garbage' >> $B/trailing.safetensors
+both "trailing bytes after the data" "trailing garbage" $B/trailing.safetensors
+st_header $P | sed 's/"layers.0.attn.ln.bias":/"layers.0.attn.ln.weight":/' > $TMP/h
+st_build $B/dup.safetensors $TMP/h $TMP/d
+both "duplicate tensor name" "tensor 'layers.0.attn.ln.weight' appears twice" $B/dup.safetensors
+st_edit $P $B/meta_num.safetensors '.__metadata__.step = 5'
+both "non-string metadata" "__metadata__.step must be a string" $B/meta_num.safetensors
+
+echo "-- tensor entries"
+st_edit $P $B/past.safetensors '.["layers.1.ff.3.bias"].data_offsets |= [.[0] + 100000000, .[1] + 100000000]'
+both "offsets past the end" "tensor 'layers.1.ff.3.bias': data_offsets [" $B/past.safetensors
+st_edit $P $B/overlap.safetensors '.["layers.0.attn.ln.bias"].data_offsets = .["layers.0.attn.ln.weight"].data_offsets'
+both "overlapping tensors" "'layers.0.attn.ln.weight' and 'layers.0.attn.ln.bias' overlap" $B/overlap.safetensors
+st_edit $P $B/backwards.safetensors '.["out.bias"].data_offsets |= [.[1], .[0]]'
+both "begin > end" "tensor 'out.bias': data_offsets must be [begin, end]" $B/backwards.safetensors
+st_edit $P $B/size.safetensors '.["out.bias"].shape = [255]'
+both "shape vs byte size" "tensor 'out.bias': 1024 bytes of data for 255 elements" $B/size.safetensors
+st_edit $P $B/negshape.safetensors '.["out.bias"].shape = [-256]'
+both "negative shape" "tensor 'out.bias': shape[0] is not a non-negative integer" $B/negshape.safetensors
+st_edit $P $B/dtype.safetensors '.["word_emb.weight"].dtype = "F33"'
+both "unknown dtype" "tensor 'word_emb.weight': unknown dtype 'F33'" $B/dtype.safetensors
+st_edit $P $B/i32.safetensors '.["layers.0.ff.0.weight"].dtype = "I32"'
+both "wrong dtype (I32)" "tensor 'layers.0.ff.0.weight' has dtype I32, expected F32" $B/i32.safetensors
+st_edit $P $B/noentry.safetensors '.["out.bias"] = {"dtype": "F32"}'
+both "tensor entry without shape and offsets" "tensor 'out.bias': expected" $B/noentry.safetensors
+
+echo "-- tensors vs the model"
+st_edit $P $B/missing.safetensors 'del(.["layers.1.ff.0.bias"])'
+both "missing tensor" "missing tensor 'layers.1.ff.0.bias'" $B/missing.safetensors
+st_edit $P $B/extra.safetensors '.["layers.7.attn.qkv.weight"] = {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}'
+both "unexpected tensor" "unexpected tensor 'layers.7.attn.qkv.weight'" $B/extra.safetensors
+st_edit $P $B/shape.safetensors '.["layers.0.ff.0.weight"].shape |= [.[1], .[0]]'
+both "wrong shape" "tensor 'layers.0.ff.0.weight' has shape [64, 128], but the config in the checkpoint implies [128, 64]" $B/shape.safetensors
+cfg() { # cfg OUT JQ: edits the config JSON inside the metadata
+    st_edit $P "$1" ".__metadata__.config |= (fromjson | $2 | tojson)"
+}
+cfg $B/cfg_d.safetensors '.model.d_model = 32'
+RESUME_NEEDLES="the model config differs from the checkpoint's (checkpoint vs now): model.d_model: 32 vs 64" \
+both "config disagrees: d_model" "tensor 'word_emb.weight' has 2 dimensions [256, 64], but the config in the checkpoint (model.d_model 32) implies [256, 32]" $B/cfg_d.safetensors
+cfg $B/cfg_n.safetensors '.model.n_layer = 3'
+RESUME_NEEDLES="model.n_layer: 3 vs 2" \
+both "config disagrees: n_layer" "missing tensor 'layers.2.attn.qkv.weight', which the config in the checkpoint (model.n_layer 3) requires" $B/cfg_n.safetensors
+cfg $B/cfg_many.safetensors '.model.n_layer = 1000'
+RESUME_NEEDLES="model.n_layer: 1000 vs 2" \
+both "config disagrees: n_layer 1000" "missing tensor 'layers.999.attn.qkv.weight'" $B/cfg_many.safetensors
+cfg $B/cfg_big.safetensors '.model.d_inner = 10000000'
+RESUME_NEEDLES="model.d_inner: 10000000 vs 128" \
+both "config disagrees: a model far larger than the file" "d_inner 10000000) needs at least;;bytes of weights, but the file's tensors hold" $B/cfg_big.safetensors
+cfg $B/cfg_huge_model.safetensors '.model.n_layer = 1000000 | .model.d_inner = 1000000'
+RESUME_NEEDLES="model.n_layer: 1000000 vs 2, model.d_inner: 1000000 vs 128" \
+both "config with an absurd model size" "the model is too large" $B/cfg_huge_model.safetensors
+cfg $B/cfg_di.safetensors '.model.d_inner = 100'
+RESUME_NEEDLES="model.d_inner: 100 vs 128" \
+both "config disagrees: d_inner" "tensor 'layers.0.ff.0.weight' has shape [128, 64], but the config in the checkpoint implies [100, 64]" $B/cfg_di.safetensors
+cfg $B/cfg_pos.safetensors '.model.pos_scheme = "rope"'
+RESUME_NEEDLES="model.pos_scheme: rope vs xl" \
+both "config disagrees: pos_scheme" "unexpected tensor 'r_w_bias' (not a parameter of a pos_scheme rope model" $B/cfg_pos.safetensors
+cfg $B/cfg_odd.safetensors '.model.d_model = 63'
+both "config out of range" "config JSON: model.d_model must be even, found 63" $B/cfg_odd.safetensors
+cfg $B/cfg_key.safetensors '.model.d_modle = 64'
+both "config with an unknown key" "config JSON: unknown key 'model.d_modle'" $B/cfg_key.safetensors
+cfg $B/cfg_huge.safetensors '.train.batch_size = 1000000 | .model.tgt_len = 1000000'
+RESUME_NEEDLES="model.tgt_len: 1000000 vs 32" \
+both "config with an absurd plan" "a training step is too large" $B/cfg_huge.safetensors
+st_edit $P $B/cfg_syntax.safetensors '.__metadata__.config = "{\"model\": {"'
+both "config JSON malformed" "config JSON: syntax error near byte" $B/cfg_syntax.safetensors
+st_edit $P $B/cfg_none.safetensors 'del(.__metadata__.config)'
+both "no config" "no 'config' in the metadata" $B/cfg_none.safetensors
+
+echo "-- resume state"
+st_edit $P $B/mem.safetensors '.["state.mem.0"].shape |= [.[0] / 2, .[1] * 2, .[2]]'
+expect2 "train --resume: memory tensor of the wrong shape" "$B/mem.safetensors;;memory tensor 'state.mem.0'" \
+    $TXL train -q -c $CFG --resume $B/mem.safetensors --set train.out_dir=$RUN
+st_edit $P $B/optim.safetensors 'del(.["optim.v.out.bias"])'
+expect2 "train --resume: a missing Adam moment" "$B/optim.safetensors;;missing tensor 'optim.v.out.bias'" \
+    $TXL train -q -c $CFG --resume $B/optim.safetensors --set train.out_dir=$RUN
+expect2 "train --resume from weights only" "$TMP/w.safetensors;;missing tensor 'optim.m.word_emb.weight'" \
+    $TXL train -q -c $CFG --resume $TMP/w.safetensors --set train.out_dir=$RUN
+check "eval still works on a file with only a damaged memory tensor" $TXL eval $B/mem.safetensors --data $TMP/last.safetensors --max-tokens 3000
+
+echo "-- bit flips in the compressed payload (the gzip CRC-32 and length must catch them)"
+s=$(wc -c < $GZ)
+nflip=0; nok=0
+for off in 30 1000 5000 20000 100000 300000 500000 700000 900000 $((s - 100)) $((s - 8)) $((s - 6)) $((s - 3)); do
+    for mask in 1 16 128; do
+        nflip=$((nflip + 1))
+        flip_byte $GZ $B/flip.safetensors.gz $off $mask
+        $TXL info $B/flip.safetensors.gz >$TMP/out 2>$TMP/err </dev/null
+        rc=$?
+        if [ $rc -eq 2 ] && grep -qF "$B/flip.safetensors.gz" $TMP/err && ! grep -q Sanitizer $TMP/err; then
+            nok=$((nok + 1))
+        else
+            bad "bit flip at byte $off (mask $mask) of $s: exit $rc: $(head -c 300 $TMP/err)"
+        fi
+    done
+done
+check "all $nflip bit flips rejected with exit 2 ($nok)" test $nok -eq $nflip
+flip_byte $GZ $B/crc.safetensors.gz $((s - 7)) 4
+expect2 "bit flip in the CRC-32 trailer" "$B/crc.safetensors.gz;;incorrect data check" $TXL eval $B/crc.safetensors.gz
+flip_byte $GZ $B/isize.safetensors.gz $((s - 2)) 1
+expect2 "bit flip in the length trailer" "$B/isize.safetensors.gz;;incorrect length check" $TXL eval $B/isize.safetensors.gz
+
+guard_sum > $TMP/guard.end
+check "the run directory is untouched after all of the above" cmp -s $TMP/guard.sum $TMP/guard.end
+check "...and its checkpoint still loads" $TXL info $GZ
+finish

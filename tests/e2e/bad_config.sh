@@ -1,0 +1,146 @@
+#!/bin/sh
+# Bad configs, one case per class (DESIGN.md §4): YAML syntax, unknown keys and sections,
+# wrong types, out-of-range and inconsistent values, duplicates, --set overrides, sizes
+# and paths. Each exits 2 with FILE:LINE:COL (or the --set text) and what was expected,
+# and the run already in train.out_dir is left byte for byte as it was. The committed
+# files of tests/data/config/ are used as they are; the rest is written here.
+. tests/e2e/lib.sh
+. tests/e2e/badlib.inc
+CFG=tests/configs/micro.yaml
+RUN=$TMP/run
+$TXL train -q -c $CFG --set train.max_steps=5 --set train.warmup_steps=1 \
+    --set train.eval_interval=0 --set train.eval_tokens=2000 --set train.out_dir=$RUN \
+    >/dev/null 2>$TMP/setup.err || bad "setup run: $(cat $TMP/setup.err)"
+guard_init $RUN
+C=$TMP/cfg
+mkdir -p $C
+# cfgcase NAME "needles" 'yaml text (printf format)': writes C/NAME.yaml and trains on it into
+# the guarded run directory (data.train comes from the file or defaults to micro's corpus)
+cfgcase() {
+    printf -- "$3" > $C/$1.yaml
+    expect2 "$1" "$C/$1.yaml:;;$2" $TXL train -c $C/$1.yaml --set train.out_dir=$RUN
+}
+# committed cases (tests/data/config): trained with --set data.train so only the bad key fails
+datacase() {
+    expect2 "$1" "tests/data/config/$1.yaml:$2" $TXL train -c tests/data/config/$1.yaml \
+        --set data.train=tests/data/tinyshakespeare.txt.gz --set train.out_dir=$RUN
+}
+D="data: {train: tests/data/tinyshakespeare.txt.gz}\n"
+
+echo "-- YAML syntax"
+datacase bad_syntax "3:11: YAML syntax error: mapping values are not allowed"
+cfgcase flow_open "2:1: YAML syntax error: did not find expected ',' or '}'" 'model: {n_layer: 2\n'
+cfgcase tab "YAML syntax error;;found character that cannot start any token" "${D}model:\n\tn_layer: 2\n"
+cfgcase quote "YAML syntax error;;found unexpected end of stream" "${D}model: {pos_scheme: \"xl}\n"
+printf "${D}model: {pos_scheme: \"x\377l\"}\n" > $C/utf8.yaml
+expect2 "invalid UTF-8" "$C/utf8.yaml: invalid YAML input at byte 71: invalid leading UTF-8 octet (byte 0xFF)" \
+    $TXL train -c $C/utf8.yaml --set train.out_dir=$RUN
+printf "${D}model: {n_layer: 2}\000\n" > $C/nul.yaml
+expect2 "a NUL byte" "$C/nul.yaml: invalid YAML input at byte;;control characters are not allowed" \
+    $TXL train -c $C/nul.yaml --set train.out_dir=$RUN
+datacase bad_multi_doc "3:1: expected a single YAML document, found a second one"
+cfgcase list_root "1:1: expected a mapping of sections (model, data, train), found a list" '- model\n- data\n'
+cfgcase alias_key "YAML syntax error" "${D}model: {*a: 2}\n"
+
+echo "-- unknown keys and sections"
+datacase bad_unknown_key "3:3: unknown key 'model.d_modle' (did you mean 'model.d_model'?)"
+datacase bad_unknown_section "1:1: unknown section 'modle' (expected model, data or train; did you mean 'model'?)"
+datacase bad_key_wrong_section "2:3: unknown key 'model.lr' (did you mean 'train.lr'?)"
+cfgcase key_not_scalar "2:9: expected a key name in section 'model', found a list" "${D}model: {[a]: 2}\n"
+
+echo "-- wrong types"
+datacase bad_wrong_type "2:12: model.n_layer: expected an integer, found 'four'"
+datacase bad_float_for_int "2:12: model.n_layer: expected an integer, found '3.5'"
+datacase bad_bool "2:14: model.pre_lnorm: expected true or false, found 'maybe'"
+datacase bad_enum "2:15: model.pos_scheme: expected one of xl, mlp, rope, alibi, absolute, none, found 'rotary'"
+datacase bad_null "2:12: model.n_layer: expected an integer, found null"
+datacase bad_mapping_for_scalar "3:5: model.n_layer: expected an integer, found a mapping"
+datacase bad_scalar_for_mapping "1:8: section 'model': expected a mapping of keys, found '4'"
+datacase bad_split_len "2:10: data.split: expected a list of 3 numbers [train, valid, test], found 2 items"
+cfgcase quoted_int "2:18: model.n_layer: expected an integer, found the string \"2\"" "${D}model: {n_layer: \"2\"}\n"
+cfgcase hex "2:13: train.lr: expected a number, found '0x10'" "${D}train: {lr: 0x10}\n"
+cfgcase nan "2:13: train.lr: expected a number, found '.nan'" "${D}train: {lr: .nan}\n"
+cfgcase list_for_path "1:15: data.train: expected a path, found a list" 'data: {train: [a, b]}\n'
+cfgcase big_int "2:18: model.n_layer: expected an integer, found '99999999999999999999' (too large)" "${D}model: {n_layer: 99999999999999999999}\n"
+cfgcase big_float "2:13: train.lr: expected a number, found '1e999' (too large for a double)" "${D}train: {lr: 1e999}\n"
+
+echo "-- out of range"
+datacase bad_odd_d_model "1:30: model.d_model must be even, found 255"
+cfgcase tgt_len_0 "2:18: model.tgt_len must be >= 1, found 0" "${D}model: {tgt_len: 0}\n"
+cfgcase lr_negative "2:13: train.lr must be > 0, found -0.001" "${D}train: {lr: -1e-3}\n"
+cfgcase lr_zero "2:13: train.lr must be > 0, found 0" "${D}train: {lr: 0}\n"
+datacase bad_out_of_range "3:12: model.dropout must be in [0, 1), found 1.5"
+cfgcase mem_len_negative "2:18: model.mem_len must be >= 0, found -1" "${D}model: {mem_len: -1}\n"
+cfgcase beta2_one "2:16: train.beta2 must be in [0, 1), found 1" "${D}train: {beta2: 1.0}\n"
+cfgcase batch_0 "2:21: train.batch_size must be >= 1, found 0" "${D}train: {batch_size: 0}\n"
+cfgcase int_overflow "2:18: model.n_layer must be <= 2147483647 (the largest the field holds), found 4294967296" "${D}model: {n_layer: 4294967296}\n"
+datacase bad_seed "1:25: train.seed: expected a non-negative integer < 2^64, found '-1'"
+datacase bad_split_sum "3:10: data.split: the fractions must sum to <= 1"
+cfgcase tokenizer "1:61: data.tokenizer: expected one of byte, found \"char\"" "data: {train: tests/data/tinyshakespeare.txt.gz, tokenizer: char}\n"
+cfgcase long_path "1:15: data.train: expected a value of at most 1023 bytes" "data: {train: $(head -c 1100 /dev/zero | tr '\0' x)}\n"
+
+echo "-- inconsistent values (cfg_validate: the file, then the keys)"
+cfgcase lr_min "train.lr_min must be <= train.lr (0.001), found 0.01" "${D}train: {lr: 1e-3, lr_min: 1e-2}\n"
+cfgcase warmup "train.warmup_steps must be < train.max_steps (10) with schedule cosine, found 10" "${D}train: {max_steps: 10, warmup_steps: 10}\n"
+cfgcase valid_0 "data.split: the valid fraction must be > 0 when data.valid is empty" "data: {train: x.txt, split: [1, 0, 0]}\n"
+cfgcase rope_odd "model.d_head must be even with pos_scheme rope (rotations pair its halves), found 3" "${D}model: {pos_scheme: rope, d_head: 3}\n"
+cfgcase huge_model "the model is too large: about;;model.n_layer 2000000000" "${D}model: {n_layer: 2000000000, d_model: 4096, d_inner: 16384}\n"
+cfgcase huge_step "a training step is too large;;train.batch_size 1000000 x model.tgt_len 1000000" "${D}model: {tgt_len: 1000000}\ntrain: {batch_size: 1000000}\n"
+cfgcase no_train "data.train is required: expected a non-empty path" 'model: {n_layer: 2}\n'
+
+echo "-- duplicates"
+datacase bad_duplicate_key "4:3: duplicate key 'model.n_layer' (first set at 2:3)"
+cfgcase dup_section "3:1: duplicate section 'model' (first at 2:1)" "${D}model: {n_layer: 2}\nmodel: {d_model: 64}\n"
+cfgcase dup_flow "2:21: duplicate key 'model.n_layer' (first set at 2:9)" "${D}model: {n_layer: 2, n_layer: 3}\n"
+
+echo "-- files"
+expect2 "config file missing" "$C/nope.yaml: cannot open config: No such file or directory" $TXL train -c $C/nope.yaml
+expect2 "config is a directory" "$C: cannot read config: is a directory" $TXL train -c $C
+: > $C/empty.yaml
+expect2 "empty config (all defaults, no data.train)" "$C/empty.yaml: data.train is required" $TXL train -c $C/empty.yaml
+# a corpus that cannot be opened: the message names the key and the corpus
+corpuscase() { # corpuscase NAME "needles" 'yaml'
+    printf -- "$3" > $C/$1.yaml
+    expect2 "$1" "$2" $TXL train -c $C/$1.yaml --set train.out_dir=$RUN
+}
+corpuscase missing_corpus "data.train: $C/no/such/corpus.txt: cannot open corpus: No such file or directory" "data: {train: $C/no/such/corpus.txt}\n"
+corpuscase missing_valid "data.valid: $C/novalid.txt: cannot open corpus" "data: {train: tests/data/tinyshakespeare.txt.gz, valid: $C/novalid.txt}\n"
+corpuscase missing_test "data.test: $C/notest.txt: cannot open corpus" "data: {train: tests/data/tinyshakespeare.txt.gz, test: $C/notest.txt}\n"
+expect2 "out_dir is a file" "train.out_dir $RUN/config.yaml: exists and is not a directory" \
+    $TXL train -c $CFG --set train.out_dir=$RUN/config.yaml
+expect2 "out_dir holds a run" "train.out_dir $RUN already holds a run;;--resume" $TXL train -c $CFG --set train.out_dir=$RUN
+
+echo "-- --set"
+expect2 "--set unknown key" "--set model.d_modle=3: unknown key 'model.d_modle' (did you mean 'model.d_model'?)" \
+    $TXL train -c $CFG --set model.d_modle=3 --set train.out_dir=$RUN
+expect2 "--set unknown section" "--set modle.d_model=3: unknown key 'modle.d_model'" \
+    $TXL train -c $CFG --set modle.d_model=3 --set train.out_dir=$RUN
+expect2 "--set without a section" "--set d_model=64: unknown key 'd_model' (did you mean 'model.d_model'?)" \
+    $TXL train -c $CFG --set d_model=64 --set train.out_dir=$RUN
+expect2 "--set without =" "--set model.d_model: expected section.key=value" \
+    $TXL train -c $CFG --set model.d_model --set train.out_dir=$RUN
+expect2 "--set malformed value" "--set model.n_layer=x: model.n_layer: expected an integer, found 'x'" \
+    $TXL train -c $CFG --set model.n_layer=x --set train.out_dir=$RUN
+expect2 "--set empty value" "--set model.n_layer=: model.n_layer: expected an integer, found null" \
+    $TXL train -c $CFG --set model.n_layer= --set train.out_dir=$RUN
+expect2 "--set two values" "--set model.n_layer=2 3: model.n_layer: expected an integer, found '2 3'" \
+    $TXL train -c $CFG --set 'model.n_layer=2 3' --set train.out_dir=$RUN
+expect2 "--set YAML syntax error" "--set data.split=[1, 2: YAML syntax error" \
+    $TXL train -c $CFG --set 'data.split=[1, 2' --set train.out_dir=$RUN
+expect2 "--set a second document" "--set model.n_layer=2?---?3: expected a single YAML document" \
+    $TXL train -c $CFG --set "$(printf 'model.n_layer=2\n---\n3')" --set train.out_dir=$RUN
+expect2 "--set odd d_model" "--set model.d_model=63: model.d_model must be even, found 63" \
+    $TXL train -c $CFG --set model.d_model=63 --set train.out_dir=$RUN
+expect2 "--set tgt_len 0" "--set model.tgt_len=0: model.tgt_len must be >= 1, found 0" \
+    $TXL train -c $CFG --set model.tgt_len=0 --set train.out_dir=$RUN
+expect2 "--set negative lr" "--set train.lr=-1: train.lr must be > 0, found -1" \
+    $TXL train -c $CFG --set train.lr=-1 --set train.out_dir=$RUN
+expect2 "--set of a mapping" "--set model={n_layer: 2}: unknown key 'model'" \
+    $TXL train -c $CFG --set 'model={n_layer: 2}' --set train.out_dir=$RUN
+expect2 "--set missing corpus" "data.train;;$C/nope.txt: cannot open corpus: No such file or directory" \
+    $TXL train -c $CFG --set data.train=$C/nope.txt --set train.out_dir=$TMP/r_missing
+check "...and no run directory was created for it" test ! -e $TMP/r_missing
+
+guard_sum > $TMP/guard.end
+check "the run directory is untouched after all of the above" cmp -s $TMP/guard.sum $TMP/guard.end
+finish

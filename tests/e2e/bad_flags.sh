@@ -1,0 +1,124 @@
+#!/bin/sh
+# Bad command lines, one case per class: unknown flags, missing values, non-numeric and
+# out-of-range numbers, malformed lists, conflicting flags, and --resume / --init-from with
+# a config that does not match the checkpoint (the message names the differing keys).
+# Each exits 2 naming the flag, and the run in the way stays byte for byte as it was.
+. tests/e2e/lib.sh
+. tests/e2e/badlib.inc
+CFG=tests/configs/micro.yaml
+CK=tests/fixtures/eval/micro.safetensors.gz
+RUN=$TMP/run
+$TXL train -q -c $CFG --set train.max_steps=5 --set train.warmup_steps=1 \
+    --set train.eval_interval=0 --set train.eval_tokens=2000 --set train.out_dir=$RUN \
+    >/dev/null 2>$TMP/setup.err || bad "setup run: $(cat $TMP/setup.err)"
+guard_init $RUN
+LAST=$RUN/last.safetensors.gz
+T="$TXL train -q -c $CFG --set train.out_dir=$RUN"
+
+echo "-- any command"
+expect2 "no command" "usage: txl COMMAND" $TXL
+expect2 "unknown command" "unknown command 'frobnicate'" $TXL frobnicate
+expect2 "help of an unknown command" "unknown command 'frobnicate'" $TXL help frobnicate
+
+echo "-- train"
+expect2 "unknown flag" "unknown option '--bogus'" $T --bogus
+expect2 "a stray argument" "unknown option 'extra.yaml'" $T extra.yaml
+expect2 "-c without a value" "-c needs a file" $TXL train -c
+expect2 "--set without a value" "--set needs key.path=value" $T --set
+expect2 "--resume without a value" "--resume needs a checkpoint path" $T --resume
+expect2 "--init-from without a value" "--init-from needs a checkpoint path" $T --init-from
+expect2 "--steps without a value" "--steps needs a number" $T --steps
+expect2 "--steps not a number" "--steps: expected an integer, found 'abc'" $T --steps abc
+expect2 "--steps 0" "--steps: 0 is out of range [1," $T --steps 0
+expect2 "--steps negative" "--steps: -3 is out of range [1," $T --steps -3
+expect2 "--steps 1e3" "--steps: expected an integer, found '1e3'" $T --steps 1e3
+expect2 "--steps too large" "--steps: expected an integer, found '99999999999999999999'" $T --steps 99999999999999999999
+expect2 "--resume with --init-from" "--resume and --init-from exclude each other" $T --resume $LAST --init-from $LAST
+expect2 "no -c and no --resume" "missing -c CONFIG.yaml" $TXL train
+expect2 "--resume of a missing file" "$TMP/none.safetensors.gz: cannot open: No such file or directory" \
+    $T --resume $TMP/none.safetensors.gz
+expect2 "--resume, another d_model" \
+    "--resume $LAST: the model config differs from the checkpoint's (checkpoint vs now): model.d_model: 64 vs 32" \
+    $T --resume $LAST --set model.d_model=32
+expect2 "--resume, several keys differ: all named" \
+    "model.n_layer: 2 vs 3, model.d_inner: 128 vs 256, model.pos_scheme: xl vs mlp" \
+    $T --resume $LAST --set model.n_layer=3 --set model.d_inner=256 --set model.pos_scheme=mlp
+expect2 "--resume, another tgt_len" "model.tgt_len: 32 vs 64" $T --resume $LAST --set model.tgt_len=64
+expect2 "--resume, another batch_size" "--resume $LAST: train.batch_size 4 differs from the checkpoint's 8" \
+    $T --resume $LAST --set train.batch_size=4
+head -c 200000 tests/data/tinyshakespeare.txt.gz | gunzip 2>/dev/null > $TMP/other.txt
+expect2 "--resume, another corpus" "--resume $LAST: the train split has" \
+    $T --resume $LAST --set data.train=$TMP/other.txt
+expect2 "--resume of a finished run" "already at step 5 >= train.max_steps 5" \
+    $T --resume $LAST --set train.max_steps=5 --set train.warmup_steps=1
+expect2 "--init-from, another d_model" \
+    "--init-from $LAST: parameter shapes differ from the config (checkpoint vs config): model.d_model: 64 vs 128" \
+    $TXL train -q -c $CFG --init-from $LAST --set model.d_model=128 --set train.out_dir=$TMP/r_init
+check "...and no run directory was created for it" test ! -e $TMP/r_init/log.jsonl
+
+echo "-- eval"
+E="$TXL eval $CK"
+expect2 "unknown flag" "unknown option '--bogus'" $E --bogus
+expect2 "two checkpoints" "unexpected argument '$CK' (one checkpoint at a time)" $E $CK
+expect2 "no checkpoint" "missing the checkpoint to evaluate" $TXL eval
+expect2 "--data without a value" "--data needs a file" $E --data
+expect2 "--tgt-len not a number" "--tgt-len: expected an integer, found 'abc'" $E --tgt-len abc
+expect2 "--tgt-len with a blank" "--tgt-len: expected an integer, found ' 5'" $E --tgt-len ' 5'
+expect2 "--tgt-len 0" "--tgt-len: 0 is out of range [1, 1048576]" $E --tgt-len 0
+expect2 "--tgt-len negative" "--tgt-len: -5 is out of range [1, 1048576]" $E --tgt-len -5
+expect2 "--tgt-len 1.5" "--tgt-len: expected an integer, found '1.5'" $E --tgt-len 1.5
+expect2 "--tgt-len without a value" "--tgt-len needs a number" $E --tgt-len
+expect2 "--mem-len negative" "--mem-len: -1 is out of range [0, 4194304]" $E --mem-len -1
+expect2 "--batch 0" "--batch: 0 is out of range [1, 65536]" $E --batch 0
+expect2 "--batch 1e3" "--batch: expected an integer, found '1e3'" $E --batch 1e3
+expect2 "--max-tokens 1" "--max-tokens: 1 is out of range [2," $E --max-tokens 1
+expect2 "--clamp-len not a number" "--clamp-len: expected an integer, found 'x'" $E --clamp-len x
+expect2 "--threads negative" "--threads: -1 is out of range [0, 1024]" $E --threads -1
+expect2 "--split unknown" "--split: expected valid, test or train, found 'bogus'" $E --split bogus
+expect2 "--sweep empty" "--sweep: expected a comma-separated list like 1,2,4,8, found ''" $E --sweep ''
+expect2 "--sweep 1,,2" "--sweep: expected a comma-separated list of integers in [1, 1024] like 1,2,4,8, found '1,,2'" $E --sweep 1,,2
+expect2 "--sweep 0" "found '0'" $E --sweep 0
+expect2 "--sweep trailing comma" "--sweep: trailing comma in '1,2,'" $E --sweep 1,2,
+expect2 "--sweep letters" "found '1,x'" $E --sweep 1,x
+expect2 "--sweep 2000" "found '2000'" $E --sweep 2000
+expect2 "--sweep too many values" "--sweep: at most 32 values" $E --sweep 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33
+expect2 "--sweep-mode unknown" "--sweep-mode: expected memory, window or both, found 'bogus'" $E --sweep-mode bogus
+expect2 "--term-stats 0" "--term-stats: 0 is out of range" $E --term-stats 0
+expect2 "lengths beyond what txl can plan" "--batch/--tgt-len/--mem-len: batch 65536 x tgt_len 1048576 with mem_len 32 needs about" \
+    $E --batch 65536 --tgt-len 1048576
+expect2 "a sweep factor beyond what txl can plan" "--sweep factor 1024: batch 8 x tgt_len 1048576 with mem_len 1048576 needs about" \
+    $E --sweep 1,1024 --sweep-mode both --tgt-len 1024 --mem-len 1024
+expect2 "--batch larger than the data allows" "$CFG: the file split has" $E --data $CFG --batch 65536
+
+echo "-- sample"
+S="$TXL sample $CK"
+expect2 "unknown flag" "unknown option '--bogus'" $S --bogus
+expect2 "-n negative" "-n: -5 is out of range [0," $S -n -5
+expect2 "-n not a number" "-n: expected an integer, found 'abc'" $S -n abc
+expect2 "-n without a value" "-n needs a number" $S -n
+expect2 "--temperature negative" "--temperature: -1 is out of range [0, 100]" $S --temperature -1
+expect2 "--temperature nan" "--temperature: expected a number, found 'nan'" $S --temperature nan
+expect2 "--temperature inf" "--temperature: expected a number, found 'inf'" $S --temperature inf
+expect2 "--top-k 300" "--top-k: 300 is out of range [0, 256]" $S --top-k 300
+expect2 "--top-p 0" "--top-p: 0 is out of range" $S --top-p 0
+expect2 "--top-p 1.5" "--top-p: 1.5 is out of range" $S --top-p 1.5
+expect2 "--seed negative" "--seed: -1 is out of range [0," $S --seed -1
+expect2 "--mem-len negative" "--mem-len: -1 is out of range [0, 1048576]" $S --mem-len -1
+expect2 "--prompt with --prompt-file" "--prompt and --prompt-file exclude each other" $S --prompt a --prompt-file $CFG
+expect2 "--prompt-file missing" "--prompt-file $TMP/nope.txt: cannot open: No such file or directory" $S --prompt-file $TMP/nope.txt
+expect2 "--prompt-file a directory" "--prompt-file $TMP: read error: Is a directory" $S --prompt-file $TMP
+
+echo "-- info and export"
+expect2 "info: unknown flag" "unknown option '--bogus'" $TXL info $CK --bogus
+expect2 "info: no checkpoint" "missing the checkpoint (or --system)" $TXL info
+expect2 "info: two checkpoints" "unexpected argument" $TXL info $CK $CK
+expect2 "export: no -o" "missing -o OUT.safetensors[.gz]" $TXL export $CK
+expect2 "export: -o without a value" "-o needs a file" $TXL export $CK -o
+expect2 "export: no checkpoint" "missing the checkpoint to export" $TXL export -o $TMP/x.safetensors
+expect_fail 1 "export into a missing directory (exit 1: an OS error)" \
+    "$TMP/no/dir/x.safetensors: cannot create a temporary file in $TMP/no/dir: No such file or directory" \
+    $TXL export $CK -o $TMP/no/dir/x.safetensors
+
+guard_sum > $TMP/guard.end
+check "the run directory is untouched after all of the above" cmp -s $TMP/guard.sum $TMP/guard.end
+finish

@@ -1,0 +1,106 @@
+#!/bin/sh
+# Interop: a trained checkpoint exported to plain safetensors (txl export) and imported back
+# with its config (txl import) evaluates to the same loss; malformed weights (a missing
+# tensor, a wrong shape, an extra tensor, a wrong dtype) and a config of another model exit 2
+# naming the tensors, and write nothing; the file any safetensors reader sees is standard
+# (header checked with jq); tools/st_reader.py lists the tensors when python3 is available.
+. tests/e2e/lib.sh
+
+$TXL train -c tests/configs/micro.yaml --set train.out_dir=$TMP/run --set train.max_steps=20 \
+    --set train.eval_interval=0 --set train.threads=1 -q > /dev/null 2>$TMP/train.err
+check "micro trains (20 steps)" test -s $TMP/run/last.safetensors.gz
+CKPT=$TMP/run/last.safetensors.gz
+EVAL="--data tests/data/enwik8_slice60k.txt.gz --max-tokens 6000 --json -q --threads 1"
+
+$TXL export $CKPT -o $TMP/w.safetensors 2>/dev/null
+check "export: plain safetensors" test -s $TMP/w.safetensors
+$TXL import $TMP/w.safetensors -c $TMP/run/config.yaml -o $TMP/imp.safetensors.gz 2>$TMP/imp.err
+check "import: exit 0" test $? -eq 0
+check "import: names the files on stderr" grep -q "w.safetensors -> .*imp.safetensors.gz" $TMP/imp.err
+l1=$($TXL eval $CKPT $EVAL | jq .loss)
+l2=$($TXL eval $TMP/imp.safetensors.gz $EVAL | jq .loss)
+check "eval of the imported checkpoint equals the original ($l1 vs $l2)" test -n "$l1" -a "$l1" = "$l2"
+$TXL info $TMP/imp.safetensors.gz --json > $TMP/info.json
+check "imported: step 0, the config stored, not resumable" \
+    jq -e '.step == 0 and .config.model.d_model == 64 and .resumable == false' $TMP/info.json
+$TXL import $TMP/w.safetensors -c $TMP/run/config.yaml -o $TMP/imp.safetensors -q 2>$TMP/q.err
+check "import -o plain .safetensors, -q is silent" test -s $TMP/imp.safetensors -a ! -s $TMP/q.err
+gzip -c $TMP/w.safetensors > $TMP/w.safetensors.gz
+check "import reads gzip'd weights" $TXL import $TMP/w.safetensors.gz -c $TMP/run/config.yaml -o $TMP/imp2.safetensors.gz -q
+
+# st_edit IN OUT JQ_FILTER [BYTES]: rewrites the JSON header of a plain safetensors file
+# with jq, appending BYTES zero bytes to the data section.
+st_edit() {
+    n=$(od -An -tu8 -N8 "$1" | tr -d ' ')
+    tail -c +9 "$1" | head -c "$n" | jq -c "$3" | tr -d '\n' > $TMP/h.json
+    while [ $(( $(wc -c < $TMP/h.json) % 8 )) -ne 0 ]; do printf ' ' >> $TMP/h.json; done
+    len=$(wc -c < $TMP/h.json)
+    i=0; : > "$2"
+    while [ $i -lt 8 ]; do
+        printf "\\$(printf %03o $(( (len >> (8 * i)) & 255 )))" >> "$2"
+        i=$((i + 1))
+    done
+    cat $TMP/h.json >> "$2"
+    tail -c +$((9 + n)) "$1" >> "$2"
+    [ -z "${4:-}" ] || head -c "$4" /dev/zero >> "$2"
+}
+code() { "$@" >/dev/null 2>$TMP/err; echo $?; }
+imp() { code $TXL import "$1" -c $TMP/run/config.yaml -o $TMP/bad.safetensors.gz; }
+
+st_edit $TMP/w.safetensors $TMP/same.safetensors '.'
+check "st_edit round trip imports" test "$(imp $TMP/same.safetensors)" -eq 0
+rm -f $TMP/bad.safetensors.gz
+
+st_edit $TMP/w.safetensors $TMP/missing.safetensors 'del(."out.bias")'
+check "missing tensor: exit 2" test "$(imp $TMP/missing.safetensors)" -eq 2
+check "  ... named" grep -q "missing tensor: out.bias" $TMP/err
+
+st_edit $TMP/w.safetensors $TMP/shape.safetensors '."layers.1.ff.0.bias".shape = [2, 64]'
+check "wrong shape: exit 2" test "$(imp $TMP/shape.safetensors)" -eq 2
+check "  ... named, with both shapes" grep -q "layers.1.ff.0.bias (shape \[2, 64\], expected \[128\])" $TMP/err
+
+end=$(od -An -tu8 -N8 $TMP/w.safetensors | tr -d ' ')
+end=$(tail -c +9 $TMP/w.safetensors | head -c $end | jq '[.[] | .data_offsets? // empty | .[1]] | max')
+st_edit $TMP/w.safetensors $TMP/extra.safetensors \
+    ". + {\"lm_head.weight\": {dtype: \"F32\", shape: [2, 2], data_offsets: [$end, $((end + 16))]}}" 16
+check "extra tensor: exit 2" test "$(imp $TMP/extra.safetensors)" -eq 2
+check "  ... named" grep -q "unexpected tensor: lm_head.weight" $TMP/err
+
+st_edit $TMP/w.safetensors $TMP/dtype.safetensors '."out.bias".dtype = "I32"'
+check "wrong dtype: exit 2" test "$(imp $TMP/dtype.safetensors)" -eq 2
+check "  ... named" grep -q "out.bias (dtype I32, expected F32)" $TMP/err
+
+st_edit $TMP/w.safetensors $TMP/many.safetensors 'del(."out.bias") | del(."r_w_bias") | ."word_emb.weight".shape = [64, 256]'
+check "several problems: all listed at once" test "$(imp $TMP/many.safetensors)" -eq 2 -a \
+    "$(grep -c 'out.bias, r_w_bias; wrong tensor: word_emb.weight' $TMP/err)" -eq 1
+check "nothing written on failure" test ! -e $TMP/bad.safetensors.gz
+
+check "another model's config (rope): exit 2" test "$(code $TXL import $TMP/w.safetensors -c $TMP/run/config.yaml --set model.pos_scheme=rope -o $TMP/bad.st)" -eq 2
+check "  ... names the xl tensors rope lacks" grep -q "unexpected tensors: r_w_bias, r_r_bias, layers.0.attn.r.weight" $TMP/err
+check "a checkpoint with training state: exit 2, points to txl export" \
+    test "$(code $TXL import $CKPT -c $TMP/run/config.yaml -o $TMP/bad.st)" -eq 2
+check "  ... says so" grep -q "txl export" $TMP/err
+check "no -c: exit 2" test "$(code $TXL import $TMP/w.safetensors -o $TMP/bad.st)" -eq 2
+check "missing weights file: exit 2" test "$(code $TXL import $TMP/nope.safetensors -c $TMP/run/config.yaml -o $TMP/bad.st)" -eq 2
+check "truncated weights file: exit 2" test "$(head -c 3000 $TMP/w.safetensors > $TMP/trunc.st; code $TXL import $TMP/trunc.st -c $TMP/run/config.yaml -o $TMP/bad.st)" -eq 2
+
+# the header any safetensors reader sees
+n=$(od -An -tu8 -N8 $TMP/w.safetensors | tr -d ' ')
+tail -c +9 $TMP/w.safetensors | head -c $n > $TMP/hdr.json
+check "exported header: standard safetensors JSON (F32, [out, in] shapes, config metadata)" \
+    jq -e '."layers.0.attn.qkv.weight".shape == [192, 64] and ."word_emb.weight".dtype == "F32" and (."__metadata__".config | fromjson | .model.n_layer == 2)' $TMP/hdr.json
+
+if command -v python3 >/dev/null 2>&1; then
+    python3 tools/st_reader.py $CKPT > $TMP/st.txt 2>$TMP/st.err
+    check "st_reader.py lists a gzip'd checkpoint" grep -q '^layers.1.ff.ln.bias  *F32  *\[64\]' $TMP/st.txt
+    check "  ... with the Adam moments and memory" grep -q '^state.mem.0 ' $TMP/st.txt
+    check "  ... and the metadata" grep -q '^# step: 20$' $TMP/st.txt
+    check "st_reader.py --json on plain weights: tensor count" \
+        test "$(python3 tools/st_reader.py $TMP/w.safetensors --json | jq '.tensors | length')" -eq 26
+    check "st_reader.py --meta config is the config JSON" \
+        test "$(python3 tools/st_reader.py $TMP/imp.safetensors.gz --meta config | jq .model.d_model)" -eq 64
+    check "st_reader.py on a bad file: exit 2" test "$(code python3 tools/st_reader.py $TMP/trunc.st)" -eq 2
+else
+    echo "  SKIP tools/st_reader.py: no python3"
+fi
+finish

@@ -1,0 +1,73 @@
+#!/bin/sh
+# txl plot: learning curves of a real (micro, 40 steps) run and an extrapolation sweep,
+# rendered to PNG and SVG by gnuplot (checked: PNG magic bytes, SVG root element, nonzero
+# size); the gnuplot program (--script) carries the run's points; bad input exits 2, a
+# missing gnuplot exits 1 naming the package. Rendering is skipped, with a message, when
+# gnuplot is not installed (apt-get install gnuplot-nox).
+. tests/e2e/lib.sh
+
+$TXL train -c tests/configs/micro.yaml --set train.out_dir=$TMP/run --set train.threads=1 \
+    -q > /dev/null 2>$TMP/train.err
+check "micro trains (40 steps)" test -s $TMP/run/log.jsonl
+$TXL eval $TMP/run/last.safetensors.gz --data tests/data/enwik8_slice60k.txt.gz \
+    --max-tokens 8000 --sweep 1,2,4 --json -q --threads 1 > $TMP/sweep.jsonl
+for m in memory window; do
+    $TXL eval $TMP/run/last.safetensors.gz --data tests/data/enwik8_slice60k.txt.gz \
+        --max-tokens 8000 --sweep 1,2,4 --sweep-mode $m --json -q --threads 1 |
+        jq -c '. + {scheme: "xl"}'
+done > $TMP/schemes.jsonl
+check "sweep files written" test -s $TMP/sweep.jsonl -a -s $TMP/schemes.jsonl
+
+# the program txl sends to gnuplot: 40 train points and 4 validation points, in order
+$TXL plot $TMP/run -o $TMP/x.png --script > $TMP/prog.gp
+check "--script: 40 train points" test "$(sed -n '/^\$train0 << EOD/,/^EOD/p' $TMP/prog.gp | grep -c '^[0-9]')" -eq 40
+check "--script: 4 valid points" test "$(sed -n '/^\$valid0 << EOD/,/^EOD/p' $TMP/prog.gp | grep -c '^[0-9]')" -eq 4
+check "--script: axis labels with units" grep -q "set ylabel 'bits per byte" $TMP/prog.gp
+check "--script: the last train point is the log's (10240 tokens)" \
+    grep -q "^10.24 $(jq -r 'select(.event=="train" and .step==40) | .bpc' $TMP/run/log.jsonl | awk '{printf "%.6f", $1}')\$" $TMP/prog.gp
+$TXL plot --sweep $TMP/schemes.jsonl -o $TMP/x.svg --script > $TMP/sweep.gp
+check "--script --sweep: one curve per sweep_mode, named by scheme" \
+    test "$(grep -c "title 'xl, " $TMP/sweep.gp)" -eq 2
+
+# bad input: exit 2 with a message
+code() { "$@" >/dev/null 2>$TMP/err; echo $?; }
+check "missing run dir: exit 2" test "$(code $TXL plot $TMP/nope -o $TMP/a.png)" -eq 2
+check "  ... names it" grep -q "nope" $TMP/err
+mkdir -p $TMP/nolog $TMP/empty
+check "dir without log.jsonl: exit 2" test "$(code $TXL plot $TMP/nolog -o $TMP/a.png)" -eq 2
+check "  ... says so" grep -q "no log.jsonl" $TMP/err
+: > $TMP/empty/log.jsonl
+check "empty log: exit 2" test "$(code $TXL plot $TMP/empty -o $TMP/a.png)" -eq 2
+check "  ... says so" grep -q "empty log" $TMP/err
+check "unknown extension: exit 2" test "$(code $TXL plot $TMP/run -o $TMP/a.jpg)" -eq 2
+check "  ... names it" grep -q "'.jpg'" $TMP/err
+check "no -o: exit 2" test "$(code $TXL plot $TMP/run)" -eq 2
+check "empty sweep file: exit 2" test "$(code $TXL plot --sweep $TMP/empty/log.jsonl -o $TMP/a.png)" -eq 2
+check "missing gnuplot: exit 1" test "$(TXL_GNUPLOT=/nonexistent/gnuplot code $TXL plot $TMP/run -o $TMP/a.png)" -eq 1
+check "  ... names the package" grep -q "apt-get install gnuplot-nox" $TMP/err
+check "  ... and leaves no file" test ! -e $TMP/a.png
+
+if ! command -v gnuplot >/dev/null 2>&1; then
+    echo "  SKIP rendering: gnuplot is not installed (apt-get install gnuplot-nox)"
+    finish
+    exit $?
+fi
+$TXL plot $TMP/run -o $TMP/curves.png 2>$TMP/plot.err
+check "plot PNG: exit 0" test $? -eq 0
+check "plot PNG: nonzero size" test -s $TMP/curves.png
+check "plot PNG: PNG magic bytes" test "$(head -c 8 $TMP/curves.png | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a
+check "plot PNG: message on stderr names the file" grep -q "curves.png" $TMP/plot.err
+$TXL plot $TMP/run -o $TMP/curves.svg -q
+check "plot SVG: nonzero size" test -s $TMP/curves.svg
+check "plot SVG: <svg root element" grep -q '<svg' $TMP/curves.svg
+check "plot SVG: legend names the run" grep -q '>run train<' $TMP/curves.svg
+cp -r $TMP/run $TMP/run2
+$TXL plot $TMP/run $TMP/run2/log.jsonl -o $TMP/two.svg -q
+check "plot SVG, two runs: both in the legend" grep -q '>run2 valid<' $TMP/two.svg
+$TXL plot --sweep $TMP/sweep.jsonl $TMP/schemes.jsonl -o $TMP/extrap.png -q
+check "plot --sweep PNG: PNG magic bytes" test "$(head -c 8 $TMP/extrap.png | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a
+$TXL plot --sweep $TMP/schemes.jsonl -o $TMP/extrap.svg -q --title "xl, memory vs window"
+check "plot --sweep SVG: root element and title" grep -q 'xl, memory vs window' $TMP/extrap.svg
+check "TXL_GNUPLOT=/bin/false: exit 1" test "$(TXL_GNUPLOT=/bin/false code $TXL plot $TMP/run -o $TMP/b.png)" -eq 1
+check "  ... and no half-written file" test -z "$(ls $TMP | grep '^b.png')"
+finish

@@ -1,0 +1,155 @@
+/* fuzz_checkpoint.c: the checkpoint reader as `txl eval|sample|info|train --resume` use it.
+ *
+ * Input: a file, plain or gzip'd safetensors. st_read must accept it whole or reject it with
+ * a message naming the file; what it accepts must be consistent (every tensor inside the
+ * data, sizes matching shapes). Then cli_load_checkpoint builds the model from the config
+ * in the metadata and loads the weights; when that succeeds the Adam moments and memory are
+ * loaded as --resume does, and a small model runs two segments forward and a few decoding
+ * steps, so whatever the loader accepts is usable. */
+#include <string.h>
+
+#include "../../cmd/cli.h"
+#include "../../model/checkpoint.h"
+#include "../../model/decode.h"
+#include "../../model/model.h"
+#include "../../model/safetensors.h"
+#include "fuzz.h"
+
+static size_t dtype_size(st_dtype d)
+{
+    switch (d) {
+    case ST_F64: case ST_I64: return 8;
+    case ST_F32: case ST_I32: return 4;
+    case ST_F16: case ST_BF16: return 2;
+    case ST_U8: return 1;
+    }
+    return 0;
+}
+
+static void check_err(const txl_err *e, const char *path)
+{
+    FUZZ_CHECK(e->kind == ERR_INPUT || e->kind == ERR_RUNTIME, "kind %d", e->kind);
+    FUZZ_CHECK(strnlen(e->msg, sizeof e->msg) < sizeof e->msg && e->msg[0], "empty message");
+    if (e->kind == ERR_INPUT)
+        FUZZ_CHECK(strncmp(e->msg, path, strlen(path)) == 0, "message does not name the file: %s",
+                   e->msg);
+}
+
+static void check_file(const st_file *f)
+{
+    FUZZ_CHECK(f->data_start >= 8 && f->data_start <= f->len, "data_start %zu of %zu",
+               f->data_start, f->len);
+    size_t data_len = f->len - f->data_start;
+    for (int i = 0; i < f->n; i++) {
+        const st_tensor *t = &f->t[i];
+        FUZZ_CHECK(t->name != NULL, "tensor %d has no name", i);
+        FUZZ_CHECK(t->ndim >= 0 && t->ndim <= ST_MAX_DIMS, "%s: ndim %d", t->name, t->ndim);
+        FUZZ_CHECK(t->begin <= t->end && t->end <= data_len, "%s: [%zu, %zu) of %zu", t->name,
+                   t->begin, t->end, data_len);
+        size_t numel = 1;
+        for (int k = 0; k < t->ndim; k++)
+            numel *= (size_t)t->shape[k];
+        FUZZ_CHECK(numel == t->numel, "%s: numel", t->name);
+        FUZZ_CHECK(t->end - t->begin == t->numel * dtype_size(t->dtype), "%s: byte size",
+                   t->name);
+        FUZZ_CHECK(st_find(f, t->name) == t, "%s: duplicate name", t->name);
+    }
+    for (int i = 0; i < f->n_meta; i++)
+        FUZZ_CHECK(st_meta(f, f->meta_keys[i]) != NULL, "meta %d", i);
+}
+
+/* --resume: moments and memory, when the buffers are small. */
+static void load_state(const model *mdl, const st_file *f, const txl_config *cfg,
+                       const char *path)
+{
+    txl_err e = {0};
+    float *m = calloc(mdl->n_floats + 1, sizeof(float));
+    float *v = calloc(mdl->n_floats + 1, sizeof(float));
+    if (m && v && ckpt_load_optim(mdl, f, m, v, &e))
+        check_err(&e, path);
+    free(m);
+    free(v);
+    const model_config *c = &cfg->model;
+    double n = (double)c->n_layer * cfg->train.batch_size * c->mem_len * c->d_model;
+    model_mem mem;
+    if (n > (1 << 22) || mem_init(&mem, c, cfg->train.batch_size, c->mem_len, &e))
+        return;
+    if (ckpt_load_mem(f, &mem, 0, mem.B, &e))
+        check_err(&e, path);
+    else
+        FUZZ_CHECK(mem.m >= 0 && mem.m <= mem.M, "mem.m %d of %d", mem.m, mem.M);
+    mem_free(&mem);
+}
+
+/* eval and sample on a few tokens: 2 segments of at most 4, then 3 decoding steps. */
+static void run_small(model *mdl, const txl_config *cfg, const uint8_t *tok, size_t ntok)
+{
+    const model_config *c = &cfg->model;
+    if (mdl->n_weights > (1u << 20) || (double)c->n_layer * c->d_inner > (1 << 20) ||
+        (c->pos == POS_MLP && (double)c->mlp_hidden * c->mlp_num_freqs > (1 << 20)))
+        return;
+    int Lq = c->tgt_len < 4 ? c->tgt_len : 4, M = c->mem_len < 4 ? c->mem_len : 4;
+    model_acts A;
+    model_mem mem;
+    txl_err e = {0};
+    if (acts_init(&A, c, 1, Lq, M, 0, &e))
+        return;
+    if (mem_init(&mem, c, 1, M, &e)) {
+        acts_free(&A);
+        return;
+    }
+    uint8_t x[8] = {0}, y[8] = {0};
+    for (size_t i = 0; i < 8 && i < ntok; i++)
+        x[i] = tok[i];
+    for (int i = 0; i < 7; i++)
+        y[i] = x[i + 1];
+    fwd_opts fo = {.training = 0};
+    model_forward(mdl, &A, &mem, x, y, Lq, &fo);
+    model_forward(mdl, &A, &mem, x + 4, y + 4, Lq, &fo);
+    decode_state ds;
+    if (decode_init(&ds, mdl, M, &e) == 0) {
+        decode_prime(&ds, mdl, &mem, 2L * Lq);
+        for (int i = 0; i < 3; i++)
+            decode_step(&ds, mdl, &mem, x[i]);
+        decode_free(&ds);
+    }
+    mem_free(&mem);
+    acts_free(&A);
+}
+
+int txl_fuzz_checkpoint(const uint8_t *data, size_t size)
+{
+    const char *path = fuzz_file("ckpt", ".safetensors", data, size);
+    if (!path)
+        return 0;
+    st_file f;
+    txl_err e = {0};
+    if (st_read(&f, path, &e)) {
+        check_err(&e, path);
+        FUZZ_CHECK(f.buf == NULL && f.t == NULL && f.n == 0, "failed read left state behind");
+        return 0;
+    }
+    check_file(&f);
+    st_free(&f);
+
+    txl_config cfg;
+    model mdl;
+    if (cli_load_checkpoint(path, &f, &cfg, &mdl, &e)) {
+        check_err(&e, path);
+        return 0;
+    }
+    FUZZ_CHECK(cfg_validate(&cfg, path, &e) == 0, "loaded config does not validate: %s", e.msg);
+    load_state(&mdl, &f, &cfg, path);
+    run_small(&mdl, &cfg, data, size);
+    model_free(&mdl);
+    st_free(&f);
+    return 0;
+}
+
+#ifndef TXL_FUZZ_NO_ENTRY
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    return txl_fuzz_checkpoint(data, size);
+}
+#endif
