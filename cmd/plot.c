@@ -755,7 +755,8 @@ int cmd_plot(int argc, char **argv)
         for (size_t i = 0; i < l.n; i++)
             qsort(l.s[i].p, l.s[i].n, sizeof *l.s[i].p, cmp_point_x);
         /* legend order: group by group (first appearance), memory before both before window */
-        qsort(l.s, l.n, sizeof *l.s, cmp_series);
+        if (l.n)
+            qsort(l.s, l.n, sizeof *l.s, cmp_series);
     }
     if (rc)
         goto free_list;
