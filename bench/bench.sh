@@ -58,7 +58,7 @@ run_cfg() { # name N d H dh di Lq M B steps
     # tokens/s over the timed steps (the first two warm up caches and page in buffers)
     tps=$(jq -s '[.[] | select(.event == "train" and .step > 2)] | (map(.tok_per_s) | add / length)' "$dir/log.jsonl")
     rss=$(jq .peak_rss_mb "$dir.train.json")
-    est=$(grep -o 'estimate [0-9]*' "$dir.train.err" | head -1 | cut -d' ' -f2 || echo 0)
+    est=$(jq -s 'map(select(.event == "start")) | first | .estimate_mib' "$dir/log.jsonl")
     ftr=$(flops $N $d $H $dh $di $Lq $M $B 1)
     mfu=$(awk -v f=$ftr -v t=$tps -v p=$PEAK 'BEGIN {printf "%.1f", 100 * f * t / (p * 1e9)}')
     ms=$(awk -v t=$tps -v n=$((B * Lq)) 'BEGIN {printf "%.0f", 1000 * n / t}')
