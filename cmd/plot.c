@@ -258,7 +258,7 @@ static int load_run(const char *arg, series *train, series *valid, txl_err *e)
         snprintf(path, sizeof path, "%s", arg);
     }
     log_ctx c = {train, valid, e, path};
-    long nlines;
+    long nlines = 0;
     if (each_json_line(path, log_line, &c, &nlines, e))
         return -1;
     if (train->n == 0 && valid->n == 0)
@@ -739,7 +739,7 @@ int cmd_plot(int argc, char **argv)
             if (n > 6 && strcmp(lab + n - 6, ".jsonl") == 0)
                 lab[n - 6] = 0;
             sweep_ctx c = {&l, lab, &ngroups, groups, &e, inputs[k], 0};
-            long nlines;
+            long nlines = 0;
             if (access(inputs[k], F_OK) != 0) {
                 err_set(&e, ERR_INPUT, "%s: no such sweep file", inputs[k]);
                 rc = cli_fail("plot", &e);
