@@ -200,6 +200,8 @@ static const cfg_key keys[] = {
       .def = {0} },
     { KEY("train", "lr_min", CT_DOUBLE, train.lr_min), .flags = F_MIN, .min = 0, .def = {0} },
     { KEY("train", "clip", CT_DOUBLE, train.clip), .flags = F_MIN, .min = 0, .def = {0.25} },
+    { KEY("train", "skip_outlier", CT_DOUBLE, train.skip_outlier), .flags = F_MIN, .min = 0,
+      .def = {0} },
     { KEY("train", "beta1", CT_DOUBLE, train.beta1), .flags = F_MIN | F_MAX | F_MAX_EXCL,
       .min = 0, .max = 1, .def = {0.9} },
     { KEY("train", "beta2", CT_DOUBLE, train.beta2), .flags = F_MIN | F_MAX | F_MAX_EXCL,
@@ -1279,6 +1281,12 @@ int cfg_validate(const txl_config *c, const char *origin, txl_err *e)
         fmt_double(a, sizeof a, t->lr);
         fmt_double(b, sizeof b, t->lr_min);
         snprintf(why, sizeof why, "train.lr_min must be <= train.lr (%s), found %s", a, b);
+        return validate_fail(e, origin, why);
+    }
+    if (t->skip_outlier > 0 && t->skip_outlier <= 1) {
+        fmt_double(a, sizeof a, t->skip_outlier);
+        snprintf(why, sizeof why, "train.skip_outlier must be 0 (off) or > 1 (a multiple of the "
+                 "mean gradient norm), found %s", a);
         return validate_fail(e, origin, why);
     }
     if (t->schedule == SCHED_COSINE && t->warmup_steps >= t->max_steps) {

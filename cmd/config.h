@@ -38,6 +38,8 @@ typedef struct {
     long warmup_steps;
     double lr_min;
     double clip;               /* global grad-norm clip; 0 = off */
+    double skip_outlier;       /* skip the update when grad_norm > this x its running mean;
+                                * 0 = off */
     double beta1, beta2, eps;
     double weight_decay;
     optimizer_kind optimizer;  /* adam (L2 into the gradient) or adamw (decoupled) */

@@ -44,7 +44,15 @@ typedef struct {
     double log_sum;       /* loss sum of the current log interval */
     long log_n;           /* steps in it */
     double elapsed;       /* training seconds of earlier invocations */
+    double norm_mean;     /* running mean of the applied steps' gradient norms (skip_outlier) */
+    long norm_count;      /* applied steps in it */
+    long skipped;         /* steps skipped as gradient-norm outliers */
 } train_state;
+
+/* train.skip_outlier: the running mean of the gradient norm is the plain mean of the first
+ * NORM_WINDOW applied steps, then an exponential average with weight 1/NORM_WINDOW; no
+ * step is skipped before NORM_WINDOW steps were applied. */
+enum { NORM_WINDOW = 50 };
 
 typedef struct {
     txl_config cfg;
@@ -205,7 +213,10 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     if (!cfg_json)
         return err_set(e, ERR_RUNTIME, "out of memory serialising the config");
     char step[32], tokens[32], best[40], epoch[32], pos[32], lsum[40], ln[32], el[40], vl[40];
-    char ntrain[32], seed[32], params[32];
+    char ntrain[32], seed[32], params[32], nmean[40], ncount[32], nskip[32];
+    fmt_g(nmean, sizeof nmean, t->st.norm_mean);
+    snprintf(ncount, sizeof ncount, "%ld", t->st.norm_count);
+    snprintf(nskip, sizeof nskip, "%ld", t->st.skipped);
     snprintf(params, sizeof params, "%zu", t->mdl.n_weights);
     snprintf(step, sizeof step, "%ld", t->st.step);
     snprintf(tokens, sizeof tokens, "%lld", t->st.tokens);
@@ -233,6 +244,9 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
         "log_loss_sum", lsum,
         "log_steps", ln,
         "elapsed_s", el,
+        "grad_norm_mean", nmean,
+        "grad_norm_count", ncount,
+        "skipped_steps", nskip,
         "params", params,
         NULL,
     };
@@ -308,6 +322,9 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
         t->st.log_sum = num_meta(&f, "log_loss_sum", 0);
         t->st.log_n = (long)num_meta(&f, "log_steps", 0);
         t->st.elapsed = num_meta(&f, "elapsed_s", 0);
+        t->st.norm_mean = num_meta(&f, "grad_norm_mean", 0);
+        t->st.norm_count = (long)num_meta(&f, "grad_norm_count", 0);
+        t->st.skipped = (long)num_meta(&f, "skipped_steps", 0);
         if (t->st.data_pos >= t->bt.n)
             rc = err_set(e, ERR_INPUT, "%s: data_pos %zu is past the end of the streams (%zu)",
                          path, t->st.data_pos, t->bt.n);
@@ -450,7 +467,25 @@ static int train_loop(trainer *t, txl_err *e)
                            isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", loss, norm,
                            t->last_path, t->st.step);
         double lr = lr_at(&sched, step);
-        adam_step(t->mdl.w, t->mdl.g, t->adam_m, t->adam_v, t->mdl.n_floats, step, lr, &ah);
+        /* a far outlier of the gradient norm: no update (the data and the memory move on;
+         * the same decision on every rank, which all hold the same global norm) */
+        if (tc->skip_outlier > 0 && t->st.norm_count >= NORM_WINDOW &&
+            norm > tc->skip_outlier * t->st.norm_mean) {
+            t->st.skipped++;
+            log_json(t, "{\"event\":\"skip\",\"step\":%ld,\"grad_norm\":%.6g,"
+                        "\"mean_norm\":%.6g,\"skipped\":%ld}",
+                     step, norm, t->st.norm_mean, t->st.skipped);
+            if (!t->quiet && dist_is_root())
+                fprintf(stderr, "%sstep %ld: skipped, gradient norm %.4g > %g x its mean %.4g "
+                        "(%ld skipped so far)\n", t->tty ? "\r\033[K" : "", step, norm,
+                        tc->skip_outlier, t->st.norm_mean, t->st.skipped);
+        } else {
+            adam_step(t->mdl.w, t->mdl.g, t->adam_m, t->adam_v, t->mdl.n_floats, step, lr, &ah);
+            t->st.norm_count++;
+            double w = t->st.norm_count < NORM_WINDOW ? 1.0 / (double)t->st.norm_count
+                                                      : 1.0 / NORM_WINDOW;
+            t->st.norm_mean += w * (norm - t->st.norm_mean);
+        }
         model_mem_update(&t->A, &t->mem);
         t->st.step = step;
         t->st.tokens += (long long)ntok;
@@ -528,9 +563,9 @@ static int train_loop(trainer *t, txl_err *e)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"step\":%ld,\"tokens\":%lld,\"train_loss\":%.6f,\"grad_norm\":%.6g,"
-           "\"best_valid_loss\":%.6f,\"best_valid_bpc\":%.6f,\"checkpoint\":\"%s\","
-           "\"peak_rss_mb\":%.1f}\n",
-           t->st.step, t->st.tokens, last_loss, last_norm, t->st.best_valid,
+           "\"skipped_steps\":%ld,\"best_valid_loss\":%.6f,\"best_valid_bpc\":%.6f,"
+           "\"checkpoint\":\"%s\",\"peak_rss_mb\":%.1f}\n",
+           t->st.step, t->st.tokens, last_loss, last_norm, t->st.skipped, t->st.best_valid,
            t->st.best_valid / M_LN2, t->last_path, ru.ru_maxrss / 1024.0);
     fflush(stdout);
     if (exit_sig && dist_is_root()) {

@@ -26,7 +26,7 @@ _txl_config_keys() {
         model.clamp_len model.untie_r model.mlp_num_freqs model.mlp_max_dist model.mlp_hidden \
         data.train data.valid data.test data.split data.tokenizer \
         train.batch_size train.max_steps train.max_minutes train.lr train.schedule \
-        train.warmup_steps train.lr_min train.clip train.beta1 train.beta2 train.eps \
+        train.warmup_steps train.lr_min train.clip train.skip_outlier train.beta1 train.beta2 train.eps \
         train.weight_decay train.optimizer train.seed train.log_interval train.eval_interval \
         train.eval_tokens train.ckpt_interval train.ckpt_gzip train.out_dir train.threads
 }
