@@ -1,7 +1,8 @@
 #!/bin/sh
 # Resume equals an uninterrupted run, bit for bit (dropout and dropatt on, cosine schedule),
 # whether the first part stopped after --steps or was interrupted by SIGINT mid-run; SIGTERM
-# exits 143 with a loadable checkpoint.
+# exits 143 with a loadable checkpoint. The same for every positional scheme, stopped right
+# after an eval and between evals.
 . tests/e2e/lib.sh
 CFG=tests/configs/micro.yaml
 N=300
@@ -43,7 +44,11 @@ check "final weights identical (same eval loss)" \
 # E: SIGTERM -> 143, checkpoint loads
 $TXL train -c $CFG -q --set train.out_dir=$TMP/e --set train.max_steps=100000 --set train.eval_interval=0 >/dev/null 2>&1 &
 pid=$!
-sleep 1
+# once it trains (a TERM before the handlers are installed would kill it without a checkpoint)
+i=0
+while [ $i -lt 600 ] && ! grep -q '"train"' $TMP/e/log.jsonl 2>/dev/null; do
+    sleep 0.05; i=$((i+1))
+done
 kill -TERM $pid
 wait $pid
 rc=$?
@@ -57,4 +62,24 @@ rc=$?
 check "new run into an existing run's out_dir exits 2 (got $rc)" test $rc -eq 2
 check "...and says how to resume" grep -q -- "--resume" $TMP/f.err
 check "...and leaves last untouched" test "$before" = "$(sha256sum $TMP/a/last.safetensors.gz)"
+
+# every scheme (dropout and dropatt on, the mlp bias with its own parameters): 40 steps
+# uninterrupted == stopped right after an eval (step 20: eval, then checkpoint) and resumed ==
+# stopped between evals (step 13) and resumed, and the final weights agree too
+for s in xl mlp rope alibi absolute none; do
+    SO="-q --set model.pos_scheme=$s --set train.eval_interval=10 --set train.ckpt_interval=0"
+    $TXL train -c $CFG $SO --set train.out_dir=$TMP/s_$s >/dev/null 2>&1
+    step_losses $TMP/s_$s/log.jsonl > $TMP/s_$s.a
+    for k in 20 13; do
+        rd=$TMP/s_${s}_$k
+        $TXL train -c $CFG $SO --set train.out_dir=$rd --steps $k >/dev/null 2>&1
+        $TXL train -q --resume $rd/last.safetensors.gz >/dev/null 2>&1
+        step_losses $rd/log.jsonl > $rd.l
+        check "$s: stopped at step $k, resumed: all 40 step losses identical" \
+            test "$(wc -l < $rd.l)" -eq 40 -a -z "$(cmp $TMP/s_$s.a $rd.l 2>&1)"
+        check "$s: ...and the same final eval loss" \
+            test "$(jq -s 'map(select(.event=="eval")) | last | .loss' $rd/log.jsonl)" = \
+                 "$(jq -s 'map(select(.event=="eval")) | last | .loss' $TMP/s_$s/log.jsonl)"
+    done
+done
 finish
