@@ -16,3 +16,13 @@ check_not() { # check_not "description" command...: passes when the command fail
 finish() { echo "$(basename "$0"): $fails failed"; [ "$fails" -eq 0 ]; }
 # step_losses LOG: "step loss" per training step (log_interval 1)
 step_losses() { jq -r 'select(.event=="train") | "\(.step) \(.step_loss)"' "$1"; }
+# wait_trained LOG N: waits (up to 30 s) until LOG holds N train events
+wait_trained() {
+    _i=0
+    while [ $_i -lt 600 ]; do
+        _n=$(grep -c '"train"' "$1" 2>/dev/null)
+        [ "${_n:-0}" -ge "$2" ] && return 0
+        sleep 0.05; _i=$((_i + 1))
+    done
+    return 1
+}

@@ -23,11 +23,7 @@ check "resume after --steps 25: all $N per-step losses identical to A" cmp -s $T
 # C: interrupted by SIGINT at whatever step it reached, then resumed from the checkpoint alone
 $TXL train -c $CFG $OPTS --set train.out_dir=$TMP/c >/dev/null 2>$TMP/c.err &
 pid=$!
-i=0
-logged() { n=$(grep -c '"train"' $TMP/c/log.jsonl 2>/dev/null); echo "${n:-0}"; }
-while [ $i -lt 600 ] && [ "$(logged)" -lt 30 ]; do
-    sleep 0.05; i=$((i+1))
-done
+wait_trained $TMP/c/log.jsonl 30
 kill -INT $pid
 wait $pid
 rc=$?
@@ -45,10 +41,7 @@ check "final weights identical (same eval loss)" \
 $TXL train -c $CFG -q --set train.out_dir=$TMP/e --set train.max_steps=100000 --set train.eval_interval=0 >/dev/null 2>&1 &
 pid=$!
 # once it trains (a TERM before the handlers are installed would kill it without a checkpoint)
-i=0
-while [ $i -lt 600 ] && ! grep -q '"train"' $TMP/e/log.jsonl 2>/dev/null; do
-    sleep 0.05; i=$((i+1))
-done
+wait_trained $TMP/e/log.jsonl 1
 kill -TERM $pid
 wait $pid
 rc=$?
