@@ -3,12 +3,17 @@
 # any invalid read or write, use of uninitialised memory, or definite / indirect leak fails.
 # "Still reachable" and "possible" blocks (the OpenMP and OpenBLAS thread pools, libyaml's
 # and zlib's static state) are not counted. Run by hand (not in CI: a few minutes):
-#   tests/valgrind.sh            (uses ./txl; TXL_BIN=path for another build)
+#   tests/valgrind.sh            (uses build-portable/txl; TXL_BIN=path for another build)
 # One thread everywhere, and no OpenBLAS re-exec (main.c's core check re-executes
 # /proc/self/exe, which under valgrind would be valgrind itself).
 set -u
 cd "$(dirname "$0")/.."
-TXL=${TXL_BIN:-./txl}
+# valgrind does not know AVX-512: the default build (-march=native) would stop on SIGILL, so
+# memcheck runs a PORTABLE=1 build (build-portable/txl, made here when missing)
+if [ -z "${TXL_BIN:-}" ]; then
+    make -s PORTABLE=1 BIN=build-portable/txl build-portable/txl || exit 2
+fi
+TXL=${TXL_BIN:-build-portable/txl}
 command -v valgrind >/dev/null || { echo "valgrind.sh: valgrind is not installed (apt-get install valgrind)"; exit 2; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/txl-vg.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
