@@ -11,7 +11,7 @@ ROOT=$PWD
 P=/usr/local
 # the parent make's jobserver flags do not belong to this make
 mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -o txl "$@"; }
-[ -x ./txl ] || make -s txl
+[ -x ./txl ] || env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s txl
 mk install DESTDIR=$D PREFIX=$P > $TMP/install.out 2>&1
 check "make install DESTDIR=... PREFIX=$P: exit 0" test $? -eq 0
 for f in bin/txl share/man/man1/txl.1 share/txl/configs/tiny.yaml \
