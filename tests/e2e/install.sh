@@ -9,9 +9,12 @@
 D=$TMP/dest
 ROOT=$PWD
 P=/usr/local
-# the parent make's jobserver flags do not belong to this make
-mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -o txl "$@"; }
-[ -x ./txl ] || env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s txl
+# the parent make's flags and command-line variables (make asan passes BIN, BUILD, CFLAGS,
+# which make also exports to the environment) do not belong to this make
+clean_make() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BIN -u BUILD -u CFLAGS -u LDFLAGS \
+    -u TXL_SKIP make "$@"; }
+mk() { clean_make -s -o txl "$@"; }
+[ -x ./txl ] || clean_make -s txl
 mk install DESTDIR=$D PREFIX=$P > $TMP/install.out 2>&1
 check "make install DESTDIR=... PREFIX=$P: exit 0" test $? -eq 0
 for f in bin/txl share/man/man1/txl.1 share/txl/configs/tiny.yaml \
