@@ -8,9 +8,7 @@
 . tests/e2e/badlib.inc
 CFG=tests/configs/micro.yaml
 RUN=$TMP/run
-$TXL train -q -c $CFG --set train.max_steps=5 --set train.warmup_steps=1 \
-    --set train.eval_interval=0 --set train.eval_tokens=2000 --set train.out_dir=$RUN \
-    >/dev/null 2>$TMP/setup.err || bad "setup run: $(cat $TMP/setup.err)"
+setup_run $RUN
 guard_init $RUN
 C=$TMP/cfg
 mkdir -p $C

@@ -8,9 +8,7 @@
 CFG=tests/configs/micro.yaml
 CK=tests/fixtures/eval/micro.safetensors.gz
 RUN=$TMP/run
-$TXL train -q -c $CFG --set train.max_steps=5 --set train.warmup_steps=1 \
-    --set train.eval_interval=0 --set train.eval_tokens=2000 --set train.out_dir=$RUN \
-    >/dev/null 2>$TMP/setup.err || bad "setup run: $(cat $TMP/setup.err)"
+setup_run $RUN
 guard_init $RUN
 LAST=$RUN/last.safetensors.gz
 T="$TXL train -q -c $CFG --set train.out_dir=$RUN"

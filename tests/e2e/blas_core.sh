@@ -11,9 +11,10 @@ ev() { "$@" $TXL eval $CK --data $DATA --max-tokens 20000 --json -q --threads 2 
 base=$(ev env)
 check "eval on the default core: a loss ($base)" test -n "$base"
 has() { grep -qw "$1" /proc/cpuinfo; }
+has_avx512() { has avx512f && has avx512bw && has avx512dq && has avx512vl; }
 cores="Prescott"
 has avx2 && cores="$cores Haswell"
-has avx512f && has avx512bw && has avx512dq && has avx512vl && cores="$cores SkylakeX"
+has_avx512 && cores="$cores SkylakeX"
 for c in $cores; do
     got=$(OPENBLAS_CORETYPE=$c $TXL info --system --json | jq -r .blas_core)
     check "OPENBLAS_CORETYPE=$c is respected (runs $got)" test "$got" = "$c"
@@ -24,7 +25,7 @@ done
 
 if has avx2; then
     want=Haswell
-    has avx512f && has avx512bw && has avx512dq && has avx512vl && want=SkylakeX
+    has_avx512 && want=SkylakeX
     got=$(TXL_TEST_BLAS_DETECTED=Prescott $TXL info --system --json)
     check "a generic core detected on an $want-capable CPU: txl re-executes on $want" \
         test "$(echo "$got" | jq -r .openblas_coretype_env)" = $want

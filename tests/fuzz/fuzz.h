@@ -20,6 +20,16 @@ int txl_fuzz_config(const uint8_t *data, size_t size);
 int txl_fuzz_checkpoint(const uint8_t *data, size_t size);
 int txl_fuzz_corpus(const uint8_t *data, size_t size);
 
+/* The libFuzzer entry point of a harness (left out of the plain replay builds, which define
+ * TXL_FUZZ_NO_ENTRY). */
+#ifndef TXL_FUZZ_NO_ENTRY
+#define FUZZ_ENTRY(fn)                                                                     \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);                          \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fn(data, size); }
+#else
+#define FUZZ_ENTRY(fn)
+#endif
+
 /* Writes data to this harness's scratch file (suffix e.g. ".yaml") and returns its path,
  * or NULL when the file cannot be written (then the input is skipped). */
 const char *fuzz_file(const char *tag, const char *suffix, const uint8_t *data, size_t size);

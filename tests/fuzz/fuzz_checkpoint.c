@@ -146,10 +146,4 @@ int txl_fuzz_checkpoint(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifndef TXL_FUZZ_NO_ENTRY
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    return txl_fuzz_checkpoint(data, size);
-}
-#endif
+FUZZ_ENTRY(txl_fuzz_checkpoint)

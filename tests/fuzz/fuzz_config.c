@@ -98,10 +98,4 @@ int txl_fuzz_config(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifndef TXL_FUZZ_NO_ENTRY
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    return txl_fuzz_config(data, size);
-}
-#endif
+FUZZ_ENTRY(txl_fuzz_config)

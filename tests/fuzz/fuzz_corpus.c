@@ -93,10 +93,4 @@ int txl_fuzz_corpus(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifndef TXL_FUZZ_NO_ENTRY
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    return txl_fuzz_corpus(data, size);
-}
-#endif
+FUZZ_ENTRY(txl_fuzz_corpus)
