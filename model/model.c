@@ -334,7 +334,7 @@ static void plan(model_acts *A, arena *ar)
         A->d_vec = take(ar, BL * hd);
         A->d_q = take(ar, BL * hd);
         A->d_kv = take(ar, BK * 2 * hd);
-        A->d_cat = take(ar, BK * d);
+        A->d_cat = c->pre_lnorm ? take(ar, BK * d) : NULL; /* post-LN needs no d(memory) */
         A->d_rk = c->pos == POS_XL ? take(ar, (size_t)klen * hd) : NULL;
         A->d_bias = c->pos == POS_MLP ? take(ar, (size_t)H * klen) : NULL;
         A->d_mlp = c->pos == POS_MLP ? take(ar, (size_t)klen * hid) : NULL;
@@ -646,31 +646,37 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
 
     /* projections: kv from all klen rows of X, q from the segment rows */
     const float *X = c->pre_lnorm ? lc->catn : lc->cat;
-    linear_backward(A->d_cat, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X,
-                    L->qkv_w + (size_t)hd * d, B * klen, 2 * hd, d, 0);
-    if (!c->pre_lnorm) /* d(x) += d(q) Wq; the kv part follows below */
+    const float *Wkv = L->qkv_w + (size_t)hd * d;
+    if (!c->pre_lnorm) {
+        /* the memory is a constant: only the segment rows of d(cat) are needed, so
+         * d(x) += d(q) Wq + d(kv)[segment rows] Wkv, and dWkv still sums over all rows */
+        linear_backward(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X, Wkv, B * klen,
+                        2 * hd, d, 0);
         linear_backward(d_in, G->qkv_w, NULL, A->d_q, x, L->qkv_w, (int)BL, hd, d, 1);
-    else /* d(LN(cat) segment rows) = d(q) Wq, parked in d_tmp (free by now) */
-        linear_backward(A->d_tmp, G->qkv_w, NULL, A->d_q, lc->xq, L->qkv_w, (int)BL, hd, d, 0);
+#pragma omp parallel for schedule(static) if (B > 1)
+        for (int b = 0; b < B; b++)
+            gemm(d_in + (size_t)b * Lq * d, A->d_kv + ((size_t)b * klen + m) * 2 * hd, Wkv, Lq,
+                 d, 2 * hd, 0, 0, 1.0f, 1.0f, 2 * hd, d, d);
+        return;
+    }
+    linear_backward(A->d_cat, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X, Wkv, B * klen,
+                    2 * hd, d, 0);
+    /* d(LN(cat) segment rows) = d(q) Wq, parked in d_tmp (free by now) */
+    linear_backward(A->d_tmp, G->qkv_w, NULL, A->d_q, lc->xq, L->qkv_w, (int)BL, hd, d, 0);
     for (int b = 0; b < B; b++) {
         float *dcb = A->d_cat + (size_t)b * klen * d;
         float *dib = d_in + (size_t)b * Lq * d;
-        if (c->pre_lnorm) { /* memory rows: LN parameter grads only, no dx */
-            size_t r0 = (size_t)b * klen;
-            const float *dq_rows = A->d_tmp + (size_t)b * Lq * d;
-            float *seg = dcb + (size_t)m * d;
-            for (size_t i = 0; i < (size_t)Lq * d; i++)
-                seg[i] += dq_rows[i];
-            layernorm_backward(NULL, G->attn_ln_w, G->attn_ln_b, dcb, lc->ln0_xhat + r0 * d,
-                               lc->ln0_rstd + r0, L->attn_ln_w, m, d, 0);
-            layernorm_backward(dib, G->attn_ln_w, G->attn_ln_b, dcb + (size_t)m * d,
-                               lc->ln0_xhat + (r0 + m) * d, lc->ln0_rstd + r0 + m, L->attn_ln_w,
-                               Lq, d, 1);
-        } else {
-            const float *src = dcb + (size_t)m * d;
-            for (size_t i = 0; i < (size_t)Lq * d; i++)
-                dib[i] += src[i];
-        }
+        /* memory rows: LN parameter grads only, no dx */
+        size_t r0 = (size_t)b * klen;
+        const float *dq_rows = A->d_tmp + (size_t)b * Lq * d;
+        float *seg = dcb + (size_t)m * d;
+        for (size_t i = 0; i < (size_t)Lq * d; i++)
+            seg[i] += dq_rows[i];
+        layernorm_backward(NULL, G->attn_ln_w, G->attn_ln_b, dcb, lc->ln0_xhat + r0 * d,
+                           lc->ln0_rstd + r0, L->attn_ln_w, m, d, 0);
+        layernorm_backward(dib, G->attn_ln_w, G->attn_ln_b, dcb + (size_t)m * d,
+                           lc->ln0_xhat + (r0 + m) * d, lc->ln0_rstd + r0 + m, L->attn_ln_w,
+                           Lq, d, 1);
     }
 }
 
