@@ -458,7 +458,7 @@ static int train_loop(trainer *t, txl_err *e)
         dist_sum_f32(t->mdl.g, t->mdl.n_floats); /* every rank: the global gradient */
         dist_sum_f64(&loss, 1);
         loss /= (double)ntok;
-        double norm = grad_clip(t->mdl.g, t->mdl.n_floats, tc->clip);
+        double norm = grad_norm(t->mdl.g, t->mdl.n_floats); /* clipping happens in adam */
         if (!isfinite(loss) || !isfinite(norm))
             return err_set(e, ERR_RUNTIME,
                            "step %ld: the %s is %s (loss %g, gradient norm %g); stopping "
@@ -480,7 +480,8 @@ static int train_loop(trainer *t, txl_err *e)
                         "(%ld skipped so far)\n", t->tty ? "\r\033[K" : "", step, norm,
                         tc->skip_outlier, t->st.norm_mean, t->st.skipped);
         } else {
-            adam_step(t->mdl.w, t->mdl.g, t->adam_m, t->adam_v, t->mdl.n_floats, step, lr, &ah);
+            adam_step_scaled(t->mdl.w, t->mdl.g, clip_coef(norm, tc->clip), t->adam_m,
+                             t->adam_v, t->mdl.n_floats, step, lr, &ah);
             t->st.norm_count++;
             double w = t->st.norm_count < NORM_WINDOW ? 1.0 / (double)t->st.norm_count
                                                       : 1.0 / NORM_WINDOW;

@@ -7,10 +7,12 @@
 #include "attention.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/par.h"
 #include "../common/rng.h"
+#include "../common/vmath.h"
 #include "dropout.h"
 #include "gemm.h"
 
@@ -58,7 +60,7 @@ static void drop_plane(float *out, const float *P, const attn_args *a, int b, in
 /* Rows are processed in blocks of `rb`: block [i0, i1) sees keys 0..m+i1-1 only, so the
  * GEMMs skip most of the masked triangle (for Lq = klen/2 and 4 blocks, 19% of the work
  * instead of 25% is wasted; one block reproduces the full-rectangle computation). */
-static int row_block(const attn_args *a) { return a->row_block > 0 ? a->row_block : 64; }
+static int row_block(const attn_args *a) { return a->row_block > 0 ? a->row_block : (getenv("TXL_RB") ? atoi(getenv("TXL_RB")) : 64); }
 
 static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
                        const attn_args *a, float *scratch, int b, int h)
@@ -108,15 +110,7 @@ static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
     for (int i = 0; i < Lq; i++) {
         float *srow = P + (size_t)i * klen;
         int nv = m + i + 1;
-        float mx = srow[0];
-        for (int j = 1; j < nv; j++)
-            mx = srow[j] > mx ? srow[j] : mx;
-        double sum = 0;
-        for (int j = 0; j < nv; j++) {
-            float e = expf(srow[j] - mx);
-            srow[j] = e;
-            sum += e;
-        }
+        double sum = vm_exp_sum(srow, nv, vm_max(srow, nv));
         float inv = (float)(1.0 / sum);
         for (int j = 0; j < nv; j++)
             srow[j] *= inv;
@@ -196,10 +190,7 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
         float *g = dS + (size_t)i * klen;
         const float *p = P + (size_t)i * klen;
         int nv = m + i + 1;
-        double dot = 0;
-        for (int j = 0; j < nv; j++)
-            dot += (double)p[j] * g[j];
-        float fd = (float)dot;
+        float fd = (float)vm_dot(p, g, nv);
         for (int j = 0; j < nv; j++)
             g[j] = p[j] * (g[j] - fd);
         for (int j = nv; j < klen; j++)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vmath.h"
 #include "gemm.h"
 #include "layernorm.h"
 #include "posenc.h"
@@ -188,11 +189,7 @@ void decode_step(decode_state *s, const model *mdl, model_mem *mem, uint8_t tok)
                 sc[j] = sj;
                 mx = sj > mx ? sj : mx;
             }
-            double sum = 0;
-            for (int j = 0; j < klen; j++) {
-                sc[j] = expf(sc[j] - mx);
-                sum += sc[j];
-            }
+            double sum = vm_exp_sum(sc, klen, mx);
             float inv = (float)(1.0 / sum);
             float *o = s->vec + (size_t)h * dh;
             for (int t = 0; t < dh; t++)

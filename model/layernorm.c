@@ -3,6 +3,7 @@
 #include "layernorm.h"
 
 #include "../common/par.h"
+#include "../common/vmath.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -13,15 +14,8 @@ void layernorm_forward(float *y, float *xhat, float *rstd, const float *x, const
 #pragma omp parallel for schedule(static) if ((size_t)rows * d > 8192)
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * d;
-        double mean = 0, var = 0;
-        for (int c = 0; c < d; c++)
-            mean += xr[c];
-        mean /= d;
-        for (int c = 0; c < d; c++) {
-            double t = xr[c] - mean;
-            var += t * t;
-        }
-        var /= d;
+        double mean = vm_sum(xr, (size_t)d) / d;
+        double var = vm_sumsq(xr, (size_t)d, mean) / d;
         float rs = (float)(1.0 / sqrt(var + LN_EPS));
         float m = (float)mean;
         float *yr = y + (size_t)r * d;
@@ -62,8 +56,20 @@ void layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy,
     for (int r = 0; r < rows; r++) {
         const float *dyr = dy + (size_t)r * d;
         const float *hr = xhat + (size_t)r * d;
-        double sg = 0, sgh = 0;
-        for (int c = 0; c < d; c++) {
+        /* sums in VM_LANES independent lanes (see vmath.h) */
+        double ag[VM_LANES] = {0}, agh[VM_LANES] = {0}, sg = 0, sgh = 0;
+        int c = 0;
+        for (; c + VM_LANES <= d; c += VM_LANES)
+            for (int k = 0; k < VM_LANES; k++) {
+                double g = (double)dyr[c + k] * gamma[c + k];
+                ag[k] += g;
+                agh[k] += g * hr[c + k];
+            }
+        for (int k = 0; k < VM_LANES; k++) {
+            sg += ag[k];
+            sgh += agh[k];
+        }
+        for (; c < d; c++) {
             double g = (double)dyr[c] * gamma[c];
             sg += g;
             sgh += g * hr[c];

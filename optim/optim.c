@@ -5,28 +5,36 @@
 #include <math.h>
 
 #include "../common/par.h"
+#include "../common/vmath.h"
 
-void adam_step(float *w, const float *g, float *m, float *v, size_t n, long t, double lr,
-               const adam_hparams *h)
+void adam_step_scaled(float *w, const float *g, float gscale, float *m, float *v, size_t n,
+                      long t, double lr, const adam_hparams *h)
 {
     /* 1 - beta rounded from double, as torch does: 1 - (float)0.999 is 1.3e-5 off */
     const float b1 = (float)h->beta1, b2 = (float)h->beta2, eps = (float)h->eps;
     const float c1 = (float)(1.0 - h->beta1), c2 = (float)(1.0 - h->beta2);
-    const float wd = (float)h->weight_decay;
+    const float wd = h->decoupled ? 0.0f : (float)h->weight_decay;
     const double bc1 = 1.0 - pow(h->beta1, (double)t), bc2 = 1.0 - pow(h->beta2, (double)t);
     const float step = (float)(lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
     const float decay = h->decoupled ? (float)(1.0 - lr * h->weight_decay) : 1.0f;
+    const int scaled = gscale != 1.0f;
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (size_t i = 0; i < n; i++) {
-        float gi = g[i];
-        if (h->decoupled)
-            w[i] *= decay;
-        else if (wd != 0.0f)
-            gi += wd * w[i];
-        m[i] = b1 * m[i] + c1 * gi;
-        v[i] = b2 * v[i] + c2 * gi * gi;
-        w[i] -= step * m[i] / (sqrtf(v[i]) * rbc2 + eps);
+        float gi = scaled ? g[i] * gscale : g[i];
+        float wi = w[i] * decay; /* decay is exactly 1 for Adam */
+        gi += wd * wi;           /* wd is 0 for AdamW */
+        float mi = b1 * m[i] + c1 * gi;
+        float vi = b2 * v[i] + c2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        w[i] = wi - step * mi / (sqrtf(vi) * rbc2 + eps);
     }
+}
+
+void adam_step(float *w, const float *g, float *m, float *v, size_t n, long t, double lr,
+               const adam_hparams *h)
+{
+    adam_step_scaled(w, g, 1.0f, m, v, n, t, lr, h);
 }
 
 double grad_norm(const float *g, size_t n)
@@ -42,10 +50,7 @@ double grad_norm(const float *g, size_t n)
         size_t i0, i1;
         int t = par_thread_id();
         par_range(n, t, nt, &i0, &i1);
-        double s = 0;
-        for (size_t i = i0; i < i1; i++)
-            s += (double)g[i] * g[i];
-        part[t] = s;
+        part[t] = vm_sumsq(g + i0, i1 - i0, 0.0);
     }
     double s = 0;
     for (int t = 0; t < nt; t++)
@@ -53,12 +58,17 @@ double grad_norm(const float *g, size_t n)
     return sqrt(s);
 }
 
+float clip_coef(double norm, double max_norm)
+{
+    double coef = max_norm / (norm + 1e-6);
+    return max_norm > 0 && coef < 1.0 ? (float)coef : 1.0f;
+}
+
 double grad_clip(float *g, size_t n, double max_norm)
 {
     double norm = grad_norm(g, n);
-    double coef = max_norm / (norm + 1e-6);
-    if (max_norm > 0 && coef < 1.0) {
-        float c = (float)coef;
+    float c = clip_coef(norm, max_norm);
+    if (c != 1.0f) {
 #pragma omp parallel for schedule(static) if (n > 65536)
         for (size_t i = 0; i < n; i++)
             g[i] *= c;

@@ -19,11 +19,17 @@ typedef struct {
  *   w -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)  */
 void adam_step(float *w, const float *g, float *m, float *v, size_t n, long t, double lr,
                const adam_hparams *h);
+/* The same step on the gradient gscale * g, without writing g: clipping fused into the
+ * update (bitwise equal to grad_clip, then adam_step). */
+void adam_step_scaled(float *w, const float *g, float gscale, float *m, float *v, size_t n,
+                      long t, double lr, const adam_hparams *h);
 
 /* L2 norm of g (accumulated in double). */
 double grad_norm(const float *g, size_t n);
-/* torch.nn.utils.clip_grad_norm_: g *= min(1, max_norm / (norm + 1e-6)).
- * max_norm <= 0: no clipping. Returns the norm before clipping. */
+/* The factor torch.nn.utils.clip_grad_norm_ scales g by: min(1, max_norm / (norm + 1e-6)),
+ * rounded to float; 1 when max_norm <= 0 (no clipping). */
+float clip_coef(double norm, double max_norm);
+/* g *= clip_coef(grad_norm(g), max_norm). Returns the norm before clipping. */
 double grad_clip(float *g, size_t n, double max_norm);
 
 typedef enum { LR_CONSTANT, LR_COSINE, LR_INV_SQRT } lr_kind;

@@ -205,8 +205,9 @@ static void run_fixture(const char *path, const char *name, int row_block)
                 free(mine);
             }
         } else {
-            grad_clip(mdl.g, mdl.n_floats, clip);
-            adam_step(mdl.w, mdl.g, m, v, mdl.n_floats, s + 1, lr, &ah);
+            /* as cmd/train.c: the clip fused into the update */
+            float cc = clip_coef(grad_norm(mdl.g, mdl.n_floats), clip);
+            adam_step_scaled(mdl.w, mdl.g, cc, m, v, mdl.n_floats, s + 1, lr, &ah);
         }
         free(x);
         free(y);

@@ -34,6 +34,7 @@
 
 #include "../common/par.h"
 #include "../common/rng.h"
+#include "../common/vmath.h"
 #include "../model/attention.h"
 #include "../model/dropout.h"
 #include "../model/embedding.h"
@@ -1383,6 +1384,29 @@ static void test_clip(void)
     ret = grad_clip(z, 4, 1.0);
     CHECK(ret == 0 && z[0] == 0 && z[3] == 0, "grad_clip on an all-zero gradient: norm 0, "
           "unchanged");
+
+    /* training fuses the clip into the update: adam_step_scaled(g, clip_coef) must equal
+     * grad_clip then adam_step bit for bit, leave g alone, and be adam_step at scale 1 */
+    const adam_hparams hp[2] = {{0.9, 0.999, 1e-8, 0.1, 0}, {0.9, 0.98, 1e-8, 0.01, 1}};
+    for (int k = 0; k < 2; k++)
+        for (int clipped = 0; clipped < 2; clipped++) {
+            float *w1 = rand_f(n, 0.1f), *w2 = copy_f(w1, n), *m1 = rand_f(n, 0.01f);
+            float *m2 = copy_f(m1, n), *v1 = zeros_f(n), *v2 = zeros_f(n);
+            for (size_t i = 0; i < n; i++)
+                v1[i] = v2[i] = fabsf(m1[i]) * 0.1f;
+            double mx = clipped ? 0.25 : 2 * norm;
+            memcpy(g, g0, n * sizeof *g);
+            float c = clip_coef(grad_norm(g, n), mx);
+            adam_step_scaled(w1, g, c, m1, v1, n, 3, 1e-3, &hp[k]);
+            int untouched = same_f(g, g0, n);
+            grad_clip(g, n, mx);
+            adam_step(w2, g, m2, v2, n, 3, 1e-3, &hp[k]);
+            CHECK(untouched && same_f(w1, w2, n) && same_f(m1, m2, n) && same_f(v1, v2, n) &&
+                      (clipped ? c < 1.0f : c == 1.0f),
+                  "adam_step_scaled(clip_coef %.4f) == grad_clip + adam_step bitwise (%s), "
+                  "g untouched", c, hp[k].decoupled ? "AdamW" : "Adam L2");
+            free(w1), free(w2), free(m1), free(m2), free(v1), free(v2);
+        }
     free(g), free(g0), free(ref);
 }
 
@@ -1586,12 +1610,79 @@ static void test_threads(void)
     }
 }
 
+/* vmath.h: the softmax's exp, max and sums against libm and plain double loops */
+static void test_vmath(void)
+{
+    /* exp: every 97th float in [-87.3, 88.7], whose results are normal floats, within 2 ulp */
+    double worst = 0, wx = 0;
+    long count = 0;
+    for (int sign = 0; sign < 2; sign++) { /* bit patterns of |x| from 0 up, either sign */
+        float lim = sign ? 87.33f : 88.72f;
+        for (uint32_t bits = 0;; bits += 97) {
+            uint32_t b = bits | (uint32_t)sign << 31;
+            float x;
+            memcpy(&x, &b, sizeof x);
+            if (fabsf(x) > lim)
+                break;
+            double ref = exp((double)x), ulp = ldexp(1.0, ilogb(ref) - 23);
+            double err = fabs((double)vm_expf(x) - ref) / ulp;
+            if (err > worst)
+                worst = err, wx = x;
+            count++;
+        }
+    }
+    CHECK(worst <= 2.0, "vm_expf within 2 ulp of exp on %ld floats in [-87.3, 88.7]: worst "
+          "%.2f ulp at %g", count, worst, wx);
+    CHECK(vm_expf(0.0f) == 1.0f && vm_expf(-88.0f) == 0.0f && vm_expf(-INFINITY) == 0.0f &&
+              isinf(vm_expf(89.0f)) && isinf(vm_expf(INFINITY)) && isnan(vm_expf(NAN)),
+          "vm_expf: e^0 = 1, 0 below ln 2^-126 and at -inf, +inf above ln 2^128, NaN for NaN");
+
+    /* max, exp_sum, dot, sum, sumsq on every length 1..70 (tails and whole lanes) */
+    int ok_max = 1, ok_sum = 1, nan_max = 1;
+    double worst_sum = 0;
+    tl_rng rng = {7};
+    for (int n = 1; n <= 70; n++) {
+        float a[70], b[70], e[70];
+        for (int j = 0; j < n; j++) {
+            a[j] = tl_normal(&rng, 3.0f) - 2.0f;
+            b[j] = tl_normal(&rng, 1.0f);
+        }
+        float mx = a[0];
+        for (int j = 1; j < n; j++)
+            mx = a[j] > mx ? a[j] : mx;
+        ok_max &= vm_max(a, n) == mx;
+        memcpy(e, a, sizeof a);
+        double s = vm_exp_sum(e, n, mx), rs = 0, rd = 0, rsum = 0, rsq = 0;
+        for (int j = 0; j < n; j++) {
+            rs += exp((double)a[j] - mx);
+            double ej = exp((double)(a[j] - mx)); /* the float difference, as the softmax */
+            ok_sum &= fabs(e[j] - ej) <= 2.5e-7 * ej;
+            rd += (double)a[j] * b[j];
+            rsum += a[j];
+            rsq += ((double)a[j] - 0.5) * ((double)a[j] - 0.5);
+        }
+        worst_sum = fmax(worst_sum, fabs(s - rs) / rs);
+        worst_sum = fmax(worst_sum, fabs(vm_dot(a, b, n) - rd) / fmax(fabs(rd), 1.0));
+        worst_sum = fmax(worst_sum, fabs(vm_sum(a, (size_t)n) - rsum) / fmax(fabs(rsum), 1.0));
+        worst_sum = fmax(worst_sum, fabs(vm_sumsq(a, (size_t)n, 0.5) - rsq) / rsq);
+        a[n / 2] = NAN;
+        nan_max &= isnan(vm_max(a, n));
+    }
+    float neg[3] = {-3.0f, -0.0f, -1.0f};
+    CHECK(ok_max && vm_max(neg, 3) == 0.0f && signbit(vm_max(neg, 3)),
+          "vm_max equals the running maximum for n = 1..70, and orders negatives and -0");
+    CHECK(nan_max, "vm_max of scores holding a NaN is NaN (a NaN is not hidden by the softmax)");
+    CHECK(ok_sum && worst_sum < 1e-6, "vm_exp_sum writes exp(x - max) to 2.5e-7 and returns its "
+          "sum; vm_dot, vm_sum, vm_sumsq match double loops (worst rel %.1e)", worst_sum);
+}
+
 int main(void)
 {
     /* One thread for the bulk: every OpenMP fork/join costs far more than these tiny ops,
      * and thousands of FD probes would take minutes on a busy machine. test_threads() and
      * the attention cases compare 2-3 threads (more than the cores, if need be) with 1. */
     par_set_threads(1);
+    test_vmath();
     test_gemm();
     test_linear();
     test_layernorm();
