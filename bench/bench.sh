@@ -5,7 +5,12 @@
 #
 # Prints one line per measurement and, at the end, every result as JSON lines
 # (also written to $OUT/bench.jsonl). Environment: THREADS (default: all cores),
-# S_STEPS, M_STEPS (timed training steps), OUT (default runs/bench), SKIP_TORCH=1.
+# S_STEPS, M_STEPS (timed training steps), PAIRS (default 3), OUT (default runs/bench),
+# SKIP_TORCH=1.
+#
+# The ratios against PyTorch come from PAIRS back-to-back pairs per config (txl, then
+# PyTorch at its best thread count, then txl again, ...): each pair shares the machine's
+# state of the moment, and the headline is the median of the pair ratios, with the range.
 #
 # MFU = useful model FLOPs per second / the GEMM peak measured here, now, through the same
 # gemm() with the same threads (bench/sgemm_peak.c). Useful FLOPs per token, forward, per
@@ -20,6 +25,7 @@ OUT=${OUT:-runs/bench}
 THREADS=${THREADS:-$(nproc)}
 S_STEPS=${S_STEPS:-20}
 M_STEPS=${M_STEPS:-6}
+PAIRS=${PAIRS:-3}
 PY=/usr/bin/python3
 TXL=./txl
 mkdir -p "$OUT"
@@ -45,9 +51,10 @@ flops() {
         printf "%.0f", f }'
 }
 
-run_cfg() { # name N d H dh di Lq M B steps
-    name=$1 N=$2 d=$3 H=$4 dh=$5 di=$6 Lq=$7 M=$8 B=$9 steps=${10}
-    dir="$OUT/$name"
+# txl_train dir N d H dh di Lq M B steps: trains, then prints the mean tokens/s of the timed
+# steps (the first two warm up caches and page in buffers)
+txl_train() {
+    dir=$1 N=$2 d=$3 H=$4 dh=$5 di=$6 Lq=$7 M=$8 B=$9 steps=${10}
     $TXL train -q --force -c configs/tiny.yaml --set data.train=$DATA \
         --set model.n_layer=$N --set model.d_model=$d --set model.n_head=$H --set model.d_head=$dh \
         --set model.d_inner=$di --set model.tgt_len=$Lq --set model.mem_len=$M \
@@ -55,8 +62,18 @@ run_cfg() { # name N d H dh di Lq M B steps
         --set train.warmup_steps=0 --set train.eval_interval=0 --set train.ckpt_interval=0 \
         --set train.log_interval=1 --set train.threads=$THREADS --set train.out_dir="$dir" \
         > "$dir.train.json" 2> "$dir.train.err" || { cat "$dir.train.err" >&2; exit 1; }
-    # tokens/s over the timed steps (the first two warm up caches and page in buffers)
-    tps=$(jq -s '[.[] | select(.event == "train" and .step > 2)] | (map(.tok_per_s) | add / length)' "$dir/log.jsonl")
+    jq -s '[.[] | select(.event == "train" and .step > 2)] | (map(.tok_per_s) | add / length)' "$dir/log.jsonl"
+}
+
+txl_eval() { # dir B Lq: tokens/s of `txl eval` on the run's checkpoint
+    $TXL eval "$1/last.safetensors.gz" --split valid --max-tokens $(($2 * $3 * 24)) --json -q \
+        --threads $THREADS | jq .tok_per_s
+}
+
+run_cfg() { # name N d H dh di Lq M B steps
+    name=$1 N=$2 d=$3 H=$4 dh=$5 di=$6 Lq=$7 M=$8 B=$9 steps=${10}
+    dir="$OUT/$name"
+    tps=$(txl_train "$dir" "$N" "$d" "$H" "$dh" "$di" "$Lq" "$M" "$B" "$steps")
     rss=$(jq .peak_rss_mb "$dir.train.json")
     est=$(jq -s 'map(select(.event == "start")) | first | .estimate_mib' "$dir/log.jsonl")
     ftr=$(flops $N $d $H $dh $di $Lq $M $B 1)
@@ -64,8 +81,7 @@ run_cfg() { # name N d H dh di Lq M B steps
     ms=$(awk -v t=$tps -v n=$((B * Lq)) 'BEGIN {printf "%.0f", 1000 * n / t}')
     echo "txl $name train: $(printf %.0f $tps) tok/s, $ms ms/step, MFU $mfu% of $PEAK GFLOP/s, peak RSS $rss MB (estimate ${est} MiB)"
     emit "{\"what\":\"train\",\"impl\":\"txl\",\"config\":\"$name\",\"tok_per_s\":$tps,\"ms_per_step\":$ms,\"mfu_pct\":$mfu,\"peak_rss_mb\":$rss,\"estimate_mib\":${est:-0},\"flops_per_token\":$ftr}"
-    ej=$($TXL eval "$dir/last.safetensors.gz" --split valid --max-tokens $((B * Lq * 24)) --json -q --threads $THREADS)
-    etps=$(echo "$ej" | jq .tok_per_s)
+    etps=$(txl_eval "$dir" "$B" "$Lq")
     fev=$(flops $N $d $H $dh $di $Lq $M $B 0)
     emfu=$(awk -v f=$fev -v t=$etps -v p=$PEAK 'BEGIN {printf "%.1f", 100 * f * t / (p * 1e9)}')
     ratio=$(awk -v a=$etps -v b=$tps 'BEGIN {printf "%.2f", a / b}')
@@ -81,27 +97,50 @@ run_cfg() { # name N d H dh di Lq M B steps
     eval "TXL_${name}_TRAIN=$tps TXL_${name}_EVAL=$etps TXL_${name}_RSS=$rss"
 }
 
-run_cfg S 4 256 4 64 1024 128 128 16 "$S_STEPS"
-run_cfg M 8 512 8 64 2048 256 256 8 "$M_STEPS"
+S_ARGS="4 256 4 64 1024 128 128 16 $S_STEPS"
+M_ARGS="8 512 8 64 2048 256 256 8 $M_STEPS"
+# shellcheck disable=SC2086
+run_cfg S $S_ARGS
+# shellcheck disable=SC2086
+run_cfg M $M_ARGS
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 if [ "${SKIP_TORCH:-0}" != 1 ] && $PY -c 'import torch' 2>/dev/null; then
     for cfg in S M; do
         steps=$([ $cfg = S ] && echo "$S_STEPS" || echo "$M_STEPS")
-        best=""
-        for th in 1 $THREADS; do # PyTorch's best thread setting (1 is often faster here)
+        args=$([ $cfg = S ] && echo "$S_ARGS" || echo "$M_ARGS")
+        B=$(echo "$args" | cut -d' ' -f8) Lq=$(echo "$args" | cut -d' ' -f6)
+        # PyTorch's best thread setting first (1 intra-op thread is often faster here)
+        best="" bth=1
+        for th in 1 $THREADS; do
             j=$($PY tests/ref/bench_ref.py --config $cfg --steps "$steps" --threads $th 2>/dev/null | tail -1)
             echo "pytorch-ref $cfg ($th threads): train $(echo "$j" | jq '.train_tokens_per_s | floor') tok/s, eval $(echo "$j" | jq '.eval_tokens_per_s | floor') tok/s, peak RSS $(echo "$j" | jq .peak_rss_mb) MB"
             emit "$(echo "$j" | jq -c '. + {what: "torch"}')"
             if [ -z "$best" ] || [ "$(echo "$j $best" | jq -s '.[0].train_tokens_per_s > .[1].train_tokens_per_s')" = true ]; then
-                best=$j
+                best=$j bth=$th
             fi
         done
-        eval "tt=\$TXL_${cfg}_TRAIN te=\$TXL_${cfg}_EVAL tr=\$TXL_${cfg}_RSS"
-        rt=$(echo "$best" | jq --argjson t "$tt" '$t / .train_tokens_per_s * 100 | floor / 100')
-        re=$(echo "$best" | jq --argjson t "$te" '$t / .eval_tokens_per_s * 100 | floor / 100')
+        # back-to-back pairs: txl, then PyTorch (its best threads)
+        rts="" res="" i=1
+        while [ $i -le "$PAIRS" ]; do
+            # shellcheck disable=SC2086
+            tt=$(txl_train "$OUT/$cfg.pair" $args)
+            te=$(txl_eval "$OUT/$cfg.pair" "$B" "$Lq")
+            j=$($PY tests/ref/bench_ref.py --config $cfg --steps "$steps" --threads $bth 2>/dev/null | tail -1)
+            pt=$(echo "$j" | jq .train_tokens_per_s) pe=$(echo "$j" | jq .eval_tokens_per_s)
+            rt=$(awk -v a="$tt" -v b="$pt" 'BEGIN {printf "%.3f", a / b}')
+            re=$(awk -v a="$te" -v b="$pe" 'BEGIN {printf "%.3f", a / b}')
+            echo "pair $i $cfg: txl train $(printf %.0f "$tt") / pytorch $(printf %.0f "$pt") tok/s = ${rt}x; eval $(printf %.0f "$te") / $(printf %.0f "$pe") = ${re}x"
+            emit "{\"what\":\"pair\",\"config\":\"$cfg\",\"pair\":$i,\"txl_train\":$tt,\"torch_train\":$pt,\"train_x\":$rt,\"txl_eval\":$te,\"torch_eval\":$pe,\"eval_x\":$re,\"torch_threads\":$bth}"
+            rts="$rts $rt" res="$res $re" i=$((i + 1))
+        done
+        mt=$(echo "$rts" | median) me=$(echo "$res" | median)
+        lo=$(echo "$rts" | tr ' ' '\n' | grep . | sort -g | head -1) hi=$(echo "$rts" | tr ' ' '\n' | grep . | sort -g | tail -1)
+        eval "tr=\$TXL_${cfg}_RSS"
         rm=$(echo "$best" | jq --argjson t "$tr" '.peak_rss_mb / $t * 100 | floor / 100')
-        echo "== $cfg: txl / pytorch-ref (best threads): train ${rt}x, eval ${re}x; pytorch peak RSS / txl ${rm}x"
-        emit "{\"what\":\"ratio\",\"config\":\"$cfg\",\"train_x\":$rt,\"eval_x\":$re,\"rss_torch_over_txl\":$rm}"
+        echo "== $cfg: txl / pytorch-ref ($bth threads), median of $PAIRS pairs: train ${mt}x (range $lo-$hi), eval ${me}x; pytorch peak RSS / txl ${rm}x"
+        emit "{\"what\":\"ratio\",\"config\":\"$cfg\",\"pairs\":$PAIRS,\"train_x\":$mt,\"train_x_min\":$lo,\"train_x_max\":$hi,\"eval_x\":$me,\"rss_torch_over_txl\":$rm}"
     done
 else
     echo "(no torch at /usr/bin/python3: apt-get install python3-torch for the side-by-side ratios)"

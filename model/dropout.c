@@ -1,15 +1,47 @@
-/* dropout.c: see dropout.h. Forward and backward are the same elementwise map. */
+/* dropout.c: see dropout.h. Forward and backward are the same elementwise map; the fused
+ * variants only add what the caller would otherwise do in another pass over the data. */
 #include "dropout.h"
 
 #include <string.h>
 
 #include "../common/par.h"
 
-void dropout_forward(float *y, const float *x, size_t n, float p, uint64_t key, uint64_t base)
+/* What the fused map does around the mask, element by element (always inlined with constant
+ * flags, so each public function gets its own straight-line loop):
+ *   v = x[i]; copy[i] = v (if copy); v = relu(v) (if relu); v = keep ? v / (1-p) : 0 (p > 0);
+ *   y[i] = res ? res[i] + v : v.
+ * y may alias x or res. */
+typedef struct {
+    float *y;
+    const float *x, *res;
+    float *copy;
+    int relu;
+} drop_op;
+
+static inline float drop_in(const drop_op *o, size_t i)
+{
+    float v = o->x[i];
+    if (o->copy)
+        o->copy[i] = v;
+    if (o->relu)
+        v = v > 0.0f ? v : 0.0f;
+    return v;
+}
+
+static inline void drop_out(const drop_op *o, size_t i, float v)
+{
+    o->y[i] = o->res ? o->res[i] + v : v;
+}
+
+static inline __attribute__((always_inline)) void drop_map(drop_op o, size_t n, float p,
+                                                           uint64_t key, uint64_t base)
 {
     if (p <= 0.0f) {
-        if (y != x)
-            memcpy(y, x, n * sizeof *y);
+        if (o.y == o.x && !o.copy && !o.relu && !o.res)
+            return;
+#pragma omp parallel for schedule(static) if (n > 16384)
+        for (size_t i = 0; i < n; i++)
+            drop_out(&o, i, drop_in(&o, i));
         return;
     }
     const uint32_t thr = dropout_threshold(p);
@@ -18,14 +50,20 @@ void dropout_forward(float *y, const float *x, size_t n, float p, uint64_t key, 
     const uint64_t first = base, last = base + n; /* [first, last) */
     const uint64_t g0 = (first + 3) / 4, g1 = last / 4;
     if (g1 <= g0) {
-        for (size_t i = 0; i < n; i++)
-            y[i] = dropout_draw(key, base + i) >= thr ? x[i] * scale : 0.0f;
+        for (size_t i = 0; i < n; i++) {
+            float v = drop_in(&o, i);
+            drop_out(&o, i, dropout_draw(key, base + i) >= thr ? v * scale : 0.0f);
+        }
         return;
     }
-    for (uint64_t idx = first; idx < g0 * 4; idx++)
-        y[idx - base] = dropout_draw(key, idx) >= thr ? x[idx - base] * scale : 0.0f;
-    for (uint64_t idx = g1 * 4; idx < last; idx++)
-        y[idx - base] = dropout_draw(key, idx) >= thr ? x[idx - base] * scale : 0.0f;
+    for (uint64_t idx = first; idx < g0 * 4; idx++) {
+        float v = drop_in(&o, idx - base);
+        drop_out(&o, idx - base, dropout_draw(key, idx) >= thr ? v * scale : 0.0f);
+    }
+    for (uint64_t idx = g1 * 4; idx < last; idx++) {
+        float v = drop_in(&o, idx - base);
+        drop_out(&o, idx - base, dropout_draw(key, idx) >= thr ? v * scale : 0.0f);
+    }
     /* chunks of 64 groups: the hashes first (a loop the compiler vectorises), then the
      * 256 elements they cover */
     enum { CG = 64 };
@@ -38,17 +76,38 @@ void dropout_forward(float *y, const float *x, size_t n, float p, uint64_t key, 
         for (int j = 0; j < cg; j++)
             h[j] = rng_mix64(key + (gs + (uint64_t)j) * DROPOUT_GOLDEN);
         const size_t i0 = (size_t)(gs * 4 - base);
-        const float *xc = x + i0;
-        float *yc = y + i0;
         for (int j = 0; j < 4 * cg; j++) {
             uint32_t draw = (uint32_t)(h[j >> 2] >> ((j & 3) * 16)) & 0xffffu;
-            yc[j] = draw >= thr ? xc[j] * scale : 0.0f;
+            float v = drop_in(&o, i0 + (size_t)j);
+            drop_out(&o, i0 + (size_t)j, draw >= thr ? v * scale : 0.0f);
         }
     }
+}
+
+void dropout_forward(float *y, const float *x, size_t n, float p, uint64_t key, uint64_t base)
+{
+    drop_map((drop_op){.y = y, .x = x}, n, p, key, base);
 }
 
 void dropout_backward(float *dx, const float *dy, size_t n, float p, uint64_t key,
                       uint64_t base)
 {
-    dropout_forward(dx, dy, n, p, key, base);
+    drop_map((drop_op){.y = dx, .x = dy}, n, p, key, base);
+}
+
+void dropout_add(float *y, const float *res, const float *x, size_t n, float p, uint64_t key,
+                 uint64_t base)
+{
+    drop_map((drop_op){.y = y, .x = x, .res = res}, n, p, key, base);
+}
+
+void dropout_backward_copy(float *dx, float *copy, const float *dy, size_t n, float p,
+                           uint64_t key, uint64_t base)
+{
+    drop_map((drop_op){.y = dx, .x = dy, .copy = copy}, n, p, key, base);
+}
+
+void dropout_relu(float *y, const float *x, size_t n, float p, uint64_t key, uint64_t base)
+{
+    drop_map((drop_op){.y = y, .x = x, .relu = 1}, n, p, key, base);
 }

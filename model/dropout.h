@@ -22,6 +22,17 @@ void dropout_forward(float *y, const float *x, size_t n, float p, uint64_t key, 
 void dropout_backward(float *dx, const float *dy, size_t n, float p, uint64_t key,
                       uint64_t base);
 
+/* Fused forms, each one pass instead of two (the same float operations, so bitwise equal
+ * to the unfused calls); y may alias x or res:
+ * dropout_add:           y = res + dropout(x)           (residual connections)
+ * dropout_backward_copy: copy = dy; dx = dropout(dy)   (a gradient that forks at a residual)
+ * dropout_relu:          y = dropout(relu(x))            (the feed-forward activation) */
+void dropout_add(float *y, const float *res, const float *x, size_t n, float p, uint64_t key,
+                 uint64_t base);
+void dropout_backward_copy(float *dx, float *copy, const float *dy, size_t n, float p,
+                           uint64_t key, uint64_t base);
+void dropout_relu(float *y, const float *x, size_t n, float p, uint64_t key, uint64_t base);
+
 /* The 16-bit threshold below which a draw drops the element. */
 static inline uint32_t dropout_threshold(float p)
 {

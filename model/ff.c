@@ -7,17 +7,7 @@
 
 void ff_act_forward(float *a, const float *z, size_t n, float p, uint64_t key, uint64_t base)
 {
-    if (p <= 0.0f) {
-    #pragma omp parallel for schedule(static) if (n > 16384)
-        for (size_t i = 0; i < n; i++)
-            a[i] = z[i] > 0.0f ? z[i] : 0.0f;
-        return;
-    }
-    /* relu first, then dropout's own map: one hash per four elements (dropout.h) */
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (size_t i = 0; i < n; i++)
-        a[i] = z[i] > 0.0f ? z[i] : 0.0f;
-    dropout_forward(a, a, n, p, key, base);
+    dropout_relu(a, z, n, p, key, base); /* one pass; one hash per four elements */
 }
 
 void ff_act_backward(float *dz, const float *da, const float *a, size_t n, float p)

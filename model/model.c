@@ -217,8 +217,15 @@ int model_alloc_grads(model *mdl, txl_err *e)
 
 void model_zero_grads(model *mdl)
 {
-    if (mdl->g)
-        memset(mdl->g, 0, mdl->n_floats * sizeof(float));
+    if (!mdl->g)
+        return;
+    const size_t chunk = 1 << 16;
+    const long nchunk = (long)((mdl->n_floats + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static) if (nchunk > 1)
+    for (long c = 0; c < nchunk; c++) {
+        size_t i0 = (size_t)c * chunk, len = mdl->n_floats - i0 < chunk ? mdl->n_floats - i0 : chunk;
+        memset(mdl->g + i0, 0, len * sizeof(float));
+    }
 }
 
 void model_free(model *mdl)
@@ -394,6 +401,7 @@ static void copy_mem_rows(model_mem *mem, int l, const float *cat, int klen)
     int B = mem->B, M = mem->M, d = mem->d;
     int keep = klen < M ? klen : M;
     float *dst = mem_layer(mem, l);
+#pragma omp parallel for schedule(static) if ((size_t)B * keep * d > 65536)
     for (int b = 0; b < B; b++)
         memcpy(dst + (size_t)b * M * d, cat + ((size_t)b * klen + (klen - keep)) * d,
                (size_t)keep * d * sizeof(float));
@@ -413,6 +421,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
     float *out = A->hs + (size_t)(l + 1) * n;
     const float *ml = mem_layer(mem, l);
 
+#pragma omp parallel for schedule(static) if ((size_t)B * klen * d > 65536)
     for (int b = 0; b < B; b++) {
         memcpy(lc->cat + (size_t)b * klen * d, ml + (size_t)b * M * d, (size_t)m * d * sizeof(float));
         memcpy(lc->cat + ((size_t)b * klen + m) * d, x + (size_t)b * Lq * d, (size_t)Lq * d * sizeof(float));
@@ -474,10 +483,8 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
 
     /* output projection, dropout, residual (+ LN when post) */
     linear_forward(A->tmp, lc->vec, L->o_w, NULL, (int)BL, d, hd, 0);
-    dropout_forward(A->tmp, A->tmp, n, p, site_key(o->drop_key, l, SITE_ATTN_OUT), A->b_offset * (n / B));
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (size_t i = 0; i < n; i++)
-        lc->h1[i] = x[i] + A->tmp[i];
+    dropout_add(lc->h1, x, A->tmp, n, p, site_key(o->drop_key, l, SITE_ATTN_OUT),
+                A->b_offset * (n / B));
     const float *ffin = lc->h1;
     if (!c->pre_lnorm) {
         layernorm_forward(lc->h1, lc->ln1_xhat, lc->ln1_rstd, lc->h1, L->attn_ln_w, L->attn_ln_b,
@@ -493,10 +500,8 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int 
     ff_act_forward(lc->a, lc->a, BL * di, p, site_key(o->drop_key, l, SITE_FF_ACT),
                    A->b_offset * ((size_t)Lq * di));
     linear_forward(A->tmp, lc->a, L->ff3_w, L->ff3_b, (int)BL, d, di, 0);
-    dropout_forward(A->tmp, A->tmp, n, p, site_key(o->drop_key, l, SITE_FF_OUT), A->b_offset * (n / B));
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (size_t i = 0; i < n; i++)
-        out[i] = lc->h1[i] + A->tmp[i];
+    dropout_add(out, lc->h1, A->tmp, n, p, site_key(o->drop_key, l, SITE_FF_OUT),
+                A->b_offset * (n / B));
     if (!c->pre_lnorm)
         layernorm_forward(out, lc->ln2_xhat, lc->ln2_rstd, out, L->ff_ln_w, L->ff_ln_b, (int)BL,
                           d);
@@ -575,31 +580,28 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
     if (!c->pre_lnorm) {
         layernorm_backward(d_r2, G->ff_ln_w, G->ff_ln_b, d_out, lc->ln2_xhat, lc->ln2_rstd,
                            L->ff_ln_w, (int)BL, d, 0);
-    } else {
-        memcpy(d_r2, d_out, n * sizeof(float));
     }
-    memcpy(d_h1, d_r2, n * sizeof(float));
-    dropout_backward(d_r2, d_r2, n, p, site_key(key, l, SITE_FF_OUT), A->b_offset * (n / B));
+    /* d_h1 = d(h1 + z2) (the residual branch); d_r2 = its masked copy (the ff branch) */
+    dropout_backward_copy(d_r2, d_h1, c->pre_lnorm ? d_out : d_r2, n, p,
+                          site_key(key, l, SITE_FF_OUT), A->b_offset * (n / B));
     /* z2 = a @ W3^T + b3; a = drop(relu(z1)); z1 = ffin @ W0^T + b0 */
     linear_backward(A->d_a, G->ff3_w, G->ff3_b, d_r2, lc->a, L->ff3_w, (int)BL, d, di, 0);
     ff_act_backward(A->d_a, A->d_a, lc->a, BL * di, p);
     const float *ffin = c->pre_lnorm ? lc->ffin : lc->h1;
-    linear_backward(d_r2, G->ff0_w, G->ff0_b, A->d_a, ffin, L->ff0_w, (int)BL, di, d, 0);
-    /* d_r2 now holds d(ffin) */
     if (!c->pre_lnorm) {
-#pragma omp parallel for schedule(static) if (n > 16384)
-        for (size_t i = 0; i < n; i++)
-            d_h1[i] += d_r2[i];
+        /* ffin is h1 itself: its gradient adds straight onto the residual branch's */
+        linear_backward(d_h1, G->ff0_w, G->ff0_b, A->d_a, ffin, L->ff0_w, (int)BL, di, d, 1);
         /* h1 = LN_attn(x + drop(ao)): d_h1 becomes d(x + drop(ao)) */
         layernorm_backward(d_h1, G->attn_ln_w, G->attn_ln_b, d_h1, lc->ln1_xhat, lc->ln1_rstd,
                            L->attn_ln_w, (int)BL, d, 0);
-    } else {
+    } else { /* d_r2 = d(ffin) = d(LN_ff(h1)) */
+        linear_backward(d_r2, G->ff0_w, G->ff0_b, A->d_a, ffin, L->ff0_w, (int)BL, di, d, 0);
         layernorm_backward(d_h1, G->ff_ln_w, G->ff_ln_b, d_r2, lc->ln1_xhat, lc->ln1_rstd,
                            L->ff_ln_w, (int)BL, d, 1);
     }
     /* residual to x, then through the dropout and the output projection */
-    memcpy(d_in, d_h1, n * sizeof(float));
-    dropout_backward(d_h1, d_h1, n, p, site_key(key, l, SITE_ATTN_OUT), A->b_offset * (n / B));
+    dropout_backward_copy(d_h1, d_in, d_h1, n, p, site_key(key, l, SITE_ATTN_OUT),
+                          A->b_offset * (n / B)); /* d_in = d_h1 before the mask */
     linear_backward(A->d_vec, G->o_w, NULL, d_h1, lc->vec, L->o_w, (int)BL, d, hd, 0);
 
     attn_args aa = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,

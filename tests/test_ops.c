@@ -703,6 +703,36 @@ static void test_dropout(void)
     dropout_forward(y2, y2, n, 0.0f, 77, 5);
     CHECK(same_f(y, x, n) && same_f(y2, x, n), "dropout p=0: plain copy / in-place no-op");
 
+    /* the fused forms equal the unfused passes bit for bit, at p = 0 and 0.3, on lengths and
+     * bases that leave partial hash groups at both ends, in place and out of place */
+    int fused_ok = 1;
+    float *r = rand_f(n, 1.0f), *y3 = alloc_f(n), *cp = alloc_f(n);
+    for (int pk = 0; pk < 2; pk++)
+        for (int t = 0; t < 3; t++) {
+            float pp = pk ? 0.3f : 0.0f;
+            size_t len = t == 0 ? n : t == 1 ? 3 : 70001;
+            uint64_t base = t == 0 ? 0 : t == 1 ? 6 : 4099;
+            dropout_forward(y, x, len, pp, 42, base); /* add: y = r + drop(x) */
+            for (size_t i = 0; i < len; i++)
+                y[i] = r[i] + y[i];
+            dropout_add(y2, r, x, len, pp, 42, base);
+            memcpy(y3, x, len * sizeof *y3);
+            dropout_add(y3, r, y3, len, pp, 42, base);
+            fused_ok &= same_f(y, y2, len) && same_f(y, y3, len);
+            dropout_backward(y, x, len, pp, 42, base); /* copy: cp = x; y = drop(x) */
+            memcpy(y2, x, len * sizeof *y2);
+            dropout_backward_copy(y2, cp, y2, len, pp, 42, base);
+            fused_ok &= same_f(y, y2, len) && same_f(cp, x, len);
+            for (size_t i = 0; i < len; i++) /* relu: y = drop(relu(x)) */
+                y3[i] = x[i] > 0.0f ? x[i] : 0.0f;
+            dropout_forward(y, y3, len, pp, 42, base);
+            dropout_relu(y2, x, len, pp, 42, base);
+            fused_ok &= same_f(y, y2, len);
+        }
+    CHECK(fused_ok, "dropout_add, dropout_backward_copy, dropout_relu equal their unfused "
+          "passes bitwise (p 0 and 0.3, partial hash groups, in place)");
+    free(r), free(y3), free(cp);
+
     /* FD: affine map, large step, tol 1e-5 */
     size_t nf = 200;
     float *g = rand_f(nf, 1.0f), *dx = alloc_f(nf);
