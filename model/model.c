@@ -561,6 +561,19 @@ void model_mem_update(model_acts *A, model_mem *mem)
 
 /* ---------------------------------------------------------------- backward */
 
+/* Post-LN: d(x) += d(q) Wq + d(kv)[segment rows] Wkv, and dWq += d(q)^T x. */
+static void qkv_dx(float *d_in, float *dWq, const float *d_q, const float *d_kv, const float *x,
+                   const float *Wqkv, int B, int Lq, int m, int d, int hd)
+{
+    const float *Wkv = Wqkv + (size_t)hd * d;
+    int klen = m + Lq;
+    linear_backward(d_in, dWq, NULL, d_q, x, Wqkv, B * Lq, hd, d, 1);
+#pragma omp parallel for schedule(static) if (B > 1)
+    for (int b = 0; b < B; b++)
+        gemm(d_in + (size_t)b * Lq * d, d_kv + ((size_t)b * klen + m) * 2 * hd, Wkv, Lq, d,
+             2 * hd, 0, 0, 1.0f, 1.0f, 2 * hd, d, d);
+}
+
 /* d_out: gradient w.r.t. this layer's output [B,Lq,d]; writes d_in (w.r.t. its input). */
 static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out, float *d_in)
 {
@@ -652,13 +665,23 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
     if (!c->pre_lnorm) {
         /* the memory is a constant: only the segment rows of d(cat) are needed, so
          * d(x) += d(q) Wq + d(kv)[segment rows] Wkv, and dWkv still sums over all rows */
-        linear_backward(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X, Wkv, B * klen,
-                        2 * hd, d, 0);
-        linear_backward(d_in, G->qkv_w, NULL, A->d_q, x, L->qkv_w, (int)BL, hd, d, 1);
-#pragma omp parallel for schedule(static) if (B > 1)
-        for (int b = 0; b < B; b++)
-            gemm(d_in + (size_t)b * Lq * d, A->d_kv + ((size_t)b * klen + m) * 2 * hd, Wkv, Lq,
-                 d, 2 * hd, 0, 0, 1.0f, 1.0f, 2 * hd, d, d);
+        if (par_threads() == 2 && m == Lq) {
+            /* two threads, two halves of equal FLOPs (when m = Lq): dWkv over all rows on
+             * one; dx (q and kv parts) and dWq on the other. Each product runs whole on its
+             * thread, so nothing is packed twice and the result is the 1-thread result. */
+#pragma omp parallel sections num_threads(2)
+            {
+#pragma omp section
+                linear_backward(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X, Wkv,
+                                B * klen, 2 * hd, d, 0);
+#pragma omp section
+                qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, x, L->qkv_w, B, Lq, m, d, hd);
+            }
+        } else {
+            linear_backward(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X, Wkv, B * klen,
+                            2 * hd, d, 0);
+            qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, x, L->qkv_w, B, Lq, m, d, hd);
+        }
         return;
     }
     linear_backward(A->d_cat, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X, Wkv, B * klen,
