@@ -5,8 +5,8 @@
 #
 # Prints one line per measurement and, at the end, every result as JSON lines
 # (also written to $OUT/bench.jsonl). Environment: THREADS (default: all cores),
-# S_STEPS, M_STEPS (timed training steps), PAIRS (default 3), OUT (default runs/bench),
-# SKIP_TORCH=1.
+# CONFIGS (default "S M"), S_STEPS, M_STEPS (timed training steps), PAIRS (default 3),
+# OUT (default runs/bench), SKIP_TORCH=1.
 #
 # The ratios against PyTorch come from PAIRS back-to-back pairs per config (txl, then
 # PyTorch at its best thread count, then txl again, ...): each pair shares the machine's
@@ -26,6 +26,7 @@ THREADS=${THREADS:-$(nproc)}
 S_STEPS=${S_STEPS:-20}
 M_STEPS=${M_STEPS:-6}
 PAIRS=${PAIRS:-3}
+CONFIGS=${CONFIGS:-S M}
 PY=/usr/bin/python3
 TXL=./txl
 mkdir -p "$OUT"
@@ -99,15 +100,20 @@ run_cfg() { # name N d H dh di Lq M B steps
 
 S_ARGS="4 256 4 64 1024 128 128 16 $S_STEPS"
 M_ARGS="8 512 8 64 2048 256 256 8 $M_STEPS"
-# shellcheck disable=SC2086
-run_cfg S $S_ARGS
-# shellcheck disable=SC2086
-run_cfg M $M_ARGS
+for cfg in $CONFIGS; do
+    case $cfg in
+    S) args=$S_ARGS ;;
+    M) args=$M_ARGS ;;
+    *) echo "bench: unknown config '$cfg' in CONFIGS (S, M)" >&2; exit 2 ;;
+    esac
+    # shellcheck disable=SC2086
+    run_cfg $cfg $args
+done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 if [ "${SKIP_TORCH:-0}" != 1 ] && $PY -c 'import torch' 2>/dev/null; then
-    for cfg in S M; do
+    for cfg in $CONFIGS; do
         steps=$([ $cfg = S ] && echo "$S_STEPS" || echo "$M_STEPS")
         args=$([ $cfg = S ] && echo "$S_ARGS" || echo "$M_ARGS")
         B=$(echo "$args" | cut -d' ' -f8) Lq=$(echo "$args" | cut -d' ' -f6)
