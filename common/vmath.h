@@ -87,13 +87,11 @@ static inline float vm_max(const float *x, int n)
     return f;
 }
 
-/* x[j] = exp(x[j] - sub) for j < n; returns the sum of the new x in double */
-static inline double vm_exp_sum(float *x, int n, float sub)
+/* sum of x[j] for j < n, in double */
+static inline double vm_sum(const float *x, size_t n)
 {
-    for (int j = 0; j < n; j++)
-        x[j] = vm_expf(x[j] - sub);
     double acc[VM_LANES] = {0};
-    int j = 0;
+    size_t j = 0;
     for (; j + VM_LANES <= n; j += VM_LANES)
         for (int k = 0; k < VM_LANES; k++)
             acc[k] += (double)x[j + k];
@@ -103,6 +101,14 @@ static inline double vm_exp_sum(float *x, int n, float sub)
     for (; j < n; j++)
         s += (double)x[j];
     return s;
+}
+
+/* x[j] = exp(x[j] - sub) for j < n; returns the sum of the new x in double */
+static inline double vm_exp_sum(float *x, int n, float sub)
+{
+    for (int j = 0; j < n; j++)
+        x[j] = vm_expf(x[j] - sub);
+    return vm_sum(x, (size_t)n);
 }
 
 /* sum of x[j] * y[j] for j < n, in double */
@@ -118,22 +124,6 @@ static inline double vm_dot(const float *x, const float *y, int n)
         s += acc[k];
     for (; j < n; j++)
         s += (double)x[j] * (double)y[j];
-    return s;
-}
-
-/* sum of x[j] for j < n, in double */
-static inline double vm_sum(const float *x, size_t n)
-{
-    double acc[VM_LANES] = {0};
-    size_t j = 0;
-    for (; j + VM_LANES <= n; j += VM_LANES)
-        for (int k = 0; k < VM_LANES; k++)
-            acc[k] += (double)x[j + k];
-    double s = 0;
-    for (int k = 0; k < VM_LANES; k++)
-        s += acc[k];
-    for (; j < n; j++)
-        s += (double)x[j];
     return s;
 }
 
