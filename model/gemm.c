@@ -96,22 +96,16 @@ void linear_forward(float *y, const float *x, const float *W, const float *bias,
 void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,
                      const float *W, int rows, int out, int in, int accumulate_dx)
 {
-    const float bx = accumulate_dx ? 1.0f : 0.0f;
-    if (dx && par_threads() == 2 && (long)rows * in * out >= GEMM_SPLIT_MIN) {
-        /* two threads: dx and dW (equal FLOPs) side by side, each one whole product on one
-         * thread, rather than each split in halves that pack the shared operand twice */
-#pragma omp parallel sections num_threads(2)
-        {
+    /* On two threads, dx and dW (equal FLOPs) run side by side, each whole on one thread
+     * (gemm() inside the active region stays on its thread), rather than each split in
+     * halves that pack the shared operand twice; otherwise one after the other, split. */
+    const int side_by_side = dx && par_threads() == 2 && (long)rows * in * out >= GEMM_SPLIT_MIN;
+#pragma omp parallel sections num_threads(2) if (side_by_side)
+    {
 #pragma omp section
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, in, out, 1.0f, dy, out,
-                        W, in, bx, dx, in);
-#pragma omp section
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, rows, 1.0f, dy, out,
-                        x, in, 1.0f, dW, in);
-        }
-    } else {
         if (dx)
-            gemm(dx, dy, W, rows, in, out, 0, 0, 1.0f, bx, out, in, in);
+            gemm(dx, dy, W, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f, out, in, in);
+#pragma omp section
         gemm(dW, dy, x, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
     }
     if (dbias) { /* column blocks per thread: each sum runs over the rows in order */

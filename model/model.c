@@ -665,21 +665,15 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
     if (!c->pre_lnorm) {
         /* the memory is a constant: only the segment rows of d(cat) are needed, so
          * d(x) += d(q) Wq + d(kv)[segment rows] Wkv, and dWkv still sums over all rows */
-        if (par_threads() == 2 && m == Lq) {
-            /* two threads, two halves of equal FLOPs (when m = Lq): dWkv over all rows on
-             * one; dx (q and kv parts) and dWq on the other. Each product runs whole on its
-             * thread, so nothing is packed twice and the result is the 1-thread result. */
-#pragma omp parallel sections num_threads(2)
-            {
+        /* two threads and m = Lq: two halves of equal FLOPs side by side, dWkv over all
+         * rows on one, dx (q and kv parts) and dWq on the other, each product whole on its
+         * thread (nothing packed twice, the 1-thread result); otherwise one after the other */
+#pragma omp parallel sections num_threads(2) if (par_threads() == 2 && m == Lq)
+        {
 #pragma omp section
-                linear_backward(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X, Wkv,
-                                B * klen, 2 * hd, d, 0);
-#pragma omp section
-                qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, x, L->qkv_w, B, Lq, m, d, hd);
-            }
-        } else {
             linear_backward(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X, Wkv, B * klen,
                             2 * hd, d, 0);
+#pragma omp section
             qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, x, L->qkv_w, B, Lq, m, d, hd);
         }
         return;

@@ -17,10 +17,9 @@ void adam_step_scaled(float *w, const float *g, float gscale, float *m, float *v
     const double bc1 = 1.0 - pow(h->beta1, (double)t), bc2 = 1.0 - pow(h->beta2, (double)t);
     const float step = (float)(lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
     const float decay = h->decoupled ? (float)(1.0 - lr * h->weight_decay) : 1.0f;
-    const int scaled = gscale != 1.0f;
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (size_t i = 0; i < n; i++) {
-        float gi = scaled ? g[i] * gscale : g[i];
+        float gi = g[i] * gscale; /* exact when gscale is 1 */
         float wi = w[i] * decay; /* decay is exactly 1 for Adam */
         gi += wd * wi;           /* wd is 0 for AdamW */
         float mi = b1 * m[i] + c1 * gi;
