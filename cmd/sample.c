@@ -226,7 +226,7 @@ int cmd_sample(int argc, char **argv)
     const float *logits = A.logits + (size_t)(last_len - 1) * V;
     /* from here on one token at a time, with the memory's keys and values cached */
     decode_state ds;
-    if (decode_init(&ds, &mdl, M, &e)) {
+    if (decode_init(&ds, &mdl, 1, M, &e)) {
         rc = cli_fail("sample", &e);
         n = 0;
     } else {
@@ -241,7 +241,7 @@ int cmd_sample(int argc, char **argv)
         if (next == '\n' || i % 16 == 15)
             fflush(stdout);
         if (i + 1 < n) {
-            decode_step(&ds, &mdl, &mem, next);
+            decode_step(&ds, &mdl, &next);
             logits = decode_logits(&ds);
         }
     }

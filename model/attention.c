@@ -60,7 +60,14 @@ static void drop_plane(float *out, const float *P, const attn_args *a, int b, in
 /* Rows are processed in blocks of `rb`: block [i0, i1) sees keys 0..m+i1-1 only, so the
  * GEMMs skip most of the masked triangle (for Lq = klen/2 and 4 blocks, 19% of the work
  * instead of 25% is wasted; one block reproduces the full-rectangle computation). */
-static int row_block(const attn_args *a) { return a->row_block > 0 ? a->row_block : (getenv("TXL_RB") ? atoi(getenv("TXL_RB")) : 64); }
+static int row_block(const attn_args *a) { return a->row_block > 0 ? a->row_block : 64; }
+
+static size_t kv_stride(const attn_args *a, int klen)
+{
+    return a->kv_bstride ? a->kv_bstride : (size_t)klen * 2 * a->H * a->dh;
+}
+
+static int bias_ld(const attn_args *a, int klen) { return a->bias_ld > 0 ? a->bias_ld : klen; }
 
 static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
                        const attn_args *a, float *scratch, int b, int h)
@@ -71,7 +78,7 @@ static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
     float *plane = qv + 2 * (size_t)Lq * dh; /* skip dqa (backward only) */
     float *plane2 = plane + (size_t)Lq * klen;
     const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
-    const float *kbh = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
+    const float *kbh = kv + (size_t)b * kv_stride(a, klen) + (size_t)h * dh;
     const float *vbh = kbh + hd;
     /* inference keeps no probabilities: one plane of scratch per (b, h) */
     float *P = prob ? prob + ((size_t)b * H + h) * Lq * klen : plane2;
@@ -98,7 +105,7 @@ static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
         }
     }
     if (a->dist_bias) {
-        const float *tb = a->dist_bias + (size_t)h * klen;
+        const float *tb = a->dist_bias + (size_t)h * bias_ld(a, klen);
         for (int i = 0; i < Lq; i++) {
             float *srow = P + (size_t)i * klen;
             for (int j = 0; j <= m + i; j++)
@@ -140,6 +147,39 @@ void attn_forward(float *prob, float *vec, const float *q, const float *kv,
     for (int p = 0; p < pairs; p++)
         forward_bh(prob, vec, q, kv, a, scratch + per * (size_t)par_thread_id(), p / a->H,
                    p % a->H);
+}
+
+/* xl's position terms of one (b, h): scatter dS onto the diagonals of each block's BDraw
+ * (columns Lq-i1 ..), then dq += scale dBD rk, drk += scale dBD^T (q+v), dv += colsum.
+ * dqa, qv, dbd: scratch [Lq, dh], [Lq, dh], [Lq, klen]. */
+static void position_backward(float *dqbh, float *drk, float *dv, float *dqa, float *qv,
+                              float *dbd, const float *dS, const float *qbh,
+                              const attn_args *a, int h)
+{
+    const int H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
+    const int hd = H * dh, rb = row_block(a);
+    add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
+    for (int i0 = 0; i0 < Lq; i0 += rb) {
+        int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
+        for (int i = i0; i < i1; i++) {
+            float *row = dbd + (size_t)i * klen;
+            int sh = i1 - 1 - i;
+            memset(row, 0, (size_t)sh * sizeof *row);
+            memcpy(row + sh, dS + (size_t)i * klen, (size_t)(w - sh) * sizeof *row);
+        }
+        const float *rkb = a->rk + (size_t)(Lq - i1) * hd + (size_t)h * dh;
+        gemm(dqa + (size_t)i0 * dh, dbd + (size_t)i0 * klen, rkb, rows, dh, w, 0, 0,
+             a->scale, 0.0f, klen, hd, dh);
+        gemm(drk + (size_t)(Lq - i1) * hd + (size_t)h * dh, dbd + (size_t)i0 * klen,
+             qv + (size_t)i0 * dh, w, dh, rows, 1, 0, a->scale, 1.0f, klen, dh, hd);
+    }
+    for (int i = 0; i < Lq; i++)
+        for (int c = 0; c < dh; c++)
+            dqbh[(size_t)i * hd + c] += dqa[(size_t)i * dh + c];
+    if (dv)
+        for (int i = 0; i < Lq; i++)
+            for (int c = 0; c < dh; c++)
+                dv[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
 }
 
 static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
@@ -214,31 +254,8 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
             for (int c = 0; c < dh; c++)
                 du[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
 
-    if (a->rk) { /* scatter dS onto the diagonals of each block's BDraw (columns Lq-i1 ..) */
-        add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
-        float *dbd = plane2;
-        for (int i0 = 0; i0 < Lq; i0 += rb) {
-            int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
-            for (int i = i0; i < i1; i++) {
-                float *row = dbd + (size_t)i * klen;
-                int sh = i1 - 1 - i;
-                memset(row, 0, (size_t)sh * sizeof *row);
-                memcpy(row + sh, dS + (size_t)i * klen, (size_t)(w - sh) * sizeof *row);
-            }
-            const float *rkb = a->rk + (size_t)(Lq - i1) * hd + (size_t)h * dh;
-            gemm(dqa + (size_t)i0 * dh, dbd + (size_t)i0 * klen, rkb, rows, dh, w, 0, 0,
-                 a->scale, 0.0f, klen, hd, dh);
-            gemm(drk + (size_t)(Lq - i1) * hd + (size_t)h * dh, dbd + (size_t)i0 * klen,
-                 qv + (size_t)i0 * dh, w, dh, rows, 1, 0, a->scale, 1.0f, klen, dh, hd);
-        }
-        for (int i = 0; i < Lq; i++)
-            for (int c = 0; c < dh; c++)
-                dqbh[(size_t)i * hd + c] += dqa[(size_t)i * dh + c];
-        if (dv)
-            for (int i = 0; i < Lq; i++)
-                for (int c = 0; c < dh; c++)
-                    dv[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
-    }
+    if (a->rk)
+        position_backward(dqbh, drk, dv, dqa, qv, plane2, dS, qbh, a, h);
     if (d_dist_bias) {
         float *tb = d_dist_bias + (size_t)h * klen;
         for (int i = 0; i < Lq; i++) {
@@ -299,7 +316,7 @@ void attn_term_stats(double acc[4][2], double *count, const float *q, const floa
             for (int i = 0; i < Lq; i++) {
                 const float *qi = q + ((size_t)b * Lq + i) * hd + (size_t)h * dh;
                 for (int j = 0; j <= m + i; j++) {
-                    const float *kj = kv + ((size_t)b * klen + j) * 2 * hd + (size_t)h * dh;
+                    const float *kj = kv + (size_t)b * kv_stride(a, klen) + (size_t)j * 2 * hd + (size_t)h * dh;
                     double t[4] = {0, 0, 0, 0};
                     for (int c = 0; c < dh; c++)
                         t[0] += (double)qi[c] * kj[c];
@@ -317,7 +334,7 @@ void attn_term_stats(double acc[4][2], double *count, const float *q, const floa
                     for (int k = 0; k < 4; k++)
                         t[k] *= a->scale;
                     if (a->dist_bias)
-                        t[1] = a->dist_bias[(size_t)h * klen + (m + i - j)];
+                        t[1] = a->dist_bias[(size_t)h * bias_ld(a, klen) + (m + i - j)];
                     for (int k = 0; k < 4; k++) {
                         acc[k][0] += t[k];
                         acc[k][1] += t[k] * t[k];

@@ -30,7 +30,10 @@ typedef struct {
     size_t b_offset;        /* global index of stream 0 (dropatt masks by global stream) */
     const float *u, *v;     /* [H, dh] xl biases, or NULL */
     const float *rk;        /* [klen, H*dh] xl projected positions, or NULL */
-    const float *dist_bias; /* [H, klen] bias by distance delta = 0..klen-1, or NULL */
+    const float *dist_bias; /* [H, bias_ld] bias by distance delta = 0..klen-1, or NULL */
+    int bias_ld;            /* row stride of dist_bias (0 = klen) */
+    size_t kv_bstride;      /* floats from one stream's kv rows to the next (0 = klen*2*H*dh):
+                               decoding reads each stream's keys from a longer window */
     int threads;            /* threads the scratch was sized for (attn_scratch_floats) */
     int row_block;          /* query rows per GEMM block (0 = 64): each block computes only
                                the keys its rows can see */

@@ -1,15 +1,24 @@
-/* decode.h: one-token-at-a-time decoding with cached keys and values (DESIGN.md §7).
+/* decode.h: one-token-at-a-time decoding of B streams with cached keys and values
+ * (doc/design.md, "Sampling").
  *
  * Feeding one token as a segment of length 1 through model_forward recomputes the key and
  * value projections of all M memory rows and (xl) the projected positions: O(M d^2) per
  * layer and token. The memory rows never change once written, so their k and v are
- * computed once and kept next to mem[l]; xl's rk for klen = m + 1 is a suffix of the table
- * for klen = M + 1 (positions M..0), computed once. A step then costs O(M*H*dh + d^2) per
- * layer, independent of how much text was generated, and computes exactly what
- * model_forward computes for a 1-token segment (up to float rounding; tested).
+ * computed once and kept in a window per layer and stream; the scheme's position tables
+ * (xl's rk, the mlp/alibi bias) are built once for every distance up to M (pos.h:
+ * decode_tables). A step then runs the same code as a layer of model_forward for a
+ * 1-token segment: the q/kv projection, the attention kernel (attention.c) over the cached
+ * rows, and layer_tail_forward (model.c); it costs O(M*H*dh + d^2) per layer and token,
+ * whatever the amount of text generated, and computes what model_forward computes (up to
+ * float rounding; tested).
+ *
+ * The windows hold 2(M+1) rows: a step appends a row and, once M rows are held, moves the
+ * window start by one; every ~M steps the rows are moved back to the front (amortised O(1)
+ * per step, no shifting of the whole cache per token). The layer inputs (the model's
+ * memory) are kept the same way and copied out by decode_sync_mem.
  *
  * Rope rotates each cached key by the absolute position of its token and the query by its
- * own: only the difference (m + i) - j enters the score, as in model_forward. */
+ * own: only the difference enters the score, as in model_forward. */
 #ifndef TXL_DECODE_H
 #define TXL_DECODE_H
 
@@ -19,24 +28,36 @@
 #include "model.h"
 
 typedef struct {
-    int n_layer, M, d, H, dh;
-    float *kc, *vc;   /* [N][M][H*dh] keys and values of the memory rows (rope: rotated) */
-    float *rk_full;   /* xl: [N][M+1][H*dh] projected positions M..0 */
-    float *bias_full; /* mlp/alibi: [N][H][M+1] bias by distance 0..M */
-    float *x, *xn, *qkv, *vec, *h1, *ffin, *a, *tmp, *scores, *logits;
-    float *mlp_scratch;
-    long pos;         /* absolute position of the next token (rope) */
+    const pos_ops *pos;
+    int n_layer, B, M, d, H, dh, V;
+    int cap;          /* rows of each window: 2 (M + 1) */
+    int m, start;     /* memory rows held, first row of the window */
+    long next_pos;    /* absolute position of the next token (rope) */
+    long pos_offset;  /* added to absolute positions (eval-style offsets; 0 as trained) */
+    size_t tab_floats;/* per layer */
+    float *kv;        /* [N][B][cap][2*H*dh] keys and values (rope: keys rotated) */
+    float *xin;       /* [N][B][cap][d] layer inputs: the memory */
+    float *tables;    /* [N][tab_floats] the scheme's decode tables */
+    float *x, *xn, *qkv, *q, *vec, *logits, *attn_scratch, *scratch;
+    layer_tail_bufs tail;
+    pos_acts pos_acts;
+    int attn_threads;
     float *buf;
 } decode_state;
 
-int decode_init(decode_state *s, const model *mdl, int M, txl_err *e);
+/* Plans the caches for B streams and memory length M. */
+int decode_init(decode_state *s, const model *mdl, int B, int M, txl_err *e);
 void decode_free(decode_state *s);
-/* Builds the position tables from the weights and the k/v caches from the memory as it
- * stands (e.g. after the prompt ran through model_forward with batch 1); `pos` = tokens
- * consumed so far. Call again whenever the weights or the memory change from outside. */
+/* Builds the position tables from the weights and the caches from the memory as it stands
+ * (mem->B == B, e.g. after a prompt ran through model_forward); `pos` = tokens consumed so
+ * far. Call again whenever the weights or the memory change from outside. */
 void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long pos);
-/* Feeds one token; advances mem (batch 1) and the caches; logits [V] of the next token. */
-void decode_step(decode_state *s, const model *mdl, model_mem *mem, uint8_t tok);
+/* Feeds one token per stream (tok[B]); the logits of the next tokens are decode_logits. */
+void decode_step(decode_state *s, const model *mdl, const uint8_t *tok);
+/* [B, V]: stream b's logits at b * V. */
 static inline const float *decode_logits(const decode_state *s) { return s->logits; }
+/* Writes the memory as decoding left it into mem (B streams, M rows), e.g. to continue
+ * with model_forward. */
+void decode_sync_mem(const decode_state *s, model_mem *mem);
 
 #endif

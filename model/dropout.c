@@ -111,3 +111,11 @@ void dropout_relu(float *y, const float *x, size_t n, float p, uint64_t key, uin
 {
     drop_map((drop_op){.y = y, .x = x, .relu = 1}, n, p, key, base);
 }
+
+void dropout_relu_backward(float *dz, const float *da, const float *a, size_t n, float p)
+{
+    float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (size_t i = 0; i < n; i++)
+        dz[i] = a[i] != 0.0f ? da[i] * scale : 0.0f;
+}

@@ -32,6 +32,9 @@ void dropout_add(float *y, const float *res, const float *x, size_t n, float p, 
 void dropout_backward_copy(float *dx, float *copy, const float *dy, size_t n, float p,
                            uint64_t key, uint64_t base);
 void dropout_relu(float *y, const float *x, size_t n, float p, uint64_t key, uint64_t base);
+/* Backward of a = dropout_relu(z), from its output alone (a != 0 exactly where both relu and
+ * mask pass): dz[n] = da[n] / (1-p) where a != 0, else 0. dz may alias da. */
+void dropout_relu_backward(float *dz, const float *da, const float *a, size_t n, float p);
 
 /* The 16-bit threshold below which a draw drops the element. */
 static inline uint32_t dropout_threshold(float p)

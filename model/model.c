@@ -1,11 +1,12 @@
 /* model.c: the parameter table, activation plan, and the forward/backward of one segment
- * (DESIGN.md §3). This is the only file that knows positional schemes exist: one switch per
- * phase picks what each scheme adds around the shared attention kernel.
+ * (doc/design.md, "The model"). The positional scheme is a pos_ops (pos.h): its hooks add
+ * its tensors, buffers and terms around the shared attention kernel; nothing here asks
+ * which scheme runs.
  *
  * Per layer l (x = input [B,Lq,d], cat = [mem[l]; x] [B,klen,d]):
  *   X    = cat (post-LN) or LN_attn(cat) (pre-LN)
  *   kv   = X @ Wkv^T (all klen rows);  q = X[m:] @ Wq^T (segment rows)
- *   vec  = attention(q, kv) (attention.c; rk / bias / rope by scheme)
+ *   vec  = attention(q, kv) (attention.c; the scheme prepares rk / bias / rotations)
  *   post: h1 = LN_attn(x + drop(vec @ Wo^T));  out = LN_ff(h1 + drop(FF(h1)))
  *   pre:  h1 = x + drop(vec @ Wo^T);           out = h1 + drop(FF(LN_ff(h1)))
  *   FF(z) = W3 drop(relu(W0 z + b0)) + b3
@@ -24,10 +25,8 @@
 #include "attention.h"
 #include "dropout.h"
 #include "embedding.h"
-#include "ff.h"
 #include "gemm.h"
 #include "layernorm.h"
-#include "posenc.h"
 #include "xent.h"
 
 #define ALIGN_FLOATS 16 /* 64-byte alignment of every tensor and buffer */
@@ -36,16 +35,20 @@ static size_t align_up(size_t n) { return (n + ALIGN_FLOATS - 1) / ALIGN_FLOATS 
 
 /* ---------------------------------------------------------------- parameter table */
 
-typedef struct {
+/* The table as it is built: entries, the running offset, and which layer the positional
+ * scheme's params hook is adding to (its tensors take the next pos[] view). */
+struct param_table {
     param_entry *t;
     int n, cap;
     size_t off, count;
-} table_builder;
+    int layer, n_pos;
+};
 
-static int tb_add(table_builder *b, int d0, int d1, param_init init, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+#define LAYER_FIELD(f) ((int)(offsetof(layer_tensors, f) / sizeof(float *)))
+#define MODEL_FIELD(f) ((int)(offsetof(model_tensors, f) / sizeof(float *)))
 
-static int tb_add(table_builder *b, int d0, int d1, param_init init, const char *fmt, ...)
+static int table_add(param_table *b, int field, int d0, int d1, param_init init,
+                     const char *fmt, va_list ap)
 {
     if (b->n == b->cap) {
         int cap = b->cap ? b->cap * 2 : 64;
@@ -57,57 +60,77 @@ static int tb_add(table_builder *b, int d0, int d1, param_init init, const char 
     }
     param_entry *p = &b->t[b->n++];
     memset(p, 0, sizeof *p);
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(p->name, sizeof p->name, fmt, ap);
-    va_end(ap);
     p->ndim = d1 > 0 ? 2 : 1;
     p->shape[0] = d0;
     p->shape[1] = d1 > 0 ? d1 : 0;
     p->numel = (size_t)d0 * (d1 > 0 ? (size_t)d1 : 1);
     p->init = init;
+    p->layer = b->layer;
+    p->field = field;
     p->offset = b->off;
     b->off = align_up(b->off + p->numel);
     b->count += p->numel;
     return 0;
 }
 
-/* Builds the table in checkpoint order (DESIGN.md §5). */
-static int build_table(table_builder *b, const model_config *c)
+static int core_add(param_table *b, int field, int d0, int d1, param_init init,
+                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int core_add(param_table *b, int field, int d0, int d1, param_init init,
+                    const char *fmt, ...)
 {
-    int d = c->d_model, hd = c->n_head * c->d_head, H = c->n_head, dh = c->d_head;
-    int xl = c->pos == POS_XL, K2 = 2 * c->mlp_num_freqs;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = table_add(b, field, d0, d1, init, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int param_add(param_table *b, int d0, int d1, param_init init, const char *fmt, ...)
+{
+    if (b->n_pos == POS_SLOTS)
+        return -1;
+    int field = b->layer < 0 ? MODEL_FIELD(pos) : LAYER_FIELD(pos);
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = table_add(b, field + b->n_pos++, d0, d1, init, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* The scheme's tensors of `layer` (-1: model-wide), in its own order. */
+static int scheme_params(param_table *b, const model_config *c, int layer)
+{
+    const pos_ops *ops = pos_get(c->pos);
+    b->layer = layer;
+    b->n_pos = 0;
+    return ops->params ? ops->params(b, c, layer) : 0;
+}
+
+/* Builds the table in checkpoint order (doc/design.md, "Checkpoints"). */
+static int build_table(param_table *b, const model_config *c)
+{
+    int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
     int rc = 0;
-    rc |= tb_add(b, c->vocab, d, INIT_NORMAL, "word_emb.weight");
-    rc |= tb_add(b, c->vocab, 0, INIT_ZERO, "out.bias");
-    if (xl && !c->untie_r) {
-        rc |= tb_add(b, H, dh, INIT_NORMAL, "r_w_bias");
-        rc |= tb_add(b, H, dh, INIT_NORMAL, "r_r_bias");
-    }
+    b->layer = -1;
+    rc |= core_add(b, MODEL_FIELD(word_emb), c->vocab, d, INIT_NORMAL, "word_emb.weight");
+    rc |= core_add(b, MODEL_FIELD(out_bias), c->vocab, 0, INIT_ZERO, "out.bias");
+    rc |= scheme_params(b, c, -1);
     for (int l = 0; l < c->n_layer; l++) {
-        rc |= tb_add(b, 3 * hd, d, INIT_NORMAL, "layers.%d.attn.qkv.weight", l);
-        if (xl) {
-            rc |= tb_add(b, hd, d, INIT_NORMAL, "layers.%d.attn.r.weight", l);
-            if (c->untie_r) {
-                rc |= tb_add(b, H, dh, INIT_NORMAL, "layers.%d.attn.r_w_bias", l);
-                rc |= tb_add(b, H, dh, INIT_NORMAL, "layers.%d.attn.r_r_bias", l);
-            }
-        }
-        if (c->pos == POS_MLP) {
-            rc |= tb_add(b, c->mlp_hidden, K2, INIT_NORMAL, "layers.%d.attn.bias_mlp.0.weight", l);
-            rc |= tb_add(b, c->mlp_hidden, 0, INIT_ZERO, "layers.%d.attn.bias_mlp.0.bias", l);
-            rc |= tb_add(b, H, c->mlp_hidden, INIT_NORMAL, "layers.%d.attn.bias_mlp.2.weight", l);
-            rc |= tb_add(b, H, 0, INIT_ZERO, "layers.%d.attn.bias_mlp.2.bias", l);
-        }
-        rc |= tb_add(b, d, hd, INIT_NORMAL, "layers.%d.attn.o.weight", l);
-        rc |= tb_add(b, d, 0, INIT_ONE, "layers.%d.attn.ln.weight", l);
-        rc |= tb_add(b, d, 0, INIT_ZERO, "layers.%d.attn.ln.bias", l);
-        rc |= tb_add(b, c->d_inner, d, INIT_NORMAL, "layers.%d.ff.0.weight", l);
-        rc |= tb_add(b, c->d_inner, 0, INIT_ZERO, "layers.%d.ff.0.bias", l);
-        rc |= tb_add(b, d, c->d_inner, INIT_NORMAL, "layers.%d.ff.3.weight", l);
-        rc |= tb_add(b, d, 0, INIT_ZERO, "layers.%d.ff.3.bias", l);
-        rc |= tb_add(b, d, 0, INIT_ONE, "layers.%d.ff.ln.weight", l);
-        rc |= tb_add(b, d, 0, INIT_ZERO, "layers.%d.ff.ln.bias", l);
+        b->layer = l;
+        rc |= core_add(b, LAYER_FIELD(qkv_w), 3 * hd, d, INIT_NORMAL, "layers.%d.attn.qkv.weight", l);
+        rc |= scheme_params(b, c, l);
+        b->layer = l;
+        rc |= core_add(b, LAYER_FIELD(o_w), d, hd, INIT_NORMAL, "layers.%d.attn.o.weight", l);
+        rc |= core_add(b, LAYER_FIELD(attn_ln_w), d, 0, INIT_ONE, "layers.%d.attn.ln.weight", l);
+        rc |= core_add(b, LAYER_FIELD(attn_ln_b), d, 0, INIT_ZERO, "layers.%d.attn.ln.bias", l);
+        rc |= core_add(b, LAYER_FIELD(ff0_w), di, d, INIT_NORMAL, "layers.%d.ff.0.weight", l);
+        rc |= core_add(b, LAYER_FIELD(ff0_b), di, 0, INIT_ZERO, "layers.%d.ff.0.bias", l);
+        rc |= core_add(b, LAYER_FIELD(ff3_w), d, di, INIT_NORMAL, "layers.%d.ff.3.weight", l);
+        rc |= core_add(b, LAYER_FIELD(ff3_b), d, 0, INIT_ZERO, "layers.%d.ff.3.bias", l);
+        rc |= core_add(b, LAYER_FIELD(ff_ln_w), d, 0, INIT_ONE, "layers.%d.ff.ln.weight", l);
+        rc |= core_add(b, LAYER_FIELD(ff_ln_b), d, 0, INIT_ZERO, "layers.%d.ff.ln.bias", l);
     }
     return rc;
 }
@@ -120,44 +143,16 @@ const param_entry *model_find_param(const model *mdl, const char *name)
     return NULL;
 }
 
-static float *view(const model *mdl, float *base, const char *name)
-{
-    const param_entry *p = model_find_param(mdl, name);
-    return p ? base + p->offset : NULL;
-}
-
 void model_tensors_view(const model *mdl, float *base, model_tensors *t)
 {
-    char nm[96];
-    t->word_emb = view(mdl, base, "word_emb.weight");
-    t->out_bias = view(mdl, base, "out.bias");
-    t->r_w_bias = view(mdl, base, "r_w_bias");
-    t->r_r_bias = view(mdl, base, "r_r_bias");
-    for (int l = 0; l < mdl->cfg.n_layer; l++) {
-        layer_tensors *L = &t->layer[l];
-#define V(field, suffix) (snprintf(nm, sizeof nm, "layers.%d.%s", l, suffix), L->field = view(mdl, base, nm))
-        V(qkv_w, "attn.qkv.weight");
-        V(r_w, "attn.r.weight");
-        V(o_w, "attn.o.weight");
-        V(attn_ln_w, "attn.ln.weight");
-        V(attn_ln_b, "attn.ln.bias");
-        V(r_w_bias, "attn.r_w_bias");
-        V(r_r_bias, "attn.r_r_bias");
-        V(mlp0_w, "attn.bias_mlp.0.weight");
-        V(mlp0_b, "attn.bias_mlp.0.bias");
-        V(mlp2_w, "attn.bias_mlp.2.weight");
-        V(mlp2_b, "attn.bias_mlp.2.bias");
-        V(ff0_w, "ff.0.weight");
-        V(ff0_b, "ff.0.bias");
-        V(ff3_w, "ff.3.weight");
-        V(ff3_b, "ff.3.bias");
-        V(ff_ln_w, "ff.ln.weight");
-        V(ff_ln_b, "ff.ln.bias");
-#undef V
-        if (!L->r_w_bias) { /* shared u, v (or none outside xl) */
-            L->r_w_bias = t->r_w_bias;
-            L->r_r_bias = t->r_r_bias;
-        }
+    layer_tensors *layers = t->layer;
+    memset(t, 0, sizeof *t);
+    t->layer = layers;
+    memset(layers, 0, (size_t)mdl->cfg.n_layer * sizeof *layers);
+    for (int i = 0; i < mdl->n_params; i++) {
+        const param_entry *p = &mdl->table[i];
+        float **views = p->layer < 0 ? (float **)t : (float **)&layers[p->layer];
+        views[p->field] = base + p->offset;
     }
 }
 
@@ -165,10 +160,13 @@ int model_init(model *mdl, const model_config *cfg, txl_err *e)
 {
     memset(mdl, 0, sizeof *mdl);
     mdl->cfg = *cfg;
-    if (cfg->pos == POS_ROPE && cfg->d_head % 2)
-        return err_set(e, ERR_INPUT, "model.d_head must be even for pos_scheme rope, found %d",
-                       cfg->d_head);
-    table_builder b = {0};
+    const pos_ops *ops = pos_get(cfg->pos);
+    char why[256];
+    if (!ops)
+        return err_set(e, ERR_INPUT, "model.pos_scheme: unknown scheme %d", (int)cfg->pos);
+    if (ops->validate && ops->validate(cfg, why, sizeof why))
+        return err_set(e, ERR_INPUT, "%s", why);
+    param_table b = {0};
     if (build_table(&b, cfg)) {
         free(b.t);
         return err_set(e, ERR_RUNTIME, "out of memory building the parameter table");
@@ -181,9 +179,9 @@ int model_init(model *mdl, const model_config *cfg, txl_err *e)
     mdl->W.layer = calloc((size_t)cfg->n_layer, sizeof(layer_tensors));
     mdl->G.layer = calloc((size_t)cfg->n_layer, sizeof(layer_tensors));
     if (!mdl->w || !mdl->W.layer || !mdl->G.layer) {
+        size_t n = mdl->n_weights; /* model_free clears it */
         model_free(mdl);
-        return err_set(e, ERR_RUNTIME, "out of memory allocating %zu parameters",
-                       mdl->n_weights);
+        return err_set(e, ERR_RUNTIME, "out of memory allocating %zu parameters", n);
     }
     memset(mdl->w, 0, mdl->n_floats * sizeof(float));
     model_tensors_view(mdl, mdl->w, &mdl->W);
@@ -278,60 +276,61 @@ static float *take(arena *a, size_t n)
     return p;
 }
 
+static float *take_cb(void *a, size_t n) { return take(a, n); }
+
+static void plan_layer(model_acts *A, arena *ar, layer_cache *lc, pos_alloc *pa,
+                       const pos_dims *pd)
+{
+    const model_config *c = &A->cfg;
+    int B = A->B, Lq = A->Lq_max, klen = Lq + A->M, d = c->d_model;
+    int H = c->n_head, hd = H * c->d_head, di = c->d_inner, tr = A->training;
+    size_t BL = (size_t)B * Lq, BK = (size_t)B * klen;
+    lc->cat = take(ar, BK * d);
+    if (c->pre_lnorm) {
+        lc->catn = take(ar, BK * d);
+        lc->ln0_xhat = tr ? take(ar, BK * d) : NULL;
+        lc->ln0_rstd = tr ? take(ar, BK) : NULL;
+        lc->ffin = take(ar, BL * d);
+        lc->xq = take(ar, BL * d);
+    }
+    lc->q = take(ar, BL * hd);
+    lc->kv = take(ar, BK * 2 * hd);
+    lc->prob = tr ? take(ar, (size_t)B * H * Lq * klen) : NULL;
+    lc->vec = take(ar, BL * hd);
+    lc->h1 = take(ar, BL * d);
+    lc->ln1_xhat = tr ? take(ar, BL * d) : NULL;
+    lc->ln1_rstd = tr ? take(ar, BL) : NULL;
+    lc->a = take(ar, BL * di);
+    lc->ln2_xhat = tr && !c->pre_lnorm ? take(ar, BL * d) : NULL;
+    lc->ln2_rstd = tr && !c->pre_lnorm ? take(ar, BL) : NULL;
+    memset(&lc->pos, 0, sizeof lc->pos);
+    if (A->pos->plan_layer)
+        A->pos->plan_layer(c, pd, pa, &lc->pos);
+}
+
 static void plan(model_acts *A, arena *ar)
 {
     const model_config *c = &A->cfg;
     int B = A->B, Lq = A->Lq_max, M = A->M, klen = Lq + M, d = c->d_model;
     int H = c->n_head, hd = H * c->d_head, di = c->d_inner, N = c->n_layer, V = c->vocab;
-    int tr = A->training, hid = c->mlp_hidden;
+    int tr = A->training;
     size_t BL = (size_t)B * Lq, BK = (size_t)B * klen;
+    pos_dims pd = {.B = B, .Lq = Lq, .M = M, .training = tr};
+    pos_alloc pa = {take_cb, ar};
     int nc = tr ? N : 1;
-    for (int l = 0; l < nc; l++) {
-        layer_cache *lc = &A->lc[l];
-        lc->cat = take(ar, BK * d);
-        if (c->pre_lnorm) {
-            lc->catn = take(ar, BK * d);
-            lc->ln0_xhat = tr ? take(ar, BK * d) : NULL;
-            lc->ln0_rstd = tr ? take(ar, BK) : NULL;
-            lc->ffin = take(ar, BL * d);
-            lc->xq = take(ar, BL * d);
-        }
-        lc->q = take(ar, BL * hd);
-        lc->kv = take(ar, BK * 2 * hd);
-        lc->rk = c->pos == POS_XL ? take(ar, (size_t)klen * hd) : NULL;
-        lc->prob = tr ? take(ar, (size_t)B * H * Lq * klen) : NULL;
-        if (c->pos == POS_MLP) {
-            lc->bias = take(ar, (size_t)H * klen);
-            lc->mlp_pre = take(ar, (size_t)klen * hid);
-            lc->mlp_act = take(ar, (size_t)klen * hid);
-        } else if (c->pos == POS_ALIBI) {
-            lc->bias = take(ar, (size_t)H * klen);
-        }
-        lc->vec = take(ar, BL * hd);
-        lc->h1 = take(ar, BL * d);
-        lc->ln1_xhat = tr ? take(ar, BL * d) : NULL;
-        lc->ln1_rstd = tr ? take(ar, BL) : NULL;
-        lc->a = take(ar, BL * di);
-        lc->ln2_xhat = tr && !c->pre_lnorm ? take(ar, BL * d) : NULL;
-        lc->ln2_rstd = tr && !c->pre_lnorm ? take(ar, BL) : NULL;
-    }
+    for (int l = 0; l < nc; l++)
+        plan_layer(A, ar, &A->lc[l], &pa, &pd);
     A->hs = take(ar, (size_t)(N + 1) * BL * d);
     A->hfin = take(ar, BL * d);
     A->logits = take(ar, BL * V);
     A->lse = take(ar, BL);
     A->row_loss = take(ar, BL);
-    A->R = c->pos == POS_XL || c->pos == POS_ABSOLUTE ? take(ar, (size_t)klen * d) : NULL;
-    if (c->pos == POS_ROPE) {
-        A->rope_cos = take(ar, (size_t)klen * (c->d_head / 2));
-        A->rope_sin = take(ar, (size_t)klen * (c->d_head / 2));
-    }
     A->tmp = take(ar, BL * d);
-    size_t as = attn_scratch_floats(Lq, klen, c->d_head, H, A->threads);
-    if (c->pos == POS_MLP) { /* phi [klen, 2K]; backward: d_t [klen, H] */
-        size_t extra = (size_t)klen * (2 * c->mlp_num_freqs + H);
-        as = as > extra ? as : extra;
-    }
-    A->attn_scratch = take(ar, as);
+    A->attn_scratch = take(ar, attn_scratch_floats(Lq, klen, c->d_head, H, A->threads));
+    memset(&A->pos_acts, 0, sizeof A->pos_acts);
+    memset(&A->pos_bw, 0, sizeof A->pos_bw);
+    if (A->pos->plan)
+        A->pos->plan(c, &pd, &pa, &A->pos_acts, &A->pos_bw);
     if (tr) {
         A->d_out = take(ar, BL * d);
         A->d_in = take(ar, BL * d);
@@ -342,9 +341,6 @@ static void plan(model_acts *A, arena *ar)
         A->d_q = take(ar, BL * hd);
         A->d_kv = take(ar, BK * 2 * hd);
         A->d_cat = c->pre_lnorm ? take(ar, BK * d) : NULL; /* post-LN needs no d(memory) */
-        A->d_rk = c->pos == POS_XL ? take(ar, (size_t)klen * hd) : NULL;
-        A->d_bias = c->pos == POS_MLP ? take(ar, (size_t)H * klen) : NULL;
-        A->d_mlp = c->pos == POS_MLP ? take(ar, (size_t)klen * hid) : NULL;
     }
 }
 
@@ -353,6 +349,7 @@ int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, 
 {
     memset(A, 0, sizeof *A);
     A->cfg = *cfg;
+    A->pos = pos_get(cfg->pos);
     A->B = B;
     A->Lq_max = Lq_max;
     A->M = M;
@@ -375,8 +372,6 @@ int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, 
     plan(A, &ar);
     A->arena_base = ar.base;
     A->arena_floats = total;
-    if (cfg->pos == POS_ROPE)
-        rope_tables(A->rope_cos, A->rope_sin, Lq_max + M, cfg->d_head);
     return 0;
 }
 
@@ -389,13 +384,6 @@ void acts_free(model_acts *A)
 
 /* ---------------------------------------------------------------- forward */
 
-enum { SITE_EMB, SITE_R, SITE_ATTN_OUT, SITE_DROPATT, SITE_FF_ACT, SITE_FF_OUT, SITE_FINAL };
-
-static uint64_t site_key(uint64_t key, int layer, int site)
-{
-    return rng_key(key, (uint64_t)(layer + 1) * 16 + (uint64_t)site);
-}
-
 static void copy_mem_rows(model_mem *mem, int l, const float *cat, int klen)
 {
     int B = mem->B, M = mem->M, d = mem->d;
@@ -407,107 +395,127 @@ static void copy_mem_rows(model_mem *mem, int l, const float *cat, int klen)
                (size_t)keep * d * sizeof(float));
 }
 
-static void layer_forward(model *mdl, model_acts *A, model_mem *mem, int l, int Lq,
-                          const fwd_opts *o)
+/* The segment as the scheme's hooks see it. */
+static pos_seg segment_of(const model_acts *A, int Lq, int m, const fwd_opts *o)
+{
+    return (pos_seg){.c = &A->cfg, .B = A->B, .Lq = Lq, .m = m, .training = o->training,
+                     .dropout = o->training ? A->cfg.dropout : 0.0f, .drop_key = o->drop_key,
+                     .b_offset = A->b_offset, .pos_offset = o->pos_offset,
+                     .acts = (pos_acts *)&A->pos_acts};
+}
+
+static pos_ctx layer_ctx(model *mdl, model_acts *A, const pos_seg *s, int l, layer_cache *lc)
+{
+    return (pos_ctx){.s = s, .layer = l, .W = &mdl->W.layer[l], .MW = &mdl->W,
+                     .G = mdl->g ? &mdl->G.layer[l] : NULL, .MG = mdl->g ? &mdl->G : NULL,
+                     .lc = &lc->pos, .bw = &A->pos_bw, .q = lc->q, .kv = lc->kv};
+}
+
+static attn_args attn_base(const model_acts *A, const pos_seg *s, int l)
 {
     const model_config *c = &A->cfg;
-    const layer_tensors *L = &mdl->W.layer[l];
-    int tr = o->training, B = A->B, d = c->d_model, H = c->n_head, dh = c->d_head;
-    int hd = H * dh, di = c->d_inner, m = mem->m, klen = m + Lq, M = mem->M;
-    size_t BL = (size_t)B * Lq, n = BL * d;
-    float p = tr ? c->dropout : 0.0f;
-    layer_cache *lc = tr ? &A->lc[l] : &A->lc[0];
-    const float *x = A->hs + (size_t)l * n;
-    float *out = A->hs + (size_t)(l + 1) * n;
-    const float *ml = mem_layer(mem, l);
+    return (attn_args){.B = s->B, .H = c->n_head, .dh = c->d_head, .Lq = s->Lq, .m = s->m,
+                       .scale = (float)(1.0 / sqrt((double)c->d_head)),
+                       .dropatt = s->training ? c->dropatt : 0.0f,
+                       .drop_key = pos_site_key(s->drop_key, l, SITE_DROPATT),
+                       .b_offset = s->b_offset, .threads = A->threads,
+                       .row_block = A->attn_row_block};
+}
 
+void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, int rows,
+                        const float *x, const float *vec, float *out, const layer_tail_bufs *t,
+                        float p, uint64_t key, size_t base_row)
+{
+    int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
+    size_t n = (size_t)rows * d;
+    /* output projection, dropout, residual (+ LN when post) */
+    linear_forward(t->tmp, vec, L->o_w, NULL, rows, d, hd, 0);
+    dropout_add(t->h1, x, t->tmp, n, p, pos_site_key(key, l, SITE_ATTN_OUT), base_row * d);
+    const float *ffin = t->h1;
+    if (!c->pre_lnorm) {
+        layernorm_forward(t->h1, t->ln1_xhat, t->ln1_rstd, t->h1, L->attn_ln_w, L->attn_ln_b,
+                          rows, d);
+    } else {
+        layernorm_forward(t->ffin, t->ln1_xhat, t->ln1_rstd, t->h1, L->ff_ln_w, L->ff_ln_b,
+                          rows, d);
+        ffin = t->ffin;
+    }
+    /* feed-forward: a = drop(relu(ffin W0^T + b0)), out = h1 + drop(a W3^T + b3) */
+    linear_forward(t->a, ffin, L->ff0_w, L->ff0_b, rows, di, d, 0);
+    dropout_relu(t->a, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
+                 base_row * di);
+    linear_forward(t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di, 0);
+    dropout_add(out, t->h1, t->tmp, n, p, pos_site_key(key, l, SITE_FF_OUT), base_row * d);
+    if (!c->pre_lnorm)
+        layernorm_forward(out, t->ln2_xhat, t->ln2_rstd, out, L->ff_ln_w, L->ff_ln_b, rows, d);
+}
+
+/* cat = [mem[l]; x], its LN (pre-LN), and the projections kv (all klen rows) and q (the
+ * segment rows). */
+static void layer_project(const model_config *c, const layer_tensors *L, layer_cache *lc,
+                          const float *x, const model_mem *mem, int l, int B, int Lq)
+{
+    int d = c->d_model, hd = c->n_head * c->d_head, m = mem->m, klen = m + Lq, M = mem->M;
+    const float *ml = mem_layer(mem, l);
 #pragma omp parallel for schedule(static) if ((size_t)B * klen * d > 65536)
     for (int b = 0; b < B; b++) {
         memcpy(lc->cat + (size_t)b * klen * d, ml + (size_t)b * M * d, (size_t)m * d * sizeof(float));
         memcpy(lc->cat + ((size_t)b * klen + m) * d, x + (size_t)b * Lq * d, (size_t)Lq * d * sizeof(float));
     }
-    const float *X = lc->cat;
+    const float *X = lc->cat, *Xq = x;
     if (c->pre_lnorm) {
         layernorm_forward(lc->catn, lc->ln0_xhat, lc->ln0_rstd, lc->cat, L->attn_ln_w,
                           L->attn_ln_b, B * klen, d);
         X = lc->catn;
-    }
-    /* queries come from the segment rows [m, klen) of each stream: x itself (post-LN) or a
-     * contiguous copy of those rows of LN(cat) (pre-LN), so q is one GEMM */
-    const float *Xq = x;
-    if (c->pre_lnorm) {
+        /* queries come from the segment rows [m, klen) of each stream: a contiguous copy of
+         * those rows of LN(cat), so q is one GEMM */
         for (int b = 0; b < B; b++)
             memcpy(lc->xq + (size_t)b * Lq * d, X + ((size_t)b * klen + m) * d,
                    (size_t)Lq * d * sizeof(float));
         Xq = lc->xq;
     }
     linear_forward(lc->kv, X, L->qkv_w + (size_t)hd * d, NULL, B * klen, 2 * hd, d, 0);
-    linear_forward(lc->q, Xq, L->qkv_w, NULL, (int)BL, hd, d, 0);
+    linear_forward(lc->q, Xq, L->qkv_w, NULL, B * Lq, hd, d, 0);
+}
 
-    attn_args aa = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
-                    .scale = (float)(1.0 / sqrt((double)dh)),
-                    .dropatt = tr ? c->dropatt : 0.0f,
-                    .drop_key = site_key(o->drop_key, l, SITE_DROPATT), .b_offset = A->b_offset,
-                    .threads = A->threads, .row_block = A->attn_row_block};
-    switch (c->pos) {
-    case POS_XL:
-        linear_forward(lc->rk, A->R, L->r_w, NULL, klen, hd, d, 0);
-        aa.rk = lc->rk;
-        aa.u = L->r_w_bias;
-        aa.v = L->r_r_bias;
-        break;
-    case POS_MLP:
-        mlp_bias_forward(lc->bias, lc->mlp_pre, lc->mlp_act, A->attn_scratch, L->mlp0_w,
-                         L->mlp0_b, L->mlp2_w, L->mlp2_b, H, c->mlp_hidden, c->mlp_num_freqs,
-                         c->mlp_max_dist, klen);
-        aa.dist_bias = lc->bias;
-        break;
-    case POS_ALIBI:
-        alibi_bias(lc->bias, H, klen);
-        aa.dist_bias = lc->bias;
-        break;
-    case POS_ROPE:
-        for (int b = 0; b < B; b++) {
-            rope_apply(lc->q + (size_t)b * Lq * hd, Lq, hd, H, dh, m, A->rope_cos, A->rope_sin, 0);
-            rope_apply(lc->kv + (size_t)b * klen * 2 * hd, klen, 2 * hd, H, dh, 0, A->rope_cos,
-                       A->rope_sin, 0);
-        }
-        break;
-    case POS_ABSOLUTE:
-    case POS_NONE:
-        break;
-    }
+static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_seg *s, int l,
+                          const fwd_opts *o)
+{
+    const model_config *c = &A->cfg;
+    const layer_tensors *L = &mdl->W.layer[l];
+    int tr = o->training, B = A->B, Lq = s->Lq, klen = mem->m + Lq;
+    size_t n = (size_t)B * Lq * c->d_model;
+    layer_cache *lc = tr ? &A->lc[l] : &A->lc[0];
+    const float *x = A->hs + (size_t)l * n;
+
+    layer_project(c, L, lc, x, mem, l, B, Lq);
+    pos_ctx pc = layer_ctx(mdl, A, s, l, lc);
+    if (A->pos->layer_forward)
+        A->pos->layer_forward(&pc);
+    attn_args aa = attn_base(A, s, l);
+    if (A->pos->attn_args)
+        A->pos->attn_args(&pc, &aa);
     if (o->stats)
         attn_term_stats(o->stats[l].acc, &o->stats[l].count, lc->q, lc->kv, &aa);
     attn_forward(tr ? lc->prob : NULL, lc->vec, lc->q, lc->kv, &aa, A->attn_scratch);
 
-    /* output projection, dropout, residual (+ LN when post) */
-    linear_forward(A->tmp, lc->vec, L->o_w, NULL, (int)BL, d, hd, 0);
-    dropout_add(lc->h1, x, A->tmp, n, p, site_key(o->drop_key, l, SITE_ATTN_OUT),
-                A->b_offset * (n / B));
-    const float *ffin = lc->h1;
-    if (!c->pre_lnorm) {
-        layernorm_forward(lc->h1, lc->ln1_xhat, lc->ln1_rstd, lc->h1, L->attn_ln_w, L->attn_ln_b,
-                          (int)BL, d);
-    } else {
-        layernorm_forward(lc->ffin, lc->ln1_xhat, lc->ln1_rstd, lc->h1, L->ff_ln_w, L->ff_ln_b,
-                          (int)BL, d);
-        ffin = lc->ffin;
-    }
-
-    /* feed-forward */
-    linear_forward(lc->a, ffin, L->ff0_w, L->ff0_b, (int)BL, di, d, 0);
-    ff_act_forward(lc->a, lc->a, BL * di, p, site_key(o->drop_key, l, SITE_FF_ACT),
-                   A->b_offset * ((size_t)Lq * di));
-    linear_forward(A->tmp, lc->a, L->ff3_w, L->ff3_b, (int)BL, d, di, 0);
-    dropout_add(out, lc->h1, A->tmp, n, p, site_key(o->drop_key, l, SITE_FF_OUT),
-                A->b_offset * (n / B));
-    if (!c->pre_lnorm)
-        layernorm_forward(out, lc->ln2_xhat, lc->ln2_rstd, out, L->ff_ln_w, L->ff_ln_b, (int)BL,
-                          d);
-
+    layer_tail_bufs tb = {lc->h1, lc->ffin, lc->a, A->tmp,
+                          lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd};
+    layer_tail_forward(c, L, l, B * Lq, x, lc->vec, A->hs + (size_t)(l + 1) * n, &tb, s->dropout,
+                       o->drop_key, A->b_offset * (size_t)Lq);
     if (!tr) /* inference shares one cache: advance this layer's memory now */
         copy_mem_rows(mem, l, lc->cat, klen);
+}
+
+void model_embed(const model *mdl, const pos_ops *ops, pos_acts *pa, float *h,
+                 const uint8_t *tok, int B, int Lq, int m, long pos_offset)
+{
+    const model_config *c = &mdl->cfg;
+    embedding_forward(h, mdl->W.word_emb, tok, B * Lq, c->d_model, sqrtf((float)c->d_model));
+    if (ops->embed) {
+        pos_seg s = {.c = c, .B = B, .Lq = Lq, .m = m, .pos_offset = pos_offset, .acts = pa};
+        ops->embed(&s, h);
+    }
 }
 
 double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x,
@@ -518,31 +526,24 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x
     assert(A->training || !o->training);
     assert(Lq >= 1 && Lq <= A->Lq_max && m <= A->M && mem->B == B);
     size_t BL = (size_t)B * Lq, n = BL * d;
-    float p = o->training ? c->dropout : 0.0f;
+    pos_seg s = segment_of(A, Lq, m, o);
 
     float *h0 = A->hs;
-    embedding_forward(h0, mdl->W.word_emb, x, (int)BL, d, sqrtf((float)d));
-    if (c->pos == POS_ABSOLUTE) { /* segment positions 0..Lq-1, restarting every segment */
-        pos_sinusoid(A->R, Lq, d, 0, 1, 0);
-        for (int b = 0; b < B; b++)
-            for (size_t i = 0; i < (size_t)Lq * d; i++)
-                h0[(size_t)b * Lq * d + i] += A->R[i];
-    }
-    dropout_forward(h0, h0, n, p, site_key(o->drop_key, -1, SITE_EMB), A->b_offset * (n / B));
-    if (c->pos == POS_XL) {
-        pos_sinusoid(A->R, klen, d, klen - 1, -1, c->clamp_len);
-        dropout_forward(A->R, A->R, (size_t)klen * d, p, site_key(o->drop_key, -1, SITE_R), 0);
-    }
-
-    for (int l = 0; l < N; l++)
-        layer_forward(mdl, A, mem, l, Lq, o);
-
-    dropout_forward(A->hfin, A->hs + (size_t)N * n, n, p, site_key(o->drop_key, -1, SITE_FINAL),
+    model_embed(mdl, A->pos, &A->pos_acts, h0, x, B, Lq, m, o->pos_offset);
+    dropout_forward(h0, h0, n, s.dropout, pos_site_key(o->drop_key, -1, SITE_EMB),
                     A->b_offset * (n / B));
+    if (A->pos->segment)
+        A->pos->segment(&s);
+    for (int l = 0; l < N; l++)
+        layer_forward(mdl, A, mem, &s, l, o);
+
+    dropout_forward(A->hfin, A->hs + (size_t)N * n, n, s.dropout,
+                    pos_site_key(o->drop_key, -1, SITE_FINAL), A->b_offset * (n / B));
     double loss = xent_forward(A->logits, A->lse, A->row_loss, A->hfin, mdl->W.word_emb,
                                mdl->W.out_bias, y, (int)BL, d, c->vocab);
     A->cur_Lq = Lq;
     A->cur_m = m;
+    A->cur_pos_offset = o->pos_offset;
     A->cur_key = o->drop_key;
     A->cur_x = x;
     A->cur_y = y;
@@ -574,19 +575,19 @@ static void qkv_dx(float *d_in, float *dWq, const float *d_q, const float *d_kv,
              2 * hd, 0, 0, 1.0f, 1.0f, 2 * hd, d, d);
 }
 
-/* d_out: gradient w.r.t. this layer's output [B,Lq,d]; writes d_in (w.r.t. its input). */
-static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out, float *d_in)
+/* Backward of layer_tail_forward: d_out (w.r.t. the layer's output) -> A->d_vec (w.r.t. the
+ * attention output) and d_in = d(x) through the residual branch (overwritten). */
+static void layer_tail_backward(model *mdl, model_acts *A, int l, const float *d_out,
+                                float *d_in)
 {
     const model_config *c = &A->cfg;
     const layer_tensors *L = &mdl->W.layer[l];
     const layer_tensors *G = &mdl->G.layer[l];
-    int B = A->B, d = c->d_model, H = c->n_head, dh = c->d_head, hd = H * dh, di = c->d_inner;
-    int Lq = A->cur_Lq, m = A->cur_m, klen = m + Lq;
+    int B = A->B, d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner, Lq = A->cur_Lq;
     size_t BL = (size_t)B * Lq, n = BL * d;
     float p = c->dropout;
     uint64_t key = A->cur_key;
     layer_cache *lc = &A->lc[l];
-    const float *x = A->hs + (size_t)l * n;
     float *d_r2 = A->d_tmp, *d_h1 = A->d_h1;
 
     /* out = LN_ff(h1 + z2) (post) or h1 + z2 (pre) */
@@ -596,10 +597,10 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
     }
     /* d_h1 = d(h1 + z2) (the residual branch); d_r2 = its masked copy (the ff branch) */
     dropout_backward_copy(d_r2, d_h1, c->pre_lnorm ? d_out : d_r2, n, p,
-                          site_key(key, l, SITE_FF_OUT), A->b_offset * (n / B));
+                          pos_site_key(key, l, SITE_FF_OUT), A->b_offset * (n / B));
     /* z2 = a @ W3^T + b3; a = drop(relu(z1)); z1 = ffin @ W0^T + b0 */
     linear_backward(A->d_a, G->ff3_w, G->ff3_b, d_r2, lc->a, L->ff3_w, (int)BL, d, di, 0);
-    ff_act_backward(A->d_a, A->d_a, lc->a, BL * di, p);
+    dropout_relu_backward(A->d_a, A->d_a, lc->a, BL * di, p);
     const float *ffin = c->pre_lnorm ? lc->ffin : lc->h1;
     if (!c->pre_lnorm) {
         /* ffin is h1 itself: its gradient adds straight onto the residual branch's */
@@ -613,79 +614,27 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
                            L->ff_ln_w, (int)BL, d, 1);
     }
     /* residual to x, then through the dropout and the output projection */
-    dropout_backward_copy(d_h1, d_in, d_h1, n, p, site_key(key, l, SITE_ATTN_OUT),
+    dropout_backward_copy(d_h1, d_in, d_h1, n, p, pos_site_key(key, l, SITE_ATTN_OUT),
                           A->b_offset * (n / B)); /* d_in = d_h1 before the mask */
     linear_backward(A->d_vec, G->o_w, NULL, d_h1, lc->vec, L->o_w, (int)BL, d, hd, 0);
+}
 
-    attn_args aa = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
-                    .scale = (float)(1.0 / sqrt((double)dh)),
-                    .dropatt = c->dropatt,
-                    .drop_key = site_key(key, l, SITE_DROPATT), .b_offset = A->b_offset,
-                    .threads = A->threads, .row_block = A->attn_row_block};
-    float *du = NULL, *dv = NULL;
-    if (c->pos == POS_XL) {
-        aa.rk = lc->rk;
-        aa.u = L->r_w_bias;
-        aa.v = L->r_r_bias;
-        du = G->r_w_bias;
-        dv = G->r_r_bias;
-        memset(A->d_rk, 0, (size_t)klen * hd * sizeof(float));
-    } else if (c->pos == POS_MLP || c->pos == POS_ALIBI) {
-        aa.dist_bias = lc->bias;
-    }
-    if (c->pos == POS_MLP)
-        memset(A->d_bias, 0, (size_t)H * klen * sizeof(float));
-    attn_backward(A->d_q, A->d_kv, A->d_rk, du, dv, c->pos == POS_MLP ? A->d_bias : NULL,
-                  A->d_vec, lc->prob, lc->q, lc->kv, &aa, A->attn_scratch);
-
-    switch (c->pos) {
-    case POS_XL: /* rk = R @ Wr^T; R is a constant */
-        gemm(G->r_w, A->d_rk, A->R, hd, d, klen, 1, 0, 1.0f, 1.0f, hd, d, d);
-        break;
-    case POS_MLP:
-        mlp_bias_backward(G->mlp0_w, G->mlp0_b, G->mlp2_w, G->mlp2_b, A->d_bias, lc->mlp_pre,
-                          lc->mlp_act, L->mlp2_w, A->d_mlp, A->attn_scratch,
-                          A->attn_scratch + (size_t)klen * H, H, c->mlp_hidden,
-                          c->mlp_num_freqs, c->mlp_max_dist, klen);
-        break;
-    case POS_ROPE: /* gradients w.r.t. the rotated q, k -> w.r.t. the projections */
-        for (int b = 0; b < B; b++) {
-            rope_apply(A->d_q + (size_t)b * Lq * hd, Lq, hd, H, dh, m, A->rope_cos, A->rope_sin, 1);
-            rope_apply(A->d_kv + (size_t)b * klen * 2 * hd, klen, 2 * hd, H, dh, 0, A->rope_cos,
-                       A->rope_sin, 1);
-        }
-        break;
-    default:
-        break;
-    }
-
-    /* projections: kv from all klen rows of X, q from the segment rows */
-    const float *X = c->pre_lnorm ? lc->catn : lc->cat;
-    const float *Wkv = L->qkv_w + (size_t)hd * d;
-    if (!c->pre_lnorm) {
-        /* the memory is a constant: only the segment rows of d(cat) are needed, so
-         * d(x) += d(q) Wq + d(kv)[segment rows] Wkv, and dWkv still sums over all rows */
-        /* two threads and m = Lq: two halves of equal FLOPs side by side, dWkv over all
-         * rows on one, dx (q and kv parts) and dWq on the other, each product whole on its
-         * thread (nothing packed twice, the 1-thread result); otherwise one after the other */
-#pragma omp parallel sections num_threads(2) if (par_threads() == 2 && m == Lq)
-        {
-#pragma omp section
-            linear_backward(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X, Wkv, B * klen,
-                            2 * hd, d, 0);
-#pragma omp section
-            qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, x, L->qkv_w, B, Lq, m, d, hd);
-        }
-        return;
-    }
-    linear_backward(A->d_cat, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, X, Wkv, B * klen,
-                    2 * hd, d, 0);
+/* Pre-LN: d(cat) from d(kv) and d(q), through LN_attn; the memory rows give the LN
+ * parameters gradients only, the segment rows add onto d_in. */
+static void qkv_backward_pre(model *mdl, model_acts *A, int l, float *d_in)
+{
+    const model_config *c = &A->cfg;
+    const layer_tensors *L = &mdl->W.layer[l];
+    const layer_tensors *G = &mdl->G.layer[l];
+    int B = A->B, d = c->d_model, hd = c->n_head * c->d_head;
+    int Lq = A->cur_Lq, m = A->cur_m, klen = m + Lq;
+    layer_cache *lc = &A->lc[l];
+    linear_backward(A->d_cat, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, lc->catn,
+                    L->qkv_w + (size_t)hd * d, B * klen, 2 * hd, d, 0);
     /* d(LN(cat) segment rows) = d(q) Wq, parked in d_tmp (free by now) */
-    linear_backward(A->d_tmp, G->qkv_w, NULL, A->d_q, lc->xq, L->qkv_w, (int)BL, hd, d, 0);
+    linear_backward(A->d_tmp, G->qkv_w, NULL, A->d_q, lc->xq, L->qkv_w, B * Lq, hd, d, 0);
     for (int b = 0; b < B; b++) {
         float *dcb = A->d_cat + (size_t)b * klen * d;
-        float *dib = d_in + (size_t)b * Lq * d;
-        /* memory rows: LN parameter grads only, no dx */
         size_t r0 = (size_t)b * klen;
         const float *dq_rows = A->d_tmp + (size_t)b * Lq * d;
         float *seg = dcb + (size_t)m * d;
@@ -693,9 +642,56 @@ static void layer_backward(model *mdl, model_acts *A, int l, const float *d_out,
             seg[i] += dq_rows[i];
         layernorm_backward(NULL, G->attn_ln_w, G->attn_ln_b, dcb, lc->ln0_xhat + r0 * d,
                            lc->ln0_rstd + r0, L->attn_ln_w, m, d, 0);
-        layernorm_backward(dib, G->attn_ln_w, G->attn_ln_b, dcb + (size_t)m * d,
-                           lc->ln0_xhat + (r0 + m) * d, lc->ln0_rstd + r0 + m, L->attn_ln_w,
-                           Lq, d, 1);
+        layernorm_backward(d_in + (size_t)b * Lq * d, G->attn_ln_w, G->attn_ln_b,
+                           dcb + (size_t)m * d, lc->ln0_xhat + (r0 + m) * d,
+                           lc->ln0_rstd + r0 + m, L->attn_ln_w, Lq, d, 1);
+    }
+}
+
+/* d_out: gradient w.r.t. this layer's output [B,Lq,d]; writes d_in (w.r.t. its input). */
+static void layer_backward(model *mdl, model_acts *A, const pos_seg *s, int l,
+                           const float *d_out, float *d_in)
+{
+    const model_config *c = &A->cfg;
+    const layer_tensors *L = &mdl->W.layer[l];
+    const layer_tensors *G = &mdl->G.layer[l];
+    int B = A->B, d = c->d_model, hd = c->n_head * c->d_head;
+    int Lq = A->cur_Lq, m = A->cur_m, klen = m + Lq;
+    layer_cache *lc = &A->lc[l];
+    const float *x = A->hs + (size_t)l * B * Lq * d;
+
+    layer_tail_backward(mdl, A, l, d_out, d_in);
+
+    pos_ctx pc = layer_ctx(mdl, A, s, l, lc);
+    attn_args aa = attn_base(A, s, l);
+    attn_grads ag = {0};
+    if (A->pos->attn_args)
+        A->pos->attn_args(&pc, &aa);
+    if (A->pos->grad_args)
+        A->pos->grad_args(&pc, &ag);
+    attn_backward(A->d_q, A->d_kv, ag.drk, ag.du, ag.dv, ag.d_bias, A->d_vec, lc->prob, lc->q,
+                  lc->kv, &aa, A->attn_scratch);
+    if (A->pos->layer_backward)
+        A->pos->layer_backward(&pc, A->d_q, A->d_kv);
+
+    if (c->pre_lnorm) {
+        qkv_backward_pre(mdl, A, l, d_in);
+        return;
+    }
+    /* post-LN: kv from all klen rows of cat, q from the segment rows x. The memory is a
+     * constant: only the segment rows of d(cat) are needed, so d(x) += d(q) Wq +
+     * d(kv)[segment rows] Wkv, and dWkv still sums over all rows. Two threads and m = Lq:
+     * two halves of equal FLOPs side by side, dWkv over all rows on one, dx (q and kv
+     * parts) and dWq on the other, each product whole on its thread (nothing packed twice,
+     * the 1-thread result); otherwise one after the other */
+    const float *Wkv = L->qkv_w + (size_t)hd * d;
+#pragma omp parallel sections num_threads(2) if (par_threads() == 2 && m == Lq)
+    {
+#pragma omp section
+        linear_backward(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, lc->cat, Wkv, B * klen,
+                        2 * hd, d, 0);
+#pragma omp section
+        qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, x, L->qkv_w, B, Lq, m, d, hd);
     }
 }
 
@@ -707,18 +703,21 @@ void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale)
     size_t BL = (size_t)B * Lq, n = BL * d;
     float p = c->dropout;
     uint64_t key = A->cur_key;
+    fwd_opts o = {.training = 1, .drop_key = key, .pos_offset = A->cur_pos_offset};
+    pos_seg s = segment_of(A, Lq, A->cur_m, &o);
 
     xent_backward(A->d_out, mdl->G.word_emb, mdl->G.out_bias, A->logits, A->lse, A->hfin,
                   mdl->W.word_emb, A->cur_y, (int)BL, d, c->vocab, loss_scale);
-    dropout_backward(A->d_out, A->d_out, n, p, site_key(key, -1, SITE_FINAL), A->b_offset * (n / B));
+    dropout_backward(A->d_out, A->d_out, n, p, pos_site_key(key, -1, SITE_FINAL),
+                     A->b_offset * (n / B));
     float *dout = A->d_out, *din = A->d_in;
     for (int l = N - 1; l >= 0; l--) {
-        layer_backward(mdl, A, l, dout, din);
+        layer_backward(mdl, A, &s, l, dout, din);
         float *t = dout;
         dout = din;
         din = t;
     }
     /* dout = gradient w.r.t. hs[0] = drop(E[x] sqrt(d) (+ P)) */
-    dropout_backward(dout, dout, n, p, site_key(key, -1, SITE_EMB), A->b_offset * (n / B));
+    dropout_backward(dout, dout, n, p, pos_site_key(key, -1, SITE_EMB), A->b_offset * (n / B));
     embedding_backward(mdl->G.word_emb, dout, A->cur_x, (int)BL, d, sqrtf((float)d));
 }

@@ -19,21 +19,21 @@
 
 #include "../common/err.h"
 #include "model_config.h"
+#include "pos.h"
 
-typedef struct {
-    float *qkv_w, *r_w, *o_w, *attn_ln_w, *attn_ln_b;
-    float *r_w_bias, *r_r_bias; /* this layer's u, v (views of the shared ones unless untie_r) */
-    float *mlp0_w, *mlp0_b, *mlp2_w, *mlp2_b;
+/* Named views of one layer's tensors (every member a float *: the table fills them by
+ * index). pos[] are the positional scheme's, in the order its params hook added them. */
+struct layer_tensors {
+    float *qkv_w, *o_w, *attn_ln_w, *attn_ln_b;
     float *ff0_w, *ff0_b, *ff3_w, *ff3_b, *ff_ln_w, *ff_ln_b;
-} layer_tensors;
+    float *pos[POS_SLOTS];
+};
 
-typedef struct {
+struct model_tensors {
     float *word_emb, *out_bias;
-    float *r_w_bias, *r_r_bias; /* shared u, v (xl without untie_r), else NULL */
+    float *pos[POS_SLOTS];      /* the scheme's model-wide tensors */
     layer_tensors *layer;       /* [n_layer] */
-} model_tensors;
-
-typedef enum { INIT_NORMAL, INIT_ZERO, INIT_ONE } param_init;
+};
 
 typedef struct {
     char name[64];
@@ -42,6 +42,9 @@ typedef struct {
     size_t offset; /* in floats, into the flat arrays */
     size_t numel;
     param_init init;
+    int layer;     /* -1: model-wide */
+    int field;     /* index of its view among the float * of model_tensors (layer -1) or
+                      layer_tensors */
 } param_entry;
 
 typedef struct {
@@ -87,16 +90,15 @@ typedef struct {
     float *cat;              /* [B, klen, d]: [mem; layer input] */
     float *catn, *ln0_xhat, *ln0_rstd;   /* pre_lnorm: LN(cat) and its cache */
     float *xq;               /* pre_lnorm: the segment rows of catn, contiguous [B,Lq,d] */
-    float *q, *kv, *rk;      /* [B,Lq,H*dh], [B,klen,2*H*dh], [klen,H*dh] */
+    float *q, *kv;           /* [B,Lq,H*dh], [B,klen,2*H*dh] */
     float *prob;             /* [B,H,Lq,klen] (training only) */
-    float *bias;             /* [H, klen]: mlp / alibi distance bias */
-    float *mlp_pre, *mlp_act;/* [klen, hidden]: mlp bias MLP pre-activation and GELU */
     float *vec;              /* [B,Lq,H*dh] */
     float *h1;               /* [B,Lq,d]: after attention + residual (+ LN when post) */
     float *ln1_xhat, *ln1_rstd;
     float *ffin;             /* pre_lnorm: LN(h1) [B,Lq,d] */
     float *a;                /* [B,Lq,di]: dropout(relu(ff.0)) */
     float *ln2_xhat, *ln2_rstd;
+    pos_layer pos;           /* the positional scheme's buffers of this layer */
 } layer_cache;
 
 typedef struct {
@@ -108,20 +110,21 @@ typedef struct {
                                 drawn by global stream, so N ranks x B/N streams draw what one
                                 process with B streams draws) */
     model_config cfg;
+    const pos_ops *pos;      /* the positional scheme */
     layer_cache *lc;         /* [n_layer] when training, else one shared cache */
     float *hs;               /* [N+1][B,Lq,d]: hs[l] is layer l's input, hs[N] the top */
     float *hfin;             /* [B,Lq,d]: top after the final dropout */
     float *logits, *lse;     /* [B*Lq, V], [B*Lq] */
     float *row_loss;         /* [B*Lq]: loss of each position (nats) */
-    float *R;                /* [klen_max, d] xl sinusoids (after dropout) */
-    float *rope_cos, *rope_sin; /* [klen_max, dh/2] rope tables */
     float *tmp;              /* [B,Lq,d] scratch */
     float *attn_scratch;
+    pos_acts pos_acts;       /* the scheme's model-wide buffers */
+    pos_layer pos_bw;        /* the scheme's backward scratch */
     /* backward scratch */
-    float *d_out, *d_in, *d_h1, *d_tmp, *d_a, *d_vec, *d_q, *d_kv, *d_cat, *d_rk, *d_bias;
-    float *d_mlp;            /* [klen, hidden] */
+    float *d_out, *d_in, *d_h1, *d_tmp, *d_a, *d_vec, *d_q, *d_kv, *d_cat;
     /* the segment the caches describe */
     int cur_Lq, cur_m;
+    long cur_pos_offset;
     uint64_t cur_key;
     const uint8_t *cur_x, *cur_y;
     float *arena_base;       /* the one allocation every pointer above points into */
@@ -144,6 +147,7 @@ typedef struct {
     int training;      /* dropout on, caches kept for model_backward */
     uint64_t drop_key; /* counter-based dropout key of this step (training) */
     term_stats *stats; /* [n_layer] diagnostics, or NULL (inference only) */
+    long pos_offset;   /* added to every absolute position a scheme uses (0: as trained) */
 } fwd_opts;
 
 /* Forward of one segment x [B, Lq] (Lq <= A->Lq_max) with memory mem (mem->m rows).
@@ -156,5 +160,27 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x
 void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale);
 /* new mem[l] = last M rows of [mem[l]; input of layer l] (after a training forward). */
 void model_mem_update(model_acts *A, model_mem *mem);
+
+/* The parts of a layer that decoding (decode.c) shares with model_forward. */
+
+/* Buffers of the layer tail; the LN caches may be NULL (inference). */
+typedef struct {
+    float *h1, *ffin, *a, *tmp;
+    float *ln1_xhat, *ln1_rstd, *ln2_xhat, *ln2_rstd;
+} layer_tail_bufs;
+
+/* Everything of layer l after the attention, for rows = B*Lq rows of B streams:
+ *   post: h1 = LN_attn(x + drop(vec @ Wo^T));  out = LN_ff(h1 + drop(FF(h1)))
+ *   pre:  h1 = x + drop(vec @ Wo^T);           out = h1 + drop(FF(LN_ff(h1)))
+ * p is the dropout probability (0 in inference), key the segment's dropout key, base_row
+ * the global index of the first row (b_offset * Lq) so a slice draws the whole's masks. */
+void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, int rows,
+                        const float *x, const float *vec, float *out, const layer_tail_bufs *t,
+                        float p, uint64_t key, size_t base_row);
+
+/* h [rows, d] = E[tok] sqrt(d), then the scheme's absolute positions (absolute: segment
+ * positions 0..Lq-1 of each of B streams, plus pos_offset). */
+void model_embed(const model *mdl, const pos_ops *ops, pos_acts *pa, float *h,
+                 const uint8_t *tok, int B, int Lq, int m, long pos_offset);
 
 #endif

@@ -3,7 +3,22 @@
 #ifndef TXL_MODEL_CONFIG_H
 #define TXL_MODEL_CONFIG_H
 
-typedef enum { POS_XL, POS_MLP, POS_ROPE, POS_ALIBI, POS_ABSOLUTE, POS_NONE } pos_scheme;
+/* The positional schemes, one line each: X(ENUM SUFFIX, name). The name is what configs and
+ * checkpoints say, and pos_<name> (model/pos_<name>.c) is the scheme's pos_ops (pos.h). */
+#define POS_SCHEMES(X)                                                                         \
+    X(XL, xl)                                                                                  \
+    X(MLP, mlp)                                                                                \
+    X(ROPE, rope)                                                                              \
+    X(ALIBI, alibi)                                                                            \
+    X(ABSOLUTE, absolute)                                                                      \
+    X(NONE, none)
+
+typedef enum {
+#define POS_ENUM(u, l) POS_##u,
+    POS_SCHEMES(POS_ENUM)
+#undef POS_ENUM
+    POS_COUNT
+} pos_scheme;
 
 /* Name used in configs and checkpoints ("xl", "mlp", ...); NULL for an invalid value. */
 const char *pos_scheme_name(pos_scheme p);

@@ -1,6 +1,7 @@
-/* posenc.h: the parts of the positional schemes (DESIGN.md §3) that live outside the
- * attention kernel: sinusoid tables (xl's R, absolute's P), rope rotation, alibi slopes and
- * the mlp scheme's distance-bias MLP. Angles are formed in double and rounded once. */
+/* posenc.h: the kernels of the positional schemes (doc/design.md), declared together so
+ * tests can check each against a double-precision twin. Each lives in its scheme's file
+ * (pos_rope.c, pos_alibi.c, pos_mlp.c); the sinusoid table that xl and absolute share is
+ * in posenc.c. Angles are formed in double and rounded once. */
 #ifndef TXL_POSENC_H
 #define TXL_POSENC_H
 
@@ -9,8 +10,9 @@
  * clamp_len > 0. xl: pos_first = klen-1, pos_step = -1. absolute: 0, +1. */
 void pos_sinusoid(float *out, int n, int d, int pos_first, int pos_step, int clamp_len);
 
-/* Rope tables for positions 0..n-1: cos/sin [n, dh/2] of pos * 10000^(-2t/dh). */
-void rope_tables(float *cosv, float *sinv, int n, int dh);
+/* Rope tables for positions pos_first..pos_first+n-1: cos/sin [n, dh/2] of
+ * pos * 10000^(-2t/dh). */
+void rope_tables(float *cosv, float *sinv, long pos_first, int n, int dh);
 /* Rotates `rows` rows of H heads in place: row r (stride ld floats) has position
  * pos_first + r; head h occupies columns h*dh .. h*dh+dh-1.
  * inverse = 0: [x1 cos - x2 sin, x2 cos + x1 sin] (forward);

@@ -1,6 +1,7 @@
 /* test_decode.c: cached one-token decoding (model/decode.c) computes what model_forward
  * computes for 1-token segments: same logits and same memory, for every positional scheme,
- * post- and pre-LN, through the phase where the memory fills and beyond (it then slides).
+ * post- and pre-LN, one stream and several, through the phase where the memory fills and
+ * beyond (it then slides, and the windows move back to the front every ~M tokens).
  * Tolerance 1e-5 norm-relative: the two paths sum the same terms in different orders. */
 #include <math.h>
 #include <stdio.h>
@@ -10,20 +11,21 @@
 #include "../model/model.h"
 #include "testlib.h"
 
-static void run_case(const char *label, pos_scheme pos, int pre, int M, int clamp)
+static void run_case(const char *label, pos_scheme pos, int pre, int M, int clamp, int B)
 {
     model_config c = {.n_layer = 2, .d_model = 16, .n_head = 2, .d_head = 8, .d_inner = 24,
                       .tgt_len = 5, .mem_len = M, .pre_lnorm = pre, .pos = pos,
                       .clamp_len = clamp, .mlp_num_freqs = 4, .mlp_max_dist = 64,
                       .mlp_hidden = 8, .vocab = 256};
+    enum { T = 40, P = 7, MAXB = 3 };
     model mdl;
     model_acts A;
     model_mem mem_a, mem_b;
     decode_state ds;
     txl_err e;
-    if (model_init(&mdl, &c, &e) || acts_init(&A, &c, 1, c.tgt_len, M, 0, &e) ||
-        mem_init(&mem_a, &c, 1, M, &e) || mem_init(&mem_b, &c, 1, M, &e) ||
-        decode_init(&ds, &mdl, M, &e)) {
+    if (model_init(&mdl, &c, &e) || acts_init(&A, &c, B, c.tgt_len, M, 0, &e) ||
+        mem_init(&mem_a, &c, B, M, &e) || mem_init(&mem_b, &c, B, M, &e) ||
+        decode_init(&ds, &mdl, B, M, &e)) {
         CHECK(0, "%s: setup: %s", label, e.msg);
         return;
     }
@@ -33,42 +35,52 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
         for (size_t k = 0; k < p->numel; k++)
             mdl.w[p->offset + k] = (p->init == INIT_ONE ? 1.0f : 0.0f) + tl_normal(&r, 0.3f);
     }
-    uint8_t prompt[7], toks[40];
-    for (int i = 0; i < 7; i++)
+    /* streams are rows: prompt [B, P], then T tokens per stream */
+    uint8_t prompt[MAXB * P], toks[T][MAXB];
+    for (int i = 0; i < B * P; i++)
         prompt[i] = (uint8_t)(tl_uniform(&r, 0.5f) * 100 + 100);
-    for (int i = 0; i < 40; i++)
-        toks[i] = (uint8_t)(tl_uniform(&r, 0.5f) * 100 + 100);
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++)
+            toks[t][b] = (uint8_t)(tl_uniform(&r, 0.5f) * 100 + 100);
     fwd_opts fo = {.training = 0};
     /* the prompt: segments of 5 and 2, through the ordinary forward, on both copies */
-    model_forward(&mdl, &A, &mem_a, prompt, NULL, 5, &fo);
-    model_forward(&mdl, &A, &mem_a, prompt + 5, NULL, 2, &fo);
-    memcpy(mem_b.buf, mem_a.buf, (size_t)c.n_layer * M * c.d_model * sizeof(float));
+    uint8_t seg[MAXB * 5];
+    for (int b = 0; b < B; b++)
+        memcpy(seg + b * 5, prompt + b * P, 5);
+    model_forward(&mdl, &A, &mem_a, seg, NULL, 5, &fo);
+    for (int b = 0; b < B; b++)
+        memcpy(seg + b * 2, prompt + b * P + 5, 2);
+    model_forward(&mdl, &A, &mem_a, seg, NULL, 2, &fo);
+    memcpy(mem_b.buf, mem_a.buf, (size_t)c.n_layer * B * M * c.d_model * sizeof(float));
     mem_b.m = mem_a.m;
-    decode_prime(&ds, &mdl, &mem_b, 7);
+    decode_prime(&ds, &mdl, &mem_b, P);
     double worst = 0, worst_mem = 0;
-    for (int t = 0; t < 40; t++) {
-        model_forward(&mdl, &A, &mem_a, &toks[t], NULL, 1, &fo);
-        decode_step(&ds, &mdl, &mem_b, toks[t]);
-        double ref[256];
-        for (int v = 0; v < 256; v++)
+    for (int t = 0; t < T; t++) {
+        model_forward(&mdl, &A, &mem_a, toks[t], NULL, 1, &fo);
+        decode_step(&ds, &mdl, toks[t]);
+        static double ref[MAXB * 256];
+        for (int v = 0; v < B * 256; v++)
             ref[v] = A.logits[v];
-        worst = fmax(worst, tl_max_rel_err(decode_logits(&ds), ref, 256, 1e-30));
+        worst = fmax(worst, tl_max_rel_err(decode_logits(&ds), ref, (size_t)B * 256, 1e-30));
+        decode_sync_mem(&ds, &mem_b);
         if (mem_a.m != mem_b.m) {
             CHECK(0, "%s: memory rows %d vs %d at token %d", label, mem_a.m, mem_b.m, t);
             break;
         }
-        for (int l = 0; l < c.n_layer; l++) {
-            size_t n = (size_t)mem_a.m * c.d_model;
-            static double refm[64 * 16];
-            for (size_t k = 0; k < n; k++)
-                refm[k] = mem_layer(&mem_a, l)[k];
-            if (n)
-                worst_mem = fmax(worst_mem, tl_max_rel_err(mem_layer(&mem_b, l), refm, n, 1e-30));
-        }
+        for (int l = 0; l < c.n_layer; l++)
+            for (int b = 0; b < B; b++) {
+                size_t n = (size_t)mem_a.m * c.d_model, off = (size_t)b * M * c.d_model;
+                static double refm[64 * 16];
+                for (size_t k = 0; k < n; k++)
+                    refm[k] = mem_layer(&mem_a, l)[off + k];
+                if (n)
+                    worst_mem = fmax(worst_mem,
+                                     tl_max_rel_err(mem_layer(&mem_b, l) + off, refm, n, 1e-30));
+            }
     }
     CHECK(worst < 1e-5 && worst_mem < 1e-5,
-          "%-14s cached decoding == 1-token forward over 40 tokens: logits %.2e, memory %.2e",
-          label, worst, worst_mem);
+          "%-14s B=%d cached decoding == 1-token forward over %d tokens: logits %.2e, memory %.2e",
+          label, B, T, worst, worst_mem);
     decode_free(&ds);
     mem_free(&mem_a);
     mem_free(&mem_b);
@@ -78,14 +90,16 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
 
 int main(void)
 {
-    run_case("xl", POS_XL, 0, 12, 0);
-    run_case("xl pre", POS_XL, 1, 12, 0);
-    run_case("xl clamp", POS_XL, 0, 12, 4);
-    run_case("xl nomem", POS_XL, 0, 0, 0);
-    run_case("mlp", POS_MLP, 0, 12, 0);
-    run_case("rope", POS_ROPE, 1, 12, 0);
-    run_case("alibi", POS_ALIBI, 0, 12, 0);
-    run_case("absolute", POS_ABSOLUTE, 0, 12, 0);
-    run_case("none", POS_NONE, 1, 12, 0);
+    for (int B = 1; B <= 3; B += 2) {
+        run_case("xl", POS_XL, 0, 12, 0, B);
+        run_case("xl pre", POS_XL, 1, 12, 0, B);
+        run_case("xl clamp", POS_XL, 0, 12, 4, B);
+        run_case("xl nomem", POS_XL, 0, 0, 0, B);
+        run_case("mlp", POS_MLP, 0, 12, 0, B);
+        run_case("rope", POS_ROPE, 1, 12, 0, B);
+        run_case("alibi", POS_ALIBI, 0, 12, 0, B);
+        run_case("absolute", POS_ABSOLUTE, 0, 12, 0, B);
+        run_case("none", POS_NONE, 1, 12, 0, B);
+    }
     return tl_done("test_decode");
 }

@@ -38,7 +38,6 @@
 #include "../model/attention.h"
 #include "../model/dropout.h"
 #include "../model/embedding.h"
-#include "../model/ff.h"
 #include "../model/gemm.h"
 #include "../model/layernorm.h"
 #include "../model/posenc.h"
@@ -754,7 +753,7 @@ typedef struct {
 static double ff_loss(void *q)
 {
     ff_ctx *c = q;
-    ff_act_forward(c->a, c->z, c->n, c->p, c->key, c->base);
+    dropout_relu(c->a, c->z, c->n, c->p, c->key, c->base);
     return dot_fd(c->a, c->g, c->n);
 }
 
@@ -767,25 +766,25 @@ static void test_ff(void)
     for (int k = 0; k < 2; k++) {
         float p = ps[k];
         char lbl[48];
-        snprintf(lbl, sizeof lbl, "ff_act p=%.2f", p);
+        snprintf(lbl, sizeof lbl, "dropout_relu p=%.2f", p);
         float *z = rand_f(n, 1.0f), *a = alloc_f(n), *g = rand_f(n, 1.0f), *ref = alloc_f(n);
         float *dz = nan_f(n);
         for (size_t i = 0; i < n; i++)
             ref[i] = z[i] > 0 ? z[i] : 0.0f;
         dropout_forward(ref, ref, n, p, 42, 1000);
-        ff_act_forward(a, z, n, p, 42, 1000);
+        dropout_relu(a, z, n, p, 42, 1000);
         CHECK(same_f(a, ref, n), "%s: forward equals dropout(relu(z)) with the same key/base", lbl);
         float *za = copy_f(z, n);
-        ff_act_forward(za, za, n, p, 42, 1000);
+        dropout_relu(za, za, n, p, 42, 1000);
         CHECK(same_f(za, a, n), "%s: forward in place (a aliasing z)", lbl);
         free(za);
-        ff_act_backward(dz, g, a, n, p);
+        dropout_relu_backward(dz, g, a, n, p);
         ff_ctx c = {z, a, g, n, p, 42, 1000};
         check_fd(lbl, "z (kinks skipped)", ff_loss, &c, z, dz, n, 1e-2, 1e-5, 1);
-        ff_act_forward(a, z, n, p, 42, 1000);
+        dropout_relu(a, z, n, p, 42, 1000);
         float *dz1 = copy_f(dz, n), *ga = copy_f(g, n);
-        ff_act_backward(dz, g, a, n, p);
-        ff_act_backward(ga, ga, a, n, p);
+        dropout_relu_backward(dz, g, a, n, p);
+        dropout_relu_backward(ga, ga, a, n, p);
         CHECK(same_f(dz, dz1, n) && same_f(ga, dz1, n), "%s: dz overwritten (NaN prefill "
               "ignored), also in place", lbl);
         free(z), free(a), free(g), free(ref), free(dz), free(dz1), free(ga);
@@ -1118,7 +1117,7 @@ static void test_rope(void)
     const int rows = 5, H = 2, dh = 6, ld = H * dh + 3, pf = 3, np = pf + rows + 6;
     const int half = dh / 2;
     float *cosv = alloc_f((size_t)np * half), *sinv = alloc_f((size_t)np * half);
-    rope_tables(cosv, sinv, np, dh);
+    rope_tables(cosv, sinv, 0, np, dh);
     double worst = 0;
     for (int p = 0; p < np; p++)
         for (int t = 0; t < half; t++) {
@@ -1615,8 +1614,8 @@ static void test_threads(void)
             par_set_threads(k ? 3 : 1);
             r[k][0] = alloc_f(n), r[k][1] = alloc_f(n), r[k][2] = alloc_f(n);
             dropout_forward(r[k][0], x, n, 0.2f, 9, 3);
-            ff_act_forward(r[k][1], x, n, 0.2f, 9, 3);
-            ff_act_backward(r[k][2], x + n, r[k][1], n, 0.2f);
+            dropout_relu(r[k][1], x, n, 0.2f, 9, 3);
+            dropout_relu_backward(r[k][2], x + n, r[k][1], n, 0.2f);
             r[k][3] = copy_f(x, na), r[k][4] = zeros_f(na), r[k][5] = zeros_f(na);
             r[k][6] = NULL;
             adam_step(r[k][3], x, r[k][4], r[k][5], na, 1, 1e-3, &hp);
@@ -1631,7 +1630,7 @@ static void test_threads(void)
             same &= same_f(r[0][j], r[1][j], na);
         /* grad_norm adds per-thread partial sums: equal up to double round-off */
         CHECK(same && fabs(norm[0] - norm[1]) <= 1e-13 * norm[0],
-              "threads: dropout, ff_act fwd/bwd (n=%zu), 2 AdamW steps (n=%zu) equal 1 thread "
+              "threads: dropout, dropout_relu fwd/bwd (n=%zu), 2 AdamW steps (n=%zu) equal 1 thread "
               "bitwise; grad_norm rel diff %.1e", n, na, fabs(norm[0] - norm[1]) / norm[0]);
         for (int k = 0; k < 2; k++)
             for (int j = 0; j < 6; j++)

@@ -107,10 +107,11 @@ static void run_small(model *mdl, const txl_config *cfg, const uint8_t *tok, siz
     model_forward(mdl, &A, &mem, x, y, Lq, &fo);
     model_forward(mdl, &A, &mem, x + 4, y + 4, Lq, &fo);
     decode_state ds;
-    if (decode_init(&ds, mdl, M, &e) == 0) {
+    if (decode_init(&ds, mdl, 1, M, &e) == 0) {
         decode_prime(&ds, mdl, &mem, 2L * Lq);
         for (int i = 0; i < 3; i++)
-            decode_step(&ds, mdl, &mem, x[i]);
+            decode_step(&ds, mdl, &x[i]);
+        decode_sync_mem(&ds, &mem);
         decode_free(&ds);
     }
     mem_free(&mem);

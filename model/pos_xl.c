@@ -1,0 +1,159 @@
+/* pos_xl.c: Transformer-XL's relative encoding (Dai et al. 2019, §3.3; doc/design.md).
+ *
+ *   s_ij = (q_i + u)·k_j + (q_i + v)·(W_r R_{i-j}),   each scaled by 1/sqrt(dh)
+ *
+ * R [klen, d] holds the sinusoids of the distances klen-1 .. 0 (clamped to clamp_len when
+ * clamp_len > 0), with dropout in training; rk = R W_r^T [klen, hd] per layer. The attention
+ * kernel reads rk along the diagonals (attention.h), so no (Lq, klen, dh) tensor exists.
+ * u, v [H, dh] are shared by the layers unless untie_r.
+ * Slots: model-wide pos[0] = u, pos[1] = v (shared); per layer pos[0] = W_r [hd, d], and
+ * pos[1] = u, pos[2] = v with untie_r. Buffers: acts R; layer rk; backward d_rk. */
+#include <string.h>
+
+#include "dropout.h"
+#include "gemm.h"
+#include "model.h"
+#include "posenc.h"
+
+enum { P_WR = 0, P_U_LAYER = 1, P_V_LAYER = 2, P_U = 0, P_V = 1 }; /* parameter views */
+enum { B_R = 0 };                                                  /* acts */
+enum { B_RK = 0 };                                                 /* layer */
+enum { B_DRK = 0 };                                                /* backward */
+
+static const char *const xl_terms[] = {"content", "content_position", "global_content_bias",
+                                       "global_position_bias", NULL};
+
+static int xl_params(param_table *t, const model_config *c, int layer)
+{
+    int H = c->n_head, dh = c->d_head, hd = H * dh;
+    int rc = 0;
+    if (layer < 0) {
+        if (!c->untie_r) {
+            rc |= param_add(t, H, dh, INIT_NORMAL, "r_w_bias");
+            rc |= param_add(t, H, dh, INIT_NORMAL, "r_r_bias");
+        }
+        return rc;
+    }
+    rc |= param_add(t, hd, c->d_model, INIT_NORMAL, "layers.%d.attn.r.weight", layer);
+    if (c->untie_r) {
+        rc |= param_add(t, H, dh, INIT_NORMAL, "layers.%d.attn.r_w_bias", layer);
+        rc |= param_add(t, H, dh, INIT_NORMAL, "layers.%d.attn.r_r_bias", layer);
+    }
+    return rc;
+}
+
+/* This layer's u and v (or their gradients). */
+static void xl_uv(const model_config *c, const layer_tensors *L, const model_tensors *M,
+                  float **u, float **v)
+{
+    *u = c->untie_r ? L->pos[P_U_LAYER] : M->pos[P_U];
+    *v = c->untie_r ? L->pos[P_V_LAYER] : M->pos[P_V];
+}
+
+static void xl_plan(const model_config *c, const pos_dims *d, pos_alloc *a, pos_acts *acts,
+                    pos_layer *bw)
+{
+    size_t klen = (size_t)d->Lq + d->M;
+    acts->buf[B_R] = a->take(a->arena, klen * c->d_model);
+    if (d->training)
+        bw->buf[B_DRK] = a->take(a->arena, klen * c->n_head * c->d_head);
+}
+
+static void xl_plan_layer(const model_config *c, const pos_dims *d, pos_alloc *a, pos_layer *lc)
+{
+    lc->buf[B_RK] = a->take(a->arena, ((size_t)d->Lq + d->M) * c->n_head * c->d_head);
+}
+
+static void xl_segment(const pos_seg *s)
+{
+    int klen = s->m + s->Lq, d = s->c->d_model;
+    float *R = s->acts->buf[B_R];
+    pos_sinusoid(R, klen, d, klen - 1, -1, s->c->clamp_len);
+    dropout_forward(R, R, (size_t)klen * d, s->dropout, pos_site_key(s->drop_key, -1, SITE_R), 0);
+}
+
+static void xl_layer_forward(pos_ctx *x)
+{
+    const model_config *c = x->s->c;
+    int klen = x->s->m + x->s->Lq;
+    linear_forward(x->lc->buf[B_RK], x->s->acts->buf[B_R], x->W->pos[P_WR], NULL, klen,
+                   c->n_head * c->d_head, c->d_model, 0);
+}
+
+static void xl_attn_args(const pos_ctx *x, attn_args *a)
+{
+    float *u, *v;
+    xl_uv(x->s->c, x->W, x->MW, &u, &v);
+    a->rk = x->lc->buf[B_RK];
+    a->u = u;
+    a->v = v;
+}
+
+static void xl_grad_args(pos_ctx *x, attn_grads *g)
+{
+    const model_config *c = x->s->c;
+    int klen = x->s->m + x->s->Lq;
+    g->drk = x->bw->buf[B_DRK];
+    memset(g->drk, 0, (size_t)klen * c->n_head * c->d_head * sizeof(float));
+    xl_uv(c, x->G, x->MG, &g->du, &g->dv);
+}
+
+static void xl_layer_backward(pos_ctx *x, float *d_q, float *d_kv)
+{
+    (void)d_q;
+    (void)d_kv;
+    const model_config *c = x->s->c;
+    int klen = x->s->m + x->s->Lq, hd = c->n_head * c->d_head, d = c->d_model;
+    /* rk = R W_r^T with R a constant: dW_r += d_rk^T R */
+    gemm(x->G->pos[P_WR], x->bw->buf[B_DRK], x->s->acts->buf[B_R], hd, d, klen, 1, 0, 1.0f,
+         1.0f, hd, d, d);
+}
+
+/* Decoding: rk for klen = M + 1 (distances M .. 0); a query with m memory rows reads its
+ * last m + 1 rows. */
+static size_t xl_decode_floats(const model_config *c, int M)
+{
+    return ((size_t)M + 1) * c->n_head * c->d_head;
+}
+
+static size_t xl_decode_scratch(const model_config *c, int M)
+{
+    return ((size_t)M + 1) * c->d_model;
+}
+
+static void xl_decode_tables(const model_config *c, const layer_tensors *W,
+                             const model_tensors *MW, int M, float *tables, float *scratch)
+{
+    (void)MW;
+    int K = M + 1;
+    pos_sinusoid(scratch, K, c->d_model, K - 1, -1, c->clamp_len);
+    linear_forward(tables, scratch, W->pos[P_WR], NULL, K, c->n_head * c->d_head, c->d_model, 0);
+}
+
+static void xl_decode_args(const model_config *c, const layer_tensors *W,
+                           const model_tensors *MW, int M, int m, const float *tables,
+                           attn_args *a)
+{
+    float *u, *v;
+    xl_uv(c, W, MW, &u, &v);
+    a->rk = tables + (size_t)(M - m) * c->n_head * c->d_head;
+    a->u = u;
+    a->v = v;
+}
+
+const pos_ops pos_xl = {
+    .name = "xl",
+    .term_names = xl_terms,
+    .params = xl_params,
+    .plan = xl_plan,
+    .plan_layer = xl_plan_layer,
+    .segment = xl_segment,
+    .layer_forward = xl_layer_forward,
+    .attn_args = xl_attn_args,
+    .grad_args = xl_grad_args,
+    .layer_backward = xl_layer_backward,
+    .decode_floats = xl_decode_floats,
+    .decode_scratch = xl_decode_scratch,
+    .decode_tables = xl_decode_tables,
+    .decode_args = xl_decode_args,
+};
