@@ -91,19 +91,6 @@ void dist_gather_f32(const float *in, size_t n, float *out)
     MPI_Gather(in, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
 }
 
-void dist_barrier(void)
-{
-    if (self.size > 1)
-        MPI_Barrier(MPI_COMM_WORLD);
-}
-
-_Noreturn void dist_abort(int code)
-{
-    if (self.size > 1)
-        MPI_Abort(MPI_COMM_WORLD, code);
-    exit(code);
-}
-
 #else /* single process */
 
 void dist_init(int *argc, char ***argv, dist_t *d)
@@ -122,7 +109,5 @@ void dist_gather_f32(const float *in, size_t n, float *out)
     for (size_t i = 0; out && i < n; i++)
         out[i] = in[i];
 }
-void dist_barrier(void) {}
-_Noreturn void dist_abort(int code) { exit(code); }
 
 #endif

@@ -29,9 +29,6 @@ int dist_max_int(int v);
 /* Gathers `n` floats from every rank into root's out[size * n] (rank order); non-roots may
  * pass out = NULL. */
 void dist_gather_f32(const float *in, size_t n, float *out);
-void dist_barrier(void);
-/* Ends every rank (after one of them failed): MPI_Abort, or exit without MPI. */
-_Noreturn void dist_abort(int code);
 /* Seconds spent inside dist_sum_* so far (communication time, for the logs). */
 double dist_comm_seconds(void);
 

@@ -45,10 +45,4 @@ static inline uint64_t rng_key(uint64_t parent, uint64_t label)
     return rng_mix64(parent ^ rng_mix64(label + 0x632be59bd9b4e019ULL));
 }
 
-/* Counter-based 32-bit draw for element `index` of stream `key`. */
-static inline uint32_t rng_hash32(uint64_t key, uint64_t index)
-{
-    return (uint32_t)(rng_mix64(key + index * 0x9e3779b97f4a7c15ULL) >> 32);
-}
-
 #endif
