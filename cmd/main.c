@@ -40,20 +40,21 @@ static int core_is(const char *core, const char *const *names)
 
 /* Debian's OpenBLAS (DYNAMIC_ARCH) does not recognise some recent CPUs and falls back to
  * its Prescott kernels, 5-8x slower. OpenBLAS reads OPENBLAS_CORETYPE only when it loads,
- * so when the detected core is weaker than what the CPU supports, txl sets the variable and
- * re-executes itself once. A user's own OPENBLAS_CORETYPE is always respected. The choice
- * is reported by `txl info --system` and in the training log (TXL_BLAS_DETECTED). */
-static void ensure_blas_core(char **argv)
+ * so when the detected core is weaker than what the CPU supports, txl sets the variable
+ * (and re-executes itself, below). A user's own OPENBLAS_CORETYPE is always respected. The
+ * choice is reported by `txl info --system` and in the training log (TXL_BLAS_DETECTED).
+ * Returns 1 when it set the variable. */
+static int want_blas_core(void)
 {
     if (getenv("OPENBLAS_CORETYPE") || getenv("TXL_BLAS_DETECTED"))
-        return;
+        return 0;
     /* TXL_TEST_BLAS_DETECTED pretends OpenBLAS detected that core: tests/e2e/blas_core.sh
      * exercises the re-exec on CPUs OpenBLAS does recognise */
     const char *core = getenv("TXL_TEST_BLAS_DETECTED");
     if (!core || !*core)
         core = openblas_get_corename();
     if (!core)
-        return;
+        return 0;
     static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", NULL};
     static const char *const avx2[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake",
                                        "SapphireRapids", NULL};
@@ -67,19 +68,47 @@ static void ensure_blas_core(char **argv)
              __builtin_cpu_supports("fma") && !core_is(core, avx2))
         want = "Haswell";
     if (!want)
-        return;
+        return 0;
     setenv("OPENBLAS_CORETYPE", want, 1);
     setenv("TXL_BLAS_DETECTED", core, 1);
+    return 1;
+}
+
+/* libgomp's threads spin for a long while (GOMP_SPINCOUNT 300000) at every barrier before
+ * they sleep. On a machine where another process takes a core, the spinning thread steals
+ * the time its partner needs to reach the barrier, and every parallel region waits for a
+ * time slice: 5-10x slower (measured: an eval of 0.8 s took 8.6 s with 4 busy processes on
+ * 2 cores). A short spin keeps the quick hand-offs of an idle machine and sleeps soon when
+ * a core is taken. libgomp reads the variable when it loads, so it is set here (and txl
+ * re-executes itself, below); a user's OMP_WAIT_POLICY or GOMP_SPINCOUNT is respected.
+ * Returns 1 when it set the variable. */
+#define TXL_SPINCOUNT "1000"
+static int want_short_spin(void)
+{
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
+        return 0;
+    setenv("GOMP_SPINCOUNT", TXL_SPINCOUNT, 1);
+    return 1;
+}
+
+/* Sets what the libraries read when they load, then re-executes txl once so they see it. */
+static void ensure_runtime_env(char **argv)
+{
+    int blas = want_blas_core();
+    int spin = want_short_spin();
+    if (!blas && !spin)
+        return;
     execv("/proc/self/exe", argv);
-    /* exec failed: carry on with the slow kernels rather than not at all */
-    unsetenv("OPENBLAS_CORETYPE");
+    /* exec failed: carry on with the defaults rather than not at all */
+    if (blas)
+        unsetenv("OPENBLAS_CORETYPE");
 }
 
 static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
-    ensure_blas_core(argv);
+    ensure_runtime_env(argv);
     dist_init(&argc, &argv, NULL);
     int rc;
     if (dist_self()->size > 1 && (argc < 2 || strcmp(argv[1], "train") != 0)) {
