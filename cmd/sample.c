@@ -241,7 +241,7 @@ int cmd_sample(int argc, char **argv)
         if (next == '\n' || i % 16 == 15)
             fflush(stdout);
         if (i + 1 < n) {
-            decode_step(&ds, &mdl, &next);
+            decode_step(&ds, &mdl, &next, NULL);
             logits = decode_logits(&ds);
         }
     }

@@ -10,4 +10,9 @@ typedef uint16_t txl_tok;
 
 #define TXL_BYTES 256 /* byte tokens 0..255: the vocabulary without anchors */
 
+/* Coordinates of a token in the text's structure (data/units.h): the words, sentences and
+ * paragraphs started at or before it. Only differences between tokens of one stream are
+ * meaningful. */
+#define TXL_N_COORDS 3
+
 #endif

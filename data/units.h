@@ -26,7 +26,7 @@
 /* data.anchors: which anchor kinds are inserted (bits). */
 enum { ANCHOR_BOS = 1u << 0, ANCHOR_PARA = 1u << 1, ANCHOR_SENT = 1u << 2, ANCHOR_ALL = 7u };
 /* Coordinate levels besides the token itself, in coordinate order. */
-enum { COORD_WORD, COORD_SENT, COORD_PARA, N_COORDS };
+enum { COORD_WORD, COORD_SENT, COORD_PARA, N_COORDS = TXL_N_COORDS };
 
 #define UNITS_SEP_MAX 64
 

@@ -112,6 +112,8 @@ static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
                 srow[j] += tb[m + i - j];
         }
     }
+    if (a->score_bias)
+        a->score_bias->add(a->score_bias, P, klen, b, h, 0, Lq, m);
 
     /* causal softmax: row i sees keys 0..m+i; masked entries become exact zeros */
     for (int i = 0; i < Lq; i++) {
@@ -183,9 +185,9 @@ static void position_backward(float *dqbh, float *drk, float *dv, float *dqa, fl
 }
 
 static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
-                        float *d_dist_bias, const float *dvec, const float *prob,
-                        const float *q, const float *kv, const attn_args *a, float *scratch,
-                        int b, int h)
+                        float *d_dist_bias, float *d_score_bias, const float *dvec,
+                        const float *prob, const float *q, const float *kv, const attn_args *a,
+                        float *scratch, int b, int h)
 {
     const int H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
     const int hd = H * dh, rb = row_block(a);
@@ -256,6 +258,8 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
 
     if (a->rk)
         position_backward(dqbh, drk, dv, dqa, qv, plane2, dS, qbh, a, h);
+    if (d_score_bias)
+        a->score_bias->grad(a->score_bias, dS, klen, b, h, Lq, m, d_score_bias);
     if (d_dist_bias) {
         float *tb = d_dist_bias + (size_t)h * klen;
         for (int i = 0; i < Lq; i++) {
@@ -276,17 +280,27 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
     const size_t work = (size_t)3 * Lq * dh + (size_t)2 * Lq * klen;
     const size_t n_rk = (size_t)klen * hd, n_uv = (size_t)H * dh, n_db = (size_t)H * klen;
     int nt = attn_threads(a);
+    const attn_bias_fn *sb = a->score_bias;
     /* the accumulated gradients go to per-thread partial sums, added in thread order after
      * the loop: the result depends on the thread count, never on scheduling */
 #pragma omp parallel num_threads(nt)
     {
         float *scr = scratch + per * (size_t)par_thread_id();
         float *p_rk = scr + work, *p_u = p_rk + n_rk, *p_v = p_u + n_uv, *p_db = p_v + n_uv;
+        float *p_sb = sb ? sb->partials + sb->grad_floats * (size_t)par_thread_id() : NULL;
         memset(p_rk, 0, (n_rk + 2 * n_uv + n_db) * sizeof(float));
+        if (p_sb)
+            memset(p_sb, 0, sb->grad_floats * sizeof(float));
 #pragma omp for schedule(static)
         for (int p = 0; p < pairs; p++)
             backward_bh(dq, dkv, drk ? p_rk : NULL, du ? p_u : NULL, dv ? p_v : NULL,
-                        d_dist_bias ? p_db : NULL, dvec, prob, q, kv, a, scr, p / H, p % H);
+                        d_dist_bias ? p_db : NULL, p_sb, dvec, prob, q, kv, a, scr, p / H,
+                        p % H);
+    }
+    for (int t = 0; sb && t < nt; t++) {
+        const float *p_sb = sb->partials + sb->grad_floats * (size_t)t;
+        for (size_t i = 0; i < sb->grad_floats; i++)
+            sb->d_out[i] += p_sb[i];
     }
     for (int t = 0; t < nt; t++) {
         const float *p_rk = scratch + per * (size_t)t + work, *p_u = p_rk + n_rk;
@@ -311,10 +325,15 @@ void attn_term_stats(double acc[4][2], double *count, const float *q, const floa
 {
     const int B = a->B, H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
     const int hd = H * dh;
+    float *sbrow = a->score_bias ? calloc((size_t)klen, sizeof *sbrow) : NULL;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int i = 0; i < Lq; i++) {
                 const float *qi = q + ((size_t)b * Lq + i) * hd + (size_t)h * dh;
+                if (sbrow) { /* this row's text-dependent bias: add() onto zeros */
+                    memset(sbrow, 0, (size_t)klen * sizeof *sbrow);
+                    a->score_bias->add(a->score_bias, sbrow, klen, b, h, i, i + 1, m);
+                }
                 for (int j = 0; j <= m + i; j++) {
                     const float *kj = kv + (size_t)b * kv_stride(a, klen) + (size_t)j * 2 * hd + (size_t)h * dh;
                     double t[4] = {0, 0, 0, 0};
@@ -335,6 +354,8 @@ void attn_term_stats(double acc[4][2], double *count, const float *q, const floa
                         t[k] *= a->scale;
                     if (a->dist_bias)
                         t[1] = a->dist_bias[(size_t)h * bias_ld(a, klen) + (m + i - j)];
+                    if (sbrow)
+                        t[1] = sbrow[j];
                     for (int k = 0; k < 4; k++) {
                         acc[k][0] += t[k];
                         acc[k][1] += t[k] * t[k];
@@ -342,4 +363,5 @@ void attn_term_stats(double acc[4][2], double *count, const float *q, const floa
                     *count += 1;
                 }
             }
+    free(sbrow);
 }

@@ -12,6 +12,7 @@
  *   s_ij = scale * (q_i + u)·k_j                          content (+ global content bias)
  *        + scale * (q_i + v)·rk[Lq-1-i+j]                 xl position terms (when rk)
  *        + dist_bias[h][delta]                            mlp / alibi bias (when dist_bias)
+ *        + score_bias(b, h, i, j)                         hier bias (when score_bias)
  * xl computes the position term as one GEMM per (b, h), BDraw = (q+v) @ rk_h^T [Lq, klen],
  * and reads BD[i][j] = BDraw[i][j+Lq-1-i]: never a (B,H,Lq,klen,dh) tensor.
  * Rope rotates q and k before these kernels and needs nothing here.
@@ -21,6 +22,22 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* A bias that depends on more than the distance (the hierarchical bias: on the text's
+ * coordinates): add() adds to rows i0..i1-1 of the score plane of (b, h) (S points at row
+ * i0, row stride ldS) the bias of query m+i and keys 0..m+i; grad() adds the
+ * contributions of dS [Lq, ldS] of (b, h) into `partial` (grad_floats floats). The
+ * backward gives each thread its own zeroed partial from `partials` [threads][grad_floats]
+ * and adds them, in thread order, into d_out. */
+typedef struct attn_bias_fn {
+    void (*add)(const struct attn_bias_fn *f, float *S, int ldS, int b, int h, int i0, int i1,
+                int m);
+    void (*grad)(const struct attn_bias_fn *f, const float *dS, int ldS, int b, int h, int Lq,
+                 int m, float *partial);
+    size_t grad_floats;
+    float *partials;        /* [threads][grad_floats] scratch of the backward */
+    float *d_out;           /* [grad_floats] (+=) */
+} attn_bias_fn;
 
 typedef struct {
     int B, H, dh, Lq, m;
@@ -32,6 +49,7 @@ typedef struct {
     const float *rk;        /* [klen, H*dh] xl projected positions, or NULL */
     const float *dist_bias; /* [H, bias_ld] bias by distance delta = 0..klen-1, or NULL */
     int bias_ld;            /* row stride of dist_bias (0 = klen) */
+    const attn_bias_fn *score_bias; /* a text-dependent bias, or NULL */
     size_t kv_bstride;      /* floats from one stream's kv rows to the next (0 = klen*2*H*dh):
                                decoding reads each stream's keys from a longer window */
     int threads;            /* threads the scratch was sized for (attn_scratch_floats) */
@@ -52,7 +70,7 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
 
 /* Diagnostics (DESIGN.md §3, `txl eval --term-stats`): sums and sums of squares, over
  * every visible (b, h, i, j), of the score's terms, each including the 1/sqrt(dh) scale:
- *   [0] content q_i.k_j       [1] content-position: xl q_i.rk[p]; mlp/alibi bias(delta)
+ *   [0] content q_i.k_j       [1] content-position: xl q_i.rk[p]; the scheme's bias
  *   [2] global content u.k_j  [3] global position v.rk[p]
  * acc[t][0] += x, acc[t][1] += x^2; *count += visible entries. Plain loops: for a few
  * segments of evaluation, not for training. */

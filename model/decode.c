@@ -23,6 +23,11 @@ static float *xin_at(const decode_state *s, int l, int b)
     return s->xin + ((size_t)l * s->B + b) * s->cap * s->d;
 }
 
+static int32_t *coords_at(const decode_state *s, int b)
+{
+    return s->coords + (size_t)b * s->cap * TXL_N_COORDS;
+}
+
 typedef struct {
     float *base;
     size_t used;
@@ -42,6 +47,8 @@ static void layout(decode_state *s, const model_config *c, bump *b)
     size_t B = (size_t)s->B, hd = hd_of(s), K = (size_t)s->M + 1, d = (size_t)s->d;
     s->kv = bump_take(b, (size_t)s->n_layer * B * s->cap * 2 * hd);
     s->xin = bump_take(b, (size_t)s->n_layer * B * s->cap * d);
+    /* int32 coordinates in float-sized slots (only ever accessed as int32) */
+    s->coords = s->pos->needs_coords ? (int32_t *)bump_take(b, B * s->cap * TXL_N_COORDS) : NULL;
     s->tables = bump_take(b, (size_t)s->n_layer * s->tab_floats);
     s->x = bump_take(b, B * d);
     s->xn = bump_take(b, B * d);
@@ -132,6 +139,9 @@ void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long 
             memcpy(xin_at(s, l, b), rows, (size_t)s->m * s->d * sizeof(float));
             cache_rows(s, mdl, l, rows, s->m, kv_at(s, l, b), pos - s->m);
         }
+    for (int b = 0; s->coords && b < s->B; b++)
+        memcpy(coords_at(s, b), mem->coords + (size_t)b * mem->M * TXL_N_COORDS,
+               (size_t)s->m * TXL_N_COORDS * sizeof(int32_t));
 }
 
 /* One layer for the B new rows in s->x (overwritten with the layer's output). */
@@ -158,9 +168,13 @@ static void layer_step(decode_state *s, const model *mdl, int l)
     attn_args aa = {.B = B, .H = s->H, .dh = s->dh, .Lq = 1, .m = s->m,
                     .scale = (float)(1.0 / sqrt((double)s->dh)),
                     .kv_bstride = (size_t)s->cap * 2 * hd, .threads = s->attn_threads};
+    pos_decode pd = {.c = c, .W = L, .MW = &mdl->W, .M = s->M, .m = s->m,
+                     .tables = s->tables + (size_t)l * s->tab_floats,
+                     .coords = s->coords ? coords_at(s, 0) + (size_t)s->start * TXL_N_COORDS : NULL,
+                     .coords_bstride = (size_t)s->cap * TXL_N_COORDS,
+                     .bias_state = s->bias_state};
     if (s->pos->decode_args)
-        s->pos->decode_args(c, L, &mdl->W, s->M, s->m, s->tables + (size_t)l * s->tab_floats,
-                            &aa);
+        s->pos->decode_args(&pd, &aa);
     attn_forward(NULL, s->vec, s->q, kv_at(s, l, 0) + (size_t)s->start * 2 * hd, &aa,
                  s->attn_scratch);
     layer_tail_forward(c, L, l, B, s->x, s->vec, s->x, &s->tail, 0.0f, 0, 0);
@@ -185,12 +199,25 @@ static void advance(decode_state *s)
             memmove(kv, kv + (size_t)s->start * 2 * hd, (size_t)s->m * 2 * hd * sizeof(float));
             memmove(xi, xi + (size_t)s->start * s->d, (size_t)s->m * s->d * sizeof(float));
         }
+    for (int b = 0; s->coords && b < s->B; b++) {
+        int32_t *co = coords_at(s, b);
+        memmove(co, co + (size_t)s->start * TXL_N_COORDS,
+                (size_t)s->m * TXL_N_COORDS * sizeof(int32_t));
+    }
     s->start = 0;
 }
 
-void decode_step(decode_state *s, const model *mdl, const uint8_t *tok)
+void decode_step(decode_state *s, const model *mdl, const uint8_t *tok, const int32_t *coords)
 {
     const model_config *c = &mdl->cfg;
+    for (int b = 0; s->coords && b < s->B; b++) { /* the new row's coordinates, monotone */
+        int32_t *row = coords_at(s, b) + (size_t)(s->start + s->m) * TXL_N_COORDS;
+        for (int k = 0; k < TXL_N_COORDS; k++) {
+            int32_t v = coords ? coords[(size_t)b * TXL_N_COORDS + k] : 0;
+            int32_t prev = s->m > 0 ? row[k - TXL_N_COORDS] : v;
+            row[k] = v < prev ? prev : v;
+        }
+    }
     model_embed(mdl, s->pos, &s->pos_acts, s->x, tok, s->B, 1, s->m, s->pos_offset);
     for (int l = 0; l < s->n_layer; l++)
         layer_step(s, mdl, l);
@@ -207,5 +234,9 @@ void decode_sync_mem(const decode_state *s, model_mem *mem)
             memcpy(mem_layer(mem, l) + (size_t)b * mem->M * s->d,
                    xin_at(s, l, b) + (size_t)(s->start + s->m - rows) * s->d,
                    (size_t)rows * s->d * sizeof(float));
+    for (int b = 0; s->coords && mem->coords && b < s->B && b < mem->B; b++)
+        memcpy(mem->coords + (size_t)b * mem->M * TXL_N_COORDS,
+               coords_at(s, b) + (size_t)(s->start + s->m - rows) * TXL_N_COORDS,
+               (size_t)rows * TXL_N_COORDS * sizeof(int32_t));
     mem->m = rows;
 }

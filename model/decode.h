@@ -37,10 +37,12 @@ typedef struct {
     size_t tab_floats;/* per layer */
     float *kv;        /* [N][B][cap][2*H*dh] keys and values (rope: keys rotated) */
     float *xin;       /* [N][B][cap][d] layer inputs: the memory */
+    int32_t *coords;  /* [B][cap][TXL_N_COORDS] text coordinates (needs_coords), or NULL */
     float *tables;    /* [N][tab_floats] the scheme's decode tables */
     float *x, *xn, *qkv, *q, *vec, *logits, *attn_scratch, *scratch;
     layer_tail_bufs tail;
     pos_acts pos_acts;
+    _Alignas(16) unsigned char bias_state[POS_BIAS_STATE]; /* the scheme's score bias */
     int attn_threads;
     float *buf;
 } decode_state;
@@ -52,8 +54,10 @@ void decode_free(decode_state *s);
  * (mem->B == B, e.g. after a prompt ran through model_forward); `pos` = tokens consumed so
  * far. Call again whenever the weights or the memory change from outside. */
 void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long pos);
-/* Feeds one token per stream (tok[B]); the logits of the next tokens are decode_logits. */
-void decode_step(decode_state *s, const model *mdl, const uint8_t *tok);
+/* Feeds one token per stream (tok[B]) with its text coordinates (coords [B][TXL_N_COORDS],
+ * required by schemes that read them, else may be NULL); the logits of the next tokens are
+ * decode_logits. */
+void decode_step(decode_state *s, const model *mdl, const uint8_t *tok, const int32_t *coords);
 /* [B, V]: stream b's logits at b * V. */
 static inline const float *decode_logits(const decode_state *s) { return s->logits; }
 /* Writes the memory as decoding left it into mem (B streams, M rows), e.g. to continue

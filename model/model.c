@@ -197,6 +197,8 @@ void model_init_weights(model *mdl, uint64_t seed)
         for (size_t k = 0; k < p->numel; k++)
             w[k] = p->init == INIT_NORMAL ? (float)(0.02 * rng_normal(&r))
                    : p->init == INIT_ONE  ? 1.0f
+                   : p->init == INIT_EYES ? (float)((int)(k % (size_t)p->shape[1]) %
+                                                    p->shape[0] == (int)(k / (size_t)p->shape[1]))
                                           : 0.0f;
     }
 }
@@ -247,8 +249,12 @@ int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e)
     mem->d = cfg->d_model;
     size_t n = (size_t)cfg->n_layer * B * M * cfg->d_model;
     mem->buf = calloc(n ? n : 1, sizeof(float));
-    if (!mem->buf)
+    if (pos_get(cfg->pos)->needs_coords)
+        mem->coords = calloc((size_t)B * M * TXL_N_COORDS + 1, sizeof(int32_t));
+    if (!mem->buf || (pos_get(cfg->pos)->needs_coords && !mem->coords)) {
+        mem_free(mem);
         return err_set(e, ERR_RUNTIME, "out of memory allocating the memory (%zu floats)", n);
+    }
     return 0;
 }
 
@@ -257,6 +263,7 @@ void mem_reset(model_mem *mem) { mem->m = 0; }
 void mem_free(model_mem *mem)
 {
     free(mem->buf);
+    free(mem->coords);
     memset(mem, 0, sizeof *mem);
 }
 
@@ -327,6 +334,8 @@ static void plan(model_acts *A, arena *ar)
     A->row_loss = take(ar, BL);
     A->tmp = take(ar, BL * d);
     A->attn_scratch = take(ar, attn_scratch_floats(Lq, klen, c->d_head, H, A->threads));
+    /* int32 coordinates in float-sized slots of the arena (only ever accessed as int32) */
+    A->cat_coords = A->pos->needs_coords ? (int32_t *)take(ar, BK * TXL_N_COORDS) : NULL;
     memset(&A->pos_acts, 0, sizeof A->pos_acts);
     memset(&A->pos_bw, 0, sizeof A->pos_bw);
     if (A->pos->plan)
@@ -401,7 +410,34 @@ static pos_seg segment_of(const model_acts *A, int Lq, int m, const fwd_opts *o)
     return (pos_seg){.c = &A->cfg, .B = A->B, .Lq = Lq, .m = m, .training = o->training,
                      .dropout = o->training ? A->cfg.dropout : 0.0f, .drop_key = o->drop_key,
                      .b_offset = A->b_offset, .pos_offset = o->pos_offset,
-                     .acts = (pos_acts *)&A->pos_acts};
+                     .coords = A->cat_coords, .acts = (pos_acts *)&A->pos_acts};
+}
+
+/* cat_coords = [memory rows' coordinates; the segment's], per stream. Coordinates only
+ * grow along a stream; a row below its predecessor (damaged input) is raised to it, so
+ * every difference a scheme reads is >= 0 and below the window's span. */
+static void gather_coords(model_acts *A, const model_mem *mem, const int32_t *seg, int Lq)
+{
+    const int NC = TXL_N_COORDS, m = mem->m, klen = m + Lq;
+    for (int b = 0; b < A->B; b++) {
+        int32_t *dst = A->cat_coords + (size_t)b * klen * NC;
+        memcpy(dst, mem->coords + (size_t)b * mem->M * NC, (size_t)m * NC * sizeof *dst);
+        memcpy(dst + (size_t)m * NC, seg + (size_t)b * Lq * NC, (size_t)Lq * NC * sizeof *dst);
+        for (int j = 1; j < klen; j++)
+            for (int k = 0; k < NC; k++)
+                if (dst[(size_t)j * NC + k] < dst[(size_t)(j - 1) * NC + k])
+                    dst[(size_t)j * NC + k] = dst[(size_t)(j - 1) * NC + k];
+    }
+}
+
+/* The memory keeps the coordinates of its last rows, like their states. */
+static void keep_coords(const model_acts *A, model_mem *mem, int klen)
+{
+    const int NC = TXL_N_COORDS, keep = klen < mem->M ? klen : mem->M;
+    for (int b = 0; A->cat_coords && b < A->B; b++)
+        memcpy(mem->coords + (size_t)b * mem->M * NC,
+               A->cat_coords + ((size_t)b * klen + (klen - keep)) * NC,
+               (size_t)keep * NC * sizeof(int32_t));
 }
 
 static pos_ctx layer_ctx(model *mdl, model_acts *A, const pos_seg *s, int l, layer_cache *lc)
@@ -526,6 +562,9 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x
     assert(A->training || !o->training);
     assert(Lq >= 1 && Lq <= A->Lq_max && m <= A->M && mem->B == B);
     size_t BL = (size_t)B * Lq, n = BL * d;
+    assert(!A->pos->needs_coords || (o->coords && mem->coords));
+    if (A->cat_coords)
+        gather_coords(A, mem, o->coords, Lq);
     pos_seg s = segment_of(A, Lq, m, o);
 
     float *h0 = A->hs;
@@ -547,8 +586,10 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x
     A->cur_key = o->drop_key;
     A->cur_x = x;
     A->cur_y = y;
-    if (!o->training)
+    if (!o->training) {
+        keep_coords(A, mem, klen);
         mem->m = klen < mem->M ? klen : mem->M;
+    }
     return loss;
 }
 
@@ -557,6 +598,7 @@ void model_mem_update(model_acts *A, model_mem *mem)
     int klen = A->cur_m + A->cur_Lq;
     for (int l = 0; l < A->cfg.n_layer; l++)
         copy_mem_rows(mem, l, A->lc[l].cat, klen);
+    keep_coords(A, mem, klen);
     mem->m = klen < mem->M ? klen : mem->M;
 }
 

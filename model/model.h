@@ -75,6 +75,8 @@ typedef struct {
     int n_layer, B, M, d;
     int m;       /* rows currently held (0 after reset) */
     float *buf;
+    int32_t *coords; /* [B][M][TXL_N_COORDS] text coordinates of the rows (schemes that read
+                        them), else NULL */
 } model_mem;
 
 int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e);
@@ -118,6 +120,8 @@ typedef struct {
     float *row_loss;         /* [B*Lq]: loss of each position (nats) */
     float *tmp;              /* [B,Lq,d] scratch */
     float *attn_scratch;
+    int32_t *cat_coords;     /* [B, klen, TXL_N_COORDS] coordinates of [mem; segment] rows
+                                (needs_coords) */
     pos_acts pos_acts;       /* the scheme's model-wide buffers */
     pos_layer pos_bw;        /* the scheme's backward scratch */
     /* backward scratch */
@@ -148,6 +152,8 @@ typedef struct {
     uint64_t drop_key; /* counter-based dropout key of this step (training) */
     term_stats *stats; /* [n_layer] diagnostics, or NULL (inference only) */
     long pos_offset;   /* added to every absolute position a scheme uses (0: as trained) */
+    const int32_t *coords; /* [B, Lq, TXL_N_COORDS] coordinates of the segment's tokens:
+                              required by schemes with needs_coords, else ignored */
 } fwd_opts;
 
 /* Forward of one segment x [B, Lq] (Lq <= A->Lq_max) with memory mem (mem->m rows).

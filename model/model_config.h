@@ -11,7 +11,8 @@
     X(ROPE, rope)                                                                              \
     X(ALIBI, alibi)                                                                            \
     X(ABSOLUTE, absolute)                                                                      \
-    X(NONE, none)
+    X(NONE, none)                                                                              \
+    X(HIER, hier)
 
 typedef enum {
 #define POS_ENUM(u, l) POS_##u,
@@ -24,6 +25,9 @@ typedef enum {
 const char *pos_scheme_name(pos_scheme p);
 /* Parses a name; returns 0 and sets *p, or -1 when the name is unknown. */
 int pos_scheme_parse(const char *s, pos_scheme *p);
+
+/* hier levels (bits of model_config.hier_levels), in order */
+enum { HIER_TOKEN = 1, HIER_WORD = 2, HIER_SENT = 4, HIER_PARA = 8, HIER_ALL = 15 };
 
 typedef struct {
     int n_layer;        /* N */
@@ -41,7 +45,9 @@ typedef struct {
     int untie_r;        /* xl: per-layer u, v instead of shared */
     int mlp_num_freqs;  /* mlp: K */
     float mlp_max_dist; /* mlp: largest tau */
-    int mlp_hidden;     /* mlp: hidden width of the bias MLP */
+    int mlp_hidden;     /* mlp, hier: hidden width of the bias MLPs */
+    int hier_levels;    /* hier: levels in use, bits of HIER_TOKEN.. (pos_hier.c) */
+    int hier_num_freqs; /* hier: K of each level's features */
     int vocab;          /* V: 256 for the byte tokenizer (not a config key) */
 } model_config;
 

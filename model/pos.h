@@ -21,10 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/tok.h"
 #include "attention.h"
 #include "model_config.h"
 
-#define POS_SLOTS 4
+#define POS_SLOTS 20
 
 typedef struct layer_tensors layer_tensors;
 typedef struct model_tensors model_tensors;
@@ -32,8 +33,12 @@ typedef struct param_table param_table;
 typedef struct attn_grads attn_grads;
 
 /* Adds one parameter tensor (shape [d0] when d1 == 0, else [d0, d1]) named by fmt to the
- * table (model.c). init: 0 zeros, 1 ones, 2 N(0, 0.02). Returns 0, or -1 out of memory. */
-typedef enum { INIT_NORMAL, INIT_ZERO, INIT_ONE } param_init;
+ * table (model.c) with the given init (N(0, 0.02) for INIT_NORMAL). Returns 0, or -1 when
+ * out of memory or when the scheme has used all POS_SLOTS views of this layer. */
+typedef enum {
+    INIT_NORMAL, INIT_ZERO, INIT_ONE,
+    INIT_EYES /* [r, c]: w[i][j] = 1 where j % r == i, else 0 (identity blocks side by side) */
+} param_init;
 int param_add(param_table *t, int d0, int d1, param_init init, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
@@ -60,6 +65,20 @@ typedef struct {
     float *buf[POS_SLOTS]; /* one layer's buffers (kept per layer when training) */
 } pos_layer;
 
+/* What the decode hooks see of one layer of a decoding step. */
+typedef struct {
+    const model_config *c;
+    const layer_tensors *W;
+    const model_tensors *MW;
+    int M, m;                /* memory capacity, rows held (the query is row m) */
+    const float *tables;     /* this layer's decode tables */
+    const int32_t *coords;   /* [B][..] coordinates of rows 0..m per stream, or NULL */
+    size_t coords_bstride;   /* int32s from one stream's rows to the next */
+    void *bias_state;        /* storage for a score-bias context (POS_BIAS_STATE bytes) */
+} pos_decode;
+
+#define POS_BIAS_STATE 256
+
 /* What a hook sees of the segment being run. */
 typedef struct {
     const model_config *c;
@@ -69,6 +88,8 @@ typedef struct {
     uint64_t drop_key;     /* the segment's dropout key (site keys via pos_site_key) */
     size_t b_offset;       /* global index of stream 0 (data parallelism) */
     long pos_offset;       /* added to every absolute coordinate (eval's --position-offset) */
+    const int32_t *coords; /* [B, klen, TXL_N_COORDS] text coordinates of the rows [mem;
+                              segment] (schemes with needs_coords), else NULL */
     pos_acts *acts;
 } pos_seg;
 
@@ -90,6 +111,9 @@ typedef struct pos_ops {
     /* Names of the score terms attn_term_stats reports: content first, then the scheme's
      * (NULL-terminated; eval --term-stats prints these). */
     const char *const *term_names;
+    /* The scheme reads the text's coordinates (pos_seg.coords): the model keeps them for
+     * the memory rows and the data layer must provide them for every token. */
+    int needs_coords;
 
     /* Parameters: layer -1 adds the model-wide tensors (after out.bias), layer l those of
      * layer l (after its attn.qkv.weight). Their views fill .pos[] in that order. */
@@ -126,17 +150,13 @@ typedef struct pos_ops {
     size_t (*decode_scratch)(const model_config *c, int M);
     void (*decode_tables)(const model_config *c, const layer_tensors *W,
                           const model_tensors *MW, int M, float *tables, float *scratch);
-    void (*decode_args)(const model_config *c, const layer_tensors *W,
-                        const model_tensors *MW, int M, int m, const float *tables,
-                        attn_args *a);
+    void (*decode_args)(const pos_decode *d, attn_args *a);
     void (*decode_qk)(const model_config *c, float *q, float *k, int rows, int ld, long pos,
                       int pos_step, float *scratch);
 } pos_ops;
 
 /* decode_args of the schemes whose decode table is a distance bias [H, M+1] (mlp, alibi). */
-void pos_decode_dist_bias(const model_config *c, const layer_tensors *W,
-                          const model_tensors *MW, int M, int m, const float *tables,
-                          attn_args *a);
+void pos_decode_dist_bias(const pos_decode *d, attn_args *a);
 
 /* The registry: the ops of a scheme (never NULL for a valid pos_scheme). */
 const pos_ops *pos_get(pos_scheme p);

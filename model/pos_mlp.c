@@ -166,13 +166,10 @@ static void mlp_decode_tables(const model_config *c, const layer_tensors *W,
 }
 
 /* A distance-bias table [H, M+1] of any scheme (mlp, alibi). */
-void pos_decode_dist_bias(const model_config *c, const layer_tensors *W,
-                          const model_tensors *MW, int M, int m, const float *tables,
-                          attn_args *a)
+void pos_decode_dist_bias(const pos_decode *d, attn_args *a)
 {
-    (void)c, (void)W, (void)MW, (void)m;
-    a->dist_bias = tables;
-    a->bias_ld = M + 1;
+    a->dist_bias = d->tables;
+    a->bias_ld = d->M + 1;
 }
 
 const pos_ops pos_mlp = {

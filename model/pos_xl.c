@@ -130,13 +130,11 @@ static void xl_decode_tables(const model_config *c, const layer_tensors *W,
     linear_forward(tables, scratch, W->pos[P_WR], NULL, K, c->n_head * c->d_head, c->d_model, 0);
 }
 
-static void xl_decode_args(const model_config *c, const layer_tensors *W,
-                           const model_tensors *MW, int M, int m, const float *tables,
-                           attn_args *a)
+static void xl_decode_args(const pos_decode *d, attn_args *a)
 {
     float *u, *v;
-    xl_uv(c, W, MW, &u, &v);
-    a->rk = tables + (size_t)(M - m) * c->n_head * c->d_head;
+    xl_uv(d->c, d->W, d->MW, &u, &v);
+    a->rk = d->tables + (size_t)(d->M - d->m) * d->c->n_head * d->c->d_head;
     a->u = u;
     a->v = v;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../data/units.h"
 #include "../model/decode.h"
 #include "../model/model.h"
 #include "testlib.h"
@@ -16,7 +17,8 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
     model_config c = {.n_layer = 2, .d_model = 16, .n_head = 2, .d_head = 8, .d_inner = 24,
                       .tgt_len = 5, .mem_len = M, .pre_lnorm = pre, .pos = pos,
                       .clamp_len = clamp, .mlp_num_freqs = 4, .mlp_max_dist = 64,
-                      .mlp_hidden = 8, .vocab = 256};
+                      .mlp_hidden = 8, .vocab = 256, .hier_levels = HIER_ALL,
+                      .hier_num_freqs = 3};
     enum { T = 40, P = 7, MAXB = 3 };
     model mdl;
     model_acts A;
@@ -35,29 +37,48 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
         for (size_t k = 0; k < p->numel; k++)
             mdl.w[p->offset + k] = (p->init == INIT_ONE ? 1.0f : 0.0f) + tl_normal(&r, 0.3f);
     }
-    /* streams are rows: prompt [B, P], then T tokens per stream */
-    uint8_t prompt[MAXB * P], toks[T][MAXB];
-    for (int i = 0; i < B * P; i++)
-        prompt[i] = (uint8_t)(tl_uniform(&r, 0.5f) * 100 + 100);
+    /* streams are rows: prompt [B, P], then T tokens per stream: random text with words,
+     * sentence ends and blank lines, and its coordinates (data/units.c) */
+    static const char alphabet[] = "abcde fgh. ij!\n\n";
+    uint8_t stream[MAXB][P + T];
+    int32_t co[MAXB][P + T][TXL_N_COORDS];
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < P + T; i++)
+            stream[b][i] = (uint8_t)alphabet[(int)((tl_uniform(&r, 0.5f) + 0.5f) * 17) % 17];
+        units_state us;
+        units_config uc = {.anchors = 0};
+        units_init(&us, &uc);
+        units_tokenize(&us, stream[b], P + T, NULL, &co[b][0][0]);
+    }
+    uint8_t toks[T][MAXB];
+    int32_t tco[T][MAXB][TXL_N_COORDS];
     for (int t = 0; t < T; t++)
-        for (int b = 0; b < B; b++)
-            toks[t][b] = (uint8_t)(tl_uniform(&r, 0.5f) * 100 + 100);
+        for (int b = 0; b < B; b++) {
+            toks[t][b] = stream[b][P + t];
+            memcpy(tco[t][b], co[b][P + t], sizeof tco[t][b]);
+        }
     fwd_opts fo = {.training = 0};
     /* the prompt: segments of 5 and 2, through the ordinary forward, on both copies */
     uint8_t seg[MAXB * 5];
-    for (int b = 0; b < B; b++)
-        memcpy(seg + b * 5, prompt + b * P, 5);
-    model_forward(&mdl, &A, &mem_a, seg, NULL, 5, &fo);
-    for (int b = 0; b < B; b++)
-        memcpy(seg + b * 2, prompt + b * P + 5, 2);
-    model_forward(&mdl, &A, &mem_a, seg, NULL, 2, &fo);
+    int32_t sco[MAXB * 5][TXL_N_COORDS];
+    for (int at = 0, len = 5; at < P; at += len, len = P - at) {
+        for (int b = 0; b < B; b++) {
+            memcpy(seg + b * len, stream[b] + at, (size_t)len);
+            memcpy(sco[b * len], co[b][at], (size_t)len * sizeof sco[0]);
+        }
+        fo.coords = &sco[0][0];
+        model_forward(&mdl, &A, &mem_a, seg, NULL, len, &fo);
+    }
     memcpy(mem_b.buf, mem_a.buf, (size_t)c.n_layer * B * M * c.d_model * sizeof(float));
+    if (mem_a.coords)
+        memcpy(mem_b.coords, mem_a.coords, (size_t)B * M * TXL_N_COORDS * sizeof(int32_t));
     mem_b.m = mem_a.m;
     decode_prime(&ds, &mdl, &mem_b, P);
     double worst = 0, worst_mem = 0;
     for (int t = 0; t < T; t++) {
+        fo.coords = &tco[t][0][0];
         model_forward(&mdl, &A, &mem_a, toks[t], NULL, 1, &fo);
-        decode_step(&ds, &mdl, toks[t]);
+        decode_step(&ds, &mdl, toks[t], &tco[t][0][0]);
         static double ref[MAXB * 256];
         for (int v = 0; v < B * 256; v++)
             ref[v] = A.logits[v];
@@ -100,6 +121,8 @@ int main(void)
         run_case("alibi", POS_ALIBI, 0, 12, 0, B);
         run_case("absolute", POS_ABSOLUTE, 0, 12, 0, B);
         run_case("none", POS_NONE, 1, 12, 0, B);
+        run_case("hier", POS_HIER, 0, 12, 0, B);
+        run_case("hier pre", POS_HIER, 1, 12, 0, B);
     }
     return tl_done("test_decode");
 }

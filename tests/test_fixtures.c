@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../data/units.h"
 #include "../model/model.h"
 #include "../model/safetensors.h"
 #include "../optim/optim.h"
@@ -44,6 +45,21 @@ static double jnum(cJSON *o, const char *k, double def)
 {
     cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
     return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+/* model.hier_levels: a list of level names -> HIER_* bits (all four when absent) */
+static int jlevels(cJSON *o)
+{
+    static const char *const names[] = {"token", "word", "sent", "para"};
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "hier_levels");
+    if (!cJSON_IsArray(v))
+        return HIER_ALL;
+    int bits = 0;
+    for (cJSON *it = v->child; it; it = it->next)
+        for (int k = 0; k < 4; k++)
+            if (cJSON_IsString(it) && strcmp(it->valuestring, names[k]) == 0)
+                bits |= 1 << k;
+    return bits;
 }
 
 static double *get64(st_file *f, const char *name, size_t n)
@@ -75,6 +91,31 @@ static uint8_t *get_tokens(st_file *f, const char *name, size_t n)
     return t;
 }
 
+/* The reference computed the coordinates with its own rules (tests/ref/txl_ref.py,
+ * text_coords): data/units.c must agree on every byte. units[b] carries each stream across
+ * segments (init: start them). */
+static void check_units(const char *name, const uint8_t *x, const int32_t *co, int B, int Ls,
+                        units_state *init)
+{
+    static units_state *st;
+    if (init) {
+        units_config uc = {.anchors = 0};
+        for (int b = 0; b < B; b++)
+            units_init(&init[b], &uc);
+        st = init;
+    }
+    int mismatches = 0;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < Ls; i++) {
+            int32_t mine[TXL_N_COORDS];
+            units_tokenize(&st[b], x + (size_t)b * Ls + i, 1, NULL, mine);
+            mismatches += memcmp(mine, co + ((size_t)b * Ls + i) * TXL_N_COORDS,
+                                 sizeof mine) != 0;
+        }
+    CHECK(mismatches == 0, "%-16s data/units.c gives the reference's coordinates (%d bytes "
+          "differ)", name, mismatches);
+}
+
 static void run_fixture(const char *path, const char *name, int row_block)
 {
     st_file f;
@@ -100,7 +141,8 @@ static void run_fixture(const char *path, const char *name, int row_block)
         .clamp_len = jint(jm, "clamp_len", 0), .untie_r = jint(jm, "untie_r", 0),
         .mlp_num_freqs = jint(jm, "mlp_num_freqs", 16),
         .mlp_max_dist = (float)jnum(jm, "mlp_max_dist", 4096),
-        .mlp_hidden = jint(jm, "mlp_hidden", 64), .vocab = 256};
+        .mlp_hidden = jint(jm, "mlp_hidden", 64), .vocab = 256,
+        .hier_levels = jlevels(jm), .hier_num_freqs = jint(jm, "hier_num_freqs", 8)};
     cJSON *ps = cJSON_GetObjectItemCaseSensitive(jm, "pos_scheme");
     if (!cJSON_IsString(ps) || pos_scheme_parse(ps->valuestring, &c.pos)) {
         CHECK(0, "%s: pos_scheme", name);
@@ -143,6 +185,7 @@ static void run_fixture(const char *path, const char *name, int row_block)
     double *ref_losses = adam ? get64(&f, "adam.loss", (size_t)nseg) : NULL;
 
     double worst_logit = 0, worst_mem = 0, worst_loss = 0, worst_grad = 0;
+    units_state units[8];
     const char *worst_grad_name = "";
     model_zero_grads(&mdl);
     for (int s = 0; ok_params && s < nseg; s++) {
@@ -165,7 +208,17 @@ static void run_fixture(const char *path, const char *name, int row_block)
         }
         if (adam)
             model_zero_grads(&mdl);
-        fwd_opts o = {.training = 1, .drop_key = 0};
+        int32_t *co = NULL;
+        snprintf(nm, sizeof nm, "seg%d.coords", s);
+        if (st_find(&f, nm)) { /* hier: the reference's text coordinates of the segment */
+            double *cd = get64(&f, nm, BL * TXL_N_COORDS);
+            co = malloc(BL * TXL_N_COORDS * sizeof *co);
+            for (size_t k = 0; cd && k < BL * TXL_N_COORDS; k++)
+                co[k] = (int32_t)cd[k];
+            free(cd);
+            check_units(name, x, co, B, Ls, s == 0 ? units : NULL);
+        }
+        fwd_opts o = {.training = 1, .drop_key = 0, .coords = co};
         double loss = model_forward(&mdl, &A, &mem, x, y, Ls, &o) / (double)BL;
         if (!adam) {
             snprintf(nm, sizeof nm, "seg%d.logits", s);
@@ -211,6 +264,7 @@ static void run_fixture(const char *path, const char *name, int row_block)
         }
         free(x);
         free(y);
+        free(co);
     }
     if (ok_params) {
         const char *prefix = adam ? "final." : "grad.";

@@ -21,6 +21,7 @@ typedef struct {
     float *mem1; /* memory after segment 0 at the unperturbed weights */
     int m1;
     uint8_t x[2][64], y[2][64];
+    int32_t co[2][64 * TXL_N_COORDS]; /* text coordinates (hier) */
     int B, Lq;
     float dropout;
 } setup;
@@ -38,7 +39,7 @@ static double total_loss(setup *s, int backward)
             memcpy(s->mem.buf, s->mem1, memsz);
             s->mem.m = s->m1;
         }
-        fwd_opts o = {.training = 1, .drop_key = 1234 + seg};
+        fwd_opts o = {.training = 1, .drop_key = 1234 + seg, .coords = s->co[seg]};
         double l = model_forward(&s->mdl, &s->A, &s->mem, s->x[seg], s->y[seg], s->Lq, &o);
         tot += l / (s->B * s->Lq);
         if (backward)
@@ -52,13 +53,30 @@ static double total_loss(setup *s, int backward)
     return tot;
 }
 
+/* Coordinates that grow along each stream by 0 or 1 per token and level (word, sentence,
+ * paragraph counts), continuing from segment 0 into segment 1. */
+static void make_coords(setup *s, tl_rng *r)
+{
+    for (int b = 0; b < s->B; b++) {
+        int32_t c[TXL_N_COORDS] = {0, 0, 0};
+        for (int seg = 0; seg < 2; seg++)
+            for (int i = 0; i < s->Lq; i++)
+                for (int k = 0; k < TXL_N_COORDS; k++) {
+                    c[k] += tl_uniform(r, 1.0f) > (k == 0 ? -0.3f : 0.2f);
+                    s->co[seg][((size_t)b * s->Lq + i) * TXL_N_COORDS + k] = c[k];
+                }
+    }
+}
+
 static void run_case(const char *label, pos_scheme pos, int pre, float dropout, float dropatt,
                      int M, int untie, int clamp)
 {
     model_config c = {.n_layer = 2, .d_model = 8, .n_head = 2, .d_head = 4, .d_inner = 12,
                       .tgt_len = 3, .mem_len = M, .pre_lnorm = pre, .dropout = dropout,
                       .dropatt = dropatt, .pos = pos, .clamp_len = clamp, .untie_r = untie,
-                      .mlp_num_freqs = 3, .mlp_max_dist = 32, .mlp_hidden = 5, .vocab = 256};
+                      .mlp_num_freqs = 3, .mlp_max_dist = 32, .mlp_hidden = 5, .vocab = 256,
+                      .hier_levels = untie ? HIER_WORD | HIER_PARA : HIER_ALL,
+                      .hier_num_freqs = 3};
     setup s = {.B = 2, .Lq = 3};
     txl_err e;
     if (model_init(&s.mdl, &c, &e) || model_alloc_grads(&s.mdl, &e) ||
@@ -81,6 +99,7 @@ static void run_case(const char *label, pos_scheme pos, int pre, float dropout, 
             s.x[seg][i] = (uint8_t)((tl_uniform(&r, 1.0f) + 1.0f) * 20);
             s.y[seg][i] = (uint8_t)((tl_uniform(&r, 1.0f) + 1.0f) * 20);
         }
+    make_coords(&s, &r);
     model_zero_grads(&s.mdl);
     total_loss(&s, 1);
 
@@ -148,5 +167,8 @@ int main(void)
     run_case("alibi", POS_ALIBI, 1, 0.0f, 0.0f, 4, 0, 0);
     run_case("absolute", POS_ABSOLUTE, 0, 0.1f, 0.0f, 4, 0, 0);
     run_case("none", POS_NONE, 0, 0.0f, 0.0f, 4, 0, 0);
+    run_case("hier", POS_HIER, 0, 0.0f, 0.0f, 4, 0, 0);
+    run_case("hier pre dropout", POS_HIER, 1, 0.1f, 0.1f, 4, 0, 0);
+    run_case("hier word+para", POS_HIER, 0, 0.0f, 0.0f, 2, 1, 0); /* untie: levels subset */
     return tl_done("test_model_grad");
 }

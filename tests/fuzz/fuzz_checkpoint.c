@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../cmd/cli.h"
+#include "../../data/units.h"
 #include "../../model/checkpoint.h"
 #include "../../model/decode.h"
 #include "../../model/model.h"
@@ -103,14 +104,19 @@ static void run_small(model *mdl, const txl_config *cfg, const uint8_t *tok, siz
         x[i] = tok[i];
     for (int i = 0; i < 7; i++)
         y[i] = x[i + 1];
-    fwd_opts fo = {.training = 0};
+    int32_t co[8][TXL_N_COORDS]; /* text coordinates (schemes that read them) */
+    units_state us;
+    units_init(&us, &(units_config){.anchors = 0});
+    units_tokenize(&us, x, 8, NULL, &co[0][0]);
+    fwd_opts fo = {.training = 0, .coords = &co[0][0]};
     model_forward(mdl, &A, &mem, x, y, Lq, &fo);
+    fo.coords = &co[4][0];
     model_forward(mdl, &A, &mem, x + 4, y + 4, Lq, &fo);
     decode_state ds;
     if (decode_init(&ds, mdl, 1, M, &e) == 0) {
         decode_prime(&ds, mdl, &mem, 2L * Lq);
         for (int i = 0; i < 3; i++)
-            decode_step(&ds, mdl, &x[i]);
+            decode_step(&ds, mdl, &x[i], co[i]);
         decode_sync_mem(&ds, &mem);
         decode_free(&ds);
     }

@@ -42,6 +42,11 @@ CASES = [
     ("alibi", dict(pos_scheme="alibi", n_head=3, tgt_len=5, mem_len=4), [5, 5, 3]),
     ("absolute", dict(pos_scheme="absolute", tgt_len=5, mem_len=4), [5, 5, 3]),
     ("none", dict(pos_scheme="none", pre_lnorm=True, tgt_len=5, mem_len=4), [5, 5, 3]),
+    ("hier", dict(pos_scheme="hier", hier_num_freqs=3, mlp_max_dist=64, mlp_hidden=6,
+                  tgt_len=6, mem_len=5), [6, 6, 6, 4]),
+    ("hier_pre_sub", dict(pos_scheme="hier", pre_lnorm=True, hier_levels=["word", "para"],
+                          hier_num_freqs=2, mlp_max_dist=256, mlp_hidden=5, n_head=3,
+                          tgt_len=5, mem_len=7), [5, 5, 5]),
 ]
 OPT_CASES = [
     ("adam_xl", dict(pos_scheme="xl", tgt_len=5, mem_len=3),
@@ -64,6 +69,36 @@ def make_streams(name, n):
     return torch.randint(0, 256, (B, n), generator=g, dtype=torch.int64)
 
 
+def make_text_streams(name, n):
+    """B streams of n bytes of random text with structure: short words, spaces, sentence
+    ends ('. ', '!\\n') and blank lines, so every coordinate level changes within a few
+    bytes (the hierarchical scheme's fixtures)."""
+    g = torch.Generator().manual_seed(seed_of(name) ^ 0x7E47)
+    rows = []
+    for _ in range(B):
+        out = bytearray()
+        while len(out) < n:
+            r = float(torch.rand(1, generator=g))
+            if r < 0.55:
+                out += bytes([97 + int(torch.randint(0, 10, (1,), generator=g))])
+            elif r < 0.75:
+                out += b" "
+            elif r < 0.85:
+                out += b". "
+            elif r < 0.92:
+                out += b"!\n"
+            else:
+                out += b"\n\n"
+        rows.append(list(out[:n]))
+    return torch.tensor(rows, dtype=torch.int64)
+
+
+def stream_coords(streams):
+    """[B, n, 3] text coordinates of each stream (txl_ref.text_coords)."""
+    return torch.tensor([ref.text_coords(bytes(row.tolist())) for row in streams],
+                        dtype=torch.int64)
+
+
 def split_segments(streams, lens):
     """Stream batching: x = stream[s:s+L], y = stream[s+1:s+L+1]."""
     out, start = [], 0
@@ -82,18 +117,27 @@ def gen_case(outdir, name, mover, lens):
     model.update(mover)
     p32 = ref.random_params(model, seed_of(name))
     P = leaf_params(p32)
-    streams = make_streams(name, sum(lens) + 1)
+    hier = model["pos_scheme"] == "hier"
+    streams = (make_text_streams if hier else make_streams)(name, sum(lens) + 1)
+    coords = stream_coords(streams) if hier else None
     segs = split_segments(streams, lens)
 
     tensors = dict(p32)
     mems = None
     total = 0.0
+    start = 0
     for s, (x, y) in enumerate(segs):
-        logits, mems = ref.forward(P, model, x, mems)
+        L = x.shape[1]
+        m = mems[0].shape[1] if mems else 0
+        cat = coords[:, start - m:start + L] if hier else None
+        logits, mems = ref.forward(P, model, x, mems, coords=cat)
         loss = ref.seg_loss(logits, y)
         total = total + loss
         tensors["seg%d.x" % s] = x.to(torch.int32)
         tensors["seg%d.y" % s] = y.to(torch.int32)
+        if hier:
+            tensors["seg%d.coords" % s] = coords[:, start:start + L].to(torch.int32).contiguous()
+        start += L
         tensors["seg%d.logits" % s] = logits.detach().clone()
         tensors["seg%d.loss" % s] = loss.detach().reshape(1).clone()
         for l, mm in enumerate(mems):

@@ -26,8 +26,11 @@ MODEL_DEFAULTS = {
     "tgt_len": 128, "mem_len": 128, "pre_lnorm": False, "dropout": 0.1,
     "dropatt": 0.0, "pos_scheme": "xl", "clamp_len": 0, "untie_r": False,
     "mlp_num_freqs": 16, "mlp_max_dist": 4096, "mlp_hidden": 64,
+    "hier_levels": ["token", "word", "sent", "para"], "hier_num_freqs": 8,
 }
-SCHEMES = ("xl", "mlp", "rope", "alibi", "absolute", "none")
+SCHEMES = ("xl", "mlp", "rope", "alibi", "absolute", "none", "hier")
+HIER_LEVELS = ("token", "word", "sent", "para")
+HIER_DIV = {"token": 1, "word": 4, "sent": 32, "para": 128}
 
 
 def model_cfg(cfg):
@@ -65,6 +68,14 @@ def param_shapes(cfg, vocab=V_DEFAULT):
                     (p + "attn.bias_mlp.0.bias", (hid,)),
                     (p + "attn.bias_mlp.2.weight", (H, hid)),
                     (p + "attn.bias_mlp.2.bias", (H,))]
+        if c["pos_scheme"] == "hier":
+            K, hid, lv = c["hier_num_freqs"], c["mlp_hidden"], hier_levels(c)
+            for name in lv:
+                q = p + "attn.hier.%s." % name
+                out += [(q + "0.weight", (hid, 2 * K)), (q + "0.bias", (hid,)),
+                        (q + "2.weight", (H, hid)), (q + "2.bias", (H,))]
+            out += [(p + "attn.hier.mix.weight", (H, len(lv) * H)),
+                    (p + "attn.hier.mix.bias", (H,))]
         out += [(p + "ff.0.weight", (di, d)), (p + "ff.0.bias", (di,)),
                 (p + "ff.3.weight", (d, di)), (p + "ff.3.bias", (d,)),
                 (p + "ff.ln.weight", (d,)), (p + "ff.ln.bias", (d,))]
@@ -142,6 +153,78 @@ def mlp_bias_table(P, pre, c, n_dist, dtype):
     return linear(hid, P[pre + "attn.bias_mlp.2.weight"], P[pre + "attn.bias_mlp.2.bias"])
 
 
+def hier_levels(c):
+    """The levels in use, in the order token, word, sent, para."""
+    return [n for n in HIER_LEVELS if n in c["hier_levels"]]
+
+
+def hier_max_dist(c, name):
+    return max(2.0, float(c["mlp_max_dist"]) / HIER_DIV[name])
+
+
+def text_coords(data):
+    """Per byte of `data` (no anchors): the number of words, sentences and paragraphs
+    started at or before it (doc/design.md, "Anchors and text structure"): units start only
+    at non-whitespace bytes; the first word of the text starts a paragraph; a paragraph
+    starts after a whitespace run with at least two newlines; a sentence starts with a
+    paragraph or after '.', '!' or '?' followed by whitespace; a word starts with a sentence
+    or after whitespace."""
+    ws = set(b" \t\n\r\x0b\x0c")
+    words = sents = paras = 0
+    out = []
+    first = True
+    prev_ws = True
+    newlines = 0
+    stop = False
+    for b in data:
+        if b in ws:
+            newlines += b == 10
+            prev_ws = True
+        else:
+            para = first or (prev_ws and newlines >= 2)
+            sent = para or (prev_ws and stop)
+            word = sent or prev_ws
+            paras += para
+            sents += sent
+            words += word
+            first = False
+            prev_ws = False
+            newlines = 0
+            stop = b in b".!?"
+        out.append((words, sents, paras))
+    return out
+
+
+def hier_bias(P, pre, c, coords, m, Lq, dtype):
+    """bias [B, H, Lq, klen] of the hierarchical scheme; coords LongTensor [B, klen, 3]
+    (word, sent, para counts of the rows [mem; segment])."""
+    H = c["n_head"]
+    B, klen, _ = coords.shape
+    ii = torch.arange(Lq)[:, None]
+    jj = torch.arange(klen)[None, :]
+    visible = (jj <= m + ii)
+    C = P[pre + "attn.hier.mix.weight"]                         # [H, L*H]
+    total = torch.zeros(B, H, Lq, klen, dtype=dtype)
+    for li, name in enumerate(hier_levels(c)):
+        if name == "token":
+            delta = ((m + ii) - jj).expand(B, Lq, klen)
+        else:
+            col = {"word": 0, "sent": 1, "para": 2}[name]
+            cq = coords[:, m:, col][:, :, None]                   # [B, Lq, 1]
+            ck = coords[:, :, col][:, None, :]                    # [B, 1, klen]
+            delta = cq - ck
+        delta = torch.where(visible[None], delta, torch.zeros_like(delta))
+        n_dist = int(delta.max()) + 1
+        q = pre + "attn.hier.%s." % name
+        phi = mlp_phi(torch.arange(n_dist, dtype=torch.float64), c["hier_num_freqs"],
+                      hier_max_dist(c, name), dtype)
+        hid = gelu_erf(linear(phi, P[q + "0.weight"], P[q + "0.bias"]))
+        b = linear(hid, P[q + "2.weight"], P[q + "2.bias"])       # [n_dist, H]
+        Cl = C[:, li * H:(li + 1) * H]                            # [H, H]
+        total = total + torch.einsum("gh,bijh->bgij", Cl, b[delta])
+    return total + P[pre + "attn.hier.mix.bias"][None, :, None, None]
+
+
 def rope_rotate(x, pos):
     """x [B, L, H, dh], pos float64 [L]: rot(x) = [x1 cos - x2 sin, x2 cos + x1 sin]."""
     dh = x.shape[-1]
@@ -164,11 +247,12 @@ def xl_R(klen, d, clamp_len, dtype):
 # ----------------------------------------------------------------------------
 # attention
 
-def attention(P, c, l, h, mem, batch_chunk=None):
+def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
     """Multi-head attention of layer l.  h [B, Lq, d] is the layer input, mem
     [B, m, d] its memory (pre_lnorm's LN of cat is applied here).  Returns the
     attention output after Wo, [B, Lq, d].  batch_chunk bounds the size of the
-    (b, H, Lq, klen) score tensors."""
+    (b, H, Lq, klen) score tensors.  coords [B, m+Lq, 3]: the rows' text
+    coordinates (hier)."""
     pre = "layers.%d." % l
     B, Lq, d = h.shape
     H, dh = c["n_head"], c["d_head"]
@@ -208,6 +292,8 @@ def attention(P, c, l, h, mem, batch_chunk=None):
     elif scheme == "rope":
         q = rope_rotate(q, torch.arange(m, m + Lq, dtype=torch.float64))
         k = rope_rotate(k, torch.arange(0, klen, dtype=torch.float64))
+    elif scheme == "hier":
+        hbias = hier_bias(P, pre, c, coords, m, Lq, h.dtype)       # [B, H, Lq, klen]
 
     outs = []
     step = B if not batch_chunk else batch_chunk
@@ -224,6 +310,8 @@ def attention(P, c, l, h, mem, batch_chunk=None):
             s = torch.einsum("bihd,bjhd->bhij", qb, kb) * scale
             if scheme in ("mlp", "alibi"):
                 s = s + bias[None]
+            if scheme == "hier":
+                s = s + hbias[sl]
         s = s.masked_fill(~visible, float("-inf"))
         a = torch.softmax(s, dim=-1)
         o = torch.einsum("bhij,bjhd->bihd", a, vbv)
@@ -237,9 +325,9 @@ def feed_forward(P, pre, x):
                   P[pre + "ff.3.weight"], P[pre + "ff.3.bias"])
 
 
-def layer(P, c, l, h, mem, batch_chunk=None):
+def layer(P, c, l, h, mem, batch_chunk=None, coords=None):
     pre = "layers.%d." % l
-    out = attention(P, c, l, h, mem, batch_chunk)
+    out = attention(P, c, l, h, mem, batch_chunk, coords)
     if c["pre_lnorm"]:
         h1 = h + out
         return h1 + feed_forward(P, pre, layer_norm(h1, P[pre + "ff.ln.weight"], P[pre + "ff.ln.bias"]))
@@ -252,9 +340,10 @@ def empty_mems(c, B, dtype, device=None):
     return [torch.zeros(B, 0, c["d_model"], dtype=dtype, device=device) for _ in range(c["n_layer"])]
 
 
-def forward(P, cfg, x, mems=None, batch_chunk=None):
+def forward(P, cfg, x, mems=None, batch_chunk=None, coords=None):
     """One segment.  x LongTensor [B, Lq]; mems list of N tensors [B, m, d] (or
-    None: empty).  Returns (logits [B, Lq, V], new_mems)."""
+    None: empty); coords LongTensor [B, m+Lq, 3], the text coordinates of the rows
+    [mem; segment] (hier only).  Returns (logits [B, Lq, V], new_mems)."""
     c = model_cfg(cfg)
     E = P["word_emb.weight"]
     dtype = E.dtype
@@ -271,7 +360,7 @@ def forward(P, cfg, x, mems=None, batch_chunk=None):
         full = torch.cat([mem, h], dim=1)
         start = max(0, full.shape[1] - M) if M > 0 else full.shape[1]
         new_mems.append(full[:, start:].detach())
-        h = layer(P, c, l, h, mem, batch_chunk)
+        h = layer(P, c, l, h, mem, batch_chunk, coords)
     logits = linear(h, E, P["out.bias"])
     return logits, new_mems
 
