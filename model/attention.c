@@ -41,12 +41,12 @@ size_t attn_scratch_floats(int Lq, int klen, int dh, int H, int threads)
     return per_thread(Lq, klen, dh, H) * (size_t)(threads > 0 ? threads : 1);
 }
 
-/* x[Lq, dh] (row stride ld) + bias[dh] (or + 0) -> out [Lq, dh] contiguous. */
+/* x[Lq, dh] (row stride ld; NULL: zeros) + bias[dh] (or + 0) -> out [Lq, dh] contiguous. */
 static void add_row_bias(float *out, const float *x, int ld, const float *bias, int Lq, int dh)
 {
     for (int i = 0; i < Lq; i++)
         for (int c = 0; c < dh; c++)
-            out[(size_t)i * dh + c] = x[(size_t)i * ld + c] + (bias ? bias[c] : 0.0f);
+            out[(size_t)i * dh + c] = (x ? x[(size_t)i * ld + c] : 0.0f) + (bias ? bias[c] : 0.0f);
 }
 
 /* Applies dropatt to one (b, h) plane of probabilities: out = P * mask / (1-p). */
@@ -84,9 +84,11 @@ static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
     float *P = prob ? prob + ((size_t)b * H + h) * Lq * klen : plane2;
     float *vout = vec + (size_t)b * Lq * hd + (size_t)h * dh;
 
-    add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
+    add_row_bias(qu, a->no_q_content ? NULL : qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq,
+                 dh);
     if (a->rk)
-        add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
+        add_row_bias(qv, a->no_q_position ? NULL : qbh, hd, a->v ? a->v + (size_t)h * dh : NULL,
+                     Lq, dh);
     for (int i0 = 0; i0 < Lq; i0 += rb) {
         int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
         /* content (+ global content bias) */
@@ -160,7 +162,8 @@ static void position_backward(float *dqbh, float *drk, float *dv, float *dqa, fl
 {
     const int H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
     const int hd = H * dh, rb = row_block(a);
-    add_row_bias(qv, qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq, dh);
+    add_row_bias(qv, a->no_q_position ? NULL : qbh, hd, a->v ? a->v + (size_t)h * dh : NULL, Lq,
+                 dh);
     for (int i0 = 0; i0 < Lq; i0 += rb) {
         int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
         for (int i = i0; i < i1; i++) {
@@ -175,7 +178,7 @@ static void position_backward(float *dqbh, float *drk, float *dv, float *dqa, fl
         gemm(drk + (size_t)(Lq - i1) * hd + (size_t)h * dh, dbd + (size_t)i0 * klen,
              qv + (size_t)i0 * dh, w, dh, rows, 1, 0, a->scale, 1.0f, klen, dh, hd);
     }
-    for (int i = 0; i < Lq; i++)
+    for (int i = 0; i < Lq && !a->no_q_position; i++)
         for (int c = 0; c < dh; c++)
             dqbh[(size_t)i * hd + c] += dqa[(size_t)i * dh + c];
     if (dv)
@@ -240,7 +243,8 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
     }
 
     /* content: dq = scale dS k, dk = scale dS^T (q+u), du += colsum(dq part) */
-    add_row_bias(qu, qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq, dh);
+    add_row_bias(qu, a->no_q_content ? NULL : qbh, hd, a->u ? a->u + (size_t)h * dh : NULL, Lq,
+                 dh);
     for (int i0 = 0; i0 < Lq; i0 += rb) {
         int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
         gemm(dqa + (size_t)i0 * dh, dS + (size_t)i0 * klen, kbh, rows, dh, w, 0, 0, a->scale,
@@ -250,7 +254,7 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
     }
     for (int i = 0; i < Lq; i++)
         for (int c = 0; c < dh; c++)
-            dqbh[(size_t)i * hd + c] = dqa[(size_t)i * dh + c];
+            dqbh[(size_t)i * hd + c] = a->no_q_content ? 0.0f : dqa[(size_t)i * dh + c];
     if (du)
         for (int i = 0; i < Lq; i++)
             for (int c = 0; c < dh; c++)
@@ -337,7 +341,7 @@ void attn_term_stats(double acc[4][2], double *count, const float *q, const floa
                 for (int j = 0; j <= m + i; j++) {
                     const float *kj = kv + (size_t)b * kv_stride(a, klen) + (size_t)j * 2 * hd + (size_t)h * dh;
                     double t[4] = {0, 0, 0, 0};
-                    for (int c = 0; c < dh; c++)
+                    for (int c = 0; c < dh && !a->no_q_content; c++)
                         t[0] += (double)qi[c] * kj[c];
                     if (a->u)
                         for (int c = 0; c < dh; c++)
@@ -345,7 +349,7 @@ void attn_term_stats(double acc[4][2], double *count, const float *q, const floa
                     if (a->rk) {
                         const float *r = a->rk + (size_t)(Lq - 1 - i + j) * hd + (size_t)h * dh;
                         for (int c = 0; c < dh; c++) {
-                            t[1] += (double)qi[c] * r[c];
+                            t[1] += a->no_q_position ? 0.0 : (double)qi[c] * r[c];
                             if (a->v)
                                 t[3] += (double)a->v[(size_t)h * dh + c] * r[c];
                         }

@@ -46,6 +46,8 @@ typedef struct {
     uint64_t drop_key;      /* counter-based mask key for dropatt */
     size_t b_offset;        /* global index of stream 0 (dropatt masks by global stream) */
     const float *u, *v;     /* [H, dh] xl biases, or NULL */
+    unsigned char no_q_content, no_q_position; /* xl term ablations: drop q from the content
+                               term (q+u)·k or from the position term (q+v)·rk */
     const float *rk;        /* [klen, H*dh] xl projected positions, or NULL */
     const float *dist_bias; /* [H, bias_ld] bias by distance delta = 0..klen-1, or NULL */
     int bias_ld;            /* row stride of dist_bias (0 = klen) */

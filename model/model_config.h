@@ -26,6 +26,11 @@ const char *pos_scheme_name(pos_scheme p);
 /* Parses a name; returns 0 and sets *p, or -1 when the name is unknown. */
 int pos_scheme_parse(const char *s, pos_scheme *p);
 
+/* xl's four score terms (Dai et al. 2019, eq. 3): (a) content q·k, (b) content-position
+ * q·W_R R, (c) global content u·k, (d) global position v·W_R R; model.xl_terms names the
+ * ones in use, model_config.xl_off holds the others. */
+enum { XL_TERM_A = 1, XL_TERM_B = 2, XL_TERM_C = 4, XL_TERM_D = 8 };
+
 /* hier levels (bits of model_config.hier_levels), in order */
 enum { HIER_TOKEN = 1, HIER_WORD = 2, HIER_SENT = 4, HIER_PARA = 8, HIER_ALL = 15 };
 
@@ -43,6 +48,7 @@ typedef struct {
     pos_scheme pos;     /* positional scheme */
     int clamp_len;      /* xl: clamp relative positions to this (<= 0: off) */
     int untie_r;        /* xl: per-layer u, v instead of shared */
+    int xl_off;         /* xl: score terms switched off (ablations), bits of XL_TERM_A.. */
     int mlp_num_freqs;  /* mlp: K */
     float mlp_max_dist; /* mlp: largest tau */
     int mlp_hidden;     /* mlp, hier: hidden width of the bias MLPs */

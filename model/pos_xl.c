@@ -7,7 +7,9 @@
  * kernel reads rk along the diagonals (attention.h), so no (Lq, klen, dh) tensor exists.
  * u, v [H, dh] are shared by the layers unless untie_r.
  * Slots: model-wide pos[0] = u, pos[1] = v (shared); per layer pos[0] = W_r [hd, d], and
- * pos[1] = u, pos[2] = v with untie_r. Buffers: acts R; layer rk; backward d_rk. */
+ * pos[1] = u, pos[2] = v with untie_r. Buffers: acts R; layer rk; backward d_rk.
+ * Ablations (model.xl_terms): each of the four terms can be switched off; the tensors stay
+ * (their gradient is then exactly zero). */
 #include <string.h>
 
 #include "dropout.h"
@@ -72,9 +74,27 @@ static void xl_segment(const pos_seg *s)
     dropout_forward(R, R, (size_t)klen * d, s->dropout, pos_site_key(s->drop_key, -1, SITE_R), 0);
 }
 
+/* Some position term is in use: (b) q·rk or (d) v·rk. */
+static int has_position(const model_config *c)
+{
+    return (c->xl_off & (XL_TERM_B | XL_TERM_D)) != (XL_TERM_B | XL_TERM_D);
+}
+
+/* The ablation flags and u, v as the terms in use need them. */
+static void xl_set_terms(const model_config *c, float *u, float *v, const float *rk, attn_args *a)
+{
+    a->no_q_content = (c->xl_off & XL_TERM_A) != 0;
+    a->no_q_position = (c->xl_off & XL_TERM_B) != 0;
+    a->u = c->xl_off & XL_TERM_C ? NULL : u;
+    a->v = c->xl_off & XL_TERM_D ? NULL : v;
+    a->rk = has_position(c) ? rk : NULL;
+}
+
 static void xl_layer_forward(pos_ctx *x)
 {
     const model_config *c = x->s->c;
+    if (!has_position(c))
+        return;
     int klen = x->s->m + x->s->Lq;
     linear_forward(x->lc->buf[B_RK], x->s->acts->buf[B_R], x->W->pos[P_WR], NULL, klen,
                    c->n_head * c->d_head, c->d_model, 0);
@@ -84,18 +104,22 @@ static void xl_attn_args(const pos_ctx *x, attn_args *a)
 {
     float *u, *v;
     xl_uv(x->s->c, x->W, x->MW, &u, &v);
-    a->rk = x->lc->buf[B_RK];
-    a->u = u;
-    a->v = v;
+    xl_set_terms(x->s->c, u, v, x->lc->buf[B_RK], a);
 }
 
 static void xl_grad_args(pos_ctx *x, attn_grads *g)
 {
     const model_config *c = x->s->c;
     int klen = x->s->m + x->s->Lq;
-    g->drk = x->bw->buf[B_DRK];
-    memset(g->drk, 0, (size_t)klen * c->n_head * c->d_head * sizeof(float));
+    if (has_position(c)) {
+        g->drk = x->bw->buf[B_DRK];
+        memset(g->drk, 0, (size_t)klen * c->n_head * c->d_head * sizeof(float));
+    }
     xl_uv(c, x->G, x->MG, &g->du, &g->dv);
+    if (c->xl_off & XL_TERM_C)
+        g->du = NULL;
+    if (c->xl_off & XL_TERM_D)
+        g->dv = NULL;
 }
 
 static void xl_layer_backward(pos_ctx *x, float *d_q, float *d_kv)
@@ -103,6 +127,8 @@ static void xl_layer_backward(pos_ctx *x, float *d_q, float *d_kv)
     (void)d_q;
     (void)d_kv;
     const model_config *c = x->s->c;
+    if (!has_position(c))
+        return;
     int klen = x->s->m + x->s->Lq, hd = c->n_head * c->d_head, d = c->d_model;
     /* rk = R W_r^T with R a constant: dW_r += d_rk^T R */
     gemm(x->G->pos[P_WR], x->bw->buf[B_DRK], x->s->acts->buf[B_R], hd, d, klen, 1, 0, 1.0f,
@@ -134,9 +160,7 @@ static void xl_decode_args(const pos_decode *d, attn_args *a)
 {
     float *u, *v;
     xl_uv(d->c, d->W, d->MW, &u, &v);
-    a->rk = d->tables + (size_t)(d->M - d->m) * d->c->n_head * d->c->d_head;
-    a->u = u;
-    a->v = v;
+    xl_set_terms(d->c, u, v, d->tables + (size_t)(d->M - d->m) * d->c->n_head * d->c->d_head, a);
 }
 
 const pos_ops pos_xl = {

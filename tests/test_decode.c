@@ -16,7 +16,8 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
 {
     model_config c = {.n_layer = 2, .d_model = 16, .n_head = 2, .d_head = 8, .d_inner = 24,
                       .tgt_len = 5, .mem_len = M, .pre_lnorm = pre, .pos = pos,
-                      .clamp_len = clamp, .mlp_num_freqs = 4, .mlp_max_dist = 64,
+                      .clamp_len = clamp > 0 ? clamp : 0, .xl_off = clamp < 0 ? -clamp : 0,
+                      .mlp_num_freqs = 4, .mlp_max_dist = 64,
                       .mlp_hidden = 8, .vocab = 256, .hier_levels = HIER_ALL,
                       .hier_num_freqs = 3};
     enum { T = 40, P = 7, MAXB = 3 };
@@ -116,6 +117,7 @@ int main(void)
         run_case("xl pre", POS_XL, 1, 12, 0, B);
         run_case("xl clamp", POS_XL, 0, 12, 4, B);
         run_case("xl nomem", POS_XL, 0, 0, 0, B);
+        run_case("xl terms bd", POS_XL, 0, 12, -(XL_TERM_A | XL_TERM_C), B); /* (clamp < 0: off) */
         run_case("mlp", POS_MLP, 0, 12, 0, B);
         run_case("rope", POS_ROPE, 1, 12, 0, B);
         run_case("alibi", POS_ALIBI, 0, 12, 0, B);

@@ -62,6 +62,18 @@ static int jlevels(cJSON *o)
     return bits;
 }
 
+/* model.xl_terms: the letters of the terms in use -> the bits of those switched off */
+static int jxl_off(cJSON *o)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "xl_terms");
+    const char *t = cJSON_IsString(v) ? v->valuestring : "abcd";
+    int off = 0;
+    for (int k = 0; k < 4; k++)
+        if (!strchr(t, 'a' + k))
+            off |= 1 << k;
+    return off;
+}
+
 static double *get64(st_file *f, const char *name, size_t n)
 {
     const st_tensor *t = st_find(f, name);
@@ -142,7 +154,8 @@ static void run_fixture(const char *path, const char *name, int row_block)
         .mlp_num_freqs = jint(jm, "mlp_num_freqs", 16),
         .mlp_max_dist = (float)jnum(jm, "mlp_max_dist", 4096),
         .mlp_hidden = jint(jm, "mlp_hidden", 64), .vocab = 256,
-        .hier_levels = jlevels(jm), .hier_num_freqs = jint(jm, "hier_num_freqs", 8)};
+        .hier_levels = jlevels(jm), .hier_num_freqs = jint(jm, "hier_num_freqs", 8),
+        .xl_off = jxl_off(jm)};
     cJSON *ps = cJSON_GetObjectItemCaseSensitive(jm, "pos_scheme");
     if (!cJSON_IsString(ps) || pos_scheme_parse(ps->valuestring, &c.pos)) {
         CHECK(0, "%s: pos_scheme", name);

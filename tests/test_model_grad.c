@@ -73,7 +73,8 @@ static void run_case(const char *label, pos_scheme pos, int pre, float dropout, 
 {
     model_config c = {.n_layer = 2, .d_model = 8, .n_head = 2, .d_head = 4, .d_inner = 12,
                       .tgt_len = 3, .mem_len = M, .pre_lnorm = pre, .dropout = dropout,
-                      .dropatt = dropatt, .pos = pos, .clamp_len = clamp, .untie_r = untie,
+                      .dropatt = dropatt, .pos = pos, .clamp_len = clamp > 0 ? clamp : 0,
+                      .xl_off = clamp < 0 ? -clamp : 0, .untie_r = untie,
                       .mlp_num_freqs = 3, .mlp_max_dist = 32, .mlp_hidden = 5, .vocab = 256,
                       .hier_levels = untie ? HIER_WORD | HIER_PARA : HIER_ALL,
                       .hier_num_freqs = 3};
@@ -167,6 +168,8 @@ int main(void)
     run_case("alibi", POS_ALIBI, 1, 0.0f, 0.0f, 4, 0, 0);
     run_case("absolute", POS_ABSOLUTE, 0, 0.1f, 0.0f, 4, 0, 0);
     run_case("none", POS_NONE, 0, 0.0f, 0.0f, 4, 0, 0);
+    run_case("xl terms ab", POS_XL, 0, 0.0f, 0.0f, 4, 0, -(XL_TERM_C | XL_TERM_D));
+    run_case("xl terms acd", POS_XL, 1, 0.1f, 0.0f, 4, 1, -XL_TERM_B);
     run_case("hier", POS_HIER, 0, 0.0f, 0.0f, 4, 0, 0);
     run_case("hier pre dropout", POS_HIER, 1, 0.1f, 0.1f, 4, 0, 0);
     run_case("hier word+para", POS_HIER, 0, 0.0f, 0.0f, 2, 1, 0); /* untie: levels subset */

@@ -24,7 +24,7 @@ LN_EPS = 1e-5
 MODEL_DEFAULTS = {
     "n_layer": 4, "d_model": 256, "n_head": 4, "d_head": 64, "d_inner": 1024,
     "tgt_len": 128, "mem_len": 128, "pre_lnorm": False, "dropout": 0.1,
-    "dropatt": 0.0, "pos_scheme": "xl", "clamp_len": 0, "untie_r": False,
+    "dropatt": 0.0, "pos_scheme": "xl", "clamp_len": 0, "untie_r": False, "xl_terms": "abcd",
     "mlp_num_freqs": 16, "mlp_max_dist": 4096, "mlp_hidden": 64,
     "hier_levels": ["token", "word", "sent", "para"], "hier_num_freqs": 8,
 }
@@ -279,6 +279,8 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
             u, vb = P[pre + "attn.r_w_bias"], P[pre + "attn.r_r_bias"]
         else:
             u, vb = P["r_w_bias"], P["r_r_bias"]
+        # ablations: each of the four terms (a) q.k, (b) q.rk, (c) u.k, (d) v.rk on or off
+        on = {t: float(t in c["xl_terms"]) for t in "abcd"}
         R = xl_R(klen, d, c["clamp_len"], h.dtype)                # [klen, d]
         rk = linear(R, P[pre + "attn.r.weight"]).reshape(klen, H, dh)
         # p = Lq-1-i+j; for masked (i, j) it may run past klen-1: clamp (masked anyway)
@@ -302,8 +304,8 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
         qb, kb, vbv = q[sl], k[sl], v[sl]
         nb = qb.shape[0]
         if scheme == "xl":
-            AC = torch.einsum("bihd,bjhd->bhij", qb + u, kb)
-            BDraw = torch.einsum("bihd,phd->bhip", qb + vb, rk)   # indexed by p
+            AC = torch.einsum("bihd,bjhd->bhij", on["a"] * qb + on["c"] * u, kb)
+            BDraw = torch.einsum("bihd,phd->bhip", on["b"] * qb + on["d"] * vb, rk)
             BD = torch.gather(BDraw, 3, pidx.expand(nb, H, Lq, klen))
             s = (AC + BD) * scale
         else:
