@@ -10,6 +10,27 @@
  * more in fork/join than it saves. */
 #define GEMM_SPLIT_MIN (1L << 20)
 
+/* gemm() when M or N is 1. Row of C (M == 1): C[0,:] = alpha op(B)^T a + beta C, with a the
+ * one row of op(A) (stride lda when A is transposed). Column of C (N == 1): C[:,0] =
+ * alpha op(A) b + beta C, b the one column of op(B), C's stride ldc. */
+static void gemv(float *C, const float *A, const float *B, int M, int N, int K, int trans_a,
+                 int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
+{
+    if (M == 1) {
+        int inc_a = trans_a ? lda : 1;
+        if (trans_b) /* B [N, K]: C = B a */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, alpha, B, ldb, A, inc_a, beta, C, 1);
+        else         /* B [K, N]: C = B^T a */
+            cblas_sgemv(CblasRowMajor, CblasTrans, K, N, alpha, B, ldb, A, inc_a, beta, C, 1);
+        return;
+    }
+    int inc_b = trans_b ? 1 : ldb;
+    if (trans_a) /* A [K, M]: C = A^T b */
+        cblas_sgemv(CblasRowMajor, CblasTrans, K, M, alpha, A, lda, B, inc_b, beta, C, ldc);
+    else         /* A [M, K]: C = A b */
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, M, K, alpha, A, lda, B, inc_b, beta, C, ldc);
+}
+
 void gemm(float *C, const float *A, const float *B, int M, int N, int K,
           int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
 {
@@ -19,6 +40,10 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++)
                 C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
+        return;
+    }
+    if (M == 1 || N == 1) { /* a vector: sgemv reads the matrix once, sgemm would pack it */
+        gemv(C, A, B, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb, ldc);
         return;
     }
     int nt = par_threads();

@@ -275,6 +275,11 @@ static void test_gemm(void)
             test_gemm_case(5, 7, 9, ta, tb, 0.75f, 0.0f);
             test_gemm_case(5, 7, 9, ta, tb, 1.0f, 1.0f);
             test_gemm_case(33, 17, 96, ta, tb, -1.25f, 1.0f);
+            /* vectors (one row or one column of C): gemm() takes sgemv for them */
+            test_gemm_case(1, 37, 21, ta, tb, 0.75f, 0.0f);
+            test_gemm_case(1, 37, 21, ta, tb, -1.5f, 1.0f);
+            test_gemm_case(29, 1, 18, ta, tb, 0.75f, 0.0f);
+            test_gemm_case(29, 1, 18, ta, tb, 1.0f, 1.0f);
         }
     test_gemm_case(1, 1, 1, 0, 0, 1.0f, 0.0f);
 
