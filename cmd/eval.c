@@ -14,41 +14,79 @@
 #include "cmds.h"
 #include "evaluate.h"
 
-#define MAX_SWEEP 32
-
-static const char *eval_help =
-    "usage: txl eval CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N]\n"
-    "                [--clamp-len N] [--batch N] [--warmup] [--max-tokens N]\n"
-    "                [--sweep 1,2,4,8 [--sweep-mode memory|window|both]] [--term-stats [N]]\n"
-    "                [--json] [--threads N] [--quiet]\n"
-    "\n"
-    "Evaluates a checkpoint: mean loss (nats per byte), bits per byte and perplexity over one\n"
-    "deterministic pass with memory carried across segments.\n"
-    "\n"
-    "  --data FILE       evaluate this file, whole (plain or gzip); default: the run's --split\n"
-    "  --split NAME      valid (default), test or train, resolved from the checkpoint's config\n"
-    "  --tgt-len N       segment length (default: the trained tgt_len)\n"
-    "  --mem-len N       memory length (default: the trained mem_len)\n"
-    "  --clamp-len N     xl: clamp relative distances (<= 0: off; default: trained value)\n"
-    "  --batch N         number of parallel streams (default: the trained batch_size)\n"
-    "  --warmup          score only segments whose memory is already full\n"
-    "  --max-tokens N    use only the first N bytes of the data\n"
-    "  --sweep LIST      evaluate at each factor of the trained length (extrapolation table)\n"
-    "  --sweep-mode M    memory (default): tgt_len fixed, mem_len x factor (trained without\n"
-    "                    memory: mem_len = tgt_len x (factor-1)); window: mem_len 0, tgt_len x\n"
-    "                    factor; both: tgt_len and mem_len x factor\n"
-    "  --term-stats [N]  per layer, mean and std of the score terms over the first N segments\n"
-    "                    (default 4): xl's content, content-position, global content bias and\n"
-    "                    global position bias; mlp/alibi: content and distance bias\n"
-    "  --json            one JSON object per setting on stdout\n"
-    "  --threads N       threads (default 0: all cores)\n"
-    "  -q, --quiet       no progress line and no settings note on stderr\n"
-    "\n"
-    "On a terminal a progress line (segment, bpc so far, tokens/s, ETA) is drawn on stderr.\n"
-    "\n"
-    "example: txl eval runs/tiny/best.safetensors.gz --split test --sweep 1,2,4,8 --json\n";
-
 typedef enum { SWEEP_MEMORY, SWEEP_WINDOW, SWEEP_BOTH } sweep_mode;
+
+typedef struct {
+    const char *data;
+    int split;                /* index into split_names */
+    long tgt_len, mem_len, clamp_len, batch, max_tokens, threads, term_stats;
+    int warmup, json, quiet;
+    cli_list sweep;
+    int sweep_mode;           /* sweep_mode */
+} eval_args;
+
+static const char *const split_names[] = {"valid", "test", "train", NULL};
+static const char *const mode_names[] = {"memory", "window", "both", NULL};
+#define CLAMP_UNSET LONG_MIN
+
+#define O(f) offsetof(eval_args, f)
+static const cli_opt eval_options[] = {
+    {.name = "--data", .type = CLI_FILE, .off = O(data), .metavar = "FILE",
+     .help = "evaluate this file, whole, plain or gzip'd",
+     .def_doc = "the run's --split"},
+    {.name = "--split", .type = CLI_CHOICE, .off = O(split), .choices = split_names,
+     .metavar = "NAME", .help = "valid, test or train, resolved from the checkpoint's config"},
+    {.name = "--tgt-len", .type = CLI_INT, .off = O(tgt_len), .lo = 1, .hi = 1 << 20,
+     .def = -1, .metavar = "N", .help = "segment length", .def_doc = "the trained tgt_len"},
+    {.name = "--mem-len", .type = CLI_INT, .off = O(mem_len), .lo = 0, .hi = 1 << 22,
+     .def = -1, .metavar = "N", .help = "memory length", .def_doc = "the trained mem_len"},
+    {.name = "--clamp-len", .type = CLI_INT, .off = O(clamp_len), .lo = -(1L << 30),
+     .hi = 1L << 30, .def = CLAMP_UNSET, .metavar = "N",
+     .help = "xl: clamp relative distances; <= 0: off", .def_doc = "the trained value"},
+    {.name = "--batch", .type = CLI_INT, .off = O(batch), .lo = 1, .hi = 1 << 16, .def = -1,
+     .metavar = "N", .help = "number of parallel streams",
+     .def_doc = "the trained batch_size"},
+    {.name = "--warmup", .type = CLI_SWITCH, .off = O(warmup),
+     .help = "score only segments whose memory is already full"},
+    {.name = "--max-tokens", .type = CLI_INT, .off = O(max_tokens), .lo = 2, .hi = LONG_MAX,
+     .def = 0, .metavar = "N", .help = "use only the first N bytes of the data",
+     .def_doc = "all"},
+    {.name = "--sweep", .type = CLI_LIST, .off = O(sweep), .lo = 1, .hi = 1024,
+     .cap = CLI_MAX_LIST, .metavar = "LIST",
+     .help = "evaluate at each factor of the trained length, e.g. 1,2,4,8: the "
+             "extrapolation table"},
+    {.name = "--sweep-mode", .type = CLI_CHOICE, .off = O(sweep_mode), .choices = mode_names,
+     .metavar = "M",
+     .help = "memory: tgt_len fixed, mem_len x factor (trained without memory: mem_len = "
+             "tgt_len x (factor-1)); window: mem_len 0, tgt_len x factor; both: tgt_len and "
+             "mem_len x factor"},
+    {.name = "--term-stats", .type = CLI_OPT_INT, .off = O(term_stats), .lo = 1,
+     .hi = 1L << 30, .def = 0, .implicit = 4, .metavar = "N", .def_doc = "",
+     .help = "per layer, mean and std of the score terms over the first N segments (N "
+             "defaults to 4): xl's content, content-position, global content bias and global "
+             "position bias; mlp/alibi: content and distance bias"},
+    {.name = "--json", .type = CLI_SWITCH, .off = O(json),
+     .help = "one JSON object per setting on stdout"},
+    {.name = "--threads", .type = CLI_INT, .off = O(threads), .lo = 0, .hi = 1024, .def = 0,
+     .metavar = "N", .help = "threads, 0 = all cores"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no progress line and no settings note on stderr"},
+};
+#undef O
+
+const cli_spec eval_spec = {
+    .opts = eval_options,
+    .n_opts = sizeof eval_options / sizeof *eval_options,
+    .about = "Evaluates a checkpoint: mean loss (nats per byte), bits per byte and perplexity "
+             "over one deterministic pass with memory carried across segments.",
+    .notes = "On a terminal a progress line (segment, bpc so far, tokens/s, ETA) is drawn on "
+             "stderr.",
+    .example = "example: txl eval runs/tiny/best.safetensors.gz --split test --sweep 1,2,4,8 "
+               "--json",
+    .pos_max = 1,
+    .pos_extra = "unexpected argument '%s' (one checkpoint at a time)",
+};
+
 
 /* The lengths of one sweep setting (in long long: factor x length may not fit an int). */
 static void sweep_lengths(sweep_mode mode, int fct, int base_tgt, int base_mem, long long *T,
@@ -133,82 +171,18 @@ static int print_term_stats(model *mdl, const model_config *mc, token_span span,
 
 int cmd_eval(int argc, char **argv)
 {
-    const char *ckpt = NULL, *data = NULL, *split = "valid";
-    long tgt = -1, mlen = -1, batch = -1, clamp = LONG_MIN, threads = 0, max_tokens = 0;
-    int json = 0, warmup = 0, quiet = 0, sweep[MAX_SWEEP], nsweep = 0, have_clamp = 0;
-    long term_segments = 0;
-    sweep_mode mode = SWEEP_MEMORY;
+    eval_args a;
+    cli_pos pos;
+    int prc = cli_parse(txl_command("eval"), argc, argv, &a, &pos);
+    if (prc >= 0)
+        return prc;
+    const char *ckpt = pos.n ? pos.v[0] : NULL, *data = a.data, *split = split_names[a.split];
+    long tgt = a.tgt_len, mlen = a.mem_len, batch = a.batch, clamp = a.clamp_len;
+    long threads = a.threads, max_tokens = a.max_tokens, term_segments = a.term_stats;
+    int json = a.json, warmup = a.warmup, quiet = a.quiet, have_clamp = clamp != CLAMP_UNSET;
+    int *sweep = a.sweep.v, nsweep = a.sweep.n;
+    sweep_mode mode = (sweep_mode)a.sweep_mode;
     txl_err e = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(eval_help, stdout);
-            return 0;
-        } else if (cli_switch(argv[i], "--json")) {
-            json = 1;
-        } else if (cli_switch(argv[i], "--term-stats")) {
-            term_segments = 4;
-            if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
-                cli_long("--term-stats", argv[++i], 1, 1L << 30, &term_segments, &e))
-                return cli_fail("eval", &e);
-        } else if (cli_switch(argv[i], "--warmup")) {
-            warmup = 1;
-        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--data", &v))) {
-            if (r < 0)
-                return cli_usage("eval", "--data needs a file");
-            data = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--split", &v))) {
-            if (r < 0)
-                return cli_usage("eval", "--split needs valid, test or train");
-            if (strcmp(v, "valid") && strcmp(v, "test") && strcmp(v, "train"))
-                return cli_usage("eval", "--split: expected valid, test or train, found '%s'", v);
-            split = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--tgt-len", &v))) {
-            if (r < 0 || cli_long("--tgt-len", v, 1, 1 << 20, &tgt, &e))
-                return r < 0 ? cli_usage("eval", "--tgt-len needs a number") : cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--mem-len", &v))) {
-            if (r < 0 || cli_long("--mem-len", v, 0, 1 << 22, &mlen, &e))
-                return r < 0 ? cli_usage("eval", "--mem-len needs a number") : cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--clamp-len", &v))) {
-            if (r < 0 || cli_long("--clamp-len", v, -(1L << 30), 1L << 30, &clamp, &e))
-                return r < 0 ? cli_usage("eval", "--clamp-len needs a number") : cli_fail("eval", &e);
-            have_clamp = 1;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--batch", &v))) {
-            if (r < 0 || cli_long("--batch", v, 1, 1 << 16, &batch, &e))
-                return r < 0 ? cli_usage("eval", "--batch needs a number") : cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--max-tokens", &v))) {
-            if (r < 0 || cli_long("--max-tokens", v, 2, LONG_MAX, &max_tokens, &e))
-                return r < 0 ? cli_usage("eval", "--max-tokens needs a number") : cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--threads", &v))) {
-            if (r < 0 || cli_long("--threads", v, 0, 1024, &threads, &e))
-                return r < 0 ? cli_usage("eval", "--threads needs a number") : cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--sweep", &v))) {
-            if (r < 0)
-                return cli_usage("eval", "--sweep needs a list like 1,2,4,8");
-            if (cli_int_list("--sweep", v, sweep, MAX_SWEEP, &nsweep, &e))
-                return cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--sweep-mode", &v))) {
-            if (r < 0)
-                return cli_usage("eval", "--sweep-mode needs memory, window or both");
-            if (strcmp(v, "memory") == 0)
-                mode = SWEEP_MEMORY;
-            else if (strcmp(v, "window") == 0)
-                mode = SWEEP_WINDOW;
-            else if (strcmp(v, "both") == 0)
-                mode = SWEEP_BOTH;
-            else
-                return cli_usage("eval", "--sweep-mode: expected memory, window or both, found '%s'", v);
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage("eval", "unknown option '%s'", argv[i]);
-        } else if (!ckpt) {
-            ckpt = argv[i];
-        } else {
-            return cli_usage("eval", "unexpected argument '%s' (one checkpoint at a time)", argv[i]);
-        }
-    }
     if (!ckpt)
         return cli_usage("eval", "missing the checkpoint to evaluate");
 

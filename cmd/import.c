@@ -15,25 +15,41 @@
 #include "cli.h"
 #include "cmds.h"
 
-#define MAX_SETS 64
+typedef struct {
+    const char *config, *out;
+    cli_strs set;
+    int quiet;
+} import_args;
 
-static const char *import_help =
-    "usage: txl import WEIGHTS.safetensors[.gz] -c CONFIG.yaml -o OUT.safetensors[.gz]\n"
-    "                  [--set key.path=value ...] [-q]\n"
-    "\n"
-    "Builds a txl checkpoint from plain safetensors weights named as in txl checkpoints\n"
-    "(word_emb.weight, layers.0.attn.qkv.weight, ...; see 'txl export' and\n"
-    "tools/convert_official.py). Every tensor the config's model needs must be present, F32 and\n"
-    "of the right shape, and there must be no other tensors; all problems are listed by name\n"
-    "(exit 2) and nothing is written. OUT holds the weights, the resolved config and step 0;\n"
-    "it is gzip'd when its name ends in .gz, and written atomically.\n"
-    "\n"
-    "  -c, --config FILE   the model's YAML config (the model: section must match the weights)\n"
-    "  -o, --output FILE   the checkpoint to write (required)\n"
-    "  --set KEY=VALUE     override one config key, e.g. --set model.mem_len=512 (repeatable)\n"
-    "  -q, --quiet         no message on stderr\n"
-    "\n"
-    "example: txl import weights.safetensors -c model.yaml -o imported.safetensors.gz\n";
+#define O(f) offsetof(import_args, f)
+static const cli_opt import_options[] = {
+    {.short_name = "-c", .name = "--config", .type = CLI_FILE, .off = O(config),
+     .metavar = "FILE", .needs = "a YAML config",
+     .help = "the model's YAML config (the model: section must match the weights)"},
+    {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
+     .help = "the checkpoint to write (required)"},
+    {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT,
+     .cap = CLI_MAX_REPEAT, .metavar = "KEY=VALUE", .needs = "key.path=value",
+     .help = "override one config key, e.g. --set model.mem_len=512 (repeatable)"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no message on stderr"},
+};
+#undef O
+
+const cli_spec import_spec = {
+    .opts = import_options,
+    .n_opts = sizeof import_options / sizeof *import_options,
+    .about = "Builds a txl checkpoint from plain safetensors weights named as in txl "
+             "checkpoints (word_emb.weight, layers.0.attn.qkv.weight, ...; see 'txl export' "
+             "and tools/convert_official.py). Every tensor the config's model needs must be "
+             "present, F32 and of the right shape, and there must be no other tensors; all "
+             "problems are listed by name (exit 2) and nothing is written. OUT holds the "
+             "weights, the resolved config and step 0; it is gzip'd when its name ends in .gz, "
+             "and written atomically.",
+    .example = "example: txl import weights.safetensors -c model.yaml -o imported.safetensors.gz",
+    .pos_max = 1,
+    .pos_extra = "unexpected argument '%s' (one weights file at a time)",
+};
 
 /* Appends ", name" to a bounded list; counts what does not fit. */
 typedef struct {
@@ -124,40 +140,15 @@ static int check_tensors(const model *mdl, const st_file *f, const char *cfg_pat
 
 int cmd_import(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL, *cfg_path = NULL, *sets[MAX_SETS];
-    int nsets = 0, quiet = 0;
+    import_args a;
+    cli_pos pos;
+    int prc = cli_parse(txl_command("import"), argc, argv, &a, &pos);
+    if (prc >= 0)
+        return prc;
+    const char *in = pos.n ? pos.v[0] : NULL, *out = a.out, *cfg_path = a.config;
+    const char *const *sets = a.set.v;
+    int nsets = a.set.n, quiet = a.quiet;
     txl_err e = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(import_help, stdout);
-            return 0;
-        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if ((r = cli_flag(argc, argv, &i, "-c", "--config", &v))) {
-            if (r < 0)
-                return cli_usage("import", "-c needs a YAML config");
-            cfg_path = v;
-        } else if ((r = cli_flag(argc, argv, &i, "-o", "--output", &v))) {
-            if (r < 0)
-                return cli_usage("import", "-o needs a file");
-            out = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--set", &v))) {
-            if (r < 0)
-                return cli_usage("import", "--set needs key.path=value");
-            if (nsets == MAX_SETS)
-                return cli_usage("import", "at most %d --set options", MAX_SETS);
-            sets[nsets++] = v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage("import", "unknown option '%s'", argv[i]);
-        } else if (!in) {
-            in = argv[i];
-        } else {
-            return cli_usage("import", "unexpected argument '%s' (one weights file at a time)",
-                             argv[i]);
-        }
-    }
     if (!in)
         return cli_usage("import", "missing the weights file (WEIGHTS.safetensors[.gz])");
     if (!cfg_path)

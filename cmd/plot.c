@@ -26,32 +26,55 @@
 #include "cli.h"
 #include "cmds.h"
 
-static const char *plot_help =
-    "usage: txl plot RUN_DIR [RUN_DIR ...] -o OUT.png|OUT.svg [options]\n"
-    "       txl plot --sweep SWEEP.jsonl [SWEEP.jsonl ...] -o OUT.png|OUT.svg [options]\n"
-    "\n"
-    "Draws bits per byte against training tokens for one or more runs (RUN_DIR/log.jsonl:\n"
-    "train events as solid lines, validation as points and line, one color per run), or, with\n"
-    "--sweep, bits per byte against the evaluated context (tgt_len + mem_len) from the output\n"
-    "of 'txl eval --sweep ... --json' (one color per 'scheme' field, else per file; line\n"
-    "style per sweep_mode). Needs gnuplot (apt-get install gnuplot-nox).\n"
-    "\n"
-    "  -o, --output FILE   the image; .png (pngcairo) or .svg (required)\n"
-    "  --sweep             the arguments are eval --sweep --json outputs, not run dirs\n"
-    "  --title TEXT        plot title (default: what is plotted)\n"
-    "  --size W,H          image size in pixels (default 960,600)\n"
-    "  --logx, --no-logx   logarithmic x axis (default: when the x range spans 2+ decades;\n"
-    "                      --sweep: when it spans 4x or more, base 2)\n"
-    "  --ymax Y            clip the y axis at Y bits per byte (default: automatic)\n"
-    "  --script            print the gnuplot program (with its data) to stdout, do not run it\n"
-    "  -q, --quiet         no message on stderr\n"
-    "\n"
-    "A RUN_DIR may also be the path of a log.jsonl. The environment variable TXL_GNUPLOT\n"
-    "names the gnuplot binary (default: gnuplot on PATH).\n"
-    "\n"
-    "examples: txl plot runs/tiny runs/tiny_rope -o curves.png\n"
-    "          txl eval runs/tiny/best.safetensors.gz --sweep 1,2,4,8 --json > sw.jsonl\n"
-    "          txl plot --sweep sw.jsonl -o extrap.svg\n";
+typedef struct {
+    const char *out, *title, *size;
+    int sweep, script, quiet, logx;
+    double ymax;
+} plot_args;
+
+#define O(f) offsetof(plot_args, f)
+static const cli_opt plot_options[] = {
+    {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
+     .needs = "a file (OUT.png or OUT.svg)",
+     .help = "the image; .png (pngcairo) or .svg (required)"},
+    {.name = "--sweep", .type = CLI_SWITCH, .off = O(sweep),
+     .help = "the arguments are eval --sweep --json outputs, not run dirs"},
+    {.name = "--title", .type = CLI_STR, .off = O(title), .metavar = "TEXT", .needs = "text",
+     .help = "plot title", .def_doc = "what is plotted"},
+    {.name = "--size", .type = CLI_STR, .off = O(size), .metavar = "W,H",
+     .needs = "W,H in pixels like 960,600",
+     .help = "image size in pixels", .def_doc = "960,600"},
+    {.name = "--logx", .type = CLI_SWITCH, .off = O(logx), .def = -1,
+     .help = "logarithmic x axis (default: when the x range spans 2+ decades; --sweep: when it "
+             "spans 4x or more, base 2)"},
+    {.name = "--no-logx", .type = CLI_SWITCH, .off = O(logx), .def = -1, .flags = CLI_NEGATE,
+     .help = "linear x axis"},
+    {.name = "--ymax", .type = CLI_NUM, .off = O(ymax), .dlo = 1e-6, .dhi = 1e6, .ddef = NAN,
+     .metavar = "Y", .help = "clip the y axis at Y bits per byte", .def_doc = "automatic"},
+    {.name = "--script", .type = CLI_SWITCH, .off = O(script),
+     .help = "print the gnuplot program (with its data) to stdout, do not run it"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no message on stderr"},
+};
+#undef O
+
+const cli_spec plot_spec = {
+    .opts = plot_options,
+    .n_opts = sizeof plot_options / sizeof *plot_options,
+    .about = "Draws bits per byte against training tokens for one or more runs "
+             "(RUN_DIR/log.jsonl: train events as solid lines, validation as points and line, "
+             "one color per run), or, with --sweep, bits per byte against the evaluated context "
+             "(tgt_len + mem_len) from the output of 'txl eval --sweep ... --json' (one color "
+             "per 'scheme' field, else per file; line style per sweep_mode). Needs gnuplot "
+             "(apt-get install gnuplot-nox).",
+    .notes = "A RUN_DIR may also be the path of a log.jsonl. The environment variable "
+             "TXL_GNUPLOT names the gnuplot binary (default: gnuplot on PATH).",
+    .example = "examples: txl plot runs/tiny runs/tiny_rope -o curves.png\n"
+               "          txl eval runs/tiny/best.safetensors.gz --sweep 1,2,4,8 --json > "
+               "sw.jsonl\n"
+               "          txl plot --sweep sw.jsonl -o extrap.svg",
+    .pos_max = -1,
+};
 
 /* Tableau 10: distinct on white, readable by most color-blind viewers. */
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -634,61 +657,29 @@ static int run_gnuplot(const char *gp, const char *prog, size_t len, txl_err *e)
 
 int cmd_plot(int argc, char **argv)
 {
-    const char *out = NULL, *title = NULL;
-    int sweep = 0, script = 0, quiet = 0, logx = -1, nin = 0, width = 960, height = 600;
-    double ymax = NAN;
-    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    plot_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("plot"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    const char *out = a.out, *title = a.title;
+    int sweep = a.sweep, script = a.script, quiet = a.quiet, logx = a.logx, nin = pos.n;
+    int width = 960, height = 600;
+    double ymax = a.ymax;
+    char **inputs = pos.v;
     txl_err e = {0};
-    if (!inputs)
-        return fputs("txl plot: out of memory\n", stderr), 1;
-    int rc = 0;
+    rc = 0;
 #define USAGE(...) do { rc = cli_usage("plot", __VA_ARGS__); goto done; } while (0)
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(plot_help, stdout);
-            goto done;
-        } else if (cli_switch(argv[i], "--sweep")) {
-            sweep = 1;
-        } else if (cli_switch(argv[i], "--script")) {
-            script = 1;
-        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if (cli_switch(argv[i], "--logx")) {
-            logx = 1;
-        } else if (cli_switch(argv[i], "--no-logx")) {
-            logx = 0;
-        } else if ((r = cli_flag(argc, argv, &i, "-o", "--output", &v))) {
-            if (r < 0)
-                USAGE("-o needs a file (OUT.png or OUT.svg)");
-            out = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--title", &v))) {
-            if (r < 0)
-                USAGE("--title needs text");
-            title = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--ymax", &v))) {
-            if (r < 0)
-                USAGE("--ymax needs a number");
-            if (cli_double("--ymax", v, 1e-6, 1e6, &ymax, &e)) {
-                rc = cli_fail("plot", &e);
-                goto done;
-            }
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--size", &v))) {
-            char *end;
-            long w = r < 0 ? 0 : strtol(v, &end, 10), h = 0;
-            if (w > 0 && (*end == ',' || *end == 'x'))
-                h = strtol(end + 1, &end, 10);
-            if (r < 0 || w < 200 || w > 10000 || h < 150 || h > 10000 || *end)
-                USAGE("--size: expected W,H in pixels like 960,600 (200..10000 x 150..10000)%s%s%s",
-                      r < 0 ? "" : ", found '", r < 0 ? "" : v, r < 0 ? "" : "'");
-            width = (int)w;
-            height = (int)h;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            USAGE("unknown option '%s'", argv[i]);
-        } else {
-            inputs[nin++] = argv[i];
-        }
+    if (a.size) {
+        char *end;
+        long w = strtol(a.size, &end, 10), h = 0;
+        if (w > 0 && (*end == ',' || *end == 'x'))
+            h = strtol(end + 1, &end, 10);
+        if (w < 200 || w > 10000 || h < 150 || h > 10000 || *end)
+            USAGE("--size: expected W,H in pixels like 960,600 (200..10000 x 150..10000), "
+                  "found '%s'", a.size);
+        width = (int)w;
+        height = (int)h;
     }
     if (nin == 0)
         USAGE(sweep ? "missing the sweep file(s) (the output of txl eval --sweep ... --json)"
@@ -832,7 +823,6 @@ int cmd_plot(int argc, char **argv)
 free_list:
     list_free(&l);
 done:
-    free(inputs);
     return rc;
 #undef USAGE
 }

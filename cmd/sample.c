@@ -15,30 +15,58 @@
 #include "cli.h"
 #include "cmds.h"
 
-static const char *sample_help =
-    "usage: txl sample CKPT [--prompt TEXT | --prompt-file F] [-n TOKENS] [--temperature T]\n"
-    "                  [--top-k K] [--top-p P] [--seed S] [--mem-len N] [--echo] [--threads N]\n"
-    "                  [--quiet]\n"
-    "\n"
-    "Generates bytes from a checkpoint and streams them to stdout. Without --prompt or\n"
-    "--prompt-file the prompt is read from stdin when it is not a terminal, else it is a newline.\n"
-    "A long prompt is fed through the model first, with a progress line on stderr (terminal).\n"
-    "\n"
-    "  -p, --prompt TEXT   prompt text\n"
-    "  --prompt-file F     prompt from a file ('-' = stdin)\n"
-    "  -n, --tokens N      bytes to generate (default 500)\n"
-    "  -t, --temperature T softmax temperature (default 1.0; 0 = greedy)\n"
-    "  --top-k K           sample among the K most likely bytes (default 0 = all)\n"
-    "  --top-p P           nucleus sampling: the smallest set with probability >= P (default 1)\n"
-    "  --seed S            random seed (default 1): same seed, same text\n"
-    "  --mem-len N         memory length while sampling (default: the trained mem_len)\n"
-    "  --echo              print the prompt before the generated text\n"
-    "  --stats             print timing as one JSON line on stderr at the end\n"
-    "  --threads N         threads (default 1: one token at a time is latency-bound; 0 = all\n"
-    "                      cores, which helps a long prompt)\n"
-    "  -q, --quiet         no progress line on stderr\n"
-    "\n"
-    "example: txl sample runs/tiny/best.safetensors.gz --prompt 'And God said' -n 300 -t 0.8\n";
+typedef struct {
+    const char *prompt, *prompt_file;
+    long n, top_k, mem_len, threads;
+    double temperature, top_p;
+    long seed;
+    int echo, stats, quiet;
+} sample_args;
+
+#define O(f) offsetof(sample_args, f)
+static const cli_opt sample_options[] = {
+    {.short_name = "-p", .name = "--prompt", .type = CLI_STR, .off = O(prompt),
+     .metavar = "TEXT", .needs = "text", .excludes = "--prompt-file", .help = "prompt text"},
+    {.name = "--prompt-file", .type = CLI_FILE, .off = O(prompt_file), .metavar = "F",
+     .help = "prompt from a file ('-' = stdin)"},
+    {.short_name = "-n", .name = "--tokens", .type = CLI_INT, .off = O(n), .lo = 0,
+     .hi = 1L << 40, .def = 500, .metavar = "N", .help = "bytes to generate"},
+    {.short_name = "-t", .name = "--temperature", .type = CLI_NUM, .off = O(temperature),
+     .dlo = 0, .dhi = 100, .ddef = 1.0, .metavar = "T",
+     .help = "softmax temperature; 0 = greedy", .def_doc = "1.0"},
+    {.name = "--top-k", .type = CLI_INT, .off = O(top_k), .lo = 0, .hi = 256, .def = 0,
+     .metavar = "K", .help = "sample among the K most likely bytes; 0 = all"},
+    {.name = "--top-p", .type = CLI_NUM, .off = O(top_p), .dlo = 1e-9, .dhi = 1, .ddef = 1.0,
+     .metavar = "P", .help = "nucleus sampling: the smallest set with probability >= P"},
+    {.name = "--seed", .type = CLI_INT, .off = O(seed), .lo = 0, .hi = LONG_MAX, .def = 1,
+     .metavar = "S", .help = "random seed: same seed, same text"},
+    {.name = "--mem-len", .type = CLI_INT, .off = O(mem_len), .lo = 0, .hi = 1 << 20,
+     .def = -1, .metavar = "N", .help = "memory length while sampling",
+     .def_doc = "the trained mem_len"},
+    {.name = "--echo", .type = CLI_SWITCH, .off = O(echo),
+     .help = "print the prompt before the generated text"},
+    {.name = "--stats", .type = CLI_SWITCH, .off = O(stats),
+     .help = "print timing as one JSON line on stderr at the end"},
+    {.name = "--threads", .type = CLI_INT, .off = O(threads), .lo = 0, .hi = 1024, .def = 1,
+     .metavar = "N", .help = "threads: one token at a time is latency-bound; 0 = all cores, which "
+                             "helps a long prompt"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no progress line on stderr"},
+};
+#undef O
+
+const cli_spec sample_spec = {
+    .opts = sample_options,
+    .n_opts = sizeof sample_options / sizeof *sample_options,
+    .about = "Generates bytes from a checkpoint and streams them to stdout. Without --prompt or "
+             "--prompt-file the prompt is read from stdin when it is not a terminal, else it is "
+             "a newline. A long prompt is fed through the model first, with a progress line on "
+             "stderr (terminal).",
+    .example = "example: txl sample runs/tiny/best.safetensors.gz --prompt 'And God said' -n 300 "
+               "-t 0.8",
+    .pos_max = 1,
+    .pos_extra = "unexpected argument '%s'",
+};
 
 static int read_stream(FILE *f, char **out, size_t *len)
 {
@@ -70,65 +98,18 @@ static int read_stream(FILE *f, char **out, size_t *len)
 
 int cmd_sample(int argc, char **argv)
 {
-    const char *ckpt = NULL, *prompt = NULL, *prompt_file = NULL;
-    long n = 500, top_k = 0, seed = 1, mlen = -1, threads = 1;
-    double temp = 1.0, top_p = 1.0;
-    int echo = 0, stats = 0, quiet = 0;
+    sample_args a;
+    cli_pos pos;
+    int prc = cli_parse(txl_command("sample"), argc, argv, &a, &pos);
+    if (prc >= 0)
+        return prc;
+    const char *ckpt = pos.n ? pos.v[0] : NULL, *prompt = a.prompt, *prompt_file = a.prompt_file;
+    long n = a.n, top_k = a.top_k, seed = a.seed, mlen = a.mem_len, threads = a.threads;
+    double temp = a.temperature, top_p = a.top_p;
+    int echo = a.echo, stats = a.stats, quiet = a.quiet;
     txl_err e = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(sample_help, stdout);
-            return 0;
-        } else if (cli_switch(argv[i], "--echo")) {
-            echo = 1;
-        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if (cli_switch(argv[i], "--stats")) {
-            stats = 1;
-        } else if ((r = cli_flag(argc, argv, &i, "-p", "--prompt", &v))) {
-            if (r < 0)
-                return cli_usage("sample", "--prompt needs text");
-            prompt = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--prompt-file", &v))) {
-            if (r < 0)
-                return cli_usage("sample", "--prompt-file needs a file");
-            prompt_file = v;
-        } else if ((r = cli_flag(argc, argv, &i, "-n", "--tokens", &v))) {
-            if (r < 0 || cli_long("-n", v, 0, 1L << 40, &n, &e))
-                return r < 0 ? cli_usage("sample", "-n needs a number") : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, "-t", "--temperature", &v))) {
-            if (r < 0 || cli_double("--temperature", v, 0, 100, &temp, &e))
-                return r < 0 ? cli_usage("sample", "--temperature needs a number")
-                             : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--top-k", &v))) {
-            if (r < 0 || cli_long("--top-k", v, 0, 256, &top_k, &e))
-                return r < 0 ? cli_usage("sample", "--top-k needs a number") : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--top-p", &v))) {
-            if (r < 0 || cli_double("--top-p", v, 1e-9, 1, &top_p, &e))
-                return r < 0 ? cli_usage("sample", "--top-p needs a number") : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--seed", &v))) {
-            if (r < 0 || cli_long("--seed", v, 0, LONG_MAX, &seed, &e))
-                return r < 0 ? cli_usage("sample", "--seed needs a number") : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--mem-len", &v))) {
-            if (r < 0 || cli_long("--mem-len", v, 0, 1 << 20, &mlen, &e))
-                return r < 0 ? cli_usage("sample", "--mem-len needs a number") : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--threads", &v))) {
-            if (r < 0 || cli_long("--threads", v, 0, 1024, &threads, &e))
-                return r < 0 ? cli_usage("sample", "--threads needs a number") : cli_fail("sample", &e);
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage("sample", "unknown option '%s'", argv[i]);
-        } else if (!ckpt) {
-            ckpt = argv[i];
-        } else {
-            return cli_usage("sample", "unexpected argument '%s'", argv[i]);
-        }
-    }
     if (!ckpt)
         return cli_usage("sample", "missing the checkpoint to sample from");
-    if (prompt && prompt_file)
-        return cli_usage("sample", "--prompt and --prompt-file exclude each other");
 
     char *text = NULL;
     size_t tlen = 0;
