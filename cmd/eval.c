@@ -169,23 +169,140 @@ static int print_term_stats(model *mdl, const model_config *mc, token_span span,
     return 0;
 }
 
+/* The data to score: --data FILE whole, or the --split of the checkpoint's data config
+ * (a separate file, or a fraction of data.train). *label names it in messages. */
+static int open_span(const eval_args *a, const data_config *d, corpus *c, token_span *span,
+                     const char **label, txl_err *e)
+{
+    const char *split = split_names[a->split];
+    *label = split;
+    if (a->data) {
+        *label = "file";
+        if (corpus_open(c, a->data, e))
+            return -1;
+        *span = corpus_all(c);
+        return 0;
+    }
+    const char *path = d->train;
+    int idx = strcmp(split, "train") == 0 ? 0 : strcmp(split, "valid") == 0 ? 1 : 2;
+    if (idx == 1 && d->valid[0])
+        path = d->valid;
+    if (idx == 2 && d->test[0])
+        path = d->test;
+    if (corpus_open(c, path, e))
+        return err_wrap(e, "--split %s (from the checkpoint's data config; pass --data FILE to "
+                        "evaluate another file)", split);
+    int separate = (idx == 1 && d->valid[0]) || (idx == 2 && d->test[0]) ||
+                   (idx == 0 && d->valid[0]);
+    if (separate) {
+        *span = corpus_all(c);
+        return 0;
+    }
+    token_span sp[3];
+    corpus_split(c, d->split, sp);
+    *span = sp[idx];
+    if (span->n == 0)
+        return err_set(e, ERR_INPUT, "%s: the %s split is empty (data.split %g/%g/%g)", path,
+                       split, d->split[0], d->split[1], d->split[2]);
+    return 0;
+}
+
+/* Every setting (the base lengths and each sweep factor) fits txl's limits, and the span
+ * holds B streams, before anything is printed. */
+static int check_settings(const eval_args *a, const model_config *mc, token_span span, int B,
+                          int base_tgt, int base_mem, const char *label, txl_err *e)
+{
+    if (check_setting(mc, B, base_tgt, base_mem, "--batch/--tgt-len/--mem-len", e))
+        return -1;
+    batcher probe; /* a span too short for B streams fails here */
+    token_span ps = span;
+    if (a->max_tokens > 0 && ps.n > (size_t)a->max_tokens)
+        ps.n = (size_t)a->max_tokens;
+    if (batcher_init(&probe, ps, B, base_tgt, 2, label, e))
+        return -1;
+    for (int k = 0; k < a->sweep.n; k++) {
+        long long T, Mm;
+        char what[48];
+        sweep_lengths(a->sweep_mode, a->sweep.v[k], base_tgt, base_mem, &T, &Mm);
+        snprintf(what, sizeof what, "--sweep factor %d", a->sweep.v[k]);
+        if (check_setting(mc, B, T, Mm, what, e))
+            return -1;
+    }
+    return 0;
+}
+
+/* What every printed row shares. */
+typedef struct {
+    const eval_args *a;
+    const model_config *mc;
+    token_span span;
+    const char *label;
+    int B, is_sweep;
+    long step;
+} eval_run;
+
+/* One evaluated setting: a JSON object or a table row on stdout. */
+static void print_row(const eval_run *run, int fct, int T, int Mm, const eval_result *r)
+{
+    const eval_args *a = run->a;
+    if (a->json) {
+        printf("{\"loss\":%.8f,\"bpc\":%.8f,\"ppl\":%.6f,\"tokens\":%zu,\"tgt_len\":%d,"
+               "\"mem_len\":%d,\"clamp_len\":%d,\"batch\":%d,\"warmup\":%s,"
+               "\"same_length\":false,\"data\":\"%s\",\"split\":\"%s\",\"pos_scheme\":\"%s\","
+               "\"step\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f",
+               r->loss, r->loss / M_LN2, exp(r->loss), r->tokens, T, Mm, run->mc->clamp_len,
+               run->B, a->warmup ? "true" : "false", run->span.path,
+               a->data ? "file" : split_names[a->split], pos_scheme_name(run->mc->pos),
+               run->step, r->seconds,
+               r->segments * (double)run->B * T / (r->seconds > 0 ? r->seconds : 1e-9));
+        if (run->is_sweep)
+            printf(",\"factor\":%d,\"sweep_mode\":\"%s\"", fct, mode_names[a->sweep_mode]);
+        printf("}\n");
+    } else {
+        char fs[16] = "";
+        if (run->is_sweep)
+            snprintf(fs, sizeof fs, "%dx", fct);
+        printf("%-7s %8d %8d %10.6f %8.4f %10.4f %12zu\n", fs, T, Mm, r->loss, r->loss / M_LN2,
+               exp(r->loss), r->tokens);
+    }
+    fflush(stdout);
+}
+
+/* Evaluates every sweep factor (one factor 1 without --sweep) and prints its row. */
+static int run_sweep(model *mdl, const eval_run *run, int base_tgt, int base_mem, txl_err *e)
+{
+    const eval_args *a = run->a;
+    if (!a->json)
+        printf("%-7s %8s %8s %10s %8s %10s %12s\n", run->is_sweep ? "factor" : "", "tgt_len",
+               "mem_len", "loss", "bpc", "ppl", "tokens");
+    for (int k = 0; k < a->sweep.n; k++) {
+        int fct = a->sweep.v[k];
+        long long TT, MM;
+        sweep_lengths(a->sweep_mode, fct, base_tgt, base_mem, &TT, &MM);
+        int T = (int)TT, Mm = (int)MM; /* checked by check_settings */
+        eval_opts o = {.batch = run->B, .tgt_len = T, .mem_len = Mm, .warmup = a->warmup,
+                       .max_tokens = (size_t)a->max_tokens,
+                       .progress = !a->quiet && cli_isatty_stderr(), .label = run->label};
+        eval_result r;
+        if (eval_span(mdl, run->mc, run->span, &o, &r, e))
+            return -1;
+        print_row(run, fct, T, Mm, &r);
+    }
+    return 0;
+}
+
 int cmd_eval(int argc, char **argv)
 {
     eval_args a;
     cli_pos pos;
-    int prc = cli_parse(txl_command("eval"), argc, argv, &a, &pos);
-    if (prc >= 0)
-        return prc;
-    const char *ckpt = pos.n ? pos.v[0] : NULL, *data = a.data, *split = split_names[a.split];
-    long tgt = a.tgt_len, mlen = a.mem_len, batch = a.batch, clamp = a.clamp_len;
-    long threads = a.threads, max_tokens = a.max_tokens, term_segments = a.term_stats;
-    int json = a.json, warmup = a.warmup, quiet = a.quiet, have_clamp = clamp != CLAMP_UNSET;
-    int *sweep = a.sweep.v, nsweep = a.sweep.n;
-    sweep_mode mode = (sweep_mode)a.sweep_mode;
-    txl_err e = {0};
+    int rc = cli_parse(txl_command("eval"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    const char *ckpt = pos.n ? pos.v[0] : NULL;
     if (!ckpt)
         return cli_usage("eval", "missing the checkpoint to evaluate");
 
+    txl_err e = {0};
     st_file f;
     txl_config cfg;
     model mdl;
@@ -193,125 +310,41 @@ int cmd_eval(int argc, char **argv)
         return cli_fail("eval", &e);
     long long step_ll;
     int bad_step = cli_meta_count(&f, "step", 0, &step_ll, &e);
-    long step = (long)step_ll;
     st_free(&f);
     if (bad_step) {
         model_free(&mdl);
         return cli_fail("eval", &e);
     }
-    cli_threads((int)threads);
+    cli_threads((int)a.threads);
 
     corpus c = {0};
-    token_span span;
-    const char *label = split;
-    if (data) {
-        if (corpus_open(&c, data, &e))
-            goto fail;
-        span = corpus_all(&c);
-        label = "file";
-    } else {
-        const data_config *d = &cfg.data;
-        const char *path = d->train;
-        int idx = strcmp(split, "train") == 0 ? 0 : strcmp(split, "valid") == 0 ? 1 : 2;
-        if (idx == 1 && d->valid[0])
-            path = d->valid;
-        if (idx == 2 && d->test[0])
-            path = d->test;
-        if (corpus_open(&c, path, &e)) {
-            err_wrap(&e, "--split %s (from the checkpoint's data config; pass --data FILE to "
-                     "evaluate another file)", split);
-            goto fail;
-        }
-        int separate = (idx == 1 && d->valid[0]) || (idx == 2 && d->test[0]) ||
-                       (idx == 0 && d->valid[0]);
-        if (separate) {
-            span = corpus_all(&c);
-        } else {
-            token_span sp[3];
-            corpus_split(&c, d->split, sp);
-            span = sp[idx];
-            if (span.n == 0) {
-                err_set(&e, ERR_INPUT, "%s: the %s split is empty (data.split %g/%g/%g)", path,
-                        split, d->split[0], d->split[1], d->split[2]);
-                goto fail;
-            }
-        }
-    }
-
-    int base_tgt = tgt > 0 ? (int)tgt : cfg.model.tgt_len;
-    int base_mem = mlen >= 0 ? (int)mlen : cfg.model.mem_len;
-    int B = batch > 0 ? (int)batch : cfg.train.batch_size;
+    eval_run run = {.a = &a, .step = (long)step_ll};
+    int base_tgt = a.tgt_len > 0 ? (int)a.tgt_len : cfg.model.tgt_len;
+    int base_mem = a.mem_len >= 0 ? (int)a.mem_len : cfg.model.mem_len;
+    run.B = a.batch > 0 ? (int)a.batch : cfg.train.batch_size;
     model_config mc = cfg.model;
-    if (have_clamp)
-        mc.clamp_len = (int)clamp;
-    if (nsweep == 0) {
-        sweep[0] = 1;
-        nsweep = 1;
+    if (a.clamp_len != CLAMP_UNSET)
+        mc.clamp_len = (int)a.clamp_len;
+    run.mc = &mc;
+    if (a.sweep.n == 0) {
+        a.sweep.v[0] = 1;
+        a.sweep.n = 1;
     }
-    if (check_setting(&mc, B, base_tgt, base_mem, "--batch/--tgt-len/--mem-len", &e))
+    run.is_sweep = a.sweep.n > 1 || a.sweep.v[0] != 1 || a.sweep_mode != SWEEP_MEMORY;
+    if (open_span(&a, &cfg.data, &c, &run.span, &run.label, &e) ||
+        check_settings(&a, &mc, run.span, run.B, base_tgt, base_mem, run.label, &e))
         goto fail;
-    batcher probe; /* a span too short for B streams fails before anything is printed */
-    token_span ps = span;
-    if (max_tokens > 0 && ps.n > (size_t)max_tokens)
-        ps.n = (size_t)max_tokens;
-    if (batcher_init(&probe, ps, B, base_tgt, 2, label, &e))
+    if (a.term_stats > 0)
+        rc = print_term_stats(&mdl, &mc, run.span, run.B, base_tgt, base_mem,
+                              (size_t)a.term_stats, a.json, &e);
+    else
+        rc = run_sweep(&mdl, &run, base_tgt, base_mem, &e);
+    if (rc)
         goto fail;
-    for (int k = 0; k < nsweep; k++) {
-        long long T, Mm;
-        char what[48];
-        sweep_lengths(mode, sweep[k], base_tgt, base_mem, &T, &Mm);
-        snprintf(what, sizeof what, "--sweep factor %d", sweep[k]);
-        if (check_setting(&mc, B, T, Mm, what, &e))
-            goto fail;
-    }
-    if (term_segments > 0) {
-        if (print_term_stats(&mdl, &mc, span, B, base_tgt, base_mem, (size_t)term_segments,
-                             json, &e))
-            goto fail;
-        corpus_close(&c);
-        model_free(&mdl);
-        return 0;
-    }
-    int is_sweep = nsweep > 1 || sweep[0] != 1 || mode != SWEEP_MEMORY;
-    if (!json)
-        printf("%-7s %8s %8s %10s %8s %10s %12s\n", is_sweep ? "factor" : "", "tgt_len",
-               "mem_len", "loss", "bpc", "ppl", "tokens");
-    for (int k = 0; k < nsweep; k++) {
-        int fct = sweep[k];
-        long long TT, MM;
-        sweep_lengths(mode, fct, base_tgt, base_mem, &TT, &MM);
-        int T = (int)TT, Mm = (int)MM; /* checked above */
-        eval_opts o = {.batch = B, .tgt_len = T, .mem_len = Mm, .warmup = warmup,
-                       .max_tokens = (size_t)max_tokens,
-                       .progress = !quiet && cli_isatty_stderr(), .label = label};
-        eval_result r;
-        if (eval_span(&mdl, &mc, span, &o, &r, &e))
-            goto fail;
-        if (json) {
-            printf("{\"loss\":%.8f,\"bpc\":%.8f,\"ppl\":%.6f,\"tokens\":%zu,\"tgt_len\":%d,"
-                   "\"mem_len\":%d,\"clamp_len\":%d,\"batch\":%d,\"warmup\":%s,"
-                   "\"same_length\":false,\"data\":\"%s\",\"split\":\"%s\",\"pos_scheme\":\"%s\","
-                   "\"step\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f",
-                   r.loss, r.loss / M_LN2, exp(r.loss), r.tokens, T, Mm, mc.clamp_len, B,
-                   warmup ? "true" : "false", span.path, data ? "file" : split,
-                   pos_scheme_name(mc.pos), step, r.seconds,
-                   r.segments * (double)B * T / (r.seconds > 0 ? r.seconds : 1e-9));
-            if (is_sweep)
-                printf(",\"factor\":%d,\"sweep_mode\":\"%s\"", fct,
-                       mode == SWEEP_MEMORY ? "memory" : mode == SWEEP_WINDOW ? "window" : "both");
-            printf("}\n");
-        } else {
-            char fs[16] = "";
-            if (is_sweep)
-                snprintf(fs, sizeof fs, "%dx", fct);
-            printf("%-7s %8d %8d %10.6f %8.4f %10.4f %12zu\n", fs, T, Mm, r.loss, r.loss / M_LN2,
-                   exp(r.loss), r.tokens);
-        }
-        fflush(stdout);
-    }
-    if (!json && !quiet)
-        fprintf(stderr, "(%s, %s, batch %d, clamp_len %d%s)\n", span.path,
-                data ? "whole file" : split, B, mc.clamp_len, warmup ? ", warmup" : "");
+    if (!a.json && !a.quiet && a.term_stats == 0)
+        fprintf(stderr, "(%s, %s, batch %d, clamp_len %d%s)\n", run.span.path,
+                a.data ? "whole file" : split_names[a.split], run.B, mc.clamp_len,
+                a.warmup ? ", warmup" : "");
     corpus_close(&c);
     model_free(&mdl);
     return 0;
