@@ -96,93 +96,57 @@ static int read_stream(FILE *f, char **out, size_t *len)
     return 0;
 }
 
-int cmd_sample(int argc, char **argv)
+/* The prompt: --prompt, --prompt-file, stdin when it is not a terminal, else a newline.
+ * *text is malloc'd (the caller frees it); *len > 0. */
+static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *e)
 {
-    sample_args a;
-    cli_pos pos;
-    int prc = cli_parse(txl_command("sample"), argc, argv, &a, &pos);
-    if (prc >= 0)
-        return prc;
-    const char *ckpt = pos.n ? pos.v[0] : NULL, *prompt = a.prompt, *prompt_file = a.prompt_file;
-    long n = a.n, top_k = a.top_k, seed = a.seed, mlen = a.mem_len, threads = a.threads;
-    double temp = a.temperature, top_p = a.top_p;
-    int echo = a.echo, stats = a.stats, quiet = a.quiet;
-    txl_err e = {0};
-    if (!ckpt)
-        return cli_usage("sample", "missing the checkpoint to sample from");
-
-    char *text = NULL;
-    size_t tlen = 0;
-    if (prompt) {
-        tlen = strlen(prompt);
-        text = malloc(tlen + 1);
-        if (text)
-            memcpy(text, prompt, tlen + 1);
-    } else if (prompt_file) {
-        FILE *pf = strcmp(prompt_file, "-") == 0 ? stdin : fopen(prompt_file, "rb");
-        if (!pf) {
-            err_set(&e, ERR_INPUT, "--prompt-file %s: cannot open: %s", prompt_file,
-                    strerror(errno));
-            return cli_fail("sample", &e);
-        }
-        int rr = read_stream(pf, &text, &tlen);
+    *text = NULL;
+    *len = 0;
+    if (a->prompt) {
+        *len = strlen(a->prompt);
+        *text = malloc(*len + 1);
+        if (*text)
+            memcpy(*text, a->prompt, *len + 1);
+    } else if (a->prompt_file) {
+        const char *pf_name = a->prompt_file;
+        FILE *pf = strcmp(pf_name, "-") == 0 ? stdin : fopen(pf_name, "rb");
+        if (!pf)
+            return err_set(e, ERR_INPUT, "--prompt-file %s: cannot open: %s", pf_name,
+                           strerror(errno));
+        int rr = read_stream(pf, text, len);
         int er = errno;
         if (pf != stdin)
             fclose(pf);
-        if (rr) {
-            err_set(&e, ERR_INPUT, "--prompt-file %s: read error: %s", prompt_file,
-                    strerror(er));
-            return cli_fail("sample", &e);
-        }
+        if (rr)
+            return err_set(e, ERR_INPUT, "--prompt-file %s: read error: %s", pf_name,
+                           strerror(er));
     } else if (!isatty(0)) {
-        if (read_stream(stdin, &text, &tlen)) {
-            err_set(&e, ERR_INPUT, "stdin: read error");
-            return cli_fail("sample", &e);
-        }
+        if (read_stream(stdin, text, len))
+            return err_set(e, ERR_INPUT, "stdin: read error");
     }
-    if (!text || tlen == 0) { /* no prompt: start from a newline, like a fresh line of text */
-        free(text);
-        text = malloc(2);
-        if (!text)
-            return 1;
-        strcpy(text, "\n");
-        tlen = 1;
+    if (!*text || *len == 0) { /* no prompt: start from a newline, like a fresh line of text */
+        free(*text);
+        *text = malloc(2);
+        if (!*text)
+            return err_set(e, ERR_RUNTIME, "out of memory");
+        strcpy(*text, "\n");
+        *len = 1;
     }
+    return 0;
+}
 
-    st_file f;
-    txl_config cfg;
-    model mdl;
-    if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e)) {
-        free(text);
-        return cli_fail("sample", &e);
-    }
-    st_free(&f);
-    cli_threads((int)threads);
-    int M = mlen >= 0 ? (int)mlen : cfg.model.mem_len, Lq = cfg.model.tgt_len;
-    model_acts A;
-    model_mem mem;
-    int rc = 0;
-    if (acts_init(&A, &cfg.model, 1, Lq, M, 0, &e)) {
-        model_free(&mdl);
-        free(text);
-        return cli_fail("sample", &e);
-    }
-    if (mem_init(&mem, &cfg.model, 1, M, &e)) {
-        acts_free(&A);
-        model_free(&mdl);
-        free(text);
-        return cli_fail("sample", &e);
-    }
+/* Runs the prompt through the model in segments of Lq, memory carried; the logits of the
+ * last segment stay in A. A long prompt draws a progress line on a terminal, from half a
+ * second on. Returns the length of the last segment. */
+static int feed_prompt(model *mdl, model_acts *A, model_mem *mem, const uint8_t *tok,
+                       size_t tlen, int Lq, int progress)
+{
     fwd_opts fo = {.training = 0};
-    double t0 = cli_now();
-    const uint8_t *tok = (const uint8_t *)text;
     int last_len = 0;
-    /* a long prompt takes a while: a progress line on a terminal, from half a second on */
-    int progress = !quiet && cli_isatty_stderr();
     double p_start = cli_now(), p_drawn = 0;
     for (size_t at = 0; at < tlen; at += (size_t)last_len) {
         last_len = tlen - at < (size_t)Lq ? (int)(tlen - at) : Lq;
-        model_forward(&mdl, &A, &mem, tok + at, NULL, last_len, &fo);
+        model_forward(mdl, A, mem, tok + at, NULL, last_len, &fo);
         size_t done = at + (size_t)last_len;
         double now = cli_now(), el = now - p_start;
         if (progress && el > 0.5 && now - p_drawn > 0.25 && done < tlen) {
@@ -195,41 +159,102 @@ int cmd_sample(int argc, char **argv)
     }
     if (p_drawn > 0)
         fputs("\r\033[K", stderr);
-    if (echo) { /* after the progress line, which would erase a partly echoed line */
-        fwrite(text, 1, tlen, stdout);
-        fflush(stdout);
-    }
-    const int V = cfg.model.vocab;
+    return last_len;
+}
+
+/* Draws n bytes, one token at a time with the memory's keys and values cached, and streams
+ * them to stdout; logits are those after the prompt. *t_primed gets the time once the cache
+ * holds the memory. Returns the number written, or -1 (nothing generated) when the decode
+ * state cannot be built. */
+static long generate(model *mdl, model_mem *mem, const float *logits, size_t tlen, int M,
+                     const sample_args *a, double *t_primed, txl_err *e)
+{
+    const int V = mdl->cfg.vocab;
     double scratch[2 * 256];
     int idx[256];
-    sampler_opts so = {.temperature = temp, .top_k = (int)top_k, .top_p = top_p};
-    rng_t rng = {rng_key((uint64_t)seed, 0x5a3)};
-    const float *logits = A.logits + (size_t)(last_len - 1) * V;
-    /* from here on one token at a time, with the memory's keys and values cached */
+    sampler_opts so = {.temperature = a->temperature, .top_k = (int)a->top_k,
+                       .top_p = a->top_p};
+    rng_t rng = {rng_key((uint64_t)a->seed, 0x5a3)};
     decode_state ds;
-    if (decode_init(&ds, &mdl, M, &e)) {
-        rc = cli_fail("sample", &e);
-        n = 0;
-    } else {
-        decode_prime(&ds, &mdl, &mem, (long)tlen);
-    }
-    double t1 = cli_now();
+    int bad = decode_init(&ds, mdl, M, e);
+    if (!bad)
+        decode_prime(&ds, mdl, mem, (long)tlen);
+    *t_primed = cli_now();
+    if (bad)
+        return -1;
     long generated = 0;
-    for (long i = 0; i < n; i++, generated++) {
+    for (long i = 0; i < a->n; i++, generated++) {
         uint8_t next = (uint8_t)sampler_pick(logits, V, &so, rng_uniform(&rng), scratch, idx);
         if (fputc(next, stdout) == EOF)
             break; /* e.g. the reader of a pipe went away */
         if (next == '\n' || i % 16 == 15)
             fflush(stdout);
-        if (i + 1 < n) {
-            decode_step(&ds, &mdl, &mem, next);
+        if (i + 1 < a->n) {
+            decode_step(&ds, mdl, mem, next);
             logits = decode_logits(&ds);
         }
     }
-    if (rc == 0)
-        decode_free(&ds);
+    decode_free(&ds);
+    return generated;
+}
+
+int cmd_sample(int argc, char **argv)
+{
+    sample_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("sample"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    const char *ckpt = pos.n ? pos.v[0] : NULL;
+    if (!ckpt)
+        return cli_usage("sample", "missing the checkpoint to sample from");
+
+    txl_err e = {0};
+    char *text;
+    size_t tlen;
+    if (read_prompt(&a, &text, &tlen, &e))
+        return cli_fail("sample", &e);
+    st_file f;
+    txl_config cfg;
+    model mdl;
+    if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e)) {
+        free(text);
+        return cli_fail("sample", &e);
+    }
+    st_free(&f);
+    cli_threads((int)a.threads);
+    int M = a.mem_len >= 0 ? (int)a.mem_len : cfg.model.mem_len, Lq = cfg.model.tgt_len;
+    model_acts A;
+    model_mem mem;
+    if (acts_init(&A, &cfg.model, 1, Lq, M, 0, &e)) {
+        model_free(&mdl);
+        free(text);
+        return cli_fail("sample", &e);
+    }
+    if (mem_init(&mem, &cfg.model, 1, M, &e)) {
+        acts_free(&A);
+        model_free(&mdl);
+        free(text);
+        return cli_fail("sample", &e);
+    }
+    double t0 = cli_now();
+    int last_len = feed_prompt(&mdl, &A, &mem, (const uint8_t *)text, tlen, Lq,
+                               !a.quiet && cli_isatty_stderr());
+    if (a.echo) { /* after the progress line, which would erase a partly echoed line */
+        fwrite(text, 1, tlen, stdout);
+        fflush(stdout);
+    }
+    const float *logits = A.logits + (size_t)(last_len - 1) * cfg.model.vocab;
+    double t1;
+    long generated = generate(&mdl, &mem, logits, tlen, M, &a, &t1, &e);
+    if (generated < 0) {
+        rc = cli_fail("sample", &e);
+        generated = 0;
+    } else {
+        rc = 0;
+    }
     double t2 = cli_now();
-    if (stats)
+    if (a.stats)
         fprintf(stderr, "{\"prompt_tokens\":%zu,\"prompt_s\":%.4f,\"tokens\":%ld,\"seconds\":%.4f,"
                 "\"tok_per_s\":%.1f,\"mem_len\":%d}\n", tlen, t1 - t0, generated, t2 - t1,
                 generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), M);
