@@ -655,6 +655,152 @@ static int run_gnuplot(const char *gp, const char *prog, size_t len, txl_err *e)
     return 0;
 }
 
+/* --size W,H (or WxH) in pixels. */
+static int parse_size(const char *v, plot_opts *po)
+{
+    char *end;
+    long w = strtol(v, &end, 10), h = 0;
+    if (w > 0 && (*end == ',' || *end == 'x'))
+        h = strtol(end + 1, &end, 10);
+    if (w < 200 || w > 10000 || h < 150 || h > 10000 || *end)
+        return cli_usage("plot", "--size: expected W,H in pixels like 960,600 (200..10000 x "
+                         "150..10000), found '%s'", v);
+    po->width = (int)w;
+    po->height = (int)h;
+    return 0;
+}
+
+/* The runs' train and valid series, two per run, labelled by directory name (the whole
+ * argument when two runs share one). */
+static int load_runs(series_list *l, char **inputs, int nin, txl_err *e)
+{
+    for (int r = 0; r < nin; r++) {
+        series *t = list_add(l), *v = t ? list_add(l) : NULL;
+        if (!v)
+            return err_set(e, ERR_RUNTIME, "out of memory");
+        t = &l->s[l->n - 2]; /* list_add may have moved the array */
+        char lab[1024];
+        run_label(lab, sizeof lab, inputs[r]);
+        for (int q = 0; q < r; q++) { /* same base name as another run: the full path */
+            char other[1024];
+            run_label(other, sizeof other, inputs[q]);
+            if (strcmp(other, lab) == 0) {
+                snprintf(lab, sizeof lab, "%s", inputs[r]);
+                free(l->s[2 * q].label);
+                l->s[2 * q].label = dupstr(inputs[q]);
+            }
+        }
+        t->label = dupstr(lab);
+        if (load_run(inputs[r], t, v, e))
+            return -1;
+    }
+    return 0;
+}
+
+/* The sweep files' rows, one series per group (scheme or file) and sweep mode, sorted. */
+static int load_sweeps(series_list *l, char **inputs, int nin, txl_err *e)
+{
+    char groups[MAX_GROUPS][128];
+    int ngroups = 0;
+    for (int k = 0; k < nin; k++) {
+        char lab[1024];
+        run_label(lab, sizeof lab, inputs[k]);
+        size_t n = strlen(lab);
+        if (n > 6 && strcmp(lab + n - 6, ".jsonl") == 0)
+            lab[n - 6] = 0;
+        sweep_ctx c = {l, lab, &ngroups, groups, e, inputs[k], 0};
+        long nlines = 0;
+        if (access(inputs[k], F_OK) != 0)
+            return err_set(e, ERR_INPUT, "%s: no such sweep file", inputs[k]);
+        if (each_json_line(inputs[k], sweep_line, &c, &nlines, e))
+            return -1;
+        if (c.used == 0)
+            return err_set(e, ERR_INPUT, "%s: no evaluation rows to plot (%s)", inputs[k],
+                           nlines ? "expected the output of 'txl eval --sweep ... --json'"
+                                  : "empty file");
+    }
+    for (size_t i = 0; i < l->n; i++)
+        qsort(l->s[i].p, l->s[i].n, sizeof *l->s[i].p, cmp_point_x);
+    /* legend order: group by group (first appearance), memory before both before window */
+    if (l->n)
+        qsort(l->s, l->n, sizeof *l->s, cmp_series);
+    return 0;
+}
+
+/* The gnuplot program for l, in a malloc'd string. */
+static char *gp_program(const series_list *l, const plot_opts *po, int sweep, size_t *len)
+{
+    char *prog = NULL;
+    FILE *ms = open_memstream(&prog, len);
+    if (!ms)
+        return NULL;
+    fprintf(ms, "# txl %s plot: %s\n", TXL_VERSION, sweep ? "--sweep" : "learning curves");
+    if (sweep)
+        gp_sweep(ms, l, po);
+    else
+        gp_curves(ms, l, po);
+    if (fclose(ms) != 0) {
+        free(prog);
+        return NULL;
+    }
+    return prog;
+}
+
+/* Prints the program (--script), or has gnuplot draw it into a temp file next to OUT,
+ * renamed into place when it succeeds. Returns the exit code. */
+static int render(const series_list *l, plot_opts *po, const plot_args *a)
+{
+    txl_err e = {0};
+    char tmp[4096], gpbuf[4096];
+    const char *gp = NULL, *out = po->out;
+    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out);
+    if (!a->script) {
+        gp = find_gnuplot(gpbuf, sizeof gpbuf);
+        if (!gp) {
+            const char *env = getenv("TXL_GNUPLOT");
+            fprintf(stderr, "txl plot: gnuplot not found%s%s%s; install it with "
+                    "'apt-get install gnuplot-nox' (or print the program with --script)\n",
+                    env ? " (TXL_GNUPLOT=" : " on PATH", env ? env : "", env ? ")" : "");
+            return 1;
+        }
+        int fd = mkstemp(tmp);
+        if (fd < 0) {
+            err_set(&e, ERR_INPUT, "-o %s: cannot write there: %s", out, strerror(errno));
+            return cli_fail("plot", &e);
+        }
+        close(fd);
+        po->out = tmp;
+    }
+    size_t plen = 0;
+    char *prog = gp_program(l, po, a->sweep, &plen);
+    po->out = out;
+    int bad = prog ? 0 : err_set(&e, ERR_RUNTIME, "out of memory");
+    struct stat sb;
+    if (!bad && a->script)
+        fwrite(prog, 1, plen, stdout);
+    else if (!bad && run_gnuplot(gp, prog, plen, &e))
+        bad = -1;
+    else if (!bad && (stat(tmp, &sb) != 0 || sb.st_size == 0))
+        bad = err_set(&e, ERR_RUNTIME, "gnuplot (%s) wrote no image", gp);
+    else if (!bad && (chmod(tmp, 0666 & ~current_umask()) != 0 || rename(tmp, out) != 0))
+        bad = err_set(&e, ERR_INPUT, "-o %s: %s", out, strerror(errno));
+    free(prog);
+    if (bad) {
+        if (!a->script)
+            unlink(tmp);
+        return cli_fail("plot", &e);
+    }
+    if (!a->script && !a->quiet) {
+        size_t np = 0;
+        for (size_t i = 0; i < l->n; i++)
+            np += l->s[i].n;
+        size_t nc = a->sweep ? l->n : l->n / 2;
+        fprintf(stderr, "txl plot: %s (%zu %s%s, %zu points)\n", out, nc,
+                a->sweep ? "curve" : "run", nc == 1 ? "" : "s", np);
+    }
+    return 0;
+}
+
 int cmd_plot(int argc, char **argv)
 {
     plot_args a;
@@ -662,167 +808,30 @@ int cmd_plot(int argc, char **argv)
     int rc = cli_parse(txl_command("plot"), argc, argv, &a, &pos);
     if (rc >= 0)
         return rc;
-    const char *out = a.out, *title = a.title;
-    int sweep = a.sweep, script = a.script, quiet = a.quiet, logx = a.logx, nin = pos.n;
-    int width = 960, height = 600;
-    double ymax = a.ymax;
-    char **inputs = pos.v;
-    txl_err e = {0};
-    rc = 0;
-#define USAGE(...) do { rc = cli_usage("plot", __VA_ARGS__); goto done; } while (0)
-    if (a.size) {
-        char *end;
-        long w = strtol(a.size, &end, 10), h = 0;
-        if (w > 0 && (*end == ',' || *end == 'x'))
-            h = strtol(end + 1, &end, 10);
-        if (w < 200 || w > 10000 || h < 150 || h > 10000 || *end)
-            USAGE("--size: expected W,H in pixels like 960,600 (200..10000 x 150..10000), "
-                  "found '%s'", a.size);
-        width = (int)w;
-        height = (int)h;
+    plot_opts po = {.out = a.out, .width = 960, .height = 600, .logx = a.logx,
+                    .ymax = a.ymax, .title = a.title};
+    if (a.size && parse_size(a.size, &po))
+        return 2;
+    if (pos.n == 0)
+        return cli_usage("plot", a.sweep
+                         ? "missing the sweep file(s) (the output of txl eval --sweep ... --json)"
+                         : "missing the run directory (or directories) to plot");
+    if (!a.out)
+        return cli_usage("plot", "missing -o OUT.png or -o OUT.svg");
+    size_t olen = strlen(a.out);
+    po.svg = olen > 4 && strcasecmp(a.out + olen - 4, ".svg") == 0;
+    int png = olen > 4 && strcasecmp(a.out + olen - 4, ".png") == 0;
+    if (!po.svg && !png) {
+        const char *dot = strrchr(a.out, '.');
+        return cli_usage("plot", "-o %s: unknown image type '%s' (expected .png or .svg)", a.out,
+                         dot && !strchr(dot, '/') ? dot : "(no extension)");
     }
-    if (nin == 0)
-        USAGE(sweep ? "missing the sweep file(s) (the output of txl eval --sweep ... --json)"
-                    : "missing the run directory (or directories) to plot");
-    if (!out)
-        USAGE("missing -o OUT.png or -o OUT.svg");
-    size_t olen = strlen(out);
-    int svg = olen > 4 && strcasecmp(out + olen - 4, ".svg") == 0;
-    int png = olen > 4 && strcasecmp(out + olen - 4, ".png") == 0;
-    if (!svg && !png) {
-        const char *dot = strrchr(out, '.');
-        USAGE("-o %s: unknown image type '%s' (expected .png or .svg)", out,
-              dot && !strchr(dot, '/') ? dot : "(no extension)");
-    }
-
     series_list l = {0};
-    if (!sweep) {
-        for (int r = 0; r < nin && rc == 0; r++) {
-            series *t = list_add(&l), *v = t ? list_add(&l) : NULL;
-            if (!v) {
-                err_set(&e, ERR_RUNTIME, "out of memory");
-                rc = cli_fail("plot", &e);
-                break;
-            }
-            t = &l.s[l.n - 2]; /* list_add may have moved the array */
-            char lab[1024];
-            run_label(lab, sizeof lab, inputs[r]);
-            for (int q = 0; q < r; q++) { /* same base name as another run: the full path */
-                char other[1024];
-                run_label(other, sizeof other, inputs[q]);
-                if (strcmp(other, lab) == 0) {
-                    snprintf(lab, sizeof lab, "%s", inputs[r]);
-                    free(l.s[2 * q].label);
-                    l.s[2 * q].label = dupstr(inputs[q]);
-                }
-            }
-            t->label = dupstr(lab);
-            if (load_run(inputs[r], t, v, &e))
-                rc = cli_fail("plot", &e);
-        }
-    } else {
-        char groups[MAX_GROUPS][128];
-        int ngroups = 0;
-        for (int k = 0; k < nin && rc == 0; k++) {
-            char lab[1024];
-            run_label(lab, sizeof lab, inputs[k]);
-            size_t n = strlen(lab);
-            if (n > 6 && strcmp(lab + n - 6, ".jsonl") == 0)
-                lab[n - 6] = 0;
-            sweep_ctx c = {&l, lab, &ngroups, groups, &e, inputs[k], 0};
-            long nlines = 0;
-            if (access(inputs[k], F_OK) != 0) {
-                err_set(&e, ERR_INPUT, "%s: no such sweep file", inputs[k]);
-                rc = cli_fail("plot", &e);
-            } else if (each_json_line(inputs[k], sweep_line, &c, &nlines, &e)) {
-                rc = cli_fail("plot", &e);
-            } else if (c.used == 0) {
-                err_set(&e, ERR_INPUT, "%s: no evaluation rows to plot (%s)", inputs[k],
-                        nlines ? "expected the output of 'txl eval --sweep ... --json'"
-                               : "empty file");
-                rc = cli_fail("plot", &e);
-            }
-        }
-        for (size_t i = 0; i < l.n; i++)
-            qsort(l.s[i].p, l.s[i].n, sizeof *l.s[i].p, cmp_point_x);
-        /* legend order: group by group (first appearance), memory before both before window */
-        if (l.n)
-            qsort(l.s, l.n, sizeof *l.s, cmp_series);
-    }
-    if (rc)
-        goto free_list;
-
-    /* gnuplot writes a temp file next to OUT; renamed into place when it succeeds */
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out);
-    plot_opts po = {.out = out, .svg = svg, .width = width, .height = height, .logx = logx,
-                    .ymax = ymax, .title = title};
-    const char *gp = NULL;
-    char gpbuf[4096];
-    if (!script) {
-        gp = find_gnuplot(gpbuf, sizeof gpbuf);
-        if (!gp) {
-            fprintf(stderr, "txl plot: gnuplot not found%s%s%s; install it with "
-                    "'apt-get install gnuplot-nox' (or print the program with --script)\n",
-                    getenv("TXL_GNUPLOT") ? " (TXL_GNUPLOT=" : " on PATH",
-                    getenv("TXL_GNUPLOT") ? getenv("TXL_GNUPLOT") : "",
-                    getenv("TXL_GNUPLOT") ? ")" : "");
-            rc = 1;
-            goto free_list;
-        }
-        int fd = mkstemp(tmp);
-        if (fd < 0) {
-            err_set(&e, ERR_INPUT, "-o %s: cannot write there: %s", out, strerror(errno));
-            rc = cli_fail("plot", &e);
-            goto free_list;
-        }
-        close(fd);
-        po.out = tmp;
-    }
-    char *prog = NULL;
-    size_t plen = 0;
-    FILE *ms = open_memstream(&prog, &plen);
-    if (!ms) {
-        err_set(&e, ERR_RUNTIME, "out of memory");
+    txl_err e = {0};
+    if (a.sweep ? load_sweeps(&l, pos.v, pos.n, &e) : load_runs(&l, pos.v, pos.n, &e))
         rc = cli_fail("plot", &e);
-        if (!script)
-            unlink(tmp);
-        goto free_list;
-    }
-    fprintf(ms, "# txl %s plot: %s\n", TXL_VERSION, sweep ? "--sweep" : "learning curves");
-    if (sweep)
-        gp_sweep(ms, &l, &po);
     else
-        gp_curves(ms, &l, &po);
-    fclose(ms);
-    if (script) {
-        fwrite(prog, 1, plen, stdout);
-    } else {
-        struct stat sb;
-        if (run_gnuplot(gp, prog, plen, &e)) {
-            rc = cli_fail("plot", &e);
-            unlink(tmp);
-        } else if (stat(tmp, &sb) != 0 || sb.st_size == 0) {
-            err_set(&e, ERR_RUNTIME, "gnuplot (%s) wrote no image", gp);
-            rc = cli_fail("plot", &e);
-            unlink(tmp);
-        } else if (chmod(tmp, 0666 & ~current_umask()) != 0 || rename(tmp, out) != 0) {
-            err_set(&e, ERR_INPUT, "-o %s: %s", out, strerror(errno));
-            rc = cli_fail("plot", &e);
-            unlink(tmp);
-        } else if (!quiet) {
-            size_t np = 0;
-            for (size_t i = 0; i < l.n; i++)
-                np += l.s[i].n;
-            size_t nc = sweep ? l.n : l.n / 2;
-            fprintf(stderr, "txl plot: %s (%zu %s%s, %zu points)\n", out, nc,
-                    sweep ? "curve" : "run", nc == 1 ? "" : "s", np);
-        }
-    }
-    free(prog);
-free_list:
+        rc = render(&l, &po, &a);
     list_free(&l);
-done:
     return rc;
-#undef USAGE
 }
