@@ -138,65 +138,42 @@ static int check_tensors(const model *mdl, const st_file *f, const char *cfg_pat
     return err_set(e, ERR_INPUT, "%s", msg);
 }
 
-int cmd_import(int argc, char **argv)
+/* The config the weights belong to: the YAML file, the --set overrides, validated. */
+static int load_config(txl_config *cfg, const import_args *a, txl_err *e)
 {
-    import_args a;
-    cli_pos pos;
-    int prc = cli_parse(txl_command("import"), argc, argv, &a, &pos);
-    if (prc >= 0)
-        return prc;
-    const char *in = pos.n ? pos.v[0] : NULL, *out = a.out, *cfg_path = a.config;
-    const char *const *sets = a.set.v;
-    int nsets = a.set.n, quiet = a.quiet;
-    txl_err e = {0};
-    if (!in)
-        return cli_usage("import", "missing the weights file (WEIGHTS.safetensors[.gz])");
-    if (!cfg_path)
-        return cli_usage("import", "missing -c CONFIG.yaml (the model the weights belong to)");
-    if (!out)
-        return cli_usage("import", "missing -o OUT.safetensors.gz");
+    cfg_defaults(cfg);
+    if (cfg_load_yaml(cfg, a->config, e))
+        return -1;
+    for (int i = 0; i < a->set.n; i++)
+        if (cfg_set(cfg, a->set.v[i], e))
+            return -1;
+    return cfg_validate(cfg, a->config, e);
+}
 
-    txl_config cfg;
-    cfg_defaults(&cfg);
-    if (cfg_load_yaml(&cfg, cfg_path, &e))
-        return cli_fail("import", &e);
-    for (int i = 0; i < nsets; i++)
-        if (cfg_set(&cfg, sets[i], &e))
-            return cli_fail("import", &e);
-    if (cfg_validate(&cfg, cfg_path, &e))
-        return cli_fail("import", &e);
-
-    st_file f;
-    model mdl;
-    memset(&mdl, 0, sizeof mdl);
-    if (st_read(&f, in, &e))
-        return cli_fail("import", &e);
-    int rc = 0;
-    char *cfg_json = NULL;
-    if (model_init(&mdl, &cfg.model, &e) || check_tensors(&mdl, &f, cfg_path, &e) ||
-        ckpt_load_weights(&mdl, &f, &e)) {
-        rc = -1;
-        goto done;
-    }
-    for (size_t i = 0; i < mdl.n_floats; i++)
-        if (!isfinite(mdl.w[i])) { /* name the tensor holding it */
+/* Every weight is finite; else ERR_INPUT naming the tensor holding the first that is not. */
+static int check_finite(const model *mdl, const char *in, txl_err *e)
+{
+    for (size_t i = 0; i < mdl->n_floats; i++)
+        if (!isfinite(mdl->w[i])) {
             const char *nm = "?";
-            for (int k = 0; k < mdl.n_params; k++)
-                if (i >= mdl.table[k].offset && i < mdl.table[k].offset + mdl.table[k].numel)
-                    nm = mdl.table[k].name;
-            err_set(&e, ERR_INPUT, "%s: tensor '%s' holds a non-finite value (%g)", in, nm,
-                    mdl.w[i]);
-            rc = -1;
-            goto done;
+            for (int k = 0; k < mdl->n_params; k++)
+                if (i >= mdl->table[k].offset && i < mdl->table[k].offset + mdl->table[k].numel)
+                    nm = mdl->table[k].name;
+            return err_set(e, ERR_INPUT, "%s: tensor '%s' holds a non-finite value (%g)", in, nm,
+                           mdl->w[i]);
         }
-    cfg_json = cfg_to_json(&cfg);
-    if (!cfg_json) {
-        err_set(&e, ERR_RUNTIME, "out of memory");
-        rc = -1;
-        goto done;
-    }
+    return 0;
+}
+
+/* The checkpoint: the weights, the resolved config and step 0. */
+static int write_imported(const model *mdl, const txl_config *cfg, const char *in,
+                          const char *out, txl_err *e)
+{
+    char *cfg_json = cfg_to_json(cfg);
+    if (!cfg_json)
+        return err_set(e, ERR_RUNTIME, "out of memory");
     char params[32];
-    snprintf(params, sizeof params, "%zu", mdl.n_weights);
+    snprintf(params, sizeof params, "%zu", mdl->n_weights);
     const char *meta[] = {
         "format", "txl/1",
         "config", cfg_json,
@@ -209,17 +186,46 @@ int cmd_import(int argc, char **argv)
     };
     size_t n = strlen(out);
     int gz = n > 3 && strcmp(out + n - 3, ".gz") == 0;
-    rc = ckpt_save(out, &mdl, NULL, NULL, NULL, meta, gz ? 6 : 0, &e);
-done:
+    int rc = ckpt_save(out, mdl, NULL, NULL, NULL, meta, gz ? 6 : 0, e);
     free(cfg_json);
+    return rc;
+}
+
+int cmd_import(int argc, char **argv)
+{
+    import_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("import"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    const char *in = pos.n ? pos.v[0] : NULL;
+    if (!in)
+        return cli_usage("import", "missing the weights file (WEIGHTS.safetensors[.gz])");
+    if (!a.config)
+        return cli_usage("import", "missing -c CONFIG.yaml (the model the weights belong to)");
+    if (!a.out)
+        return cli_usage("import", "missing -o OUT.safetensors.gz");
+
+    txl_config cfg;
+    txl_err e = {0};
+    if (load_config(&cfg, &a, &e))
+        return cli_fail("import", &e);
+    st_file f;
+    model mdl;
+    memset(&mdl, 0, sizeof mdl);
+    if (st_read(&f, in, &e))
+        return cli_fail("import", &e);
+    rc = model_init(&mdl, &cfg.model, &e) || check_tensors(&mdl, &f, a.config, &e) ||
+         ckpt_load_weights(&mdl, &f, &e) || check_finite(&mdl, in, &e) ||
+         write_imported(&mdl, &cfg, in, a.out, &e);
     size_t np = mdl.n_weights;
     int nt = f.n;
     model_free(&mdl);
     st_free(&f);
     if (rc)
         return cli_fail("import", &e);
-    if (!quiet)
+    if (!a.quiet)
         fprintf(stderr, "txl import: %s -> %s (%d tensors, %zu params, config %s, step 0)\n", in,
-                out, nt, np, cfg_path);
+                a.out, nt, np, a.config);
     return 0;
 }
