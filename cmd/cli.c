@@ -221,6 +221,12 @@ static int parse_option(const cli_cmd *cmd, int argc, char **argv, int *i, void 
         snprintf(flag, sizeof flag, "%s", a);
     int k = (int)(o - sp->opts);
     const char *v = eq ? eq + 1 : NULL;
+    if ((o->flags & CLI_ONCE) && count[k]) {
+        const char *was = *FIELD(args, o, const char *);
+        const char *now = v ? v : *i + 1 < argc ? argv[*i + 1] : "";
+        return err_set(e, ERR_INPUT, "%s given twice ('%s' and '%s'); it takes one value", flag,
+                       was ? was : "", now);
+    }
     if (count[k] < 255)
         count[k]++;
     if (o->type == CLI_SWITCH) {

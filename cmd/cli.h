@@ -27,8 +27,8 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
  *
  * Parsing rules: `--opt v`, `--opt=v` and `-o v` (a value may start with '-', so
  * `--clamp-len -5` works); options and positional arguments in any order; an option given
- * twice counts once, the last one winning, except CLI_REPEAT (all values collected);
- * -h/--help prints the help and stops. Errors print
+ * twice counts once, the last one winning, except CLI_REPEAT (all values collected) and
+ * CLI_ONCE (an error); -h/--help prints the help and stops. Errors print
  * "txl CMD: <message>" and a hint, exit code 2: "unknown option 'X'", "X needs ...",
  * "X: expected an integer, found 'v'", "X: v is out of range [lo, hi]". */
 
@@ -46,7 +46,9 @@ typedef enum {
 
 enum {
     CLI_REPEAT = 1u << 0,  /* CLI_STR: may repeat, up to cap; values in a cli_strs */
-    CLI_NEGATE = 1u << 1,  /* CLI_SWITCH: stores 0 (--no-logx) */
+    CLI_ONCE = 1u << 1,    /* CLI_STR, CLI_FILE: giving it twice is an error (else the last
+                            * one counts) */
+    CLI_NEGATE = 1u << 2,  /* CLI_SWITCH: stores 0 (--no-logx) */
 };
 
 #define CLI_MAX_REPEAT 64
@@ -67,7 +69,7 @@ typedef struct {
     const char *name;            /* "--config" (every option has a long name) */
     cli_type type;
     size_t off;                  /* offsetof(the command's struct, field) */
-    unsigned flags;              /* CLI_REPEAT, CLI_NEGATE */
+    unsigned flags;              /* CLI_REPEAT, CLI_ONCE, CLI_NEGATE */
     long lo, hi;                 /* CLI_INT, CLI_OPT_INT, CLI_LIST: range */
     double dlo, dhi;             /* CLI_NUM: range */
     long def;                    /* initial value: switch, integers, choice index */

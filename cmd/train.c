@@ -587,7 +587,7 @@ typedef struct {
 #define O(f) offsetof(train_args, f)
 static const cli_opt train_options[] = {
     {.short_name = "-c", .name = "--config", .type = CLI_FILE, .off = O(config),
-     .metavar = "FILE",
+     .flags = CLI_ONCE, .metavar = "FILE",
      .help = "YAML config (every key: man txl; examples in configs/); a lone FILE.yaml "
              "argument works too"},
     {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT,

@@ -32,6 +32,13 @@ expect2 "--steps negative" "--steps: -3 is out of range [1," $T --steps -3
 expect2 "--steps 1e3" "--steps: expected an integer, found '1e3'" $T --steps 1e3
 expect2 "--steps too large" "--steps: expected an integer, found '99999999999999999999'" $T --steps 99999999999999999999
 expect2 "--resume with --init-from" "--resume and --init-from exclude each other" $T --resume $LAST --init-from $LAST
+# one config per run: a second -c (or -c after a lone CONFIG.yaml) is refused, not ignored
+expect2 "-c given twice" "-c given twice ('$CFG' and 'configs/tiny.yaml')" \
+    $TXL train -c $CFG -c configs/tiny.yaml --print-config
+expect2 "--config= given twice" "--config given twice ('$CFG' and 'configs/tiny.yaml')" \
+    $TXL train --config=$CFG --config=configs/tiny.yaml --print-config
+expect2 "a lone CONFIG.yaml, then -c" "-c given twice ('$CFG' and 'configs/tiny.yaml')" \
+    $TXL train $CFG -c configs/tiny.yaml --print-config
 expect2 "no -c and no --resume" "missing -c CONFIG.yaml" $TXL train
 expect2 "--resume of a missing file" "$TMP/none.safetensors.gz: cannot open: No such file or directory" \
     $T --resume $TMP/none.safetensors.gz
