@@ -80,6 +80,11 @@ expect2 "--max-tokens 1" "--max-tokens: 1 is out of range [2," $E --max-tokens 1
 expect2 "--clamp-len not a number" "--clamp-len: expected an integer, found 'x'" $E --clamp-len x
 expect2 "--threads negative" "--threads: -1 is out of range [0, 1024]" $E --threads -1
 expect2 "--split unknown" "--split: expected valid, test or train, found 'bogus'" $E --split bogus
+# --split names a part of the checkpoint's corpus, --data another file: not both
+expect2 "--split with --data" "--data and --split exclude each other" \
+    $E --split test --data tests/data/enwik8_slice60k.txt.gz --max-tokens 3000
+expect2 "--data with --split" "--data and --split exclude each other" \
+    $E --data=tests/data/enwik8_slice60k.txt.gz --split=valid --max-tokens 3000
 expect2 "--sweep empty" "--sweep: expected a comma-separated list like 1,2,4,8, found ''" $E --sweep ''
 expect2 "--sweep 1,,2" "--sweep: expected a comma-separated list of integers in [1, 1024] like 1,2,4,8, found '1,,2'" $E --sweep 1,,2
 expect2 "--sweep 0" "found '0'" $E --sweep 0
