@@ -35,7 +35,8 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 typedef enum {
     CLI_SWITCH,  /* no value: the int field becomes 1 (0 with CLI_NEGATE) */
     CLI_INT,     /* long field: a decimal integer in [lo, hi] */
-    CLI_NUM,     /* double field: a number in [dlo, dhi] */
+    CLI_NUM,     /* double field: a decimal number in [dlo, dhi] (config.c's rule: no hex,
+                  * inf or nan) */
     CLI_STR,     /* const char * field (cli_strs with CLI_REPEAT) */
     CLI_FILE,    /* const char * field naming a file */
     CLI_CHOICE,  /* int field: the index of the value in choices */
@@ -133,6 +134,7 @@ const cli_opt *cli_find_opt(const cli_cmd *cmd, const char *arg);
 
 /* Values with range checks; messages name the flag and show the text. */
 int cli_long(const char *flag, const char *s, long min, long max, long *out, txl_err *e);
+/* Decimal only, as in config files (1e-4, .5, 3; no hex, inf, nan or blanks). */
 int cli_double(const char *flag, const char *s, double min, double max, double *out,
                txl_err *e);
 /* "1,2,4,8" -> up to cap integers in [min, max]; malformed -> error naming the flag. */

@@ -109,6 +109,21 @@ expect2 "-n without a value" "-n needs a number" $S -n
 expect2 "--temperature negative" "--temperature: -1 is out of range [0, 100]" $S --temperature -1
 expect2 "--temperature nan" "--temperature: expected a number, found 'nan'" $S --temperature nan
 expect2 "--temperature inf" "--temperature: expected a number, found 'inf'" $S --temperature inf
+# numbers on the command line are decimal, like the config file's (no hex, inf, nan, blanks)
+expect2 "--temperature hex" "--temperature: expected a number, found '0x1p-1'" $S --temperature 0x1p-1
+expect2 "-t hex" "-t: expected a number, found '0x.8'" $S -t 0x.8
+expect2 "--top-p hex" "--top-p: expected a number, found '0X.8'" $S --top-p 0X.8
+expect2 "--top-p infinity" "--top-p: expected a number, found 'infinity'" $S --top-p infinity
+expect2 "--temperature with a blank" "--temperature: expected a number, found ' 1'" $S --temperature ' 1'
+expect2 "--temperature 1e999" "--temperature: expected a number, found '1e999'" $S --temperature 1e999
+expect2 "plot --ymax hex" "--ymax: expected a number, found '0x10'" $TXL plot $RUN -o $TMP/p.png --ymax 0x10
+expect2 "a hex number in a config value too" "train.lr: expected a number, found '0x1p-10'" \
+    $TXL train -c $CFG --set train.lr=0x1p-10 --print-config
+check "decimal forms: -t .5 --top-p 9e-1 (and 5., +1E0)" \
+    $S -n 1 -p x -t .5 --top-p 9e-1 --threads 1 -q
+check "  ... 5. and +1E0" $S -n 1 -p x -t 5. --top-p +1E0 --threads 1 -q
+check "  ... the same forms in a config" $TXL train -c $CFG --set train.lr=.5 --set train.clip=5. \
+    --set train.beta1=9e-1 --set train.eps=+1E-8 --print-config
 expect2 "--top-k 300" "--top-k: 300 is out of range [0, 256]" $S --top-k 300
 expect2 "--top-p 0" "--top-p: 0 is out of range" $S --top-p 0
 expect2 "--top-p 1.5" "--top-p: 1.5 is out of range" $S --top-p 1.5
