@@ -93,6 +93,22 @@ int cli_double(const char *flag, const char *s, double min, double max, double *
     return 0;
 }
 
+int cli_u64(const char *flag, const char *s, unsigned long long *out, txl_err *e)
+{
+    const char *t = *s == '+' || *s == '-' ? s + 1 : s;
+    int digits = *t != '\0';
+    for (const char *q = t; *q; q++)
+        digits &= *q >= '0' && *q <= '9';
+    if (!digits)
+        return err_set(e, ERR_INPUT, "%s: expected an integer, found '%s'", flag, s);
+    errno = 0;
+    unsigned long long v = strtoull(t, NULL, 10);
+    if (*s == '-' || errno == ERANGE)
+        return err_set(e, ERR_INPUT, "%s: %s is out of range [0, %llu]", flag, s, ULLONG_MAX);
+    *out = v;
+    return 0;
+}
+
 int cli_int_list(const char *flag, const char *s, int min, int max, int *out, int cap,
                  int *n, txl_err *e)
 {
@@ -144,6 +160,9 @@ static void set_defaults(const cli_spec *sp, void *args)
         case CLI_INT: case CLI_OPT_INT:
             *FIELD(args, o, long) = o->def;
             break;
+        case CLI_U64:
+            *FIELD(args, o, unsigned long long) = (unsigned long long)o->def;
+            break;
         case CLI_NUM:
             *FIELD(args, o, double) = o->ddef;
             break;
@@ -176,7 +195,7 @@ static const char *needs_text(const cli_opt *o, char *buf, size_t cap)
     if (o->needs)
         return o->needs;
     switch (o->type) {
-    case CLI_INT: case CLI_NUM: case CLI_OPT_INT:
+    case CLI_INT: case CLI_U64: case CLI_NUM: case CLI_OPT_INT:
         return "a number";
     case CLI_FILE:
         return "a file";
@@ -198,6 +217,8 @@ static int take_value(const cli_opt *o, const char *flag, const char *v, void *a
     switch (o->type) {
     case CLI_INT: case CLI_OPT_INT:
         return cli_long(flag, v, o->lo, o->hi, FIELD(args, o, long), e);
+    case CLI_U64:
+        return cli_u64(flag, v, FIELD(args, o, unsigned long long), e);
     case CLI_NUM:
         return cli_double(flag, v, o->dlo, o->dhi, FIELD(args, o, double), e);
     case CLI_STR: case CLI_FILE:
@@ -402,7 +423,7 @@ static void default_text(char *buf, size_t cap, const cli_opt *o)
     buf[0] = 0;
     if (o->def_doc)
         snprintf(buf, cap, "%s", o->def_doc);
-    else if (o->type == CLI_INT)
+    else if (o->type == CLI_INT || o->type == CLI_U64)
         snprintf(buf, cap, "%ld", o->def);
     else if (o->type == CLI_NUM && isfinite(o->ddef))
         snprintf(buf, cap, "%g", o->ddef);

@@ -35,6 +35,8 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 typedef enum {
     CLI_SWITCH,  /* no value: the int field becomes 1 (0 with CLI_NEGATE) */
     CLI_INT,     /* long field: a decimal integer in [lo, hi] */
+    CLI_U64,     /* unsigned long long field: a decimal integer in [0, 2^64 - 1] (train.seed's
+                  * rule: an optional '+', then digits) */
     CLI_NUM,     /* double field: a decimal number in [dlo, dhi] (config.c's rule: no hex,
                   * inf or nan) */
     CLI_STR,     /* const char * field (cli_strs with CLI_REPEAT) */
@@ -137,6 +139,8 @@ int cli_long(const char *flag, const char *s, long min, long max, long *out, txl
 /* Decimal only, as in config files (1e-4, .5, 3; no hex, inf, nan or blanks). */
 int cli_double(const char *flag, const char *s, double min, double max, double *out,
                txl_err *e);
+/* An unsigned decimal integer up to 2^64 - 1, the rule of train.seed. */
+int cli_u64(const char *flag, const char *s, unsigned long long *out, txl_err *e);
 /* "1,2,4,8" -> up to cap integers in [min, max]; malformed -> error naming the flag. */
 int cli_int_list(const char *flag, const char *s, int min, int max, int *out, int cap,
                  int *n, txl_err *e);

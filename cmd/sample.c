@@ -19,7 +19,7 @@ typedef struct {
     const char *prompt, *prompt_file;
     long n, top_k, mem_len, threads;
     double temperature, top_p;
-    long seed;
+    unsigned long long seed;
     int echo, stats, quiet;
 } sample_args;
 
@@ -38,8 +38,8 @@ static const cli_opt sample_options[] = {
      .metavar = "K", .help = "sample among the K most likely bytes; 0 = all"},
     {.name = "--top-p", .type = CLI_NUM, .off = O(top_p), .dlo = 1e-9, .dhi = 1, .ddef = 1.0,
      .metavar = "P", .help = "nucleus sampling: the smallest set with probability >= P"},
-    {.name = "--seed", .type = CLI_INT, .off = O(seed), .lo = 0, .hi = LONG_MAX, .def = 1,
-     .metavar = "S", .help = "random seed: same seed, same text"},
+    {.name = "--seed", .type = CLI_U64, .off = O(seed), .def = 1, .metavar = "S",
+     .help = "random seed, 0 to 2^64-1 like train.seed: same seed, same text"},
     {.name = "--mem-len", .type = CLI_INT, .off = O(mem_len), .lo = 0, .hi = 1 << 20,
      .def = -1, .metavar = "N", .help = "memory length while sampling",
      .def_doc = "the trained mem_len"},

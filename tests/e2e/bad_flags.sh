@@ -128,6 +128,17 @@ expect2 "--top-k 300" "--top-k: 300 is out of range [0, 256]" $S --top-k 300
 expect2 "--top-p 0" "--top-p: 0 is out of range" $S --top-p 0
 expect2 "--top-p 1.5" "--top-p: 1.5 is out of range" $S --top-p 1.5
 expect2 "--seed negative" "--seed: -1 is out of range [0," $S --seed -1
+expect2 "--seed 2^64" "--seed: 18446744073709551616 is out of range [0, 18446744073709551615]" \
+    $S --seed 18446744073709551616
+check "--seed 2^64-1 (train.seed's largest)" $S --seed 18446744073709551615 -n 1 -p x --threads 1 -q
+# sample --seed takes exactly what train.seed takes: an unsigned 64-bit decimal integer
+for v in 0 +7 007 9223372036854775808 18446744073709551615 18446744073709551616 -1 -0 1e3 \
+         0x10 1.0 '' 12a; do
+    $S --seed "$v" -n 1 -p x --threads 1 -q > /dev/null 2>&1; a=$?
+    $TXL train -c $CFG --set "train.seed=$v" --print-config > /dev/null 2>&1; b=$?
+    if [ $a = $b ]; then ok "--seed '$v' and train.seed=$v agree (exit $a)"
+    else bad "--seed '$v' exits $a, train.seed=$v exits $b"; fi
+done
 expect2 "--mem-len negative" "--mem-len: -1 is out of range [0, 1048576]" $S --mem-len -1
 expect2 "--prompt with --prompt-file" "--prompt and --prompt-file exclude each other" $S --prompt a --prompt-file $CFG
 expect2 "--prompt-file missing" "--prompt-file $TMP/nope.txt: cannot open: No such file or directory" $S --prompt-file $TMP/nope.txt
