@@ -22,8 +22,8 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* ---- Option tables ------------------------------------------------------------------
  * Every subcommand describes its options in one table of cli_opt (value type, range,
  * default, metavar, help). cli_parse fills the command's own struct of results from argv
- * through the table (offsetof, like config.c's keys) and `txl CMD --help` is printed from
- * it, so parsing and help cannot drift apart.
+ * through the table (offsetof, like config.c's keys), `txl CMD --help` is printed from it
+ * and `txl __complete` completes from it, so parsing, help and completion cannot drift.
  *
  * Parsing rules: `--opt v`, `--opt=v` and `-o v` (a value may start with '-', so
  * `--clamp-len -5` works); options and positional arguments in any order; an option given
@@ -40,7 +40,7 @@ typedef enum {
     CLI_NUM,     /* double field: a decimal number in [dlo, dhi] (config.c's rule: no hex,
                   * inf or nan) */
     CLI_STR,     /* const char * field (cli_strs with CLI_REPEAT) */
-    CLI_FILE,    /* const char * field naming a file */
+    CLI_FILE,    /* const char * field naming a file; completion offers files matching glob */
     CLI_CHOICE,  /* int field: the index of the value in choices */
     CLI_LIST,    /* cli_list field: comma-separated integers in [lo, hi], at most cap */
     CLI_OPT_INT, /* long field: an optional value (--term-stats [N]), taken when the next
@@ -52,6 +52,7 @@ enum {
     CLI_ONCE = 1u << 1,    /* CLI_STR, CLI_FILE: giving it twice is an error (else the last
                             * one counts) */
     CLI_NEGATE = 1u << 2,  /* CLI_SWITCH: stores 0 (--no-logx) */
+    CLI_CFG_KEY = 1u << 3, /* the value is key.path=value: completion offers config keys */
 };
 
 #define CLI_MAX_REPEAT 64
@@ -72,7 +73,7 @@ typedef struct {
     const char *name;            /* "--config" (every option has a long name) */
     cli_type type;
     size_t off;                  /* offsetof(the command's struct, field) */
-    unsigned flags;              /* CLI_REPEAT, CLI_ONCE, CLI_NEGATE */
+    unsigned flags;              /* CLI_REPEAT, CLI_ONCE, CLI_NEGATE, CLI_CFG_KEY */
     long lo, hi;                 /* CLI_INT, CLI_OPT_INT, CLI_LIST: range */
     double dlo, dhi;             /* CLI_NUM: range */
     long def;                    /* initial value: switch, integers, choice index */
@@ -84,6 +85,8 @@ typedef struct {
     const char *metavar;         /* "FILE", "N" (value options) */
     const char *needs;           /* "X needs <needs>" for a missing value; NULL: by type */
     const char *excludes;        /* the long name of an option it cannot be combined with */
+    const char *glob;            /* CLI_FILE: files completion offers (bash extglob) */
+    const char *suggest;         /* completion: space-separated example values */
     const char *help;
     const char *def_doc;         /* the default in the help: NULL = the initial value (numbers
                                   * and choices; nothing for the rest), "" = none shown */
@@ -100,6 +103,10 @@ typedef struct {
     const char *pos_extra;       /* the error for one more, with %s for the argument */
     const char *pos_as;          /* while this option is unset, a positional argument is its
                                   * value (`txl train CONFIG.yaml`) */
+    const char *pos_glob;        /* completion of positional arguments: files matching this
+                                  * (bash extglob) and directories; NULL: directories only */
+    const char *pos_glob_if;     /* ... and when this option is on the line, */
+    const char *pos_glob_alt;    /* these files instead */
 } cli_spec;
 
 /* One row of the command table (cmds.c). */
@@ -109,7 +116,7 @@ typedef struct {
     const char *summary;         /* one line for `txl help` */
     const char *synopsis;        /* what follows "txl NAME"; '\n' separates alternative forms */
     const cli_spec *spec;        /* NULL: no options of its own */
-    int hidden;                  /* not listed */
+    int hidden;                  /* not listed (txl __complete) */
 } cli_cmd;
 
 /* Fills *args (the command's struct) from argv[1..argc-1] following cmd's table; the

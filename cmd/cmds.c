@@ -34,6 +34,7 @@ const cli_cmd txl_commands[] = {
      "[--set key.path=value ...] [-q]",
      &import_spec, 0},
     {"help", cmd_help, "the commands, or every option of one", "[COMMAND]", NULL, 0},
+    {"__complete", cmd_complete, "completions for contrib/txl.bash", "WORD...", NULL, 1},
 };
 const int n_commands = (int)(sizeof txl_commands / sizeof *txl_commands);
 

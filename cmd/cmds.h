@@ -1,6 +1,6 @@
 /* cmds.h: the subcommands. One table (cmds.c) lists them: name, function, one-line summary
  * and synopsis; main.c dispatches from it, `txl help` prints it, and each command's options
- * (its cli_spec, in its own file) give `txl CMD --help`. Each function
+ * (its cli_spec, in its own file) give `txl CMD --help` and the completion. Each function
  * returns the process exit code. */
 #ifndef TXL_CMDS_H
 #define TXL_CMDS_H
@@ -17,6 +17,7 @@ int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_help(int argc, char **argv);
+int cmd_complete(int argc, char **argv);
 
 /* Each command's options, defined next to the command. */
 extern const cli_spec train_spec, eval_spec, sample_spec, info_spec, export_spec,

@@ -31,7 +31,7 @@ static const char *const mode_names[] = {"memory", "window", "both", NULL};
 
 #define O(f) offsetof(eval_args, f)
 static const cli_opt eval_options[] = {
-    {.name = "--data", .type = CLI_FILE, .off = O(data), .metavar = "FILE",
+    {.name = "--data", .type = CLI_FILE, .off = O(data), .metavar = "FILE", .glob = "*",
      .excludes = "--split", .help = "evaluate this file, whole, plain or gzip'd",
      .def_doc = "the run's --split"},
     {.name = "--split", .type = CLI_CHOICE, .off = O(split), .choices = split_names,
@@ -52,7 +52,7 @@ static const cli_opt eval_options[] = {
      .def = 0, .metavar = "N", .help = "use only the first N bytes of the data",
      .def_doc = "all"},
     {.name = "--sweep", .type = CLI_LIST, .off = O(sweep), .lo = 1, .hi = 1024,
-     .cap = CLI_MAX_LIST, .metavar = "LIST",
+     .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "1,2,4,8 1,2,4,8,16",
      .help = "evaluate at each factor of the trained length, e.g. 1,2,4,8: the "
              "extrapolation table"},
     {.name = "--sweep-mode", .type = CLI_CHOICE, .off = O(sweep_mode), .choices = mode_names,
@@ -85,6 +85,7 @@ const cli_spec eval_spec = {
                "--json",
     .pos_max = 1,
     .pos_extra = "unexpected argument '%s' (one checkpoint at a time)",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
 

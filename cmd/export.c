@@ -18,7 +18,7 @@ typedef struct {
 #define O(f) offsetof(export_args, f)
 static const cli_opt export_options[] = {
     {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
-     .help = "the file to write (required)"},
+     .glob = "*.@(safetensors|safetensors.gz)", .help = "the file to write (required)"},
     {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
      .help = "no message on stderr"},
 };
@@ -34,6 +34,7 @@ const cli_spec export_spec = {
     .example = "example: txl export runs/tiny/best.safetensors.gz -o tiny.safetensors",
     .pos_max = 1,
     .pos_extra = "unexpected argument '%s'",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
 int cmd_export(int argc, char **argv)

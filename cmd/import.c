@@ -24,11 +24,11 @@ typedef struct {
 #define O(f) offsetof(import_args, f)
 static const cli_opt import_options[] = {
     {.short_name = "-c", .name = "--config", .type = CLI_FILE, .off = O(config),
-     .metavar = "FILE", .needs = "a YAML config",
+     .metavar = "FILE", .needs = "a YAML config", .glob = "*.@(yaml|yml)",
      .help = "the model's YAML config (the model: section must match the weights)"},
     {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
-     .help = "the checkpoint to write (required)"},
-    {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT,
+     .glob = "*.@(safetensors|safetensors.gz)", .help = "the checkpoint to write (required)"},
+    {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT | CLI_CFG_KEY,
      .cap = CLI_MAX_REPEAT, .metavar = "KEY=VALUE", .needs = "key.path=value",
      .help = "override one config key, e.g. --set model.mem_len=512 (repeatable)"},
     {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
@@ -49,6 +49,7 @@ const cli_spec import_spec = {
     .example = "example: txl import weights.safetensors -c model.yaml -o imported.safetensors.gz",
     .pos_max = 1,
     .pos_extra = "unexpected argument '%s' (one weights file at a time)",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
 /* Appends ", name" to a bounded list; counts what does not fit. */

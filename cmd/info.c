@@ -30,6 +30,7 @@ const cli_spec info_spec = {
     .example = "example: txl info runs/tiny/last.safetensors.gz --json | jq .step",
     .pos_max = 1,
     .pos_extra = "unexpected argument '%s'",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
 char *openblas_get_config(void);

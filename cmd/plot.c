@@ -35,14 +35,14 @@ typedef struct {
 #define O(f) offsetof(plot_args, f)
 static const cli_opt plot_options[] = {
     {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
-     .needs = "a file (OUT.png or OUT.svg)",
+     .needs = "a file (OUT.png or OUT.svg)", .glob = "*.@(png|svg)",
      .help = "the image; .png (pngcairo) or .svg (required)"},
     {.name = "--sweep", .type = CLI_SWITCH, .off = O(sweep),
      .help = "the arguments are eval --sweep --json outputs, not run dirs"},
     {.name = "--title", .type = CLI_STR, .off = O(title), .metavar = "TEXT", .needs = "text",
      .help = "plot title", .def_doc = "what is plotted"},
     {.name = "--size", .type = CLI_STR, .off = O(size), .metavar = "W,H",
-     .needs = "W,H in pixels like 960,600",
+     .needs = "W,H in pixels like 960,600", .suggest = "960,600 1280,800",
      .help = "image size in pixels", .def_doc = "960,600"},
     {.name = "--logx", .type = CLI_SWITCH, .off = O(logx), .def = -1,
      .help = "logarithmic x axis (default: when the x range spans 2+ decades; --sweep: when it "
@@ -74,6 +74,9 @@ const cli_spec plot_spec = {
                "sw.jsonl\n"
                "          txl plot --sweep sw.jsonl -o extrap.svg",
     .pos_max = -1,
+    .pos_glob = NULL, /* run directories */
+    .pos_glob_if = "--sweep",
+    .pos_glob_alt = "*.@(jsonl|json)",
 };
 
 /* Tableau 10: distinct on white, readable by most color-blind viewers. */

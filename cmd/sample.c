@@ -28,7 +28,7 @@ static const cli_opt sample_options[] = {
     {.short_name = "-p", .name = "--prompt", .type = CLI_STR, .off = O(prompt),
      .metavar = "TEXT", .needs = "text", .excludes = "--prompt-file", .help = "prompt text"},
     {.name = "--prompt-file", .type = CLI_FILE, .off = O(prompt_file), .metavar = "F",
-     .help = "prompt from a file ('-' = stdin)"},
+     .glob = "*", .help = "prompt from a file ('-' = stdin)"},
     {.short_name = "-n", .name = "--tokens", .type = CLI_INT, .off = O(n), .lo = 0,
      .hi = 1L << 40, .def = 500, .metavar = "N", .help = "bytes to generate"},
     {.short_name = "-t", .name = "--temperature", .type = CLI_NUM, .off = O(temperature),
@@ -66,6 +66,7 @@ const cli_spec sample_spec = {
                "-t 0.8",
     .pos_max = 1,
     .pos_extra = "unexpected argument '%s'",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
 static int read_stream(FILE *f, char **out, size_t *len)

@@ -587,18 +587,19 @@ typedef struct {
 #define O(f) offsetof(train_args, f)
 static const cli_opt train_options[] = {
     {.short_name = "-c", .name = "--config", .type = CLI_FILE, .off = O(config),
-     .flags = CLI_ONCE, .metavar = "FILE",
+     .flags = CLI_ONCE, .metavar = "FILE", .glob = "*.@(yaml|yml)",
      .help = "YAML config (every key: man txl; examples in configs/); a lone FILE.yaml "
              "argument works too"},
-    {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT,
+    {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT | CLI_CFG_KEY,
      .cap = MAX_SETS, .metavar = "KEY=VALUE", .needs = "key.path=value",
      .help = "override one key, e.g. --set model.d_model=512 (repeatable)"},
     {.name = "--resume", .type = CLI_FILE, .off = O(resume), .metavar = "CKPT",
      .needs = "a checkpoint path", .excludes = "--init-from",
+     .glob = "*.@(safetensors|safetensors.gz)",
      .help = "continue a run exactly (weights, Adam, step, data, memory); without -c the "
              "checkpoint's config is used"},
     {.name = "--init-from", .type = CLI_FILE, .off = O(init_from), .metavar = "CKPT",
-     .needs = "a checkpoint path",
+     .needs = "a checkpoint path", .glob = "*.@(safetensors|safetensors.gz)",
      .help = "start a new run from a checkpoint's weights (fresh optimiser)"},
     {.name = "--steps", .type = CLI_INT, .off = O(steps), .lo = 1, .hi = LONG_MAX, .def = 0,
      .metavar = "N", .def_doc = "",
@@ -624,6 +625,7 @@ const cli_spec train_spec = {
     .pos_max = 0,
     .pos_extra = "unknown option '%s'",
     .pos_as = "--config", /* `txl train CONFIG.yaml` */
+    .pos_glob = "*.@(yaml|yml)",
 };
 
 int cmd_train(int argc, char **argv)
