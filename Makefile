@@ -83,9 +83,9 @@ unit: $(TESTBIN)
 	@for t in $(TESTBIN); do echo "== $$t"; $$t || exit 1; done
 
 # Regenerates tests/fixtures/ from the independent PyTorch reference (needs python3-torch).
-fixtures: txl
+fixtures: $(BIN)
 	$(PYTHON) tests/ref/gen_fixtures.py tests/fixtures
-	PYTHON=$(PYTHON) tests/ref/gen_eval_fixture.sh
+	TXL_BIN=$(abspath $(BIN)) PYTHON=$(PYTHON) tests/ref/gen_eval_fixture.sh
 
 # Installs what is missing, builds, trains configs/tiny.yaml on the King James Bible,
 # evaluates and samples.
@@ -97,8 +97,8 @@ $(BUILD)/bench/sgemm_peak: bench/sgemm_peak.c $(LIBOBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
 # Speed and memory, side by side with the PyTorch reference when /usr/bin/python3 has torch.
-bench: txl $(BUILD)/bench/sgemm_peak
-	@BUILD=$(BUILD) bench/bench.sh
+bench: $(BIN) $(BUILD)/bench/sgemm_peak
+	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/bench.sh
 
 # Everything (txl, unit tests, fuzz replay) with ASan + UBSan (any report fails) in
 # build-asan/, then the whole suite against build-asan/txl. ASAN_SKIP lists end-to-end
@@ -136,11 +136,11 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/fuzz/fuzz_%.o $(BUILD)/fuzz/replay.o $(BUILD)/f
 
 # The data-parallel equivalence test: 1 rank vs 2 ranks (needs libopenmpi-dev openmpi-bin).
 test-mpi:
-	$(MAKE) MPI=1 txl
-	tests/mpi/equivalence.sh
+	$(MAKE) MPI=1 $(BIN)
+	TXL_BIN=$(abspath $(BIN)) tests/mpi/equivalence.sh
 
 clean:
-	rm -rf build build-asan build-mpi build-fuzz build-portable txl
+	rm -rf build build-asan build-mpi build-fuzz build-portable $(sort txl $(BIN))
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the man page (doc/txl.1), the
 # ready configs and the bash completion (contrib/txl.bash). `make uninstall` removes them.
@@ -148,10 +148,10 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 INSTDIR  = $(DESTDIR)$(PREFIX)
 .PHONY: install uninstall
-install: txl
+install: $(BIN)
 	install -d $(INSTDIR)/bin $(INSTDIR)/share/man/man1 $(INSTDIR)/share/txl/configs \
 		$(INSTDIR)/share/bash-completion/completions
-	install -m 755 txl $(INSTDIR)/bin/txl
+	install -m 755 $(BIN) $(INSTDIR)/bin/txl
 	install -m 644 doc/txl.1 $(INSTDIR)/share/man/man1/txl.1
 	install -m 644 configs/*.yaml $(INSTDIR)/share/txl/configs/
 	install -m 644 contrib/txl.bash $(INSTDIR)/share/bash-completion/completions/txl

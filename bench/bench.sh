@@ -6,7 +6,7 @@
 # Prints one line per measurement and, at the end, every result as JSON lines
 # (also written to $OUT/bench.jsonl). Environment: THREADS (default: all cores),
 # CONFIGS (default "S M"), S_STEPS, M_STEPS (timed training steps), PAIRS (default 3),
-# OUT (default runs/bench), SKIP_TORCH=1.
+# OUT (default runs/bench), SKIP_TORCH=1, TXL_BIN (the binary, default ./txl).
 #
 # The ratios against PyTorch come from PAIRS back-to-back pairs per config (txl, then
 # PyTorch at its best thread count, then txl again, ...): each pair shares the machine's
@@ -28,7 +28,7 @@ M_STEPS=${M_STEPS:-6}
 PAIRS=${PAIRS:-3}
 CONFIGS=${CONFIGS:-S M}
 PY=/usr/bin/python3
-TXL=./txl
+TXL=${TXL_BIN:-./txl}
 mkdir -p "$OUT"
 : > "$OUT/bench.jsonl"
 DATA=tests/data/tinyshakespeare.txt.gz

@@ -1,6 +1,7 @@
 /* cli.c: see cli.h. */
 #include "cli.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -36,29 +37,6 @@ int cli_usage(const char *cmd, const char *fmt, ...)
     return 2;
 }
 
-int cli_switch(const char *arg, const char *name) { return strcmp(arg, name) == 0; }
-
-int cli_flag(int argc, char **argv, int *i, const char *short_, const char *long_,
-             const char **val)
-{
-    const char *a = argv[*i];
-    *val = NULL;
-    if ((short_ && strcmp(a, short_) == 0) || (long_ && strcmp(a, long_) == 0)) {
-        if (*i + 1 >= argc)
-            return -1;
-        *val = argv[++*i];
-        return 1;
-    }
-    if (long_) {
-        size_t n = strlen(long_);
-        if (strncmp(a, long_, n) == 0 && a[n] == '=') {
-            *val = a + n + 1;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 int cli_long(const char *flag, const char *s, long min, long max, long *out, txl_err *e)
 {
     char *end;
@@ -72,21 +50,67 @@ int cli_long(const char *flag, const char *s, long min, long max, long *out, txl
     return 0;
 }
 
+/* config.c's rule for numbers: [+-](digits[.digits]|.digits)([eE][+-]digits). strtod alone
+ * would also take hex, inf, nan and leading blanks. */
+static int is_decimal(const char *s)
+{
+    int digits = 0;
+    if (*s == '+' || *s == '-')
+        s++;
+    for (; *s >= '0' && *s <= '9'; s++)
+        digits++;
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            digits++;
+    if (!digits)
+        return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (*s < '0' || *s > '9')
+            return 0;
+        while (*s >= '0' && *s <= '9')
+            s++;
+    }
+    return *s == '\0';
+}
+
 int cli_double(const char *flag, const char *s, double min, double max, double *out,
                txl_err *e)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (!*s || *end || errno || !isfinite(v) || isspace((unsigned char)*s))
+    if (!is_decimal(s))
         return err_set(e, ERR_INPUT, "%s: expected a number, found '%s'", flag, s);
+    errno = 0;
+    double v = strtod(s, NULL);
+    /* overflow is an error; underflow gives 0 or a subnormal, which the range sees (as in
+     * config files) */
+    if (errno == ERANGE && fabs(v) > 1)
+        return err_set(e, ERR_INPUT, "%s: expected a number, found '%s' (too large)", flag, s);
     if (v < min || v > max)
         return err_set(e, ERR_INPUT, "%s: %g is out of range [%g, %g]", flag, v, min, max);
     *out = v;
     return 0;
 }
 
-int cli_int_list(const char *flag, const char *s, int *out, int cap, int *n, txl_err *e)
+int cli_u64(const char *flag, const char *s, unsigned long long *out, txl_err *e)
+{
+    const char *t = *s == '+' || *s == '-' ? s + 1 : s;
+    int digits = *t != '\0';
+    for (const char *q = t; *q; q++)
+        digits &= *q >= '0' && *q <= '9';
+    if (!digits)
+        return err_set(e, ERR_INPUT, "%s: expected an integer, found '%s'", flag, s);
+    errno = 0;
+    unsigned long long v = strtoull(t, NULL, 10);
+    if (*s == '-' || errno == ERANGE)
+        return err_set(e, ERR_INPUT, "%s: %s is out of range [0, %llu]", flag, s, ULLONG_MAX);
+    *out = v;
+    return 0;
+}
+
+int cli_int_list(const char *flag, const char *s, int min, int max, int *out, int cap,
+                 int *n, txl_err *e)
 {
     *n = 0;
     const char *p = s;
@@ -97,9 +121,9 @@ int cli_int_list(const char *flag, const char *s, int *out, int cap, int *n, txl
         char *end;
         errno = 0;
         long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 1 || v > 1024 || (*end && *end != ','))
+        if (end == p || errno || v < min || v > max || (*end && *end != ','))
             return err_set(e, ERR_INPUT, "%s: expected a comma-separated list of integers in "
-                           "[1, 1024] like 1,2,4,8, found '%s'", flag, s);
+                           "[%d, %d] like 1,2,4,8, found '%s'", flag, min, max, s);
         if (*n == cap)
             return err_set(e, ERR_INPUT, "%s: at most %d values", flag, cap);
         out[(*n)++] = (int)v;
@@ -108,6 +132,354 @@ int cli_int_list(const char *flag, const char *s, int *out, int cap, int *n, txl
             return err_set(e, ERR_INPUT, "%s: trailing comma in '%s'", flag, s);
     }
     return 0;
+}
+
+/* ---- Option tables ------------------------------------------------------------------- */
+
+#define FIELD(args, o, type) ((type *)(void *)((char *)(args) + (o)->off))
+
+const cli_opt *cli_find_opt(const cli_cmd *cmd, const char *arg)
+{
+    const cli_spec *sp = cmd->spec;
+    for (int k = 0; sp && k < sp->n_opts; k++) {
+        const cli_opt *o = &sp->opts[k];
+        if ((o->short_name && strcmp(arg, o->short_name) == 0) || strcmp(arg, o->name) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+static void set_defaults(const cli_spec *sp, void *args)
+{
+    for (int k = 0; k < sp->n_opts; k++) {
+        const cli_opt *o = &sp->opts[k];
+        switch (o->type) {
+        case CLI_SWITCH: case CLI_CHOICE:
+            *FIELD(args, o, int) = (int)o->def;
+            break;
+        case CLI_INT: case CLI_OPT_INT:
+            *FIELD(args, o, long) = o->def;
+            break;
+        case CLI_U64:
+            *FIELD(args, o, unsigned long long) = (unsigned long long)o->def;
+            break;
+        case CLI_NUM:
+            *FIELD(args, o, double) = o->ddef;
+            break;
+        case CLI_STR: case CLI_FILE:
+            if (o->flags & CLI_REPEAT)
+                FIELD(args, o, cli_strs)->n = 0;
+            else
+                *FIELD(args, o, const char *) = o->sdef;
+            break;
+        case CLI_LIST:
+            FIELD(args, o, cli_list)->n = 0;
+            break;
+        }
+    }
+}
+
+/* "valid, test or train" */
+static void choices_text(char *buf, size_t cap, const char *const *c)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; c[i] && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i == 0 ? "" : c[i + 1] ? ", " : " or ",
+                              c[i]);
+}
+
+/* What "X needs ..." says for a missing value. */
+static const char *needs_text(const cli_opt *o, char *buf, size_t cap)
+{
+    if (o->needs)
+        return o->needs;
+    switch (o->type) {
+    case CLI_INT: case CLI_U64: case CLI_NUM: case CLI_OPT_INT:
+        return "a number";
+    case CLI_FILE:
+        return "a file";
+    case CLI_CHOICE:
+        choices_text(buf, cap, o->choices);
+        return buf;
+    case CLI_LIST:
+        return "a list like 1,2,4,8";
+    default:
+        return "a value";
+    }
+}
+
+/* Stores the value v of option o (typed as `flag`) into args. */
+static int take_value(const cli_opt *o, const char *flag, const char *v, void *args,
+                      txl_err *e)
+{
+    char buf[200];
+    switch (o->type) {
+    case CLI_INT: case CLI_OPT_INT:
+        return cli_long(flag, v, o->lo, o->hi, FIELD(args, o, long), e);
+    case CLI_U64:
+        return cli_u64(flag, v, FIELD(args, o, unsigned long long), e);
+    case CLI_NUM:
+        return cli_double(flag, v, o->dlo, o->dhi, FIELD(args, o, double), e);
+    case CLI_STR: case CLI_FILE:
+        if (o->flags & CLI_REPEAT) {
+            cli_strs *l = FIELD(args, o, cli_strs);
+            int cap = o->cap > 0 && o->cap < CLI_MAX_REPEAT ? o->cap : CLI_MAX_REPEAT;
+            if (l->n == cap)
+                return err_set(e, ERR_INPUT, "at most %d %s options", cap, o->name);
+            l->v[l->n++] = v;
+        } else {
+            *FIELD(args, o, const char *) = v;
+        }
+        return 0;
+    case CLI_CHOICE:
+        for (int i = 0; o->choices[i]; i++)
+            if (strcmp(v, o->choices[i]) == 0) {
+                *FIELD(args, o, int) = i;
+                return 0;
+            }
+        choices_text(buf, sizeof buf, o->choices);
+        return err_set(e, ERR_INPUT, "%s: expected %s, found '%s'", flag, buf, v);
+    case CLI_LIST: {
+        cli_list *l = FIELD(args, o, cli_list);
+        int cap = o->cap > 0 && o->cap < CLI_MAX_LIST ? o->cap : CLI_MAX_LIST;
+        return cli_int_list(flag, v, (int)o->lo, (int)o->hi, l->v, cap, &l->n, e);
+    }
+    case CLI_SWITCH:
+        break;
+    }
+    return 0;
+}
+
+/* argv[*i] is an option: finds it in the table and takes its value. */
+static int parse_option(const cli_cmd *cmd, int argc, char **argv, int *i, void *args,
+                        unsigned char *count, txl_err *e)
+{
+    const cli_spec *sp = cmd->spec;
+    const char *a = argv[*i], *eq = NULL;
+    char flag[64];
+    const cli_opt *o = cli_find_opt(cmd, a);
+    if (!o && a[1] == '-' && (eq = strchr(a, '=')) != NULL && (size_t)(eq - a) < sizeof flag) {
+        snprintf(flag, sizeof flag, "%.*s", (int)(eq - a), a);
+        o = cli_find_opt(cmd, flag);
+        if (o && (o->type == CLI_SWITCH || strcmp(flag, o->name) != 0))
+            o = NULL; /* a switch takes no value; only long names take '=' */
+    }
+    if (!o)
+        return err_set(e, ERR_INPUT, "unknown option '%s'", a);
+    if (!eq)
+        snprintf(flag, sizeof flag, "%s", a);
+    int k = (int)(o - sp->opts);
+    const char *v = eq ? eq + 1 : NULL;
+    if ((o->flags & CLI_ONCE) && count[k]) {
+        const char *was = *FIELD(args, o, const char *);
+        const char *now = v ? v : *i + 1 < argc ? argv[*i + 1] : "";
+        return err_set(e, ERR_INPUT, "%s given twice ('%s' and '%s'); it takes one value", flag,
+                       was ? was : "", now);
+    }
+    if (count[k] < 255)
+        count[k]++;
+    if (o->type == CLI_SWITCH) {
+        *FIELD(args, o, int) = (o->flags & CLI_NEGATE) ? 0 : 1;
+        return 0;
+    }
+    if (o->type == CLI_OPT_INT && !v) {
+        *FIELD(args, o, long) = o->implicit;
+        if (*i + 1 >= argc || argv[*i + 1][0] < '0' || argv[*i + 1][0] > '9')
+            return 0;
+    }
+    if (!v) {
+        char buf[200];
+        if (*i + 1 >= argc)
+            return err_set(e, ERR_INPUT, "%s needs %s", flag, needs_text(o, buf, sizeof buf));
+        v = argv[++*i];
+    }
+    return take_value(o, flag, v, args, e);
+}
+
+int cli_parse(const cli_cmd *cmd, int argc, char **argv, void *args, cli_pos *pos)
+{
+    const cli_spec *sp = cmd->spec;
+    unsigned char count[64] = {0};
+    txl_err e = {0};
+    assert(sp && sp->n_opts <= (int)sizeof count);
+    set_defaults(sp, args);
+    const cli_opt *pos_as = sp->pos_as ? cli_find_opt(cmd, sp->pos_as) : NULL;
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            cli_print_help(stdout, cmd);
+            return 0;
+        }
+        if (a[0] == '-' && a[1]) {
+            if (parse_option(cmd, argc, argv, &i, args, count, &e))
+                return cli_usage(cmd->name, "%s", e.msg);
+        } else if (pos_as && !count[pos_as - sp->opts]) {
+            *FIELD(args, pos_as, const char *) = a;
+            count[pos_as - sp->opts] = 1;
+        } else if (sp->pos_max >= 0 && npos >= sp->pos_max) {
+            return cli_usage(cmd->name, sp->pos_extra ? sp->pos_extra : "unexpected argument '%s'",
+                             a);
+        } else {
+            argv[1 + npos++] = argv[i]; /* 1 + npos <= i: that slot has been read */
+        }
+    }
+    for (int k = 0; k < sp->n_opts; k++) {
+        const cli_opt *x = sp->opts[k].excludes ? cli_find_opt(cmd, sp->opts[k].excludes) : NULL;
+        if (x && count[k] && count[x - sp->opts])
+            return cli_usage(cmd->name, "%s and %s exclude each other", sp->opts[k].name, x->name);
+    }
+    pos->v = argv + 1;
+    pos->n = npos;
+    return -1;
+}
+
+/* ---- Help from the tables ------------------------------------------------------------- */
+
+#define HELP_WIDTH 90
+
+void cli_wrap(FILE *f, const char *text, int col, int indent, int width, int brackets)
+{
+    const char *p = text;
+    int space = 0; /* a space is due before the next word */
+    while (*p) {
+        if (*p == '\n') { /* a line break of the text's own */
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+            space = 0;
+            p++;
+            continue;
+        }
+        if (*p == ' ') {
+            space = 1;
+            p++;
+            continue;
+        }
+        /* the next word: up to a space outside brackets */
+        const char *q = p;
+        int depth = 0;
+        for (; *q && *q != '\n' && (*q != ' ' || depth > 0); q++) {
+            if (brackets && *q == '[')
+                depth++;
+            if (brackets && *q == ']' && depth > 0)
+                depth--;
+        }
+        int n = (int)(q - p);
+        if (col > indent && col + space + n > width) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        } else if (space) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(p, 1, (size_t)n, f);
+        col += n;
+        space = 0;
+        p = q;
+    }
+}
+
+void cli_print_synopsis(FILE *f, const cli_cmd *cmd, int indent, int name_w)
+{
+    const char *s = cmd->synopsis ? cmd->synopsis : "";
+    char form[512];
+    while (1) {
+        const char *nl = strchr(s, '\n');
+        size_t n = nl ? (size_t)(nl - s) : strlen(s);
+        snprintf(form, sizeof form, "%.*s", (int)n, s);
+        int col = indent + fprintf(f, "txl %-*s ", name_w, cmd->name);
+        cli_wrap(f, form, col, col, HELP_WIDTH, 1);
+        fputc('\n', f);
+        if (!nl)
+            break;
+        s = nl + 1;
+        fprintf(f, "%*s", indent, "");
+    }
+}
+
+void cli_print_usage(FILE *f, const cli_cmd *cmd)
+{
+    fputs("usage: ", f);
+    cli_print_synopsis(f, cmd, 7, 0);
+}
+
+/* "-c, --config FILE", "--term-stats [N]" */
+static int opt_names(char *buf, size_t cap, const cli_opt *o)
+{
+    const char *mv = o->metavar ? o->metavar : "VALUE";
+    int n = snprintf(buf, cap, "%s%s%s", o->short_name ? o->short_name : "",
+                     o->short_name ? ", " : "", o->name);
+    if (o->type == CLI_OPT_INT)
+        n += snprintf(buf + n, cap - (size_t)n, " [%s]", mv);
+    else if (o->type != CLI_SWITCH)
+        n += snprintf(buf + n, cap - (size_t)n, " %s", mv);
+    return n;
+}
+
+/* The default as the help shows it, or "" for none. */
+static void default_text(char *buf, size_t cap, const cli_opt *o)
+{
+    buf[0] = 0;
+    if (o->def_doc)
+        snprintf(buf, cap, "%s", o->def_doc);
+    else if (o->type == CLI_INT || o->type == CLI_U64)
+        snprintf(buf, cap, "%ld", o->def);
+    else if (o->type == CLI_NUM && isfinite(o->ddef))
+        snprintf(buf, cap, "%g", o->ddef);
+    else if (o->type == CLI_CHOICE && o->def >= 0)
+        snprintf(buf, cap, "%s", o->choices[o->def]);
+}
+
+void cli_print_help(FILE *f, const cli_cmd *cmd)
+{
+    const cli_spec *sp = cmd->spec;
+    char names[128], def[160], help[1200];
+    cli_print_usage(f, cmd);
+    if (cmd->summary && (!sp || !sp->about))
+        fprintf(f, "\n%s\n", cmd->summary);
+    if (!sp)
+        return;
+    if (sp->about) {
+        fputc('\n', f);
+        cli_wrap(f, sp->about, 0, 0, HELP_WIDTH, 0);
+        fputc('\n', f);
+    }
+    int w = (int)strlen("-h, --help"); /* the column of the help texts */
+    for (int k = 0; k < sp->n_opts; k++) {
+        int n = opt_names(names, sizeof names, &sp->opts[k]);
+        if (n <= 24 && n > w)
+            w = n;
+    }
+    fputs("\noptions:\n", f);
+    for (int k = 0; k <= sp->n_opts; k++) {
+        const cli_opt *o = k < sp->n_opts ? &sp->opts[k] : NULL;
+        if (o) {
+            opt_names(names, sizeof names, o);
+            default_text(def, sizeof def, o);
+            snprintf(help, sizeof help, "%s%s%s%s", o->help ? o->help : "",
+                     def[0] ? " (default: " : "", def, def[0] ? ")" : "");
+        } else {
+            snprintf(names, sizeof names, "-h, --help");
+            snprintf(help, sizeof help, "show this help");
+        }
+        int col = fprintf(f, "  %s", names);
+        if (col > w + 2) {
+            fprintf(f, "\n%*s", w + 4, "");
+            col = w + 4;
+        } else {
+            col += fprintf(f, "%*s", w + 4 - col, "");
+        }
+        cli_wrap(f, help, col, w + 4, HELP_WIDTH, 0);
+        fputc('\n', f);
+    }
+    if (sp->notes) {
+        fputc('\n', f);
+        cli_wrap(f, sp->notes, 0, 0, HELP_WIDTH, 0);
+        fputc('\n', f);
+    }
+    if (sp->example)
+        fprintf(f, "\n%s\n", sp->example);
 }
 
 /* Before the model is built: the config in the metadata must agree with the tensors in

@@ -4,6 +4,7 @@
 #ifndef TXL_CLI_H
 #define TXL_CLI_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "../common/err.h"
@@ -18,21 +19,138 @@ int cli_fail(const char *cmd, const txl_err *e);
 /* Prints a usage error (and a hint to `txl help <cmd>`) and returns 2. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Flag parsing over argv[*i]: when argv[*i] is `short_` or `long_` (either may be NULL),
- * takes its value ("--flag value" or "--flag=value"), advances *i, and returns 1; sets
- * *val NULL and returns -1 when the value is missing; returns 0 if argv[*i] is another
- * flag. */
-int cli_flag(int argc, char **argv, int *i, const char *short_, const char *long_,
-             const char **val);
-/* argv[*i] is the boolean switch `name` (exact). */
-int cli_switch(const char *arg, const char *name);
+/* ---- Option tables ------------------------------------------------------------------
+ * Every subcommand describes its options in one table of cli_opt (value type, range,
+ * default, metavar, help). cli_parse fills the command's own struct of results from argv
+ * through the table (offsetof, like config.c's keys), `txl CMD --help` is printed from it
+ * and `txl __complete` completes from it, so parsing, help and completion cannot drift.
+ *
+ * Parsing rules: `--opt v`, `--opt=v` and `-o v` (a value may start with '-', so
+ * `--clamp-len -5` works); options and positional arguments in any order; an option given
+ * twice counts once, the last one winning, except CLI_REPEAT (all values collected) and
+ * CLI_ONCE (an error); -h/--help prints the help and stops. Errors print
+ * "txl CMD: <message>" and a hint, exit code 2: "unknown option 'X'", "X needs ...",
+ * "X: expected an integer, found 'v'", "X: v is out of range [lo, hi]". */
 
-/* Numbers with range checks; messages name the flag and show the text. */
+typedef enum {
+    CLI_SWITCH,  /* no value: the int field becomes 1 (0 with CLI_NEGATE) */
+    CLI_INT,     /* long field: a decimal integer in [lo, hi] */
+    CLI_U64,     /* unsigned long long field: a decimal integer in [0, 2^64 - 1] (train.seed's
+                  * rule: an optional '+', then digits) */
+    CLI_NUM,     /* double field: a decimal number in [dlo, dhi] (config.c's rule: no hex,
+                  * inf or nan) */
+    CLI_STR,     /* const char * field (cli_strs with CLI_REPEAT) */
+    CLI_FILE,    /* const char * field naming a file; completion offers files matching glob */
+    CLI_CHOICE,  /* int field: the index of the value in choices */
+    CLI_LIST,    /* cli_list field: comma-separated integers in [lo, hi], at most cap */
+    CLI_OPT_INT, /* long field: an optional value (--term-stats [N]), taken when the next
+                  * argument starts with a digit (or after '='); without it, `implicit` */
+} cli_type;
+
+enum {
+    CLI_REPEAT = 1u << 0,  /* CLI_STR: may repeat, up to cap; values in a cli_strs */
+    CLI_ONCE = 1u << 1,    /* CLI_STR, CLI_FILE: giving it twice is an error (else the last
+                            * one counts) */
+    CLI_NEGATE = 1u << 2,  /* CLI_SWITCH: stores 0 (--no-logx) */
+    CLI_CFG_KEY = 1u << 3, /* the value is key.path=value: completion offers config keys */
+};
+
+#define CLI_MAX_REPEAT 64
+#define CLI_MAX_LIST 32
+
+typedef struct {
+    const char *v[CLI_MAX_REPEAT];
+    int n;
+} cli_strs;
+
+typedef struct {
+    int v[CLI_MAX_LIST];
+    int n;
+} cli_list;
+
+typedef struct {
+    const char *short_name;      /* "-c", or NULL */
+    const char *name;            /* "--config" (every option has a long name) */
+    cli_type type;
+    size_t off;                  /* offsetof(the command's struct, field) */
+    unsigned flags;              /* CLI_REPEAT, CLI_ONCE, CLI_NEGATE, CLI_CFG_KEY */
+    long lo, hi;                 /* CLI_INT, CLI_OPT_INT, CLI_LIST: range */
+    double dlo, dhi;             /* CLI_NUM: range */
+    long def;                    /* initial value: switch, integers, choice index */
+    double ddef;                 /* CLI_NUM: initial value */
+    const char *sdef;            /* CLI_STR, CLI_FILE: initial value (may be NULL) */
+    long implicit;               /* CLI_OPT_INT given without a value */
+    int cap;                     /* CLI_LIST, CLI_REPEAT: the most values */
+    const char *const *choices;  /* CLI_CHOICE: the names, NULL-terminated */
+    const char *metavar;         /* "FILE", "N" (value options) */
+    const char *needs;           /* "X needs <needs>" for a missing value; NULL: by type */
+    const char *excludes;        /* the long name of an option it cannot be combined with */
+    const char *glob;            /* CLI_FILE: files completion offers (bash extglob) */
+    const char *suggest;         /* completion: space-separated example values */
+    const char *help;
+    const char *def_doc;         /* the default in the help: NULL = the initial value (numbers
+                                  * and choices; nothing for the rest), "" = none shown */
+} cli_opt;
+
+/* A command's options and help text. */
+typedef struct {
+    const cli_opt *opts;
+    int n_opts;
+    const char *about;           /* paragraphs after the usage line ('\n\n' between them) */
+    const char *notes;           /* after the options, or NULL */
+    const char *example;         /* "example: ..." (lines) */
+    int pos_max;                 /* positional arguments allowed; -1: any number */
+    const char *pos_extra;       /* the error for one more, with %s for the argument */
+    const char *pos_as;          /* while this option is unset, a positional argument is its
+                                  * value (`txl train CONFIG.yaml`) */
+    const char *pos_glob;        /* completion of positional arguments: files matching this
+                                  * (bash extglob) and directories; NULL: directories only */
+    const char *pos_glob_if;     /* ... and when this option is on the line, */
+    const char *pos_glob_alt;    /* these files instead */
+} cli_spec;
+
+/* One row of the command table (cmds.c). */
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;         /* one line for `txl help` */
+    const char *synopsis;        /* what follows "txl NAME"; '\n' separates alternative forms */
+    const cli_spec *spec;        /* NULL: no options of its own */
+    int hidden;                  /* not listed (txl __complete) */
+} cli_cmd;
+
+/* Fills *args (the command's struct) from argv[1..argc-1] following cmd's table; the
+ * positional arguments are gathered, in order, at pos->v[0 .. pos->n-1] (pointers into
+ * argv, whose entries are reordered). Returns -1 to go on; otherwise the exit code to
+ * return: 0 after --help (printed on stdout), 2 after a usage error (printed on stderr). */
+typedef struct {
+    char **v;
+    int n;
+} cli_pos;
+int cli_parse(const cli_cmd *cmd, int argc, char **argv, void *args, cli_pos *pos);
+
+/* Help, from the tables: "usage: txl NAME ..." (every form), then the whole help. */
+void cli_print_usage(FILE *f, const cli_cmd *cmd);
+void cli_print_help(FILE *f, const cli_cmd *cmd);
+/* "txl NAME SYNOPSIS" wrapped to the terminal width, the name padded to name_w columns,
+ * each line after the first indented by `indent` spaces. */
+void cli_print_synopsis(FILE *f, const cli_cmd *cmd, int indent, int name_w);
+/* Prints text from column `col` on, wrapped at `width` columns (spaces inside [...] do not
+ * break when brackets), continuation lines indented by `indent`. */
+void cli_wrap(FILE *f, const char *text, int col, int indent, int width, int brackets);
+/* The option of cmd named `arg` ("-c", "--config"), or NULL. */
+const cli_opt *cli_find_opt(const cli_cmd *cmd, const char *arg);
+
+/* Values with range checks; messages name the flag and show the text. */
 int cli_long(const char *flag, const char *s, long min, long max, long *out, txl_err *e);
+/* Decimal only, as in config files (1e-4, .5, 3; no hex, inf, nan or blanks). */
 int cli_double(const char *flag, const char *s, double min, double max, double *out,
                txl_err *e);
-/* "1,2,4,8" -> up to cap positive integers; malformed -> error naming the flag. */
-int cli_int_list(const char *flag, const char *s, int *out, int cap, int *n, txl_err *e);
+/* An unsigned decimal integer up to 2^64 - 1, the rule of train.seed. */
+int cli_u64(const char *flag, const char *s, unsigned long long *out, txl_err *e);
+/* "1,2,4,8" -> up to cap integers in [min, max]; malformed -> error naming the flag. */
+int cli_int_list(const char *flag, const char *s, int min, int max, int *out, int cap,
+                 int *n, txl_err *e);
 
 /* The checkpoint's tensors agree in size with the model config taken from its metadata
  * (word_emb.weight's shape, the last layer present, enough weight bytes): call it before

@@ -1697,3 +1697,32 @@ int cfg_diff_model(const model_config *a, const model_config *b, char *buf, size
         append(buf, cap, &used, "%smodel.vocab: %d vs %d", n++ ? ", " : "", a->vocab, b->vocab);
     return n;
 }
+
+/* ---------------------------------------------------------------------------------------
+ * Key listing (txl __complete) */
+
+int cfg_key_name(int i, char *buf, size_t cap)
+{
+    if (i < 0 || (size_t)i >= NKEYS)
+        return -1;
+    key_fullname(&keys[i], buf, cap);
+    return 0;
+}
+
+int cfg_key_values(int i, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    if (i < 0 || (size_t)i >= NKEYS)
+        return 0;
+    const cfg_key *k = &keys[i];
+    if (k->type == CT_BOOL)
+        snprintf(buf, cap, "true false");
+    for (int j = 0; (k->type == CT_ENUM || k->type == CT_NAME) && o < cap; j++) {
+        const char *nm = k->type == CT_ENUM ? k->en->name(j) : k->names[j];
+        if (!nm)
+            break;
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", j ? " " : "", nm);
+    }
+    return k->type == CT_PATH;
+}

@@ -104,4 +104,10 @@ int cfg_from_json(txl_config *c, const char *json, const char *origin, txl_err *
  * returns the number of differing keys. Used to refuse a resume with another shape. */
 int cfg_diff_model(const model_config *a, const model_config *b, char *buf, size_t cap);
 
+/* Listing the keys (txl __complete): key i of the table as "section.key" (-1 past the last
+ * key); its allowed values, space-separated ("xl mlp ...", "true false"; "" when free),
+ * returning 1 for a path key. */
+int cfg_key_name(int i, char *buf, size_t cap);
+int cfg_key_values(int i, char *buf, size_t cap);
+
 #endif

@@ -14,41 +14,80 @@
 #include "cmds.h"
 #include "evaluate.h"
 
-#define MAX_SWEEP 32
-
-static const char *eval_help =
-    "usage: txl eval CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N]\n"
-    "                [--clamp-len N] [--batch N] [--warmup] [--max-tokens N]\n"
-    "                [--sweep 1,2,4,8 [--sweep-mode memory|window|both]] [--term-stats [N]]\n"
-    "                [--json] [--threads N] [--quiet]\n"
-    "\n"
-    "Evaluates a checkpoint: mean loss (nats per byte), bits per byte and perplexity over one\n"
-    "deterministic pass with memory carried across segments.\n"
-    "\n"
-    "  --data FILE       evaluate this file, whole (plain or gzip); default: the run's --split\n"
-    "  --split NAME      valid (default), test or train, resolved from the checkpoint's config\n"
-    "  --tgt-len N       segment length (default: the trained tgt_len)\n"
-    "  --mem-len N       memory length (default: the trained mem_len)\n"
-    "  --clamp-len N     xl: clamp relative distances (<= 0: off; default: trained value)\n"
-    "  --batch N         number of parallel streams (default: the trained batch_size)\n"
-    "  --warmup          score only segments whose memory is already full\n"
-    "  --max-tokens N    use only the first N bytes of the data\n"
-    "  --sweep LIST      evaluate at each factor of the trained length (extrapolation table)\n"
-    "  --sweep-mode M    memory (default): tgt_len fixed, mem_len x factor (trained without\n"
-    "                    memory: mem_len = tgt_len x (factor-1)); window: mem_len 0, tgt_len x\n"
-    "                    factor; both: tgt_len and mem_len x factor\n"
-    "  --term-stats [N]  per layer, mean and std of the score terms over the first N segments\n"
-    "                    (default 4): xl's content, content-position, global content bias and\n"
-    "                    global position bias; mlp/alibi: content and distance bias\n"
-    "  --json            one JSON object per setting on stdout\n"
-    "  --threads N       threads (default 0: all cores)\n"
-    "  -q, --quiet       no progress line and no settings note on stderr\n"
-    "\n"
-    "On a terminal a progress line (segment, bpc so far, tokens/s, ETA) is drawn on stderr.\n"
-    "\n"
-    "example: txl eval runs/tiny/best.safetensors.gz --split test --sweep 1,2,4,8 --json\n";
-
 typedef enum { SWEEP_MEMORY, SWEEP_WINDOW, SWEEP_BOTH } sweep_mode;
+
+typedef struct {
+    const char *data;
+    int split;                /* index into split_names */
+    long tgt_len, mem_len, clamp_len, batch, max_tokens, threads, term_stats;
+    int warmup, json, quiet;
+    cli_list sweep;
+    int sweep_mode;           /* sweep_mode */
+} eval_args;
+
+static const char *const split_names[] = {"valid", "test", "train", NULL};
+static const char *const mode_names[] = {"memory", "window", "both", NULL};
+#define CLAMP_UNSET LONG_MIN
+
+#define O(f) offsetof(eval_args, f)
+static const cli_opt eval_options[] = {
+    {.name = "--data", .type = CLI_FILE, .off = O(data), .metavar = "FILE", .glob = "*",
+     .excludes = "--split", .help = "evaluate this file, whole, plain or gzip'd",
+     .def_doc = "the run's --split"},
+    {.name = "--split", .type = CLI_CHOICE, .off = O(split), .choices = split_names,
+     .metavar = "NAME", .help = "valid, test or train, resolved from the checkpoint's config"},
+    {.name = "--tgt-len", .type = CLI_INT, .off = O(tgt_len), .lo = 1, .hi = 1 << 20,
+     .def = -1, .metavar = "N", .help = "segment length", .def_doc = "the trained tgt_len"},
+    {.name = "--mem-len", .type = CLI_INT, .off = O(mem_len), .lo = 0, .hi = 1 << 22,
+     .def = -1, .metavar = "N", .help = "memory length", .def_doc = "the trained mem_len"},
+    {.name = "--clamp-len", .type = CLI_INT, .off = O(clamp_len), .lo = -(1L << 30),
+     .hi = 1L << 30, .def = CLAMP_UNSET, .metavar = "N",
+     .help = "xl: clamp relative distances; <= 0: off", .def_doc = "the trained value"},
+    {.name = "--batch", .type = CLI_INT, .off = O(batch), .lo = 1, .hi = 1 << 16, .def = -1,
+     .metavar = "N", .help = "number of parallel streams",
+     .def_doc = "the trained batch_size"},
+    {.name = "--warmup", .type = CLI_SWITCH, .off = O(warmup),
+     .help = "score only segments whose memory is already full"},
+    {.name = "--max-tokens", .type = CLI_INT, .off = O(max_tokens), .lo = 2, .hi = LONG_MAX,
+     .def = 0, .metavar = "N", .help = "use only the first N bytes of the data",
+     .def_doc = "all"},
+    {.name = "--sweep", .type = CLI_LIST, .off = O(sweep), .lo = 1, .hi = 1024,
+     .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "1,2,4,8 1,2,4,8,16",
+     .help = "evaluate at each factor of the trained length, e.g. 1,2,4,8: the "
+             "extrapolation table"},
+    {.name = "--sweep-mode", .type = CLI_CHOICE, .off = O(sweep_mode), .choices = mode_names,
+     .metavar = "M",
+     .help = "memory: tgt_len fixed, mem_len x factor (trained without memory: mem_len = "
+             "tgt_len x (factor-1)); window: mem_len 0, tgt_len x factor; both: tgt_len and "
+             "mem_len x factor"},
+    {.name = "--term-stats", .type = CLI_OPT_INT, .off = O(term_stats), .lo = 1,
+     .hi = 1L << 30, .def = 0, .implicit = 4, .metavar = "N", .def_doc = "",
+     .help = "per layer, mean and std of the score terms over the first N segments (N "
+             "defaults to 4): xl's content, content-position, global content bias and global "
+             "position bias; mlp/alibi: content and distance bias"},
+    {.name = "--json", .type = CLI_SWITCH, .off = O(json),
+     .help = "one JSON object per setting on stdout"},
+    {.name = "--threads", .type = CLI_INT, .off = O(threads), .lo = 0, .hi = 1024, .def = 0,
+     .metavar = "N", .help = "threads, 0 = all cores"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no progress line and no settings note on stderr"},
+};
+#undef O
+
+const cli_spec eval_spec = {
+    .opts = eval_options,
+    .n_opts = sizeof eval_options / sizeof *eval_options,
+    .about = "Evaluates a checkpoint: mean loss (nats per byte), bits per byte and perplexity "
+             "over one deterministic pass with memory carried across segments.",
+    .notes = "On a terminal a progress line (segment, bpc so far, tokens/s, ETA) is drawn on "
+             "stderr.",
+    .example = "example: txl eval runs/tiny/best.safetensors.gz --split test --sweep 1,2,4,8 "
+               "--json",
+    .pos_max = 1,
+    .pos_extra = "unexpected argument '%s' (one checkpoint at a time)",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
+};
+
 
 /* The lengths of one sweep setting (in long long: factor x length may not fit an int). */
 static void sweep_lengths(sweep_mode mode, int fct, int base_tgt, int base_mem, long long *T,
@@ -100,12 +139,10 @@ static int print_term_stats(model *mdl, const model_config *mc, token_span span,
         free(st);
         return -1;
     }
-    static const char *xl_names[4] = {"content", "content_position", "global_content_bias",
-                                      "global_position_bias"};
-    static const char *bias_names[4] = {"content", "distance_bias", "", ""};
-    int xl = mc->pos == POS_XL, biased = mc->pos == POS_MLP || mc->pos == POS_ALIBI;
-    int nterms = xl ? 4 : biased ? 2 : 1;
-    const char *const *names = xl ? xl_names : bias_names;
+    const char *const *names = pos_get(mc->pos)->term_names; /* the scheme's terms */
+    int nterms = 0;
+    while (nterms < 4 && names[nterms])
+        nterms++;
     if (!json)
         printf("score terms of %s (scaled by 1/sqrt(d_head)), %zu segments of batch %d x "
                "tgt_len %d, mem_len %d:\n%-6s %-22s %12s %12s\n", pos_scheme_name(mc->pos),
@@ -131,87 +168,140 @@ static int print_term_stats(model *mdl, const model_config *mc, token_span span,
     return 0;
 }
 
+/* The data to score: --data FILE whole, or the --split of the checkpoint's data config
+ * (a separate file, or a fraction of data.train). *label names it in messages. */
+static int open_span(const eval_args *a, const data_config *d, corpus *c, token_span *span,
+                     const char **label, txl_err *e)
+{
+    const char *split = split_names[a->split];
+    *label = split;
+    if (a->data) {
+        *label = "file";
+        if (corpus_open(c, a->data, e))
+            return -1;
+        *span = corpus_all(c);
+        return 0;
+    }
+    const char *path = d->train;
+    int idx = strcmp(split, "train") == 0 ? 0 : strcmp(split, "valid") == 0 ? 1 : 2;
+    if (idx == 1 && d->valid[0])
+        path = d->valid;
+    if (idx == 2 && d->test[0])
+        path = d->test;
+    if (corpus_open(c, path, e))
+        return err_wrap(e, "--split %s (from the checkpoint's data config; pass --data FILE to "
+                        "evaluate another file)", split);
+    int separate = (idx == 1 && d->valid[0]) || (idx == 2 && d->test[0]) ||
+                   (idx == 0 && d->valid[0]);
+    if (separate) {
+        *span = corpus_all(c);
+        return 0;
+    }
+    token_span sp[3];
+    corpus_split(c, d->split, sp);
+    *span = sp[idx];
+    if (span->n == 0)
+        return err_set(e, ERR_INPUT, "%s: the %s split is empty (data.split %g/%g/%g)", path,
+                       split, d->split[0], d->split[1], d->split[2]);
+    return 0;
+}
+
+/* Every setting (the base lengths and each sweep factor) fits txl's limits, and the span
+ * holds B streams, before anything is printed. */
+static int check_settings(const eval_args *a, const model_config *mc, token_span span, int B,
+                          int base_tgt, int base_mem, const char *label, txl_err *e)
+{
+    if (check_setting(mc, B, base_tgt, base_mem, "--batch/--tgt-len/--mem-len", e))
+        return -1;
+    batcher probe; /* a span too short for B streams fails here */
+    token_span ps = span;
+    if (a->max_tokens > 0 && ps.n > (size_t)a->max_tokens)
+        ps.n = (size_t)a->max_tokens;
+    if (batcher_init(&probe, ps, B, base_tgt, 2, label, e))
+        return -1;
+    for (int k = 0; k < a->sweep.n; k++) {
+        long long T, Mm;
+        char what[48];
+        sweep_lengths(a->sweep_mode, a->sweep.v[k], base_tgt, base_mem, &T, &Mm);
+        snprintf(what, sizeof what, "--sweep factor %d", a->sweep.v[k]);
+        if (check_setting(mc, B, T, Mm, what, e))
+            return -1;
+    }
+    return 0;
+}
+
+/* What every printed row shares. */
+typedef struct {
+    const eval_args *a;
+    const model_config *mc;
+    token_span span;
+    const char *label;
+    int B, is_sweep;
+    long step;
+} eval_run;
+
+/* One evaluated setting: a JSON object or a table row on stdout. */
+static void print_row(const eval_run *run, int fct, int T, int Mm, const eval_result *r)
+{
+    const eval_args *a = run->a;
+    if (a->json) {
+        printf("{\"loss\":%.8f,\"bpc\":%.8f,\"ppl\":%.6f,\"tokens\":%zu,\"tgt_len\":%d,"
+               "\"mem_len\":%d,\"clamp_len\":%d,\"batch\":%d,\"warmup\":%s,"
+               "\"same_length\":false,\"data\":\"%s\",\"split\":\"%s\",\"pos_scheme\":\"%s\","
+               "\"step\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f",
+               r->loss, r->loss / M_LN2, exp(r->loss), r->tokens, T, Mm, run->mc->clamp_len,
+               run->B, a->warmup ? "true" : "false", run->span.path,
+               a->data ? "file" : split_names[a->split], pos_scheme_name(run->mc->pos),
+               run->step, r->seconds,
+               r->segments * (double)run->B * T / (r->seconds > 0 ? r->seconds : 1e-9));
+        if (run->is_sweep)
+            printf(",\"factor\":%d,\"sweep_mode\":\"%s\"", fct, mode_names[a->sweep_mode]);
+        printf("}\n");
+    } else {
+        char fs[16] = "";
+        if (run->is_sweep)
+            snprintf(fs, sizeof fs, "%dx", fct);
+        printf("%-7s %8d %8d %10.6f %8.4f %10.4f %12zu\n", fs, T, Mm, r->loss, r->loss / M_LN2,
+               exp(r->loss), r->tokens);
+    }
+    fflush(stdout);
+}
+
+/* Evaluates every sweep factor (one factor 1 without --sweep) and prints its row. */
+static int run_sweep(model *mdl, const eval_run *run, int base_tgt, int base_mem, txl_err *e)
+{
+    const eval_args *a = run->a;
+    if (!a->json)
+        printf("%-7s %8s %8s %10s %8s %10s %12s\n", run->is_sweep ? "factor" : "", "tgt_len",
+               "mem_len", "loss", "bpc", "ppl", "tokens");
+    for (int k = 0; k < a->sweep.n; k++) {
+        int fct = a->sweep.v[k];
+        long long TT, MM;
+        sweep_lengths(a->sweep_mode, fct, base_tgt, base_mem, &TT, &MM);
+        int T = (int)TT, Mm = (int)MM; /* checked by check_settings */
+        eval_opts o = {.batch = run->B, .tgt_len = T, .mem_len = Mm, .warmup = a->warmup,
+                       .max_tokens = (size_t)a->max_tokens,
+                       .progress = !a->quiet && cli_isatty_stderr(), .label = run->label};
+        eval_result r;
+        if (eval_span(mdl, run->mc, run->span, &o, &r, e))
+            return -1;
+        print_row(run, fct, T, Mm, &r);
+    }
+    return 0;
+}
+
 int cmd_eval(int argc, char **argv)
 {
-    const char *ckpt = NULL, *data = NULL, *split = "valid";
-    long tgt = -1, mlen = -1, batch = -1, clamp = LONG_MIN, threads = 0, max_tokens = 0;
-    int json = 0, warmup = 0, quiet = 0, sweep[MAX_SWEEP], nsweep = 0, have_clamp = 0;
-    long term_segments = 0;
-    sweep_mode mode = SWEEP_MEMORY;
-    txl_err e = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(eval_help, stdout);
-            return 0;
-        } else if (cli_switch(argv[i], "--json")) {
-            json = 1;
-        } else if (cli_switch(argv[i], "--term-stats")) {
-            term_segments = 4;
-            if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
-                cli_long("--term-stats", argv[++i], 1, 1L << 30, &term_segments, &e))
-                return cli_fail("eval", &e);
-        } else if (cli_switch(argv[i], "--warmup")) {
-            warmup = 1;
-        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--data", &v))) {
-            if (r < 0)
-                return cli_usage("eval", "--data needs a file");
-            data = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--split", &v))) {
-            if (r < 0)
-                return cli_usage("eval", "--split needs valid, test or train");
-            if (strcmp(v, "valid") && strcmp(v, "test") && strcmp(v, "train"))
-                return cli_usage("eval", "--split: expected valid, test or train, found '%s'", v);
-            split = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--tgt-len", &v))) {
-            if (r < 0 || cli_long("--tgt-len", v, 1, 1 << 20, &tgt, &e))
-                return r < 0 ? cli_usage("eval", "--tgt-len needs a number") : cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--mem-len", &v))) {
-            if (r < 0 || cli_long("--mem-len", v, 0, 1 << 22, &mlen, &e))
-                return r < 0 ? cli_usage("eval", "--mem-len needs a number") : cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--clamp-len", &v))) {
-            if (r < 0 || cli_long("--clamp-len", v, -(1L << 30), 1L << 30, &clamp, &e))
-                return r < 0 ? cli_usage("eval", "--clamp-len needs a number") : cli_fail("eval", &e);
-            have_clamp = 1;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--batch", &v))) {
-            if (r < 0 || cli_long("--batch", v, 1, 1 << 16, &batch, &e))
-                return r < 0 ? cli_usage("eval", "--batch needs a number") : cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--max-tokens", &v))) {
-            if (r < 0 || cli_long("--max-tokens", v, 2, LONG_MAX, &max_tokens, &e))
-                return r < 0 ? cli_usage("eval", "--max-tokens needs a number") : cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--threads", &v))) {
-            if (r < 0 || cli_long("--threads", v, 0, 1024, &threads, &e))
-                return r < 0 ? cli_usage("eval", "--threads needs a number") : cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--sweep", &v))) {
-            if (r < 0)
-                return cli_usage("eval", "--sweep needs a list like 1,2,4,8");
-            if (cli_int_list("--sweep", v, sweep, MAX_SWEEP, &nsweep, &e))
-                return cli_fail("eval", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--sweep-mode", &v))) {
-            if (r < 0)
-                return cli_usage("eval", "--sweep-mode needs memory, window or both");
-            if (strcmp(v, "memory") == 0)
-                mode = SWEEP_MEMORY;
-            else if (strcmp(v, "window") == 0)
-                mode = SWEEP_WINDOW;
-            else if (strcmp(v, "both") == 0)
-                mode = SWEEP_BOTH;
-            else
-                return cli_usage("eval", "--sweep-mode: expected memory, window or both, found '%s'", v);
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage("eval", "unknown option '%s'", argv[i]);
-        } else if (!ckpt) {
-            ckpt = argv[i];
-        } else {
-            return cli_usage("eval", "unexpected argument '%s' (one checkpoint at a time)", argv[i]);
-        }
-    }
+    eval_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("eval"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    const char *ckpt = pos.n ? pos.v[0] : NULL;
     if (!ckpt)
         return cli_usage("eval", "missing the checkpoint to evaluate");
 
+    txl_err e = {0};
     st_file f;
     txl_config cfg;
     model mdl;
@@ -219,125 +309,41 @@ int cmd_eval(int argc, char **argv)
         return cli_fail("eval", &e);
     long long step_ll;
     int bad_step = cli_meta_count(&f, "step", 0, &step_ll, &e);
-    long step = (long)step_ll;
     st_free(&f);
     if (bad_step) {
         model_free(&mdl);
         return cli_fail("eval", &e);
     }
-    cli_threads((int)threads);
+    cli_threads((int)a.threads);
 
     corpus c = {0};
-    token_span span;
-    const char *label = split;
-    if (data) {
-        if (corpus_open(&c, data, &e))
-            goto fail;
-        span = corpus_all(&c);
-        label = "file";
-    } else {
-        const data_config *d = &cfg.data;
-        const char *path = d->train;
-        int idx = strcmp(split, "train") == 0 ? 0 : strcmp(split, "valid") == 0 ? 1 : 2;
-        if (idx == 1 && d->valid[0])
-            path = d->valid;
-        if (idx == 2 && d->test[0])
-            path = d->test;
-        if (corpus_open(&c, path, &e)) {
-            err_wrap(&e, "--split %s (from the checkpoint's data config; pass --data FILE to "
-                     "evaluate another file)", split);
-            goto fail;
-        }
-        int separate = (idx == 1 && d->valid[0]) || (idx == 2 && d->test[0]) ||
-                       (idx == 0 && d->valid[0]);
-        if (separate) {
-            span = corpus_all(&c);
-        } else {
-            token_span sp[3];
-            corpus_split(&c, d->split, sp);
-            span = sp[idx];
-            if (span.n == 0) {
-                err_set(&e, ERR_INPUT, "%s: the %s split is empty (data.split %g/%g/%g)", path,
-                        split, d->split[0], d->split[1], d->split[2]);
-                goto fail;
-            }
-        }
-    }
-
-    int base_tgt = tgt > 0 ? (int)tgt : cfg.model.tgt_len;
-    int base_mem = mlen >= 0 ? (int)mlen : cfg.model.mem_len;
-    int B = batch > 0 ? (int)batch : cfg.train.batch_size;
+    eval_run run = {.a = &a, .step = (long)step_ll};
+    int base_tgt = a.tgt_len > 0 ? (int)a.tgt_len : cfg.model.tgt_len;
+    int base_mem = a.mem_len >= 0 ? (int)a.mem_len : cfg.model.mem_len;
+    run.B = a.batch > 0 ? (int)a.batch : cfg.train.batch_size;
     model_config mc = cfg.model;
-    if (have_clamp)
-        mc.clamp_len = (int)clamp;
-    if (nsweep == 0) {
-        sweep[0] = 1;
-        nsweep = 1;
+    if (a.clamp_len != CLAMP_UNSET)
+        mc.clamp_len = (int)a.clamp_len;
+    run.mc = &mc;
+    if (a.sweep.n == 0) {
+        a.sweep.v[0] = 1;
+        a.sweep.n = 1;
     }
-    if (check_setting(&mc, B, base_tgt, base_mem, "--batch/--tgt-len/--mem-len", &e))
+    run.is_sweep = a.sweep.n > 1 || a.sweep.v[0] != 1 || a.sweep_mode != SWEEP_MEMORY;
+    if (open_span(&a, &cfg.data, &c, &run.span, &run.label, &e) ||
+        check_settings(&a, &mc, run.span, run.B, base_tgt, base_mem, run.label, &e))
         goto fail;
-    batcher probe; /* a span too short for B streams fails before anything is printed */
-    token_span ps = span;
-    if (max_tokens > 0 && ps.n > (size_t)max_tokens)
-        ps.n = (size_t)max_tokens;
-    if (batcher_init(&probe, ps, B, base_tgt, 2, label, &e))
+    if (a.term_stats > 0)
+        rc = print_term_stats(&mdl, &mc, run.span, run.B, base_tgt, base_mem,
+                              (size_t)a.term_stats, a.json, &e);
+    else
+        rc = run_sweep(&mdl, &run, base_tgt, base_mem, &e);
+    if (rc)
         goto fail;
-    for (int k = 0; k < nsweep; k++) {
-        long long T, Mm;
-        char what[48];
-        sweep_lengths(mode, sweep[k], base_tgt, base_mem, &T, &Mm);
-        snprintf(what, sizeof what, "--sweep factor %d", sweep[k]);
-        if (check_setting(&mc, B, T, Mm, what, &e))
-            goto fail;
-    }
-    if (term_segments > 0) {
-        if (print_term_stats(&mdl, &mc, span, B, base_tgt, base_mem, (size_t)term_segments,
-                             json, &e))
-            goto fail;
-        corpus_close(&c);
-        model_free(&mdl);
-        return 0;
-    }
-    int is_sweep = nsweep > 1 || sweep[0] != 1 || mode != SWEEP_MEMORY;
-    if (!json)
-        printf("%-7s %8s %8s %10s %8s %10s %12s\n", is_sweep ? "factor" : "", "tgt_len",
-               "mem_len", "loss", "bpc", "ppl", "tokens");
-    for (int k = 0; k < nsweep; k++) {
-        int fct = sweep[k];
-        long long TT, MM;
-        sweep_lengths(mode, fct, base_tgt, base_mem, &TT, &MM);
-        int T = (int)TT, Mm = (int)MM; /* checked above */
-        eval_opts o = {.batch = B, .tgt_len = T, .mem_len = Mm, .warmup = warmup,
-                       .max_tokens = (size_t)max_tokens,
-                       .progress = !quiet && cli_isatty_stderr(), .label = label};
-        eval_result r;
-        if (eval_span(&mdl, &mc, span, &o, &r, &e))
-            goto fail;
-        if (json) {
-            printf("{\"loss\":%.8f,\"bpc\":%.8f,\"ppl\":%.6f,\"tokens\":%zu,\"tgt_len\":%d,"
-                   "\"mem_len\":%d,\"clamp_len\":%d,\"batch\":%d,\"warmup\":%s,"
-                   "\"same_length\":false,\"data\":\"%s\",\"split\":\"%s\",\"pos_scheme\":\"%s\","
-                   "\"step\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f",
-                   r.loss, r.loss / M_LN2, exp(r.loss), r.tokens, T, Mm, mc.clamp_len, B,
-                   warmup ? "true" : "false", span.path, data ? "file" : split,
-                   pos_scheme_name(mc.pos), step, r.seconds,
-                   r.segments * (double)B * T / (r.seconds > 0 ? r.seconds : 1e-9));
-            if (is_sweep)
-                printf(",\"factor\":%d,\"sweep_mode\":\"%s\"", fct,
-                       mode == SWEEP_MEMORY ? "memory" : mode == SWEEP_WINDOW ? "window" : "both");
-            printf("}\n");
-        } else {
-            char fs[16] = "";
-            if (is_sweep)
-                snprintf(fs, sizeof fs, "%dx", fct);
-            printf("%-7s %8d %8d %10.6f %8.4f %10.4f %12zu\n", fs, T, Mm, r.loss, r.loss / M_LN2,
-                   exp(r.loss), r.tokens);
-        }
-        fflush(stdout);
-    }
-    if (!json && !quiet)
-        fprintf(stderr, "(%s, %s, batch %d, clamp_len %d%s)\n", span.path,
-                data ? "whole file" : split, B, mc.clamp_len, warmup ? ", warmup" : "");
+    if (!a.json && !a.quiet && a.term_stats == 0)
+        fprintf(stderr, "(%s, %s, batch %d, clamp_len %d%s)\n", run.span.path,
+                a.data ? "whole file" : split_names[a.split], run.B, mc.clamp_len,
+                a.warmup ? ", warmup" : "");
     corpus_close(&c);
     model_free(&mdl);
     return 0;

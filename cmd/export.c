@@ -10,43 +10,42 @@
 #include "cli.h"
 #include "cmds.h"
 
-static const char *export_help =
-    "usage: txl export CKPT -o OUT.safetensors[.gz] [-q]\n"
-    "\n"
-    "Writes the model weights of CKPT (no Adam moments, no memory) with its metadata to OUT:\n"
-    "plain safetensors, or gzip'd when OUT ends in .gz. The file is written atomically.\n"
-    "'txl import' turns such weights (with a config) back into a checkpoint.\n"
-    "\n"
-    "  -o, --output FILE   the file to write (required)\n"
-    "  -q, --quiet         no message on stderr\n"
-    "\n"
-    "example: txl export runs/tiny/best.safetensors.gz -o tiny.safetensors\n";
+typedef struct {
+    const char *out;
+    int quiet;
+} export_args;
+
+#define O(f) offsetof(export_args, f)
+static const cli_opt export_options[] = {
+    {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
+     .glob = "*.@(safetensors|safetensors.gz)", .help = "the file to write (required)"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no message on stderr"},
+};
+#undef O
+
+const cli_spec export_spec = {
+    .opts = export_options,
+    .n_opts = sizeof export_options / sizeof *export_options,
+    .about = "Writes the model weights of CKPT (no Adam moments, no memory) with its metadata "
+             "to OUT: plain safetensors, or gzip'd when OUT ends in .gz. The file is written "
+             "atomically. 'txl import' turns such weights (with a config) back into a "
+             "checkpoint.",
+    .example = "example: txl export runs/tiny/best.safetensors.gz -o tiny.safetensors",
+    .pos_max = 1,
+    .pos_extra = "unexpected argument '%s'",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
+};
 
 int cmd_export(int argc, char **argv)
 {
-    const char *ckpt = NULL, *out = NULL;
-    int quiet = 0;
+    export_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("export"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    const char *ckpt = pos.n ? pos.v[0] : NULL, *out = a.out;
     txl_err e = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(export_help, stdout);
-            return 0;
-        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if ((r = cli_flag(argc, argv, &i, "-o", "--output", &v))) {
-            if (r < 0)
-                return cli_usage("export", "-o needs a file");
-            out = v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage("export", "unknown option '%s'", argv[i]);
-        } else if (!ckpt) {
-            ckpt = argv[i];
-        } else {
-            return cli_usage("export", "unexpected argument '%s'", argv[i]);
-        }
-    }
     if (!ckpt || !out)
         return cli_usage("export", "%s", !ckpt ? "missing the checkpoint to export"
                                             : "missing -o OUT.safetensors[.gz]");
@@ -57,7 +56,7 @@ int cmd_export(int argc, char **argv)
         return cli_fail("export", &e);
     /* keep every metadata entry of the source */
     const char **meta = calloc((size_t)f.n_meta * 2 + 1, sizeof *meta);
-    int rc = 0;
+    rc = 0;
     if (!meta) {
         err_set(&e, ERR_RUNTIME, "out of memory");
         rc = -1;
@@ -76,7 +75,7 @@ int cmd_export(int argc, char **argv)
     st_free(&f);
     if (rc)
         return cli_fail("export", &e);
-    if (!quiet)
+    if (!a.quiet)
         fprintf(stderr, "txl export: %s -> %s (%zu params)\n", ckpt, out, params);
     return 0;
 }

@@ -15,25 +15,42 @@
 #include "cli.h"
 #include "cmds.h"
 
-#define MAX_SETS 64
+typedef struct {
+    const char *config, *out;
+    cli_strs set;
+    int quiet;
+} import_args;
 
-static const char *import_help =
-    "usage: txl import WEIGHTS.safetensors[.gz] -c CONFIG.yaml -o OUT.safetensors[.gz]\n"
-    "                  [--set key.path=value ...] [-q]\n"
-    "\n"
-    "Builds a txl checkpoint from plain safetensors weights named as in txl checkpoints\n"
-    "(word_emb.weight, layers.0.attn.qkv.weight, ...; see 'txl export' and\n"
-    "tools/convert_official.py). Every tensor the config's model needs must be present, F32 and\n"
-    "of the right shape, and there must be no other tensors; all problems are listed by name\n"
-    "(exit 2) and nothing is written. OUT holds the weights, the resolved config and step 0;\n"
-    "it is gzip'd when its name ends in .gz, and written atomically.\n"
-    "\n"
-    "  -c, --config FILE   the model's YAML config (the model: section must match the weights)\n"
-    "  -o, --output FILE   the checkpoint to write (required)\n"
-    "  --set KEY=VALUE     override one config key, e.g. --set model.mem_len=512 (repeatable)\n"
-    "  -q, --quiet         no message on stderr\n"
-    "\n"
-    "example: txl import weights.safetensors -c model.yaml -o imported.safetensors.gz\n";
+#define O(f) offsetof(import_args, f)
+static const cli_opt import_options[] = {
+    {.short_name = "-c", .name = "--config", .type = CLI_FILE, .off = O(config),
+     .metavar = "FILE", .needs = "a YAML config", .glob = "*.@(yaml|yml)",
+     .help = "the model's YAML config (the model: section must match the weights)"},
+    {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
+     .glob = "*.@(safetensors|safetensors.gz)", .help = "the checkpoint to write (required)"},
+    {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT | CLI_CFG_KEY,
+     .cap = CLI_MAX_REPEAT, .metavar = "KEY=VALUE", .needs = "key.path=value",
+     .help = "override one config key, e.g. --set model.mem_len=512 (repeatable)"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no message on stderr"},
+};
+#undef O
+
+const cli_spec import_spec = {
+    .opts = import_options,
+    .n_opts = sizeof import_options / sizeof *import_options,
+    .about = "Builds a txl checkpoint from plain safetensors weights named as in txl "
+             "checkpoints (word_emb.weight, layers.0.attn.qkv.weight, ...; see 'txl export' "
+             "and tools/convert_official.py). Every tensor the config's model needs must be "
+             "present, F32 and of the right shape, and there must be no other tensors; all "
+             "problems are listed by name (exit 2) and nothing is written. OUT holds the "
+             "weights, the resolved config and step 0; it is gzip'd when its name ends in .gz, "
+             "and written atomically.",
+    .example = "example: txl import weights.safetensors -c model.yaml -o imported.safetensors.gz",
+    .pos_max = 1,
+    .pos_extra = "unexpected argument '%s' (one weights file at a time)",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
+};
 
 /* Appends ", name" to a bounded list; counts what does not fit. */
 typedef struct {
@@ -122,90 +139,42 @@ static int check_tensors(const model *mdl, const st_file *f, const char *cfg_pat
     return err_set(e, ERR_INPUT, "%s", msg);
 }
 
-int cmd_import(int argc, char **argv)
+/* The config the weights belong to: the YAML file, the --set overrides, validated. */
+static int load_config(txl_config *cfg, const import_args *a, txl_err *e)
 {
-    const char *in = NULL, *out = NULL, *cfg_path = NULL, *sets[MAX_SETS];
-    int nsets = 0, quiet = 0;
-    txl_err e = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(import_help, stdout);
-            return 0;
-        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if ((r = cli_flag(argc, argv, &i, "-c", "--config", &v))) {
-            if (r < 0)
-                return cli_usage("import", "-c needs a YAML config");
-            cfg_path = v;
-        } else if ((r = cli_flag(argc, argv, &i, "-o", "--output", &v))) {
-            if (r < 0)
-                return cli_usage("import", "-o needs a file");
-            out = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--set", &v))) {
-            if (r < 0)
-                return cli_usage("import", "--set needs key.path=value");
-            if (nsets == MAX_SETS)
-                return cli_usage("import", "at most %d --set options", MAX_SETS);
-            sets[nsets++] = v;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage("import", "unknown option '%s'", argv[i]);
-        } else if (!in) {
-            in = argv[i];
-        } else {
-            return cli_usage("import", "unexpected argument '%s' (one weights file at a time)",
-                             argv[i]);
-        }
-    }
-    if (!in)
-        return cli_usage("import", "missing the weights file (WEIGHTS.safetensors[.gz])");
-    if (!cfg_path)
-        return cli_usage("import", "missing -c CONFIG.yaml (the model the weights belong to)");
-    if (!out)
-        return cli_usage("import", "missing -o OUT.safetensors.gz");
+    cfg_defaults(cfg);
+    if (cfg_load_yaml(cfg, a->config, e))
+        return -1;
+    for (int i = 0; i < a->set.n; i++)
+        if (cfg_set(cfg, a->set.v[i], e))
+            return -1;
+    return cfg_validate(cfg, a->config, e);
+}
 
-    txl_config cfg;
-    cfg_defaults(&cfg);
-    if (cfg_load_yaml(&cfg, cfg_path, &e))
-        return cli_fail("import", &e);
-    for (int i = 0; i < nsets; i++)
-        if (cfg_set(&cfg, sets[i], &e))
-            return cli_fail("import", &e);
-    if (cfg_validate(&cfg, cfg_path, &e))
-        return cli_fail("import", &e);
-
-    st_file f;
-    model mdl;
-    memset(&mdl, 0, sizeof mdl);
-    if (st_read(&f, in, &e))
-        return cli_fail("import", &e);
-    int rc = 0;
-    char *cfg_json = NULL;
-    if (model_init(&mdl, &cfg.model, &e) || check_tensors(&mdl, &f, cfg_path, &e) ||
-        ckpt_load_weights(&mdl, &f, &e)) {
-        rc = -1;
-        goto done;
-    }
-    for (size_t i = 0; i < mdl.n_floats; i++)
-        if (!isfinite(mdl.w[i])) { /* name the tensor holding it */
+/* Every weight is finite; else ERR_INPUT naming the tensor holding the first that is not. */
+static int check_finite(const model *mdl, const char *in, txl_err *e)
+{
+    for (size_t i = 0; i < mdl->n_floats; i++)
+        if (!isfinite(mdl->w[i])) {
             const char *nm = "?";
-            for (int k = 0; k < mdl.n_params; k++)
-                if (i >= mdl.table[k].offset && i < mdl.table[k].offset + mdl.table[k].numel)
-                    nm = mdl.table[k].name;
-            err_set(&e, ERR_INPUT, "%s: tensor '%s' holds a non-finite value (%g)", in, nm,
-                    mdl.w[i]);
-            rc = -1;
-            goto done;
+            for (int k = 0; k < mdl->n_params; k++)
+                if (i >= mdl->table[k].offset && i < mdl->table[k].offset + mdl->table[k].numel)
+                    nm = mdl->table[k].name;
+            return err_set(e, ERR_INPUT, "%s: tensor '%s' holds a non-finite value (%g)", in, nm,
+                           mdl->w[i]);
         }
-    cfg_json = cfg_to_json(&cfg);
-    if (!cfg_json) {
-        err_set(&e, ERR_RUNTIME, "out of memory");
-        rc = -1;
-        goto done;
-    }
+    return 0;
+}
+
+/* The checkpoint: the weights, the resolved config and step 0. */
+static int write_imported(const model *mdl, const txl_config *cfg, const char *in,
+                          const char *out, txl_err *e)
+{
+    char *cfg_json = cfg_to_json(cfg);
+    if (!cfg_json)
+        return err_set(e, ERR_RUNTIME, "out of memory");
     char params[32];
-    snprintf(params, sizeof params, "%zu", mdl.n_weights);
+    snprintf(params, sizeof params, "%zu", mdl->n_weights);
     const char *meta[] = {
         "format", "txl/1",
         "config", cfg_json,
@@ -218,17 +187,46 @@ int cmd_import(int argc, char **argv)
     };
     size_t n = strlen(out);
     int gz = n > 3 && strcmp(out + n - 3, ".gz") == 0;
-    rc = ckpt_save(out, &mdl, NULL, NULL, NULL, meta, gz ? 6 : 0, &e);
-done:
+    int rc = ckpt_save(out, mdl, NULL, NULL, NULL, meta, gz ? 6 : 0, e);
     free(cfg_json);
+    return rc;
+}
+
+int cmd_import(int argc, char **argv)
+{
+    import_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("import"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    const char *in = pos.n ? pos.v[0] : NULL;
+    if (!in)
+        return cli_usage("import", "missing the weights file (WEIGHTS.safetensors[.gz])");
+    if (!a.config)
+        return cli_usage("import", "missing -c CONFIG.yaml (the model the weights belong to)");
+    if (!a.out)
+        return cli_usage("import", "missing -o OUT.safetensors.gz");
+
+    txl_config cfg;
+    txl_err e = {0};
+    if (load_config(&cfg, &a, &e))
+        return cli_fail("import", &e);
+    st_file f;
+    model mdl;
+    memset(&mdl, 0, sizeof mdl);
+    if (st_read(&f, in, &e))
+        return cli_fail("import", &e);
+    rc = model_init(&mdl, &cfg.model, &e) || check_tensors(&mdl, &f, a.config, &e) ||
+         ckpt_load_weights(&mdl, &f, &e) || check_finite(&mdl, in, &e) ||
+         write_imported(&mdl, &cfg, in, a.out, &e);
     size_t np = mdl.n_weights;
     int nt = f.n;
     model_free(&mdl);
     st_free(&f);
     if (rc)
         return cli_fail("import", &e);
-    if (!quiet)
+    if (!a.quiet)
         fprintf(stderr, "txl import: %s -> %s (%d tensors, %zu params, config %s, step 0)\n", in,
-                out, nt, np, cfg_path);
+                a.out, nt, np, a.config);
     return 0;
 }

@@ -9,17 +9,29 @@
 #include "cli.h"
 #include "cmds.h"
 
-static const char *info_help =
-    "usage: txl info CKPT [--json]\n"
-    "       txl info --system [--json]\n"
-    "\n"
-    "Prints a checkpoint's config, parameter count, step, tokens and metrics; or, with\n"
-    "--system, the OpenBLAS build and the core it runs on.\n"
-    "\n"
-    "  --json     one JSON object on stdout (the config under \"config\")\n"
-    "  --system   the txl version, OpenBLAS core and build, and the number of cores\n"
-    "\n"
-    "example: txl info runs/tiny/last.safetensors.gz --json | jq .step\n";
+typedef struct {
+    int json, system;
+} info_args;
+
+#define O(f) offsetof(info_args, f)
+static const cli_opt info_options[] = {
+    {.name = "--json", .type = CLI_SWITCH, .off = O(json),
+     .help = "one JSON object on stdout (the config under \"config\")"},
+    {.name = "--system", .type = CLI_SWITCH, .off = O(system),
+     .help = "the txl version, OpenBLAS core and build, and the number of cores"},
+};
+#undef O
+
+const cli_spec info_spec = {
+    .opts = info_options,
+    .n_opts = sizeof info_options / sizeof *info_options,
+    .about = "Prints a checkpoint's config, parameter count, step, tokens and metrics; or, "
+             "with --system, the OpenBLAS build and the core it runs on.",
+    .example = "example: txl info runs/tiny/last.safetensors.gz --json | jq .step",
+    .pos_max = 1,
+    .pos_extra = "unexpected argument '%s'",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
+};
 
 char *openblas_get_config(void);
 
@@ -41,24 +53,13 @@ static int info_system(int json)
 
 int cmd_info(int argc, char **argv)
 {
-    const char *ckpt = NULL;
-    int json = 0, sys = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(info_help, stdout);
-            return 0;
-        } else if (cli_switch(argv[i], "--json")) {
-            json = 1;
-        } else if (cli_switch(argv[i], "--system")) {
-            sys = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage("info", "unknown option '%s'", argv[i]);
-        } else if (!ckpt) {
-            ckpt = argv[i];
-        } else {
-            return cli_usage("info", "unexpected argument '%s'", argv[i]);
-        }
-    }
+    info_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("info"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    const char *ckpt = pos.n ? pos.v[0] : NULL;
+    int json = a.json, sys = a.system;
     if (sys)
         return info_system(json);
     if (!ckpt)

@@ -1,4 +1,5 @@
-/* main.c: `txl` entry point: dispatches to one file per subcommand (cmds.h). */
+/* main.c: `txl` entry point: dispatches through the command table (cmds.h) to one file per
+ * subcommand. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,26 +8,6 @@
 #include "../common/dist.h"
 #include "cli.h"
 #include "cmds.h"
-
-static const char *usage =
-    "txl " TXL_VERSION ": train, evaluate and sample Transformer-XL language models\n"
-    "\n"
-    "usage: txl COMMAND [options]\n"
-    "\n"
-    "commands:\n"
-    "  train   -c CONFIG.yaml [--set k=v ...] [--resume CKPT | --init-from CKPT] [--steps N]\n"
-    "  eval    CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N]\n"
-    "          [--sweep 1,2,4,8] [--json]\n"
-    "  sample  CKPT [--prompt TEXT] [-n TOKENS] [--temperature T] [--top-k K] [--top-p P]\n"
-    "  info    CKPT [--json] | --system\n"
-    "  plot    RUN_DIR... -o OUT.png|OUT.svg | --sweep SWEEP.jsonl... -o OUT.png|OUT.svg\n"
-    "  export  CKPT -o OUT.safetensors[.gz]   (weights only, standard safetensors)\n"
-    "  import  WEIGHTS.safetensors[.gz] -c CONFIG.yaml -o OUT.safetensors.gz\n"
-    "  help    [COMMAND]\n"
-    "\n"
-    "'txl help COMMAND' or 'txl COMMAND --help' shows every option; 'txl --version'; man txl.\n"
-    "Results go to stdout, progress and messages to stderr.\n"
-    "Exit codes: 0 ok, 1 runtime failure, 2 usage/config/input error.\n";
 
 char *openblas_get_corename(void);
 
@@ -126,7 +107,7 @@ int main(int argc, char **argv)
 static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
-        fputs(usage, stderr);
+        txl_usage(stderr);
         return 2;
     }
     const char *cmd = argv[1];
@@ -135,38 +116,13 @@ static int dispatch(int argc, char **argv)
         printf("txl %s\n", TXL_VERSION);
         return 0;
     }
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        if (argc < 3) {
-            fputs(usage, stdout);
-            return 0;
-        }
-        char help[] = "--help";
-        char *hargv[] = {argv[2], help, NULL};
-        cmd = argv[2];
-        if (strcmp(cmd, "train") == 0) return cmd_train(2, hargv);
-        if (strcmp(cmd, "eval") == 0) return cmd_eval(2, hargv);
-        if (strcmp(cmd, "sample") == 0) return cmd_sample(2, hargv);
-        if (strcmp(cmd, "info") == 0) return cmd_info(2, hargv);
-        if (strcmp(cmd, "export") == 0) return cmd_export(2, hargv);
-        if (strcmp(cmd, "import") == 0) return cmd_import(2, hargv);
-        if (strcmp(cmd, "plot") == 0) return cmd_plot(2, hargv);
-        fprintf(stderr, "txl help: unknown command '%s'\n", cmd);
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
+        return cmd_help(argc - 1, argv + 1);
+    const cli_cmd *c = txl_command(cmd);
+    if (!c) {
+        fprintf(stderr, "txl: unknown command '%s'\n\n", cmd);
+        txl_usage(stderr);
         return 2;
     }
-    if (strcmp(cmd, "train") == 0)
-        return cmd_train(argc - 1, argv + 1);
-    if (strcmp(cmd, "eval") == 0)
-        return cmd_eval(argc - 1, argv + 1);
-    if (strcmp(cmd, "sample") == 0)
-        return cmd_sample(argc - 1, argv + 1);
-    if (strcmp(cmd, "info") == 0)
-        return cmd_info(argc - 1, argv + 1);
-    if (strcmp(cmd, "export") == 0)
-        return cmd_export(argc - 1, argv + 1);
-    if (strcmp(cmd, "import") == 0)
-        return cmd_import(argc - 1, argv + 1);
-    if (strcmp(cmd, "plot") == 0)
-        return cmd_plot(argc - 1, argv + 1);
-    fprintf(stderr, "txl: unknown command '%s'\n\n%s", cmd, usage);
-    return 2;
+    return c->run(argc - 1, argv + 1);
 }

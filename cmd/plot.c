@@ -26,32 +26,58 @@
 #include "cli.h"
 #include "cmds.h"
 
-static const char *plot_help =
-    "usage: txl plot RUN_DIR [RUN_DIR ...] -o OUT.png|OUT.svg [options]\n"
-    "       txl plot --sweep SWEEP.jsonl [SWEEP.jsonl ...] -o OUT.png|OUT.svg [options]\n"
-    "\n"
-    "Draws bits per byte against training tokens for one or more runs (RUN_DIR/log.jsonl:\n"
-    "train events as solid lines, validation as points and line, one color per run), or, with\n"
-    "--sweep, bits per byte against the evaluated context (tgt_len + mem_len) from the output\n"
-    "of 'txl eval --sweep ... --json' (one color per 'scheme' field, else per file; line\n"
-    "style per sweep_mode). Needs gnuplot (apt-get install gnuplot-nox).\n"
-    "\n"
-    "  -o, --output FILE   the image; .png (pngcairo) or .svg (required)\n"
-    "  --sweep             the arguments are eval --sweep --json outputs, not run dirs\n"
-    "  --title TEXT        plot title (default: what is plotted)\n"
-    "  --size W,H          image size in pixels (default 960,600)\n"
-    "  --logx, --no-logx   logarithmic x axis (default: when the x range spans 2+ decades;\n"
-    "                      --sweep: when it spans 4x or more, base 2)\n"
-    "  --ymax Y            clip the y axis at Y bits per byte (default: automatic)\n"
-    "  --script            print the gnuplot program (with its data) to stdout, do not run it\n"
-    "  -q, --quiet         no message on stderr\n"
-    "\n"
-    "A RUN_DIR may also be the path of a log.jsonl. The environment variable TXL_GNUPLOT\n"
-    "names the gnuplot binary (default: gnuplot on PATH).\n"
-    "\n"
-    "examples: txl plot runs/tiny runs/tiny_rope -o curves.png\n"
-    "          txl eval runs/tiny/best.safetensors.gz --sweep 1,2,4,8 --json > sw.jsonl\n"
-    "          txl plot --sweep sw.jsonl -o extrap.svg\n";
+typedef struct {
+    const char *out, *title, *size;
+    int sweep, script, quiet, logx;
+    double ymax;
+} plot_args;
+
+#define O(f) offsetof(plot_args, f)
+static const cli_opt plot_options[] = {
+    {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
+     .needs = "a file (OUT.png or OUT.svg)", .glob = "*.@(png|svg)",
+     .help = "the image; .png (pngcairo) or .svg (required)"},
+    {.name = "--sweep", .type = CLI_SWITCH, .off = O(sweep),
+     .help = "the arguments are eval --sweep --json outputs, not run dirs"},
+    {.name = "--title", .type = CLI_STR, .off = O(title), .metavar = "TEXT", .needs = "text",
+     .help = "plot title", .def_doc = "what is plotted"},
+    {.name = "--size", .type = CLI_STR, .off = O(size), .metavar = "W,H",
+     .needs = "W,H in pixels like 960,600", .suggest = "960,600 1280,800",
+     .help = "image size in pixels", .def_doc = "960,600"},
+    {.name = "--logx", .type = CLI_SWITCH, .off = O(logx), .def = -1,
+     .help = "logarithmic x axis (default: when the x range spans 2+ decades; --sweep: when it "
+             "spans 4x or more, base 2)"},
+    {.name = "--no-logx", .type = CLI_SWITCH, .off = O(logx), .def = -1, .flags = CLI_NEGATE,
+     .help = "linear x axis"},
+    {.name = "--ymax", .type = CLI_NUM, .off = O(ymax), .dlo = 1e-6, .dhi = 1e6, .ddef = NAN,
+     .metavar = "Y", .help = "clip the y axis at Y bits per byte", .def_doc = "automatic"},
+    {.name = "--script", .type = CLI_SWITCH, .off = O(script),
+     .help = "print the gnuplot program (with its data) to stdout, do not run it"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no message on stderr"},
+};
+#undef O
+
+const cli_spec plot_spec = {
+    .opts = plot_options,
+    .n_opts = sizeof plot_options / sizeof *plot_options,
+    .about = "Draws bits per byte against training tokens for one or more runs "
+             "(RUN_DIR/log.jsonl: train events as solid lines, validation as points and line, "
+             "one color per run), or, with --sweep, bits per byte against the evaluated context "
+             "(tgt_len + mem_len) from the output of 'txl eval --sweep ... --json' (one color "
+             "per 'scheme' field, else per file; line style per sweep_mode). Needs gnuplot "
+             "(apt-get install gnuplot-nox).",
+    .notes = "A RUN_DIR may also be the path of a log.jsonl. The environment variable "
+             "TXL_GNUPLOT names the gnuplot binary (default: gnuplot on PATH).",
+    .example = "examples: txl plot runs/tiny runs/tiny_rope -o curves.png\n"
+               "          txl eval runs/tiny/best.safetensors.gz --sweep 1,2,4,8 --json > "
+               "sw.jsonl\n"
+               "          txl plot --sweep sw.jsonl -o extrap.svg",
+    .pos_max = -1,
+    .pos_glob = NULL, /* run directories */
+    .pos_glob_if = "--sweep",
+    .pos_glob_alt = "*.@(jsonl|json)",
+};
 
 /* Tableau 10: distinct on white, readable by most color-blind viewers. */
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -632,207 +658,183 @@ static int run_gnuplot(const char *gp, const char *prog, size_t len, txl_err *e)
     return 0;
 }
 
-int cmd_plot(int argc, char **argv)
+/* --size W,H (or WxH) in pixels. */
+static int parse_size(const char *v, plot_opts *po)
 {
-    const char *out = NULL, *title = NULL;
-    int sweep = 0, script = 0, quiet = 0, logx = -1, nin = 0, width = 960, height = 600;
-    double ymax = NAN;
-    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    char *end;
+    long w = strtol(v, &end, 10), h = 0;
+    if (w > 0 && (*end == ',' || *end == 'x'))
+        h = strtol(end + 1, &end, 10);
+    if (w < 200 || w > 10000 || h < 150 || h > 10000 || *end)
+        return cli_usage("plot", "--size: expected W,H in pixels like 960,600 (200..10000 x "
+                         "150..10000), found '%s'", v);
+    po->width = (int)w;
+    po->height = (int)h;
+    return 0;
+}
+
+/* The runs' train and valid series, two per run, labelled by directory name (the whole
+ * argument when two runs share one). */
+static int load_runs(series_list *l, char **inputs, int nin, txl_err *e)
+{
+    for (int r = 0; r < nin; r++) {
+        series *t = list_add(l), *v = t ? list_add(l) : NULL;
+        if (!v)
+            return err_set(e, ERR_RUNTIME, "out of memory");
+        t = &l->s[l->n - 2]; /* list_add may have moved the array */
+        char lab[1024];
+        run_label(lab, sizeof lab, inputs[r]);
+        for (int q = 0; q < r; q++) { /* same base name as another run: the full path */
+            char other[1024];
+            run_label(other, sizeof other, inputs[q]);
+            if (strcmp(other, lab) == 0) {
+                snprintf(lab, sizeof lab, "%s", inputs[r]);
+                free(l->s[2 * q].label);
+                l->s[2 * q].label = dupstr(inputs[q]);
+            }
+        }
+        t->label = dupstr(lab);
+        if (load_run(inputs[r], t, v, e))
+            return -1;
+    }
+    return 0;
+}
+
+/* The sweep files' rows, one series per group (scheme or file) and sweep mode, sorted. */
+static int load_sweeps(series_list *l, char **inputs, int nin, txl_err *e)
+{
+    char groups[MAX_GROUPS][128];
+    int ngroups = 0;
+    for (int k = 0; k < nin; k++) {
+        char lab[1024];
+        run_label(lab, sizeof lab, inputs[k]);
+        size_t n = strlen(lab);
+        if (n > 6 && strcmp(lab + n - 6, ".jsonl") == 0)
+            lab[n - 6] = 0;
+        sweep_ctx c = {l, lab, &ngroups, groups, e, inputs[k], 0};
+        long nlines = 0;
+        if (access(inputs[k], F_OK) != 0)
+            return err_set(e, ERR_INPUT, "%s: no such sweep file", inputs[k]);
+        if (each_json_line(inputs[k], sweep_line, &c, &nlines, e))
+            return -1;
+        if (c.used == 0)
+            return err_set(e, ERR_INPUT, "%s: no evaluation rows to plot (%s)", inputs[k],
+                           nlines ? "expected the output of 'txl eval --sweep ... --json'"
+                                  : "empty file");
+    }
+    for (size_t i = 0; i < l->n; i++)
+        qsort(l->s[i].p, l->s[i].n, sizeof *l->s[i].p, cmp_point_x);
+    /* legend order: group by group (first appearance), memory before both before window */
+    if (l->n)
+        qsort(l->s, l->n, sizeof *l->s, cmp_series);
+    return 0;
+}
+
+/* The gnuplot program for l, in a malloc'd string. */
+static char *gp_program(const series_list *l, const plot_opts *po, int sweep, size_t *len)
+{
+    char *prog = NULL;
+    FILE *ms = open_memstream(&prog, len);
+    if (!ms)
+        return NULL;
+    fprintf(ms, "# txl %s plot: %s\n", TXL_VERSION, sweep ? "--sweep" : "learning curves");
+    if (sweep)
+        gp_sweep(ms, l, po);
+    else
+        gp_curves(ms, l, po);
+    if (fclose(ms) != 0) {
+        free(prog);
+        return NULL;
+    }
+    return prog;
+}
+
+/* Prints the program (--script), or has gnuplot draw it into a temp file next to OUT,
+ * renamed into place when it succeeds. Returns the exit code. */
+static int render(const series_list *l, plot_opts *po, const plot_args *a)
+{
     txl_err e = {0};
-    if (!inputs)
-        return fputs("txl plot: out of memory\n", stderr), 1;
-    int rc = 0;
-#define USAGE(...) do { rc = cli_usage("plot", __VA_ARGS__); goto done; } while (0)
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(plot_help, stdout);
-            goto done;
-        } else if (cli_switch(argv[i], "--sweep")) {
-            sweep = 1;
-        } else if (cli_switch(argv[i], "--script")) {
-            script = 1;
-        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if (cli_switch(argv[i], "--logx")) {
-            logx = 1;
-        } else if (cli_switch(argv[i], "--no-logx")) {
-            logx = 0;
-        } else if ((r = cli_flag(argc, argv, &i, "-o", "--output", &v))) {
-            if (r < 0)
-                USAGE("-o needs a file (OUT.png or OUT.svg)");
-            out = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--title", &v))) {
-            if (r < 0)
-                USAGE("--title needs text");
-            title = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--ymax", &v))) {
-            if (r < 0)
-                USAGE("--ymax needs a number");
-            if (cli_double("--ymax", v, 1e-6, 1e6, &ymax, &e)) {
-                rc = cli_fail("plot", &e);
-                goto done;
-            }
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--size", &v))) {
-            char *end;
-            long w = r < 0 ? 0 : strtol(v, &end, 10), h = 0;
-            if (w > 0 && (*end == ',' || *end == 'x'))
-                h = strtol(end + 1, &end, 10);
-            if (r < 0 || w < 200 || w > 10000 || h < 150 || h > 10000 || *end)
-                USAGE("--size: expected W,H in pixels like 960,600 (200..10000 x 150..10000)%s%s%s",
-                      r < 0 ? "" : ", found '", r < 0 ? "" : v, r < 0 ? "" : "'");
-            width = (int)w;
-            height = (int)h;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            USAGE("unknown option '%s'", argv[i]);
-        } else {
-            inputs[nin++] = argv[i];
-        }
-    }
-    if (nin == 0)
-        USAGE(sweep ? "missing the sweep file(s) (the output of txl eval --sweep ... --json)"
-                    : "missing the run directory (or directories) to plot");
-    if (!out)
-        USAGE("missing -o OUT.png or -o OUT.svg");
-    size_t olen = strlen(out);
-    int svg = olen > 4 && strcasecmp(out + olen - 4, ".svg") == 0;
-    int png = olen > 4 && strcasecmp(out + olen - 4, ".png") == 0;
-    if (!svg && !png) {
-        const char *dot = strrchr(out, '.');
-        USAGE("-o %s: unknown image type '%s' (expected .png or .svg)", out,
-              dot && !strchr(dot, '/') ? dot : "(no extension)");
-    }
-
-    series_list l = {0};
-    if (!sweep) {
-        for (int r = 0; r < nin && rc == 0; r++) {
-            series *t = list_add(&l), *v = t ? list_add(&l) : NULL;
-            if (!v) {
-                err_set(&e, ERR_RUNTIME, "out of memory");
-                rc = cli_fail("plot", &e);
-                break;
-            }
-            t = &l.s[l.n - 2]; /* list_add may have moved the array */
-            char lab[1024];
-            run_label(lab, sizeof lab, inputs[r]);
-            for (int q = 0; q < r; q++) { /* same base name as another run: the full path */
-                char other[1024];
-                run_label(other, sizeof other, inputs[q]);
-                if (strcmp(other, lab) == 0) {
-                    snprintf(lab, sizeof lab, "%s", inputs[r]);
-                    free(l.s[2 * q].label);
-                    l.s[2 * q].label = dupstr(inputs[q]);
-                }
-            }
-            t->label = dupstr(lab);
-            if (load_run(inputs[r], t, v, &e))
-                rc = cli_fail("plot", &e);
-        }
-    } else {
-        char groups[MAX_GROUPS][128];
-        int ngroups = 0;
-        for (int k = 0; k < nin && rc == 0; k++) {
-            char lab[1024];
-            run_label(lab, sizeof lab, inputs[k]);
-            size_t n = strlen(lab);
-            if (n > 6 && strcmp(lab + n - 6, ".jsonl") == 0)
-                lab[n - 6] = 0;
-            sweep_ctx c = {&l, lab, &ngroups, groups, &e, inputs[k], 0};
-            long nlines = 0;
-            if (access(inputs[k], F_OK) != 0) {
-                err_set(&e, ERR_INPUT, "%s: no such sweep file", inputs[k]);
-                rc = cli_fail("plot", &e);
-            } else if (each_json_line(inputs[k], sweep_line, &c, &nlines, &e)) {
-                rc = cli_fail("plot", &e);
-            } else if (c.used == 0) {
-                err_set(&e, ERR_INPUT, "%s: no evaluation rows to plot (%s)", inputs[k],
-                        nlines ? "expected the output of 'txl eval --sweep ... --json'"
-                               : "empty file");
-                rc = cli_fail("plot", &e);
-            }
-        }
-        for (size_t i = 0; i < l.n; i++)
-            qsort(l.s[i].p, l.s[i].n, sizeof *l.s[i].p, cmp_point_x);
-        /* legend order: group by group (first appearance), memory before both before window */
-        if (l.n)
-            qsort(l.s, l.n, sizeof *l.s, cmp_series);
-    }
-    if (rc)
-        goto free_list;
-
-    /* gnuplot writes a temp file next to OUT; renamed into place when it succeeds */
-    char tmp[4096];
+    char tmp[4096], gpbuf[4096];
+    const char *gp = NULL, *out = po->out;
     snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out);
-    plot_opts po = {.out = out, .svg = svg, .width = width, .height = height, .logx = logx,
-                    .ymax = ymax, .title = title};
-    const char *gp = NULL;
-    char gpbuf[4096];
-    if (!script) {
+    if (!a->script) {
         gp = find_gnuplot(gpbuf, sizeof gpbuf);
         if (!gp) {
+            const char *env = getenv("TXL_GNUPLOT");
             fprintf(stderr, "txl plot: gnuplot not found%s%s%s; install it with "
                     "'apt-get install gnuplot-nox' (or print the program with --script)\n",
-                    getenv("TXL_GNUPLOT") ? " (TXL_GNUPLOT=" : " on PATH",
-                    getenv("TXL_GNUPLOT") ? getenv("TXL_GNUPLOT") : "",
-                    getenv("TXL_GNUPLOT") ? ")" : "");
-            rc = 1;
-            goto free_list;
+                    env ? " (TXL_GNUPLOT=" : " on PATH", env ? env : "", env ? ")" : "");
+            return 1;
         }
         int fd = mkstemp(tmp);
         if (fd < 0) {
             err_set(&e, ERR_INPUT, "-o %s: cannot write there: %s", out, strerror(errno));
-            rc = cli_fail("plot", &e);
-            goto free_list;
+            return cli_fail("plot", &e);
         }
         close(fd);
-        po.out = tmp;
+        po->out = tmp;
     }
-    char *prog = NULL;
     size_t plen = 0;
-    FILE *ms = open_memstream(&prog, &plen);
-    if (!ms) {
-        err_set(&e, ERR_RUNTIME, "out of memory");
-        rc = cli_fail("plot", &e);
-        if (!script)
-            unlink(tmp);
-        goto free_list;
-    }
-    fprintf(ms, "# txl %s plot: %s\n", TXL_VERSION, sweep ? "--sweep" : "learning curves");
-    if (sweep)
-        gp_sweep(ms, &l, &po);
-    else
-        gp_curves(ms, &l, &po);
-    fclose(ms);
-    if (script) {
+    char *prog = gp_program(l, po, a->sweep, &plen);
+    po->out = out;
+    int bad = prog ? 0 : err_set(&e, ERR_RUNTIME, "out of memory");
+    struct stat sb;
+    if (!bad && a->script)
         fwrite(prog, 1, plen, stdout);
-    } else {
-        struct stat sb;
-        if (run_gnuplot(gp, prog, plen, &e)) {
-            rc = cli_fail("plot", &e);
-            unlink(tmp);
-        } else if (stat(tmp, &sb) != 0 || sb.st_size == 0) {
-            err_set(&e, ERR_RUNTIME, "gnuplot (%s) wrote no image", gp);
-            rc = cli_fail("plot", &e);
-            unlink(tmp);
-        } else if (chmod(tmp, 0666 & ~current_umask()) != 0 || rename(tmp, out) != 0) {
-            err_set(&e, ERR_INPUT, "-o %s: %s", out, strerror(errno));
-            rc = cli_fail("plot", &e);
-            unlink(tmp);
-        } else if (!quiet) {
-            size_t np = 0;
-            for (size_t i = 0; i < l.n; i++)
-                np += l.s[i].n;
-            size_t nc = sweep ? l.n : l.n / 2;
-            fprintf(stderr, "txl plot: %s (%zu %s%s, %zu points)\n", out, nc,
-                    sweep ? "curve" : "run", nc == 1 ? "" : "s", np);
-        }
-    }
+    else if (!bad && run_gnuplot(gp, prog, plen, &e))
+        bad = -1;
+    else if (!bad && (stat(tmp, &sb) != 0 || sb.st_size == 0))
+        bad = err_set(&e, ERR_RUNTIME, "gnuplot (%s) wrote no image", gp);
+    else if (!bad && (chmod(tmp, 0666 & ~current_umask()) != 0 || rename(tmp, out) != 0))
+        bad = err_set(&e, ERR_INPUT, "-o %s: %s", out, strerror(errno));
     free(prog);
-free_list:
+    if (bad) {
+        if (!a->script)
+            unlink(tmp);
+        return cli_fail("plot", &e);
+    }
+    if (!a->script && !a->quiet) {
+        size_t np = 0;
+        for (size_t i = 0; i < l->n; i++)
+            np += l->s[i].n;
+        size_t nc = a->sweep ? l->n : l->n / 2;
+        fprintf(stderr, "txl plot: %s (%zu %s%s, %zu points)\n", out, nc,
+                a->sweep ? "curve" : "run", nc == 1 ? "" : "s", np);
+    }
+    return 0;
+}
+
+int cmd_plot(int argc, char **argv)
+{
+    plot_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("plot"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    plot_opts po = {.out = a.out, .width = 960, .height = 600, .logx = a.logx,
+                    .ymax = a.ymax, .title = a.title};
+    if (a.size && parse_size(a.size, &po))
+        return 2;
+    if (pos.n == 0)
+        return cli_usage("plot", a.sweep
+                         ? "missing the sweep file(s) (the output of txl eval --sweep ... --json)"
+                         : "missing the run directory (or directories) to plot");
+    if (!a.out)
+        return cli_usage("plot", "missing -o OUT.png or -o OUT.svg");
+    size_t olen = strlen(a.out);
+    po.svg = olen > 4 && strcasecmp(a.out + olen - 4, ".svg") == 0;
+    int png = olen > 4 && strcasecmp(a.out + olen - 4, ".png") == 0;
+    if (!po.svg && !png) {
+        const char *dot = strrchr(a.out, '.');
+        return cli_usage("plot", "-o %s: unknown image type '%s' (expected .png or .svg)", a.out,
+                         dot && !strchr(dot, '/') ? dot : "(no extension)");
+    }
+    series_list l = {0};
+    txl_err e = {0};
+    if (a.sweep ? load_sweeps(&l, pos.v, pos.n, &e) : load_runs(&l, pos.v, pos.n, &e))
+        rc = cli_fail("plot", &e);
+    else
+        rc = render(&l, &po, &a);
     list_free(&l);
-done:
-    free(inputs);
     return rc;
-#undef USAGE
 }

@@ -15,30 +15,59 @@
 #include "cli.h"
 #include "cmds.h"
 
-static const char *sample_help =
-    "usage: txl sample CKPT [--prompt TEXT | --prompt-file F] [-n TOKENS] [--temperature T]\n"
-    "                  [--top-k K] [--top-p P] [--seed S] [--mem-len N] [--echo] [--threads N]\n"
-    "                  [--quiet]\n"
-    "\n"
-    "Generates bytes from a checkpoint and streams them to stdout. Without --prompt or\n"
-    "--prompt-file the prompt is read from stdin when it is not a terminal, else it is a newline.\n"
-    "A long prompt is fed through the model first, with a progress line on stderr (terminal).\n"
-    "\n"
-    "  -p, --prompt TEXT   prompt text\n"
-    "  --prompt-file F     prompt from a file ('-' = stdin)\n"
-    "  -n, --tokens N      bytes to generate (default 500)\n"
-    "  -t, --temperature T softmax temperature (default 1.0; 0 = greedy)\n"
-    "  --top-k K           sample among the K most likely bytes (default 0 = all)\n"
-    "  --top-p P           nucleus sampling: the smallest set with probability >= P (default 1)\n"
-    "  --seed S            random seed (default 1): same seed, same text\n"
-    "  --mem-len N         memory length while sampling (default: the trained mem_len)\n"
-    "  --echo              print the prompt before the generated text\n"
-    "  --stats             print timing as one JSON line on stderr at the end\n"
-    "  --threads N         threads (default 1: one token at a time is latency-bound; 0 = all\n"
-    "                      cores, which helps a long prompt)\n"
-    "  -q, --quiet         no progress line on stderr\n"
-    "\n"
-    "example: txl sample runs/tiny/best.safetensors.gz --prompt 'And God said' -n 300 -t 0.8\n";
+typedef struct {
+    const char *prompt, *prompt_file;
+    long n, top_k, mem_len, threads;
+    double temperature, top_p;
+    unsigned long long seed;
+    int echo, stats, quiet;
+} sample_args;
+
+#define O(f) offsetof(sample_args, f)
+static const cli_opt sample_options[] = {
+    {.short_name = "-p", .name = "--prompt", .type = CLI_STR, .off = O(prompt),
+     .metavar = "TEXT", .needs = "text", .excludes = "--prompt-file", .help = "prompt text"},
+    {.name = "--prompt-file", .type = CLI_FILE, .off = O(prompt_file), .metavar = "F",
+     .glob = "*", .help = "prompt from a file ('-' = stdin)"},
+    {.short_name = "-n", .name = "--tokens", .type = CLI_INT, .off = O(n), .lo = 0,
+     .hi = 1L << 40, .def = 500, .metavar = "N", .help = "bytes to generate"},
+    {.short_name = "-t", .name = "--temperature", .type = CLI_NUM, .off = O(temperature),
+     .dlo = 0, .dhi = 100, .ddef = 1.0, .metavar = "T",
+     .help = "softmax temperature; 0 = greedy", .def_doc = "1.0"},
+    {.name = "--top-k", .type = CLI_INT, .off = O(top_k), .lo = 0, .hi = 256, .def = 0,
+     .metavar = "K", .help = "sample among the K most likely bytes; 0 = all"},
+    {.name = "--top-p", .type = CLI_NUM, .off = O(top_p), .dlo = 1e-9, .dhi = 1, .ddef = 1.0,
+     .metavar = "P", .help = "nucleus sampling: the smallest set with probability >= P"},
+    {.name = "--seed", .type = CLI_U64, .off = O(seed), .def = 1, .metavar = "S",
+     .help = "random seed, 0 to 2^64-1 like train.seed: same seed, same text"},
+    {.name = "--mem-len", .type = CLI_INT, .off = O(mem_len), .lo = 0, .hi = 1 << 20,
+     .def = -1, .metavar = "N", .help = "memory length while sampling",
+     .def_doc = "the trained mem_len"},
+    {.name = "--echo", .type = CLI_SWITCH, .off = O(echo),
+     .help = "print the prompt before the generated text"},
+    {.name = "--stats", .type = CLI_SWITCH, .off = O(stats),
+     .help = "print timing as one JSON line on stderr at the end"},
+    {.name = "--threads", .type = CLI_INT, .off = O(threads), .lo = 0, .hi = 1024, .def = 1,
+     .metavar = "N", .help = "threads: one token at a time is latency-bound; 0 = all cores, which "
+                             "helps a long prompt"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no progress line on stderr"},
+};
+#undef O
+
+const cli_spec sample_spec = {
+    .opts = sample_options,
+    .n_opts = sizeof sample_options / sizeof *sample_options,
+    .about = "Generates bytes from a checkpoint and streams them to stdout. Without --prompt or "
+             "--prompt-file the prompt is read from stdin when it is not a terminal, else it is "
+             "a newline. A long prompt is fed through the model first, with a progress line on "
+             "stderr (terminal).",
+    .example = "example: txl sample runs/tiny/best.safetensors.gz --prompt 'And God said' -n 300 "
+               "-t 0.8",
+    .pos_max = 1,
+    .pos_extra = "unexpected argument '%s'",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
+};
 
 static int read_stream(FILE *f, char **out, size_t *len)
 {
@@ -68,140 +97,57 @@ static int read_stream(FILE *f, char **out, size_t *len)
     return 0;
 }
 
-int cmd_sample(int argc, char **argv)
+/* The prompt: --prompt, --prompt-file, stdin when it is not a terminal, else a newline.
+ * *text is malloc'd (the caller frees it); *len > 0. */
+static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *e)
 {
-    const char *ckpt = NULL, *prompt = NULL, *prompt_file = NULL;
-    long n = 500, top_k = 0, seed = 1, mlen = -1, threads = 1;
-    double temp = 1.0, top_p = 1.0;
-    int echo = 0, stats = 0, quiet = 0;
-    txl_err e = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(sample_help, stdout);
-            return 0;
-        } else if (cli_switch(argv[i], "--echo")) {
-            echo = 1;
-        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if (cli_switch(argv[i], "--stats")) {
-            stats = 1;
-        } else if ((r = cli_flag(argc, argv, &i, "-p", "--prompt", &v))) {
-            if (r < 0)
-                return cli_usage("sample", "--prompt needs text");
-            prompt = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--prompt-file", &v))) {
-            if (r < 0)
-                return cli_usage("sample", "--prompt-file needs a file");
-            prompt_file = v;
-        } else if ((r = cli_flag(argc, argv, &i, "-n", "--tokens", &v))) {
-            if (r < 0 || cli_long("-n", v, 0, 1L << 40, &n, &e))
-                return r < 0 ? cli_usage("sample", "-n needs a number") : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, "-t", "--temperature", &v))) {
-            if (r < 0 || cli_double("--temperature", v, 0, 100, &temp, &e))
-                return r < 0 ? cli_usage("sample", "--temperature needs a number")
-                             : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--top-k", &v))) {
-            if (r < 0 || cli_long("--top-k", v, 0, 256, &top_k, &e))
-                return r < 0 ? cli_usage("sample", "--top-k needs a number") : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--top-p", &v))) {
-            if (r < 0 || cli_double("--top-p", v, 1e-9, 1, &top_p, &e))
-                return r < 0 ? cli_usage("sample", "--top-p needs a number") : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--seed", &v))) {
-            if (r < 0 || cli_long("--seed", v, 0, LONG_MAX, &seed, &e))
-                return r < 0 ? cli_usage("sample", "--seed needs a number") : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--mem-len", &v))) {
-            if (r < 0 || cli_long("--mem-len", v, 0, 1 << 20, &mlen, &e))
-                return r < 0 ? cli_usage("sample", "--mem-len needs a number") : cli_fail("sample", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--threads", &v))) {
-            if (r < 0 || cli_long("--threads", v, 0, 1024, &threads, &e))
-                return r < 0 ? cli_usage("sample", "--threads needs a number") : cli_fail("sample", &e);
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage("sample", "unknown option '%s'", argv[i]);
-        } else if (!ckpt) {
-            ckpt = argv[i];
-        } else {
-            return cli_usage("sample", "unexpected argument '%s'", argv[i]);
-        }
-    }
-    if (!ckpt)
-        return cli_usage("sample", "missing the checkpoint to sample from");
-    if (prompt && prompt_file)
-        return cli_usage("sample", "--prompt and --prompt-file exclude each other");
-
-    char *text = NULL;
-    size_t tlen = 0;
-    if (prompt) {
-        tlen = strlen(prompt);
-        text = malloc(tlen + 1);
-        if (text)
-            memcpy(text, prompt, tlen + 1);
-    } else if (prompt_file) {
-        FILE *pf = strcmp(prompt_file, "-") == 0 ? stdin : fopen(prompt_file, "rb");
-        if (!pf) {
-            err_set(&e, ERR_INPUT, "--prompt-file %s: cannot open: %s", prompt_file,
-                    strerror(errno));
-            return cli_fail("sample", &e);
-        }
-        int rr = read_stream(pf, &text, &tlen);
+    *text = NULL;
+    *len = 0;
+    if (a->prompt) {
+        *len = strlen(a->prompt);
+        *text = malloc(*len + 1);
+        if (*text)
+            memcpy(*text, a->prompt, *len + 1);
+    } else if (a->prompt_file) {
+        const char *pf_name = a->prompt_file;
+        FILE *pf = strcmp(pf_name, "-") == 0 ? stdin : fopen(pf_name, "rb");
+        if (!pf)
+            return err_set(e, ERR_INPUT, "--prompt-file %s: cannot open: %s", pf_name,
+                           strerror(errno));
+        int rr = read_stream(pf, text, len);
         int er = errno;
         if (pf != stdin)
             fclose(pf);
-        if (rr) {
-            err_set(&e, ERR_INPUT, "--prompt-file %s: read error: %s", prompt_file,
-                    strerror(er));
-            return cli_fail("sample", &e);
-        }
+        if (rr)
+            return err_set(e, ERR_INPUT, "--prompt-file %s: read error: %s", pf_name,
+                           strerror(er));
     } else if (!isatty(0)) {
-        if (read_stream(stdin, &text, &tlen)) {
-            err_set(&e, ERR_INPUT, "stdin: read error");
-            return cli_fail("sample", &e);
-        }
+        if (read_stream(stdin, text, len))
+            return err_set(e, ERR_INPUT, "stdin: read error");
     }
-    if (!text || tlen == 0) { /* no prompt: start from a newline, like a fresh line of text */
-        free(text);
-        text = malloc(2);
-        if (!text)
-            return 1;
-        strcpy(text, "\n");
-        tlen = 1;
+    if (!*text || *len == 0) { /* no prompt: start from a newline, like a fresh line of text */
+        free(*text);
+        *text = malloc(2);
+        if (!*text)
+            return err_set(e, ERR_RUNTIME, "out of memory");
+        strcpy(*text, "\n");
+        *len = 1;
     }
+    return 0;
+}
 
-    st_file f;
-    txl_config cfg;
-    model mdl;
-    if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e)) {
-        free(text);
-        return cli_fail("sample", &e);
-    }
-    st_free(&f);
-    cli_threads((int)threads);
-    int M = mlen >= 0 ? (int)mlen : cfg.model.mem_len, Lq = cfg.model.tgt_len;
-    model_acts A;
-    model_mem mem;
-    int rc = 0;
-    if (acts_init(&A, &cfg.model, 1, Lq, M, 0, &e)) {
-        model_free(&mdl);
-        free(text);
-        return cli_fail("sample", &e);
-    }
-    if (mem_init(&mem, &cfg.model, 1, M, &e)) {
-        acts_free(&A);
-        model_free(&mdl);
-        free(text);
-        return cli_fail("sample", &e);
-    }
+/* Runs the prompt through the model in segments of Lq, memory carried; the logits of the
+ * last segment stay in A. A long prompt draws a progress line on a terminal, from half a
+ * second on. Returns the length of the last segment. */
+static int feed_prompt(model *mdl, model_acts *A, model_mem *mem, const uint8_t *tok,
+                       size_t tlen, int Lq, int progress)
+{
     fwd_opts fo = {.training = 0};
-    double t0 = cli_now();
-    const uint8_t *tok = (const uint8_t *)text;
     int last_len = 0;
-    /* a long prompt takes a while: a progress line on a terminal, from half a second on */
-    int progress = !quiet && cli_isatty_stderr();
     double p_start = cli_now(), p_drawn = 0;
     for (size_t at = 0; at < tlen; at += (size_t)last_len) {
         last_len = tlen - at < (size_t)Lq ? (int)(tlen - at) : Lq;
-        model_forward(&mdl, &A, &mem, tok + at, NULL, last_len, &fo);
+        model_forward(mdl, A, mem, tok + at, NULL, last_len, &fo);
         size_t done = at + (size_t)last_len;
         double now = cli_now(), el = now - p_start;
         if (progress && el > 0.5 && now - p_drawn > 0.25 && done < tlen) {
@@ -214,41 +160,102 @@ int cmd_sample(int argc, char **argv)
     }
     if (p_drawn > 0)
         fputs("\r\033[K", stderr);
-    if (echo) { /* after the progress line, which would erase a partly echoed line */
-        fwrite(text, 1, tlen, stdout);
-        fflush(stdout);
-    }
-    const int V = cfg.model.vocab;
+    return last_len;
+}
+
+/* Draws n bytes, one token at a time with the memory's keys and values cached, and streams
+ * them to stdout; logits are those after the prompt. *t_primed gets the time once the cache
+ * holds the memory. Returns the number written, or -1 (nothing generated) when the decode
+ * state cannot be built. */
+static long generate(model *mdl, model_mem *mem, const float *logits, size_t tlen, int M,
+                     const sample_args *a, double *t_primed, txl_err *e)
+{
+    const int V = mdl->cfg.vocab;
     double scratch[2 * 256];
     int idx[256];
-    sampler_opts so = {.temperature = temp, .top_k = (int)top_k, .top_p = top_p};
-    rng_t rng = {rng_key((uint64_t)seed, 0x5a3)};
-    const float *logits = A.logits + (size_t)(last_len - 1) * V;
-    /* from here on one token at a time, with the memory's keys and values cached */
+    sampler_opts so = {.temperature = a->temperature, .top_k = (int)a->top_k,
+                       .top_p = a->top_p};
+    rng_t rng = {rng_key((uint64_t)a->seed, 0x5a3)};
     decode_state ds;
-    if (decode_init(&ds, &mdl, 1, M, &e)) {
-        rc = cli_fail("sample", &e);
-        n = 0;
-    } else {
-        decode_prime(&ds, &mdl, &mem, (long)tlen);
-    }
-    double t1 = cli_now();
+    int bad = decode_init(&ds, mdl, 1, M, e);
+    if (!bad)
+        decode_prime(&ds, mdl, mem, (long)tlen);
+    *t_primed = cli_now();
+    if (bad)
+        return -1;
     long generated = 0;
-    for (long i = 0; i < n; i++, generated++) {
+    for (long i = 0; i < a->n; i++, generated++) {
         uint8_t next = (uint8_t)sampler_pick(logits, V, &so, rng_uniform(&rng), scratch, idx);
         if (fputc(next, stdout) == EOF)
             break; /* e.g. the reader of a pipe went away */
         if (next == '\n' || i % 16 == 15)
             fflush(stdout);
-        if (i + 1 < n) {
-            decode_step(&ds, &mdl, &next, NULL);
+        if (i + 1 < a->n) {
+            decode_step(&ds, mdl, &next, NULL);
             logits = decode_logits(&ds);
         }
     }
-    if (rc == 0)
-        decode_free(&ds);
+    decode_free(&ds);
+    return generated;
+}
+
+int cmd_sample(int argc, char **argv)
+{
+    sample_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("sample"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    const char *ckpt = pos.n ? pos.v[0] : NULL;
+    if (!ckpt)
+        return cli_usage("sample", "missing the checkpoint to sample from");
+
+    txl_err e = {0};
+    char *text;
+    size_t tlen;
+    if (read_prompt(&a, &text, &tlen, &e))
+        return cli_fail("sample", &e);
+    st_file f;
+    txl_config cfg;
+    model mdl;
+    if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e)) {
+        free(text);
+        return cli_fail("sample", &e);
+    }
+    st_free(&f);
+    cli_threads((int)a.threads);
+    int M = a.mem_len >= 0 ? (int)a.mem_len : cfg.model.mem_len, Lq = cfg.model.tgt_len;
+    model_acts A;
+    model_mem mem;
+    if (acts_init(&A, &cfg.model, 1, Lq, M, 0, &e)) {
+        model_free(&mdl);
+        free(text);
+        return cli_fail("sample", &e);
+    }
+    if (mem_init(&mem, &cfg.model, 1, M, &e)) {
+        acts_free(&A);
+        model_free(&mdl);
+        free(text);
+        return cli_fail("sample", &e);
+    }
+    double t0 = cli_now();
+    int last_len = feed_prompt(&mdl, &A, &mem, (const uint8_t *)text, tlen, Lq,
+                               !a.quiet && cli_isatty_stderr());
+    if (a.echo) { /* after the progress line, which would erase a partly echoed line */
+        fwrite(text, 1, tlen, stdout);
+        fflush(stdout);
+    }
+    const float *logits = A.logits + (size_t)(last_len - 1) * cfg.model.vocab;
+    double t1;
+    long generated = generate(&mdl, &mem, logits, tlen, M, &a, &t1, &e);
+    if (generated < 0) {
+        rc = cli_fail("sample", &e);
+        generated = 0;
+    } else {
+        rc = 0;
+    }
     double t2 = cli_now();
-    if (stats)
+    if (a.stats)
         fprintf(stderr, "{\"prompt_tokens\":%zu,\"prompt_s\":%.4f,\"tokens\":%ld,\"seconds\":%.4f,"
                 "\"tok_per_s\":%.1f,\"mem_len\":%d}\n", tlen, t1 - t0, generated, t2 - t1,
                 generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), M);

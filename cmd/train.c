@@ -577,77 +577,69 @@ static int train_loop(trainer *t, txl_err *e)
     return exit_sig ? 128 + exit_sig : 0;
 }
 
-static const char *train_help =
-    "usage: txl train -c CONFIG.yaml [--set key.path=value ...] [--resume CKPT | --init-from CKPT]\n"
-    "                 [--steps N] [--print-config] [--quiet] [--force]\n"
-    "\n"
-    "Trains a Transformer-XL on a byte-level corpus. Writes into train.out_dir: config.yaml,\n"
-    "log.jsonl, last.safetensors.gz (with optimiser state and memory) and best.safetensors.gz.\n"
-    "\n"
-    "  -c, --config FILE     YAML config (every key: man txl; examples in configs/); a lone\n"
-    "                        FILE.yaml argument works too\n"
-    "  --set KEY=VALUE       override one key, e.g. --set model.d_model=512 (repeatable)\n"
-    "  --resume CKPT         continue a run exactly (weights, Adam, step, data, memory);\n"
-    "                        without -c the checkpoint's config is used\n"
-    "  --init-from CKPT      start a new run from a checkpoint's weights (fresh optimiser)\n"
-    "  --steps N             stop after N steps in this invocation (writes last; the\n"
-    "                        schedule still follows train.max_steps): for time-sliced jobs\n"
-    "  --print-config        print the resolved config as YAML and exit\n"
-    "  --force               start a new run in an out_dir that already holds one\n"
-    "  -q, --quiet           no progress on stderr\n"
-    "\n"
-    "SIGINT/SIGTERM finish the current step, write last, and exit 130/143.\n"
-    "example: txl train -c configs/tiny.yaml --set train.max_steps=500\n";
+typedef struct {
+    const char *config, *resume, *init_from;
+    cli_strs set;
+    long steps;
+    int print_config, force, quiet;
+} train_args;
+
+#define O(f) offsetof(train_args, f)
+static const cli_opt train_options[] = {
+    {.short_name = "-c", .name = "--config", .type = CLI_FILE, .off = O(config),
+     .flags = CLI_ONCE, .metavar = "FILE", .glob = "*.@(yaml|yml)",
+     .help = "YAML config (every key: man txl; examples in configs/); a lone FILE.yaml "
+             "argument works too"},
+    {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT | CLI_CFG_KEY,
+     .cap = MAX_SETS, .metavar = "KEY=VALUE", .needs = "key.path=value",
+     .help = "override one key, e.g. --set model.d_model=512 (repeatable)"},
+    {.name = "--resume", .type = CLI_FILE, .off = O(resume), .metavar = "CKPT",
+     .needs = "a checkpoint path", .excludes = "--init-from",
+     .glob = "*.@(safetensors|safetensors.gz)",
+     .help = "continue a run exactly (weights, Adam, step, data, memory); without -c the "
+             "checkpoint's config is used"},
+    {.name = "--init-from", .type = CLI_FILE, .off = O(init_from), .metavar = "CKPT",
+     .needs = "a checkpoint path", .glob = "*.@(safetensors|safetensors.gz)",
+     .help = "start a new run from a checkpoint's weights (fresh optimiser)"},
+    {.name = "--steps", .type = CLI_INT, .off = O(steps), .lo = 1, .hi = LONG_MAX, .def = 0,
+     .metavar = "N", .def_doc = "",
+     .help = "stop after N steps in this invocation (writes last; the schedule still follows "
+             "train.max_steps): for time-sliced jobs"},
+    {.name = "--print-config", .type = CLI_SWITCH, .off = O(print_config),
+     .help = "print the resolved config as YAML and exit"},
+    {.name = "--force", .type = CLI_SWITCH, .off = O(force),
+     .help = "start a new run in an out_dir that already holds one"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no progress on stderr"},
+};
+#undef O
+
+const cli_spec train_spec = {
+    .opts = train_options,
+    .n_opts = sizeof train_options / sizeof *train_options,
+    .about = "Trains a Transformer-XL on a byte-level corpus. Writes into train.out_dir: "
+             "config.yaml, log.jsonl, last.safetensors.gz (with optimiser state and memory) "
+             "and best.safetensors.gz.",
+    .notes = "SIGINT/SIGTERM finish the current step, write last, and exit 130/143.",
+    .example = "example: txl train -c configs/tiny.yaml --set train.max_steps=500",
+    .pos_max = 0,
+    .pos_extra = "unknown option '%s'",
+    .pos_as = "--config", /* `txl train CONFIG.yaml` */
+    .pos_glob = "*.@(yaml|yml)",
+};
 
 int cmd_train(int argc, char **argv)
 {
-    const char *cfg_path = NULL, *resume = NULL, *init_from = NULL, *sets[MAX_SETS];
-    int nsets = 0, quiet = 0, print_config = 0, force = 0;
-    long run_steps = 0;
+    train_args a;
+    cli_pos pos;
+    int parsed = cli_parse(txl_command("train"), argc, argv, &a, &pos);
+    if (parsed >= 0)
+        return parsed;
+    const char *cfg_path = a.config, *resume = a.resume, *init_from = a.init_from;
+    const char *const *sets = a.set.v;
+    int nsets = a.set.n, quiet = a.quiet, print_config = a.print_config, force = a.force;
+    long run_steps = a.steps;
     txl_err e = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (cli_switch(argv[i], "-h") || cli_switch(argv[i], "--help")) {
-            fputs(train_help, stdout);
-            return 0;
-        } else if (cli_switch(argv[i], "-q") || cli_switch(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if (cli_switch(argv[i], "--print-config")) {
-            print_config = 1;
-        } else if (cli_switch(argv[i], "--force")) {
-            force = 1;
-        } else if ((r = cli_flag(argc, argv, &i, "-c", "--config", &v))) {
-            if (r < 0)
-                return cli_usage("train", "%s needs a file", argv[i]);
-            cfg_path = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--set", &v))) {
-            if (r < 0)
-                return cli_usage("train", "--set needs key.path=value");
-            if (nsets == MAX_SETS)
-                return cli_usage("train", "at most %d --set options", MAX_SETS);
-            sets[nsets++] = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--steps", &v))) {
-            if (r < 0)
-                return cli_usage("train", "--steps needs a number");
-            if (cli_long("--steps", v, 1, LONG_MAX, &run_steps, &e))
-                return cli_fail("train", &e);
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--resume", &v))) {
-            if (r < 0)
-                return cli_usage("train", "--resume needs a checkpoint path");
-            resume = v;
-        } else if ((r = cli_flag(argc, argv, &i, NULL, "--init-from", &v))) {
-            if (r < 0)
-                return cli_usage("train", "--init-from needs a checkpoint path");
-            init_from = v;
-        } else if (argv[i][0] != '-' && !cfg_path) {
-            cfg_path = argv[i]; /* `txl train CONFIG.yaml` */
-        } else {
-            return cli_usage("train", "unknown option '%s'", argv[i]);
-        }
-    }
-    if (resume && init_from)
-        return cli_usage("train", "--resume and --init-from exclude each other");
     if (!cfg_path && !resume)
         return cli_usage("train", "missing -c CONFIG.yaml");
 

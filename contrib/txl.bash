@@ -1,139 +1,65 @@
 # bash completion for txl(1). Installed by `make install` as
 # $(PREFIX)/share/bash-completion/completions/txl; or: source contrib/txl.bash
 #
-# Completes the subcommands, each subcommand's flags, YAML configs after -c, checkpoints
-# (*.safetensors, *.safetensors.gz) where a checkpoint goes, run directories for plot,
-# and the values of --split, --sweep-mode and --set keys.
+# The candidates come from the binary itself (`txl __complete -- WORDS...`, built from its
+# command and option tables and the config keys), so the completion knows exactly the
+# commands, flags, values of --split/--sweep-mode/..., --set keys and their values of the
+# txl being completed: ./txl in a source tree completes that build. File names (configs
+# after -c, checkpoints, run directories) are completed here, with the pattern txl names.
+#
+# Registered for `txl` and `./txl`; a command word ending in /txl (build-asan/txl,
+# ~/bin/txl) is registered the first time it is completed, through bash's default handler.
 
-_txl_ckpts() {
-    # checkpoints and directories (to walk into runs/NAME/)
-    local IFS=$'\n'
-    compopt -o filenames 2>/dev/null
-    COMPREPLY+=($(compgen -f -X '!*.@(safetensors|safetensors.gz)' -- "$cur"))
-    COMPREPLY+=($(compgen -d -- "$cur"))
-}
-
-_txl_files() { # _txl_files GLOB: files matching GLOB, and directories
-    local IFS=$'\n'
-    compopt -o filenames 2>/dev/null
-    COMPREPLY+=($(compgen -f -X "!$1" -- "$cur"))
-    COMPREPLY+=($(compgen -d -- "$cur"))
-}
-
-_txl_config_keys() {
-    echo model.n_layer model.d_model model.n_head model.d_head model.d_inner model.tgt_len \
-        model.mem_len model.pre_lnorm model.dropout model.dropatt model.pos_scheme \
-        model.clamp_len model.untie_r model.mlp_num_freqs model.mlp_max_dist model.mlp_hidden \
-        data.train data.valid data.test data.split data.tokenizer \
-        train.batch_size train.max_steps train.max_minutes train.lr train.schedule \
-        train.warmup_steps train.lr_min train.clip train.skip_outlier train.beta1 train.beta2 train.eps \
-        train.weight_decay train.optimizer train.seed train.log_interval train.eval_interval \
-        train.eval_tokens train.ckpt_interval train.ckpt_gzip train.out_dir train.threads
+# the command line up to the cursor, with "a" "=" "b" joined back into "a=b" when '=' breaks
+# words (COMP_WORDBREAKS): txl's values come as --opt=value and key=value
+_txl_words() {
+    local i w
+    _txl_w=()
+    for ((i = 0; i <= COMP_CWORD; i++)); do
+        w=${COMP_WORDS[i]}
+        if ((${#_txl_w[@]} > 1)) && [[ $COMP_WORDBREAKS == *=* ]] &&
+            [[ $w == = || ${_txl_w[-1]} == *= ]]; then
+            _txl_w[-1]+=$w
+        else
+            _txl_w+=("$w")
+        fi
+    done
 }
 
 _txl_main() {
-    local cur prev words cword
-    if declare -F _init_completion >/dev/null 2>&1; then
-        _init_completion -n = || return
-    else
-        cur=${COMP_WORDS[COMP_CWORD]}
-        prev=${COMP_WORDS[COMP_CWORD-1]}
-        words=("${COMP_WORDS[@]}")
-        cword=$COMP_CWORD
-    fi
+    local -a _txl_w
+    _txl_words
+    local bin=${_txl_w[0]} cur=${_txl_w[-1]} line prefix= glob= dirs= nospace= f
+    [[ $bin == "~/"* ]] && bin=$HOME/${bin#"~/"}
     COMPREPLY=()
-
-    local commands="train eval sample info plot export import help"
-    if [[ $cword -eq 1 ]]; then
-        COMPREPLY=($(compgen -W "$commands --version --help" -- "$cur"))
-        return
+    local out
+    out=$("$bin" __complete -- "${_txl_w[@]:1}" 2>/dev/null) || return
+    while IFS= read -r line; do
+        case $line in
+            "") ;;
+            "@prefix "*) prefix=${line#@prefix } ;;
+            "@files "*) glob=${line#@files } ;;
+            @dirs) dirs=1 ;;
+            @nospace) nospace=1 ;;
+            *) COMPREPLY+=("$line") ;;
+        esac
+    done <<< "$out"
+    if [[ -n $glob || -n $dirs ]]; then # file names after the prefix (--config=, data.train=)
+        local val=${cur#"$prefix"} IFS=$'\n'
+        compopt -o filenames 2>/dev/null
+        if [[ -n $glob ]]; then
+            for f in $(compgen -f -X "!$glob" -- "$val"); do COMPREPLY+=("$prefix$f"); done
+        fi
+        for f in $(compgen -d -- "$val"); do COMPREPLY+=("$prefix$f"); done
     fi
-    local cmd=${words[1]}
-
-    # values of the flag before the cursor
-    case "$prev" in
-        -c|--config)
-            _txl_files '*.@(yaml|yml)'; return ;;
-        --resume|--init-from)
-            _txl_ckpts; return ;;
-        --split)
-            COMPREPLY=($(compgen -W "valid test train" -- "$cur")); return ;;
-        --sweep-mode)
-            COMPREPLY=($(compgen -W "memory window both" -- "$cur")); return ;;
-        --sweep)
-            if [[ $cmd == eval ]]; then
-                COMPREPLY=($(compgen -W "1,2,4,8 1,2,4,8,16" -- "$cur")); return
-            fi ;;
-        --set)
-            local keys
-            keys=$(_txl_config_keys)
-            case "$cur" in
-                model.pos_scheme=*)
-                    COMPREPLY=($(compgen -P model.pos_scheme= -W "xl mlp rope alibi absolute none" -- "${cur#*=}")) ;;
-                train.schedule=*)
-                    COMPREPLY=($(compgen -P train.schedule= -W "constant cosine inv_sqrt" -- "${cur#*=}")) ;;
-                train.optimizer=*)
-                    COMPREPLY=($(compgen -P train.optimizer= -W "adam adamw" -- "${cur#*=}")) ;;
-                data.train=*|data.valid=*|data.test=*)
-                    local k=${cur%%=*}
-                    COMPREPLY=($(compgen -P "$k=" -f -- "${cur#*=}")) ;;
-                *)
-                    COMPREPLY=($(compgen -S = -W "$keys" -- "$cur"))
-                    compopt -o nospace 2>/dev/null ;;
-            esac
-            return ;;
-        --data|--prompt-file)
-            local IFS=$'\n'
-            compopt -o filenames 2>/dev/null
-            COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        -o|--output)
-            case "$cmd" in
-                plot) _txl_files '*.@(png|svg)' ;;
-                *) _txl_files '*.@(safetensors|safetensors.gz)' ;;
-            esac
-            return ;;
-        --tgt-len|--mem-len|--clamp-len|--batch|--max-tokens|--threads|--steps|-n|--tokens|\
-        -t|--temperature|--top-k|--top-p|--seed|--title|--size|--ymax|-p|--prompt)
-            return ;; # a value of the user's
-    esac
-
-    local flags
-    case "$cmd" in
-        train)  flags="-c --config --set --resume --init-from --steps --print-config --force
-                       -q --quiet --help" ;;
-        eval)   flags="--data --split --tgt-len --mem-len --clamp-len --batch --warmup
-                       --max-tokens --sweep --sweep-mode --term-stats --json --threads
-                       -q --quiet --help" ;;
-        sample) flags="-p --prompt --prompt-file -n --tokens -t --temperature --top-k --top-p
-                       --seed --mem-len --echo --stats --threads -q --quiet --help" ;;
-        info)   flags="--json --system --help" ;;
-        plot)   flags="-o --output --sweep --title --size --logx --no-logx --ymax --script
-                       -q --quiet --help" ;;
-        export) flags="-o --output -q --quiet --help" ;;
-        import) flags="-c --config -o --output --set -q --quiet --help" ;;
-        help)   COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
-        *)      return ;;
-    esac
-    if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$flags" -- "$cur"))
-        return
+    [[ -n $nospace ]] && compopt -o nospace 2>/dev/null
+    # readline replaces only the part of the word after the last '=' when '=' breaks words
+    if [[ $COMP_WORDBREAKS == *=* && $cur == *=* ]]; then
+        local head=${cur%"${cur##*=}"} i
+        for i in "${!COMPREPLY[@]}"; do COMPREPLY[i]=${COMPREPLY[i]#"$head"}; done
     fi
-    # positional arguments
-    case "$cmd" in
-        eval|sample|info|export) _txl_ckpts ;;
-        import) _txl_files '*.@(safetensors|safetensors.gz)' ;;
-        plot)
-            local w sweep=0
-            for w in "${words[@]}"; do [[ $w == --sweep ]] && sweep=1; done
-            if [[ $sweep == 1 ]]; then
-                _txl_files '*.@(jsonl|json)'
-            else # run directories (holding log.jsonl)
-                local IFS=$'\n'
-                compopt -o filenames 2>/dev/null
-                COMPREPLY=($(compgen -d -- "$cur"))
-            fi ;;
-    esac
 }
+
 # the file patterns need extglob; the user's setting is restored afterwards
 _txl() {
     local had_extglob=0
@@ -142,4 +68,29 @@ _txl() {
     _txl_main
     [[ $had_extglob == 1 ]] || shopt -u extglob
 }
-complete -F _txl txl
+complete -F _txl txl ./txl
+
+# Any other command word ending in /txl: bash has no patterns for `complete`, so a default
+# handler (complete -D) registers _txl for that word and returns 124, which makes bash
+# retry with it; other words go on to the default handler this one replaces (e.g.
+# bash-completion's loader), or get bash's default completion.
+_txl_prev_default=${_txl_prev_default-} # kept when this file is sourced again
+_txl_default() {
+    if [[ $1 == */txl ]]; then
+        complete -F _txl -- "$1"
+        return 124
+    fi
+    [[ -n $_txl_prev_default ]] && { "$_txl_prev_default" "$@"; return; }
+    return 1
+}
+if complete -p -D >/dev/null 2>&1; then
+    _txl_spec=$(complete -p -D)
+    if [[ $_txl_spec != *" -F _txl_default "* && $_txl_spec == *" -F "* ]]; then
+        _txl_prev_default=${_txl_spec#* -F }
+        _txl_prev_default=${_txl_prev_default%% *}
+        eval "${_txl_spec/ -F $_txl_prev_default / -F _txl_default }"
+    fi
+    unset _txl_spec
+else
+    complete -D -o bashdefault -o default -F _txl_default 2>/dev/null
+fi

@@ -32,6 +32,13 @@ expect2 "--steps negative" "--steps: -3 is out of range [1," $T --steps -3
 expect2 "--steps 1e3" "--steps: expected an integer, found '1e3'" $T --steps 1e3
 expect2 "--steps too large" "--steps: expected an integer, found '99999999999999999999'" $T --steps 99999999999999999999
 expect2 "--resume with --init-from" "--resume and --init-from exclude each other" $T --resume $LAST --init-from $LAST
+# one config per run: a second -c (or -c after a lone CONFIG.yaml) is refused, not ignored
+expect2 "-c given twice" "-c given twice ('$CFG' and 'configs/tiny.yaml')" \
+    $TXL train -c $CFG -c configs/tiny.yaml --print-config
+expect2 "--config= given twice" "--config given twice ('$CFG' and 'configs/tiny.yaml')" \
+    $TXL train --config=$CFG --config=configs/tiny.yaml --print-config
+expect2 "a lone CONFIG.yaml, then -c" "-c given twice ('$CFG' and 'configs/tiny.yaml')" \
+    $TXL train $CFG -c configs/tiny.yaml --print-config
 expect2 "no -c and no --resume" "missing -c CONFIG.yaml" $TXL train
 expect2 "--resume of a missing file" "$TMP/none.safetensors.gz: cannot open: No such file or directory" \
     $T --resume $TMP/none.safetensors.gz
@@ -73,6 +80,11 @@ expect2 "--max-tokens 1" "--max-tokens: 1 is out of range [2," $E --max-tokens 1
 expect2 "--clamp-len not a number" "--clamp-len: expected an integer, found 'x'" $E --clamp-len x
 expect2 "--threads negative" "--threads: -1 is out of range [0, 1024]" $E --threads -1
 expect2 "--split unknown" "--split: expected valid, test or train, found 'bogus'" $E --split bogus
+# --split names a part of the checkpoint's corpus, --data another file: not both
+expect2 "--split with --data" "--data and --split exclude each other" \
+    $E --split test --data tests/data/enwik8_slice60k.txt.gz --max-tokens 3000
+expect2 "--data with --split" "--data and --split exclude each other" \
+    $E --data=tests/data/enwik8_slice60k.txt.gz --split=valid --max-tokens 3000
 expect2 "--sweep empty" "--sweep: expected a comma-separated list like 1,2,4,8, found ''" $E --sweep ''
 expect2 "--sweep 1,,2" "--sweep: expected a comma-separated list of integers in [1, 1024] like 1,2,4,8, found '1,,2'" $E --sweep 1,,2
 expect2 "--sweep 0" "found '0'" $E --sweep 0
@@ -97,10 +109,36 @@ expect2 "-n without a value" "-n needs a number" $S -n
 expect2 "--temperature negative" "--temperature: -1 is out of range [0, 100]" $S --temperature -1
 expect2 "--temperature nan" "--temperature: expected a number, found 'nan'" $S --temperature nan
 expect2 "--temperature inf" "--temperature: expected a number, found 'inf'" $S --temperature inf
+# numbers on the command line are decimal, like the config file's (no hex, inf, nan, blanks)
+expect2 "--temperature hex" "--temperature: expected a number, found '0x1p-1'" $S --temperature 0x1p-1
+expect2 "-t hex" "-t: expected a number, found '0x.8'" $S -t 0x.8
+expect2 "--top-p hex" "--top-p: expected a number, found '0X.8'" $S --top-p 0X.8
+expect2 "--top-p infinity" "--top-p: expected a number, found 'infinity'" $S --top-p infinity
+expect2 "--temperature with a blank" "--temperature: expected a number, found ' 1'" $S --temperature ' 1'
+expect2 "--temperature 1e999" "--temperature: expected a number, found '1e999'" $S --temperature 1e999
+expect2 "plot --ymax hex" "--ymax: expected a number, found '0x10'" $TXL plot $RUN -o $TMP/p.png --ymax 0x10
+expect2 "a hex number in a config value too" "train.lr: expected a number, found '0x1p-10'" \
+    $TXL train -c $CFG --set train.lr=0x1p-10 --print-config
+check "decimal forms: -t .5 --top-p 9e-1 (and 5., +1E0)" \
+    $S -n 1 -p x -t .5 --top-p 9e-1 --threads 1 -q
+check "  ... 5. and +1E0" $S -n 1 -p x -t 5. --top-p +1E0 --threads 1 -q
+check "  ... the same forms in a config" $TXL train -c $CFG --set train.lr=.5 --set train.clip=5. \
+    --set train.beta1=9e-1 --set train.eps=+1E-8 --print-config
 expect2 "--top-k 300" "--top-k: 300 is out of range [0, 256]" $S --top-k 300
 expect2 "--top-p 0" "--top-p: 0 is out of range" $S --top-p 0
 expect2 "--top-p 1.5" "--top-p: 1.5 is out of range" $S --top-p 1.5
 expect2 "--seed negative" "--seed: -1 is out of range [0," $S --seed -1
+expect2 "--seed 2^64" "--seed: 18446744073709551616 is out of range [0, 18446744073709551615]" \
+    $S --seed 18446744073709551616
+check "--seed 2^64-1 (train.seed's largest)" $S --seed 18446744073709551615 -n 1 -p x --threads 1 -q
+# sample --seed takes exactly what train.seed takes: an unsigned 64-bit decimal integer
+for v in 0 +7 007 9223372036854775808 18446744073709551615 18446744073709551616 -1 -0 1e3 \
+         0x10 1.0 '' 12a; do
+    $S --seed "$v" -n 1 -p x --threads 1 -q > /dev/null 2>&1; a=$?
+    $TXL train -c $CFG --set "train.seed=$v" --print-config > /dev/null 2>&1; b=$?
+    if [ $a = $b ]; then ok "--seed '$v' and train.seed=$v agree (exit $a)"
+    else bad "--seed '$v' exits $a, train.seed=$v exits $b"; fi
+done
 expect2 "--mem-len negative" "--mem-len: -1 is out of range [0, 1048576]" $S --mem-len -1
 expect2 "--prompt with --prompt-file" "--prompt and --prompt-file exclude each other" $S --prompt a --prompt-file $CFG
 expect2 "--prompt-file missing" "--prompt-file $TMP/nope.txt: cannot open: No such file or directory" $S --prompt-file $TMP/nope.txt

@@ -1,9 +1,11 @@
 #!/bin/sh
 # make install / uninstall into a temporary DESTDIR: the binary runs --version, the man page
 # renders (man -l; skipped without man) without groff warnings, the bash completion loads
-# (complete -p txl) and completes; the docs cannot fall behind the code: every flag of
-# `txl COMMAND --help` appears in the man page and the completion, and every config key of
-# `txl train --print-config` in the man page. uninstall removes every file again.
+# (complete -p txl) and completes (from `txl __complete`: commands, flags, choice values,
+# --set keys and values, files, for txl, ./txl and any path ending in /txl); the docs cannot
+# fall behind the code: every flag of each command's table appears in the man page and the
+# completion, and every config key of `txl train --print-config` in the man page and the
+# --set completion. uninstall removes every file again.
 . tests/e2e/lib.sh
 
 D=$TMP/dest
@@ -44,36 +46,67 @@ check "bash: source contrib/txl.bash; complete -p txl" \
     bash -c 'source contrib/txl.bash && complete -p txl | grep -q "_txl txl"'
 check "bash: the installed completion loads" \
     bash -c "source $D$P/share/bash-completion/completions/txl && complete -p txl"
+# the completion asks the binary of the command word: `txl` on PATH (this build's directory),
+# or a path to it
+case $TXL in /*) TXLABS=$TXL ;; *) TXLABS=$ROOT/$TXL ;; esac
+mkdir -p $TMP/bin && ln -sf "$TXLABS" $TMP/bin/txl
 comp() { # comp WORDS...: what completing the last word offers
-    bash -c 'source "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _txl;
-             echo "${COMPREPLY[*]}"' "$ROOT/contrib/txl.bash" "$@"
+    PATH=$TMP/bin:$PATH bash -c 'source "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _txl;
+             printf "%s\n" "${COMPREPLY[*]}"' "$ROOT/contrib/txl.bash" "$@"
 }
 check "completion: subcommands" test "$(comp txl im)" = import
 check "completion: eval flags" test "$(comp txl eval x --sweep-m)" = --sweep-mode
 check "completion: --sweep-mode values" test "$(comp txl eval x --sweep-mode '')" = "memory window both"
 check "completion: --split values" test "$(comp txl eval x --split '')" = "valid test train"
-check "completion: -c offers YAML files" sh -c "cd configs && test \"\$(bash -c 'source ../contrib/txl.bash; COMP_WORDS=(txl train -c tiny_r); COMP_CWORD=3; _txl; echo \"\${COMPREPLY[*]}\"')\" = tiny_rope.yaml"
-mkdir -p $TMP/ck/sub && touch $TMP/ck/a.safetensors.gz $TMP/ck/b.safetensors $TMP/ck/c.txt
+check "completion: --split=t (readline replaces the part after '=')" \
+    test "$(comp txl eval x --split=t)" = "test train"
+check "completion: --set keys" test "$(comp txl train --set model.pos)" = "model.pos_scheme="
+check "completion: --set model.pos_scheme= values" \
+    test "$(comp txl train --set model.pos_scheme=)" = "xl mlp rope alibi absolute none"
+check "completion: --set, bash splitting at '='" \
+    test "$(comp txl import w --set train.optimizer = adam)" = "adam adamw"
+check "completion: a flag after a flag's value" test "$(comp txl sample x -p --top --top-)" = "--top-k --top-p"
+check "completion: -c offers YAML files" \
+    test "$(cd configs && comp txl train -c tiny_r)" = tiny_rope.yaml
+check "completion: --config= offers YAML files" \
+    test "$(cd configs && comp txl train --config=tiny_ro)" = tiny_rope.yaml
+mkdir -p $TMP/ck/sub && touch $TMP/ck/a.safetensors.gz $TMP/ck/b.safetensors $TMP/ck/c.txt \
+    $TMP/ck/s.jsonl
 check "completion: checkpoints (*.safetensors, *.safetensors.gz) and directories" \
     test "$(cd $TMP/ck && comp txl sample '' | tr ' ' '\n' | sort | tr '\n' ' ')" = "a.safetensors.gz b.safetensors sub "
+check "completion: plot takes run directories" test "$(cd $TMP/ck && comp txl plot '')" = sub
+check "completion: plot --sweep takes .jsonl files" \
+    test "$(cd $TMP/ck && comp txl plot --sweep '' | tr ' ' '\n' | sort | tr '\n' ' ')" = "s.jsonl sub "
+check "completion: the binary of the command word (a path)" test "$(comp "$TXLABS" expo)" = export
+check "completion: registered for txl and ./txl" \
+    bash -c 'source contrib/txl.bash && complete -p ./txl | grep -q "_txl ./txl"'
+check "completion: a path ending in /txl gets _txl on first use (bash retries on 124)" \
+    bash -c 'source contrib/txl.bash; _txl_default build-asan/txl; [ $? = 124 ] &&
+             complete -p build-asan/txl | grep -q "F _txl "'
+check "completion: other commands go on to the default handler it replaced" \
+    bash -c 'f() { echo "prev $1"; return 124; }; complete -D -F f; source contrib/txl.bash;
+             complete -p -D | grep -q _txl_default && test "$(_txl_default ls)" = "prev ls" &&
+             source contrib/txl.bash && complete -p -D | grep -q _txl_default &&
+             test "$(_txl_default ls)" = "prev ls"'
 
-# the docs list every flag and key the code has
-for c in train eval sample info plot export import; do
-    for f in $($TXL help $c | grep -o -E -- '(^|[ [,|(])--?[a-zA-Z][a-z-]*' | sed 's/^[^-]*//' | sort -u); do
-        case $f in -h|--help) continue ;; esac
+# the docs list every flag and key the code has (tests/e2e/cli_docs.sh checks the synopses
+# and the man page's option lists both ways)
+for c in $($TXL __complete --commands); do
+    for f in $($TXL __complete --options $c); do
         grep -q -e "$(echo "$f" | sed 's/-/\\\\-/g')" doc/txl.1 || bad "man page lacks txl $c $f"
-        grep -q -e " $f\\b" -e "\"$f\\b" -e "|$f)" -e "|$f|" contrib/txl.bash || bad "completion lacks txl $c $f"
+        comp txl $c "$f" | tr ' ' '\n' | grep -q -x -e "$f" || bad "completion lacks txl $c $f"
     done
 done
-ok "every flag of txl COMMAND --help is in the man page and the completion"
+ok "every flag of every command's table is in the man page and the completion"
 $TXL train -c tests/configs/micro.yaml --print-config | awk '
     /^[a-z]+:$/ {sec = $1; sub(":", "", sec); next}
     /^  [a-z_0-9]+:/ {k = $1; sub(":", "", k); print sec "." k}' > $TMP/keys
 check "config keys listed" test "$(wc -l < $TMP/keys)" -ge 40
+SETKEYS=$(comp txl train --set '')
 while read -r k; do
     grep -q -E "^\.BR ${k#*.} " doc/txl.1 || grep -q -E "^\.BR [a-z0-9_]+ .*, \" ?${k#*.} " doc/txl.1 ||
         grep -q "${k#*.} \\[" doc/txl.1 || bad "man page lacks config key $k"
-    grep -q -w "$k" contrib/txl.bash || bad "completion (--set) lacks config key $k"
+    echo "$SETKEYS" | tr ' ' '\n' | grep -q -x -e "$k=" || bad "completion (--set) lacks config key $k"
 done < $TMP/keys
 ok "every config key is in the man page and the completion"
 

@@ -5,20 +5,21 @@
 # mem_len. micro.safetensors.gz (xl, 2 layers, d 64) covers batch/length/clamp overrides;
 # nano_<scheme>.safetensors.gz covers every positional scheme at 1x and 8x in both sweep
 # modes. tests/e2e/reference_eval.sh compares `txl eval` to every line of expected.jsonl.
-# Needs ./txl and /usr/bin/python3 with torch. Usage: tests/ref/gen_eval_fixture.sh
+# Needs ./txl (or TXL_BIN) and /usr/bin/python3 with torch. Usage: tests/ref/gen_eval_fixture.sh
 set -eu
 OUT=tests/fixtures/eval
 PY=${PYTHON:-/usr/bin/python3}
 mkdir -p $OUT
 TMP=$(mktemp -d)
 trap 'rm -rf $TMP' EXIT
-./txl train -c tests/configs/micro.yaml -q --set train.out_dir=$TMP/run --set train.max_steps=200 \
+TXL=${TXL_BIN:-./txl}
+$TXL train -c tests/configs/micro.yaml -q --set train.out_dir=$TMP/run --set train.max_steps=200 \
     --set train.eval_interval=0 >/dev/null
-./txl export $TMP/run/last.safetensors.gz -o $OUT/micro.safetensors.gz 2>/dev/null
+$TXL export $TMP/run/last.safetensors.gz -o $OUT/micro.safetensors.gz 2>/dev/null
 for s in xl mlp rope alibi absolute none; do
-    ./txl train -c tests/configs/nano.yaml -q --set model.pos_scheme=$s \
+    $TXL train -c tests/configs/nano.yaml -q --set model.pos_scheme=$s \
         --set train.out_dir=$TMP/nano_$s >/dev/null
-    ./txl export $TMP/nano_$s/last.safetensors.gz -o $OUT/nano_$s.safetensors.gz 2>/dev/null
+    $TXL export $TMP/nano_$s/last.safetensors.gz -o $OUT/nano_$s.safetensors.gz 2>/dev/null
 done
 E8=tests/data/enwik8_slice60k.txt.gz
 : > $OUT/expected.jsonl

@@ -1,0 +1,89 @@
+/* cmds.c: the table of subcommands (see cmds.h) and `txl help`. The synopses are the
+ * README's synopsis block and the man page's SYNOPSIS: tests/e2e/cli_docs.sh checks that
+ * all of them name exactly the options of each command's table. */
+#include "cmds.h"
+
+#include <string.h>
+
+const cli_cmd txl_commands[] = {
+    {"train", cmd_train, "train a model from a YAML config (or resume a run)",
+     "-c CONFIG.yaml [--set key.path=value ...] [--resume CKPT | --init-from CKPT] "
+     "[--steps N] [--print-config] [--force] [-q]",
+     &train_spec, 0},
+    {"eval", cmd_eval, "evaluate a checkpoint (bits per byte, perplexity, length sweeps)",
+     "CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N] "
+     "[--clamp-len N] [--batch N] [--warmup] [--max-tokens N] "
+     "[--sweep 1,2,4,8 [--sweep-mode memory|window|both]] [--term-stats [N]] [--json] "
+     "[--threads N] [-q]",
+     &eval_spec, 0},
+    {"sample", cmd_sample, "generate text from a checkpoint",
+     "CKPT [--prompt TEXT | --prompt-file F] [-n N] [--temperature T] [--top-k K] "
+     "[--top-p P] [--seed S] [--mem-len N] [--echo] [--stats] [--threads N] [-q]",
+     &sample_spec, 0},
+    {"info", cmd_info, "a checkpoint's config, size and metrics, or the machine",
+     "CKPT [--json]\n--system [--json]", &info_spec, 0},
+    {"plot", cmd_plot, "learning curves or extrapolation curves as PNG or SVG (gnuplot)",
+     "RUN_DIR... -o OUT.png|OUT.svg [--title TEXT] [--size W,H] [--logx | --no-logx] "
+     "[--ymax Y] [--script] [-q]\n"
+     "--sweep SWEEP.jsonl... -o OUT.png|OUT.svg [the options above]",
+     &plot_spec, 0},
+    {"export", cmd_export, "a checkpoint's weights as standard safetensors",
+     "CKPT -o OUT.safetensors[.gz] [-q]", &export_spec, 0},
+    {"import", cmd_import, "a checkpoint from safetensors weights and a config",
+     "WEIGHTS.safetensors[.gz] -c CONFIG.yaml -o OUT.safetensors[.gz] "
+     "[--set key.path=value ...] [-q]",
+     &import_spec, 0},
+    {"help", cmd_help, "the commands, or every option of one", "[COMMAND]", NULL, 0},
+    {"__complete", cmd_complete, "completions for contrib/txl.bash", "WORD...", NULL, 1},
+};
+const int n_commands = (int)(sizeof txl_commands / sizeof *txl_commands);
+
+const cli_cmd *txl_command(const char *name)
+{
+    for (int i = 0; i < n_commands; i++)
+        if (strcmp(txl_commands[i].name, name) == 0)
+            return &txl_commands[i];
+    return NULL;
+}
+
+void txl_usage(FILE *f)
+{
+    int w = 0;
+    for (int i = 0; i < n_commands; i++)
+        if (!txl_commands[i].hidden && (int)strlen(txl_commands[i].name) > w)
+            w = (int)strlen(txl_commands[i].name);
+    fputs("txl " TXL_VERSION ": train, evaluate and sample Transformer-XL language models\n"
+          "\n"
+          "usage: txl COMMAND [options]\n"
+          "\n"
+          "commands:\n", f);
+    for (int i = 0; i < n_commands; i++)
+        if (!txl_commands[i].hidden)
+            fprintf(f, "  %-*s  %s\n", w, txl_commands[i].name, txl_commands[i].summary);
+    fputs("\nsynopsis:\n", f);
+    for (int i = 0; i < n_commands; i++)
+        if (!txl_commands[i].hidden) {
+            fputs("  ", f);
+            cli_print_synopsis(f, &txl_commands[i], 2, w);
+        }
+    fputs("\n'txl help COMMAND' or 'txl COMMAND --help' shows every option; 'txl --version'; "
+          "man txl.\n"
+          "Results go to stdout, progress and messages to stderr.\n"
+          "Exit codes: 0 ok, 1 runtime failure, 2 usage/config/input error.\n", f);
+}
+
+/* txl help [COMMAND] */
+int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        txl_usage(stdout);
+        return 0;
+    }
+    const cli_cmd *c = txl_command(argv[1]);
+    if (!c) {
+        fprintf(stderr, "txl help: unknown command '%s'\n", argv[1]);
+        return 2;
+    }
+    cli_print_help(stdout, c);
+    return 0;
+}
