@@ -339,7 +339,10 @@ int cli_parse(const cli_cmd *cmd, int argc, char **argv, void *args, cli_pos *po
 
 #define HELP_WIDTH 90
 
-void cli_wrap(FILE *f, const char *text, int col, int indent, int width, int brackets)
+/* Prints text from column `col` on, wrapped at `width` columns (with brackets, spaces
+ * inside [...] do not break), continuation lines indented by `indent`; '\n' in the text
+ * breaks the line. */
+static void wrap(FILE *f, const char *text, int col, int indent, int width, int brackets)
 {
     const char *p = text;
     int space = 0; /* a space is due before the next word */
@@ -389,7 +392,7 @@ void cli_print_synopsis(FILE *f, const cli_cmd *cmd, int indent, int name_w)
         size_t n = nl ? (size_t)(nl - s) : strlen(s);
         snprintf(form, sizeof form, "%.*s", (int)n, s);
         int col = indent + fprintf(f, "txl %-*s ", name_w, cmd->name);
-        cli_wrap(f, form, col, col, HELP_WIDTH, 1);
+        wrap(f, form, col, col, HELP_WIDTH, 1);
         fputc('\n', f);
         if (!nl)
             break;
@@ -442,7 +445,7 @@ void cli_print_help(FILE *f, const cli_cmd *cmd)
         return;
     if (sp->about) {
         fputc('\n', f);
-        cli_wrap(f, sp->about, 0, 0, HELP_WIDTH, 0);
+        wrap(f, sp->about, 0, 0, HELP_WIDTH, 0);
         fputc('\n', f);
     }
     int w = (int)strlen("-h, --help"); /* the column of the help texts */
@@ -470,12 +473,12 @@ void cli_print_help(FILE *f, const cli_cmd *cmd)
         } else {
             col += fprintf(f, "%*s", w + 4 - col, "");
         }
-        cli_wrap(f, help, col, w + 4, HELP_WIDTH, 0);
+        wrap(f, help, col, w + 4, HELP_WIDTH, 0);
         fputc('\n', f);
     }
     if (sp->notes) {
         fputc('\n', f);
-        cli_wrap(f, sp->notes, 0, 0, HELP_WIDTH, 0);
+        wrap(f, sp->notes, 0, 0, HELP_WIDTH, 0);
         fputc('\n', f);
     }
     if (sp->example)

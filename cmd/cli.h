@@ -119,25 +119,25 @@ typedef struct {
     int hidden;                  /* not listed (txl __complete) */
 } cli_cmd;
 
-/* Fills *args (the command's struct) from argv[1..argc-1] following cmd's table; the
- * positional arguments are gathered, in order, at pos->v[0 .. pos->n-1] (pointers into
- * argv, whose entries are reordered). Returns -1 to go on; otherwise the exit code to
- * return: 0 after --help (printed on stdout), 2 after a usage error (printed on stderr). */
+/* The positional arguments of a command line. */
 typedef struct {
     char **v;
     int n;
 } cli_pos;
+
+/* Fills *args (the command's struct) from argv[1..argc-1] following cmd's table; the
+ * positional arguments are gathered, in order, at pos->v[0 .. pos->n-1] (pointers into
+ * argv, whose entries are reordered). Returns -1 to go on; otherwise the exit code to
+ * return: 0 after --help (printed on stdout), 2 after a usage error (printed on stderr). */
 int cli_parse(const cli_cmd *cmd, int argc, char **argv, void *args, cli_pos *pos);
 
 /* Help, from the tables: "usage: txl NAME ..." (every form), then the whole help. */
 void cli_print_usage(FILE *f, const cli_cmd *cmd);
 void cli_print_help(FILE *f, const cli_cmd *cmd);
-/* "txl NAME SYNOPSIS" wrapped to the terminal width, the name padded to name_w columns,
- * each line after the first indented by `indent` spaces. */
+/* "txl NAME SYNOPSIS" for every form of the synopsis, wrapped at 90 columns outside
+ * brackets; the caller has printed `indent` columns of the first line, the other lines
+ * start with `indent` spaces; the name is padded to name_w columns. */
 void cli_print_synopsis(FILE *f, const cli_cmd *cmd, int indent, int name_w);
-/* Prints text from column `col` on, wrapped at `width` columns (spaces inside [...] do not
- * break when brackets), continuation lines indented by `indent`. */
-void cli_wrap(FILE *f, const char *text, int col, int indent, int width, int brackets);
 /* The option of cmd named `arg` ("-c", "--config"), or NULL. */
 const cli_opt *cli_find_opt(const cli_cmd *cmd, const char *arg);
 

@@ -1,7 +1,9 @@
 #!/bin/sh
-# Bad command lines, one case per class: unknown flags, missing values, non-numeric and
-# out-of-range numbers, malformed lists, conflicting flags, and --resume / --init-from with
-# a config that does not match the checkpoint (the message names the differing keys).
+# Bad command lines, one case per class: unknown flags, missing values, non-numeric,
+# non-decimal (hex, inf) and out-of-range numbers, malformed lists, conflicting flags
+# (--resume/--init-from, --data/--split, -c given twice), sample --seed against train.seed,
+# and --resume / --init-from with a config that does not match the checkpoint (the message
+# names the differing keys).
 # Each exits 2 naming the flag, and the run in the way stays byte for byte as it was.
 . tests/e2e/lib.sh
 . tests/e2e/badlib.inc
