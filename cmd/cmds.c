@@ -20,6 +20,13 @@ const cli_cmd txl_commands[] = {
      "CKPT [--prompt TEXT | --prompt-file F] [-n N] [--temperature T] [--top-k K] "
      "[--top-p P] [--seed S] [--mem-len N] [--echo] [--stats] [--threads N] [-q]",
      &sample_spec, 0},
+    {"probe", cmd_probe, "long-context probes: needle in a haystack, recall by distance, "
+     "translation invariance",
+     "needle|recall|shift CKPT [--data FILE | --split valid|test|train] [--trials N] "
+     "[--lengths LIST] [--depths LIST] [--distances LIST] [--string-len N] [--offsets LIST] "
+     "[--max-tokens N] [--mode memory|window|both] [--tgt-len N] [--mem-len N] [--seed S] "
+     "[--json] [--threads N] [-q]",
+     &probe_spec, 0},
     {"info", cmd_info, "a checkpoint's config, size and metrics, or the machine",
      "CKPT [--json]\n--system [--json]", &info_spec, 0},
     {"plot", cmd_plot, "learning curves or extrapolation curves as PNG or SVG (gnuplot)",

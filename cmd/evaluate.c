@@ -48,7 +48,7 @@ int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts
         nseg = o->max_segments;
     double t0 = cli_now(), last_draw = 0, sum = 0;
     size_t scored = 0;
-    fwd_opts fo = {.training = 0, .stats = o->stats};
+    fwd_opts fo = {.training = 0, .stats = o->stats, .pos_offset = o->pos_offset};
     int len;
     while ((len = batcher_next(&bt, x, y)) > 0) {
         int full = mem.m >= o->mem_len;

@@ -18,6 +18,7 @@ typedef struct {
     term_stats *stats;    /* [n_layer] score-term statistics to accumulate, or NULL */
     int distributed;      /* split the streams over the MPI ranks (common/dist.h); every rank
                              gets the global result */
+    long pos_offset;      /* added to every absolute position (txl probe shift) */
 } eval_opts;
 
 typedef struct {

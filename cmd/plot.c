@@ -25,11 +25,17 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "plot.h"
+
+const char *const plot_palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 typedef struct {
     const char *out, *title, *size;
-    int sweep, script, quiet, logx;
+    int sweep, probe, gain, script, quiet, logx;
     double ymax;
+    char **inputs;           /* the positional arguments */
+    int n_inputs;
 } plot_args;
 
 #define O(f) offsetof(plot_args, f)
@@ -37,8 +43,13 @@ static const cli_opt plot_options[] = {
     {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
      .needs = "a file (OUT.png or OUT.svg)", .glob = "*.@(png|svg)",
      .help = "the image; .png (pngcairo) or .svg (required)"},
-    {.name = "--sweep", .type = CLI_SWITCH, .off = O(sweep),
+    {.name = "--sweep", .type = CLI_SWITCH, .off = O(sweep), .excludes = "--probe",
      .help = "the arguments are eval --sweep --json outputs, not run dirs"},
+    {.name = "--probe", .type = CLI_SWITCH, .off = O(probe),
+     .help = "the arguments are 'txl probe needle|recall --json' outputs: needle heat maps "
+             "(length x depth) or recall curves"},
+    {.name = "--gain", .type = CLI_SWITCH, .off = O(gain),
+     .help = "--probe needle: color by the retrieval gain in bits, not the accuracy"},
     {.name = "--title", .type = CLI_STR, .off = O(title), .metavar = "TEXT", .needs = "text",
      .help = "plot title", .def_doc = "what is plotted"},
     {.name = "--size", .type = CLI_STR, .off = O(size), .metavar = "W,H",
@@ -79,30 +90,7 @@ const cli_spec plot_spec = {
     .pos_glob_alt = "*.@(jsonl|json)",
 };
 
-/* Tableau 10: distinct on white, readable by most color-blind viewers. */
-static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-#define NPAL (sizeof palette / sizeof *palette)
-
-typedef struct {
-    double x, y;
-    long step; /* train/eval step (curves), factor (sweep) */
-} point;
-
-typedef struct {
-    char *label;     /* legend entry of a run or a sweep group */
-    char *mode;      /* sweep: sweep_mode ("" when absent) */
-    int group;       /* color index */
-    point *p;
-    size_t n, cap;
-} series;
-
-typedef struct {
-    series *s;
-    size_t n, cap;
-} series_list;
-
-static int pt_push(series *s, double x, double y, long step)
+int pt_push(series *s, double x, double y, long step)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 64;
@@ -116,7 +104,7 @@ static int pt_push(series *s, double x, double y, long step)
     return 0;
 }
 
-static series *list_add(series_list *l)
+series *list_add(series_list *l)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 8;
@@ -131,7 +119,7 @@ static series *list_add(series_list *l)
     return s;
 }
 
-static void list_free(series_list *l)
+void list_free(series_list *l)
 {
     for (size_t i = 0; i < l->n; i++) {
         free(l->s[i].label);
@@ -142,7 +130,7 @@ static void list_free(series_list *l)
     memset(l, 0, sizeof *l);
 }
 
-static char *dupstr(const char *s)
+char *dupstr(const char *s)
 {
     size_t n = strlen(s) + 1;
     char *d = malloc(n);
@@ -151,7 +139,7 @@ static char *dupstr(const char *s)
     return d;
 }
 
-static int num_field(const cJSON *o, const char *key, double *out)
+int num_field(const cJSON *o, const char *key, double *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
@@ -160,7 +148,7 @@ static int num_field(const cJSON *o, const char *key, double *out)
     return 1;
 }
 
-static const char *str_field(const cJSON *o, const char *key)
+const char *str_field(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
@@ -168,7 +156,7 @@ static const char *str_field(const cJSON *o, const char *key)
 
 /* Calls fn(obj, line number, ctx) for every JSON line of path. A last line without its
  * newline is a run still writing it and is skipped; any other unparsable line is an error. */
-static int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), void *ctx,
+int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), void *ctx,
                           long *nlines, txl_err *e)
 {
     FILE *f = fopen(path, "r");
@@ -300,7 +288,7 @@ static int load_run(const char *arg, series *train, series *valid, txl_err *e)
 
 /* Legend name of a run: the directory's base name, or the whole argument when two runs
  * share a base name. */
-static void run_label(char *buf, size_t cap, const char *arg)
+void run_label(char *buf, size_t cap, const char *arg)
 {
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", arg);
@@ -325,6 +313,7 @@ typedef struct {
     txl_err *e;
     const char *path;
     long used;
+    int by_scheme;       /* one file: its rows' pos_scheme names the groups */
 } sweep_ctx;
 
 #define MAX_GROUPS 64
@@ -344,7 +333,9 @@ static int sweep_line(const cJSON *o, long ln, void *vctx)
                        "mem_len (expected the output of 'txl eval --sweep ... --json')",
                        c->path, ln);
     num_field(o, "factor", &factor);
-    const char *scheme = str_field(o, "scheme");
+    const char *scheme = str_field(o, "scheme"); /* scripts/extrapolation.sh's label */
+    if (!scheme && c->by_scheme)
+        scheme = str_field(o, "pos_scheme"); /* txl eval's */
     const char *label = scheme ? scheme : c->file_label;
     const char *mode = str_field(o, "sweep_mode");
     if (!mode)
@@ -397,7 +388,7 @@ static int cmp_series(const void *a, const void *b)
 /* ---- the gnuplot program ------------------------------------------------------------ */
 
 /* A gnuplot single-quoted string: '' stands for one quote. */
-static void gp_str(FILE *f, const char *s)
+void gp_str(FILE *f, const char *s)
 {
     fputc('\'', f);
     for (; *s; s++) {
@@ -409,16 +400,7 @@ static void gp_str(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-typedef struct {
-    const char *out;       /* output path, as gnuplot writes it */
-    int svg;
-    int width, height;
-    int logx;              /* -1 auto, 0 off, 1 on */
-    double ymax;           /* NAN: automatic */
-    const char *title;
-} plot_opts;
-
-static void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabel)
+void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabel)
 {
     if (o->svg)
         fprintf(f, "set terminal svg size %d,%d dynamic noenhanced font 'Sans,13' "
@@ -505,8 +487,8 @@ static void gp_curves(FILE *f, const series_list *l, const plot_opts *o)
     fputs("plot ", f);
     int first = 1;
     for (size_t r = 0; r < nruns; r++) {
-        const char *col = palette[r % NPAL];
-        int dt = 1 + (int)(r / NPAL); /* past 10 runs, dashes tell the cycles apart */
+        const char *col = plot_palette[r % PLOT_NPAL];
+        int dt = 1 + (int)(r / PLOT_NPAL); /* past 10 runs, dashes tell the cycles apart */
         char t[300];
         if (l->s[2 * r].n) {
             snprintf(t, sizeof t, "%s train", l->s[2 * r].label);
@@ -582,7 +564,7 @@ static void gp_sweep(FILE *f, const series_list *l, const plot_opts *o)
             snprintf(t, sizeof t, "%s", s->label);
         fprintf(f, "%s$sweep%zu using 1:2 with linespoints lw %s dt %d pt %d ps 1.2 "
                 "lc rgb '%s' title ", i ? ", \\\n     " : "", i, win ? "1.4" : "2",
-                win ? 2 : both ? 4 : 1, win ? 6 : both ? 5 : 7, palette[s->group % NPAL]);
+                win ? 2 : both ? 4 : 1, win ? 6 : both ? 5 : 7, plot_palette[s->group % PLOT_NPAL]);
         gp_str(f, t);
     }
     fputs("\nunset output\n", f);
@@ -711,7 +693,7 @@ static int load_sweeps(series_list *l, char **inputs, int nin, txl_err *e)
         size_t n = strlen(lab);
         if (n > 6 && strcmp(lab + n - 6, ".jsonl") == 0)
             lab[n - 6] = 0;
-        sweep_ctx c = {l, lab, &ngroups, groups, e, inputs[k], 0};
+        sweep_ctx c = {l, lab, &ngroups, groups, e, inputs[k], 0, nin == 1};
         long nlines = 0;
         if (access(inputs[k], F_OK) != 0)
             return err_set(e, ERR_INPUT, "%s: no such sweep file", inputs[k]);
@@ -730,19 +712,28 @@ static int load_sweeps(series_list *l, char **inputs, int nin, txl_err *e)
     return 0;
 }
 
-/* The gnuplot program for l, in a malloc'd string. */
-static char *gp_program(const series_list *l, const plot_opts *po, int sweep, size_t *len)
+/* The gnuplot program for l (or the probe files), in a malloc'd string; NULL with e. */
+static char *gp_program(const series_list *l, const plot_opts *po, const plot_args *a,
+                        size_t *len, size_t *npoints, txl_err *e)
 {
     char *prog = NULL;
     FILE *ms = open_memstream(&prog, len);
-    if (!ms)
+    if (!ms) {
+        err_set(e, ERR_RUNTIME, "out of memory");
         return NULL;
-    fprintf(ms, "# txl %s plot: %s\n", TXL_VERSION, sweep ? "--sweep" : "learning curves");
-    if (sweep)
+    }
+    fprintf(ms, "# txl %s plot: %s\n", TXL_VERSION,
+            a->sweep ? "--sweep" : a->probe ? "--probe" : "learning curves");
+    int rc = 0;
+    if (a->probe)
+        rc = plot_probe_program(ms, a->inputs, a->n_inputs, po, a->gain, npoints, e);
+    else if (a->sweep)
         gp_sweep(ms, l, po);
     else
         gp_curves(ms, l, po);
-    if (fclose(ms) != 0) {
+    if (fclose(ms) != 0 || rc) {
+        if (!rc)
+            err_set(e, ERR_RUNTIME, "out of memory");
         free(prog);
         return NULL;
     }
@@ -774,10 +765,10 @@ static int render(const series_list *l, plot_opts *po, const plot_args *a)
         close(fd);
         po->out = tmp;
     }
-    size_t plen = 0;
-    char *prog = gp_program(l, po, a->sweep, &plen);
+    size_t plen = 0, probe_points = 0;
+    char *prog = gp_program(l, po, a, &plen, &probe_points, &e);
     po->out = out;
-    int bad = prog ? 0 : err_set(&e, ERR_RUNTIME, "out of memory");
+    int bad = prog ? 0 : -1;
     struct stat sb;
     if (!bad && a->script)
         fwrite(prog, 1, plen, stdout);
@@ -794,12 +785,12 @@ static int render(const series_list *l, plot_opts *po, const plot_args *a)
         return cli_fail("plot", &e);
     }
     if (!a->script && !a->quiet) {
-        size_t np = 0;
+        size_t np = probe_points;
         for (size_t i = 0; i < l->n; i++)
             np += l->s[i].n;
-        size_t nc = a->sweep ? l->n : l->n / 2;
+        size_t nc = a->probe ? (size_t)a->n_inputs : a->sweep ? l->n : l->n / 2;
         fprintf(stderr, "txl plot: %s (%zu %s%s, %zu points)\n", out, nc,
-                a->sweep ? "curve" : "run", nc == 1 ? "" : "s", np);
+                a->probe ? "file" : a->sweep ? "curve" : "run", nc == 1 ? "" : "s", np);
     }
     return 0;
 }
@@ -818,7 +809,9 @@ int cmd_plot(int argc, char **argv)
     if (pos.n == 0)
         return cli_usage("plot", a.sweep
                          ? "missing the sweep file(s) (the output of txl eval --sweep ... --json)"
-                         : "missing the run directory (or directories) to plot");
+                         : a.probe ? "missing the probe file(s) (the output of txl probe ... "
+                                     "--json)"
+                                   : "missing the run directory (or directories) to plot");
     if (!a.out)
         return cli_usage("plot", "missing -o OUT.png or -o OUT.svg");
     size_t olen = strlen(a.out);
@@ -831,7 +824,11 @@ int cmd_plot(int argc, char **argv)
     }
     series_list l = {0};
     txl_err e = {0};
-    if (a.sweep ? load_sweeps(&l, pos.v, pos.n, &e) : load_runs(&l, pos.v, pos.n, &e))
+    a.inputs = pos.v;
+    a.n_inputs = pos.n;
+    if (a.probe)
+        rc = render(&l, &po, &a);
+    else if (a.sweep ? load_sweeps(&l, pos.v, pos.n, &e) : load_runs(&l, pos.v, pos.n, &e))
         rc = cli_fail("plot", &e);
     else
         rc = render(&l, &po, &a);

@@ -1,0 +1,65 @@
+/* plot.h: what the parts of `txl plot` share (plot.c: learning curves, sweeps, running
+ * gnuplot; plot_probe.c: the probes' plots). */
+#ifndef TXL_PLOT_H
+#define TXL_PLOT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../common/err.h"
+
+/* Tableau 10: distinct on white, readable by most color-blind viewers. */
+extern const char *const plot_palette[];
+#define PLOT_NPAL 10
+
+typedef struct {
+    double x, y;
+    long step; /* train/eval step (curves), factor (sweep) */
+} point;
+
+typedef struct {
+    char *label;     /* legend entry of a run or a sweep group */
+    char *mode;      /* sweep: sweep_mode ("" when absent) */
+    int group;       /* color index */
+    point *p;
+    size_t n, cap;
+} series;
+
+typedef struct {
+    series *s;
+    size_t n, cap;
+} series_list;
+
+typedef struct {
+    const char *out;       /* output path, as gnuplot writes it */
+    int svg;
+    int width, height;
+    int logx;              /* -1 auto, 0 off, 1 on */
+    double ymax;           /* NAN: automatic */
+    const char *title;
+} plot_opts;
+
+int pt_push(series *s, double x, double y, long step);
+series *list_add(series_list *l);
+void list_free(series_list *l);
+char *dupstr(const char *s);
+/* A finite number field, or 0. */
+int num_field(const cJSON *o, const char *key, double *out);
+const char *str_field(const cJSON *o, const char *key);
+/* Calls fn(obj, line number, ctx) for every JSON line of path (a last line without its
+ * newline is skipped, any other unparsable line is an error). */
+int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), void *ctx,
+                   long *nlines, txl_err *e);
+/* A gnuplot single-quoted string. */
+void gp_str(FILE *f, const char *s);
+/* Terminal, output, title, axes and grid. */
+void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabel);
+/* A file's legend name: its base name (without /log.jsonl). */
+void run_label(char *buf, size_t cap, const char *arg);
+
+/* --probe: loads the probe files and writes the gnuplot program; 0 or -1 with e. */
+int plot_probe_program(FILE *f, char **inputs, int nin, const plot_opts *po, int gain,
+                       size_t *npoints, txl_err *e);
+
+#endif

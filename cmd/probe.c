@@ -1,0 +1,248 @@
+/* probe.c: `txl probe KIND CKPT` — the long-context probes (doc/design.md, "Probes"):
+ * needle in a haystack, recall by distance, translation invariance. This file holds the
+ * command (options, loading, the text), what the probes share and their statistics; each
+ * probe is in probe_<kind>.c. */
+#include "probe.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../data/units.h"
+#include "cmds.h"
+
+static const char *const split_names[] = {"valid", "test", "train", NULL};
+static const char *const mode_names[] = {"memory", "window", "both", NULL};
+
+#define O(f) offsetof(probe_args, f)
+static const cli_opt probe_options[] = {
+    {.name = "--data", .type = CLI_FILE, .off = O(data), .metavar = "FILE", .glob = "*",
+     .excludes = "--split", .help = "draw the text (haystacks, filler) from this file",
+     .def_doc = "the run's --split"},
+    {.name = "--split", .type = CLI_CHOICE, .off = O(split), .choices = split_names,
+     .metavar = "NAME", .help = "valid, test or train, resolved from the checkpoint's config"},
+    {.name = "--trials", .type = CLI_INT, .off = O(trials), .lo = 1, .hi = 4096, .def = 20,
+     .metavar = "N", .help = "needle, recall: trials per cell (run side by side as streams)"},
+    {.name = "--lengths", .type = CLI_LIST, .off = O(lengths), .lo = 1, .hi = 1024,
+     .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "1,2,4,8",
+     .help = "needle: context lengths as factors of the trained context tgt_len + mem_len",
+     .def_doc = "1,2,4,8"},
+    {.name = "--depths", .type = CLI_LIST, .off = O(depths), .lo = 0, .hi = 100,
+     .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "0,25,50,75,100",
+     .help = "needle: where the needle sits, in percent of the context", .def_doc = "0,25,50,75,100"},
+    {.name = "--distances", .type = CLI_LIST, .off = O(distances), .lo = 1, .hi = 1 << 24,
+     .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "16,64,256,1024",
+     .help = "recall: bytes of text between the two occurrences of the string",
+     .def_doc = "16, 32, ... up to 8x the trained context"},
+    {.name = "--string-len", .type = CLI_INT, .off = O(string_len), .lo = 2, .hi = 4096,
+     .def = 24, .metavar = "N", .help = "recall: length of the random string"},
+    {.name = "--offsets", .type = CLI_LIST, .off = O(offsets), .lo = 0, .hi = 1 << 30,
+     .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "0,1,1000,100000",
+     .help = "shift: position offsets K to evaluate at", .def_doc = "0,1,1000,100000"},
+    {.name = "--max-tokens", .type = CLI_INT, .off = O(max_tokens), .lo = 2, .hi = 1L << 40,
+     .def = 20000, .metavar = "N", .help = "shift: bytes of text evaluated at each offset"},
+    {.name = "--mode", .type = CLI_CHOICE, .off = O(mode), .choices = mode_names, .def = 2,
+     .metavar = "M",
+     .help = "needle, recall: memory (segments of tgt_len through the memory, as trained), "
+             "window (the whole context as one window, no memory) or both"},
+    {.name = "--tgt-len", .type = CLI_INT, .off = O(tgt_len), .lo = 1, .hi = 1 << 20,
+     .def = -1, .metavar = "N", .help = "segment length of the memory mode",
+     .def_doc = "the trained tgt_len"},
+    {.name = "--mem-len", .type = CLI_INT, .off = O(mem_len), .lo = 0, .hi = 1 << 22,
+     .def = -1, .metavar = "N", .help = "memory length of the memory mode",
+     .def_doc = "the trained mem_len"},
+    {.name = "--seed", .type = CLI_U64, .off = O(seed), .def = 1, .metavar = "S",
+     .help = "random seed of the trials: same seed, same texts"},
+    {.name = "--json", .type = CLI_SWITCH, .off = O(json),
+     .help = "one JSON object per cell on stdout"},
+    {.name = "--threads", .type = CLI_INT, .off = O(threads), .lo = 0, .hi = 1024, .def = 0,
+     .metavar = "N", .help = "threads, 0 = all cores"},
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
+     .help = "no progress on stderr"},
+};
+#undef O
+
+const cli_spec probe_spec = {
+    .opts = probe_options,
+    .n_opts = sizeof probe_options / sizeof *probe_options,
+    .about = "Measures whether a model uses its context. needle: a planted fact (\"The secret "
+             "number of Kelvard is 583194.\") at depths of contexts 1x-8x the trained one, "
+             "asked for at the end; per cell the exact-match accuracy of the greedy answer, "
+             "its bits, and the retrieval gain over the same context with another number "
+             "planted. recall: a random string, then D bytes of text, then the string "
+             "again; the bits saved on the second occurrence by distance, and the effective "
+             "context (the largest D that keeps half the gain of the smallest). shift: the "
+             "same text evaluated at position offsets K; relative schemes must not change.",
+    .notes = "Every cell reports the mean and a 95% interval over the trials.",
+    .example = "example: txl probe needle runs/tiny/best.safetensors.gz --trials 20 --json > "
+               "needle.jsonl\n         txl plot --probe needle.jsonl -o needle.png",
+    .pos_max = 2,
+    .pos_extra = "unexpected argument '%s' (txl probe KIND CKPT)",
+    .pos_glob = "*.@(safetensors|safetensors.gz)",
+};
+
+int probe_exact(const uint8_t *hit, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!hit[i])
+            return 0;
+    return 1;
+}
+
+/* Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (then ~normal). */
+static double t95(int df)
+{
+    static const double t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                               2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                               2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                               2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+    return df < 1 ? NAN : df <= 30 ? t[df - 1] : 1.96 + 2.4 / df;
+}
+
+stat_ci stat_mean(const double *v, int n)
+{
+    double s = 0, ss = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    double mean = n > 0 ? s / n : NAN;
+    for (int i = 0; i < n; i++)
+        ss += (v[i] - mean) * (v[i] - mean);
+    double half = n > 1 ? t95(n - 1) * sqrt(ss / (n - 1) / n) : NAN;
+    return (stat_ci){mean, mean - half, mean + half};
+}
+
+stat_ci stat_proportion(int k, int n)
+{
+    if (n <= 0)
+        return (stat_ci){NAN, NAN, NAN};
+    double z = 1.96, p = (double)k / n, d = 1 + z * z / n;
+    double c = (p + z * z / (2.0 * n)) / d;
+    double h = z * sqrt(p * (1 - p) / n + z * z / (4.0 * n * n)) / d;
+    return (stat_ci){p, c - h > 0 ? c - h : 0, c + h < 1 ? c + h : 1};
+}
+
+void print_num(double x)
+{
+    if (isfinite(x))
+        printf("%.6g", x);
+    else
+        printf("null");
+}
+
+void print_ci(const char *name, stat_ci s)
+{
+    printf(",\"%s\":", name);
+    print_num(s.mean);
+    printf(",\"%s_ci\":[", name);
+    print_num(s.lo);
+    printf(",");
+    print_num(s.hi);
+    printf("]");
+}
+
+int probe_text(const probe_ctx *p, rng_t *r, uint8_t *buf, size_t n, txl_err *e)
+{
+    if (p->span.n < n)
+        return err_set(e, ERR_INPUT, "%s: the %s text has %zu bytes, the probe needs %zu "
+                       "(use a longer --data FILE or fewer/shorter cells)", p->span.path,
+                       p->label, p->span.n, n);
+    size_t off = (size_t)(rng_uniform(r) * (double)(p->span.n - n + 1));
+    memcpy(buf, p->span.tok + off, n);
+    return 0;
+}
+
+void probe_coords(const probe_ctx *p, const uint8_t *x, int B, size_t ld, int32_t *co)
+{
+    if (!pos_get(p->cfg.model.pos)->needs_coords)
+        return;
+    for (int b = 0; b < B; b++) {
+        units_state us;
+        units_init(&us, &(units_config){.anchors = 0});
+        units_tokenize(&us, x + (size_t)b * ld, ld, NULL, co + (size_t)b * ld * TXL_N_COORDS);
+    }
+}
+
+int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_eval *s,
+                  txl_err *e)
+{
+    if (mode == MODE_WINDOW)
+        return streams_init(s, &((probe_ctx *)p)->mdl, &p->cfg.model, B, len, 0, e);
+    return streams_init(s, &((probe_ctx *)p)->mdl, &p->cfg.model, B, p->T, p->M, e);
+}
+
+/* The probe's text: --data FILE, or a split of the checkpoint's corpus. */
+static int open_text(probe_ctx *p, txl_err *e)
+{
+    const data_config *d = &p->cfg.data;
+    if (p->a->data) {
+        p->label = "file";
+        if (corpus_open(&p->c, p->a->data, e))
+            return -1;
+        p->span = corpus_all(&p->c);
+        return 0;
+    }
+    int idx = p->a->split == 0 ? 1 : p->a->split == 1 ? 2 : 0; /* valid, test, train */
+    p->label = split_names[p->a->split];
+    const char *path = idx == 1 && d->valid[0] ? d->valid : idx == 2 && d->test[0] ? d->test
+                                                                                     : d->train;
+    if (corpus_open(&p->c, path, e))
+        return err_wrap(e, "--split %s (from the checkpoint's data config; pass --data FILE)",
+                        p->label);
+    if (path != d->train || (idx == 0 && d->valid[0])) {
+        p->span = corpus_all(&p->c);
+        return 0;
+    }
+    token_span sp[3];
+    corpus_split(&p->c, d->split, sp);
+    p->span = sp[idx];
+    return 0;
+}
+
+static int run(probe_ctx *p, txl_err *e)
+{
+    st_file f;
+    if (cli_load_checkpoint(p->a->ckpt, &f, &p->cfg, &p->mdl, e))
+        return -1;
+    long long step = 0;
+    int rc = cli_meta_count(&f, "step", 0, &step, e);
+    st_free(&f);
+    if (rc)
+        return -1;
+    p->step = (long)step;
+    cli_threads((int)p->a->threads);
+    p->T = p->a->tgt_len > 0 ? (int)p->a->tgt_len : p->cfg.model.tgt_len;
+    p->M = p->a->mem_len >= 0 ? (int)p->a->mem_len : p->cfg.model.mem_len;
+    p->progress = !p->a->quiet && cli_isatty_stderr();
+    if (open_text(p, e))
+        return -1;
+    if (strcmp(p->a->kind, "needle") == 0)
+        return probe_needle(p, e);
+    if (strcmp(p->a->kind, "recall") == 0)
+        return probe_recall(p, e);
+    return probe_shift(p, e);
+}
+
+int cmd_probe(int argc, char **argv)
+{
+    probe_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("probe"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    if (pos.n < 2)
+        return cli_usage("probe", "%s", pos.n == 0 ? "missing the probe (needle, recall or "
+                                                     "shift) and the checkpoint"
+                                                   : "missing the checkpoint");
+    a.kind = pos.v[0];
+    a.ckpt = pos.v[1];
+    if (strcmp(a.kind, "needle") && strcmp(a.kind, "recall") && strcmp(a.kind, "shift"))
+        return cli_usage("probe", "expected the probe needle, recall or shift, found '%s'",
+                         a.kind);
+    probe_ctx p = {.a = &a};
+    txl_err e = {0};
+    rc = run(&p, &e) ? cli_fail("probe", &e) : 0;
+    corpus_close(&p.c);
+    model_free(&p.mdl);
+    return rc;
+}

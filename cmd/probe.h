@@ -1,0 +1,68 @@
+/* probe.h: what the probes of `txl probe` share (cmd/probe.c: the command; probe_*.c: one
+ * probe each): the loaded model, the text they draw from, the settings, statistics. */
+#ifndef TXL_PROBE_H
+#define TXL_PROBE_H
+
+#include <stdint.h>
+
+#include "../common/rng.h"
+#include "../data/corpus.h"
+#include "cli.h"
+#include "streams.h"
+
+typedef enum { MODE_MEMORY, MODE_WINDOW, MODE_BOTH } probe_mode;
+
+typedef struct {
+    const char *kind, *ckpt, *data;
+    int split;
+    long trials, tgt_len, mem_len, threads, string_len, max_tokens;
+    unsigned long long seed;
+    cli_list lengths, depths, distances, offsets;
+    int mode, json, quiet;
+} probe_args;
+
+/* What a probe runs on. */
+typedef struct {
+    const probe_args *a;
+    txl_config cfg;
+    model mdl;
+    corpus c;
+    token_span span;
+    const char *label;      /* the split's name, or "file" */
+    int T, M;               /* the trained (or --tgt-len/--mem-len) lengths */
+    long step;
+    int progress;
+} probe_ctx;
+
+/* Draws n bytes of the span's text from a random offset into buf. */
+int probe_text(const probe_ctx *p, rng_t *r, uint8_t *buf, size_t n, txl_err *e);
+/* The streams' coordinates, when the scheme reads them: co [B][ld][TXL_N_COORDS] of the
+ * bytes x [B][ld] (each stream a text of its own); nothing otherwise. */
+void probe_coords(const probe_ctx *p, const uint8_t *x, int B, size_t ld, int32_t *co);
+/* Plans stream_eval for the lengths of a mode: memory = the trained segments and memory,
+ * window = one window of `len` without memory. */
+int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_eval *s,
+                  txl_err *e);
+
+/* A mean and its 95% interval (Student's t) over n values. */
+typedef struct {
+    double mean, lo, hi;
+} stat_ci;
+
+stat_ci stat_mean(const double *v, int n);
+/* A proportion k/n and its 95% Wilson interval. */
+stat_ci stat_proportion(int k, int n);
+/* ,"name":x,"name_ci":[lo,hi] (JSON; non-finite values as null) */
+void print_ci(const char *name, stat_ci s);
+/* A finite number, or null (JSON has no NaN or Infinity). */
+void print_num(double x);
+
+int probe_needle(probe_ctx *p, txl_err *e);
+int probe_recall(probe_ctx *p, txl_err *e);
+int probe_shift(probe_ctx *p, txl_err *e);
+
+/* Exact match of a greedy continuation: every one of n targets was the most likely token
+ * (a greedy decoder then reproduces them all; else it leaves them at the first miss). */
+int probe_exact(const uint8_t *hit, int n);
+
+#endif

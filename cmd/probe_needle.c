@@ -1,0 +1,272 @@
+/* probe_needle.c: needle in a haystack (doc/design.md, "Probes").
+ *
+ * A trial is a context of L bytes: text drawn from the corpus with the needle
+ * " The secret number of Kelvard is 583194. " inserted at depth d (0% = the start of the
+ * context, 100% = right before the question), ending with the question
+ * " The secret number of Kelvard is "; the model is scored on the 6 digits that follow
+ * (random key word and value per trial, the same at every depth). Its control is the same
+ * context with another number planted: the retrieval gain is the bits the needle saves on
+ * the true value. Trials run side by side as streams. In memory mode (segments of tgt_len
+ * through the memory, as trained) the text before the needle is the same at every depth,
+ * so it runs once per trial: the memory is saved where each depth's needle goes and
+ * restored for the needle's run, its control and the next depth. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe.h"
+
+#define VALUE_LEN 6
+
+typedef struct {
+    int L, h;               /* context bytes, haystack bytes */
+    int nl, ql;             /* needle and question lengths */
+    int ld;                 /* bytes per stream row: L + VALUE_LEN */
+    int B;
+    uint8_t *hay;           /* [B][h] */
+    char (*key)[8];         /* [B] */
+    unsigned *value, *other;/* [B] the value and the control's value */
+    uint8_t *x;             /* [B][ld] one stream layout */
+    int32_t *co;            /* [B][ld][TXL_N_COORDS] (schemes that read coordinates) */
+    float *loss;            /* [B][ld] */
+    uint8_t *hit;
+    double *bits, *ctrl;    /* [B] bits of the value with the needle, in the control */
+    int *exact;             /* [B] */
+} needle_set;
+
+static void random_key(rng_t *r, char key[8])
+{
+    static const char cons[] = "bcdfghjklmnprstvz", vow[] = "aeiou";
+    for (int i = 0; i < 7; i++)
+        key[i] = i % 2 ? vow[rng_next(r) % 5] : cons[rng_next(r) % 17];
+    key[0] = (char)(key[0] - 'a' + 'A');
+    key[7] = '\0';
+}
+
+static int needle_len(void)
+{
+    return (int)strlen(" The secret number of Kelvard is 583194. ");
+}
+
+static int question_len(void) { return (int)strlen(" The secret number of Kelvard is "); }
+
+/* Stream b for depth d (percent): hay[0:p] needle(v) hay[p:h] question value. */
+static int layout(needle_set *n, int b, int depth, unsigned v)
+{
+    uint8_t *row = n->x + (size_t)b * n->ld;
+    const uint8_t *hay = n->hay + (size_t)b * n->h;
+    int p = (int)((double)depth / 100.0 * n->h);
+    char needle[64], q[64], val[8];
+    snprintf(needle, sizeof needle, " The secret number of %s is %06u. ", n->key[b], v);
+    snprintf(q, sizeof q, " The secret number of %s is ", n->key[b]);
+    snprintf(val, sizeof val, "%06u", n->value[b]);
+    memcpy(row, hay, (size_t)p);
+    memcpy(row + p, needle, (size_t)n->nl);
+    memcpy(row + p + n->nl, hay + p, (size_t)(n->h - p));
+    memcpy(row + n->h + n->nl, q, (size_t)n->ql);
+    memcpy(row + n->L, val, VALUE_LEN);
+    return p;
+}
+
+static void set_free(needle_set *n)
+{
+    free(n->hay), free(n->key), free(n->value), free(n->other), free(n->x), free(n->co);
+    free(n->loss), free(n->hit), free(n->bits), free(n->ctrl), free(n->exact);
+}
+
+/* Draws the trials of one context length: haystacks, keys, values. */
+static int set_init(needle_set *n, const probe_ctx *p, int L, rng_t *r, txl_err *e)
+{
+    memset(n, 0, sizeof *n);
+    n->L = L;
+    n->nl = needle_len();
+    n->ql = question_len();
+    n->h = L - n->nl - n->ql;
+    n->ld = L + VALUE_LEN;
+    n->B = (int)p->a->trials;
+    if (n->h < 1)
+        return err_set(e, ERR_INPUT, "--lengths: a context of %d bytes cannot hold the needle "
+                       "and the question (%d bytes)", L, n->nl + n->ql + 1);
+    size_t B = (size_t)n->B, ld = (size_t)n->ld;
+    n->hay = malloc(B * n->h);
+    n->key = malloc(B * sizeof *n->key);
+    n->value = malloc(B * sizeof *n->value);
+    n->other = malloc(B * sizeof *n->other);
+    n->x = malloc(B * ld);
+    n->co = malloc(B * ld * TXL_N_COORDS * sizeof *n->co);
+    n->loss = malloc(B * ld * sizeof *n->loss);
+    n->hit = malloc(B * ld);
+    n->bits = malloc(B * sizeof *n->bits);
+    n->ctrl = malloc(B * sizeof *n->ctrl);
+    n->exact = malloc(B * sizeof *n->exact);
+    if (!n->hay || !n->key || !n->value || !n->other || !n->x || !n->co || !n->loss ||
+        !n->hit || !n->bits || !n->ctrl || !n->exact)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    for (int b = 0; b < n->B; b++) {
+        if (probe_text(p, r, n->hay + (size_t)b * n->h, (size_t)n->h, e))
+            return -1;
+        random_key(r, n->key[b]);
+        n->value[b] = (unsigned)(rng_next(r) % 1000000);
+        n->other[b] = (n->value[b] + 1 + (unsigned)(rng_next(r) % 999999)) % 1000000;
+    }
+    return 0;
+}
+
+/* Bits of the value and exact match of stream b, from the last feed's scores. */
+static double value_bits(const needle_set *n, int b, int *exact)
+{
+    size_t at = (size_t)b * n->ld + (size_t)n->L - 1;
+    double s = 0;
+    for (int i = 0; i < VALUE_LEN; i++)
+        s += n->loss[at + i];
+    if (exact)
+        *exact = probe_exact(n->hit + at, VALUE_LEN);
+    return s / M_LN2;
+}
+
+/* Runs every stream from position `from` (memory holding the positions before it). */
+static void run_suffix(const probe_ctx *p, stream_eval *s, needle_set *n, int from)
+{
+    probe_coords(p, n->x, n->B, (size_t)n->ld, n->co);
+    int len = n->ld - 1 - from;
+    streams_feed(s, n->x + from, n->x + from + 1, n->co + (size_t)from * TXL_N_COORDS, len,
+                 (size_t)n->ld, n->loss + from, n->hit + from);
+}
+
+static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode, int factor,
+                       int depth, const stream_eval *s, double seconds)
+{
+    int k = 0;
+    double gain[4096];
+    for (int b = 0; b < n->B; b++) {
+        k += n->exact[b];
+        gain[b] = n->ctrl[b] - n->bits[b];
+    }
+    stat_ci acc = stat_proportion(k, n->B), vb = stat_mean(n->bits, n->B);
+    stat_ci cb = stat_mean(n->ctrl, n->B), g = stat_mean(gain, n->B);
+    if (p->a->json) {
+        printf("{\"probe\":\"needle\",\"mode\":\"%s\",\"factor\":%d,\"length\":%d,\"depth\":%d,"
+               "\"trials\":%d", mode == MODE_MEMORY ? "memory" : "window", factor, n->L, depth,
+               n->B);
+        print_ci("accuracy", acc);
+        print_ci("value_bits", vb);
+        print_ci("control_bits", cb);
+        print_ci("gain_bits", g);
+        printf(",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
+               "\"tok_per_s\":%.1f,\"seed\":%llu}\n", s->T, s->M,
+               pos_scheme_name(p->cfg.model.pos), p->step, s->tokens / (seconds > 0 ? seconds
+                                                                                    : 1e-9),
+               p->a->seed);
+    } else {
+        printf("%-7s %3dx %7d %5d%%   %5.2f [%4.2f,%4.2f]   %7.2f [%6.2f,%6.2f]   %7.2f\n",
+               mode == MODE_MEMORY ? "memory" : "window", factor, n->L, depth, acc.mean, acc.lo,
+               acc.hi, g.mean, g.lo, g.hi, vb.mean);
+    }
+    fflush(stdout);
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* Every depth of one length in memory mode: the shared text before each needle once. */
+static void depths_memory(const probe_ctx *p, stream_eval *s, needle_set *n, model_mem *snap,
+                          const int *depths, int nd, int factor, double t0)
+{
+    int at = 0;
+    streams_reset(s);
+    for (int k = 0; k < nd; k++) {
+        int pd = 0;
+        for (int b = 0; b < n->B; b++)
+            pd = layout(n, b, depths[k], n->value[b]);
+        probe_coords(p, n->x, n->B, (size_t)n->ld, n->co);
+        if (pd > at) /* the text up to this depth's needle, continuing the last one's */
+            streams_feed(s, n->x + at, NULL, n->co + (size_t)at * TXL_N_COORDS, pd - at,
+                         (size_t)n->ld, NULL, NULL);
+        at = pd;
+        streams_save(s, snap);
+        run_suffix(p, s, n, pd);
+        for (int b = 0; b < n->B; b++)
+            n->bits[b] = value_bits(n, b, &n->exact[b]);
+        streams_restore(s, snap);
+        for (int b = 0; b < n->B; b++)
+            layout(n, b, depths[k], n->other[b]);
+        run_suffix(p, s, n, pd);
+        for (int b = 0; b < n->B; b++)
+            n->ctrl[b] = value_bits(n, b, NULL);
+        streams_restore(s, snap);
+        print_cell(p, n, MODE_MEMORY, factor, depths[k], s, cli_now() - t0);
+    }
+}
+
+/* Every depth of one length in window mode: each context whole, no memory. */
+static void depths_window(const probe_ctx *p, stream_eval *s, needle_set *n, const int *depths,
+                          int nd, int factor, double t0)
+{
+    for (int k = 0; k < nd; k++) {
+        for (int pass = 0; pass < 2; pass++) {
+            for (int b = 0; b < n->B; b++)
+                layout(n, b, depths[k], pass ? n->other[b] : n->value[b]);
+            streams_reset(s);
+            run_suffix(p, s, n, 0);
+            for (int b = 0; b < n->B; b++) {
+                if (pass)
+                    n->ctrl[b] = value_bits(n, b, NULL);
+                else
+                    n->bits[b] = value_bits(n, b, &n->exact[b]);
+            }
+        }
+        print_cell(p, n, MODE_WINDOW, factor, depths[k], s, cli_now() - t0);
+    }
+}
+
+/* One (mode, length) group of cells. */
+static int run_length(const probe_ctx *p, probe_mode mode, int factor, const int *depths,
+                      int nd, txl_err *e)
+{
+    int L = factor * (p->cfg.model.tgt_len + p->cfg.model.mem_len);
+    rng_t r = {rng_key(p->a->seed, (uint64_t)factor)}; /* the same trials in both modes */
+    needle_set n;
+    stream_eval s;
+    model_mem snap = {0};
+    int rc = set_init(&n, p, L, &r, e);
+    if (!rc && (rc = probe_streams(p, mode, n.B, n.ld - 1, &s, e)) == 0) {
+        double t0 = cli_now();
+        if (mode == MODE_MEMORY) {
+            if (!(rc = streams_snapshot_init(&s, &snap, e)))
+                depths_memory(p, &s, &n, &snap, depths, nd, factor, t0);
+            mem_free(&snap);
+        } else {
+            depths_window(p, &s, &n, depths, nd, factor, t0);
+        }
+        if (p->progress)
+            fprintf(stderr, "needle %s %dx: %d cells in %.1fs, %.0f tok/s\n",
+                    mode == MODE_MEMORY ? "memory" : "window", factor, nd, cli_now() - t0,
+                    s.tokens / (cli_now() - t0 > 0 ? cli_now() - t0 : 1e-9));
+        streams_free(&s);
+    }
+    set_free(&n);
+    return rc;
+}
+
+int probe_needle(probe_ctx *p, txl_err *e)
+{
+    const probe_args *a = p->a;
+    static const int def_lengths[] = {1, 2, 4, 8}, def_depths[] = {0, 25, 50, 75, 100};
+    int lengths[CLI_MAX_LIST], depths[CLI_MAX_LIST], nl = a->lengths.n, nd = a->depths.n;
+    memcpy(lengths, nl ? a->lengths.v : def_lengths, (nl ? nl : 4) * sizeof(int));
+    memcpy(depths, nd ? a->depths.v : def_depths, (nd ? nd : 5) * sizeof(int));
+    nl = nl ? nl : 4;
+    nd = nd ? nd : 5;
+    qsort(depths, (size_t)nd, sizeof *depths, cmp_int);
+    if (!a->json)
+        printf("%-7s %4s %7s %6s   %-17s   %-24s   %7s\n", "mode", "len", "bytes", "depth",
+               "accuracy [95%]", "gain bits [95%]", "bits");
+    for (int m = MODE_MEMORY; m <= MODE_WINDOW; m++) {
+        if (a->mode != MODE_BOTH && a->mode != m)
+            continue;
+        for (int k = 0; k < nl; k++)
+            if (run_length(p, (probe_mode)m, lengths[k], depths, nd, e))
+                return -1;
+    }
+    return 0;
+}

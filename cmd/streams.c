@@ -1,0 +1,105 @@
+/* streams.c: see streams.h. */
+#include "streams.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int streams_init(stream_eval *s, model *mdl, const model_config *cfg, int B, int T, int M,
+                 txl_err *e)
+{
+    memset(s, 0, sizeof *s);
+    s->mdl = mdl;
+    s->cfg = *cfg;
+    s->B = B;
+    s->T = T;
+    s->M = M;
+    if (acts_init(&s->A, cfg, B, T, M, 0, e))
+        return -1;
+    if (mem_init(&s->mem, cfg, B, M, e)) {
+        acts_free(&s->A);
+        return -1;
+    }
+    size_t BT = (size_t)B * T;
+    s->x = malloc(BT);
+    s->y = malloc(BT);
+    s->co = malloc(BT * TXL_N_COORDS * sizeof *s->co);
+    if (!s->x || !s->y || !s->co) {
+        streams_free(s);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    return 0;
+}
+
+void streams_free(stream_eval *s)
+{
+    free(s->x);
+    free(s->y);
+    free(s->co);
+    mem_free(&s->mem);
+    acts_free(&s->A);
+    memset(s, 0, sizeof *s);
+}
+
+void streams_reset(stream_eval *s) { mem_reset(&s->mem); }
+
+/* The target's loss and whether it is the argmax, for every row of the segment. */
+static void score(const stream_eval *s, const uint8_t *y, int len, size_t at, size_t ld,
+                  float *loss, uint8_t *hit)
+{
+    int V = s->cfg.vocab;
+    for (int b = 0; b < s->B; b++)
+        for (int i = 0; i < len; i++) {
+            size_t r = (size_t)b * len + i, o = (size_t)b * ld + at + i;
+            if (loss)
+                loss[o] = s->A.row_loss[r];
+            if (hit) {
+                const float *lg = s->A.logits + r * V;
+                int best = 0;
+                for (int v = 1; v < V; v++)
+                    if (lg[v] > lg[best])
+                        best = v;
+                hit[o] = best == y[r];
+            }
+        }
+}
+
+void streams_feed(stream_eval *s, const uint8_t *x, const uint8_t *y, const int32_t *co,
+                  int n, size_t ld, float *loss, uint8_t *hit)
+{
+    for (int at = 0; at < n; at += s->T) {
+        int len = n - at < s->T ? n - at : s->T;
+        for (int b = 0; b < s->B; b++) {
+            memcpy(s->x + (size_t)b * len, x + (size_t)b * ld + at, (size_t)len);
+            if (y)
+                memcpy(s->y + (size_t)b * len, y + (size_t)b * ld + at, (size_t)len);
+            if (co)
+                memcpy(s->co + (size_t)b * len * TXL_N_COORDS,
+                       co + ((size_t)b * ld + at) * TXL_N_COORDS,
+                       (size_t)len * TXL_N_COORDS * sizeof *co);
+        }
+        fwd_opts fo = {.training = 0, .pos_offset = s->pos_offset, .coords = co ? s->co : NULL};
+        model_forward(s->mdl, &s->A, &s->mem, s->x, y ? s->y : NULL, len, &fo);
+        if (y)
+            score(s, s->y, len, (size_t)at, ld, loss, hit);
+        s->tokens += (double)s->B * len;
+    }
+}
+
+int streams_snapshot_init(const stream_eval *s, model_mem *snap, txl_err *e)
+{
+    return mem_init(snap, &s->cfg, s->B, s->M, e);
+}
+
+static void copy_mem(model_mem *dst, const model_mem *src)
+{
+    size_t n = (size_t)src->n_layer * src->B * src->M * src->d;
+    memcpy(dst->buf, src->buf, n * sizeof(float));
+    if (src->coords && dst->coords)
+        memcpy(dst->coords, src->coords,
+               (size_t)src->B * src->M * TXL_N_COORDS * sizeof(int32_t));
+    dst->m = src->m;
+}
+
+void streams_save(const stream_eval *s, model_mem *snap) { copy_mem(snap, &s->mem); }
+
+void streams_restore(stream_eval *s, const model_mem *snap) { copy_mem(&s->mem, snap); }

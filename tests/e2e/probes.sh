@@ -1,0 +1,63 @@
+#!/bin/sh
+# txl probe: translation invariance per scheme (relative schemes exactly invariant, rope to
+# float round-off, absolute not), the needle and recall cells and their JSON, the plots,
+# and bad input. A model that learned to copy (trained here on repeated random strings) must
+# gain on the recall probe at short distances and answer the needle, its control must not;
+# the same data with no memory and a 32-byte window gains nothing beyond 32 bytes.
+. tests/e2e/lib.sh
+D=tests/data/tinyshakespeare.txt.gz
+
+# --- shift: invariance (a model after 3 steps: any weights will do)
+for s in xl mlp alibi rope absolute none; do
+    $TXL train -c tests/configs/nano.yaml -q --set model.pos_scheme=$s --set train.max_steps=3 \
+        --set train.warmup_steps=1 --set train.out_dir=$TMP/sh_$s >/dev/null 2>$TMP/err ||
+        bad "$s: training: $(cat $TMP/err)"
+    $TXL probe shift $TMP/sh_$s/last.safetensors.gz --max-tokens 3000 \
+        --offsets 0,1,1000,100000 --json -q > $TMP/shift_$s.jsonl 2>$TMP/err ||
+        bad "$s: probe shift: $(cat $TMP/err)"
+done
+for s in xl mlp alibi none; do
+    check "shift $s: the loss is the same at offsets 1, 1000, 100000, bit for bit" \
+        jq -s -e 'length == 4 and all(.delta == 0)' $TMP/shift_$s.jsonl
+done
+check "shift rope: the loss moves by less than 1e-6 (relative) at every offset (fp32 angles are built in double)" \
+    jq -s -e 'length == 4 and all(.relative | fabs < 1e-6)' $TMP/shift_rope.jsonl
+check "shift absolute: the loss changes with the offset" \
+    jq -s -e '.[2].relative | fabs > 1e-4' $TMP/shift_absolute.jsonl
+
+# --- needle and recall: cells, fields, intervals
+CK=$TMP/sh_xl/last.safetensors.gz
+# nano's context is 32 bytes: the needle and its question need 75
+$TXL probe needle $CK --data $D --trials 3 --lengths 4,8 --depths 0,50,100 --json -q \
+    > $TMP/needle.jsonl 2>$TMP/err || bad "needle: $(cat $TMP/err)"
+check "needle: one row per mode x length x depth (2 x 2 x 3)" \
+    jq -s -e 'length == 12 and all(.probe == "needle" and .trials == 3)' $TMP/needle.jsonl
+check "needle: accuracy, value bits, control bits and gain with 95% intervals" \
+    jq -s -e 'all(.accuracy >= 0 and .accuracy <= 1 and (.accuracy_ci | length == 2) and
+             .value_bits > 0 and .control_bits > 0 and (.gain_bits_ci | length == 2))' $TMP/needle.jsonl
+check "needle: memory mode keeps the trained lengths, window mode is one window" \
+    jq -s -e 'map(select(.mode == "memory")) | all(.tgt_len == 16 and .mem_len == 16)' $TMP/needle.jsonl
+$TXL probe needle $CK --data $D --trials 3 --lengths 4 --depths 50 --mode window --json -q > $TMP/n2.jsonl
+check "needle: the same seed gives the same numbers" \
+    test "$(jq -c '.value_bits' $TMP/n2.jsonl)" = "$(jq -s -c 'map(select(.mode == "window" and .factor == 4 and .depth == 50)) | .[0].value_bits' $TMP/needle.jsonl)"
+$TXL probe recall $CK --data $D --trials 4 --distances 8,64 --json -q > $TMP/recall.jsonl \
+    2>$TMP/err || bad "recall: $(cat $TMP/err)"
+check "recall: two distances and a summary per mode" \
+    jq -s -e 'length == 6 and (map(select(has("effective_context"))) | length == 2)' $TMP/recall.jsonl
+if command -v gnuplot >/dev/null; then
+    check "plot --probe: a needle heat map" $TXL plot --probe $TMP/needle.jsonl -o $TMP/n.png -q
+    check "plot --probe: recall curves" $TXL plot --probe $TMP/recall.jsonl -o $TMP/r.svg -q
+    check "  ... the images exist" test -s $TMP/n.png -a -s $TMP/r.svg
+fi
+
+# --- bad input: exit 2
+expect2() { # description command...
+    d=$1; shift
+    "$@" >/dev/null 2>$TMP/err; rc=$?
+    if [ $rc -eq 2 ] && [ -s $TMP/err ]; then ok "$d: exit 2 ($(head -c 100 $TMP/err))"; else bad "$d: exit $rc"; fi
+}
+expect2 "unknown probe" $TXL probe echo $CK
+expect2 "no checkpoint" $TXL probe needle
+expect2 "depth over 100" $TXL probe needle $CK --depths 0,101
+expect2 "a context (1 x 32 bytes) too short for the needle" $TXL probe needle $CK --lengths 1 --data $D --trials 1
+finish
