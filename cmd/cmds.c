@@ -18,7 +18,8 @@ const cli_cmd txl_commands[] = {
      &eval_spec, 0},
     {"sample", cmd_sample, "generate text from a checkpoint",
      "CKPT [--prompt TEXT | --prompt-file F] [-n N] [--temperature T] [--top-k K] "
-     "[--top-p P] [--seed S] [--mem-len N] [--echo] [--stats] [--threads N] [-q]",
+     "[--top-p P] [--seed S] [--num-samples N | -i] [--mem-len N] [--echo] [--stats] "
+     "[--threads N] [-q]",
      &sample_spec, 0},
     {"probe", cmd_probe, "long-context probes: needle in a haystack, recall by distance, "
      "translation invariance",
@@ -32,7 +33,8 @@ const cli_cmd txl_commands[] = {
     {"plot", cmd_plot, "learning curves or extrapolation curves as PNG or SVG (gnuplot)",
      "RUN_DIR... -o OUT.png|OUT.svg [--title TEXT] [--size W,H] [--logx | --no-logx] "
      "[--ymax Y] [--script] [-q]\n"
-     "--sweep SWEEP.jsonl... -o OUT.png|OUT.svg [the options above]",
+     "--sweep SWEEP.jsonl... -o OUT.png|OUT.svg [the options above]\n"
+     "--probe PROBE.jsonl... -o OUT.png|OUT.svg [--gain] [the options above]",
      &plot_spec, 0},
     {"export", cmd_export, "a checkpoint's weights as standard safetensors",
      "CKPT -o OUT.safetensors[.gz] [-q]", &export_spec, 0},

@@ -17,16 +17,17 @@
 
 typedef struct {
     const char *prompt, *prompt_file;
-    long n, top_k, mem_len, threads;
+    long n, top_k, mem_len, threads, num_samples;
     double temperature, top_p;
     unsigned long long seed;
-    int echo, stats, quiet;
+    int echo, stats, quiet, interactive;
 } sample_args;
 
 #define O(f) offsetof(sample_args, f)
 static const cli_opt sample_options[] = {
     {.short_name = "-p", .name = "--prompt", .type = CLI_STR, .off = O(prompt),
-     .metavar = "TEXT", .needs = "text", .excludes = "--prompt-file", .help = "prompt text"},
+     .metavar = "TEXT", .needs = "text", .excludes = "--prompt-file",
+     .help = "prompt text ('-' = stdin)"},
     {.name = "--prompt-file", .type = CLI_FILE, .off = O(prompt_file), .metavar = "F",
      .glob = "*", .help = "prompt from a file ('-' = stdin)"},
     {.short_name = "-n", .name = "--tokens", .type = CLI_INT, .off = O(n), .lo = 0,
@@ -40,6 +41,14 @@ static const cli_opt sample_options[] = {
      .metavar = "P", .help = "nucleus sampling: the smallest set with probability >= P"},
     {.name = "--seed", .type = CLI_U64, .off = O(seed), .def = 1, .metavar = "S",
      .help = "random seed, 0 to 2^64-1 like train.seed: same seed, same text"},
+    {.name = "--num-samples", .type = CLI_INT, .off = O(num_samples), .lo = 1, .hi = 4096,
+     .def = 1, .metavar = "N",
+     .help = "N samples of the same prompt, generated side by side as a batch; printed one "
+             "after the other, each followed by a line of dashes"},
+    {.short_name = "-i", .name = "--interactive", .type = CLI_SWITCH, .off = O(interactive),
+     .excludes = "--num-samples",
+     .help = "read prompts from stdin, one per line; after each, generate until a newline "
+             "(or -n bytes), keeping the model's memory from line to line"},
     {.name = "--mem-len", .type = CLI_INT, .off = O(mem_len), .lo = 0, .hi = 1 << 20,
      .def = -1, .metavar = "N", .help = "memory length while sampling",
      .def_doc = "the trained mem_len"},
@@ -49,7 +58,7 @@ static const cli_opt sample_options[] = {
      .help = "print timing as one JSON line on stderr at the end"},
     {.name = "--threads", .type = CLI_INT, .off = O(threads), .lo = 0, .hi = 1024, .def = 1,
      .metavar = "N", .help = "threads: one token at a time is latency-bound; 0 = all cores, which "
-                             "helps a long prompt"},
+                             "helps a long prompt and many samples"},
     {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
      .help = "no progress line on stderr"},
 };
@@ -98,30 +107,30 @@ static int read_stream(FILE *f, char **out, size_t *len)
 }
 
 /* The prompt: --prompt, --prompt-file, stdin when it is not a terminal, else a newline.
- * *text is malloc'd (the caller frees it); *len > 0. */
+ * '-' for either means stdin. *text is malloc'd (the caller frees it); *len > 0. */
 static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *e)
 {
     *text = NULL;
     *len = 0;
-    if (a->prompt) {
+    const char *file = a->prompt && strcmp(a->prompt, "-") == 0 ? "-" : a->prompt_file;
+    if (a->prompt && !file) {
         *len = strlen(a->prompt);
         *text = malloc(*len + 1);
         if (*text)
             memcpy(*text, a->prompt, *len + 1);
-    } else if (a->prompt_file) {
-        const char *pf_name = a->prompt_file;
-        FILE *pf = strcmp(pf_name, "-") == 0 ? stdin : fopen(pf_name, "rb");
+    } else if (file) {
+        FILE *pf = strcmp(file, "-") == 0 ? stdin : fopen(file, "rb");
         if (!pf)
-            return err_set(e, ERR_INPUT, "--prompt-file %s: cannot open: %s", pf_name,
+            return err_set(e, ERR_INPUT, "--prompt-file %s: cannot open: %s", file,
                            strerror(errno));
         int rr = read_stream(pf, text, len);
         int er = errno;
         if (pf != stdin)
             fclose(pf);
         if (rr)
-            return err_set(e, ERR_INPUT, "--prompt-file %s: read error: %s", pf_name,
-                           strerror(er));
-    } else if (!isatty(0)) {
+            return err_set(e, ERR_INPUT, "%s %s: read error: %s",
+                           a->prompt_file ? "--prompt-file" : "--prompt", file, strerror(er));
+    } else if (!isatty(0) && !a->interactive) {
         if (read_stream(stdin, text, len))
             return err_set(e, ERR_INPUT, "stdin: read error");
     }
@@ -136,18 +145,29 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
     return 0;
 }
 
-/* Runs the prompt through the model in segments of Lq, memory carried; the logits of the
- * last segment stay in A. A long prompt draws a progress line on a terminal, from half a
- * second on. Returns the length of the last segment. */
-static int feed_prompt(model *mdl, model_acts *A, model_mem *mem, const uint8_t *tok,
-                       size_t tlen, int Lq, int progress)
+/* What sampling keeps from prompt to prompt: the model, one stream's activations and
+ * memory, the logits after the last token fed, and the tokens consumed so far. */
+typedef struct {
+    model mdl;
+    txl_config cfg;
+    model_acts A;
+    model_mem mem;
+    int M, Lq;
+    const float *logits;
+    long consumed;
+} session;
+
+/* Runs text through the model in segments of Lq, memory carried; the logits of its last
+ * token become s->logits. A long prompt draws a progress line on a terminal, from half a
+ * second on. */
+static void feed(session *s, const uint8_t *tok, size_t tlen, int progress)
 {
     fwd_opts fo = {.training = 0};
     int last_len = 0;
     double p_start = cli_now(), p_drawn = 0;
     for (size_t at = 0; at < tlen; at += (size_t)last_len) {
-        last_len = tlen - at < (size_t)Lq ? (int)(tlen - at) : Lq;
-        model_forward(mdl, A, mem, tok + at, NULL, last_len, &fo);
+        last_len = tlen - at < (size_t)s->Lq ? (int)(tlen - at) : s->Lq;
+        model_forward(&s->mdl, &s->A, &s->mem, tok + at, NULL, last_len, &fo);
         size_t done = at + (size_t)last_len;
         double now = cli_now(), el = now - p_start;
         if (progress && el > 0.5 && now - p_drawn > 0.25 && done < tlen) {
@@ -160,43 +180,176 @@ static int feed_prompt(model *mdl, model_acts *A, model_mem *mem, const uint8_t 
     }
     if (p_drawn > 0)
         fputs("\r\033[K", stderr);
-    return last_len;
+    if (last_len > 0)
+        s->logits = s->A.logits + (size_t)(last_len - 1) * s->cfg.model.vocab;
+    s->consumed += (long)tlen;
 }
 
-/* Draws n bytes, one token at a time with the memory's keys and values cached, and streams
- * them to stdout; logits are those after the prompt. *t_primed gets the time once the cache
- * holds the memory. Returns the number written, or -1 (nothing generated) when the decode
- * state cannot be built. */
-static long generate(model *mdl, model_mem *mem, const float *logits, size_t tlen, int M,
-                     const sample_args *a, double *t_primed, txl_err *e)
+/* The memory of stream 0, copied into every stream of a batch memory. */
+static void replicate_mem(const model_mem *one, model_mem *many)
 {
-    const int V = mdl->cfg.vocab;
+    size_t rows = (size_t)one->M * one->d;
+    for (int l = 0; l < one->n_layer; l++)
+        for (int b = 0; b < many->B; b++)
+            memcpy(mem_layer(many, l) + (size_t)b * rows, mem_layer(one, l),
+                   rows * sizeof(float));
+    many->m = one->m;
+}
+
+/* Where generated bytes go: stream 0 straight to stdout (one sample, or interactive),
+ * several samples into buffers printed at the end. */
+typedef struct {
+    int N, live, stop_at_newline;
+    uint8_t *buf;      /* [N][cap] */
+    long cap;
+    long *len;         /* [N] */
+    int *done;         /* [N] stopped at a newline */
+} sink;
+
+/* Stores or prints stream b's next byte; 0 when the stream goes on, 1 when it stopped (a
+ * newline in interactive mode), -1 when stdout went away. */
+static int put(sink *k, int b, uint8_t c, long i)
+{
+    if (k->done[b])
+        return 1;
+    if (k->live) {
+        if (fputc(c, stdout) == EOF)
+            return -1; /* e.g. the reader of a pipe went away */
+        if (c == '\n' || i % 16 == 15)
+            fflush(stdout);
+    } else {
+        k->buf[(size_t)b * k->cap + k->len[b]++] = c;
+    }
+    if (k->stop_at_newline && c == '\n')
+        k->done[b] = 1;
+    return k->done[b];
+}
+
+/* Draws up to a->n bytes for each of the sink's streams, one token at a time with the
+ * memory's keys and values cached, starting from s->logits. Returns the bytes generated
+ * (all streams), or -1 with e when the decode state cannot be built. The session's memory
+ * is left as decoding left it (stream 0). */
+static long generate(session *s, const sample_args *a, sink *k, txl_err *e)
+{
+    const int V = s->cfg.model.vocab, N = k->N;
     double scratch[2 * 256];
     int idx[256];
     sampler_opts so = {.temperature = a->temperature, .top_k = (int)a->top_k,
                        .top_p = a->top_p};
-    rng_t rng = {rng_key((uint64_t)a->seed, 0x5a3)};
     decode_state ds;
-    int bad = decode_init(&ds, mdl, 1, M, e);
-    if (!bad)
-        decode_prime(&ds, mdl, mem, (long)tlen);
-    *t_primed = cli_now();
-    if (bad)
+    model_mem many = {0};
+    if ((N > 1 && mem_init(&many, &s->cfg.model, N, s->M, e)) ||
+        decode_init(&ds, &s->mdl, N, s->M, e)) {
+        mem_free(&many);
         return -1;
-    long generated = 0;
-    for (long i = 0; i < a->n; i++, generated++) {
-        uint8_t next = (uint8_t)sampler_pick(logits, V, &so, rng_uniform(&rng), scratch, idx);
-        if (fputc(next, stdout) == EOF)
-            break; /* e.g. the reader of a pipe went away */
-        if (next == '\n' || i % 16 == 15)
-            fflush(stdout);
-        if (i + 1 < a->n) {
-            decode_step(&ds, mdl, &next, NULL);
-            logits = decode_logits(&ds);
-        }
     }
+    if (N > 1)
+        replicate_mem(&s->mem, &many);
+    decode_prime(&ds, &s->mdl, N > 1 ? &many : &s->mem, s->consumed);
+    rng_t *rng = malloc((size_t)N * sizeof *rng);
+    uint8_t *next = malloc((size_t)N);
+    long generated = 0;
+    for (int b = 0; rng && b < N; b++)
+        rng[b].s = rng_key((uint64_t)a->seed, 0x5a3 + (uint64_t)b * 0x10001); /* b = 0: as before */
+    for (long i = 0; rng && next && i < a->n; i++) {
+        int live = 0;
+        for (int b = 0; b < N; b++) {
+            const float *lg = i == 0 ? s->logits : decode_logits(&ds) + (size_t)b * V;
+            next[b] = (uint8_t)sampler_pick(lg, V, &so, rng_uniform(&rng[b]), scratch, idx);
+            int r = put(k, b, next[b], i);
+            if (r < 0) {
+                live = 0;
+                break;
+            }
+            live |= r == 0;
+            generated++;
+        }
+        /* the last byte goes into the memory too when a next prompt follows (-i) */
+        if (i + 1 < a->n || k->stop_at_newline)
+            decode_step(&ds, &s->mdl, next, NULL);
+        if (!live)
+            break;
+    }
+    if (N == 1) { /* the memory goes on from what was generated (interactive) */
+        decode_sync_mem(&ds, &s->mem);
+        s->consumed += generated;
+    }
+    free(rng);
+    free(next);
     decode_free(&ds);
+    mem_free(&many);
     return generated;
+}
+static int session_init(session *s, const char *ckpt, const sample_args *a, txl_err *e)
+{
+    st_file f;
+    memset(s, 0, sizeof *s);
+    if (cli_load_checkpoint(ckpt, &f, &s->cfg, &s->mdl, e))
+        return -1;
+    st_free(&f);
+    cli_threads((int)a->threads);
+    s->M = a->mem_len >= 0 ? (int)a->mem_len : s->cfg.model.mem_len;
+    s->Lq = s->cfg.model.tgt_len;
+    if (acts_init(&s->A, &s->cfg.model, 1, s->Lq, s->M, 0, e) ||
+        mem_init(&s->mem, &s->cfg.model, 1, s->M, e))
+        return -1;
+    return 0;
+}
+
+static void session_free(session *s)
+{
+    mem_free(&s->mem);
+    acts_free(&s->A);
+    model_free(&s->mdl);
+}
+
+/* Several samples: generated side by side, then printed one after the other. */
+static long sample_batch(session *s, const sample_args *a, txl_err *e)
+{
+    int N = (int)a->num_samples;
+    long cap = a->n > 0 ? a->n : 1;
+    sink k = {.N = N, .live = N == 1, .cap = cap};
+    k.len = calloc((size_t)N, sizeof *k.len);
+    k.done = calloc((size_t)N, sizeof *k.done);
+    k.buf = N > 1 ? malloc((size_t)N * (size_t)cap) : NULL;
+    long g = -1;
+    if (!k.len || !k.done || (N > 1 && !k.buf))
+        err_set(e, ERR_RUNTIME, "out of memory for %d samples of %ld bytes", N, a->n);
+    else
+        g = generate(s, a, &k, e);
+    for (int b = 0; N > 1 && g >= 0 && b < N; b++) {
+        fwrite(k.buf + (size_t)b * cap, 1, (size_t)k.len[b], stdout);
+        fputs("\n---------------\n", stdout);
+    }
+    free(k.len);
+    free(k.done);
+    free(k.buf);
+    return g;
+}
+
+/* -i: a prompt per line of stdin; after each, text until a newline or -n bytes. */
+static long sample_interactive(session *s, const sample_args *a, txl_err *e)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long total = 0;
+    while ((len = getline(&line, &cap, stdin)) > 0) {
+        feed(s, (const uint8_t *)line, (size_t)len, 0);
+        int done = 0;
+        sink k = {.N = 1, .live = 1, .stop_at_newline = 1, .len = &(long){0}, .done = &done};
+        long g = generate(s, a, &k, e);
+        if (g < 0) {
+            free(line);
+            return -1;
+        }
+        if (!done)
+            fputc('\n', stdout);
+        fflush(stdout);
+        total += g;
+    }
+    free(line);
+    return total;
 }
 
 int cmd_sample(int argc, char **argv)
@@ -209,60 +362,38 @@ int cmd_sample(int argc, char **argv)
     const char *ckpt = pos.n ? pos.v[0] : NULL;
     if (!ckpt)
         return cli_usage("sample", "missing the checkpoint to sample from");
-
+    if (a.interactive && (a.prompt_file || (a.prompt && !strcmp(a.prompt, "-"))))
+        return cli_usage("sample", "-i reads the prompts from stdin: it cannot read a prompt "
+                         "from stdin too");
     txl_err e = {0};
     char *text;
     size_t tlen;
     if (read_prompt(&a, &text, &tlen, &e))
         return cli_fail("sample", &e);
-    st_file f;
-    txl_config cfg;
-    model mdl;
-    if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e)) {
-        free(text);
-        return cli_fail("sample", &e);
-    }
-    st_free(&f);
-    cli_threads((int)a.threads);
-    int M = a.mem_len >= 0 ? (int)a.mem_len : cfg.model.mem_len, Lq = cfg.model.tgt_len;
-    model_acts A;
-    model_mem mem;
-    if (acts_init(&A, &cfg.model, 1, Lq, M, 0, &e)) {
-        model_free(&mdl);
-        free(text);
-        return cli_fail("sample", &e);
-    }
-    if (mem_init(&mem, &cfg.model, 1, M, &e)) {
-        acts_free(&A);
-        model_free(&mdl);
+    session s;
+    if (session_init(&s, ckpt, &a, &e)) {
+        session_free(&s);
         free(text);
         return cli_fail("sample", &e);
     }
     double t0 = cli_now();
-    int last_len = feed_prompt(&mdl, &A, &mem, (const uint8_t *)text, tlen, Lq,
-                               !a.quiet && cli_isatty_stderr());
+    feed(&s, (const uint8_t *)text, tlen, !a.quiet && cli_isatty_stderr());
     if (a.echo) { /* after the progress line, which would erase a partly echoed line */
         fwrite(text, 1, tlen, stdout);
         fflush(stdout);
     }
-    const float *logits = A.logits + (size_t)(last_len - 1) * cfg.model.vocab;
-    double t1;
-    long generated = generate(&mdl, &mem, logits, tlen, M, &a, &t1, &e);
-    if (generated < 0) {
-        rc = cli_fail("sample", &e);
-        generated = 0;
-    } else {
-        rc = 0;
-    }
+    double t1 = cli_now();
+    long generated = a.interactive ? sample_interactive(&s, &a, &e) : sample_batch(&s, &a, &e);
+    rc = generated < 0 ? cli_fail("sample", &e) : 0;
     double t2 = cli_now();
     if (a.stats)
         fprintf(stderr, "{\"prompt_tokens\":%zu,\"prompt_s\":%.4f,\"tokens\":%ld,\"seconds\":%.4f,"
-                "\"tok_per_s\":%.1f,\"mem_len\":%d}\n", tlen, t1 - t0, generated, t2 - t1,
-                generated / (t2 - t1 > 0 ? t2 - t1 : 1e-9), M);
+                "\"tok_per_s\":%.1f,\"mem_len\":%d,\"samples\":%ld}\n", tlen, t1 - t0,
+                generated < 0 ? 0 : generated, t2 - t1,
+                (generated < 0 ? 0 : generated) / (t2 - t1 > 0 ? t2 - t1 : 1e-9), s.M,
+                a.num_samples);
     fflush(stdout);
-    mem_free(&mem);
-    acts_free(&A);
-    model_free(&mdl);
+    session_free(&s);
     free(text);
     return rc;
 }

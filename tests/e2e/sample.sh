@@ -1,0 +1,40 @@
+#!/bin/sh
+# txl sample: several samples as one batch (each stream decodes what it would alone),
+# interactive prompts from stdin, --prompt - .
+. tests/e2e/lib.sh
+$TXL train -c tests/configs/nano.yaml -q --set train.max_steps=30 --set train.out_dir=$TMP/run \
+    >/dev/null 2>$TMP/err || bad "training: $(cat $TMP/err)"
+CK=$TMP/run/last.safetensors.gz
+
+# a batch: sample b of N uses the seed's b-th key; b = 0 is the single sample of that seed
+$TXL sample $CK -p "ROMEO:" -n 80 --seed 7 --num-samples 4 -q > $TMP/batch 2>$TMP/err ||
+    bad "--num-samples: $(cat $TMP/err)"
+check "--num-samples 4: four samples, each followed by a line of dashes" \
+    test "$(grep -c -x -e '---------------' $TMP/batch)" = 4
+$TXL sample $CK -p "ROMEO:" -n 80 --seed 7 -q > $TMP/one
+head -c 80 $TMP/batch > $TMP/first
+check "  ... the first equals the single sample of the same seed, byte for byte" cmp $TMP/first $TMP/one
+# greedy: every stream of the batch is the same text, and equals the single greedy text
+$TXL sample $CK -p "ROMEO:" -n 60 -t 0 --num-samples 3 -q > $TMP/greedy3
+$TXL sample $CK -p "ROMEO:" -n 60 -t 0 -q > $TMP/greedy1
+for i in 1 2 3; do cat $TMP/greedy1; printf '\n---------------\n'; done > $TMP/greedy1x3
+check "  ... greedy: three samples equal to the single one (batched decoding == one stream)" \
+    cmp $TMP/greedy3 $TMP/greedy1x3
+
+# interactive: one answer per line, the memory kept from line to line
+printf 'First Citizen:\nSecond Citizen:\n' | $TXL sample $CK -i -n 40 --seed 3 -q > $TMP/inter 2>$TMP/err ||
+    bad "-i: $(cat $TMP/err)"
+check "-i: one answer line per prompt line (2)" test "$(wc -l < $TMP/inter)" = 2
+printf 'First Citizen:\n' | $TXL sample $CK -i -n 40 --seed 3 -q > $TMP/inter1
+check "  ... the first answer does not depend on what follows" \
+    test "$(head -1 $TMP/inter)" = "$(head -1 $TMP/inter1)"
+printf 'Second Citizen:\n' | $TXL sample $CK -i -n 40 --seed 3 -q > $TMP/inter2
+check "  ... the second answer sees the first exchange (memory carried): it differs from a fresh start" \
+    test "$(sed -n 2p $TMP/inter)" != "$(head -1 $TMP/inter2)"
+
+# --prompt - reads the prompt from stdin
+printf 'ROMEO:' | $TXL sample $CK -p - -n 80 --seed 7 -q > $TMP/stdin
+check "--prompt -: the prompt from stdin" cmp $TMP/stdin $TMP/one
+$TXL sample $CK -i -p - -q </dev/null >/dev/null 2>$TMP/err; rc=$?
+check "-i with --prompt -: exit 2 (both would read stdin)" test $rc = 2
+finish
