@@ -13,7 +13,7 @@
 
 #include "../common/dist.h"
 #include "../common/par.h"
-#include "../model/checkpoint.h"
+#include "../io/checkpoint.h"
 
 /* OpenBLAS extensions (declared here: cblas.h of some versions lacks them). */
 char *openblas_get_corename(void);

@@ -8,7 +8,7 @@
 
 #include "../common/err.h"
 #include "../model/model.h"
-#include "../model/safetensors.h"
+#include "../io/safetensors.h"
 #include "config.h"
 
 #define TXL_VERSION "0.1.0"

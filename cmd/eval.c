@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../data/corpus.h"
-#include "../model/checkpoint.h"
+#include "../io/checkpoint.h"
 #include "cli.h"
 #include "cmds.h"
 #include "evaluate.h"

@@ -21,7 +21,7 @@
 #include "../common/dist.h"
 #include "../common/rng.h"
 #include "../data/corpus.h"
-#include "../model/checkpoint.h"
+#include "../io/checkpoint.h"
 #include "../model/model.h"
 #include "../optim/optim.h"
 #include "cli.h"

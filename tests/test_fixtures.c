@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "../model/model.h"
-#include "../model/safetensors.h"
+#include "../io/safetensors.h"
 #include "../optim/optim.h"
 #include "testlib.h"
 

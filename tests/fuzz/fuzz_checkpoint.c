@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "../../cmd/cli.h"
-#include "../../model/checkpoint.h"
+#include "../../io/checkpoint.h"
 #include "../../model/decode.h"
 #include "../../model/model.h"
-#include "../../model/safetensors.h"
+#include "../../io/safetensors.h"
 #include "fuzz.h"
 
 static size_t dtype_size(st_dtype d)
