@@ -163,6 +163,173 @@ static int cmp_begin(const void *a, const void *b)
     return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
+/* The header's JSON: an object, followed by nothing but blanks (the padding). */
+static int parse_json(const st_file *f, const char *hdr, size_t hlen, cJSON **root, txl_err *e)
+{
+    if (hdr[0] != '{')
+        return err_set(e, ERR_INPUT, "%s: header does not start with '{' (not a safetensors "
+                       "file?)", f->path);
+    const char *endp = NULL;
+    *root = cJSON_ParseWithLengthOpts(hdr, hlen, &endp, 0);
+    if (!*root || !cJSON_IsObject(*root)) {
+        size_t at = endp ? (size_t)(endp - hdr) : 0;
+        cJSON_Delete(*root);
+        *root = NULL;
+        return err_set(e, ERR_INPUT, "%s: malformed JSON header near byte %zu of %zu", f->path,
+                       at, hlen);
+    }
+    for (const char *p = endp; p && p < hdr + hlen; p++)
+        if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r' && *p != '\0') {
+            cJSON_Delete(*root);
+            *root = NULL;
+            return err_set(e, ERR_INPUT, "%s: unexpected bytes after the JSON header", f->path);
+        }
+    return 0;
+}
+
+/* "__metadata__": {key: string, ...} into meta_keys/meta_vals. */
+static int parse_meta(st_file *f, const cJSON *c, txl_err *e)
+{
+    if (!cJSON_IsObject(c))
+        return err_set(e, ERR_INPUT, "%s: __metadata__ must be an object", f->path);
+    int nm = 0;
+    for (cJSON *m = c->child; m; m = m->next)
+        nm++;
+    free(f->meta_keys);
+    free(f->meta_vals);
+    f->meta_keys = calloc((size_t)nm + 1, sizeof(char *));
+    f->meta_vals = calloc((size_t)nm + 1, sizeof(char *));
+    if (!f->meta_keys || !f->meta_vals)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
+    for (cJSON *m = c->child; m; m = m->next) {
+        if (!cJSON_IsString(m))
+            return err_set(e, ERR_INPUT, "%s: __metadata__.%s must be a string", f->path,
+                           m->string);
+        f->meta_keys[f->n_meta] = strdup(m->string);
+        f->meta_vals[f->n_meta] = strdup(m->valuestring);
+        if (!f->meta_keys[f->n_meta] || !f->meta_vals[f->n_meta])
+            return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
+        f->n_meta++;
+    }
+    return 0;
+}
+
+/* The shape of tensor entry c into t (dims, numel), checking that its bytes fit a size_t. */
+static int parse_shape(const st_file *f, const cJSON *sh, st_tensor *t, txl_err *e)
+{
+    int nd = cJSON_GetArraySize(sh);
+    if (nd > ST_MAX_DIMS)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s': %d dimensions (at most %d)", f->path,
+                       t->name, nd, ST_MAX_DIMS);
+    t->ndim = nd;
+    size_t numel = 1, esize = dtypes[t->dtype].size;
+    int k = 0;
+    for (cJSON *s = sh->child; s; s = s->next, k++) {
+        uint64_t v;
+        if (json_uint(s, &v) || v > (uint64_t)INT64_MAX)
+            return err_set(e, ERR_INPUT, "%s: tensor '%s': shape[%d] is not a non-negative "
+                           "integer", f->path, t->name, k);
+        t->shape[k] = (int64_t)v;
+        if (v && numel > SIZE_MAX / esize / v)
+            return err_set(e, ERR_INPUT, "%s: tensor '%s': shape too large", f->path, t->name);
+        numel *= (size_t)v;
+    }
+    t->numel = numel;
+    return 0;
+}
+
+/* One tensor entry {"dtype", "shape", "data_offsets"} into t (t->name is set). */
+static int parse_tensor(const st_file *f, const cJSON *c, st_tensor *t, size_t data_len,
+                        txl_err *e)
+{
+    const char *path = f->path, *name = t->name;
+    cJSON *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype");
+    cJSON *sh = cJSON_GetObjectItemCaseSensitive(c, "shape");
+    cJSON *off = cJSON_GetObjectItemCaseSensitive(c, "data_offsets");
+    if (!cJSON_IsObject(c) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off))
+        return err_set(e, ERR_INPUT, "%s: tensor '%s': expected {\"dtype\": string, \"shape\": "
+                       "[...], \"data_offsets\": [begin, end]}", path, name);
+    if (parse_dtype(dt->valuestring, &t->dtype))
+        return err_set(e, ERR_INPUT, "%s: tensor '%s': unknown dtype '%s'", path, name,
+                       dt->valuestring);
+    if (parse_shape(f, sh, t, e))
+        return -1;
+    uint64_t b, en;
+    size_t esize = dtypes[t->dtype].size;
+    if (cJSON_GetArraySize(off) != 2 || json_uint(off->child, &b) ||
+        json_uint(off->child->next, &en) || b > en)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s': data_offsets must be [begin, end] with "
+                       "0 <= begin <= end", path, name);
+    if (en > data_len)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s': data_offsets [%llu, %llu] past the end "
+                       "of the data (%zu bytes; file truncated?)", path, name,
+                       (unsigned long long)b, (unsigned long long)en, data_len);
+    if (en - b != t->numel * esize)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s': %llu bytes of data for %zu elements of "
+                       "%s (%zu bytes expected)", path, name, (unsigned long long)(en - b),
+                       t->numel, dtypes[t->dtype].name, t->numel * esize);
+    t->begin = (size_t)b;
+    t->end = (size_t)en;
+    return 0;
+}
+
+/* No two tensors share bytes; the data section ends where the last one does. */
+static int check_layout(const st_file *f, size_t data_len, txl_err *e)
+{
+    st_tensor **order = malloc(((size_t)f->n + 1) * sizeof *order);
+    if (!order)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
+    for (int i = 0; i < f->n; i++)
+        order[i] = &f->t[i];
+    qsort(order, (size_t)f->n, sizeof *order, cmp_begin);
+    size_t maxend = 0;
+    int rc = 0;
+    for (int i = 0; i < f->n && rc == 0; i++) {
+        if (i > 0 && order[i]->begin < order[i - 1]->end && order[i]->end > order[i]->begin)
+            rc = err_set(e, ERR_INPUT, "%s: tensors '%s' and '%s' overlap in the data section",
+                         f->path, order[i - 1]->name, order[i]->name);
+        if (order[i]->end > maxend)
+            maxend = order[i]->end;
+    }
+    free(order);
+    if (rc == 0 && maxend != data_len)
+        rc = err_set(e, ERR_INPUT, "%s: %zu bytes of tensor data after the header, but the "
+                     "tensors cover %zu (trailing garbage?)", f->path, data_len, maxend);
+    return rc;
+}
+
+/* The entries of the header object: __metadata__ and the tensors, in file order. */
+static int parse_entries(st_file *f, const cJSON *root, size_t data_len, txl_err *e)
+{
+    int n = 0;
+    for (cJSON *c = root->child; c; c = c->next)
+        n++;
+    f->t = calloc((size_t)n + 1, sizeof *f->t);
+    f->meta_keys = calloc(1, sizeof(char *));
+    f->meta_vals = calloc(1, sizeof(char *));
+    if (!f->t || !f->meta_keys || !f->meta_vals)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
+    for (cJSON *c = root->child; c; c = c->next) {
+        const char *name = c->string;
+        if (strcmp(name, "__metadata__") == 0) {
+            if (parse_meta(f, c, e))
+                return -1;
+            continue;
+        }
+        for (int i = 0; i < f->n; i++)
+            if (strcmp(f->t[i].name, name) == 0)
+                return err_set(e, ERR_INPUT, "%s: tensor '%s' appears twice in the header",
+                               f->path, name);
+        st_tensor *t = &f->t[f->n];
+        if (!(t->name = strdup(name)))
+            return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
+        f->n++;
+        if (parse_tensor(f, c, t, data_len, e))
+            return -1;
+    }
+    return 0;
+}
+
 static int parse_header(st_file *f, txl_err *e)
 {
     const char *path = f->path;
@@ -182,174 +349,12 @@ static int parse_header(st_file *f, txl_err *e)
                        path, (unsigned long long)hlen);
     f->data_start = 8 + (size_t)hlen;
     size_t data_len = f->len - f->data_start;
-    const char *hdr = (const char *)f->buf + 8;
-    if (hdr[0] != '{')
-        return err_set(e, ERR_INPUT, "%s: header does not start with '{' (not a safetensors "
-                       "file?)", path);
-    const char *endp = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(hdr, (size_t)hlen, &endp, 0);
-    if (!root || !cJSON_IsObject(root)) {
-        size_t at = endp ? (size_t)(endp - hdr) : 0;
-        cJSON_Delete(root);
-        return err_set(e, ERR_INPUT, "%s: malformed JSON header near byte %zu of %llu", path,
-                       at, (unsigned long long)hlen);
-    }
-    for (const char *p = endp; p && p < hdr + hlen; p++)
-        if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r' && *p != '\0') {
-            cJSON_Delete(root);
-            return err_set(e, ERR_INPUT, "%s: unexpected bytes after the JSON header", path);
-        }
-
-    int n = 0;
-    for (cJSON *c = root->child; c; c = c->next)
-        n++;
-    f->t = calloc((size_t)n + 1, sizeof *f->t);
-    f->meta_keys = calloc((size_t)n + 1, sizeof(char *));
-    f->meta_vals = calloc((size_t)n + 1, sizeof(char *));
-    if (!f->t || !f->meta_keys || !f->meta_vals) {
-        cJSON_Delete(root);
-        return err_set(e, ERR_RUNTIME, "%s: out of memory", path);
-    }
-    int rc = 0;
-    for (cJSON *c = root->child; c && rc == 0; c = c->next) {
-        const char *name = c->string;
-        if (strcmp(name, "__metadata__") == 0) {
-            if (!cJSON_IsObject(c)) {
-                rc = err_set(e, ERR_INPUT, "%s: __metadata__ must be an object", path);
-                break;
-            }
-            int nm = 0;
-            for (cJSON *m = c->child; m; m = m->next)
-                nm++;
-            free(f->meta_keys);
-            free(f->meta_vals);
-            f->meta_keys = calloc((size_t)nm + 1, sizeof(char *));
-            f->meta_vals = calloc((size_t)nm + 1, sizeof(char *));
-            if (!f->meta_keys || !f->meta_vals) {
-                rc = err_set(e, ERR_RUNTIME, "%s: out of memory", path);
-                break;
-            }
-            for (cJSON *m = c->child; m; m = m->next) {
-                if (!cJSON_IsString(m)) {
-                    rc = err_set(e, ERR_INPUT, "%s: __metadata__.%s must be a string", path,
-                                 m->string);
-                    break;
-                }
-                f->meta_keys[f->n_meta] = strdup(m->string);
-                f->meta_vals[f->n_meta] = strdup(m->valuestring);
-                if (!f->meta_keys[f->n_meta] || !f->meta_vals[f->n_meta]) {
-                    rc = err_set(e, ERR_RUNTIME, "%s: out of memory", path);
-                    break;
-                }
-                f->n_meta++;
-            }
-            continue;
-        }
-        for (int i = 0; i < f->n; i++)
-            if (strcmp(f->t[i].name, name) == 0) {
-                rc = err_set(e, ERR_INPUT, "%s: tensor '%s' appears twice in the header", path,
-                             name);
-                break;
-            }
-        if (rc)
-            break;
-        st_tensor *t = &f->t[f->n];
-        t->name = strdup(name);
-        if (!t->name) {
-            rc = err_set(e, ERR_RUNTIME, "%s: out of memory", path);
-            break;
-        }
-        f->n++;
-        cJSON *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype");
-        cJSON *sh = cJSON_GetObjectItemCaseSensitive(c, "shape");
-        cJSON *off = cJSON_GetObjectItemCaseSensitive(c, "data_offsets");
-        if (!cJSON_IsObject(c) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) ||
-            !cJSON_IsArray(off)) {
-            rc = err_set(e, ERR_INPUT,
-                         "%s: tensor '%s': expected {\"dtype\": string, \"shape\": [...], "
-                         "\"data_offsets\": [begin, end]}", path, name);
-            break;
-        }
-        if (parse_dtype(dt->valuestring, &t->dtype)) {
-            rc = err_set(e, ERR_INPUT, "%s: tensor '%s': unknown dtype '%s'", path, name,
-                         dt->valuestring);
-            break;
-        }
-        int nd = cJSON_GetArraySize(sh);
-        if (nd > ST_MAX_DIMS) {
-            rc = err_set(e, ERR_INPUT, "%s: tensor '%s': %d dimensions (at most %d)", path,
-                         name, nd, ST_MAX_DIMS);
-            break;
-        }
-        t->ndim = nd;
-        size_t numel = 1, esize = dtypes[t->dtype].size;
-        int k = 0;
-        for (cJSON *s = sh->child; s; s = s->next, k++) {
-            uint64_t v;
-            if (json_uint(s, &v) || v > (uint64_t)INT64_MAX) {
-                rc = err_set(e, ERR_INPUT, "%s: tensor '%s': shape[%d] is not a non-negative "
-                             "integer", path, name, k);
-                break;
-            }
-            t->shape[k] = (int64_t)v;
-            if (v && numel > SIZE_MAX / esize / v) {
-                rc = err_set(e, ERR_INPUT, "%s: tensor '%s': shape too large", path, name);
-                break;
-            }
-            numel *= (size_t)v;
-        }
-        if (rc)
-            break;
-        t->numel = numel;
-        uint64_t b, en;
-        if (cJSON_GetArraySize(off) != 2 || json_uint(off->child, &b) ||
-            json_uint(off->child->next, &en) || b > en) {
-            rc = err_set(e, ERR_INPUT, "%s: tensor '%s': data_offsets must be [begin, end] "
-                         "with 0 <= begin <= end", path, name);
-            break;
-        }
-        if (en > data_len) {
-            rc = err_set(e, ERR_INPUT,
-                         "%s: tensor '%s': data_offsets [%llu, %llu] past the end of the data "
-                         "(%zu bytes; file truncated?)", path, name, (unsigned long long)b,
-                         (unsigned long long)en, data_len);
-            break;
-        }
-        if (en - b != numel * esize) {
-            rc = err_set(e, ERR_INPUT,
-                         "%s: tensor '%s': %llu bytes of data for %zu elements of %s (%zu "
-                         "bytes expected)", path, name, (unsigned long long)(en - b), numel,
-                         dtypes[t->dtype].name, numel * esize);
-            break;
-        }
-        t->begin = (size_t)b;
-        t->end = (size_t)en;
-    }
+    cJSON *root;
+    if (parse_json(f, (const char *)f->buf + 8, (size_t)hlen, &root, e))
+        return -1;
+    int rc = parse_entries(f, root, data_len, e);
     cJSON_Delete(root);
-    if (rc)
-        return rc;
-
-    /* no two tensors may share bytes; the data section must end where the last one does */
-    st_tensor **order = malloc(((size_t)f->n + 1) * sizeof *order);
-    if (!order)
-        return err_set(e, ERR_RUNTIME, "%s: out of memory", path);
-    for (int i = 0; i < f->n; i++)
-        order[i] = &f->t[i];
-    qsort(order, (size_t)f->n, sizeof *order, cmp_begin);
-    size_t maxend = 0;
-    for (int i = 0; i < f->n && rc == 0; i++) {
-        if (i > 0 && order[i]->begin < order[i - 1]->end && order[i]->end > order[i]->begin)
-            rc = err_set(e, ERR_INPUT, "%s: tensors '%s' and '%s' overlap in the data section",
-                         path, order[i - 1]->name, order[i]->name);
-        if (order[i]->end > maxend)
-            maxend = order[i]->end;
-    }
-    free(order);
-    if (rc == 0 && maxend != data_len)
-        rc = err_set(e, ERR_INPUT,
-                     "%s: %zu bytes of tensor data after the header, but the tensors cover %zu "
-                     "(trailing garbage?)", path, data_len, maxend);
-    return rc;
+    return rc ? rc : check_layout(f, data_len, e);
 }
 
 int st_read(st_file *f, const char *path, txl_err *e)
