@@ -187,16 +187,56 @@ static int parse_json(const st_file *f, const char *hdr, size_t hlen, cJSON **ro
     return 0;
 }
 
+static int cmp_str_ptr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first name that appears twice among names[0..n) (sorted in place), or NULL:
+ * O(n log n), where comparing each name with all earlier ones took minutes for 300,000. */
+static const char *find_dup(const char **names, size_t n)
+{
+    qsort(names, n, sizeof *names, cmp_str_ptr);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(names[i - 1], names[i]) == 0)
+            return names[i];
+    return NULL;
+}
+
+/* The keys of object c are unique (a JSON object with a duplicate key means different
+ * things to different readers: cJSON keeps both, Python's json the last). On a duplicate,
+ * fills `dup` with the key and returns 1; -1 on out of memory. */
+static int dup_key(const st_file *f, const cJSON *c, char *dup, size_t cap, txl_err *e)
+{
+    size_t n = 0;
+    for (const cJSON *m = c->child; m; m = m->next)
+        n++;
+    const char **names = malloc((n + 1) * sizeof *names);
+    if (!names)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
+    n = 0;
+    for (const cJSON *m = c->child; m; m = m->next)
+        names[n++] = m->string;
+    const char *d = find_dup(names, n);
+    if (d)
+        snprintf(dup, cap, "%s", d);
+    free(names);
+    return d != NULL;
+}
+
 /* "__metadata__": {key: string, ...} into meta_keys/meta_vals. */
 static int parse_meta(st_file *f, const cJSON *c, txl_err *e)
 {
     if (!cJSON_IsObject(c))
         return err_set(e, ERR_INPUT, "%s: __metadata__ must be an object", f->path);
+    char dup[256];
+    int rc = dup_key(f, c, dup, sizeof dup, e);
+    if (rc)
+        return rc < 0 ? -1 : err_set(e, ERR_INPUT, "%s: __metadata__ key '%s' appears twice",
+                                     f->path, dup);
     int nm = 0;
     for (cJSON *m = c->child; m; m = m->next)
         nm++;
-    free(f->meta_keys);
-    free(f->meta_vals);
     f->meta_keys = calloc((size_t)nm + 1, sizeof(char *));
     f->meta_vals = calloc((size_t)nm + 1, sizeof(char *));
     if (!f->meta_keys || !f->meta_vals)
@@ -243,9 +283,21 @@ static int parse_tensor(const st_file *f, const cJSON *c, st_tensor *t, size_t d
                         txl_err *e)
 {
     const char *path = f->path, *name = t->name;
-    cJSON *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype");
-    cJSON *sh = cJSON_GetObjectItemCaseSensitive(c, "shape");
-    cJSON *off = cJSON_GetObjectItemCaseSensitive(c, "data_offsets");
+    static const char *const keys[3] = {"dtype", "shape", "data_offsets"};
+    const cJSON *val[3] = {NULL, NULL, NULL};
+    for (const cJSON *m = cJSON_IsObject(c) ? c->child : NULL; m; m = m->next) {
+        int k = 0;
+        while (k < 3 && strcmp(m->string, keys[k]) != 0)
+            k++;
+        if (k == 3)
+            return err_set(e, ERR_INPUT, "%s: tensor '%s': unexpected key '%.200s' (expected "
+                           "dtype, shape and data_offsets)", path, name, m->string);
+        if (val[k])
+            return err_set(e, ERR_INPUT, "%s: tensor '%s': key '%s' appears twice", path, name,
+                           keys[k]);
+        val[k] = m;
+    }
+    const cJSON *dt = val[0], *sh = val[1], *off = val[2];
     if (!cJSON_IsObject(c) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off))
         return err_set(e, ERR_INPUT, "%s: tensor '%s': expected {\"dtype\": string, \"shape\": "
                        "[...], \"data_offsets\": [begin, end]}", path, name);
@@ -301,13 +353,21 @@ static int check_layout(const st_file *f, size_t data_len, txl_err *e)
 /* The entries of the header object: __metadata__ and the tensors, in file order. */
 static int parse_entries(st_file *f, const cJSON *root, size_t data_len, txl_err *e)
 {
+    char dup[256];
+    int rc = dup_key(f, root, dup, sizeof dup, e);
+    if (rc < 0)
+        return -1;
+    if (rc && strcmp(dup, "__metadata__") == 0)
+        return err_set(e, ERR_INPUT, "%s: key '__metadata__' appears twice in the header",
+                       f->path);
+    if (rc)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' appears twice in the header", f->path,
+                       dup);
     int n = 0;
     for (cJSON *c = root->child; c; c = c->next)
         n++;
     f->t = calloc((size_t)n + 1, sizeof *f->t);
-    f->meta_keys = calloc(1, sizeof(char *));
-    f->meta_vals = calloc(1, sizeof(char *));
-    if (!f->t || !f->meta_keys || !f->meta_vals)
+    if (!f->t)
         return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
     for (cJSON *c = root->child; c; c = c->next) {
         const char *name = c->string;
@@ -316,10 +376,6 @@ static int parse_entries(st_file *f, const cJSON *root, size_t data_len, txl_err
                 return -1;
             continue;
         }
-        for (int i = 0; i < f->n; i++)
-            if (strcmp(f->t[i].name, name) == 0)
-                return err_set(e, ERR_INPUT, "%s: tensor '%s' appears twice in the header",
-                               f->path, name);
         st_tensor *t = &f->t[f->n];
         if (!(t->name = strdup(name)))
             return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);

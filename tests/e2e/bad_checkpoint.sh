@@ -101,6 +101,23 @@ both "trailing bytes after the data" "trailing garbage" $B/trailing.safetensors
 st_header $P | sed 's/"layers.0.attn.ln.bias":/"layers.0.attn.ln.weight":/' > $TMP/h
 st_build $B/dup.safetensors $TMP/h $TMP/d
 both "duplicate tensor name" "tensor 'layers.0.attn.ln.weight' appears twice" $B/dup.safetensors
+# duplicate keys anywhere in the header (jq merges them, so these are text edits): a second
+# __metadata__ after the first (it once reallocated the metadata arrays for its own count
+# while the count went on from the first: a heap overflow), or before it, a metadata key,
+# a key inside a tensor entry
+st_header $P | sed 's/} *$/,"__metadata__":{"a":"b"}}/' > $TMP/h; st_build $B/dupmeta.safetensors $TMP/h $TMP/d
+both "a second, smaller __metadata__ after the first" "key '__metadata__' appears twice in the header" $B/dupmeta.safetensors
+st_header $P | sed 's/^{/{"__metadata__":{"a":"b"},/' > $TMP/h; st_build $B/dupmeta2.safetensors $TMP/h $TMP/d
+both "a second __metadata__ before the first" "key '__metadata__' appears twice in the header" $B/dupmeta2.safetensors
+st_header $P | sed 's/"__metadata__":{/&"step":"1",/' > $TMP/h; st_build $B/dupstep.safetensors $TMP/h $TMP/d
+both "a metadata key twice" "__metadata__ key 'step' appears twice" $B/dupstep.safetensors
+st_header $P | sed 's/^{/{"out.bias":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},/' > $TMP/h
+st_build $B/dupfirst.safetensors $TMP/h $TMP/d
+both "a tensor name twice, the first before __metadata__" "tensor 'out.bias' appears twice in the header" $B/dupfirst.safetensors
+st_header $P | sed 's/"out.bias":{"dtype":"F32",/&"dtype":"F32",/' > $TMP/h; st_build $B/dupdtype.safetensors $TMP/h $TMP/d
+both "a key twice inside a tensor entry" "tensor 'out.bias': key 'dtype' appears twice" $B/dupdtype.safetensors
+st_edit $P $B/entrykey.safetensors '.["out.bias"].dtypes = "F32"'
+both "an unknown key inside a tensor entry" "tensor 'out.bias': unexpected key 'dtypes'" $B/entrykey.safetensors
 st_edit $P $B/meta_num.safetensors '.__metadata__.step = 5'
 both "non-string metadata" "__metadata__.step must be a string" $B/meta_num.safetensors
 
