@@ -35,7 +35,8 @@ int cli_double(const char *flag, const char *s, double min, double max, double *
 int cli_int_list(const char *flag, const char *s, int *out, int cap, int *n, txl_err *e);
 
 /* The checkpoint's tensors agree in size with the model config taken from its metadata
- * (word_emb.weight's shape, the last layer present, enough weight bytes): call it before
+ * (word_emb.weight's shape, the last layer present, enough weight bytes, no more Adam
+ * moments and memory tensors than the config has): call it before
  * building a model from that config, so a damaged config cannot allocate far more than
  * the file holds. ERR_INPUT naming the file, the tensor and the keys. */
 int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,

@@ -2,6 +2,7 @@
  * in order, so the checkpoint lists tensors in DESIGN.md §5 order. */
 #include "checkpoint.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,42 @@ static int check_shape(const st_file *f, const st_tensor *t, const param_entry *
     return 0;
 }
 
+static int cmp_str_ptr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Every tensor of f in a class is one this model has: with `prefix` NULL, every tensor
+ * outside optim.* and state.* is a parameter; with "optim.", every optim.* tensor is
+ * optim.m.<parameter> or optim.v.<parameter>. The parameter names are sorted once and
+ * each tensor is a binary search: O(n log P), where a scan of the table for each of n
+ * tensors was O(n P). The message names the first stranger in header order. */
+static int check_names(const model *mdl, const st_file *f, const char *prefix, txl_err *e)
+{
+    const char **names = malloc(((size_t)mdl->n_params + 1) * sizeof *names);
+    if (!names)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
+    for (int i = 0; i < mdl->n_params; i++)
+        names[i] = mdl->table[i].name;
+    qsort(names, (size_t)mdl->n_params, sizeof *names, cmp_str_ptr);
+    int rc = 0;
+    for (int i = 0; i < f->n && rc == 0; i++) {
+        const char *nm = f->t[i].name, *key = nm;
+        int optim = strncmp(nm, "optim.", 6) == 0, state = strncmp(nm, "state.", 6) == 0;
+        if (prefix ? !optim : optim || state)
+            continue;
+        if (prefix) /* optim.m.<name>, optim.v.<name> */
+            key = (nm[6] == 'm' || nm[6] == 'v') && nm[7] == '.' ? nm + 8 : NULL;
+        if (!key || !bsearch(&key, names, (size_t)mdl->n_params, sizeof *names, cmp_str_ptr))
+            rc = err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (not %s of a pos_scheme %s "
+                         "model with this config)", f->path, nm,
+                         prefix ? "an Adam moment of a parameter" : "a parameter",
+                         pos_scheme_name(mdl->cfg.pos));
+    }
+    free(names);
+    return rc;
+}
+
 int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e)
 {
     for (int i = 0; i < mdl->n_params; i++) {
@@ -106,16 +143,7 @@ int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e)
             return -1;
         memcpy(mdl->w + p->offset, st_data(f, t), p->numel * sizeof(float));
     }
-    for (int i = 0; i < f->n; i++) {
-        const char *nm = f->t[i].name;
-        if (strncmp(nm, "optim.", 6) == 0 || strncmp(nm, "state.", 6) == 0)
-            continue;
-        if (!model_find_param(mdl, nm))
-            return err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (not a parameter of a "
-                           "pos_scheme %s model with this config)", f->path, nm,
-                           pos_scheme_name(mdl->cfg.pos));
-    }
-    return 0;
+    return check_names(mdl, f, NULL, e);
 }
 
 int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_err *e)
@@ -134,13 +162,33 @@ int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_
                 return -1;
             memcpy((pass ? v : m) + p->offset, st_data(f, t), p->numel * sizeof(float));
         }
-    return 0;
+    return check_names(mdl, f, "optim.", e);
+}
+
+/* l when name is exactly "state.mem.<l>" (decimal, no sign or leading zero), else -1. */
+static long mem_layer_of(const char *name)
+{
+    const char *d = name + 10;
+    if (strncmp(name, "state.mem.", 10) != 0 || *d < '0' || *d > '9' || (d[0] == '0' && d[1]))
+        return -1;
+    long l = 0;
+    for (; *d >= '0' && *d <= '9' && l < INT_MAX; d++)
+        l = 10 * l + (*d - '0');
+    return *d ? -1 : l;
 }
 
 int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total, txl_err *e)
 {
     char nm[32];
     mem_reset(mem);
+    for (int i = 0; i < f->n; i++) { /* state.* is state.mem.<l> for l < n_layer */
+        const char *s = f->t[i].name;
+        long l = strncmp(s, "state.", 6) == 0 ? mem_layer_of(s) : 0;
+        if (l < 0 || l >= mem->n_layer)
+            return err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (the memory of a %d-layer "
+                           "model is state.mem.0 to state.mem.%d)", f->path, s, mem->n_layer,
+                           mem->n_layer - 1);
+    }
     const st_tensor *t0 = st_find(f, "state.mem.0");
     if (!t0)
         return 0;

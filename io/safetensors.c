@@ -163,12 +163,42 @@ static int cmp_begin(const void *a, const void *b)
     return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
+/* Members of the top-level object, counted on the text (a ':' outside strings at depth
+ * 1), so that an absurd header is refused before cJSON builds a tree for it. */
+static size_t count_entries(const char *s, size_t n)
+{
+    size_t count = 0;
+    int depth = 0, in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (in_str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            depth--;
+        } else if (ch == ':' && depth == 1) {
+            count++;
+        }
+    }
+    return count;
+}
+
 /* The header's JSON: an object, followed by nothing but blanks (the padding). */
 static int parse_json(const st_file *f, const char *hdr, size_t hlen, cJSON **root, txl_err *e)
 {
     if (hdr[0] != '{')
         return err_set(e, ERR_INPUT, "%s: header does not start with '{' (not a safetensors "
                        "file?)", f->path);
+    size_t n = count_entries(hdr, hlen);
+    if (n > ST_MAX_TENSORS)
+        return err_set(e, ERR_INPUT, "%s: the header lists %zu entries, more than txl reads "
+                       "(%d; a txl checkpoint has a few per layer)", f->path, n, ST_MAX_TENSORS);
     const char *endp = NULL;
     *root = cJSON_ParseWithLengthOpts(hdr, hlen, &endp, 0);
     if (!*root || !cJSON_IsObject(*root)) {
@@ -350,6 +380,23 @@ static int check_layout(const st_file *f, size_t data_len, txl_err *e)
     return rc;
 }
 
+static int cmp_tensor_name(const void *a, const void *b)
+{
+    return strcmp((*(st_tensor *const *)a)->name, (*(st_tensor *const *)b)->name);
+}
+
+/* The index st_find searches. */
+static int index_names(st_file *f, txl_err *e)
+{
+    f->by_name = malloc(((size_t)f->n + 1) * sizeof *f->by_name);
+    if (!f->by_name)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
+    for (int i = 0; i < f->n; i++)
+        f->by_name[i] = &f->t[i];
+    qsort(f->by_name, (size_t)f->n, sizeof *f->by_name, cmp_tensor_name);
+    return 0;
+}
+
 /* The entries of the header object: __metadata__ and the tensors, in file order. */
 static int parse_entries(st_file *f, const cJSON *root, size_t data_len, txl_err *e)
 {
@@ -410,7 +457,7 @@ static int parse_header(st_file *f, txl_err *e)
         return -1;
     int rc = parse_entries(f, root, data_len, e);
     cJSON_Delete(root);
-    return rc ? rc : check_layout(f, data_len, e);
+    return rc ? rc : check_layout(f, data_len, e) ? -1 : index_names(f, e);
 }
 
 int st_read(st_file *f, const char *path, txl_err *e)
@@ -436,6 +483,7 @@ void st_free(st_file *f)
         }
     free(f->meta_keys);
     free(f->meta_vals);
+    free(f->by_name);
     free(f->t);
     free(f->buf);
     memset(f, 0, sizeof *f);
@@ -443,9 +491,16 @@ void st_free(st_file *f)
 
 const st_tensor *st_find(const st_file *f, const char *name)
 {
-    for (int i = 0; i < f->n; i++)
-        if (strcmp(f->t[i].name, name) == 0)
-            return &f->t[i];
+    int lo = 0, hi = f->by_name ? f->n : 0;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(f->by_name[mid]->name, name);
+        if (c == 0)
+            return f->by_name[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
 }
 

@@ -19,6 +19,10 @@
 typedef enum { ST_F32, ST_F64, ST_I32, ST_I64, ST_U8, ST_F16, ST_BF16 } st_dtype;
 
 #define ST_MAX_DIMS 8
+/* The most entries (tensors and __metadata__) a header may list, whatever its config says:
+ * generous (a 1000-layer model with its Adam moments and memory has about 52,000 tensors);
+ * cli_check_config_tensors then holds a txl checkpoint to what its config needs. */
+#define ST_MAX_TENSORS (1 << 20)
 
 typedef struct {
     char *name;
@@ -34,8 +38,9 @@ typedef struct {
     uint8_t *buf;      /* the whole (decompressed) file */
     size_t len;
     size_t data_start; /* 8 + header length */
-    st_tensor *t;
+    st_tensor *t;      /* in header order */
     int n;
+    st_tensor **by_name; /* the same, sorted by name (st_find: binary search) */
     char **meta_keys, **meta_vals;
     int n_meta;
 } st_file;

@@ -144,6 +144,23 @@ st_edit $P $B/missing.safetensors 'del(.["layers.1.ff.0.bias"])'
 both "missing tensor" "missing tensor 'layers.1.ff.0.bias'" $B/missing.safetensors
 st_edit $P $B/extra.safetensors '.["layers.7.attn.qkv.weight"] = {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}'
 both "unexpected tensor" "unexpected tensor 'layers.7.attn.qkv.weight'" $B/extra.safetensors
+empty_t='{"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}'
+st_edit $P $B/moment.safetensors ".[\"optim.m.bogus\"] = $empty_t"
+RESUME_NEEDLES="unexpected tensor 'optim.m.bogus' (not an Adam moment of a parameter" \
+both "an Adam moment too many" "the header lists 27 optim.m.*, 26 optim.v.* and 2 state.* tensors, but a pos_scheme xl model with the config in the checkpoint (model.n_layer 2) has 26 parameters" $B/moment.safetensors
+st_edit $P $B/state.safetensors ".[\"state.mem.2\"] = $empty_t"
+RESUME_NEEDLES="unexpected tensor 'state.mem.2' (the memory of a 2-layer model is state.mem.0 to state.mem.1)" \
+both "a memory tensor too many" "26 optim.v.* and 3 state.* tensors" $B/state.safetensors
+st_edit $P $B/optimx.safetensors ".[\"optim.x\"] = $empty_t"
+both "an optim.* tensor that is no moment" "unexpected tensor 'optim.x'" $B/optimx.safetensors
+# 300,000 entries (20 MB of header): comparing each name with all earlier ones took
+# minutes; sorted, the reader takes well under a second, and the count check refuses them
+st_header $P | jq -j -c ". + ([range(300000)] | map({key: \"optim.m.x.\(.)\", value: $empty_t}) | from_entries)" > $TMP/h
+st_build $B/many.safetensors $TMP/h $TMP/d
+t0=$(date +%s)
+expect2 "300,000 tensors (within 60 s)" "$B/many.safetensors;;the header lists 300026 optim.m.*" timeout 60 $TXL info $B/many.safetensors
+echo "  (300,000 tensors: $(($(date +%s) - t0)) s)"
+rm -f $B/many.safetensors
 st_edit $P $B/shape.safetensors '.["layers.0.ff.0.weight"].shape |= [.[1], .[0]]'
 both "wrong shape" "tensor 'layers.0.ff.0.weight' has shape [64, 128], but the config in the checkpoint implies [128, 64]" $B/shape.safetensors
 cfg() { # cfg OUT JQ: edits the config JSON inside the metadata
