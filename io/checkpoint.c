@@ -71,6 +71,48 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
     return rc;
 }
 
+/* Every value of a tensor is finite: one NaN or infinity makes every loss nan (eval
+ * printed "nan" and exited 0, `eval --json` wrote "loss":nan, sample emitted 0xFF bytes,
+ * export passed it on). The message names the tensor and the first bad value's index.
+ * x: n floats, any alignment (a tensor's bytes in the file need not be aligned). Blocks
+ * of 4096 are OR-reduced first (no early exit, so the loop vectorises). */
+static int check_finite(const st_file *f, const st_tensor *t, const void *x, size_t n,
+                        txl_err *e)
+{
+    const uint8_t *p = x;
+    for (size_t b = 0; b < n; b += 4096) {
+        size_t end = n - b < 4096 ? n : b + 4096;
+        uint32_t bad = 0, u = 0;
+        for (size_t i = b; i < end; i++) {
+            memcpy(&u, p + 4 * i, 4);
+            bad |= (u & 0x7f800000u) == 0x7f800000u; /* exponent all ones: inf or nan */
+        }
+        if (!bad)
+            continue;
+        size_t i = b;
+        for (;; i++) {
+            memcpy(&u, p + 4 * i, 4);
+            if ((u & 0x7f800000u) == 0x7f800000u)
+                break;
+        }
+        float v;
+        memcpy(&v, &u, 4);
+        size_t idx[ST_MAX_DIMS] = {0}, rest = i; /* row-major: the last index moves fastest */
+        for (int k = t->ndim - 1; k >= 0; k--) {
+            size_t dim = t->shape[k] > 0 ? (size_t)t->shape[k] : 1;
+            idx[k] = rest % dim;
+            rest /= dim;
+        }
+        char at[200] = "";
+        size_t o = 0;
+        for (int k = 0; k < t->ndim && o < sizeof at - 24; k++)
+            o += (size_t)snprintf(at + o, sizeof at - o, "%s%zu", k ? ", " : "", idx[k]);
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' holds a non-finite value (%g) at index "
+                       "[%s] (element %zu of %zu)", f->path, t->name, v, at, i, n);
+    }
+    return 0;
+}
+
 static int check_shape(const st_file *f, const st_tensor *t, const param_entry *p, txl_err *e)
 {
     int ok = t->ndim == p->ndim && t->shape[0] == p->shape[0] &&
@@ -141,6 +183,8 @@ int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e)
                            "with this config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
         if (check_shape(f, t, p, e))
             return -1;
+        if (check_finite(f, t, st_data(f, t), p->numel, e))
+            return -1;
         memcpy(mdl->w + p->offset, st_data(f, t), p->numel * sizeof(float));
     }
     return check_names(mdl, f, NULL, e);
@@ -159,6 +203,8 @@ int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_
                                "optimiser state to resume from (use --init-from to start a new "
                                "run from its weights)", f->path, nm);
             if (check_shape(f, t, p, e))
+                return -1;
+            if (check_finite(f, t, st_data(f, t), p->numel, e))
                 return -1;
             memcpy((pass ? v : m) + p->offset, st_data(f, t), p->numel * sizeof(float));
         }
@@ -202,6 +248,8 @@ int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total
             return err_set(e, ERR_INPUT, "%s: memory tensor '%s' missing or not [%d, %d, %d] "
                            "F32 (batch, rows <= mem_len %d, d_model)", f->path, nm, B_total,
                            m, mem->d, mem->M);
+        if (check_finite(f, t, st_data(f, t), t->numel, e))
+            return -1;
         const float *src = (const float *)st_data(f, t) + b_offset * (size_t)m * mem->d;
         for (int b = 0; b < mem->B; b++)
             memcpy(mem_layer(mem, l) + (size_t)b * mem->M * mem->d,

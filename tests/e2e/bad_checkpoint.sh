@@ -210,6 +210,27 @@ expect2 "train --resume from weights only" "$TMP/w.safetensors;;missing tensor '
     $TXL train -q -c $CFG --resume $TMP/w.safetensors --set train.out_dir=$RUN
 check "eval still works on a file with only a damaged memory tensor" $TXL eval $B/mem.safetensors --data $TMP/last.safetensors --max-tokens 3000
 
+echo "-- non-finite values (each would make every loss nan)"
+NAN='\000\000\300\177' INF='\000\000\200\177' NINF='\000\000\200\377'
+put_f32 $P $B/nan.safetensors layers.0.attn.o.weight 1234 "$NAN"    # [64, 64]: row 19, column 18
+both "a NaN weight" "tensor 'layers.0.attn.o.weight' holds a non-finite value (nan) at index [19, 18] (element 1234 of 4096)" $B/nan.safetensors
+put_f32 $P $B/nan_ff.safetensors layers.1.ff.0.weight 8191 "$NAN"
+expect2 "a NaN that the forward pass hides (ReLU maps it to 0) is refused too" \
+    "$B/nan_ff.safetensors;;tensor 'layers.1.ff.0.weight' holds a non-finite value (nan) at index [127, 63]" $TXL info $B/nan_ff.safetensors
+put_f32 $P $B/inf.safetensors word_emb.weight 0 "$INF"
+both "an infinite weight" "tensor 'word_emb.weight' holds a non-finite value (inf) at index [0, 0]" $B/inf.safetensors
+put_f32 $P $B/ninf.safetensors out.bias 255 "$NINF"
+both "a -inf bias, the last element" "tensor 'out.bias' holds a non-finite value (-inf) at index [255] (element 255 of 256)" $B/ninf.safetensors
+expect2 "eval --json of a NaN weight: no \"loss\":nan, exit 2" "$B/nan.safetensors;;non-finite" $TXL eval $B/nan.safetensors --json --data $TMP/last.safetensors
+check "...and nothing on stdout" test ! -s $TMP/out
+put_f32 $P $B/nan_v.safetensors optim.v.out.bias 3 "$NAN"
+expect2 "train --resume: a NaN Adam moment" "$B/nan_v.safetensors;;tensor 'optim.v.out.bias' holds a non-finite value (nan) at index [3]" \
+    $TXL train -q -c $CFG --resume $B/nan_v.safetensors --set train.out_dir=$RUN
+put_f32 $P $B/inf_mem.safetensors state.mem.1 100 "$INF"
+expect2 "train --resume: an infinite memory value" "$B/inf_mem.safetensors;;tensor 'state.mem.1' holds a non-finite value (inf) at index [0, 1, 36]" \
+    $TXL train -q -c $CFG --resume $B/inf_mem.safetensors --set train.out_dir=$RUN
+check "eval reads weights whose Adam moments are damaged (it does not load them)" $TXL eval $B/nan_v.safetensors --data $TMP/last.safetensors --max-tokens 3000
+
 echo "-- bit flips in the compressed payload (the gzip CRC-32 and length must catch them)"
 s=$(wc -c < $GZ)
 nflip=0; nok=0
