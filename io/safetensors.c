@@ -1,6 +1,7 @@
-/* safetensors.c: see safetensors.h. The reader loads the whole file through zlib's gz*
- * functions (which read plain files too), then validates the header before anyone touches
- * a tensor. The writer goes through a temp file + fsync + rename so that a crash or a full
+/* safetensors.c: see safetensors.h. The reader takes the file front to back through
+ * common/instream (plain or gzip'd): the 8-byte length, the header, which it validates
+ * whole, then exactly the tensor bytes the header describes and nothing after them, so
+ * what a damaged or hostile file costs is bounded by its header. The writer goes through a temp file + fsync + rename so that a crash or a full
  * disk never leaves a damaged file where a good one stood. Host byte order is assumed
  * little-endian (checked at compile time), as the format is. */
 #include "safetensors.h"
@@ -15,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include "../common/instream.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "txl's safetensors I/O assumes a little-endian host"
@@ -33,28 +36,16 @@ const char *st_dtype_name(st_dtype d) { return (unsigned)d < (unsigned)N_DTYPES 
 
 /* ------------------------------------------------------------------ reading */
 
-/* zlib's messages start with the path it was opened with; ours already name the file. */
-static const char *gz_msg(const char *msg, const char *path)
+/* Where a safetensors file's first `pos` bytes end, for the messages of a damaged gzip
+ * stream (hlen 0: the header length is not known yet). */
+static void part_of(unsigned long long pos, uint64_t hlen, char *out, size_t cap)
 {
-    size_t n = strlen(path);
-    return strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
-}
-
-/* Which part of a safetensors file the first `len` bytes end in, for truncation messages. */
-static void st_part(const uint8_t *buf, size_t len, char *out, size_t cap)
-{
-    uint64_t hlen = 0;
-    if (len == 0) {
+    if (pos == 0)
         snprintf(out, cap, "before the first byte of the safetensors file (in the gzip header "
                  "or the first compressed block)");
-        return;
-    }
-    if (len < 8) {
+    else if (pos < 8)
         snprintf(out, cap, "inside the 8-byte header length");
-        return;
-    }
-    memcpy(&hlen, buf, 8);
-    if (hlen > len - 8)
+    else if (pos < 8 + hlen)
         snprintf(out, cap, "inside the JSON header (%llu bytes at offset 8)",
                  (unsigned long long)hlen);
     else
@@ -62,76 +53,82 @@ static void st_part(const uint8_t *buf, size_t len, char *out, size_t cap)
                  (unsigned long long)hlen + 8);
 }
 
-static int gz_fail(txl_err *e, gzFile gz, const char *path, const uint8_t *buf, size_t len)
+/* A failed ins_read: damaged gzip data gets the part of the file it hit. */
+static int read_fail(const instream *in, uint64_t hlen, txl_err *e)
 {
-    int zerr;
-    const char *msg = gzerror(gz, &zerr);
-    char part[128];
-    st_part(buf, len, part, sizeof part);
-    return err_set(e, ERR_INPUT, "%s: corrupt or truncated gzip data: %s after %zu "
-                   "decompressed bytes, %s", path,
-                   zerr == Z_ERRNO ? strerror(errno) : gz_msg(msg, path), len, part);
+    if (in->corrupt) {
+        char part[160];
+        size_t n = strlen(e->msg);
+        part_of(in->out, hlen, part, sizeof part);
+        snprintf(e->msg + n, sizeof e->msg - n, ", %s", part);
+    }
+    return -1;
 }
 
-static int read_all(st_file *f, const char *path, txl_err *e)
+/* Opens a checkpoint without blocking (a FIFO would wait for a writer forever) and
+ * refuses anything but a regular file; *size is its size on disk. */
+static int open_regular(const char *path, instream *in, size_t *size, txl_err *e)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return err_set(e, ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode))
-        return err_set(e, ERR_INPUT, "%s: is a directory, expected a checkpoint file", path);
-    gzFile gz = gzopen(path, "rb");
-    if (!gz)
-        return err_set(e, ERR_INPUT, "%s: cannot open: %s", path,
-                       errno ? strerror(errno) : "out of memory");
-    gzbuffer(gz, 1 << 17);
-    size_t cap = 1 << 20, len = 0;
-    uint8_t *buf = malloc(cap);
-    if (!buf) {
-        gzclose(gz);
+    struct stat sb;
+    const char *kind = NULL;
+    if (fstat(fd, &sb) != 0)
+        kind = strerror(errno);
+    else if (S_ISDIR(sb.st_mode))
+        kind = "is a directory, expected a checkpoint file";
+    else if (S_ISFIFO(sb.st_mode))
+        kind = "is a FIFO (named pipe), not a regular file: checkpoints are read from files";
+    else if (!S_ISREG(sb.st_mode))
+        kind = "is a device or socket, not a regular file: checkpoints are read from files";
+    if (kind || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        int er = errno;
+        close(fd);
+        return err_set(e, ERR_INPUT, "%s: %s", path, kind ? kind : strerror(er));
+    }
+    *size = (size_t)sb.st_size;
+    return ins_open(in, fd, path, e);
+}
+
+/* The 8-byte header length and the JSON header, into f->buf (f->data_start = 8 + hlen).
+ * For a plain file the length is checked against the size on disk before anything is
+ * allocated; for a gzip'd one at most ST_MAX_HEADER bytes are read. */
+static int read_header(st_file *f, instream *in, size_t size, txl_err *e)
+{
+    const char *path = f->path;
+    uint8_t len8[8];
+    long long got = ins_read(in, len8, 8, e);
+    if (got < 0)
+        return read_fail(in, 0, e);
+    if (got < 8)
+        return err_set(e, ERR_INPUT, "%s: %lld bytes is too short for a safetensors file "
+                       "(need an 8-byte header length)", path, got);
+    uint64_t hlen;
+    memcpy(&hlen, len8, 8);
+    if (hlen > ST_MAX_HEADER)
+        return err_set(e, ERR_INPUT, "%s: header length %llu exceeds txl's limit of %d bytes "
+                       "(not a safetensors file?)", path, (unsigned long long)hlen,
+                       ST_MAX_HEADER);
+    if (!in->gz && hlen > size - 8)
+        return err_set(e, ERR_INPUT, "%s: header length %llu exceeds the file's remaining %zu "
+                       "bytes (not a safetensors file, or truncated)", path,
+                       (unsigned long long)hlen, size - 8);
+    if (hlen < 2)
+        return err_set(e, ERR_INPUT, "%s: header length %llu is too small for a JSON header",
+                       path, (unsigned long long)hlen);
+    f->buf = malloc(8 + (size_t)hlen);
+    if (!f->buf)
         return err_set(e, ERR_RUNTIME, "%s: out of memory", path);
-    }
-    for (;;) {
-        if (cap - len < (1 << 20)) {
-            if (cap > SIZE_MAX / 2) {
-                free(buf);
-                gzclose(gz);
-                return err_set(e, ERR_INPUT, "%s: file too large", path);
-            }
-            uint8_t *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                gzclose(gz);
-                return err_set(e, ERR_RUNTIME, "%s: out of memory reading %zu bytes", path, len);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t want = cap - len;
-        if (want > (1u << 30))
-            want = 1u << 30;
-        int got = gzread(gz, buf + len, (unsigned)want);
-        if (got < 0) {
-            gz_fail(e, gz, path, buf, len);
-            free(buf);
-            gzclose(gz);
-            return -1;
-        }
-        if (got == 0)
-            break;
-        len += (size_t)got;
-    }
-    int zerr;
-    gzerror(gz, &zerr);
-    if (zerr != Z_OK) { /* e.g. Z_BUF_ERROR: unexpected end of file (truncated gzip) */
-        gz_fail(e, gz, path, buf, len);
-        free(buf);
-        gzclose(gz);
-        return -1;
-    }
-    gzclose(gz);
-    f->buf = buf;
-    f->len = len;
+    memcpy(f->buf, len8, 8);
+    got = ins_read(in, f->buf + 8, (size_t)hlen, e);
+    if (got < 0)
+        return read_fail(in, hlen, e);
+    if ((uint64_t)got < hlen)
+        return err_set(e, ERR_INPUT, "%s: header length %llu exceeds the file's remaining %lld "
+                       "bytes (not a safetensors file, or truncated)", path,
+                       (unsigned long long)hlen, got);
+    f->data_start = f->len = 8 + (size_t)hlen;
     return 0;
 }
 
@@ -309,8 +306,7 @@ static int parse_shape(const st_file *f, const cJSON *sh, st_tensor *t, txl_err 
 }
 
 /* One tensor entry {"dtype", "shape", "data_offsets"} into t (t->name is set). */
-static int parse_tensor(const st_file *f, const cJSON *c, st_tensor *t, size_t data_len,
-                        txl_err *e)
+static int parse_tensor(const st_file *f, const cJSON *c, st_tensor *t, txl_err *e)
 {
     const char *path = f->path, *name = t->name;
     static const char *const keys[3] = {"dtype", "shape", "data_offsets"};
@@ -342,10 +338,9 @@ static int parse_tensor(const st_file *f, const cJSON *c, st_tensor *t, size_t d
         json_uint(off->child->next, &en) || b > en)
         return err_set(e, ERR_INPUT, "%s: tensor '%s': data_offsets must be [begin, end] with "
                        "0 <= begin <= end", path, name);
-    if (en > data_len)
-        return err_set(e, ERR_INPUT, "%s: tensor '%s': data_offsets [%llu, %llu] past the end "
-                       "of the data (%zu bytes; file truncated?)", path, name,
-                       (unsigned long long)b, (unsigned long long)en, data_len);
+    if (en > SIZE_MAX - ST_MAX_HEADER - 8)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s': data_offsets [%llu, %llu] are beyond "
+                       "any file", path, name, (unsigned long long)b, (unsigned long long)en);
     if (en - b != t->numel * esize)
         return err_set(e, ERR_INPUT, "%s: tensor '%s': %llu bytes of data for %zu elements of "
                        "%s (%zu bytes expected)", path, name, (unsigned long long)(en - b),
@@ -355,8 +350,8 @@ static int parse_tensor(const st_file *f, const cJSON *c, st_tensor *t, size_t d
     return 0;
 }
 
-/* No two tensors share bytes; the data section ends where the last one does. */
-static int check_layout(const st_file *f, size_t data_len, txl_err *e)
+/* No two tensors share bytes; *data_len is where the last one ends. */
+static int check_layout(const st_file *f, size_t *data_len, txl_err *e)
 {
     st_tensor **order = malloc(((size_t)f->n + 1) * sizeof *order);
     if (!order)
@@ -374,9 +369,7 @@ static int check_layout(const st_file *f, size_t data_len, txl_err *e)
             maxend = order[i]->end;
     }
     free(order);
-    if (rc == 0 && maxend != data_len)
-        rc = err_set(e, ERR_INPUT, "%s: %zu bytes of tensor data after the header, but the "
-                     "tensors cover %zu (trailing garbage?)", f->path, data_len, maxend);
+    *data_len = maxend;
     return rc;
 }
 
@@ -398,7 +391,7 @@ static int index_names(st_file *f, txl_err *e)
 }
 
 /* The entries of the header object: __metadata__ and the tensors, in file order. */
-static int parse_entries(st_file *f, const cJSON *root, size_t data_len, txl_err *e)
+static int parse_entries(st_file *f, const cJSON *root, txl_err *e)
 {
     char dup[256];
     int rc = dup_key(f, root, dup, sizeof dup, e);
@@ -427,48 +420,99 @@ static int parse_entries(st_file *f, const cJSON *root, size_t data_len, txl_err
         if (!(t->name = strdup(name)))
             return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
         f->n++;
-        if (parse_tensor(f, c, t, data_len, e))
+        if (parse_tensor(f, c, t, e))
             return -1;
     }
     return 0;
 }
 
-static int parse_header(st_file *f, txl_err *e)
+/* The header read by read_header: tensors, metadata, layout; *data_len is the size of
+ * the data section the tensors describe. */
+static int parse_header(st_file *f, size_t *data_len, txl_err *e)
 {
-    const char *path = f->path;
-    if (f->len < 8)
-        return err_set(e, ERR_INPUT,
-                       "%s: %zu bytes is too short for a safetensors file (need an 8-byte "
-                       "header length)", path, f->len);
-    uint64_t hlen = 0;
-    memcpy(&hlen, f->buf, 8);
-    if (hlen > f->len - 8)
-        return err_set(e, ERR_INPUT,
-                       "%s: header length %llu exceeds the file's remaining %zu bytes "
-                       "(not a safetensors file, or truncated)", path, (unsigned long long)hlen,
-                       f->len - 8);
-    if (hlen < 2)
-        return err_set(e, ERR_INPUT, "%s: header length %llu is too small for a JSON header",
-                       path, (unsigned long long)hlen);
-    f->data_start = 8 + (size_t)hlen;
-    size_t data_len = f->len - f->data_start;
     cJSON *root;
-    if (parse_json(f, (const char *)f->buf + 8, (size_t)hlen, &root, e))
+    if (parse_json(f, (const char *)f->buf + 8, f->data_start - 8, &root, e))
         return -1;
-    int rc = parse_entries(f, root, data_len, e);
+    int rc = parse_entries(f, root, e);
     cJSON_Delete(root);
     return rc ? rc : check_layout(f, data_len, e) ? -1 : index_names(f, e);
+}
+
+/* The data section is shorter than the tensors need: name the first tensor (in header
+ * order) that it cuts. */
+static int data_short(const st_file *f, size_t have, txl_err *e)
+{
+    for (int i = 0; i < f->n; i++)
+        if (f->t[i].end > have)
+            return err_set(e, ERR_INPUT, "%s: tensor '%s': data_offsets [%zu, %zu] past the "
+                           "end of the data (%zu bytes; file truncated?)", f->path,
+                           f->t[i].name, f->t[i].begin, f->t[i].end, have);
+    return err_set(e, ERR_INPUT, "%s: the data section is shorter than its tensors", f->path);
+}
+
+/* Exactly the data_len bytes of tensor data the header describes, then the end of the
+ * file: more bytes are an error (so a gzip bomb behind a small header costs one byte).
+ * A plain file's size says both before anything is read; a gzip'd file grows the buffer
+ * as data arrives, so a header that claims more than the stream holds costs only what
+ * it holds. */
+static int read_data(st_file *f, instream *in, size_t size, size_t data_len, txl_err *e)
+{
+    uint64_t hlen = f->data_start - 8;
+    size_t half = ins_phys_mem() / 2, have = 0;
+    if (!in->gz && size - f->data_start < data_len)
+        return data_short(f, size - f->data_start, e);
+    if (!in->gz && size - f->data_start > data_len)
+        return err_set(e, ERR_INPUT, "%s: %zu bytes after the tensor data the header "
+                       "describes, which ends at byte %zu (trailing garbage?)", f->path,
+                       size - f->data_start - data_len, f->data_start + data_len);
+    if (half && data_len > half)
+        return err_set(e, ERR_INPUT, "%s: the header's tensors hold %zu bytes, more than half "
+                       "this machine's memory (%zu MiB): txl reads a checkpoint into memory",
+                       f->path, data_len, half >> 20);
+    size_t cap = in->gz && data_len > (1u << 24) ? (1u << 24) : data_len;
+    while (have < data_len) {
+        if (have == cap)
+            cap = data_len - cap < cap ? data_len : 2 * cap;
+        uint8_t *nb = realloc(f->buf, f->data_start + cap);
+        if (!nb)
+            return err_set(e, ERR_RUNTIME, "%s: out of memory reading %zu bytes of tensor "
+                           "data", f->path, data_len);
+        f->buf = nb;
+        long long got = ins_read(in, f->buf + f->data_start + have, cap - have, e);
+        if (got < 0)
+            return read_fail(in, hlen, e);
+        have += (size_t)got;
+        f->len = f->data_start + have;
+        if (have < cap) /* the end came early */
+            return data_short(f, have, e);
+    }
+    uint8_t extra;
+    long long got = ins_read(in, &extra, 1, e);
+    if (got < 0)
+        return read_fail(in, hlen, e);
+    if (got > 0)
+        return err_set(e, ERR_INPUT, "%s: the file goes on after the tensor data the header "
+                       "describes, which ends at byte %zu of the safetensors data (trailing "
+                       "garbage?)", f->path, f->data_start + data_len);
+    return 0;
 }
 
 int st_read(st_file *f, const char *path, txl_err *e)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
-    if (read_all(f, path, e) || parse_header(f, e)) {
+    instream in;
+    size_t size = 0, data_len = 0;
+    if (open_regular(path, &in, &size, e)) {
         st_free(f);
         return -1;
     }
-    return 0;
+    int rc = read_header(f, &in, size, e) || parse_header(f, &data_len, e) ||
+             read_data(f, &in, size, data_len, e) ? -1 : 0;
+    ins_close(&in);
+    if (rc)
+        st_free(f);
+    return rc;
 }
 
 void st_free(st_file *f)

@@ -1,13 +1,19 @@
-/* test_io.c: unit test of the safetensors reader (io/safetensors.c) on files built here:
- * the fixed cap on header entries, lookups by name in a large header written in shuffled
- * order. Files live in $TMPDIR (default /tmp). */
+/* test_io.c: unit test of the input readers on files built here: common/instream (plain
+ * and gzip'd streams, concatenated members, bytes after the gzip data, truncation, reading
+ * from a pipe) and the safetensors reader (io/safetensors.c: the fixed cap on header
+ * entries, lookups by name in a large header written in shuffled order). Files live in
+ * $TMPDIR (default /tmp). */
+#include "../common/instream.h"
 #include "../io/safetensors.h"
 #include "testlib.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static char tmp_path[512];
 
@@ -112,8 +118,126 @@ static void test_lookup(void)
     unlink(path);
 }
 
+/* gzip'd `n` bytes of `data` appended to the file at `path` as one member. */
+static int gz_member(const char *path, const void *data, size_t n)
+{
+    gzFile gz = gzopen(path, "ab6");
+    if (!gz)
+        return -1;
+    int ok = n == 0 || gzwrite(gz, data, (unsigned)n) == (int)n;
+    return gzclose(gz) == Z_OK && ok ? 0 : -1;
+}
+
+static int append(const char *path, const void *data, size_t n)
+{
+    FILE *fp = fopen(path, "ab");
+    int ok = fp && fwrite(data, 1, n, fp) == n;
+    return fp && fclose(fp) == 0 && ok ? 0 : -1;
+}
+
+/* Reads the file (or, with pipe_it, the same bytes through a pipe) whole with instream:
+ * 0 and the bytes in out[*len], or -1 and the message in e. */
+static int slurp(const char *path, int pipe_it, uint8_t *out, size_t cap, size_t *len,
+                 txl_err *e)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0 && pipe_it) {
+        int p[2];
+        if (pipe(p) != 0)
+            return -1;
+        if (fork() == 0) { /* the writer: the file's bytes into the pipe */
+            close(p[0]);
+            char buf[4096];
+            ssize_t n;
+            while ((n = read(fd, buf, sizeof buf)) > 0)
+                if (write(p[1], buf, (size_t)n) != n)
+                    _exit(1);
+            _exit(0);
+        }
+        close(p[1]);
+        close(fd);
+        fd = p[0];
+    }
+    instream in;
+    if (fd < 0 || ins_open(&in, fd, path, e))
+        return -1;
+    *len = 0;
+    long long got;
+    while ((got = ins_read(&in, out + *len, cap - *len < 1000 ? cap - *len : 1000, e)) > 0)
+        *len += (size_t)got;
+    ins_close(&in);
+    if (pipe_it)
+        while (wait(NULL) > 0)
+            ;
+    return got < 0 ? -1 : 0;
+}
+
+static void test_instream(void)
+{
+    static uint8_t a[70000], b[5000], out[200000];
+    tl_rng r = {7};
+    for (size_t i = 0; i < sizeof a; i++)
+        a[i] = (uint8_t)(tl_uniform(&r, 1.0f) > 0.5f ? 'a' + i % 7 : i * 31);
+    for (size_t i = 0; i < sizeof b; i++)
+        b[i] = (uint8_t)(i % 251);
+    const char *path = scratch("stream.gz");
+    char p[512];
+    snprintf(p, sizeof p, "%s", path);
+    size_t len = 0;
+    txl_err e = {0};
+    for (int pipe_it = 0; pipe_it < 2; pipe_it++) {
+        const char *how = pipe_it ? "through a pipe" : "from the file";
+        unlink(p);
+        gz_member(p, a, sizeof a);
+        gz_member(p, b, sizeof b);
+        gz_member(p, "", 0);
+        int rc = slurp(p, pipe_it, out, sizeof out, &len, &e);
+        CHECK(rc == 0 && len == sizeof a + sizeof b && memcmp(out, a, sizeof a) == 0 &&
+                  memcmp(out + sizeof a, b, sizeof b) == 0,
+              "instream %s: three gzip members (one empty) read as one stream (%zu bytes)%s%s",
+              how, len, rc ? ": " : "", rc ? e.msg : "");
+        append(p, "\x1f", 1); /* half a gzip magic is no member */
+        rc = slurp(p, pipe_it, out, sizeof out, &len, &e);
+        CHECK(rc == -1 && e.kind == ERR_INPUT && strstr(e.msg, p) &&
+                  strstr(e.msg, "trailing garbage after the gzip data"),
+              "instream %s: a stray byte after the members is an error: %s", how, e.msg);
+        unlink(p);
+        gz_member(p, a, sizeof a);
+        append(p, "\0\0\0\0", 4);
+        rc = slurp(p, pipe_it, out, sizeof out, &len, &e);
+        CHECK(rc == -1 && strstr(e.msg, "trailing garbage"), "instream %s: zeros after the "
+              "gzip data are an error too: %s", how, e.msg);
+    }
+    /* truncation inside a member, and inside the 8-byte trailer (CRC and length) */
+    unlink(p);
+    gz_member(p, a, sizeof a);
+    FILE *fp = fopen(p, "rb");
+    static uint8_t whole[100000];
+    size_t n = fp ? fread(whole, 1, sizeof whole, fp) : 0;
+    if (fp)
+        fclose(fp);
+    size_t cuts[3] = {n / 2, n - 8, n - 1};
+    for (int k = 0; k < 3; k++) {
+        unlink(p);
+        append(p, whole, cuts[k]);
+        int rc = slurp(p, 0, out, sizeof out, &len, &e);
+        CHECK(rc == -1 && strstr(e.msg, "corrupt or truncated gzip data: unexpected end of file"),
+              "instream: gzip cut at byte %zu of %zu: %s", cuts[k], n, e.msg);
+    }
+    /* plain bytes are passed through, from a file and a pipe alike */
+    for (int pipe_it = 0; pipe_it < 2; pipe_it++) {
+        unlink(p);
+        append(p, b, sizeof b);
+        int rc = slurp(p, pipe_it, out, sizeof out, &len, &e);
+        CHECK(rc == 0 && len == sizeof b && memcmp(out, b, sizeof b) == 0,
+              "instream: plain bytes %s (%zu)", pipe_it ? "through a pipe" : "from a file", len);
+    }
+    unlink(p);
+}
+
 int main(void)
 {
+    test_instream();
     test_entry_cap();
     test_lookup();
     return tl_done("test_io");

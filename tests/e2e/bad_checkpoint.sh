@@ -11,6 +11,7 @@ RUN=$TMP/run
 setup_run $RUN
 GZ=$RUN/last.safetensors.gz                       # weights, Adam moments, memory; gzip'd
 gunzip -c $GZ > $TMP/last.safetensors             # the same, plain
+P=$TMP/last.safetensors
 $TXL export $GZ -o $TMP/w.safetensors 2>/dev/null || bad "export"   # weights only, plain
 guard_init $RUN
 check "the good checkpoints load" $TXL info $TMP/last.safetensors
@@ -53,6 +54,37 @@ cp $GZ $B/badmagic.safetensors.gz
 printf 'X' | dd of=$B/badmagic.safetensors.gz bs=1 seek=1 conv=notrunc 2>/dev/null
 expect2 "gzip magic damaged (then read as a plain file)" "$B/badmagic.safetensors.gz;;not a safetensors file" $TXL info $B/badmagic.safetensors.gz
 
+echo "-- not a regular file, more than the header says, more than memory holds"
+mkfifo $B/fifo.safetensors
+expect2 "a FIFO nobody writes (refused at once, not a hang)" "$B/fifo.safetensors;;is a FIFO (named pipe), not a regular file" \
+    timeout 20 $TXL info $B/fifo.safetensors
+expect2 "/dev/zero (refused before reading a byte)" "/dev/zero;;is a device or socket, not a regular file" \
+    limit_vm 1000000 timeout 20 $TXL info /dev/zero
+{ cat $GZ; printf 'garbage'; } > $B/gzjunk.safetensors.gz
+expect2 "bytes after the gzip stream" "$B/gzjunk.safetensors.gz;;trailing garbage after the gzip data: the bytes from offset $(wc -c < $GZ) of the file are not another gzip member" \
+    $TXL eval $B/gzjunk.safetensors.gz
+{ cat $GZ; head -c 512 /dev/zero; } > $B/gzzeros.safetensors.gz
+expect2 "zeros after the gzip stream (tape padding)" "$B/gzzeros.safetensors.gz;;trailing garbage after the gzip data" $TXL info $B/gzzeros.safetensors.gz
+{ head -c 5000 $P | gzip -1; tail -c +5001 $P | gzip -9; } > $B/members.safetensors.gz
+check "two gzip members (cat a.gz b.gz) are one stream: it loads" $TXL info $B/members.safetensors.gz
+l1=$($TXL eval $B/members.safetensors.gz --data $TMP/last.safetensors --max-tokens 3000 --json -q | jq .loss)
+l2=$($TXL eval $P --data $TMP/last.safetensors --max-tokens 3000 --json -q | jq .loss)
+check "...and evaluates to the plain file's loss ($l1 = $l2)" test -n "$l1" -a "$l1" = "$l2"
+# a gzip bomb: the checkpoint, then 2 GiB of zeros in 32 more members (2 MiB on disk); the
+# reader stops one byte after the data the header describes
+head -c 67108864 /dev/zero | gzip -1 > $TMP/zeros64m.gz
+{ gzip -1 -c $P; i=0; while [ $i -lt 32 ]; do cat $TMP/zeros64m.gz; i=$((i + 1)); done; } > $B/bomb.safetensors.gz
+expect2 "a gzip bomb after the data (2 GiB of zeros; under a 1 GB memory limit)" "$B/bomb.safetensors.gz;;goes on after the tensor data the header describes;;(trailing garbage?)" \
+    limit_vm 1000000 timeout 60 $TXL info $B/bomb.safetensors.gz
+{ u64le 100000001; tail -c +9 $P; } | gzip -1 > $B/hlen_limit.safetensors.gz
+expect2 "header length over the limit (gzip'd: not read)" "$B/hlen_limit.safetensors.gz;;header length 100000001 exceeds txl's limit of 100000000 bytes" \
+    $TXL info $B/hlen_limit.safetensors.gz
+st_edit $P $TMP/claim.safetensors '.["out.bias"].data_offsets |= [.[0] + 1125899906842624, .[1] + 1125899906842624]'
+gzip -1 -c $TMP/claim.safetensors > $B/claim.safetensors.gz
+end=$((1125899906842624 + $(st_header $P | jq '.["out.bias"].data_offsets[1]')))
+expect2 "gzip'd, a header that claims 1 PiB of data (refused before reading it)" "$B/claim.safetensors.gz;;the header's tensors hold $end bytes, more than half this machine's memory" \
+    limit_vm 1000000 timeout 60 $TXL info $B/claim.safetensors.gz
+
 echo "-- truncated gzip'd file, at every structural boundary"
 s=$(wc -c < $GZ)
 for n in 5 9 12 40 200 $((s / 2)) $((s - 8)) $((s - 5)) $((s - 1)); do
@@ -66,8 +98,7 @@ head -c $((s / 2)) $GZ > $B/thalf.safetensors.gz
 expect2 "gzip'd, truncated inside the data: says so" "$B/thalf.safetensors.gz;;tensor data" $TXL eval $B/thalf.safetensors.gz
 
 echo "-- truncated content (plain, and complete gzip streams of truncated content)"
-H=$(st_hlen $TMP/last.safetensors)
-P=$TMP/last.safetensors
+H=$(st_hlen $P)
 cut_at() { # cut_at N "needles"
     head -c $1 $P > $B/cut$1.safetensors
     expect2 "plain, cut at byte $1" "$B/cut$1.safetensors;;$2" $TXL info $B/cut$1.safetensors
