@@ -9,47 +9,69 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
-static int read_gzip(corpus *c, txl_err *e)
+#include "../common/instream.h"
+
+int corpus_mem_limit(const char *path, size_t *bytes, txl_err *e)
 {
-    gzFile gz = gzopen(c->path, "rb");
-    if (!gz)
-        return err_set(e, ERR_INPUT, "%s: cannot open: %s", c->path, strerror(errno));
-    gzbuffer(gz, 1 << 17);
-    size_t cap = 1 << 20, len = 0;
-    uint8_t *buf = malloc(cap);
+    const char *s = getenv("TXL_MAX_CORPUS_MB");
+    if (!s || !*s) {
+        size_t phys = ins_phys_mem();
+        *bytes = phys ? phys / 2 : (size_t)4 << 30; /* unknown: 4 GiB */
+        return 0;
+    }
+    unsigned long long mb = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9' && mb <= (SIZE_MAX >> 20); p++)
+        mb = 10 * mb + (unsigned long long)(*p - '0');
+    if (p == s || *p || mb < 1 || mb > (SIZE_MAX >> 20))
+        return err_set(e, ERR_INPUT, "%s: TXL_MAX_CORPUS_MB is '%.40s', expected a whole number "
+                       "of MiB >= 1", path, s);
+    *bytes = (size_t)mb << 20;
+    return 0;
+}
+
+/* A gzip'd file, a pipe or a device: decompressed (or copied) into memory through
+ * instream, which takes fd. The buffer doubles as data arrives, never past limit + 1
+ * bytes, so /dev/zero or a gzip bomb is refused at the limit instead of exhausting memory. */
+static int read_stream(corpus *c, int fd, size_t limit, txl_err *e)
+{
+    instream in;
+    if (ins_open(&in, fd, c->path, e))
+        return -1;
+    c->gzipped = in.gz;
+    size_t cap = limit < (1u << 20) ? limit + 1 : (1u << 20), len = 0;
+    uint8_t *buf = NULL;
     int rc = 0;
-    for (; buf;) {
-        if (cap - len < (1 << 16)) {
-            uint8_t *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-            if (!nb) {
-                rc = err_set(e, ERR_RUNTIME, "%s: out of memory decompressing (%zu bytes so far)",
-                             c->path, len);
+    for (;;) {
+        if (len == cap) {
+            if (cap > limit) {
+                rc = err_set(e, ERR_INPUT, "%s: the %s corpus is larger than %zu MiB, the limit "
+                             "for a corpus held in memory (gzip'd files and pipes are; plain "
+                             "files are read in place): set TXL_MAX_CORPUS_MB to raise it "
+                             "(default: half the physical memory), or decompress the file",
+                             c->path, in.gz ? "decompressed" : "streamed", limit >> 20);
                 break;
             }
-            buf = nb;
-            cap *= 2;
+            cap = cap > limit / 2 ? limit + 1 : 2 * cap;
         }
-        size_t want = cap - len > (1u << 30) ? (1u << 30) : cap - len;
-        int got = gzread(gz, buf + len, (unsigned)want);
-        if (got <= 0) {
-            int zerr;
-            const char *msg = gzerror(gz, &zerr);
-            size_t pn = strlen(c->path); /* zlib's message starts with the path */
-            if (strncmp(msg, c->path, pn) == 0 && msg[pn] == ':' && msg[pn + 1] == ' ')
-                msg += pn + 2;
-            if (got < 0 || zerr != Z_OK)
-                rc = err_set(e, ERR_INPUT, "%s: corrupt or truncated gzip data: %s after %zu "
-                             "decompressed bytes", c->path,
-                             zerr == Z_ERRNO ? strerror(errno) : msg, len);
+        uint8_t *nb = realloc(buf, cap);
+        if (!nb) {
+            rc = err_set(e, ERR_RUNTIME, "%s: out of memory reading the corpus (%zu bytes so "
+                         "far)", c->path, len);
+            break;
+        }
+        buf = nb;
+        long long got = ins_read(&in, buf + len, cap - len, e);
+        if (got < 0) {
+            rc = -1;
             break;
         }
         len += (size_t)got;
+        if (len < cap) /* the end */
+            break;
     }
-    gzclose(gz);
-    if (!buf)
-        return err_set(e, ERR_RUNTIME, "%s: out of memory", c->path);
+    ins_close(&in);
     if (rc) {
         free(buf);
         return rc;
@@ -63,10 +85,13 @@ static int read_gzip(corpus *c, txl_err *e)
 int corpus_open(corpus *c, const char *path, txl_err *e)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->path, sizeof c->path, "%s", path);
     if (!path || !*path)
         return err_set(e, ERR_INPUT, "no corpus path given");
-    int fd = open(path, O_RDONLY);
+    snprintf(c->path, sizeof c->path, "%s", path);
+    size_t limit;
+    if (corpus_mem_limit(path, &limit, e))
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC); /* a FIFO: waits for a writer, as cat does */
     if (fd < 0)
         return err_set(e, ERR_INPUT, "%s: cannot open corpus: %s", path, strerror(errno));
     struct stat sb;
@@ -80,18 +105,19 @@ int corpus_open(corpus *c, const char *path, txl_err *e)
         return err_set(e, ERR_INPUT, "%s: is a directory, expected a text file", path);
     }
     unsigned char magic[2] = {0, 0};
-    ssize_t got = pread(fd, magic, 2, 0);
+    ssize_t got = S_ISREG(sb.st_mode) ? pread(fd, magic, 2, 0) : 0;
     if (got < 0) {
         int er = errno;
         close(fd);
         return err_set(e, ERR_INPUT, "%s: cannot read corpus: %s", path, strerror(er));
     }
-    if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-        close(fd);
-        c->gzipped = 1;
-        if (read_gzip(c, e))
+    int gz = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (!S_ISREG(sb.st_mode) || gz) { /* a pipe, a device, or gzip: into memory */
+        if (read_stream(c, fd, limit, e)) {
+            memset(c, 0, sizeof *c);
             return -1;
-    } else if (S_ISREG(sb.st_mode) && sb.st_size > 0) {
+        }
+    } else if (sb.st_size > 0) {
         void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         int er = errno;
         close(fd);
@@ -102,11 +128,6 @@ int corpus_open(corpus *c, const char *path, txl_err *e)
         c->map_len = (size_t)sb.st_size;
         c->data = m;
         c->len = (size_t)sb.st_size;
-    } else if (!S_ISREG(sb.st_mode)) { /* a pipe or device: read it whole */
-        close(fd);
-        c->gzipped = 0;
-        if (read_gzip(c, e)) /* gz* reads plain streams as-is */
-            return -1;
     } else {
         close(fd);
     }

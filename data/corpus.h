@@ -2,7 +2,9 @@
  * stream batching of DESIGN.md §3.
  *
  * A plain file is mmap'd (never read whole, so corpora larger than RAM work); a gzip'd one
- * (detected by its magic bytes, not its name) is decompressed into memory through zlib. */
+ * (detected by its magic bytes, not its name) and anything that is not a regular file (a
+ * pipe, a device) are read front to back into memory (common/instream), at most
+ * corpus_mem_limit bytes. */
 #ifndef TXL_CORPUS_H
 #define TXL_CORPUS_H
 
@@ -21,9 +23,17 @@ typedef struct {
     int gzipped;
 } corpus;
 
-/* Opens a corpus: missing, unreadable, directory, empty, corrupt gzip -> -1, ERR_INPUT. */
+/* Opens a corpus: missing, unreadable, directory, empty, corrupt gzip (or bytes after the
+ * gzip data), larger than the memory limit -> -1, ERR_INPUT naming the file. A FIFO or a
+ * device is read as a stream (opening a FIFO waits for a writer, as `cat` does). */
 int corpus_open(corpus *c, const char *path, txl_err *e);
 void corpus_close(corpus *c);
+
+/* The most bytes corpus_open holds in memory for one gzip'd or streamed corpus: the
+ * environment variable TXL_MAX_CORPUS_MB (MiB, a whole number >= 1) when set, else half
+ * the physical memory. Plain regular files do not count (they are not read whole). A
+ * malformed value is ERR_INPUT naming the variable, prefixed with `path`. */
+int corpus_mem_limit(const char *path, size_t *bytes, txl_err *e);
 
 /* A contiguous token range of a corpus (a split). */
 typedef struct {
