@@ -420,6 +420,26 @@ static double run_valid(trainer *t, txl_err *e, int *failed)
     return r.loss;
 }
 
+/* Reading the data failed mid-run (batcher_next or the validation pass: e.g. the corpus
+ * was truncated under txl). The weights are those of the last completed step, so `last`
+ * is written when this invocation got past its first step, and the message says so. */
+static int stop_keeping_last(trainer *t, long first_step, txl_err *e)
+{
+    if (!e->msg[0])
+        err_set(e, ERR_INPUT, "another rank could not read the corpus");
+    if (t->st.step <= first_step)
+        return -1;
+    txl_err we = {0};
+    size_t n = strlen(e->msg);
+    if (save_checkpoint(t, t->last_path, 1, NAN, &we) == 0)
+        snprintf(e->msg + n, sizeof e->msg - n, "; %s holds step %ld (--resume %s continues "
+                 "from there)", t->last_path, t->st.step, t->last_path);
+    else
+        snprintf(e->msg + n, sizeof e->msg - n, "; writing %s failed too: %s", t->last_path,
+                 we.msg);
+    return -1;
+}
+
 static int train_loop(trainer *t, txl_err *e)
 {
     const txl_config *c = &t->cfg;
@@ -441,13 +461,15 @@ static int train_loop(trainer *t, txl_err *e)
     t->bt.pos = t->st.data_pos;
 
     while (t->st.step < tc->max_steps) {
-        int len = batcher_next(&t->bt, t->x, t->y);
+        int len = batcher_next(&t->bt, t->x, t->y, e);
         if (len == 0) { /* end of a pass over the train split: start over, fresh memory */
             t->st.epoch++;
             t->bt.pos = 0;
             mem_reset(&t->mem);
-            len = batcher_next(&t->bt, t->x, t->y);
+            len = batcher_next(&t->bt, t->x, t->y, e);
         }
+        if (dist_max_int(len < 0)) /* the corpus cannot be read (truncated meanwhile?) */
+            return stop_keeping_last(t, first_step, e);
         long step = t->st.step + 1;
         fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
         model_zero_grads(&t->mdl);
@@ -539,7 +561,7 @@ static int train_loop(trainer *t, txl_err *e)
             int failed;
             vloss = run_valid(t, e, &failed);
             if (failed)
-                return -1;
+                return stop_keeping_last(t, first_step, e);
             if (vloss < t->st.best_valid) {
                 t->st.best_valid = vloss;
                 if (save_checkpoint(t, t->best_path, 0, vloss, e))

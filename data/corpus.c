@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,8 +75,8 @@ static int read_stream(corpus *c, int fd, size_t limit, txl_err *e)
         free(buf);
         return rc;
     }
+    c->kind = CORPUS_MEMORY;
     c->owned = buf;
-    c->data = buf;
     c->len = len;
     return 0;
 }
@@ -117,16 +116,10 @@ int corpus_open(corpus *c, const char *path, txl_err *e)
             memset(c, 0, sizeof *c);
             return -1;
         }
-    } else if (sb.st_size > 0) {
-        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        int er = errno;
-        close(fd);
-        if (m == MAP_FAILED)
-            return err_set(e, ERR_INPUT, "%s: cannot map corpus: %s", path, strerror(er));
-        madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
-        c->map = m;
-        c->map_len = (size_t)sb.st_size;
-        c->data = m;
+    } else if (sb.st_size > 0) { /* read in place, segment by segment (corpus_read) */
+        posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+        c->kind = CORPUS_FILE;
+        c->fd = fd;
         c->len = (size_t)sb.st_size;
     } else {
         close(fd);
@@ -140,15 +133,40 @@ int corpus_open(corpus *c, const char *path, txl_err *e)
 
 void corpus_close(corpus *c)
 {
-    if (c->map)
-        munmap(c->map, c->map_len);
+    if (c->kind == CORPUS_FILE)
+        close(c->fd);
     free(c->owned);
     memset(c, 0, sizeof *c);
 }
 
+int corpus_read(const corpus *c, size_t off, uint8_t *buf, size_t n, txl_err *e)
+{
+    if (c->kind == CORPUS_MEMORY) {
+        memcpy(buf, c->owned + off, n);
+        return 0;
+    }
+    for (size_t done = 0; done < n;) {
+        ssize_t got = pread(c->fd, buf + done, n - done, (off_t)(off + done));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return err_set(e, ERR_INPUT, "%s: cannot read the corpus at byte %zu: %s", c->path,
+                           off + done, strerror(errno));
+        if (got == 0) {
+            struct stat sb;
+            long long now = fstat(c->fd, &sb) == 0 ? (long long)sb.st_size : -1;
+            return err_set(e, ERR_INPUT, "%s: the corpus was truncated while txl was reading "
+                           "it: byte %zu is past its end (%zu bytes when opened, %lld now)",
+                           c->path, off + done, c->len, now);
+        }
+        done += (size_t)got;
+    }
+    return 0;
+}
+
 token_span corpus_all(const corpus *c)
 {
-    token_span s = {c->data, c->len, c->path, 0};
+    token_span s = {c, 0, c->len, c->path};
     return s;
 }
 
@@ -163,10 +181,10 @@ void corpus_split(const corpus *c, const double frac[3], token_span out[3])
             end = at;
         if (end > T)
             end = T;
-        out[i].tok = c->data + at;
+        out[i].c = c;
+        out[i].begin = at;
         out[i].n = end - at;
         out[i].path = c->path;
-        out[i].begin = at;
         at = end;
     }
 }
@@ -197,17 +215,18 @@ int batcher_init(batcher *bt, token_span s, int B, int Lq, size_t min_len, const
     return 0;
 }
 
-int batcher_next(batcher *bt, uint8_t *x, uint8_t *y)
+int batcher_next(batcher *bt, uint8_t *x, uint8_t *y, txl_err *e)
 {
     if (bt->pos + 1 >= bt->n)
         return 0;
     size_t len = bt->n - 1 - bt->pos;
     if (len > (size_t)bt->Lq)
         len = (size_t)bt->Lq;
-    for (int b = 0; b < bt->B; b++) {
-        const uint8_t *src = bt->s.tok + (size_t)b * bt->n + bt->pos;
-        memcpy(x + (size_t)b * len, src, len);
-        memcpy(y + (size_t)b * len, src + 1, len);
+    for (int b = 0; b < bt->B; b++) { /* inputs, and the targets one byte on */
+        size_t at = bt->s.begin + (size_t)b * bt->n + bt->pos;
+        if (corpus_read(bt->s.c, at, x + (size_t)b * len, len, e) ||
+            corpus_read(bt->s.c, at + 1, y + (size_t)b * len, len, e))
+            return -1;
     }
     bt->pos += len;
     return (int)len;
