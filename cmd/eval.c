@@ -237,30 +237,13 @@ int cmd_eval(int argc, char **argv)
         label = "file";
     } else {
         const data_config *d = &cfg.data;
-        const char *path = d->train;
-        int idx = strcmp(split, "train") == 0 ? 0 : strcmp(split, "valid") == 0 ? 1 : 2;
-        if (idx == 1 && d->valid[0])
-            path = d->valid;
-        if (idx == 2 && d->test[0])
-            path = d->test;
-        if (corpus_open(&c, path, &e)) {
+        data_paths p = {d->train, d->valid, d->test, d->split};
+        int idx = strcmp(split, "train") == 0 ? SPLIT_TRAIN
+                  : strcmp(split, "valid") == 0 ? SPLIT_VALID : SPLIT_TEST;
+        if (data_open_split(&p, idx, &c, &span, &e)) {
             err_wrap(&e, "--split %s (from the checkpoint's data config; pass --data FILE to "
                      "evaluate another file)", split);
             goto fail;
-        }
-        int separate = (idx == 1 && d->valid[0]) || (idx == 2 && d->test[0]) ||
-                       (idx == 0 && d->valid[0]);
-        if (separate) {
-            span = corpus_all(&c);
-        } else {
-            token_span sp[3];
-            corpus_split(&c, d->split, sp);
-            span = sp[idx];
-            if (span.n == 0) {
-                err_set(&e, ERR_INPUT, "%s: the %s split is empty (data.split %g/%g/%g)", path,
-                        split, d->split[0], d->split[1], d->split[2]);
-                goto fail;
-            }
         }
     }
 

@@ -141,34 +141,18 @@ static int write_config_yaml(const txl_config *c, txl_err *e)
     return 0;
 }
 
-/* Resolves the train/valid/test spans from data.* (separate files or split fractions). */
+/* The train/valid/test spans from data.* (data/corpus.h: data_open_splits). */
 static int open_data(trainer *t, txl_err *e)
 {
     const data_config *d = &t->cfg.data;
-    if (corpus_open(&t->train_c, d->train, e))
-        return err_wrap(e, "data.train");
-    if (d->valid[0]) {
-        if (corpus_open(&t->valid_c, d->valid, e))
-            return err_wrap(e, "data.valid");
-        t->train_s = corpus_all(&t->train_c);
-        t->valid_s = corpus_all(&t->valid_c);
-        if (d->test[0]) {
-            if (corpus_open(&t->test_c, d->test, e))
-                return err_wrap(e, "data.test");
-            t->test_s = corpus_all(&t->test_c);
-        }
-    } else {
-        token_span sp[3];
-        corpus_split(&t->train_c, d->split, sp);
-        t->train_s = sp[0];
-        t->valid_s = sp[1];
-        t->test_s = sp[2];
-        if (d->test[0]) {
-            if (corpus_open(&t->test_c, d->test, e))
-                return err_wrap(e, "data.test");
-            t->test_s = corpus_all(&t->test_c);
-        }
-    }
+    data_paths p = {d->train, d->valid, d->test, d->split};
+    corpus *files[3] = {&t->train_c, &t->valid_c, &t->test_c};
+    token_span sp[3];
+    if (data_open_splits(&p, files, sp, e))
+        return -1;
+    t->train_s = sp[SPLIT_TRAIN];
+    t->valid_s = sp[SPLIT_VALID];
+    t->test_s = sp[SPLIT_TEST];
     return 0;
 }
 

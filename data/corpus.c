@@ -189,6 +189,71 @@ void corpus_split(const corpus *c, const double frac[3], token_span out[3])
     }
 }
 
+static const char *const split_names[3] = {"train", "valid", "test"};
+
+/* Where split `which` lives: the index of its file (SPLIT_TRAIN: data.train, ...; -1 for
+ * none) and *part, the fraction of that file it is (-1: the whole file). */
+static int split_source(const data_paths *p, int which, int *part)
+{
+    int valid = p->valid && p->valid[0], test = p->test && p->test[0];
+    *part = -1;
+    if (which == SPLIT_TEST && test)
+        return SPLIT_TEST;
+    if (valid)
+        return which == SPLIT_TEST ? -1 : which;
+    *part = which; /* a fraction of data.train */
+    return SPLIT_TRAIN;
+}
+
+static int open_file(const data_paths *p, int file, corpus *c, txl_err *e)
+{
+    const char *path = file == SPLIT_TRAIN ? p->train : file == SPLIT_VALID ? p->valid : p->test;
+    if (corpus_open(c, path, e))
+        return err_wrap(e, "data.%s", split_names[file]);
+    return 0;
+}
+
+static token_span cut(const data_paths *p, const corpus *c, int part)
+{
+    token_span sp[3];
+    if (part < 0)
+        return corpus_all(c);
+    corpus_split(c, p->split, sp);
+    return sp[part];
+}
+
+int data_open_splits(const data_paths *p, corpus *files[3], token_span out[3], txl_err *e)
+{
+    for (int i = 0; i < 3; i++) {
+        int part, file = split_source(p, i, &part);
+        out[i] = (token_span){NULL, 0, 0, ""};
+        if (file < 0)
+            continue;
+        if (files[file]->kind == CORPUS_NONE && open_file(p, file, files[file], e))
+            return -1;
+        out[i] = cut(p, files[file], part);
+    }
+    return 0;
+}
+
+int data_open_split(const data_paths *p, int which, corpus *c, token_span *out, txl_err *e)
+{
+    int part, file = split_source(p, which, &part);
+    if (file < 0)
+        return err_set(e, ERR_INPUT, "%s: there is no %s split: data.valid is a separate file "
+                       "and data.test is empty", p->valid, split_names[which]);
+    if (open_file(p, file, c, e))
+        return -1;
+    *out = cut(p, c, part);
+    if (out->n == 0) {
+        err_set(e, ERR_INPUT, "%s: the %s split is empty (data.split %g/%g/%g)", c->path,
+                split_names[which], p->split[0], p->split[1], p->split[2]);
+        corpus_close(c);
+        return -1;
+    }
+    return 0;
+}
+
 int batcher_init(batcher *bt, token_span s, int B, int Lq, size_t min_len, const char *what,
                  txl_err *e)
 {

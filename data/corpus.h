@@ -59,6 +59,28 @@ typedef struct {
 void corpus_split(const corpus *c, const double frac[3], token_span out[3]);
 token_span corpus_all(const corpus *c);
 
+/* The data section of a config, as plain values (data/ knows no config struct). */
+enum { SPLIT_TRAIN, SPLIT_VALID, SPLIT_TEST };
+typedef struct {
+    const char *train;        /* required */
+    const char *valid, *test; /* separate files; NULL or "" = none */
+    const double *split;      /* [3] train/valid/test fractions of train (valid empty) */
+} data_paths;
+
+/* The one rule for where each split lives (DESIGN.md §4, data):
+ *   valid empty: train is cut by `split` into train/valid/test; a test file replaces the
+ *                third part (which then goes unused);
+ *   valid set:   train, valid (and test, if set) are whole files; without a test file
+ *                there is no test split (n = 0).
+ * data_open_splits opens each file needed once into files[0..2] (data.train, data.valid,
+ * data.test; closed on entry; those not needed stay closed, and on failure the caller
+ * closes what was opened) and resolves all three spans. Errors are prefixed with the key:
+ * "data.valid: PATH: cannot open corpus: ...". */
+int data_open_splits(const data_paths *p, corpus *files[3], token_span out[3], txl_err *e);
+/* One split (SPLIT_*): opens only the file it lives in, into *c (closed again on
+ * failure). An empty or absent split is an error too (ERR_INPUT naming the file). */
+int data_open_split(const data_paths *p, int which, corpus *c, token_span *out, txl_err *e);
+
 /* Stream batching: B streams of n = floor(T/B) tokens; segments start at 0, Lq, 2Lq, ...
  * < n-1 with length min(Lq, n-1-start), so a pass scores B*(n-1) tokens. */
 typedef struct {

@@ -1,7 +1,9 @@
 /* test_data.c: unit test of data/corpus.c on files built here: a plain corpus is read in
  * place, so a file truncated after corpus_open makes batcher_next (and an evaluation pass
  * over it, cmd/evaluate.c) fail with a message naming the file instead of faulting; a
- * gzip'd corpus is held in memory and unaffected. Files live in $TMPDIR (default /tmp). */
+ * gzip'd corpus is held in memory and unaffected; the train/valid/test split rule, with
+ * eval's one-split entry point agreeing with training's. Files live in $TMPDIR (default
+ * /tmp). */
 #include "../cmd/evaluate.h"
 #include "../data/corpus.h"
 #include "testlib.h"
@@ -122,6 +124,90 @@ static void test_truncated_eval(void)
     unlink(path);
 }
 
+/* The split rule, and the two entry points agreeing on it: data_open_split (eval --split)
+ * resolves every split to the same bytes as data_open_splits (training). */
+static void test_splits(void)
+{
+    const char *tr = scratch(0, "train.txt"), *va = scratch(1, "valid.txt");
+    const char *te = scratch(2, "test.txt");
+    write_text(tr, 10000, 0);
+    write_text(va, 3000, 0);
+    write_text(te, 2000, 1); /* gzip'd: held in memory, same spans */
+    const double frac[3] = {0.8, 0.15, 0.05};
+    static const struct {
+        int valid, test;                /* which separate files the config names */
+        size_t begin[3], n[3];          /* expected spans */
+        int file[3];                    /* 0 train, 1 valid, 2 test, -1 none */
+    } cases[] = {
+        {0, 0, {0, 8000, 9500}, {8000, 1500, 500}, {0, 0, 0}},
+        {0, 1, {0, 8000, 0}, {8000, 1500, 2000}, {0, 0, 2}},
+        {1, 0, {0, 0, 0}, {10000, 3000, 0}, {0, 1, -1}},
+        {1, 1, {0, 0, 0}, {10000, 3000, 2000}, {0, 1, 2}},
+    };
+    const char *paths3[3] = {tr, va, te};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        data_paths p = {tr, cases[k].valid ? va : "", cases[k].test ? te : NULL, frac};
+        corpus f[3], *files[3] = {&f[0], &f[1], &f[2]};
+        memset(f, 0, sizeof f);
+        token_span sp[3];
+        txl_err e = {0};
+        int rc = data_open_splits(&p, files, sp, &e);
+        int good = rc == 0;
+        for (int i = 0; good && i < 3; i++) {
+            int fi = cases[k].file[i];
+            good = sp[i].n == cases[k].n[i] && sp[i].begin == cases[k].begin[i] &&
+                   (fi < 0 ? sp[i].c == NULL : sp[i].c == &f[fi] &&
+                                                   strcmp(sp[i].path, paths3[fi]) == 0);
+            good = good && (f[i].kind != CORPUS_NONE) == (i == 0 || (i == 1 && cases[k].valid) ||
+                                                         (i == 2 && cases[k].test));
+        }
+        CHECK(good, "splits: valid %s, test %s: train/valid/test %zu/%zu/%zu bytes, each "
+              "file opened once (%s)", cases[k].valid ? "file" : "-", cases[k].test ? "file" : "-",
+              rc ? 0 : sp[0].n, rc ? 0 : sp[1].n, rc ? 0 : sp[2].n, rc ? e.msg : "ok");
+        for (int i = 0; i < 3; i++) {
+            corpus c;
+            token_span one;
+            txl_err e1 = {0};
+            int r1 = data_open_split(&p, i, &c, &one, &e1);
+            if (cases[k].file[i] < 0)
+                CHECK(r1 == -1 && e1.kind == ERR_INPUT && has(e1.msg, va) &&
+                          has(e1.msg, "there is no test split: data.valid is a separate file "
+                                      "and data.test is empty") && c.kind == CORPUS_NONE,
+                      "split %d alone: absent, an error naming data.valid: %s", i, e1.msg);
+            else
+                CHECK(r1 == 0 && one.n == sp[i].n && one.begin == sp[i].begin &&
+                          strcmp(one.path, sp[i].path) == 0,
+                      "split %d alone: the same %zu bytes at %zu of %s", i, one.n, one.begin,
+                      r1 ? e1.msg : one.path);
+            if (r1 == 0)
+                corpus_close(&c);
+        }
+        for (int i = 0; i < 3; i++)
+            corpus_close(&f[i]);
+    }
+    /* an empty fraction, and a missing file: named, with the key */
+    const double tiny[3] = {1.0, 0.0, 0.0};
+    data_paths p = {tr, "", "", tiny};
+    corpus c;
+    token_span one;
+    txl_err e = {0};
+    CHECK(data_open_split(&p, SPLIT_VALID, &c, &one, &e) == -1 && has(e.msg, tr) &&
+              has(e.msg, "the valid split is empty (data.split 1/0/0)") &&
+              c.kind == CORPUS_NONE, "empty split: %s", e.msg);
+    data_paths q = {tr, "/nonexistent/v.txt", "", frac};
+    corpus f[3], *files[3] = {&f[0], &f[1], &f[2]};
+    memset(f, 0, sizeof f);
+    token_span sp[3];
+    CHECK(data_open_splits(&q, files, sp, &e) == -1 &&
+              has(e.msg, "data.valid: /nonexistent/v.txt: cannot open corpus"),
+          "missing valid file: %s", e.msg);
+    for (int i = 0; i < 3; i++)
+        corpus_close(&f[i]);
+    unlink(tr);
+    unlink(va);
+    unlink(te);
+}
+
 int main(void)
 {
     tl_rng r = {99};
@@ -130,5 +216,6 @@ int main(void)
     test_truncated_batcher();
     test_memory_corpus();
     test_truncated_eval();
+    test_splits();
     return tl_done("test_data");
 }

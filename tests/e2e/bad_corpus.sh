@@ -44,6 +44,14 @@ gunzip -c $RUN/best.safetensors.gz > $TMP/best.safetensors
 st_edit $TMP/best.safetensors $TMP/gone.safetensors ".__metadata__.config |= (fromjson | .data.train = \"$C/gone.txt\" | tojson)"
 expect2 "eval --split of a run whose corpus is gone" "--split valid;;$C/gone.txt: cannot open corpus" \
     $TXL eval $TMP/gone.safetensors
+# a run with a separate valid file and no test file has no test split (training never
+# held one out): eval --split test must not evaluate part of the training data instead
+gunzip -c tests/data/tinyshakespeare.txt.gz | head -c 60000 > $C/v.txt
+st_edit $TMP/best.safetensors $TMP/sepvalid.safetensors ".__metadata__.config |= (fromjson | .data.valid = \"$C/v.txt\" | tojson)"
+expect2 "eval --split test of a run with data.valid and no data.test" \
+    "--split test;;$C/v.txt: there is no test split: data.valid is a separate file and data.test is empty" \
+    $TXL eval $TMP/sepvalid.safetensors --split test
+check "...while --split valid evaluates data.valid" $TXL eval $TMP/sepvalid.safetensors --split valid --max-tokens 3000 -q
 if [ "$(id -u)" = 0 ]; then
     echo "  skip unreadable corpus: running as root, where chmod 000 does not stop reads"
 else
