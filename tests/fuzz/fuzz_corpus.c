@@ -3,6 +3,7 @@
  *
  * Input: 4 bytes of parameters (batch B = 1 + p0 % 8, tgt_len = 1 + p1 % 64, training or
  * eval minimum stream length by p2 & 1, split fractions from p3), then the file's bytes.
+ * TXL_MAX_CORPUS_MB is 1 (unless set): what is held in memory stays within it.
  * Invariants: errors name the file; the split spans cover the corpus in order; one pass of
  * the batcher yields segments of at most tgt_len whose inputs and targets are the streams'
  * bytes shifted by one, B*(n-1) targets in batcher_segments() segments. */
@@ -60,6 +61,8 @@ static void one_pass(token_span s, int B, int Lq, size_t min_len, const char *pa
 
 int txl_fuzz_corpus(const uint8_t *data, size_t size)
 {
+    /* a small memory limit: bombs and large streams reach the refusal quickly */
+    setenv("TXL_MAX_CORPUS_MB", "1", 0);
     if (size < 4)
         return 0;
     int B = 1 + data[0] % 8, Lq = 1 + data[1] % 64;
@@ -77,6 +80,10 @@ int txl_fuzz_corpus(const uint8_t *data, size_t size)
         return 0;
     }
     FUZZ_CHECK(c.len > 0 && c.kind != CORPUS_NONE, "empty corpus opened");
+    size_t limit;
+    FUZZ_CHECK(corpus_mem_limit(path, &limit, &e) == 0 &&
+               (c.kind != CORPUS_MEMORY || c.len <= limit), "%zu bytes in memory, limit %zu",
+               c.len, limit);
     int gz = size - 4 >= 2 && data[4] == 0x1f && data[5] == 0x8b;
     FUZZ_CHECK(c.gzipped == gz && (c.kind == CORPUS_MEMORY) == gz, "gzip detection");
     if (!gz) {
