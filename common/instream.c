@@ -119,6 +119,8 @@ static long long read_gz(instream *s, uint8_t *buf, size_t n, txl_err *e)
         } else if (zr == Z_BUF_ERROR || (zr == Z_OK && got == 0 && s->z.avail_in == 0)) {
             if (s->in_eof && s->z.avail_in == 0) /* inflate wants input that is not there */
                 return gz_fail(s, "unexpected end of file", e);
+            if (zr == Z_BUF_ERROR && s->z.avail_in) /* no progress with input and room */
+                return gz_fail(s, "inflate made no progress", e);
         } else if (zr != Z_OK) {
             return gz_fail(s, s->z.msg ? s->z.msg : "invalid deflate data", e);
         }
