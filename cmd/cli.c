@@ -14,7 +14,7 @@
 
 #include "../common/dist.h"
 #include "../common/par.h"
-#include "../model/checkpoint.h"
+#include "../io/checkpoint.h"
 
 /* OpenBLAS extensions (declared here: cblas.h of some versions lacks them). */
 char *openblas_get_corename(void);
@@ -519,6 +519,33 @@ int cli_check_config_tensors(const st_file *f, const model_config *m, const char
                        "d_model %d, n_head %d, d_head %d, d_inner %d) needs at least %.0f bytes "
                        "of weights, but the file's tensors hold %zu", path, m->n_layer,
                        m->d_model, m->n_head, m->d_head, m->d_inner, need, have);
+    /* The tensor count, exactly: the parameters of model.c's table (word_emb, out.bias,
+     * shared r_w_bias/r_r_bias; per layer qkv, o, 2 layernorms, ff.0 and ff.3 with biases,
+     * plus r (xl), untied r_w_bias/r_r_bias, the bias MLP's 4 (mlp)), each with at most one
+     * optim.m and one optim.v, and one state.mem per layer. ckpt_load_weights names any
+     * other tensor, so more than P of those fail there, naming one; optim.* and state.*
+     * it does not see (eval, sample, info and export never load them): counted here. */
+    int xl = m->pos == POS_XL, untie = xl && m->untie_r;
+    long long P = 2 + (xl && !untie ? 2 : 0) +
+                  (long long)m->n_layer * (10 + xl + 2 * untie + (m->pos == POS_MLP ? 4 : 0));
+    long long n_m = 0, n_v = 0, n_s = 0, n_p = 0;
+    for (int i = 0; i < f->n; i++) {
+        const char *s = f->t[i].name;
+        if (strncmp(s, "optim.", 6) == 0 && strncmp(s, "optim.m.", 8) != 0 &&
+            strncmp(s, "optim.v.", 8) != 0)
+            return err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (Adam moments are "
+                           "optim.m.<name> and optim.v.<name>)", path, s);
+        n_m += strncmp(s, "optim.m.", 8) == 0;
+        n_v += strncmp(s, "optim.v.", 8) == 0;
+        n_s += strncmp(s, "state.", 6) == 0;
+        n_p += strncmp(s, "optim.", 6) != 0 && strncmp(s, "state.", 6) != 0;
+    }
+    if (n_p <= P && (n_m > P || n_v > P || n_s > m->n_layer))
+        return err_set(e, ERR_INPUT, "%s: the header lists %lld optim.m.*, %lld optim.v.* and "
+                       "%lld state.* tensors, but a pos_scheme %s model with the config in the "
+                       "checkpoint (model.n_layer %d) has %lld parameters (one Adam moment "
+                       "each) and %d memory tensors", path, n_m, n_v, n_s,
+                       pos_scheme_name(m->pos), m->n_layer, P, m->n_layer);
     return 0;
 }
 
@@ -595,4 +622,24 @@ void cli_fmt_duration(char *buf, size_t cap, double s)
         snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
     else
         snprintf(buf, cap, "%.0fs", s);
+}
+
+int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
+                  token_span *span, const char **label, txl_err *e)
+{
+    static const char *const names[] = {[SPLIT_TRAIN] = "train", [SPLIT_VALID] = "valid",
+                                        [SPLIT_TEST] = "test"};
+    if (data) {
+        *label = "file";
+        if (corpus_open(c, data, e))
+            return -1;
+        *span = corpus_all(c);
+        return 0;
+    }
+    *label = names[split];
+    data_paths p = {d->train, d->valid, d->test, d->split};
+    if (data_open_split(&p, split, c, span, e))
+        return err_wrap(e, "--split %s (from the checkpoint's data config; pass --data FILE to "
+                        "score another file)", names[split]);
+    return 0;
 }

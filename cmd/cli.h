@@ -9,7 +9,8 @@
 
 #include "../common/err.h"
 #include "../model/model.h"
-#include "../model/safetensors.h"
+#include "../io/safetensors.h"
+#include "../data/corpus.h"
 #include "config.h"
 
 #define TXL_VERSION "0.1.0"
@@ -153,7 +154,8 @@ int cli_int_list(const char *flag, const char *s, int min, int max, int *out, in
                  int *n, txl_err *e);
 
 /* The checkpoint's tensors agree in size with the model config taken from its metadata
- * (word_emb.weight's shape, the last layer present, enough weight bytes): call it before
+ * (word_emb.weight's shape, the last layer present, enough weight bytes, no more Adam
+ * moments and memory tensors than the config has): call it before
  * building a model from that config, so a damaged config cannot allocate far more than
  * the file holds. ERR_INPUT naming the file, the tensor and the keys. */
 int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,
@@ -165,6 +167,11 @@ int cli_meta_count(const st_file *f, const char *key, long long def, long long *
 /* Reads a checkpoint, its config (metadata "config"), builds the model and loads weights.
  * On success the caller owns f, cfg and mdl (st_free / model_free). */
 int cli_load_checkpoint(const char *path, st_file *f, txl_config *cfg, model *mdl, txl_err *e);
+
+/* The text a command scores: `data` (a file, whole) when given, else split `split` (SPLIT_*,
+ * data/corpus.h) of the checkpoint's data section. *label is "file" or the split's name. */
+int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
+                  token_span *span, const char **label, txl_err *e);
 
 /* Sets txl's threads (common/par.h: OpenMP, OpenBLAS pinned to one thread); n <= 0 means
  * all cores. Returns the count used. */

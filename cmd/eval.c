@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../data/corpus.h"
-#include "../model/checkpoint.h"
+#include "../io/checkpoint.h"
 #include "cli.h"
 #include "cmds.h"
 #include "evaluate.h"
@@ -168,42 +168,12 @@ static int print_term_stats(model *mdl, const model_config *mc, token_span span,
     return 0;
 }
 
-/* The data to score: --data FILE whole, or the --split of the checkpoint's data config
- * (a separate file, or a fraction of data.train). *label names it in messages. */
+/* The data to score: --data FILE whole, or the --split of the checkpoint's data config. */
 static int open_span(const eval_args *a, const data_config *d, corpus *c, token_span *span,
                      const char **label, txl_err *e)
 {
-    const char *split = split_names[a->split];
-    *label = split;
-    if (a->data) {
-        *label = "file";
-        if (corpus_open(c, a->data, e))
-            return -1;
-        *span = corpus_all(c);
-        return 0;
-    }
-    const char *path = d->train;
-    int idx = strcmp(split, "train") == 0 ? 0 : strcmp(split, "valid") == 0 ? 1 : 2;
-    if (idx == 1 && d->valid[0])
-        path = d->valid;
-    if (idx == 2 && d->test[0])
-        path = d->test;
-    if (corpus_open(c, path, e))
-        return err_wrap(e, "--split %s (from the checkpoint's data config; pass --data FILE to "
-                        "evaluate another file)", split);
-    int separate = (idx == 1 && d->valid[0]) || (idx == 2 && d->test[0]) ||
-                   (idx == 0 && d->valid[0]);
-    if (separate) {
-        *span = corpus_all(c);
-        return 0;
-    }
-    token_span sp[3];
-    corpus_split(c, d->split, sp);
-    *span = sp[idx];
-    if (span->n == 0)
-        return err_set(e, ERR_INPUT, "%s: the %s split is empty (data.split %g/%g/%g)", path,
-                       split, d->split[0], d->split[1], d->split[2]);
-    return 0;
+    static const int split_ids[] = {SPLIT_VALID, SPLIT_TEST, SPLIT_TRAIN}; /* split_names */
+    return cli_open_text(a->data, split_ids[a->split], d, c, span, label, e);
 }
 
 /* Every setting (the base lengths and each sweep factor) fits txl's limits, and the span

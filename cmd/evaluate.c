@@ -50,7 +50,7 @@ int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts
     size_t scored = 0;
     fwd_opts fo = {.training = 0, .stats = o->stats, .pos_offset = o->pos_offset};
     int len;
-    while ((len = batcher_next(&bt, x, y)) > 0) {
+    while ((len = batcher_next(&bt, x, y, e)) > 0) {
         int full = mem.m >= o->mem_len;
         double l = model_forward(mdl, &A, &mem, x + b0 * len, y + b0 * len, len, &fo);
         if (!o->warmup || full) {
@@ -74,6 +74,13 @@ int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts
     }
     if (o->progress && last_draw > 0)
         fprintf(stderr, "\r\033[K");
+    if (len < 0) { /* the corpus could not be read (e.g. truncated meanwhile): e names it */
+        free(x);
+        free(y);
+        mem_free(&mem);
+        acts_free(&A);
+        return -1;
+    }
     if (nr > 1) {
         double v[2] = {sum, (double)scored};
         dist_sum_f64(v, 2);

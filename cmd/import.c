@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model/checkpoint.h"
+#include "../io/checkpoint.h"
 #include "cli.h"
 #include "cmds.h"
 

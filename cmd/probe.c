@@ -148,8 +148,7 @@ int probe_text(const probe_ctx *p, rng_t *r, uint8_t *buf, size_t n, txl_err *e)
                        "(use a longer --data FILE or fewer/shorter cells)", p->span.path,
                        p->label, p->span.n, n);
     size_t off = (size_t)(rng_uniform(r) * (double)(p->span.n - n + 1));
-    memcpy(buf, p->span.tok + off, n);
-    return 0;
+    return corpus_read(p->span.c, p->span.begin + off, buf, n, e);
 }
 
 void probe_coords(const probe_ctx *p, const uint8_t *x, int B, size_t ld, int32_t *co)
@@ -174,29 +173,9 @@ int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_ev
 /* The probe's text: --data FILE, or a split of the checkpoint's corpus. */
 static int open_text(probe_ctx *p, txl_err *e)
 {
-    const data_config *d = &p->cfg.data;
-    if (p->a->data) {
-        p->label = "file";
-        if (corpus_open(&p->c, p->a->data, e))
-            return -1;
-        p->span = corpus_all(&p->c);
-        return 0;
-    }
-    int idx = p->a->split == 0 ? 1 : p->a->split == 1 ? 2 : 0; /* valid, test, train */
-    p->label = split_names[p->a->split];
-    const char *path = idx == 1 && d->valid[0] ? d->valid : idx == 2 && d->test[0] ? d->test
-                                                                                     : d->train;
-    if (corpus_open(&p->c, path, e))
-        return err_wrap(e, "--split %s (from the checkpoint's data config; pass --data FILE)",
-                        p->label);
-    if (path != d->train || (idx == 0 && d->valid[0])) {
-        p->span = corpus_all(&p->c);
-        return 0;
-    }
-    token_span sp[3];
-    corpus_split(&p->c, d->split, sp);
-    p->span = sp[idx];
-    return 0;
+    static const int split_ids[] = {SPLIT_VALID, SPLIT_TEST, SPLIT_TRAIN}; /* split_names */
+    return cli_open_text(p->a->data, split_ids[p->a->split], &p->cfg.data, &p->c, &p->span,
+                         &p->label, e);
 }
 
 static int run(probe_ctx *p, txl_err *e)

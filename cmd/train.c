@@ -21,7 +21,7 @@
 #include "../common/dist.h"
 #include "../common/rng.h"
 #include "../data/corpus.h"
-#include "../model/checkpoint.h"
+#include "../io/checkpoint.h"
 #include "../model/model.h"
 #include "../optim/optim.h"
 #include "cli.h"
@@ -141,34 +141,18 @@ static int write_config_yaml(const txl_config *c, txl_err *e)
     return 0;
 }
 
-/* Resolves the train/valid/test spans from data.* (separate files or split fractions). */
+/* The train/valid/test spans from data.* (data/corpus.h: data_open_splits). */
 static int open_data(trainer *t, txl_err *e)
 {
     const data_config *d = &t->cfg.data;
-    if (corpus_open(&t->train_c, d->train, e))
-        return err_wrap(e, "data.train");
-    if (d->valid[0]) {
-        if (corpus_open(&t->valid_c, d->valid, e))
-            return err_wrap(e, "data.valid");
-        t->train_s = corpus_all(&t->train_c);
-        t->valid_s = corpus_all(&t->valid_c);
-        if (d->test[0]) {
-            if (corpus_open(&t->test_c, d->test, e))
-                return err_wrap(e, "data.test");
-            t->test_s = corpus_all(&t->test_c);
-        }
-    } else {
-        token_span sp[3];
-        corpus_split(&t->train_c, d->split, sp);
-        t->train_s = sp[0];
-        t->valid_s = sp[1];
-        t->test_s = sp[2];
-        if (d->test[0]) {
-            if (corpus_open(&t->test_c, d->test, e))
-                return err_wrap(e, "data.test");
-            t->test_s = corpus_all(&t->test_c);
-        }
-    }
+    data_paths p = {d->train, d->valid, d->test, d->split};
+    corpus *files[3] = {&t->train_c, &t->valid_c, &t->test_c};
+    token_span sp[3];
+    if (data_open_splits(&p, files, sp, e))
+        return -1;
+    t->train_s = sp[SPLIT_TRAIN];
+    t->valid_s = sp[SPLIT_VALID];
+    t->test_s = sp[SPLIT_TEST];
     return 0;
 }
 
@@ -420,6 +404,26 @@ static double run_valid(trainer *t, txl_err *e, int *failed)
     return r.loss;
 }
 
+/* Reading the data failed mid-run (batcher_next or the validation pass: e.g. the corpus
+ * was truncated under txl). The weights are those of the last completed step, so `last`
+ * is written when this invocation got past its first step, and the message says so. */
+static int stop_keeping_last(trainer *t, long first_step, txl_err *e)
+{
+    if (!e->msg[0])
+        err_set(e, ERR_INPUT, "another rank could not read the corpus");
+    if (t->st.step <= first_step)
+        return -1;
+    txl_err we = {0};
+    size_t n = strlen(e->msg);
+    if (save_checkpoint(t, t->last_path, 1, NAN, &we) == 0)
+        snprintf(e->msg + n, sizeof e->msg - n, "; %s holds step %ld (--resume %s continues "
+                 "from there)", t->last_path, t->st.step, t->last_path);
+    else
+        snprintf(e->msg + n, sizeof e->msg - n, "; writing %s failed too: %s", t->last_path,
+                 we.msg);
+    return -1;
+}
+
 static int train_loop(trainer *t, txl_err *e)
 {
     const txl_config *c = &t->cfg;
@@ -441,13 +445,15 @@ static int train_loop(trainer *t, txl_err *e)
     t->bt.pos = t->st.data_pos;
 
     while (t->st.step < tc->max_steps) {
-        int len = batcher_next(&t->bt, t->x, t->y);
+        int len = batcher_next(&t->bt, t->x, t->y, e);
         if (len == 0) { /* end of a pass over the train split: start over, fresh memory */
             t->st.epoch++;
             t->bt.pos = 0;
             mem_reset(&t->mem);
-            len = batcher_next(&t->bt, t->x, t->y);
+            len = batcher_next(&t->bt, t->x, t->y, e);
         }
+        if (dist_max_int(len < 0)) /* the corpus cannot be read (truncated meanwhile?) */
+            return stop_keeping_last(t, first_step, e);
         long step = t->st.step + 1;
         fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
         model_zero_grads(&t->mdl);
@@ -539,7 +545,7 @@ static int train_loop(trainer *t, txl_err *e)
             int failed;
             vloss = run_valid(t, e, &failed);
             if (failed)
-                return -1;
+                return stop_keeping_last(t, first_step, e);
             if (vloss < t->st.best_valid) {
                 t->st.best_valid = vloss;
                 if (save_checkpoint(t, t->best_path, 0, vloss, e))

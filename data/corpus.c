@@ -6,56 +6,77 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
-static int read_gzip(corpus *c, txl_err *e)
+#include "../common/instream.h"
+
+int corpus_mem_limit(const char *path, size_t *bytes, txl_err *e)
 {
-    gzFile gz = gzopen(c->path, "rb");
-    if (!gz)
-        return err_set(e, ERR_INPUT, "%s: cannot open: %s", c->path, strerror(errno));
-    gzbuffer(gz, 1 << 17);
-    size_t cap = 1 << 20, len = 0;
-    uint8_t *buf = malloc(cap);
+    const char *s = getenv("TXL_MAX_CORPUS_MB");
+    if (!s || !*s) {
+        size_t phys = ins_phys_mem();
+        *bytes = phys ? phys / 2 : (size_t)4 << 30; /* unknown: 4 GiB */
+        return 0;
+    }
+    unsigned long long mb = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9' && mb <= (SIZE_MAX >> 20); p++)
+        mb = 10 * mb + (unsigned long long)(*p - '0');
+    if (p == s || *p || mb < 1 || mb > (SIZE_MAX >> 20))
+        return err_set(e, ERR_INPUT, "%s: TXL_MAX_CORPUS_MB is '%.40s', expected a whole number "
+                       "of MiB >= 1", path, s);
+    *bytes = (size_t)mb << 20;
+    return 0;
+}
+
+/* A gzip'd file, a pipe or a device: decompressed (or copied) into memory through
+ * instream, which takes fd. The buffer doubles as data arrives, never past limit + 1
+ * bytes, so /dev/zero or a gzip bomb is refused at the limit instead of exhausting memory. */
+static int read_stream(corpus *c, int fd, size_t limit, txl_err *e)
+{
+    instream in;
+    if (ins_open(&in, fd, c->path, e))
+        return -1;
+    c->gzipped = in.gz;
+    size_t cap = limit < (1u << 20) ? limit + 1 : (1u << 20), len = 0;
+    uint8_t *buf = NULL;
     int rc = 0;
-    for (; buf;) {
-        if (cap - len < (1 << 16)) {
-            uint8_t *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-            if (!nb) {
-                rc = err_set(e, ERR_RUNTIME, "%s: out of memory decompressing (%zu bytes so far)",
-                             c->path, len);
+    for (;;) {
+        if (len == cap) {
+            if (cap > limit) {
+                rc = err_set(e, ERR_INPUT, "%s: the %s corpus is larger than %zu MiB, the limit "
+                             "for a corpus held in memory (gzip'd files and pipes are; plain "
+                             "files are read in place): set TXL_MAX_CORPUS_MB to raise it "
+                             "(default: half the physical memory), or decompress the file",
+                             c->path, in.gz ? "decompressed" : "streamed", limit >> 20);
                 break;
             }
-            buf = nb;
-            cap *= 2;
+            cap = cap > limit / 2 ? limit + 1 : 2 * cap;
         }
-        size_t want = cap - len > (1u << 30) ? (1u << 30) : cap - len;
-        int got = gzread(gz, buf + len, (unsigned)want);
-        if (got <= 0) {
-            int zerr;
-            const char *msg = gzerror(gz, &zerr);
-            size_t pn = strlen(c->path); /* zlib's message starts with the path */
-            if (strncmp(msg, c->path, pn) == 0 && msg[pn] == ':' && msg[pn + 1] == ' ')
-                msg += pn + 2;
-            if (got < 0 || zerr != Z_OK)
-                rc = err_set(e, ERR_INPUT, "%s: corrupt or truncated gzip data: %s after %zu "
-                             "decompressed bytes", c->path,
-                             zerr == Z_ERRNO ? strerror(errno) : msg, len);
+        uint8_t *nb = realloc(buf, cap);
+        if (!nb) {
+            rc = err_set(e, ERR_RUNTIME, "%s: out of memory reading the corpus (%zu bytes so "
+                         "far)", c->path, len);
+            break;
+        }
+        buf = nb;
+        long long got = ins_read(&in, buf + len, cap - len, e);
+        if (got < 0) {
+            rc = -1;
             break;
         }
         len += (size_t)got;
+        if (len < cap) /* the end */
+            break;
     }
-    gzclose(gz);
-    if (!buf)
-        return err_set(e, ERR_RUNTIME, "%s: out of memory", c->path);
+    ins_close(&in);
     if (rc) {
         free(buf);
         return rc;
     }
+    c->kind = CORPUS_MEMORY;
     c->owned = buf;
-    c->data = buf;
     c->len = len;
     return 0;
 }
@@ -63,10 +84,13 @@ static int read_gzip(corpus *c, txl_err *e)
 int corpus_open(corpus *c, const char *path, txl_err *e)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->path, sizeof c->path, "%s", path);
     if (!path || !*path)
         return err_set(e, ERR_INPUT, "no corpus path given");
-    int fd = open(path, O_RDONLY);
+    snprintf(c->path, sizeof c->path, "%s", path);
+    size_t limit;
+    if (corpus_mem_limit(path, &limit, e))
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC); /* a FIFO: waits for a writer, as cat does */
     if (fd < 0)
         return err_set(e, ERR_INPUT, "%s: cannot open corpus: %s", path, strerror(errno));
     struct stat sb;
@@ -80,33 +104,23 @@ int corpus_open(corpus *c, const char *path, txl_err *e)
         return err_set(e, ERR_INPUT, "%s: is a directory, expected a text file", path);
     }
     unsigned char magic[2] = {0, 0};
-    ssize_t got = pread(fd, magic, 2, 0);
+    ssize_t got = S_ISREG(sb.st_mode) ? pread(fd, magic, 2, 0) : 0;
     if (got < 0) {
         int er = errno;
         close(fd);
         return err_set(e, ERR_INPUT, "%s: cannot read corpus: %s", path, strerror(er));
     }
-    if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-        close(fd);
-        c->gzipped = 1;
-        if (read_gzip(c, e))
+    int gz = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (!S_ISREG(sb.st_mode) || gz) { /* a pipe, a device, or gzip: into memory */
+        if (read_stream(c, fd, limit, e)) {
+            memset(c, 0, sizeof *c);
             return -1;
-    } else if (S_ISREG(sb.st_mode) && sb.st_size > 0) {
-        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        int er = errno;
-        close(fd);
-        if (m == MAP_FAILED)
-            return err_set(e, ERR_INPUT, "%s: cannot map corpus: %s", path, strerror(er));
-        madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
-        c->map = m;
-        c->map_len = (size_t)sb.st_size;
-        c->data = m;
+        }
+    } else if (sb.st_size > 0) { /* read in place, segment by segment (corpus_read) */
+        posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+        c->kind = CORPUS_FILE;
+        c->fd = fd;
         c->len = (size_t)sb.st_size;
-    } else if (!S_ISREG(sb.st_mode)) { /* a pipe or device: read it whole */
-        close(fd);
-        c->gzipped = 0;
-        if (read_gzip(c, e)) /* gz* reads plain streams as-is */
-            return -1;
     } else {
         close(fd);
     }
@@ -119,15 +133,40 @@ int corpus_open(corpus *c, const char *path, txl_err *e)
 
 void corpus_close(corpus *c)
 {
-    if (c->map)
-        munmap(c->map, c->map_len);
+    if (c->kind == CORPUS_FILE)
+        close(c->fd);
     free(c->owned);
     memset(c, 0, sizeof *c);
 }
 
+int corpus_read(const corpus *c, size_t off, uint8_t *buf, size_t n, txl_err *e)
+{
+    if (c->kind == CORPUS_MEMORY) {
+        memcpy(buf, c->owned + off, n);
+        return 0;
+    }
+    for (size_t done = 0; done < n;) {
+        ssize_t got = pread(c->fd, buf + done, n - done, (off_t)(off + done));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return err_set(e, ERR_INPUT, "%s: cannot read the corpus at byte %zu: %s", c->path,
+                           off + done, strerror(errno));
+        if (got == 0) {
+            struct stat sb;
+            long long now = fstat(c->fd, &sb) == 0 ? (long long)sb.st_size : -1;
+            return err_set(e, ERR_INPUT, "%s: the corpus was truncated while txl was reading "
+                           "it: byte %zu is past its end (%zu bytes when opened, %lld now)",
+                           c->path, off + done, c->len, now);
+        }
+        done += (size_t)got;
+    }
+    return 0;
+}
+
 token_span corpus_all(const corpus *c)
 {
-    token_span s = {c->data, c->len, c->path, 0};
+    token_span s = {c, 0, c->len, c->path};
     return s;
 }
 
@@ -142,12 +181,77 @@ void corpus_split(const corpus *c, const double frac[3], token_span out[3])
             end = at;
         if (end > T)
             end = T;
-        out[i].tok = c->data + at;
+        out[i].c = c;
+        out[i].begin = at;
         out[i].n = end - at;
         out[i].path = c->path;
-        out[i].begin = at;
         at = end;
     }
+}
+
+static const char *const split_names[3] = {"train", "valid", "test"};
+
+/* Where split `which` lives: the index of its file (SPLIT_TRAIN: data.train, ...; -1 for
+ * none) and *part, the fraction of that file it is (-1: the whole file). */
+static int split_source(const data_paths *p, int which, int *part)
+{
+    int valid = p->valid && p->valid[0], test = p->test && p->test[0];
+    *part = -1;
+    if (which == SPLIT_TEST && test)
+        return SPLIT_TEST;
+    if (valid)
+        return which == SPLIT_TEST ? -1 : which;
+    *part = which; /* a fraction of data.train */
+    return SPLIT_TRAIN;
+}
+
+static int open_file(const data_paths *p, int file, corpus *c, txl_err *e)
+{
+    const char *path = file == SPLIT_TRAIN ? p->train : file == SPLIT_VALID ? p->valid : p->test;
+    if (corpus_open(c, path, e))
+        return err_wrap(e, "data.%s", split_names[file]);
+    return 0;
+}
+
+static token_span cut(const data_paths *p, const corpus *c, int part)
+{
+    token_span sp[3];
+    if (part < 0)
+        return corpus_all(c);
+    corpus_split(c, p->split, sp);
+    return sp[part];
+}
+
+int data_open_splits(const data_paths *p, corpus *files[3], token_span out[3], txl_err *e)
+{
+    for (int i = 0; i < 3; i++) {
+        int part, file = split_source(p, i, &part);
+        out[i] = (token_span){NULL, 0, 0, ""};
+        if (file < 0)
+            continue;
+        if (files[file]->kind == CORPUS_NONE && open_file(p, file, files[file], e))
+            return -1;
+        out[i] = cut(p, files[file], part);
+    }
+    return 0;
+}
+
+int data_open_split(const data_paths *p, int which, corpus *c, token_span *out, txl_err *e)
+{
+    int part, file = split_source(p, which, &part);
+    if (file < 0)
+        return err_set(e, ERR_INPUT, "%s: there is no %s split: data.valid is a separate file "
+                       "and data.test is empty", p->valid, split_names[which]);
+    if (open_file(p, file, c, e))
+        return -1;
+    *out = cut(p, c, part);
+    if (out->n == 0) {
+        err_set(e, ERR_INPUT, "%s: the %s split is empty (data.split %g/%g/%g)", c->path,
+                split_names[which], p->split[0], p->split[1], p->split[2]);
+        corpus_close(c);
+        return -1;
+    }
+    return 0;
 }
 
 int batcher_init(batcher *bt, token_span s, int B, int Lq, size_t min_len, const char *what,
@@ -176,17 +280,18 @@ int batcher_init(batcher *bt, token_span s, int B, int Lq, size_t min_len, const
     return 0;
 }
 
-int batcher_next(batcher *bt, uint8_t *x, uint8_t *y)
+int batcher_next(batcher *bt, uint8_t *x, uint8_t *y, txl_err *e)
 {
     if (bt->pos + 1 >= bt->n)
         return 0;
     size_t len = bt->n - 1 - bt->pos;
     if (len > (size_t)bt->Lq)
         len = (size_t)bt->Lq;
-    for (int b = 0; b < bt->B; b++) {
-        const uint8_t *src = bt->s.tok + (size_t)b * bt->n + bt->pos;
-        memcpy(x + (size_t)b * len, src, len);
-        memcpy(y + (size_t)b * len, src + 1, len);
+    for (int b = 0; b < bt->B; b++) { /* inputs, and the targets one byte on */
+        size_t at = bt->s.begin + (size_t)b * bt->n + bt->pos;
+        if (corpus_read(bt->s.c, at, x + (size_t)b * len, len, e) ||
+            corpus_read(bt->s.c, at + 1, y + (size_t)b * len, len, e))
+            return -1;
     }
     bt->pos += len;
     return (int)len;

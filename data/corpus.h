@@ -1,8 +1,12 @@
 /* corpus.h: byte corpora (the byte tokenizer: token = byte, V = 256) and the ordered
  * stream batching of DESIGN.md §3.
  *
- * A plain file is mmap'd (never read whole, so corpora larger than RAM work); a gzip'd one
- * (detected by its magic bytes, not its name) is decompressed into memory through zlib. */
+ * A plain regular file is never read whole (corpora larger than RAM work): the batcher
+ * reads each segment with pread when it needs it, so a file that shrinks under txl is an
+ * error naming it, not a SIGBUS as it was with a memory map. A gzip'd file (detected by
+ * its magic bytes, not its name) and anything that is not a regular file (a pipe, a
+ * device) are read front to back into memory (common/instream), at most corpus_mem_limit
+ * bytes. */
 #ifndef TXL_CORPUS_H
 #define TXL_CORPUS_H
 
@@ -11,31 +15,71 @@
 
 #include "../common/err.h"
 
+typedef enum {
+    CORPUS_NONE,   /* closed (a zeroed struct) */
+    CORPUS_FILE,   /* a plain regular file, read in place with pread */
+    CORPUS_MEMORY  /* decompressed or streamed bytes held in `owned` */
+} corpus_kind;
+
 typedef struct {
     char path[1024];
-    const uint8_t *data;
-    size_t len;
-    void *map;        /* mmap'd region (plain files), or NULL */
-    size_t map_len;
-    uint8_t *owned;   /* decompressed bytes (gzip), or NULL */
+    corpus_kind kind;
+    size_t len;       /* bytes (tokens) */
+    int fd;           /* CORPUS_FILE */
+    uint8_t *owned;   /* CORPUS_MEMORY */
     int gzipped;
 } corpus;
 
-/* Opens a corpus: missing, unreadable, directory, empty, corrupt gzip -> -1, ERR_INPUT. */
+/* Opens a corpus: missing, unreadable, directory, empty, corrupt gzip (or bytes after the
+ * gzip data), larger than the memory limit -> -1, ERR_INPUT naming the file. A FIFO or a
+ * device is read as a stream (opening a FIFO waits for a writer, as `cat` does). */
 int corpus_open(corpus *c, const char *path, txl_err *e);
+/* Safe on a zeroed or closed corpus. */
 void corpus_close(corpus *c);
+/* Copies bytes [off, off + n) (within len) into buf. A plain file is read now: if it was
+ * truncated since corpus_open, or the read fails, -1 with ERR_INPUT naming the file and
+ * the offset. */
+int corpus_read(const corpus *c, size_t off, uint8_t *buf, size_t n, txl_err *e);
+
+/* The most bytes corpus_open holds in memory for one gzip'd or streamed corpus: the
+ * environment variable TXL_MAX_CORPUS_MB (MiB, a whole number >= 1) when set, else half
+ * the physical memory. Plain regular files do not count (they are not read whole). A
+ * malformed value is ERR_INPUT naming the variable, prefixed with `path`. */
+int corpus_mem_limit(const char *path, size_t *bytes, txl_err *e);
 
 /* A contiguous token range of a corpus (a split). */
 typedef struct {
-    const uint8_t *tok;
+    const corpus *c;   /* the file it is cut from (NULL when n = 0 and nothing is open) */
+    size_t begin;      /* its first token's offset in the file */
     size_t n;
     const char *path;  /* for messages */
-    size_t begin;      /* offset of tok in the file, for messages */
 } token_span;
 
 /* Cuts [0, T) into train/valid/test by fractions (floor(f0*T), floor((f0+f1)*T), ...). */
 void corpus_split(const corpus *c, const double frac[3], token_span out[3]);
 token_span corpus_all(const corpus *c);
+
+/* The data section of a config, as plain values (data/ knows no config struct). */
+enum { SPLIT_TRAIN, SPLIT_VALID, SPLIT_TEST };
+typedef struct {
+    const char *train;        /* required */
+    const char *valid, *test; /* separate files; NULL or "" = none */
+    const double *split;      /* [3] train/valid/test fractions of train (valid empty) */
+} data_paths;
+
+/* The one rule for where each split lives (DESIGN.md §4, data):
+ *   valid empty: train is cut by `split` into train/valid/test; a test file replaces the
+ *                third part (which then goes unused);
+ *   valid set:   train, valid (and test, if set) are whole files; without a test file
+ *                there is no test split (n = 0).
+ * data_open_splits opens each file needed once into files[0..2] (data.train, data.valid,
+ * data.test; closed on entry; those not needed stay closed, and on failure the caller
+ * closes what was opened) and resolves all three spans. Errors are prefixed with the key:
+ * "data.valid: PATH: cannot open corpus: ...". */
+int data_open_splits(const data_paths *p, corpus *files[3], token_span out[3], txl_err *e);
+/* One split (SPLIT_*): opens only the file it lives in, into *c (closed again on
+ * failure). An empty or absent split is an error too (ERR_INPUT naming the file). */
+int data_open_split(const data_paths *p, int which, corpus *c, token_span *out, txl_err *e);
 
 /* Stream batching: B streams of n = floor(T/B) tokens; segments start at 0, Lq, 2Lq, ...
  * < n-1 with length min(Lq, n-1-start), so a pass scores B*(n-1) tokens. */
@@ -50,9 +94,10 @@ typedef struct {
  * naming the file, the split size and what was needed. */
 int batcher_init(batcher *bt, token_span s, int B, int Lq, size_t min_len, const char *what,
                  txl_err *e);
-/* Fills x, y [B, len] (row b = stream b) with the next segment and returns len, or 0 when
- * the pass is over. */
-int batcher_next(batcher *bt, uint8_t *x, uint8_t *y);
+/* Fills x, y [B, len] (row b = stream b) with the next segment and returns len, 0 when the
+ * pass is over, or -1 when the corpus cannot be read (corpus_read: e.g. the file was
+ * truncated); then the position is unchanged. */
+int batcher_next(batcher *bt, uint8_t *x, uint8_t *y, txl_err *e);
 /* Segments in one pass: ceil((n-1)/Lq). */
 size_t batcher_segments(const batcher *bt);
 /* Scored tokens in one pass: B*(n-1). */

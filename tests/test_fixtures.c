@@ -27,7 +27,7 @@
 
 #include "../data/units.h"
 #include "../model/model.h"
-#include "../model/safetensors.h"
+#include "../io/safetensors.h"
 #include "../optim/optim.h"
 #include "testlib.h"
 

@@ -11,6 +11,7 @@ RUN=$TMP/run
 setup_run $RUN
 GZ=$RUN/last.safetensors.gz                       # weights, Adam moments, memory; gzip'd
 gunzip -c $GZ > $TMP/last.safetensors             # the same, plain
+P=$TMP/last.safetensors
 $TXL export $GZ -o $TMP/w.safetensors 2>/dev/null || bad "export"   # weights only, plain
 guard_init $RUN
 check "the good checkpoints load" $TXL info $TMP/last.safetensors
@@ -53,6 +54,37 @@ cp $GZ $B/badmagic.safetensors.gz
 printf 'X' | dd of=$B/badmagic.safetensors.gz bs=1 seek=1 conv=notrunc 2>/dev/null
 expect2 "gzip magic damaged (then read as a plain file)" "$B/badmagic.safetensors.gz;;not a safetensors file" $TXL info $B/badmagic.safetensors.gz
 
+echo "-- not a regular file, more than the header says, more than memory holds"
+mkfifo $B/fifo.safetensors
+expect2 "a FIFO nobody writes (refused at once, not a hang)" "$B/fifo.safetensors;;is a FIFO (named pipe), not a regular file" \
+    timeout 20 $TXL info $B/fifo.safetensors
+expect2 "/dev/zero (refused before reading a byte)" "/dev/zero;;is a device or socket, not a regular file" \
+    limit_vm 1000000 timeout 20 $TXL info /dev/zero
+{ cat $GZ; printf 'garbage'; } > $B/gzjunk.safetensors.gz
+expect2 "bytes after the gzip stream" "$B/gzjunk.safetensors.gz;;trailing garbage after the gzip data: the bytes from offset $(wc -c < $GZ) of the file are not another gzip member" \
+    $TXL eval $B/gzjunk.safetensors.gz
+{ cat $GZ; head -c 512 /dev/zero; } > $B/gzzeros.safetensors.gz
+expect2 "zeros after the gzip stream (tape padding)" "$B/gzzeros.safetensors.gz;;trailing garbage after the gzip data" $TXL info $B/gzzeros.safetensors.gz
+{ head -c 5000 $P | gzip -1; tail -c +5001 $P | gzip -9; } > $B/members.safetensors.gz
+check "two gzip members (cat a.gz b.gz) are one stream: it loads" $TXL info $B/members.safetensors.gz
+l1=$($TXL eval $B/members.safetensors.gz --data $TMP/last.safetensors --max-tokens 3000 --json -q | jq .loss)
+l2=$($TXL eval $P --data $TMP/last.safetensors --max-tokens 3000 --json -q | jq .loss)
+check "...and evaluates to the plain file's loss ($l1 = $l2)" test -n "$l1" -a "$l1" = "$l2"
+# a gzip bomb: the checkpoint, then 2 GiB of zeros in 32 more members (2 MiB on disk); the
+# reader stops one byte after the data the header describes
+head -c 67108864 /dev/zero | gzip -1 > $TMP/zeros64m.gz
+{ gzip -1 -c $P; i=0; while [ $i -lt 32 ]; do cat $TMP/zeros64m.gz; i=$((i + 1)); done; } > $B/bomb.safetensors.gz
+expect2 "a gzip bomb after the data (2 GiB of zeros; under a 1 GB memory limit)" "$B/bomb.safetensors.gz;;goes on after the tensor data the header describes;;(trailing garbage?)" \
+    limit_vm 1000000 timeout 60 $TXL info $B/bomb.safetensors.gz
+{ u64le 100000001; tail -c +9 $P; } | gzip -1 > $B/hlen_limit.safetensors.gz
+expect2 "header length over the limit (gzip'd: not read)" "$B/hlen_limit.safetensors.gz;;header length 100000001 exceeds txl's limit of 100000000 bytes" \
+    $TXL info $B/hlen_limit.safetensors.gz
+st_edit $P $TMP/claim.safetensors '.["out.bias"].data_offsets |= [.[0] + 1125899906842624, .[1] + 1125899906842624]'
+gzip -1 -c $TMP/claim.safetensors > $B/claim.safetensors.gz
+end=$((1125899906842624 + $(st_header $P | jq '.["out.bias"].data_offsets[1]')))
+expect2 "gzip'd, a header that claims 1 PiB of data (refused before reading it)" "$B/claim.safetensors.gz;;the header's tensors hold $end bytes, more than half this machine's memory" \
+    limit_vm 1000000 timeout 60 $TXL info $B/claim.safetensors.gz
+
 echo "-- truncated gzip'd file, at every structural boundary"
 s=$(wc -c < $GZ)
 for n in 5 9 12 40 200 $((s / 2)) $((s - 8)) $((s - 5)) $((s - 1)); do
@@ -66,8 +98,7 @@ head -c $((s / 2)) $GZ > $B/thalf.safetensors.gz
 expect2 "gzip'd, truncated inside the data: says so" "$B/thalf.safetensors.gz;;tensor data" $TXL eval $B/thalf.safetensors.gz
 
 echo "-- truncated content (plain, and complete gzip streams of truncated content)"
-H=$(st_hlen $TMP/last.safetensors)
-P=$TMP/last.safetensors
+H=$(st_hlen $P)
 cut_at() { # cut_at N "needles"
     head -c $1 $P > $B/cut$1.safetensors
     expect2 "plain, cut at byte $1" "$B/cut$1.safetensors;;$2" $TXL info $B/cut$1.safetensors
@@ -101,6 +132,23 @@ both "trailing bytes after the data" "trailing garbage" $B/trailing.safetensors
 st_header $P | sed 's/"layers.0.attn.ln.bias":/"layers.0.attn.ln.weight":/' > $TMP/h
 st_build $B/dup.safetensors $TMP/h $TMP/d
 both "duplicate tensor name" "tensor 'layers.0.attn.ln.weight' appears twice" $B/dup.safetensors
+# duplicate keys anywhere in the header (jq merges them, so these are text edits): a second
+# __metadata__ after the first (it once reallocated the metadata arrays for its own count
+# while the count went on from the first: a heap overflow), or before it, a metadata key,
+# a key inside a tensor entry
+st_header $P | sed 's/} *$/,"__metadata__":{"a":"b"}}/' > $TMP/h; st_build $B/dupmeta.safetensors $TMP/h $TMP/d
+both "a second, smaller __metadata__ after the first" "key '__metadata__' appears twice in the header" $B/dupmeta.safetensors
+st_header $P | sed 's/^{/{"__metadata__":{"a":"b"},/' > $TMP/h; st_build $B/dupmeta2.safetensors $TMP/h $TMP/d
+both "a second __metadata__ before the first" "key '__metadata__' appears twice in the header" $B/dupmeta2.safetensors
+st_header $P | sed 's/"__metadata__":{/&"step":"1",/' > $TMP/h; st_build $B/dupstep.safetensors $TMP/h $TMP/d
+both "a metadata key twice" "__metadata__ key 'step' appears twice" $B/dupstep.safetensors
+st_header $P | sed 's/^{/{"out.bias":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},/' > $TMP/h
+st_build $B/dupfirst.safetensors $TMP/h $TMP/d
+both "a tensor name twice, the first before __metadata__" "tensor 'out.bias' appears twice in the header" $B/dupfirst.safetensors
+st_header $P | sed 's/"out.bias":{"dtype":"F32",/&"dtype":"F32",/' > $TMP/h; st_build $B/dupdtype.safetensors $TMP/h $TMP/d
+both "a key twice inside a tensor entry" "tensor 'out.bias': key 'dtype' appears twice" $B/dupdtype.safetensors
+st_edit $P $B/entrykey.safetensors '.["out.bias"].dtypes = "F32"'
+both "an unknown key inside a tensor entry" "tensor 'out.bias': unexpected key 'dtypes'" $B/entrykey.safetensors
 st_edit $P $B/meta_num.safetensors '.__metadata__.step = 5'
 both "non-string metadata" "__metadata__.step must be a string" $B/meta_num.safetensors
 
@@ -127,6 +175,23 @@ st_edit $P $B/missing.safetensors 'del(.["layers.1.ff.0.bias"])'
 both "missing tensor" "missing tensor 'layers.1.ff.0.bias'" $B/missing.safetensors
 st_edit $P $B/extra.safetensors '.["layers.7.attn.qkv.weight"] = {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}'
 both "unexpected tensor" "unexpected tensor 'layers.7.attn.qkv.weight'" $B/extra.safetensors
+empty_t='{"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}'
+st_edit $P $B/moment.safetensors ".[\"optim.m.bogus\"] = $empty_t"
+RESUME_NEEDLES="unexpected tensor 'optim.m.bogus' (not an Adam moment of a parameter" \
+both "an Adam moment too many" "the header lists 27 optim.m.*, 26 optim.v.* and 2 state.* tensors, but a pos_scheme xl model with the config in the checkpoint (model.n_layer 2) has 26 parameters" $B/moment.safetensors
+st_edit $P $B/state.safetensors ".[\"state.mem.2\"] = $empty_t"
+RESUME_NEEDLES="unexpected tensor 'state.mem.2' (the memory of a 2-layer model is state.mem.0 to state.mem.1)" \
+both "a memory tensor too many" "26 optim.v.* and 3 state.* tensors" $B/state.safetensors
+st_edit $P $B/optimx.safetensors ".[\"optim.x\"] = $empty_t"
+both "an optim.* tensor that is no moment" "unexpected tensor 'optim.x'" $B/optimx.safetensors
+# 300,000 entries (20 MB of header): comparing each name with all earlier ones took
+# minutes; sorted, the reader takes well under a second, and the count check refuses them
+st_header $P | jq -j -c ". + ([range(300000)] | map({key: \"optim.m.x.\(.)\", value: $empty_t}) | from_entries)" > $TMP/h
+st_build $B/many.safetensors $TMP/h $TMP/d
+t0=$(date +%s)
+expect2 "300,000 tensors (within 60 s)" "$B/many.safetensors;;the header lists 300026 optim.m.*" timeout 60 $TXL info $B/many.safetensors
+echo "  (300,000 tensors: $(($(date +%s) - t0)) s)"
+rm -f $B/many.safetensors
 st_edit $P $B/shape.safetensors '.["layers.0.ff.0.weight"].shape |= [.[1], .[0]]'
 both "wrong shape" "tensor 'layers.0.ff.0.weight' has shape [64, 128], but the config in the checkpoint implies [128, 64]" $B/shape.safetensors
 cfg() { # cfg OUT JQ: edits the config JSON inside the metadata
@@ -175,6 +240,27 @@ expect2 "train --resume: a missing Adam moment" "$B/optim.safetensors;;missing t
 expect2 "train --resume from weights only" "$TMP/w.safetensors;;missing tensor 'optim.m.word_emb.weight'" \
     $TXL train -q -c $CFG --resume $TMP/w.safetensors --set train.out_dir=$RUN
 check "eval still works on a file with only a damaged memory tensor" $TXL eval $B/mem.safetensors --data $TMP/last.safetensors --max-tokens 3000
+
+echo "-- non-finite values (each would make every loss nan)"
+NAN='\000\000\300\177' INF='\000\000\200\177' NINF='\000\000\200\377'
+put_f32 $P $B/nan.safetensors layers.0.attn.o.weight 1234 "$NAN"    # [64, 64]: row 19, column 18
+both "a NaN weight" "tensor 'layers.0.attn.o.weight' holds a non-finite value (nan) at index [19, 18] (element 1234 of 4096)" $B/nan.safetensors
+put_f32 $P $B/nan_ff.safetensors layers.1.ff.0.weight 8191 "$NAN"
+expect2 "a NaN that the forward pass hides (ReLU maps it to 0) is refused too" \
+    "$B/nan_ff.safetensors;;tensor 'layers.1.ff.0.weight' holds a non-finite value (nan) at index [127, 63]" $TXL info $B/nan_ff.safetensors
+put_f32 $P $B/inf.safetensors word_emb.weight 0 "$INF"
+both "an infinite weight" "tensor 'word_emb.weight' holds a non-finite value (inf) at index [0, 0]" $B/inf.safetensors
+put_f32 $P $B/ninf.safetensors out.bias 255 "$NINF"
+both "a -inf bias, the last element" "tensor 'out.bias' holds a non-finite value (-inf) at index [255] (element 255 of 256)" $B/ninf.safetensors
+expect2 "eval --json of a NaN weight: no \"loss\":nan, exit 2" "$B/nan.safetensors;;non-finite" $TXL eval $B/nan.safetensors --json --data $TMP/last.safetensors
+check "...and nothing on stdout" test ! -s $TMP/out
+put_f32 $P $B/nan_v.safetensors optim.v.out.bias 3 "$NAN"
+expect2 "train --resume: a NaN Adam moment" "$B/nan_v.safetensors;;tensor 'optim.v.out.bias' holds a non-finite value (nan) at index [3]" \
+    $TXL train -q -c $CFG --resume $B/nan_v.safetensors --set train.out_dir=$RUN
+put_f32 $P $B/inf_mem.safetensors state.mem.1 100 "$INF"
+expect2 "train --resume: an infinite memory value" "$B/inf_mem.safetensors;;tensor 'state.mem.1' holds a non-finite value (inf) at index [0, 1, 36]" \
+    $TXL train -q -c $CFG --resume $B/inf_mem.safetensors --set train.out_dir=$RUN
+check "eval reads weights whose Adam moments are damaged (it does not load them)" $TXL eval $B/nan_v.safetensors --data $TMP/last.safetensors --max-tokens 3000
 
 echo "-- bit flips in the compressed payload (the gzip CRC-32 and length must catch them)"
 s=$(wc -c < $GZ)

@@ -44,6 +44,14 @@ gunzip -c $RUN/best.safetensors.gz > $TMP/best.safetensors
 st_edit $TMP/best.safetensors $TMP/gone.safetensors ".__metadata__.config |= (fromjson | .data.train = \"$C/gone.txt\" | tojson)"
 expect2 "eval --split of a run whose corpus is gone" "--split valid;;$C/gone.txt: cannot open corpus" \
     $TXL eval $TMP/gone.safetensors
+# a run with a separate valid file and no test file has no test split (training never
+# held one out): eval --split test must not evaluate part of the training data instead
+gunzip -c tests/data/tinyshakespeare.txt.gz | head -c 60000 > $C/v.txt
+st_edit $TMP/best.safetensors $TMP/sepvalid.safetensors ".__metadata__.config |= (fromjson | .data.valid = \"$C/v.txt\" | tojson)"
+expect2 "eval --split test of a run with data.valid and no data.test" \
+    "--split test;;$C/v.txt: there is no test split: data.valid is a separate file and data.test is empty" \
+    $TXL eval $TMP/sepvalid.safetensors --split test
+check "...while --split valid evaluates data.valid" $TXL eval $TMP/sepvalid.safetensors --split valid --max-tokens 3000 -q
 if [ "$(id -u)" = 0 ]; then
     echo "  skip unreadable corpus: running as root, where chmod 000 does not stop reads"
 else
@@ -51,6 +59,55 @@ else
     chmod 000 $C/unreadable.txt
     corpus "unreadable" "cannot open corpus: Permission denied" $C/unreadable.txt
 fi
+
+echo "-- what follows the gzip data, and the limit on corpora held in memory"
+{ cat tests/data/tinyshakespeare.txt.gz; printf 'junk'; } > $C/junk.txt.gz
+corpus "bytes after the gzip stream" "trailing garbage after the gzip data: the bytes from offset $(wc -c < tests/data/tinyshakespeare.txt.gz) of the file are not another gzip member" $C/junk.txt.gz
+gunzip -c tests/data/tinyshakespeare.txt.gz > $C/tiny.txt
+{ head -c 500000 $C/tiny.txt | gzip -1; tail -c +500001 $C/tiny.txt | gzip -9; } > $C/members.txt.gz
+l1=$($TXL eval $CK --data $C/members.txt.gz --max-tokens 20000 --json -q | jq .loss)
+l2=$($TXL eval $CK --data $C/tiny.txt --max-tokens 20000 --json -q | jq .loss)
+check "two gzip members (cat a.gz b.gz) are one corpus: the plain file's loss ($l1 = $l2)" test -n "$l1" -a "$l1" = "$l2"
+expect2 "TXL_MAX_CORPUS_MB=1: the 1.1 MB of tinyshakespeare.txt.gz are too many" \
+    "tests/data/tinyshakespeare.txt.gz;;the decompressed corpus is larger than 1 MiB, the limit for a corpus held in memory;;set TXL_MAX_CORPUS_MB to raise it" \
+    env TXL_MAX_CORPUS_MB=1 $TXL eval $CK --data tests/data/tinyshakespeare.txt.gz
+check "TXL_MAX_CORPUS_MB=2: it fits" env TXL_MAX_CORPUS_MB=2 $TXL eval $CK --data tests/data/tinyshakespeare.txt.gz --max-tokens 3000
+check "TXL_MAX_CORPUS_MB=1: a plain file of 1.1 MB is not held in memory" env TXL_MAX_CORPUS_MB=1 $TXL eval $CK --data $C/tiny.txt --max-tokens 3000
+for v in abc 0 -5 1.5 '' ' 7' 99999999999999999999; do
+    [ -z "$v" ] && continue   # empty: the default
+    expect2 "TXL_MAX_CORPUS_MB='$v'" "tests/data/tinyshakespeare.txt.gz;;TXL_MAX_CORPUS_MB is '$v', expected a whole number of MiB >= 1" \
+        env TXL_MAX_CORPUS_MB="$v" $TXL eval $CK --data tests/data/tinyshakespeare.txt.gz
+done
+expect2 "train with a malformed TXL_MAX_CORPUS_MB" "data.train: tests/data/tinyshakespeare.txt.gz: TXL_MAX_CORPUS_MB is 'lots'" \
+    env TXL_MAX_CORPUS_MB=lots $TXL train -q -c $CFG --set train.out_dir=$RUN
+# /dev/zero and a gzip bomb (1 GiB of zeros in 16 members, 1 MB on disk), under a 1 GB
+# memory limit: refused at the limit, not by the OOM killer
+expect2 "/dev/zero as a corpus (TXL_MAX_CORPUS_MB=64)" "/dev/zero;;the streamed corpus is larger than 64 MiB" \
+    limit_vm 1000000 env TXL_MAX_CORPUS_MB=64 timeout 60 $TXL eval $CK --data /dev/zero
+expect2 "train on /dev/zero (TXL_MAX_CORPUS_MB=64)" "data.train: /dev/zero;;the streamed corpus is larger than 64 MiB" \
+    limit_vm 1000000 env TXL_MAX_CORPUS_MB=64 timeout 60 $TXL train -q -c $CFG --set data.train=/dev/zero --set train.out_dir=$RUN
+head -c 67108864 /dev/zero | gzip -1 > $TMP/zeros64m.gz
+i=0; while [ $i -lt 16 ]; do cat $TMP/zeros64m.gz; i=$((i + 1)); done > $C/bomb.txt.gz
+expect2 "a gzip bomb (1 GiB of zeros; TXL_MAX_CORPUS_MB=100)" "$C/bomb.txt.gz;;the decompressed corpus is larger than 100 MiB" \
+    limit_vm 1000000 env TXL_MAX_CORPUS_MB=100 timeout 60 $TXL eval $CK --data $C/bomb.txt.gz
+
+echo "-- pipes: read as streams"
+# feed FIFO FILE: a writer for the FIFO that gives up after 60 s if nobody reads
+feed() { timeout 60 sh -c "cat '$2' > '$1'" 2>/dev/null & }
+mkfifo $C/fifo
+feed $C/fifo $C/tiny.txt
+l3=$($TXL eval $CK --data $C/fifo --max-tokens 20000 --json -q 2>$TMP/fifo.err | jq .loss)
+check "eval --data FIFO (plain text): the file's loss ($l3 = $l2; $(head -c 200 $TMP/fifo.err))" test -n "$l3" -a "$l3" = "$l2"
+feed $C/fifo tests/data/tinyshakespeare.txt.gz
+l4=$($TXL eval $CK --data $C/fifo --max-tokens 20000 --json -q 2>$TMP/fifo.err | jq .loss)
+check "eval --data FIFO (gzip'd): the same ($l4; $(head -c 200 $TMP/fifo.err))" test -n "$l4" -a "$l4" = "$l2"
+feed $C/fifo $C/tiny.txt
+$TXL train -q -c $CFG --set data.train=$C/fifo --set train.max_steps=3 --set train.warmup_steps=1 \
+    --set train.eval_interval=0 --set train.eval_tokens=2000 --set train.out_dir=$TMP/r_fifo >/dev/null 2>$TMP/fifo.err
+check "train on a FIFO (exit $?: $(head -c 200 $TMP/fifo.err))" test -s $TMP/r_fifo/last.safetensors.gz
+feed $C/fifo $C/junk.txt.gz
+expect2 "a FIFO with bytes after the gzip data" "$C/fifo;;trailing garbage after the gzip data" $TXL eval $CK --data $C/fifo
+wait
 
 guard_sum > $TMP/guard.end
 check "the run directory is untouched after all of the above" cmp -s $TMP/guard.sum $TMP/guard.end

@@ -5,15 +5,17 @@
  * data, sizes matching shapes). Then cli_load_checkpoint builds the model from the config
  * in the metadata and loads the weights; when that succeeds the Adam moments and memory are
  * loaded as --resume does, and a small model runs two segments forward and a few decoding
- * steps, so whatever the loader accepts is usable. */
+ * steps, so whatever the loader accepts is usable. Accepted files hold exactly the data
+ * their header describes (within the caps) and only finite weights, moments and memory. */
+#include <math.h>
 #include <string.h>
 
 #include "../../cmd/cli.h"
 #include "../../data/units.h"
-#include "../../model/checkpoint.h"
+#include "../../io/checkpoint.h"
 #include "../../model/decode.h"
 #include "../../model/model.h"
-#include "../../model/safetensors.h"
+#include "../../io/safetensors.h"
 #include "fuzz.h"
 
 static size_t dtype_size(st_dtype d)
@@ -36,11 +38,19 @@ static void check_err(const txl_err *e, const char *path)
                    e->msg);
 }
 
+/* Every float of x[0..n) is finite (what the loaders promise for what they accept). */
+static void check_finite(const float *x, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        FUZZ_CHECK(isfinite(x[i]), "%s[%zu] = %g accepted", what, i, x[i]);
+}
+
 static void check_file(const st_file *f)
 {
     FUZZ_CHECK(f->data_start >= 8 && f->data_start <= f->len, "data_start %zu of %zu",
                f->data_start, f->len);
-    size_t data_len = f->len - f->data_start;
+    FUZZ_CHECK(f->n <= ST_MAX_TENSORS && f->data_start - 8 <= ST_MAX_HEADER, "caps");
+    size_t data_len = f->len - f->data_start, end = 0;
     for (int i = 0; i < f->n; i++) {
         const st_tensor *t = &f->t[i];
         FUZZ_CHECK(t->name != NULL, "tensor %d has no name", i);
@@ -54,7 +64,9 @@ static void check_file(const st_file *f)
         FUZZ_CHECK(t->end - t->begin == t->numel * dtype_size(t->dtype), "%s: byte size",
                    t->name);
         FUZZ_CHECK(st_find(f, t->name) == t, "%s: duplicate name", t->name);
+        end = t->end > end ? t->end : end;
     }
+    FUZZ_CHECK(end == data_len, "data of %zu bytes, the tensors end at %zu", data_len, end);
     for (int i = 0; i < f->n_meta; i++)
         FUZZ_CHECK(st_meta(f, f->meta_keys[i]) != NULL, "meta %d", i);
 }
@@ -66,8 +78,12 @@ static void load_state(const model *mdl, const st_file *f, const txl_config *cfg
     txl_err e = {0};
     float *m = calloc(mdl->n_floats + 1, sizeof(float));
     float *v = calloc(mdl->n_floats + 1, sizeof(float));
-    if (m && v && ckpt_load_optim(mdl, f, m, v, &e))
+    if (m && v && ckpt_load_optim(mdl, f, m, v, &e)) {
         check_err(&e, path);
+    } else if (m && v) {
+        check_finite(m, mdl->n_floats, "optim.m");
+        check_finite(v, mdl->n_floats, "optim.v");
+    }
     free(m);
     free(v);
     const model_config *c = &cfg->model;
@@ -79,6 +95,10 @@ static void load_state(const model *mdl, const st_file *f, const txl_config *cfg
         check_err(&e, path);
     else
         FUZZ_CHECK(mem.m >= 0 && mem.m <= mem.M, "mem.m %d of %d", mem.m, mem.M);
+    for (int l = 0; l < mem.n_layer && mem.m > 0; l++)
+        for (int b = 0; b < mem.B; b++)
+            check_finite(mem_layer(&mem, l) + (size_t)b * mem.M * mem.d, (size_t)mem.m * mem.d,
+                         "state.mem");
     mem_free(&mem);
 }
 
@@ -146,6 +166,7 @@ int txl_fuzz_checkpoint(const uint8_t *data, size_t size)
         return 0;
     }
     FUZZ_CHECK(cfg_validate(&cfg, path, &e) == 0, "loaded config does not validate: %s", e.msg);
+    check_finite(mdl.w, mdl.n_floats, "weights");
     load_state(&mdl, &f, &cfg, path);
     run_small(&mdl, &cfg, data, size);
     model_free(&mdl);

@@ -6,6 +6,8 @@
 #   checkpoint: tiny checkpoints of every positional scheme (1 layer, d_model 4), plain and
 #               gzip'd, with and without optimiser state and memory
 #   corpus:     4 parameter bytes + small text, gzip'd text, binary and one-byte files
+# and then make_cases.sh: the hand-made cases (duplicate keys, too many tensors, non-finite
+# values, bytes after gzip data, gzip members)
 set -eu
 cd "$(dirname "$0")/../.."
 TXL=${TXL_BIN:-./txl}
@@ -47,5 +49,5 @@ cat $tmp/p $tmp/text.txt > $C/corpus/seed-text
 { printf '\007\077\001\000'; head -c 3000 /bin/sh; } > $C/corpus/seed-binary
 { printf '\000\000\001\000'; printf 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'; } > $C/corpus/seed-repeat
 printf '\000\000\000\000x' > $C/corpus/seed-one
-ls $C/* | head -0
+sh tests/fuzz/make_cases.sh
 echo "seeds: $(ls $C/config | wc -l) config, $(ls $C/checkpoint | wc -l) checkpoint, $(ls $C/corpus | wc -l) corpus"

@@ -2,6 +2,7 @@
  * in order, so the checkpoint lists tensors in DESIGN.md §5 order. */
 #include "checkpoint.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,48 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
     return rc;
 }
 
+/* Every value of a tensor is finite: one NaN or infinity makes every loss nan (eval
+ * printed "nan" and exited 0, `eval --json` wrote "loss":nan, sample emitted 0xFF bytes,
+ * export passed it on). The message names the tensor and the first bad value's index.
+ * x: n floats, any alignment (a tensor's bytes in the file need not be aligned). Blocks
+ * of 4096 are OR-reduced first (no early exit, so the loop vectorises). */
+static int check_finite(const st_file *f, const st_tensor *t, const void *x, size_t n,
+                        txl_err *e)
+{
+    const uint8_t *p = x;
+    for (size_t b = 0; b < n; b += 4096) {
+        size_t end = n - b < 4096 ? n : b + 4096;
+        uint32_t bad = 0, u = 0;
+        for (size_t i = b; i < end; i++) {
+            memcpy(&u, p + 4 * i, 4);
+            bad |= (u & 0x7f800000u) == 0x7f800000u; /* exponent all ones: inf or nan */
+        }
+        if (!bad)
+            continue;
+        size_t i = b;
+        for (;; i++) {
+            memcpy(&u, p + 4 * i, 4);
+            if ((u & 0x7f800000u) == 0x7f800000u)
+                break;
+        }
+        float v;
+        memcpy(&v, &u, 4);
+        size_t idx[ST_MAX_DIMS] = {0}, rest = i; /* row-major: the last index moves fastest */
+        for (int k = t->ndim - 1; k >= 0; k--) {
+            size_t dim = t->shape[k] > 0 ? (size_t)t->shape[k] : 1;
+            idx[k] = rest % dim;
+            rest /= dim;
+        }
+        char at[200] = "";
+        size_t o = 0;
+        for (int k = 0; k < t->ndim && o < sizeof at - 24; k++)
+            o += (size_t)snprintf(at + o, sizeof at - o, "%s%zu", k ? ", " : "", idx[k]);
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' holds a non-finite value (%g) at index "
+                       "[%s] (element %zu of %zu)", f->path, t->name, v, at, i, n);
+    }
+    return 0;
+}
+
 static int check_shape(const st_file *f, const st_tensor *t, const param_entry *p, txl_err *e)
 {
     int ok = t->ndim == p->ndim && t->shape[0] == p->shape[0] &&
@@ -94,6 +137,42 @@ static int check_shape(const st_file *f, const st_tensor *t, const param_entry *
     return 0;
 }
 
+static int cmp_str_ptr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Every tensor of f in a class is one this model has: with `prefix` NULL, every tensor
+ * outside optim.* and state.* is a parameter; with "optim.", every optim.* tensor is
+ * optim.m.<parameter> or optim.v.<parameter>. The parameter names are sorted once and
+ * each tensor is a binary search: O(n log P), where a scan of the table for each of n
+ * tensors was O(n P). The message names the first stranger in header order. */
+static int check_names(const model *mdl, const st_file *f, const char *prefix, txl_err *e)
+{
+    const char **names = malloc(((size_t)mdl->n_params + 1) * sizeof *names);
+    if (!names)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", f->path);
+    for (int i = 0; i < mdl->n_params; i++)
+        names[i] = mdl->table[i].name;
+    qsort(names, (size_t)mdl->n_params, sizeof *names, cmp_str_ptr);
+    int rc = 0;
+    for (int i = 0; i < f->n && rc == 0; i++) {
+        const char *nm = f->t[i].name, *key = nm;
+        int optim = strncmp(nm, "optim.", 6) == 0, state = strncmp(nm, "state.", 6) == 0;
+        if (prefix ? !optim : optim || state)
+            continue;
+        if (prefix) /* optim.m.<name>, optim.v.<name> */
+            key = (nm[6] == 'm' || nm[6] == 'v') && nm[7] == '.' ? nm + 8 : NULL;
+        if (!key || !bsearch(&key, names, (size_t)mdl->n_params, sizeof *names, cmp_str_ptr))
+            rc = err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (not %s of a pos_scheme %s "
+                         "model with this config)", f->path, nm,
+                         prefix ? "an Adam moment of a parameter" : "a parameter",
+                         pos_scheme_name(mdl->cfg.pos));
+    }
+    free(names);
+    return rc;
+}
+
 int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e)
 {
     for (int i = 0; i < mdl->n_params; i++) {
@@ -104,18 +183,11 @@ int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e)
                            "with this config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
         if (check_shape(f, t, p, e))
             return -1;
+        if (check_finite(f, t, st_data(f, t), p->numel, e))
+            return -1;
         memcpy(mdl->w + p->offset, st_data(f, t), p->numel * sizeof(float));
     }
-    for (int i = 0; i < f->n; i++) {
-        const char *nm = f->t[i].name;
-        if (strncmp(nm, "optim.", 6) == 0 || strncmp(nm, "state.", 6) == 0)
-            continue;
-        if (!model_find_param(mdl, nm))
-            return err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (not a parameter of a "
-                           "pos_scheme %s model with this config)", f->path, nm,
-                           pos_scheme_name(mdl->cfg.pos));
-    }
-    return 0;
+    return check_names(mdl, f, NULL, e);
 }
 
 int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_err *e)
@@ -132,15 +204,37 @@ int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_
                                "run from its weights)", f->path, nm);
             if (check_shape(f, t, p, e))
                 return -1;
+            if (check_finite(f, t, st_data(f, t), p->numel, e))
+                return -1;
             memcpy((pass ? v : m) + p->offset, st_data(f, t), p->numel * sizeof(float));
         }
-    return 0;
+    return check_names(mdl, f, "optim.", e);
+}
+
+/* l when name is exactly "state.mem.<l>" (decimal, no sign or leading zero), else -1. */
+static long mem_layer_of(const char *name)
+{
+    const char *d = name + 10;
+    if (strncmp(name, "state.mem.", 10) != 0 || *d < '0' || *d > '9' || (d[0] == '0' && d[1]))
+        return -1;
+    long l = 0;
+    for (; *d >= '0' && *d <= '9' && l < INT_MAX; d++)
+        l = 10 * l + (*d - '0');
+    return *d ? -1 : l;
 }
 
 int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total, txl_err *e)
 {
     char nm[32];
     mem_reset(mem);
+    for (int i = 0; i < f->n; i++) { /* state.* is state.mem.<l> for l < n_layer */
+        const char *s = f->t[i].name;
+        long l = strncmp(s, "state.", 6) == 0 ? mem_layer_of(s) : 0;
+        if (l < 0 || l >= mem->n_layer)
+            return err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (the memory of a %d-layer "
+                           "model is state.mem.0 to state.mem.%d)", f->path, s, mem->n_layer,
+                           mem->n_layer - 1);
+    }
     const st_tensor *t0 = st_find(f, "state.mem.0");
     if (!t0)
         return 0;
@@ -154,6 +248,8 @@ int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total
             return err_set(e, ERR_INPUT, "%s: memory tensor '%s' missing or not [%d, %d, %d] "
                            "F32 (batch, rows <= mem_len %d, d_model)", f->path, nm, B_total,
                            m, mem->d, mem->M);
+        if (check_finite(f, t, st_data(f, t), t->numel, e))
+            return -1;
         const float *src = (const float *)st_data(f, t) + b_offset * (size_t)m * mem->d;
         for (int b = 0; b < mem->B; b++)
             memcpy(mem_layer(mem, l) + (size_t)b * mem->M * mem->d,

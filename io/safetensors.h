@@ -7,7 +7,8 @@
  * (padded with spaces to a multiple of 8), then the tensor bytes; offsets are relative to
  * the end of the header. Everything a reader can check is checked: header length against
  * the file, JSON syntax, dtypes, shapes vs byte sizes, offsets inside the data, overlaps,
- * duplicate names, and (through zlib) the gzip CRC. Messages name the file. */
+ * duplicate keys, the gzip CRC and length of every member, nothing after the data. Messages
+ * name the file. */
 #ifndef TXL_SAFETENSORS_H
 #define TXL_SAFETENSORS_H
 
@@ -19,6 +20,12 @@
 typedef enum { ST_F32, ST_F64, ST_I32, ST_I64, ST_U8, ST_F16, ST_BF16 } st_dtype;
 
 #define ST_MAX_DIMS 8
+/* The most entries (tensors and __metadata__) a header may list, whatever its config says:
+ * generous (a 1000-layer model with its Adam moments and memory has about 52,000 tensors);
+ * cli_check_config_tensors then holds a txl checkpoint to what its config needs. */
+#define ST_MAX_TENSORS (1 << 20)
+/* The longest JSON header read (the limit of the safetensors reference implementation). */
+#define ST_MAX_HEADER 100000000
 
 typedef struct {
     char *name;
@@ -31,17 +38,21 @@ typedef struct {
 
 typedef struct {
     char path[1024];
-    uint8_t *buf;      /* the whole (decompressed) file */
+    uint8_t *buf;      /* the whole (decompressed) file: length, header, tensor data */
     size_t len;
     size_t data_start; /* 8 + header length */
-    st_tensor *t;
+    st_tensor *t;      /* in header order */
     int n;
+    st_tensor **by_name; /* the same, sorted by name (st_find: binary search) */
     char **meta_keys, **meta_vals;
     int n_meta;
 } st_file;
 
-/* Reads and validates a whole file; -1 with kind ERR_INPUT for anything malformed
- * (ERR_RUNTIME for I/O trouble such as ENOMEM). */
+/* Reads and validates a whole file, a regular file only (a FIFO or a device is refused
+ * without blocking); -1 with kind ERR_INPUT for anything malformed, including a header
+ * over ST_MAX_HEADER bytes or ST_MAX_TENSORS entries, bytes after the data the header
+ * describes (also after the gzip stream), and tensor data over half the physical memory
+ * (ERR_RUNTIME for out of memory). Never reads more than the header describes. */
 int st_read(st_file *f, const char *path, txl_err *e);
 void st_free(st_file *f);
 const st_tensor *st_find(const st_file *f, const char *name);

@@ -6,7 +6,7 @@
 #define TXL_CHECKPOINT_H
 
 #include "../common/err.h"
-#include "model.h"
+#include "../model/model.h"
 #include "safetensors.h"
 
 /* meta: NULL-terminated list of key, value, key, value, ..., NULL. adam_m/adam_v and mem
