@@ -181,7 +181,7 @@ int cmd_import(int argc, char **argv)
     if (st_read(&f, in, &e))
         return cli_fail("import", &e);
     int rc = 0;
-    char *cfg_json = NULL;
+    char *cfg_yaml = NULL;
     if (model_init(&mdl, &cfg.model, &e) || check_tensors(&mdl, &f, cfg_path, &e) ||
         ckpt_load_weights(&mdl, &f, &e)) {
         rc = -1;
@@ -198,8 +198,8 @@ int cmd_import(int argc, char **argv)
             rc = -1;
             goto done;
         }
-    cfg_json = cfg_to_json(&cfg);
-    if (!cfg_json) {
+    cfg_yaml = cfg_to_yaml(&cfg);
+    if (!cfg_yaml) {
         err_set(&e, ERR_RUNTIME, "out of memory");
         rc = -1;
         goto done;
@@ -208,7 +208,7 @@ int cmd_import(int argc, char **argv)
     snprintf(params, sizeof params, "%zu", mdl.n_weights);
     const char *meta[] = {
         "format", "txl/1",
-        "config", cfg_json,
+        "config", cfg_yaml,
         "step", "0",
         "tokens", "0",
         "best_valid_loss", "inf",
@@ -220,7 +220,7 @@ int cmd_import(int argc, char **argv)
     int gz = n > 3 && strcmp(out + n - 3, ".gz") == 0;
     rc = ckpt_save(out, &mdl, NULL, NULL, NULL, meta, gz ? 6 : 0, &e);
 done:
-    free(cfg_json);
+    free(cfg_yaml);
     size_t np = mdl.n_weights;
     int nt = f.n;
     model_free(&mdl);

@@ -209,8 +209,8 @@ static int save_checkpoint(trainer *t, const char *path, int with_state, double 
 static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
                             double valid_loss, txl_err *e)
 {
-    char *cfg_json = cfg_to_json(&t->cfg);
-    if (!cfg_json)
+    char *cfg_yaml = cfg_to_yaml(&t->cfg);
+    if (!cfg_yaml)
         return err_set(e, ERR_RUNTIME, "out of memory serialising the config");
     char step[32], tokens[32], best[40], epoch[32], pos[32], lsum[40], ln[32], el[40], vl[40];
     char ntrain[32], seed[32], params[32], nmean[40], ncount[32], nskip[32];
@@ -231,7 +231,7 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     snprintf(seed, sizeof seed, "%llu", t->cfg.train.seed);
     const char *meta[] = {
         "format", "txl/1",
-        "config", cfg_json,
+        "config", cfg_yaml,
         "step", step,
         "tokens", tokens,
         "best_valid_loss", best,
@@ -252,7 +252,7 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     };
     int rc = ckpt_save(path, &t->mdl, mem ? t->adam_m : NULL, mem ? t->adam_v : NULL, mem,
                        meta, t->cfg.train.ckpt_gzip ? 1 : 0, e);
-    free(cfg_json);
+    free(cfg_yaml);
     return rc;
 }
 
@@ -289,11 +289,11 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
         return -1;
     txl_config ck;
     cfg_defaults(&ck);
-    const char *js = st_meta(&f, "config");
+    const char *text = st_meta(&f, "config");
     int rc = 0;
-    if (!js)
+    if (!text)
         rc = err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint)", path);
-    else if (cfg_from_json(&ck, js, path, e))
+    else if (cfg_load_meta(&ck, text, path, e))
         rc = -1;
     if (rc == 0) {
         char diff[1024];
@@ -668,9 +668,9 @@ int cmd_train(int argc, char **argv)
         st_file f;
         if (st_read(&f, resume, &e))
             goto fail;
-        const char *js = st_meta(&f, "config");
-        rc = js ? cfg_from_json(&t->cfg, js, resume, &e)
-                : err_set(&e, ERR_INPUT, "%s: no 'config' in the metadata", resume);
+        const char *text = st_meta(&f, "config");
+        rc = text ? cfg_load_meta(&t->cfg, text, resume, &e)
+                  : err_set(&e, ERR_INPUT, "%s: no 'config' in the metadata", resume);
         st_free(&f);
         if (rc)
             goto fail;

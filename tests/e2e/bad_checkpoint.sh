@@ -129,39 +129,45 @@ st_edit $P $B/extra.safetensors '.["layers.7.attn.qkv.weight"] = {"dtype": "F32"
 both "unexpected tensor" "unexpected tensor 'layers.7.attn.qkv.weight'" $B/extra.safetensors
 st_edit $P $B/shape.safetensors '.["layers.0.ff.0.weight"].shape |= [.[1], .[0]]'
 both "wrong shape" "tensor 'layers.0.ff.0.weight' has shape [64, 128], but the config in the checkpoint implies [128, 64]" $B/shape.safetensors
-cfg() { # cfg OUT JQ: edits the config JSON inside the metadata
-    st_edit $P "$1" ".__metadata__.config |= (fromjson | $2 | tojson)"
+cfg() { # cfg OUT KEY VALUE [KEY VALUE ...]: sets keys in the config (YAML) in the metadata
+    _out=$1; shift; _f=.
+    while [ $# -ge 2 ]; do _f="$_f | sub(\"\\n  $1: [^\\n]*\\n\"; \"\\n  $1: $2\\n\")"; shift 2; done
+    st_edit $P "$_out" ".__metadata__.config |= ($_f)"
 }
-cfg $B/cfg_d.safetensors '.model.d_model = 32'
+cfg $B/cfg_d.safetensors d_model 32
 RESUME_NEEDLES="the model config differs from the checkpoint's (checkpoint vs now): model.d_model: 32 vs 64" \
 both "config disagrees: d_model" "tensor 'word_emb.weight' has 2 dimensions [256, 64], but the config in the checkpoint (model.d_model 32) implies [256, 32]" $B/cfg_d.safetensors
-cfg $B/cfg_n.safetensors '.model.n_layer = 3'
+cfg $B/cfg_n.safetensors n_layer 3
 RESUME_NEEDLES="model.n_layer: 3 vs 2" \
 both "config disagrees: n_layer" "missing tensor 'layers.2.attn.qkv.weight', which the config in the checkpoint (model.n_layer 3) requires" $B/cfg_n.safetensors
-cfg $B/cfg_many.safetensors '.model.n_layer = 1000'
+cfg $B/cfg_many.safetensors n_layer 1000
 RESUME_NEEDLES="model.n_layer: 1000 vs 2" \
 both "config disagrees: n_layer 1000" "missing tensor 'layers.999.attn.qkv.weight'" $B/cfg_many.safetensors
-cfg $B/cfg_big.safetensors '.model.d_inner = 10000000'
+cfg $B/cfg_big.safetensors d_inner 10000000
 RESUME_NEEDLES="model.d_inner: 10000000 vs 128" \
 both "config disagrees: a model far larger than the file" "d_inner 10000000) needs at least;;bytes of weights, but the file's tensors hold" $B/cfg_big.safetensors
-cfg $B/cfg_huge_model.safetensors '.model.n_layer = 1000000 | .model.d_inner = 1000000'
+cfg $B/cfg_huge_model.safetensors n_layer 1000000 d_inner 1000000
 RESUME_NEEDLES="model.n_layer: 1000000 vs 2, model.d_inner: 1000000 vs 128" \
 both "config with an absurd model size" "the model is too large" $B/cfg_huge_model.safetensors
-cfg $B/cfg_di.safetensors '.model.d_inner = 100'
+cfg $B/cfg_di.safetensors d_inner 100
 RESUME_NEEDLES="model.d_inner: 100 vs 128" \
 both "config disagrees: d_inner" "tensor 'layers.0.ff.0.weight' has shape [128, 64], but the config in the checkpoint implies [100, 64]" $B/cfg_di.safetensors
-cfg $B/cfg_pos.safetensors '.model.pos_scheme = "rope"'
+cfg $B/cfg_pos.safetensors pos_scheme rope
 RESUME_NEEDLES="model.pos_scheme: rope vs xl" \
 both "config disagrees: pos_scheme" "unexpected tensor 'r_w_bias' (not a parameter of a pos_scheme rope model" $B/cfg_pos.safetensors
-cfg $B/cfg_odd.safetensors '.model.d_model = 63'
-both "config out of range" "config JSON: model.d_model must be even, found 63" $B/cfg_odd.safetensors
-cfg $B/cfg_key.safetensors '.model.d_modle = 64'
-both "config with an unknown key" "config JSON: unknown key 'model.d_modle'" $B/cfg_key.safetensors
-cfg $B/cfg_huge.safetensors '.train.batch_size = 1000000 | .model.tgt_len = 1000000'
+cfg $B/cfg_odd.safetensors d_model 63
+both "config out of range" "metadata 'config' at 4:12: model.d_model must be even, found 63" $B/cfg_odd.safetensors
+st_edit $P $B/cfg_key.safetensors '.__metadata__.config |= sub("\nmodel:\n"; "\nmodel:\n  d_modle: 64\n")'
+both "config with an unknown key" "metadata 'config' at 3:3: unknown key 'model.d_modle' (did you mean 'model.d_model'?)" $B/cfg_key.safetensors
+st_edit $P $B/cfg_json_odd.safetensors '.__metadata__.config = "{\"model\":{\"d_model\":63}}"'
+both "config in the JSON form of older txl, out of range" "metadata 'config' at 1:21: model.d_model must be even, found 63" $B/cfg_json_odd.safetensors
+st_edit $P $B/cfg_yaml_syntax.safetensors '.__metadata__.config |= sub("\nmodel:\n"; "\nmodel: [\n")'
+both "config YAML malformed" "metadata 'config' at;;YAML syntax error" $B/cfg_yaml_syntax.safetensors
+cfg $B/cfg_huge.safetensors batch_size 1000000 tgt_len 1000000
 RESUME_NEEDLES="model.tgt_len: 1000000 vs 32" \
 both "config with an absurd plan" "a training step is too large" $B/cfg_huge.safetensors
 st_edit $P $B/cfg_syntax.safetensors '.__metadata__.config = "{\"model\": {"'
-both "config JSON malformed" "config JSON: syntax error near byte" $B/cfg_syntax.safetensors
+both "config JSON malformed" "metadata 'config' at 2:1: YAML syntax error" $B/cfg_syntax.safetensors
 st_edit $P $B/cfg_none.safetensors 'del(.__metadata__.config)'
 both "no config" "no 'config' in the metadata" $B/cfg_none.safetensors
 
