@@ -28,26 +28,13 @@
 #include "cmds.h"
 #include "config.h"
 #include "evaluate.h"
+#include "train_state.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 
 static void on_signal(int sig) { stop_signal = sig; }
 
 #define MAX_SETS 64
-
-typedef struct {
-    long step;            /* steps completed */
-    long long tokens;     /* training tokens consumed (B * segment length, summed) */
-    double best_valid;    /* best validation loss so far (nats), INFINITY if none */
-    long epoch;           /* completed passes over the train split */
-    size_t data_pos;      /* batcher position within the streams */
-    double log_sum;       /* loss sum of the current log interval */
-    long log_n;           /* steps in it */
-    double elapsed;       /* training seconds of earlier invocations */
-    double norm_mean;     /* running mean of the applied steps' gradient norms (skip_outlier) */
-    long norm_count;      /* applied steps in it */
-    long skipped;         /* steps skipped as gradient-norm outliers */
-} train_state;
 
 /* train.skip_outlier: the running mean of the gradient norm is the plain mean of the first
  * NORM_WINDOW applied steps, then an exponential average with weight 1/NORM_WINDOW; no
@@ -172,14 +159,6 @@ static int open_data(trainer *t, txl_err *e)
     return 0;
 }
 
-static void fmt_g(char *buf, size_t cap, double v)
-{
-    if (isinf(v))
-        snprintf(buf, cap, "%s", v > 0 ? "inf" : "-inf");
-    else
-        snprintf(buf, cap, "%.17g", v);
-}
-
 static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
                             double valid_loss, txl_err *e);
 
@@ -212,44 +191,17 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     char *cfg_yaml = cfg_to_yaml(&t->cfg);
     if (!cfg_yaml)
         return err_set(e, ERR_RUNTIME, "out of memory serialising the config");
-    char step[32], tokens[32], best[40], epoch[32], pos[32], lsum[40], ln[32], el[40], vl[40];
-    char ntrain[32], seed[32], params[32], nmean[40], ncount[32], nskip[32];
-    fmt_g(nmean, sizeof nmean, t->st.norm_mean);
-    snprintf(ncount, sizeof ncount, "%ld", t->st.norm_count);
-    snprintf(nskip, sizeof nskip, "%ld", t->st.skipped);
-    snprintf(params, sizeof params, "%zu", t->mdl.n_weights);
-    snprintf(step, sizeof step, "%ld", t->st.step);
-    snprintf(tokens, sizeof tokens, "%lld", t->st.tokens);
-    fmt_g(best, sizeof best, t->st.best_valid);
-    snprintf(epoch, sizeof epoch, "%ld", t->st.epoch);
-    snprintf(pos, sizeof pos, "%zu", t->st.data_pos);
-    fmt_g(lsum, sizeof lsum, t->st.log_sum);
-    snprintf(ln, sizeof ln, "%ld", t->st.log_n);
-    fmt_g(el, sizeof el, t->st.elapsed + (cli_now() - t->t_start));
-    fmt_g(vl, sizeof vl, valid_loss);
-    snprintf(ntrain, sizeof ntrain, "%zu", t->train_s.n);
-    snprintf(seed, sizeof seed, "%llu", t->cfg.train.seed);
-    const char *meta[] = {
+    train_state s = t->st;
+    s.elapsed += cli_now() - t->t_start;
+    s.valid_loss = valid_loss;
+    train_state_meta sm;
+    train_state_format(&s, &sm);
+    const char *meta[6 + 2 * TRAIN_STATE_KEYS + 1] = {
         "format", "txl/1",
         "config", cfg_yaml,
-        "step", step,
-        "tokens", tokens,
-        "best_valid_loss", best,
-        "valid_loss", vl,
-        "epoch", epoch,
-        "data_pos", pos,
-        "train_split_tokens", ntrain,
         "rng", "counter-based: dropout masks = hash(seed, step, site, index)",
-        "seed", seed,
-        "log_loss_sum", lsum,
-        "log_steps", ln,
-        "elapsed_s", el,
-        "grad_norm_mean", nmean,
-        "grad_norm_count", ncount,
-        "skipped_steps", nskip,
-        "params", params,
-        NULL,
     };
+    memcpy(meta + 6, sm.kv, sizeof sm.kv);
     int rc = ckpt_save(path, &t->mdl, mem ? t->adam_m : NULL, mem ? t->adam_v : NULL, mem,
                        meta, t->cfg.train.ckpt_gzip ? 1 : 0, e);
     free(cfg_yaml);
@@ -269,18 +221,6 @@ static void log_json(trainer *t, const char *fmt, ...)
     fflush(t->log);
 }
 
-static double num_meta(const st_file *f, const char *key, double def)
-{
-    const char *s = st_meta(f, key);
-    if (!s)
-        return def;
-    if (strcmp(s, "inf") == 0)
-        return INFINITY;
-    char *end;
-    double v = strtod(s, &end);
-    return *end ? def : v;
-}
-
 /* Restores everything --resume needs from `last`; the model config must be identical. */
 static int load_resume(trainer *t, const char *path, txl_err *e)
 {
@@ -289,11 +229,12 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
         return -1;
     txl_config ck;
     cfg_defaults(&ck);
+    train_state st = t->st;
     const char *text = st_meta(&f, "config");
     int rc = 0;
     if (!text)
         rc = err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint)", path);
-    else if (cfg_load_meta(&ck, text, path, e))
+    else if (cfg_load_meta(&ck, text, path, e) || train_state_read(&st, &f, e))
         rc = -1;
     if (rc == 0) {
         char diff[1024];
@@ -304,30 +245,24 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
             rc = err_set(e, ERR_INPUT, "--resume %s: train.batch_size %d differs from the "
                          "checkpoint's %d (the memory and data cursor are per stream)", path,
                          t->cfg.train.batch_size, ck.train.batch_size);
-        else if ((size_t)num_meta(&f, "train_split_tokens", -1) != t->train_s.n)
+        else if (st.train_tokens != t->train_s.n)
             rc = err_set(e, ERR_INPUT, "--resume %s: the train split has %zu tokens, the "
-                         "checkpoint was trained on %.0f (different corpus or split?)", path,
-                         t->train_s.n, num_meta(&f, "train_split_tokens", -1));
+                         "checkpoint was trained on %zu (different corpus or split?)", path,
+                         t->train_s.n, st.train_tokens);
+        else if (st.params != t->mdl.n_weights)
+            rc = err_set(e, ERR_INPUT, "%s: metadata 'params' is %zu, but the model of its "
+                         "config has %zu parameters", path, st.params, t->mdl.n_weights);
     }
     if (rc == 0 && (ckpt_load_weights(&t->mdl, &f, e) ||
                     ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
                     ckpt_load_mem(&f, &t->mem, (size_t)t->b0, t->cfg.train.batch_size, e)))
         rc = -1;
+    if (rc == 0 && st.data_pos >= t->bt.n)
+        rc = err_set(e, ERR_INPUT, "%s: metadata 'data_pos' %zu is past the end of the streams "
+                     "(%zu)", path, st.data_pos, t->bt.n);
     if (rc == 0) {
-        t->st.step = (long)num_meta(&f, "step", 0);
-        t->st.tokens = (long long)num_meta(&f, "tokens", 0);
-        t->st.best_valid = num_meta(&f, "best_valid_loss", INFINITY);
-        t->st.epoch = (long)num_meta(&f, "epoch", 0);
-        t->st.data_pos = (size_t)num_meta(&f, "data_pos", 0);
-        t->st.log_sum = num_meta(&f, "log_loss_sum", 0);
-        t->st.log_n = (long)num_meta(&f, "log_steps", 0);
-        t->st.elapsed = num_meta(&f, "elapsed_s", 0);
-        t->st.norm_mean = num_meta(&f, "grad_norm_mean", 0);
-        t->st.norm_count = (long)num_meta(&f, "grad_norm_count", 0);
-        t->st.skipped = (long)num_meta(&f, "skipped_steps", 0);
-        if (t->st.data_pos >= t->bt.n)
-            rc = err_set(e, ERR_INPUT, "%s: data_pos %zu is past the end of the streams (%zu)",
-                         path, t->st.data_pos, t->bt.n);
+        st.seed = t->cfg.train.seed; /* the config's, which --set may change */
+        t->st = st;
     }
     st_free(&f);
     return rc;
@@ -742,6 +677,9 @@ int cmd_train(int argc, char **argv)
         goto fail;
     }
     model_init_weights(&t->mdl, c->train.seed);
+    t->st.train_tokens = t->train_s.n;
+    t->st.seed = c->train.seed;
+    t->st.params = t->mdl.n_weights;
     if (resume && load_resume(t, resume, &e))
         goto fail;
     if (init_from && load_init_from(t, init_from, &e))

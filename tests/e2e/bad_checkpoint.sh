@@ -180,6 +180,43 @@ expect2 "train --resume: a missing Adam moment" "$B/optim.safetensors;;missing t
     $TXL train -q -c $CFG --resume $B/optim.safetensors --set train.out_dir=$RUN
 expect2 "train --resume from weights only" "$TMP/w.safetensors;;missing tensor 'optim.m.word_emb.weight'" \
     $TXL train -q -c $CFG --resume $TMP/w.safetensors --set train.out_dir=$RUN
+# the training state in the metadata is parsed strictly: garbage, a sign, an exponent, an
+# overflow or a missing key is an error naming the file and the key, never a default (step
+# "1e23" was signed overflow, "-5" trained at negative steps)
+state() { # state "description" KEY VALUE "needles" (VALUE null deletes the key)
+    if [ "$3" = null ]; then st_edit $P $B/state.safetensors "del(.__metadata__.$2)"
+    else st_edit $P $B/state.safetensors ".__metadata__.$2 = \"$3\""; fi
+    expect2 "train --resume: $1" "$B/state.safetensors;;metadata '$2';;$4" \
+        $TXL train -q --resume $B/state.safetensors --set train.out_dir=$RUN --set train.max_steps=10
+}
+state "step 1e23" step 1e23 "must be an integer in [0, 2^53], found '1e23'"
+state "step -5" step -5 "found '-5'"
+state "step abc" step abc "found 'abc'"
+state "step 2^63 (overflow)" step 9223372036854775808 "found '9223372036854775808'"
+state "step 2^53 + 1" step 9007199254740993 "found '9007199254740993'"
+state "step empty" step "" "found ''"
+state "step missing" step null "is missing"
+state "tokens +5" tokens +5 "found '+5'"
+state "epoch 1.5" epoch 1.5 "found '1.5'"
+state "data_pos 0x10" data_pos 0x10 "found '0x10'"
+state "log_steps with a space" log_steps " 3" "found ' 3'"
+state "grad_norm_count -1" grad_norm_count -1 "found '-1'"
+state "skipped_steps 1e3" skipped_steps 1e3 "found '1e3'"
+state "train_split_tokens abc" train_split_tokens abc "found 'abc'"
+state "params -1" params -1 "found '-1'"
+state "seed x" seed x "must be an integer in [0, 2^64), found 'x'"
+state "seed 2^64 (overflow)" seed 18446744073709551616 "found '18446744073709551616'"
+state "seed -1" seed -1 "found '-1'"
+state "best_valid_loss abc" best_valid_loss abc "must be a number >= 0 or inf, found 'abc'"
+state "best_valid_loss nan" best_valid_loss nan "found 'nan'"
+state "best_valid_loss -1" best_valid_loss -1 "found '-1'"
+state "best_valid_loss 1e999 (overflow)" best_valid_loss 1e999 "found '1e999'"
+state "log_loss_sum inf" log_loss_sum inf "must be a finite number >= 0, found 'inf'"
+state "elapsed_s -3" elapsed_s -3 "found '-3'"
+state "elapsed_s 0x1p3" elapsed_s 0x1p3 "found '0x1p3'"
+state "grad_norm_mean nan" grad_norm_mean nan "found 'nan'"
+state "params that are not the model's" params 5 "is 5, but the model of its config has"
+state "data_pos past the end of the streams" data_pos 9000000 "9000000 is past the end of the streams"
 check "eval still works on a file with only a damaged memory tensor" $TXL eval $B/mem.safetensors --data $TMP/last.safetensors --max-tokens 3000
 
 echo "-- bit flips in the compressed payload (the gzip CRC-32 and length must catch them)"
