@@ -58,6 +58,7 @@ typedef struct {
     train_state st;
     int quiet, tty;
     long run_steps;       /* --steps: stop after this many steps in this invocation (0 = off) */
+    int threads;          /* OpenMP threads of this rank */
     double t_start;
 } trainer;
 
@@ -326,11 +327,12 @@ static void print_plan(trainer *t)
             t->valid_s.n, t->test_s.n, cli_blas_core(), c->train.out_dir);
 }
 
-static double run_valid(trainer *t, txl_err *e, int *failed)
+/* Validation over the valid split (distributed like training); *loss is NaN without one. */
+static int run_valid(trainer *t, double *loss, txl_err *e)
 {
-    *failed = 0;
+    *loss = NAN;
     if (t->valid_s.n == 0)
-        return NAN;
+        return 0;
     const model_config *m = &t->cfg.model;
     eval_opts o = {.batch = t->cfg.train.batch_size, .tgt_len = m->tgt_len,
                    .mem_len = m->mem_len, .max_tokens = (size_t)t->cfg.train.eval_tokens,
@@ -340,10 +342,8 @@ static double run_valid(trainer *t, txl_err *e, int *failed)
     while (o.batch > 1 && t->valid_s.n / (size_t)o.batch < 2)
         o.batch /= 2;
     eval_result r;
-    if (eval_span(&t->mdl, m, t->valid_s, &o, &r, e)) {
-        *failed = 1;
-        return NAN;
-    }
+    if (eval_span(&t->mdl, m, t->valid_s, &o, &r, e))
+        return -1;
     log_json(t, "{\"event\":\"eval\",\"split\":\"valid\",\"step\":%ld,\"loss\":%.6f,"
                 "\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"elapsed_s\":%.1f}",
              t->st.step, r.loss, r.loss / M_LN2, exp(r.loss), r.tokens,
@@ -352,146 +352,201 @@ static double run_valid(trainer *t, txl_err *e, int *failed)
         fprintf(stderr, "%sstep %ld: valid loss %.4f, bpc %.4f (%zu tokens, %.1fs)\n",
                 t->tty ? "\r\033[K" : "", t->st.step, r.loss, r.loss / M_LN2, r.tokens,
                 r.seconds);
-    return r.loss;
+    *loss = r.loss;
+    return 0;
 }
 
-static int train_loop(trainer *t, txl_err *e)
+/* The loop's bookkeeping: the schedule, Adam's settings, and what the log lines need. */
+typedef struct {
+    lr_schedule_t sched;
+    adam_hparams ah;
+    long first_step;       /* where this invocation started (--steps counts from here) */
+    double t_log;          /* time of the last log line */
+    long long tok_log;     /* tokens trained since then */
+    double comm_log;       /* communication seconds at the last log line */
+    double loss, norm, lr; /* of the last step: mean loss (nats), gradient norm, lr */
+    size_t ntok;           /* tokens of the last step (the whole batch) */
+} loop_state;
+
+static void loop_init(trainer *t, loop_state *ls)
 {
-    const txl_config *c = &t->cfg;
-    const train_config *tc = &c->train;
-    int B = tc->batch_size;
-    lr_schedule_t sched = {.kind = tc->schedule == SCHED_COSINE     ? LR_COSINE
-                                   : tc->schedule == SCHED_INV_SQRT ? LR_INV_SQRT
-                                                                    : LR_CONSTANT,
-                           .lr = tc->lr, .lr_min = tc->lr_min, .warmup = tc->warmup_steps,
-                           .max_steps = tc->max_steps};
-    adam_hparams ah = {.beta1 = tc->beta1, .beta2 = tc->beta2, .eps = tc->eps,
-                       .weight_decay = tc->weight_decay, .decoupled = tc->optimizer == OPT_ADAMW};
-    double t_log = cli_now();
-    long long tok_log = 0;
-    double last_loss = NAN, last_norm = NAN;
-    int exit_sig = 0;
-    long first_step = t->st.step;
-    double comm_log = dist_comm_seconds();
+    const train_config *tc = &t->cfg.train;
+    memset(ls, 0, sizeof *ls);
+    ls->sched = (lr_schedule_t){.kind = tc->schedule == SCHED_COSINE     ? LR_COSINE
+                                        : tc->schedule == SCHED_INV_SQRT ? LR_INV_SQRT
+                                                                         : LR_CONSTANT,
+                                .lr = tc->lr, .lr_min = tc->lr_min, .warmup = tc->warmup_steps,
+                                .max_steps = tc->max_steps};
+    ls->ah = (adam_hparams){.beta1 = tc->beta1, .beta2 = tc->beta2, .eps = tc->eps,
+                            .weight_decay = tc->weight_decay,
+                            .decoupled = tc->optimizer == OPT_ADAMW};
+    ls->first_step = t->st.step;
+    ls->t_log = cli_now();
+    ls->comm_log = dist_comm_seconds();
+    ls->loss = ls->norm = NAN;
     t->bt.pos = t->st.data_pos;
+}
 
-    while (t->st.step < tc->max_steps) {
-        int len = batcher_next(&t->bt, t->x, t->y);
-        if (len == 0) { /* end of a pass over the train split: start over, fresh memory */
-            t->st.epoch++;
-            t->bt.pos = 0;
-            mem_reset(&t->mem);
-            len = batcher_next(&t->bt, t->x, t->y);
-        }
-        long step = t->st.step + 1;
-        fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
-        model_zero_grads(&t->mdl);
-        size_t ntok = (size_t)B * len; /* the whole batch: each rank scales by the global count */
-        const uint8_t *xl = t->x + (size_t)t->b0 * len, *yl = t->y + (size_t)t->b0 * len;
-        double loss = model_forward(&t->mdl, &t->A, &t->mem, xl, yl, len, &o);
-        model_backward(&t->mdl, &t->A, &t->mem, 1.0f / (float)ntok);
-        dist_sum_f32(t->mdl.g, t->mdl.n_floats); /* every rank: the global gradient */
-        dist_sum_f64(&loss, 1);
-        loss /= (double)ntok;
-        double norm = grad_norm(t->mdl.g, t->mdl.n_floats); /* clipping happens in adam */
-        if (!isfinite(loss) || !isfinite(norm))
-            return err_set(e, ERR_RUNTIME,
-                           "step %ld: the %s is %s (loss %g, gradient norm %g); stopping "
-                           "without writing a checkpoint, so %s still holds step %ld. Lower "
-                           "train.lr or set train.clip.", step, isfinite(loss) ? "gradient" : "loss",
-                           isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", loss, norm,
-                           t->last_path, t->st.step);
-        double lr = lr_at(&sched, step);
-        /* a far outlier of the gradient norm: no update (the data and the memory move on;
-         * the same decision on every rank, which all hold the same global norm) */
-        if (tc->skip_outlier > 0 && t->st.norm_count >= NORM_WINDOW &&
-            norm > tc->skip_outlier * t->st.norm_mean) {
-            t->st.skipped++;
-            log_json(t, "{\"event\":\"skip\",\"step\":%ld,\"grad_norm\":%.6g,"
-                        "\"mean_norm\":%.6g,\"skipped\":%ld}",
-                     step, norm, t->st.norm_mean, t->st.skipped);
-            if (!t->quiet && dist_is_root())
-                fprintf(stderr, "%sstep %ld: skipped, gradient norm %.4g > %g x its mean %.4g "
-                        "(%ld skipped so far)\n", t->tty ? "\r\033[K" : "", step, norm,
-                        tc->skip_outlier, t->st.norm_mean, t->st.skipped);
-        } else {
-            adam_step_scaled(t->mdl.w, t->mdl.g, clip_coef(norm, tc->clip), t->adam_m,
-                             t->adam_v, t->mdl.n_floats, step, lr, &ah);
-            t->st.norm_count++;
-            double w = t->st.norm_count < NORM_WINDOW ? 1.0 / (double)t->st.norm_count
-                                                      : 1.0 / NORM_WINDOW;
-            t->st.norm_mean += w * (norm - t->st.norm_mean);
-        }
-        model_mem_update(&t->A, &t->mem);
-        t->st.step = step;
-        t->st.tokens += (long long)ntok;
-        t->st.data_pos = t->bt.pos;
-        t->st.log_sum += loss;
-        t->st.log_n++;
-        tok_log += (long long)ntok;
-        last_loss = loss;
-        last_norm = norm;
-
-        double now = cli_now(), run_s = now - t->t_start;
-        /* all ranks must agree on stopping (a signal or the clock may reach one rank first) */
-        int want_stop = dist_max_int(stop_signal);
-        if (want_stop && !stop_signal)
-            stop_signal = want_stop;
-        int at_end = dist_max_int(step == tc->max_steps ||
-                                  (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
-                                  (t->run_steps > 0 && step - first_step >= t->run_steps) ||
-                                  stop_signal);
-        if (step % tc->log_interval == 0 || at_end) {
-            double mean = t->st.log_sum / t->st.log_n;
-            double tps = tok_log / (now - t_log > 1e-9 ? now - t_log : 1e-9);
-            double eta = (double)(tc->max_steps - step) * ntok / (tps > 0 ? tps : 1);
-            if (tc->max_minutes > 0 && tc->max_minutes * 60 - run_s < eta)
-                eta = tc->max_minutes * 60 - run_s;
-            log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
-                        "\"bpc\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
-                        "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f}",
-                     step, t->st.tokens, mean, mean / M_LN2, lr, norm, tps,
-                     t->st.elapsed + run_s, loss, dist_comm_seconds() - comm_log);
-            comm_log = dist_comm_seconds();
-            if (!t->quiet && dist_is_root()) {
-                char etas[32], els[32];
-                cli_fmt_duration(etas, sizeof etas, eta);
-                cli_fmt_duration(els, sizeof els, t->st.elapsed + run_s);
-                fprintf(stderr, "%sstep %ld/%ld | loss %.4f | bpc %.4f | lr %.3g | %.0f tok/s | "
-                        "ETA %s | %s%s", t->tty ? "\r\033[K" : "", step, tc->max_steps, mean,
-                        mean / M_LN2, lr, tps, etas, els, t->tty ? "" : "\n");
-                fflush(stderr);
-            }
-            t->st.log_sum = 0;
-            t->st.log_n = 0;
-            t_log = now;
-            tok_log = 0;
-        }
-        int do_eval = (tc->eval_interval > 0 && step % tc->eval_interval == 0) ||
-                      (at_end && !stop_signal);
-        double vloss = NAN;
-        if (do_eval) {
-            int failed;
-            vloss = run_valid(t, e, &failed);
-            if (failed)
-                return -1;
-            if (vloss < t->st.best_valid) {
-                t->st.best_valid = vloss;
-                if (save_checkpoint(t, t->best_path, 0, vloss, e))
-                    return -1;
-            }
-        }
-        if ((tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0) || at_end) {
-            if (save_checkpoint(t, t->last_path, 1, vloss, e))
-                return -1;
-        }
-        if (stop_signal) {
-            exit_sig = stop_signal;
-            break;
-        }
-        if (at_end)
-            break;
+/* The next segment of every stream (its length); at the end of a pass over the train
+ * split the next epoch starts over with fresh memory. */
+static int next_batch(trainer *t)
+{
+    int len = batcher_next(&t->bt, t->x, t->y);
+    if (len == 0) {
+        t->st.epoch++;
+        t->bt.pos = 0;
+        mem_reset(&t->mem);
+        len = batcher_next(&t->bt, t->x, t->y);
     }
+    return len;
+}
+
+/* A far outlier of the gradient norm (train.skip_outlier) gets no update: the data and the
+ * memory move on. Every rank holds the same global norm, so all decide alike. */
+static int is_outlier(const trainer *t, double norm)
+{
+    const train_config *tc = &t->cfg.train;
+    return tc->skip_outlier > 0 && t->st.norm_count >= NORM_WINDOW &&
+           norm > tc->skip_outlier * t->st.norm_mean;
+}
+
+static void skip_update(trainer *t, long step, double norm)
+{
+    t->st.skipped++;
+    log_json(t, "{\"event\":\"skip\",\"step\":%ld,\"grad_norm\":%.6g,"
+                "\"mean_norm\":%.6g,\"skipped\":%ld}",
+             step, norm, t->st.norm_mean, t->st.skipped);
+    if (!t->quiet && dist_is_root())
+        fprintf(stderr, "%sstep %ld: skipped, gradient norm %.4g > %g x its mean %.4g "
+                "(%ld skipped so far)\n", t->tty ? "\r\033[K" : "", step, norm,
+                t->cfg.train.skip_outlier, t->st.norm_mean, t->st.skipped);
+}
+
+/* Global-norm clipping (as a scale inside Adam) and the Adam step; then the running mean
+ * of the applied steps' gradient norms. */
+static void apply_update(trainer *t, const loop_state *ls, long step, double norm, double lr)
+{
+    adam_step_scaled(t->mdl.w, t->mdl.g, clip_coef(norm, t->cfg.train.clip), t->adam_m,
+                     t->adam_v, t->mdl.n_floats, step, lr, &ls->ah);
+    t->st.norm_count++;
+    double w = t->st.norm_count < NORM_WINDOW ? 1.0 / (double)t->st.norm_count
+                                              : 1.0 / NORM_WINDOW;
+    t->st.norm_mean += w * (norm - t->st.norm_mean);
+}
+
+/* One step: zero the gradients, forward, backward, sum the gradient over the ranks, the
+ * NaN guard, clip + Adam (or skip an outlier), advance the memory and the state. */
+static int train_step(trainer *t, loop_state *ls, txl_err *e)
+{
+    const train_config *tc = &t->cfg.train;
+    int len = next_batch(t);
+    long step = t->st.step + 1;
+    fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
+    model_zero_grads(&t->mdl);
+    size_t ntok = (size_t)tc->batch_size * len; /* the whole batch: each rank scales by the
+                                                 * global count */
+    const uint8_t *xl = t->x + (size_t)t->b0 * len, *yl = t->y + (size_t)t->b0 * len;
+    double loss = model_forward(&t->mdl, &t->A, &t->mem, xl, yl, len, &o);
+    model_backward(&t->mdl, &t->A, &t->mem, 1.0f / (float)ntok);
+    dist_sum_f32(t->mdl.g, t->mdl.n_floats); /* every rank: the global gradient */
+    dist_sum_f64(&loss, 1);
+    loss /= (double)ntok;
+    double norm = grad_norm(t->mdl.g, t->mdl.n_floats); /* clipping happens in adam */
+    if (!isfinite(loss) || !isfinite(norm))
+        return err_set(e, ERR_RUNTIME,
+                       "step %ld: the %s is %s (loss %g, gradient norm %g); stopping "
+                       "without writing a checkpoint, so %s still holds step %ld. Lower "
+                       "train.lr or set train.clip.", step, isfinite(loss) ? "gradient" : "loss",
+                       isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", loss, norm,
+                       t->last_path, t->st.step);
+    double lr = lr_at(&ls->sched, step);
+    if (is_outlier(t, norm))
+        skip_update(t, step, norm);
+    else
+        apply_update(t, ls, step, norm, lr);
+    model_mem_update(&t->A, &t->mem);
+    t->st.step = step;
+    t->st.tokens += (long long)ntok;
+    t->st.data_pos = t->bt.pos;
+    t->st.log_sum += loss;
+    t->st.log_n++;
+    ls->tok_log += (long long)ntok;
+    ls->loss = loss;
+    ls->norm = norm;
+    ls->lr = lr;
+    ls->ntok = ntok;
+    return 0;
+}
+
+/* Whether this step ends the invocation: max_steps, the time budget, --steps or a signal.
+ * All ranks must agree (a signal or the clock may reach one rank first). */
+static int run_ends(const trainer *t, const loop_state *ls, double run_s)
+{
+    const train_config *tc = &t->cfg.train;
+    long step = t->st.step;
+    int want_stop = dist_max_int(stop_signal);
+    if (want_stop && !stop_signal)
+        stop_signal = want_stop;
+    return dist_max_int(step == tc->max_steps ||
+                        (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
+                        (t->run_steps > 0 && step - ls->first_step >= t->run_steps) ||
+                        stop_signal);
+}
+
+/* A log line (log.jsonl, and the progress line on stderr) for the steps since the last. */
+static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
+{
+    const train_config *tc = &t->cfg.train;
+    long step = t->st.step;
+    double mean = t->st.log_sum / t->st.log_n;
+    double tps = ls->tok_log / (now - ls->t_log > 1e-9 ? now - ls->t_log : 1e-9);
+    double eta = (double)(tc->max_steps - step) * ls->ntok / (tps > 0 ? tps : 1);
+    if (tc->max_minutes > 0 && tc->max_minutes * 60 - run_s < eta)
+        eta = tc->max_minutes * 60 - run_s;
+    log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
+                "\"bpc\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
+                "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f}",
+             step, t->st.tokens, mean, mean / M_LN2, ls->lr, ls->norm, tps,
+             t->st.elapsed + run_s, ls->loss, dist_comm_seconds() - ls->comm_log);
+    ls->comm_log = dist_comm_seconds();
+    if (!t->quiet && dist_is_root()) {
+        char etas[32], els[32];
+        cli_fmt_duration(etas, sizeof etas, eta);
+        cli_fmt_duration(els, sizeof els, t->st.elapsed + run_s);
+        fprintf(stderr, "%sstep %ld/%ld | loss %.4f | bpc %.4f | lr %.3g | %.0f tok/s | "
+                "ETA %s | %s%s", t->tty ? "\r\033[K" : "", step, tc->max_steps, mean,
+                mean / M_LN2, ls->lr, tps, etas, els, t->tty ? "" : "\n");
+        fflush(stderr);
+    }
+    t->st.log_sum = 0;
+    t->st.log_n = 0;
+    ls->t_log = now;
+    ls->tok_log = 0;
+}
+
+/* Validation when due (a new best loss writes best), then `last` when due. */
+static int eval_and_save(trainer *t, int at_end, txl_err *e)
+{
+    const train_config *tc = &t->cfg.train;
+    long step = t->st.step;
+    double vloss = NAN;
+    if ((tc->eval_interval > 0 && step % tc->eval_interval == 0) || (at_end && !stop_signal)) {
+        if (run_valid(t, &vloss, e))
+            return -1;
+        if (vloss < t->st.best_valid) {
+            t->st.best_valid = vloss;
+            if (save_checkpoint(t, t->best_path, 0, vloss, e))
+                return -1;
+        }
+    }
+    if ((tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0) || at_end)
+        return save_checkpoint(t, t->last_path, 1, vloss, e);
+    return 0;
+}
+
+/* The result line on stdout and, after a signal, where the run stopped; the exit code. */
+static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
+{
     if (t->tty && !t->quiet && dist_is_root())
         fputc('\n', stderr);
     if (!dist_is_root())
@@ -501,15 +556,194 @@ static int train_loop(trainer *t, txl_err *e)
     printf("{\"step\":%ld,\"tokens\":%lld,\"train_loss\":%.6f,\"grad_norm\":%.6g,"
            "\"skipped_steps\":%ld,\"best_valid_loss\":%.6f,\"best_valid_bpc\":%.6f,"
            "\"checkpoint\":\"%s\",\"peak_rss_mb\":%.1f}\n",
-           t->st.step, t->st.tokens, last_loss, last_norm, t->st.skipped, t->st.best_valid,
+           t->st.step, t->st.tokens, ls->loss, ls->norm, t->st.skipped, t->st.best_valid,
            t->st.best_valid / M_LN2, t->last_path, ru.ru_maxrss / 1024.0);
     fflush(stdout);
-    if (exit_sig && dist_is_root()) {
+    if (exit_sig)
         fprintf(stderr, "txl train: %s: checkpoint written at step %ld (%s); resume with "
                 "--resume %s\n", exit_sig == SIGINT ? "interrupted" : "terminated", t->st.step,
                 t->last_path, t->last_path);
-    }
     return exit_sig ? 128 + exit_sig : 0;
+}
+
+static int train_loop(trainer *t, txl_err *e)
+{
+    loop_state ls;
+    int exit_sig = 0;
+    loop_init(t, &ls);
+    while (t->st.step < t->cfg.train.max_steps) {
+        if (train_step(t, &ls, e))
+            return -1;
+        double now = cli_now(), run_s = now - t->t_start;
+        int at_end = run_ends(t, &ls, run_s);
+        if (t->st.step % t->cfg.train.log_interval == 0 || at_end)
+            log_progress(t, &ls, now, run_s);
+        if (eval_and_save(t, at_end, e))
+            return -1;
+        if (stop_signal) {
+            exit_sig = stop_signal;
+            break;
+        }
+        if (at_end)
+            break;
+    }
+    return finish_run(t, &ls, exit_sig);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Setup, in the order cmd_train runs it: config, data, out_dir, model, resume, start. */
+
+/* The config: a YAML file, or (--resume alone) the checkpoint's own; then the --set
+ * overrides and validation. */
+static int load_config(trainer *t, const char *cfg_path, const char *resume,
+                       const char *const *sets, int nsets, txl_err *e)
+{
+    cfg_defaults(&t->cfg);
+    if (cfg_path) {
+        if (cfg_load_yaml(&t->cfg, cfg_path, e))
+            return -1;
+    } else { /* --resume alone: the checkpoint's own config */
+        st_file f;
+        if (st_read(&f, resume, e))
+            return -1;
+        const char *text = st_meta(&f, "config");
+        int rc = text ? cfg_load_meta(&t->cfg, text, resume, e)
+                      : err_set(e, ERR_INPUT, "%s: no 'config' in the metadata", resume);
+        st_free(&f);
+        if (rc)
+            return -1;
+    }
+    for (int i = 0; i < nsets; i++)
+        if (cfg_set(&t->cfg, sets[i], e))
+            return -1;
+    return cfg_validate(&t->cfg, cfg_path ? cfg_path : resume, e);
+}
+
+/* The data: the train/valid/test spans, the train batcher, and this rank's streams. */
+static int plan_data(trainer *t, const char *origin, txl_err *e)
+{
+    int B = t->cfg.train.batch_size, Lq = t->cfg.model.tgt_len;
+    if (open_data(t, e) ||
+        batcher_init(&t->bt, t->train_s, B, Lq, (size_t)Lq + 1, "train", e))
+        return -1;
+    const dist_t *dd = dist_self();
+    if (B % dd->size != 0)
+        return err_set(e, ERR_INPUT, "%s: train.batch_size %d cannot be split over %d ranks "
+                       "(each rank owns batch_size / ranks whole streams)", origin, B, dd->size);
+    t->Bl = B / dd->size;
+    t->b0 = dd->rank * t->Bl;
+    return 0;
+}
+
+/* The run directory: one that holds another run is refused (unless --resume or --force);
+ * rank 0 creates it and checks that it is writable, and everyone learns whether it
+ * worked. */
+static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
+{
+    const char *dir = t->cfg.train.out_dir;
+    const char *ext = t->cfg.train.ckpt_gzip ? ".safetensors.gz" : ".safetensors";
+    snprintf(t->last_path, sizeof t->last_path, "%s/last%s", dir, ext);
+    snprintf(t->best_path, sizeof t->best_path, "%s/best%s", dir, ext);
+    snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", dir);
+    if (!resume && !force && access(t->last_path, F_OK) == 0)
+        return err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use --resume "
+                       "%s to continue it, --force to start over, or --set train.out_dir=... "
+                       "for a new one", dir, t->last_path, t->last_path);
+    int rc = dist_is_root() ? make_dirs(dir, e) : 0;
+    if (dist_max_int(rc ? 1 : 0)) {
+        if (!rc)
+            err_set(e, ERR_INPUT, "train.out_dir %s: rank 0 could not prepare it", dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* Threads, then everything a step touches, planned before step 1: the model and its
+ * gradients, activations, memory, Adam moments, batch buffers; the initial weights. */
+static int plan_model(trainer *t, txl_err *e)
+{
+    const txl_config *c = &t->cfg;
+    const dist_t *dd = dist_self();
+    int M = c->model.mem_len, Lq = c->model.tgt_len, B = c->train.batch_size;
+    /* threads: all cores of this machine, shared by its ranks, unless train.threads says */
+    int threads = c->train.threads;
+    if (threads <= 0 && dd->local_size > 1) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores / dd->local_size > 0 ? (int)(cores / dd->local_size) : 1;
+    }
+    t->threads = cli_threads(threads);
+    if (model_init(&t->mdl, &c->model, e) || model_alloc_grads(&t->mdl, e) ||
+        acts_init(&t->A, &c->model, t->Bl, Lq, M, 1, e) ||
+        mem_init(&t->mem, &c->model, t->Bl, M, e) ||
+        (dd->size > 1 && dist_is_root() && mem_init(&t->gmem, &c->model, B, M, e)))
+        return -1;
+    t->A.b_offset = (size_t)t->b0;
+    t->adam_m = calloc(t->mdl.n_floats, sizeof(float));
+    t->adam_v = calloc(t->mdl.n_floats, sizeof(float));
+    t->x = malloc((size_t)B * Lq);
+    t->y = malloc((size_t)B * Lq);
+    if (!t->adam_m || !t->adam_v || !t->x || !t->y)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    model_init_weights(&t->mdl, c->train.seed);
+    t->st.train_tokens = t->train_s.n;
+    t->st.seed = c->train.seed;
+    t->st.params = t->mdl.n_weights;
+    return 0;
+}
+
+/* --resume or --init-from; the run must still have steps to go. */
+static int restore_run(trainer *t, const char *resume, const char *init_from,
+                       const char *origin, txl_err *e)
+{
+    if (resume && load_resume(t, resume, e))
+        return -1;
+    if (init_from && load_init_from(t, init_from, e))
+        return -1;
+    if (t->st.step >= t->cfg.train.max_steps)
+        return err_set(e, ERR_INPUT, "%s: the run is already at step %ld >= train.max_steps "
+                       "%ld (raise it with --set train.max_steps=N)", resume ? resume : origin,
+                       t->st.step, t->cfg.train.max_steps);
+    return 0;
+}
+
+/* Rank 0 writes config.yaml and opens log.jsonl; the plan on stderr; the start event. */
+static int start_run(trainer *t, int resume, txl_err *e)
+{
+    const dist_t *dd = dist_self();
+    int rc = 0;
+    if (dist_is_root()) {
+        rc = write_config_yaml(&t->cfg, e);
+        if (!rc && !(t->log = fopen(t->log_path, resume ? "a" : "w")))
+            rc = err_set(e, ERR_RUNTIME, "%s: cannot open: %s", t->log_path, strerror(errno));
+    }
+    if (dist_max_int(rc ? 1 : 0)) {
+        if (!rc)
+            err_set(e, ERR_RUNTIME, "rank 0 could not write into %s", t->cfg.train.out_dir);
+        return -1;
+    }
+    if (!t->quiet && dist_is_root()) {
+        print_plan(t);
+        if (dd->size > 1)
+            fprintf(stderr, "  data parallel: %d ranks x %d streams, %d threads per rank "
+                    "(%d ranks on this machine)\n", dd->size, t->Bl, t->threads,
+                    dd->local_size);
+    }
+    log_json(t, "{\"event\":\"start\",\"step\":%ld,\"resume\":%s,\"params\":%zu,"
+                "\"blas_core\":\"%s\",\"train_tokens\":%zu,\"valid_tokens\":%zu,"
+                "\"ranks\":%d,\"threads\":%d,\"estimate_mib\":%.0f}",
+             t->st.step, resume ? "true" : "false", t->mdl.n_weights, cli_blas_core(),
+             t->train_s.n, t->valid_s.n, dd->size, t->threads, plan_mib(t));
+    return 0;
+}
+
+/* SIGINT and SIGTERM finish the step, write last and end the run (train_loop). */
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static const char *train_help =
@@ -593,27 +827,9 @@ int cmd_train(int argc, char **argv)
     t->run_steps = run_steps;
     t->tty = cli_isatty_stderr();
     t->st.best_valid = INFINITY;
-    int rc = 0;
     const char *origin = cfg_path ? cfg_path : resume;
-    cfg_defaults(&t->cfg);
-    if (cfg_path) {
-        if (cfg_load_yaml(&t->cfg, cfg_path, &e))
-            goto fail;
-    } else { /* --resume alone: the checkpoint's own config */
-        st_file f;
-        if (st_read(&f, resume, &e))
-            goto fail;
-        const char *text = st_meta(&f, "config");
-        rc = text ? cfg_load_meta(&t->cfg, text, resume, &e)
-                  : err_set(&e, ERR_INPUT, "%s: no 'config' in the metadata", resume);
-        st_free(&f);
-        if (rc)
-            goto fail;
-    }
-    for (int i = 0; i < nsets; i++)
-        if (cfg_set(&t->cfg, sets[i], &e))
-            goto fail;
-    if (cfg_validate(&t->cfg, origin, &e))
+    int rc;
+    if (load_config(t, cfg_path, resume, sets, nsets, &e))
         goto fail;
     if (print_config) {
         cfg_write_yaml(&t->cfg, stdout);
@@ -621,103 +837,11 @@ int cmd_train(int argc, char **argv)
         free(t);
         return 0;
     }
-
-    const txl_config *c = &t->cfg;
-    const char *ext = c->train.ckpt_gzip ? ".safetensors.gz" : ".safetensors";
-    snprintf(t->last_path, sizeof t->last_path, "%s/last%s", c->train.out_dir, ext);
-    snprintf(t->best_path, sizeof t->best_path, "%s/best%s", c->train.out_dir, ext);
-    snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", c->train.out_dir);
-
-    if (open_data(t, &e))
+    if (plan_data(t, origin, &e) || prepare_out_dir(t, resume != NULL, force, &e) ||
+        plan_model(t, &e) || restore_run(t, resume, init_from, origin, &e) ||
+        start_run(t, resume != NULL, &e))
         goto fail;
-    int M = c->model.mem_len, Lq = c->model.tgt_len, B = c->train.batch_size;
-    if (batcher_init(&t->bt, t->train_s, B, Lq, (size_t)Lq + 1, "train", &e))
-        goto fail;
-    const dist_t *dd = dist_self();
-    if (B % dd->size != 0) {
-        err_set(&e, ERR_INPUT, "%s: train.batch_size %d cannot be split over %d ranks (each "
-                "rank owns batch_size / ranks whole streams)", origin, B, dd->size);
-        goto fail;
-    }
-    t->Bl = B / dd->size;
-    t->b0 = dd->rank * t->Bl;
-    if (!resume && !force && access(t->last_path, F_OK) == 0) {
-        err_set(&e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use --resume %s to "
-                "continue it, --force to start over, or --set train.out_dir=... for a new "
-                "one", c->train.out_dir, t->last_path, t->last_path);
-        goto fail;
-    }
-    /* rank 0 owns the run directory; everyone learns whether it worked */
-    rc = dist_is_root() ? make_dirs(c->train.out_dir, &e) : 0;
-    if (dist_max_int(rc ? 1 : 0)) {
-        if (!rc)
-            err_set(&e, ERR_INPUT, "train.out_dir %s: rank 0 could not prepare it", c->train.out_dir);
-        goto fail;
-    }
-
-    /* threads: all cores of this machine, shared by its ranks, unless train.threads says */
-    int threads = c->train.threads;
-    if (threads <= 0 && dd->local_size > 1) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores / dd->local_size > 0 ? (int)(cores / dd->local_size) : 1;
-    }
-    threads = cli_threads(threads);
-    if (model_init(&t->mdl, &c->model, &e) || model_alloc_grads(&t->mdl, &e) ||
-        acts_init(&t->A, &c->model, t->Bl, Lq, M, 1, &e) ||
-        mem_init(&t->mem, &c->model, t->Bl, M, &e) ||
-        (dd->size > 1 && dist_is_root() && mem_init(&t->gmem, &c->model, B, M, &e)))
-        goto fail;
-    t->A.b_offset = (size_t)t->b0;
-    t->adam_m = calloc(t->mdl.n_floats, sizeof(float));
-    t->adam_v = calloc(t->mdl.n_floats, sizeof(float));
-    t->x = malloc((size_t)B * Lq);
-    t->y = malloc((size_t)B * Lq);
-    if (!t->adam_m || !t->adam_v || !t->x || !t->y) {
-        err_set(&e, ERR_RUNTIME, "out of memory");
-        goto fail;
-    }
-    model_init_weights(&t->mdl, c->train.seed);
-    t->st.train_tokens = t->train_s.n;
-    t->st.seed = c->train.seed;
-    t->st.params = t->mdl.n_weights;
-    if (resume && load_resume(t, resume, &e))
-        goto fail;
-    if (init_from && load_init_from(t, init_from, &e))
-        goto fail;
-    if (t->st.step >= c->train.max_steps) {
-        err_set(&e, ERR_INPUT, "%s: the run is already at step %ld >= train.max_steps %ld "
-                "(raise it with --set train.max_steps=N)", resume ? resume : origin,
-                t->st.step, c->train.max_steps);
-        goto fail;
-    }
-    rc = 0;
-    if (dist_is_root()) {
-        rc = write_config_yaml(c, &e);
-        if (!rc && !(t->log = fopen(t->log_path, resume ? "a" : "w")))
-            rc = err_set(&e, ERR_RUNTIME, "%s: cannot open: %s", t->log_path, strerror(errno));
-    }
-    if (dist_max_int(rc ? 1 : 0)) {
-        if (!rc)
-            err_set(&e, ERR_RUNTIME, "rank 0 could not write into %s", c->train.out_dir);
-        goto fail;
-    }
-    if (!quiet && dist_is_root()) {
-        print_plan(t);
-        if (dd->size > 1)
-            fprintf(stderr, "  data parallel: %d ranks x %d streams, %d threads per rank "
-                    "(%d ranks on this machine)\n", dd->size, t->Bl, threads, dd->local_size);
-    }
-    log_json(t, "{\"event\":\"start\",\"step\":%ld,\"resume\":%s,\"params\":%zu,"
-                "\"blas_core\":\"%s\",\"train_tokens\":%zu,\"valid_tokens\":%zu,"
-                "\"ranks\":%d,\"threads\":%d,\"estimate_mib\":%.0f}",
-             t->st.step, resume ? "true" : "false", t->mdl.n_weights, cli_blas_core(),
-             t->train_s.n, t->valid_s.n, dd->size, threads, plan_mib(t));
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    catch_signals();
     t->t_start = cli_now();
     rc = train_loop(t, &e);
     if (rc < 0)
