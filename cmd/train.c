@@ -59,6 +59,8 @@ typedef struct {
     int quiet, tty;
     long run_steps;       /* --steps: stop after this many steps in this invocation (0 = off) */
     int threads;          /* OpenMP threads of this rank */
+    long last_step;       /* the step last_path holds: written by this run, or the file this
+                           * run resumed from; -1 if neither */
     double t_start;
 } trainer;
 
@@ -163,11 +165,63 @@ static int open_data(trainer *t, txl_err *e)
 static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
                             double valid_loss, txl_err *e);
 
+/* What `last` holds, for messages about a stop: "PATH still holds step N", or that this run
+ * wrote none. */
+static void last_desc(const trainer *t, char *buf, size_t cap)
+{
+    if (t->last_step >= 0)
+        snprintf(buf, cap, "%s still holds step %ld", t->last_path, t->last_step);
+    else if (access(t->last_path, F_OK) == 0)
+        snprintf(buf, cap, "no checkpoint was written (%s is the one from before this run)",
+                 t->last_path);
+    else
+        snprintf(buf, cap, "no checkpoint was written (there is no %s)", t->last_path);
+}
+
+/* A checkpoint must never hold a non-finite weight or Adam moment (a blow-up shows in the
+ * weights one step before the loss turns NaN). One pass over w, m and v, on the bits (an
+ * all-ones exponent is inf or NaN; integer ops vectorise). 0 if all are finite; else -1
+ * with the message. */
+static int check_finite(const trainer *t, txl_err *e)
+{
+    const float *arr[3] = {t->mdl.w, t->adam_m, t->adam_v};
+    static const char *const what[3] = {"a weight", "an Adam moment (m)", "an Adam moment (v)"};
+    size_t n = t->mdl.n_floats;
+    uint32_t bad = 0;
+    for (int a = 0; a < 3; a++)
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, &arr[a][i], sizeof u);
+            bad |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+    if (!bad)
+        return 0;
+    int a = 0;
+    size_t i = 0;
+    for (; a < 3; a++) {
+        for (i = 0; i < n && isfinite(arr[a][i]); i++)
+            ;
+        if (i < n)
+            break;
+    }
+    const char *name = "?";
+    for (int k = 0; k < t->mdl.n_params; k++)
+        if (i >= t->mdl.table[k].offset && i < t->mdl.table[k].offset + t->mdl.table[k].numel)
+            name = t->mdl.table[k].name;
+    char held[1300];
+    last_desc(t, held, sizeof held);
+    return err_set(e, ERR_RUNTIME, "step %ld: %s of tensor '%s' is %g after the update; "
+                   "stopping without writing a checkpoint, so %s. Lower train.lr or set "
+                   "train.clip.", t->st.step, what[a], name, (double)arr[a][i], held);
+}
+
 /* Every rank calls this (the memory gather is collective); rank 0 writes; all return the
  * same status. */
 static int save_checkpoint(trainer *t, const char *path, int with_state, double valid_loss,
                            txl_err *e)
 {
+    if (check_finite(t, e)) /* every rank holds the same weights: all stop alike */
+        return -1;
     const model_mem *mem = &t->mem;
     if (with_state && dist_self()->size > 1) { /* the whole batch's memory, in stream order */
         size_t per = (size_t)t->Bl * t->mem.M * t->mem.d;
@@ -183,6 +237,8 @@ static int save_checkpoint(trainer *t, const char *path, int with_state, double 
             err_set(e, ERR_RUNTIME, "%s: rank 0 failed to write the checkpoint", path);
         return -1;
     }
+    if (with_state)
+        t->last_step = t->st.step;
     return 0;
 }
 
@@ -452,13 +508,15 @@ static int train_step(trainer *t, loop_state *ls, txl_err *e)
     dist_sum_f64(&loss, 1);
     loss /= (double)ntok;
     double norm = grad_norm(t->mdl.g, t->mdl.n_floats); /* clipping happens in adam */
-    if (!isfinite(loss) || !isfinite(norm))
-        return err_set(e, ERR_RUNTIME,
-                       "step %ld: the %s is %s (loss %g, gradient norm %g); stopping "
-                       "without writing a checkpoint, so %s still holds step %ld. Lower "
-                       "train.lr or set train.clip.", step, isfinite(loss) ? "gradient" : "loss",
+    if (!isfinite(loss) || !isfinite(norm)) {
+        char held[1300];
+        last_desc(t, held, sizeof held);
+        return err_set(e, ERR_RUNTIME, "step %ld: the %s is %s (loss %g, gradient norm %g); "
+                       "stopping without writing a checkpoint, so %s. Lower train.lr or set "
+                       "train.clip.", step, isfinite(loss) ? "gradient" : "loss",
                        isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", loss, norm,
-                       t->last_path, t->st.step);
+                       held);
+    }
     double lr = lr_at(&ls->sched, step);
     if (is_outlier(t, norm))
         skip_update(t, step, norm);
@@ -695,8 +753,13 @@ static int plan_model(trainer *t, txl_err *e)
 static int restore_run(trainer *t, const char *resume, const char *init_from,
                        const char *origin, txl_err *e)
 {
+    struct stat a, b;
+    t->last_step = -1;
     if (resume && load_resume(t, resume, e))
         return -1;
+    if (resume && stat(resume, &a) == 0 && stat(t->last_path, &b) == 0 &&
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        t->last_step = t->st.step; /* resumed from this out_dir's last */
     if (init_from && load_init_from(t, init_from, e))
         return -1;
     if (t->st.step >= t->cfg.train.max_steps)
