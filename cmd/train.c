@@ -536,15 +536,22 @@ static int train_step(trainer *t, loop_state *ls, txl_err *e)
     return 0;
 }
 
+/* Whether a stop signal has come, as all ranks agree (it may reach one rank first). */
+static int stop_requested(void)
+{
+    int want_stop = dist_max_int(stop_signal);
+    if (want_stop && !stop_signal)
+        stop_signal = want_stop;
+    return want_stop != 0;
+}
+
 /* Whether this step ends the invocation: max_steps, the time budget, --steps or a signal.
  * All ranks must agree (a signal or the clock may reach one rank first). */
 static int run_ends(const trainer *t, const loop_state *ls, double run_s)
 {
     const train_config *tc = &t->cfg.train;
     long step = t->st.step;
-    int want_stop = dist_max_int(stop_signal);
-    if (want_stop && !stop_signal)
-        stop_signal = want_stop;
+    stop_requested();
     return dist_max_int(step == tc->max_steps ||
                         (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
                         (t->run_steps > 0 && step - ls->first_step >= t->run_steps) ||
@@ -582,13 +589,15 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     ls->tok_log = 0;
 }
 
-/* Validation when due (a new best loss writes best), then `last` when due. */
-static int eval_and_save(trainer *t, int at_end, txl_err *e)
+/* Validation when due (a new best loss writes best), then `last` when due. A signal that
+ * came after run_ends (during validation, say) ends the run here too: *at_end becomes 1 and
+ * last holds this step. */
+static int eval_and_save(trainer *t, int *at_end, txl_err *e)
 {
     const train_config *tc = &t->cfg.train;
     long step = t->st.step;
     double vloss = NAN;
-    if ((tc->eval_interval > 0 && step % tc->eval_interval == 0) || (at_end && !stop_signal)) {
+    if ((tc->eval_interval > 0 && step % tc->eval_interval == 0) || (*at_end && !stop_signal)) {
         if (run_valid(t, &vloss, e))
             return -1;
         if (vloss < t->st.best_valid) {
@@ -597,8 +606,14 @@ static int eval_and_save(trainer *t, int at_end, txl_err *e)
                 return -1;
         }
     }
-    if ((tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0) || at_end)
-        return save_checkpoint(t, t->last_path, 1, vloss, e);
+    if (((tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0) || *at_end) &&
+        save_checkpoint(t, t->last_path, 1, vloss, e))
+        return -1;
+    if (!*at_end && stop_requested()) { /* one more agreement: all ranks stop alike */
+        *at_end = 1;
+        if (t->last_step != step && save_checkpoint(t, t->last_path, 1, vloss, e))
+            return -1;
+    }
     return 0;
 }
 
@@ -619,8 +634,10 @@ static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
     fflush(stdout);
     if (exit_sig)
         fprintf(stderr, "txl train: %s: checkpoint written at step %ld (%s); resume with "
-                "--resume %s\n", exit_sig == SIGINT ? "interrupted" : "terminated", t->st.step,
-                t->last_path, t->last_path);
+                "--resume %s\n", exit_sig == SIGINT   ? "interrupted"
+                                  : exit_sig == SIGHUP ? "hung up"
+                                                       : "terminated",
+                t->last_step, t->last_path, t->last_path);
     return exit_sig ? 128 + exit_sig : 0;
 }
 
@@ -636,14 +653,12 @@ static int train_loop(trainer *t, txl_err *e)
         int at_end = run_ends(t, &ls, run_s);
         if (t->st.step % t->cfg.train.log_interval == 0 || at_end)
             log_progress(t, &ls, now, run_s);
-        if (eval_and_save(t, at_end, e))
+        if (eval_and_save(t, &at_end, e))
             return -1;
-        if (stop_signal) {
-            exit_sig = stop_signal;
+        if (at_end) {
+            exit_sig = stop_signal; /* 0 at max_steps, the time budget or --steps */
             break;
         }
-        if (at_end)
-            break;
     }
     return finish_run(t, &ls, exit_sig);
 }
@@ -799,7 +814,8 @@ static int start_run(trainer *t, int resume, txl_err *e)
     return 0;
 }
 
-/* SIGINT and SIGTERM finish the step, write last and end the run (train_loop). */
+/* SIGINT, SIGTERM and SIGHUP (a closed terminal) finish the step, write last and end the
+ * run with 128 + the signal (train_loop). */
 static void catch_signals(void)
 {
     struct sigaction sa;
@@ -807,6 +823,7 @@ static void catch_signals(void)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 static const char *train_help =
@@ -828,7 +845,7 @@ static const char *train_help =
     "  --force               start a new run in an out_dir that already holds one\n"
     "  -q, --quiet           no progress on stderr\n"
     "\n"
-    "SIGINT/SIGTERM finish the current step, write last, and exit 130/143.\n"
+    "SIGINT/SIGTERM/SIGHUP finish the current step, write last, and exit 130/143/129.\n"
     "example: txl train -c configs/tiny.yaml --set train.max_steps=500\n";
 
 int cmd_train(int argc, char **argv)
