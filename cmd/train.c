@@ -6,7 +6,9 @@
  * checkpoints; `last` carries the Adam moments, the memory, the data cursor and the step,
  * so --resume continues bit for bit (dropout masks are a function of seed and step, see
  * common/rng.h, so there is no sequential RNG state to restore). */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -14,8 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "../common/dist.h"
@@ -61,6 +65,7 @@ typedef struct {
     int threads;          /* OpenMP threads of this rank */
     long last_step;       /* the step last_path holds: written by this run, or the file this
                            * run resumed from; -1 if neither */
+    int lock_fd;          /* out_dir/.txl.lock, flock'ed for the whole run (rank 0); -1 */
     double t_start;
 } trainer;
 
@@ -79,6 +84,8 @@ static void trainer_free(trainer *t)
     corpus_close(&t->test_c);
     if (t->log)
         fclose(t->log);
+    if (t->lock_fd >= 0)
+        close(t->lock_fd); /* releases the lock */
 }
 
 /* mkdir -p */
@@ -109,6 +116,90 @@ static int make_dirs(const char *path, txl_err *e)
     close(fd);
     unlink(probe);
     return 0;
+}
+
+/* The pid holding an flock on fd's file, from /proc/locks (Linux); 0 if unknown. */
+static long lock_holder(int fd)
+{
+    struct stat st;
+    FILE *f = fstat(fd, &st) == 0 ? fopen("/proc/locks", "r") : NULL;
+    char line[256];
+    long pid = 0;
+    while (f && !pid && fgets(line, sizeof line, f)) {
+        long p;
+        unsigned maj, min;
+        unsigned long long ino;
+        /* "1: FLOCK  ADVISORY  WRITE 8387 fe:00:10952806 0 EOF" (waiters: "1: -> FLOCK") */
+        if (sscanf(line, "%*d: FLOCK %*s %*s %ld %x:%x:%llu", &p, &maj, &min, &ino) == 4 &&
+            ino == (unsigned long long)st.st_ino && makedev(maj, min) == st.st_dev)
+            pid = p;
+    }
+    if (f)
+        fclose(f);
+    return pid;
+}
+
+/* One run per out_dir: an exclusive flock on out_dir/.txl.lock, held until the process ends
+ * (trainer_free). The file stays empty (the holder's pid comes from /proc/locks), so taking
+ * the lock changes nothing in the directory but its creation. */
+static int lock_out_dir(trainer *t, txl_err *e)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/.txl.lock", t->cfg.train.out_dir);
+    int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return errno == ELOOP
+                   ? err_set(e, ERR_INPUT, "%s: a symbolic link; txl writes no file of out_dir "
+                             "through a link", path)
+                   : err_set(e, ERR_INPUT, "%s: cannot open the lock file: %s", path,
+                             strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        long pid = err == EWOULDBLOCK ? lock_holder(fd) : 0;
+        close(fd);
+        if (err != EWOULDBLOCK)
+            return err_set(e, ERR_INPUT, "%s: cannot lock: %s", path, strerror(err));
+        if (pid > 0)
+            return err_set(e, ERR_INPUT, "train.out_dir %s is in use by another txl train (pid "
+                           "%ld holds %s); wait for it to end, or use another out_dir",
+                           t->cfg.train.out_dir, pid, path);
+        return err_set(e, ERR_INPUT, "train.out_dir %s is in use by another txl train (it holds "
+                       "%s); wait for it to end, or use another out_dir", t->cfg.train.out_dir,
+                       path);
+    }
+    t->lock_fd = fd;
+    return 0;
+}
+
+/* Temp files a killed run of this out_dir may have left: config.yaml.tmp, checkpoint temps
+ * (st_write: NAME.tmp.XXXXXX) and make_dirs' probe. Under the lock no writer owns them. */
+static int is_stale_temp(const char *name)
+{
+    static const char *const prefix[] = {"last.safetensors.gz.tmp.", "last.safetensors.tmp.",
+                                         "best.safetensors.gz.tmp.", "best.safetensors.tmp.",
+                                         ".txl-write-test."};
+    if (strcmp(name, "config.yaml.tmp") == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
+        size_t n = strlen(prefix[i]);
+        if (strncmp(name, prefix[i], n) == 0 && strlen(name + n) == 6) /* mkstemp's XXXXXX */
+            return 1;
+    }
+    return 0;
+}
+
+static void remove_stale_temps(const trainer *t)
+{
+    DIR *d = opendir(t->cfg.train.out_dir);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (is_stale_temp(de->d_name) && unlinkat(dirfd(d), de->d_name, 0) == 0)
+            n++;
+    if (d)
+        closedir(d);
+    if (n && !t->quiet)
+        fprintf(stderr, "txl train: removed %d temp file%s an earlier run left in %s\n", n,
+                n == 1 ? "" : "s", t->cfg.train.out_dir);
 }
 
 static int write_config_yaml(const txl_config *c, txl_err *e)
@@ -709,8 +800,8 @@ static int plan_data(trainer *t, const char *origin, txl_err *e)
 }
 
 /* The run directory: one that holds another run is refused (unless --resume or --force);
- * rank 0 creates it and checks that it is writable, and everyone learns whether it
- * worked. */
+ * rank 0 creates it, checks that it is writable, locks it for this run and removes the
+ * temp files of a killed run; everyone learns whether it worked. */
 static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
 {
     const char *dir = t->cfg.train.out_dir;
@@ -718,11 +809,19 @@ static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
     snprintf(t->last_path, sizeof t->last_path, "%s/last%s", dir, ext);
     snprintf(t->best_path, sizeof t->best_path, "%s/best%s", dir, ext);
     snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", dir);
-    if (!resume && !force && access(t->last_path, F_OK) == 0)
+    if (!resume && !force && access(t->last_path, F_OK) == 0) /* before creating anything */
         return err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use --resume "
                        "%s to continue it, --force to start over, or --set train.out_dir=... "
                        "for a new one", dir, t->last_path, t->last_path);
-    int rc = dist_is_root() ? make_dirs(dir, e) : 0;
+    int rc = dist_is_root() ? make_dirs(dir, e) || lock_out_dir(t, e) : 0;
+    if (rc == 0 && dist_is_root()) {
+        if (!resume && !force && access(t->last_path, F_OK) == 0) /* again, under the lock */
+            rc = err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use "
+                         "--resume %s to continue it, --force to start over, or --set "
+                         "train.out_dir=... for a new one", dir, t->last_path, t->last_path);
+        else
+            remove_stale_temps(t);
+    }
     if (dist_max_int(rc ? 1 : 0)) {
         if (!rc)
             err_set(e, ERR_INPUT, "train.out_dir %s: rank 0 could not prepare it", dir);
@@ -903,6 +1002,7 @@ int cmd_train(int argc, char **argv)
     trainer *t = calloc(1, sizeof *t);
     if (!t)
         return fprintf(stderr, "txl train: out of memory\n"), 1;
+    t->lock_fd = -1;
     t->quiet = quiet;
     t->run_steps = run_steps;
     t->tty = cli_isatty_stderr();
