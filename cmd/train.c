@@ -202,14 +202,49 @@ static void remove_stale_temps(const trainer *t)
                 n == 1 ? "" : "s", t->cfg.train.out_dir);
 }
 
+/* Files of out_dir are opened without following a link: a planted link must not make txl
+ * write or truncate its target (config.yaml and the checkpoints are renamed into place,
+ * which replaces a link; log.jsonl and the temp files are opened with O_NOFOLLOW). */
+static int open_err(txl_err *e, const char *path)
+{
+    if (errno == ELOOP)
+        return err_set(e, ERR_INPUT, "%s: a symbolic link; txl writes no file of out_dir "
+                       "through a link", path);
+    return err_set(e, ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
+}
+
+/* log.jsonl: appended to on --resume; a new run starts a new file (an old one, or a link,
+ * is removed first). */
+static FILE *open_log(const char *path, int resume, txl_err *e)
+{
+    if (!resume && unlink(path) != 0 && errno != ENOENT) {
+        err_set(e, ERR_RUNTIME, "%s: cannot remove the old log: %s", path, strerror(errno));
+        return NULL;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
+                            (resume ? 0 : O_EXCL), 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!f) {
+        open_err(e, path);
+        if (fd >= 0)
+            close(fd);
+    }
+    return f;
+}
+
 static int write_config_yaml(const txl_config *c, txl_err *e)
 {
     char path[1100], tmp[1200];
     snprintf(path, sizeof path, "%s/config.yaml", c->train.out_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return err_set(e, ERR_RUNTIME, "%s: cannot write: %s", tmp, strerror(errno));
+    unlink(tmp); /* ours: out_dir is locked */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return open_err(e, tmp);
+    }
     int rc = cfg_write_yaml(c, f);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0)
         rc = -1;
@@ -799,6 +834,27 @@ static int plan_data(trainer *t, const char *origin, txl_err *e)
     return 0;
 }
 
+/* A new run refuses a directory that holds one: a last checkpoint or a log.jsonl (a run
+ * that stopped before its first checkpoint; a link counts too). 1 with the error set. */
+static int holds_run(const trainer *t, txl_err *e)
+{
+    struct stat st;
+    const char *dir = t->cfg.train.out_dir;
+    if (access(t->last_path, F_OK) == 0) {
+        err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use --resume %s to "
+                "continue it, --force to start over, or --set train.out_dir=... for a new one",
+                dir, t->last_path, t->last_path);
+        return 1;
+    }
+    if (lstat(t->log_path, &st) == 0) {
+        err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s, without a "
+                "checkpoint); use --force to start over, or --set train.out_dir=... for a new "
+                "one", dir, t->log_path);
+        return 1;
+    }
+    return 0;
+}
+
 /* The run directory: one that holds another run is refused (unless --resume or --force);
  * rank 0 creates it, checks that it is writable, locks it for this run and removes the
  * temp files of a killed run; everyone learns whether it worked. */
@@ -809,16 +865,12 @@ static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
     snprintf(t->last_path, sizeof t->last_path, "%s/last%s", dir, ext);
     snprintf(t->best_path, sizeof t->best_path, "%s/best%s", dir, ext);
     snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", dir);
-    if (!resume && !force && access(t->last_path, F_OK) == 0) /* before creating anything */
-        return err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use --resume "
-                       "%s to continue it, --force to start over, or --set train.out_dir=... "
-                       "for a new one", dir, t->last_path, t->last_path);
+    if (!resume && !force && holds_run(t, e)) /* before creating anything */
+        return -1;
     int rc = dist_is_root() ? make_dirs(dir, e) || lock_out_dir(t, e) : 0;
     if (rc == 0 && dist_is_root()) {
-        if (!resume && !force && access(t->last_path, F_OK) == 0) /* again, under the lock */
-            rc = err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use "
-                         "--resume %s to continue it, --force to start over, or --set "
-                         "train.out_dir=... for a new one", dir, t->last_path, t->last_path);
+        if (!resume && !force && holds_run(t, e)) /* again, under the lock */
+            rc = -1;
         else
             remove_stale_temps(t);
     }
@@ -883,15 +935,14 @@ static int restore_run(trainer *t, const char *resume, const char *init_from,
     return 0;
 }
 
-/* Rank 0 writes config.yaml and opens log.jsonl; the plan on stderr; the start event. */
+/* Rank 0 opens log.jsonl and writes config.yaml; the plan on stderr; the start event. */
 static int start_run(trainer *t, int resume, txl_err *e)
 {
     const dist_t *dd = dist_self();
     int rc = 0;
     if (dist_is_root()) {
-        rc = write_config_yaml(&t->cfg, e);
-        if (!rc && !(t->log = fopen(t->log_path, resume ? "a" : "w")))
-            rc = err_set(e, ERR_RUNTIME, "%s: cannot open: %s", t->log_path, strerror(errno));
+        t->log = open_log(t->log_path, resume, e); /* first: it may be a refused link */
+        rc = t->log ? write_config_yaml(&t->cfg, e) : -1;
     }
     if (dist_max_int(rc ? 1 : 0)) {
         if (!rc)
