@@ -230,7 +230,11 @@ static const cfg_key keys[] = {
     { KEY("train", "ckpt_gzip", CT_BOOL, train.ckpt_gzip), .def = {1} },
     { KEY("train", "out_dir", CT_PATH, train.out_dir), .cap = CAP(train.out_dir),
       .flags = F_REQUIRED, .def_str = "runs/default" },
-    { KEY("train", "threads", CT_INT, train.threads), .flags = F_MIN, .min = 0, .def = {0} },
+    /* a fixed cap (eval's and sample's --threads: 1024), not a multiple of this machine's
+     * cores: a config and a checkpoint must stay valid on another machine. 100000 threads
+     * overflowed libgomp's stack; thousands are only slow. */
+    { KEY("train", "threads", CT_INT, train.threads), .flags = F_MIN | F_MAX, .min = 0,
+      .max = CFG_MAX_THREADS, .def = {0} },
 };
 #define NKEYS COUNT(keys)
 

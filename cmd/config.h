@@ -18,6 +18,8 @@
 #include "../model/model_config.h"
 
 #define CFG_PATH_MAX 1024
+/* train.threads: at most 1024, the cap of eval's and sample's --threads */
+#define CFG_MAX_THREADS 1024
 
 typedef enum { SCHED_CONSTANT, SCHED_COSINE, SCHED_INV_SQRT } lr_schedule;
 typedef enum { OPT_ADAM, OPT_ADAMW } optimizer_kind;
@@ -51,7 +53,7 @@ typedef struct {
     long ckpt_interval;        /* 0 = only at the end */
     int ckpt_gzip;             /* 1: .safetensors.gz (default), 0: plain .safetensors */
     char out_dir[CFG_PATH_MAX];
-    int threads;               /* 0 = all cores */
+    int threads;               /* 0 = all cores; at most CFG_MAX_THREADS */
 } train_config;
 
 typedef struct {

@@ -522,6 +522,8 @@ static void test_set(void)
         { "model.mlp_max_dist=1e39", "too large for a float" },
         { "model.dropout=0.99999999999", "model.dropout must be in [0, 1), found 1" },
         { "train.beta2=1", "train.beta2 must be in [0, 1), found 1" },
+        { "train.threads=5000", "train.threads must be in [0, 1024], found 5000" },
+        { "train.threads=-1", "train.threads must be in [0, 1024], found -1" },
         { "train.max_steps=9007199254740993", "train.max_steps must be <= 9007199254740992" },
         { "train.seed=-1", "train.seed: expected a non-negative integer" },
         { "train.seed=\"5\"", "train.seed: expected a non-negative integer < 2^64, found the string \"5\"" },

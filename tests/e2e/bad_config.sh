@@ -71,6 +71,9 @@ datacase bad_out_of_range "3:12: model.dropout must be in [0, 1), found 1.5"
 cfgcase mem_len_negative "2:18: model.mem_len must be >= 0, found -1" "${D}model: {mem_len: -1}\n"
 cfgcase beta2_one "2:16: train.beta2 must be in [0, 1), found 1" "${D}train: {beta2: 1.0}\n"
 cfgcase batch_0 "2:21: train.batch_size must be >= 1, found 0" "${D}train: {batch_size: 0}\n"
+cfgcase threads_huge "2:18: train.threads must be in [0, 1024], found 100000" "${D}train: {threads: 100000}\n"
+expect2 "--set threads 5000" "--set train.threads=5000: train.threads must be in [0, 1024], found 5000" \
+    $TXL train -c $CFG --set train.threads=5000 --set train.out_dir=$RUN
 cfgcase int_overflow "2:18: model.n_layer must be <= 2147483647 (the largest the field holds), found 4294967296" "${D}model: {n_layer: 4294967296}\n"
 datacase bad_seed "1:25: train.seed: expected a non-negative integer < 2^64, found '-1'"
 datacase bad_split_sum "3:10: data.split: the fractions must sum to <= 1"
