@@ -14,8 +14,9 @@
  *   "3.5" and "1e6" are not integers); numbers are decimal ("1e-4", ".5", "3"; no hex, inf
  *   or nan); bools are true/false, yes/no, on/off in lower, Title or UPPER case (YAML 1.1,
  *   which libyaml implements; the writer writes true/false). A quoted scalar is a string,
- *   so `n_layer: "4"` is an error, but enum names and paths may be quoted. Paths are taken
- *   verbatim (relative to the CWD).
+ *   so `n_layer: "4"` is an error, but enum names and paths may be quoted. A YAML tag must
+ *   agree with the key's type: `n_layer: !!str 4` is an error too. Paths are taken verbatim
+ *   (relative to the CWD).
  * - Null (`~`, `null`, or nothing after the colon) is an error except for data.valid and
  *   data.test, where it means "" (take that split from data.train). A section whose value
  *   is null (`model:` with every key commented out) is an empty section.
@@ -864,11 +865,13 @@ static int parser_err(txl_err *e, const cfg_src *s, const yaml_parser_t *p)
     return src_err(e, s, &p->problem_mark, why);
 }
 
-/* The first document of a text. */
+/* The first document of a text, with the nodes that carried an explicit tag. */
 typedef struct {
     yaml_parser_t p;
     yaml_document_t doc;
     int parser_ok, doc_ok;
+    unsigned char *tagged; /* [node index - 1] */
+    size_t n_nodes;
 } cfg_doc;
 
 static void doc_free(cfg_doc *d)
@@ -877,6 +880,41 @@ static void doc_free(cfg_doc *d)
         yaml_document_delete(&d->doc);
     if (d->parser_ok)
         yaml_parser_delete(&d->p);
+    free(d->tagged);
+}
+
+/* Marks the nodes that carry an explicit tag. yaml_parser_load gives an untagged scalar the
+ * tag !!str, the same as `!!str 3`, so the difference shows only in the events; the loader
+ * adds one node per scalar, sequence start and mapping start (aliases add none), in event
+ * order, so the n-th such event is node n. */
+static int mark_tags(cfg_doc *d, const char *text, size_t len)
+{
+    yaml_parser_t p;
+    yaml_event_t ev;
+    d->n_nodes = (size_t)(d->doc.nodes.top - d->doc.nodes.start);
+    d->tagged = calloc(d->n_nodes + 1, 1);
+    if (!d->tagged || !yaml_parser_initialize(&p))
+        return -1;
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    size_t i = 0;
+    for (int done = 0; !done && i < d->n_nodes;) {
+        if (!yaml_parser_parse(&p, &ev))
+            break; /* cannot happen: the loader read the same text */
+        const yaml_char_t *tag = NULL;
+        int node = 1;
+        switch (ev.type) {
+        case YAML_SCALAR_EVENT: tag = ev.data.scalar.tag; break;
+        case YAML_SEQUENCE_START_EVENT: tag = ev.data.sequence_start.tag; break;
+        case YAML_MAPPING_START_EVENT: tag = ev.data.mapping_start.tag; break;
+        case YAML_DOCUMENT_END_EVENT: case YAML_STREAM_END_EVENT: done = 1; node = 0; break;
+        default: node = 0; break;
+        }
+        if (node)
+            d->tagged[i++] = tag != NULL;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return 0;
 }
 
 /* Parses the first document of text into d (the caller frees d in any case). */
@@ -889,6 +927,8 @@ static int doc_load(cfg_doc *d, const cfg_src *s, const char *text, size_t len, 
     if (!yaml_parser_load(&d->p, &d->doc))
         return parser_err(e, s, &d->p); /* the loader freed the document */
     d->doc_ok = 1;
+    if (mark_tags(d, text, len) != 0)
+        return src_fail(e, s, "out of memory while parsing YAML");
     return 0;
 }
 
@@ -905,6 +945,50 @@ static int doc_expect_end(cfg_doc *d, const cfg_src *s, txl_err *e)
                      "expected a single YAML document, found a second one");
     yaml_document_delete(&next);
     return rc;
+}
+
+/* The tags a value may carry: a tag written in the YAML must agree with the key's type
+ * (`n_layer: !!str 3` is a string, so an error, like `n_layer: "3"`). */
+static const char *const tags_num[] = { YAML_FLOAT_TAG, YAML_INT_TAG, NULL };
+static const char *const tags_map[] = { YAML_MAP_TAG, NULL };
+
+static const char *const *key_tags(const cfg_key *k)
+{
+    static const char *const tags_int[] = { YAML_INT_TAG, NULL };
+    static const char *const tags_bool[] = { YAML_BOOL_TAG, NULL };
+    static const char *const tags_str[] = { YAML_STR_TAG, NULL };
+    static const char *const tags_path[] = { YAML_STR_TAG, YAML_NULL_TAG, NULL };
+    static const char *const tags_seq[] = { YAML_SEQ_TAG, NULL };
+    switch (k->type) {
+    case CT_INT: case CT_LONG: case CT_U64: return tags_int;
+    case CT_DOUBLE: case CT_FLOAT: return tags_num;
+    case CT_BOOL: return tags_bool;
+    case CT_ENUM: case CT_NAME: return tags_str;
+    case CT_PATH: return (k->flags & F_NULL_OK) ? tags_path : tags_str;
+    case CT_SPLIT: return tags_seq;
+    }
+    return tags_str;
+}
+
+/* 0 when n has no explicit tag or one of ok; else -1 with "LABEL: expected X, found a value
+ * tagged !!str" in why. */
+static int tag_check(const cfg_doc *d, const yaml_node_t *n, const char *const *ok,
+                     const char *label, const char *expect, char *why, size_t cap)
+{
+    size_t i = (size_t)(n - d->doc.nodes.start);
+    if (i >= d->n_nodes || !d->tagged[i])
+        return 0;
+    const char *t = (const char *)n->tag;
+    for (; *ok; ok++)
+        if (strcmp(t, *ok) == 0)
+            return 0;
+    char shown[64];
+    if (strncmp(t, "tag:yaml.org,2002:", 18) == 0)
+        snprintf(shown, sizeof shown, "!!%.40s", t + 18);
+    else
+        show(shown, sizeof shown, t, strlen(t), 0);
+    snprintf(why, cap, "%s: expected %s, found a value tagged %s", label, expect, shown);
+    return -1;
 }
 
 static int node_is_null(const yaml_node_t *n)
@@ -960,7 +1044,8 @@ static int split_from_node(const cfg_key *k, const cfg_doc *d, const yaml_node_t
             snprintf(why, cap, "%s: expected a number, found %s", label, desc);
             return -1;
         }
-        if (parse_number(label, (const char *)x->data.scalar.value,
+        if (tag_check(d, x, tags_num, label, "a number", why, cap) != 0 ||
+            parse_number(label, (const char *)x->data.scalar.value,
                          x->data.scalar.style == YAML_PLAIN_SCALAR_STYLE, &v->x[i], why,
                          cap) != 0)
             return -1;
@@ -978,6 +1063,8 @@ static int value_from_node(const cfg_key *k, const cfg_src *s, const cfg_doc *d,
     key_fullname(k, full, sizeof full);
     *at = n->start_mark;
     memset(v, 0, sizeof *v);
+    if (tag_check(d, n, key_tags(k), full, type_expect(k, tmp, sizeof tmp), why, cap) != 0)
+        return -1;
     if (k->type == CT_SPLIT)
         return split_from_node(k, d, n, v, at, why, cap);
     if (n->type != YAML_SCALAR_NODE) {
@@ -1075,6 +1162,8 @@ static int load_root(txl_config *w, const cfg_src *s, const cfg_doc *d, unsigned
     yaml_node_t *root = yaml_document_get_root_node((yaml_document_t *)&d->doc);
     if (!root || node_is_null(root))
         return 0; /* empty document: all keys keep their value */
+    if (tag_check(d, root, tags_map, "the document", expect, why, sizeof why) != 0)
+        return src_err(e, s, &root->start_mark, why);
     if (root->type != YAML_MAPPING_NODE) {
         node_desc(root, desc, sizeof desc);
         snprintf(why, sizeof why, "expected %s, found %s", expect, desc);
@@ -1098,6 +1187,9 @@ static int load_root(txl_config *w, const cfg_src *s, const cfg_doc *d, unsigned
         sec_at[si] = kn->start_mark;
         if (node_is_null(vn))
             continue; /* "model:" with nothing under it */
+        snprintf(desc, sizeof desc, "section '%s'", sections[si]);
+        if (tag_check(d, vn, tags_map, desc, "a mapping of keys", why, sizeof why) != 0)
+            return src_err(e, s, &vn->start_mark, why);
         if (vn->type != YAML_MAPPING_NODE) {
             node_desc(vn, desc, sizeof desc);
             snprintf(why, sizeof why, "section '%s': expected a mapping of keys, found %s",
@@ -1124,14 +1216,15 @@ static int load_text(txl_config *w, const cfg_src *s, const char *text, size_t l
     return rc;
 }
 
-/* A config file of at most CFG_FILE_MAX bytes, read whole into a malloc'd, NUL-terminated
- * buffer. */
+/* A config file: a regular file (reading a FIFO would wait for a writer forever, a device
+ * might never end) of at most CFG_FILE_MAX bytes, read whole into a malloc'd,
+ * NUL-terminated buffer. */
 static int read_config_file(const char *path, char **text, size_t *len, txl_err *e)
 {
     struct stat st;
     *text = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait for a writer */
     if (fd < 0)
         return err_set(e, ERR_INPUT, "%s: cannot open config: %s", path, strerror(errno));
     const char *why = NULL;
@@ -1139,6 +1232,9 @@ static int read_config_file(const char *path, char **text, size_t *len, txl_err 
         why = strerror(errno);
     else if (S_ISDIR(st.st_mode))
         why = "is a directory";
+    else if (!S_ISREG(st.st_mode))
+        why = S_ISFIFO(st.st_mode) ? "not a regular file but a FIFO (write the config to a file)"
+                                   : "not a regular file";
     char *buf = why ? NULL : malloc(CFG_FILE_MAX + 1);
     size_t n = 0;
     if (!why && !buf)

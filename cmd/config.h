@@ -7,8 +7,9 @@
  * Errors name the file and line:col (1-based) and what was expected; kind ERR_INPUT.
  * Scalar rules (every source alike; details in config.c's header): integers are decimal
  * literals (3.5 and 1e6 are not), numbers are decimal (1e-4 is fine), bools are
- * true/false/yes/no/on/off, quoted scalars are strings, null is an error except for
- * data.valid/data.test (null = ""). Failed loads and sets leave *c unchanged. */
+ * true/false/yes/no/on/off, quoted scalars are strings, a YAML tag must agree with the key's
+ * type (`!!str 3` is not an integer), null is an error except for data.valid/data.test
+ * (null = ""). Failed loads and sets leave *c unchanged. */
 #ifndef TXL_CONFIG_H
 #define TXL_CONFIG_H
 
@@ -67,7 +68,7 @@ void cfg_defaults(txl_config *c);
 
 /* Loads YAML over the current contents of *c (call cfg_defaults first). Unknown keys,
  * duplicate keys, wrong types, syntax errors: -1 with "PATH:LINE:COL: ..." in e. The file
- * may hold at most CFG_FILE_MAX bytes.
+ * must be a regular file (a FIFO would block forever) of at most CFG_FILE_MAX bytes.
  * When `model`... keys are absent they keep their value. If train.out_dir is not set,
  * it becomes "runs/<basename of path without .yaml/.yml>". Per-key ranges are checked
  * here (with line:col); required keys (data.train) and cross-key rules only in cfg_validate,

@@ -482,6 +482,23 @@ static void test_set(void)
               strcmp(c.train.out_dir, "runs/x=y") == 0 && c.train.optimizer == OPT_ADAMW &&
               c.train.ckpt_gzip == 0 && c.model.clamp_len == -5,
           "set schedule, max_dist, out_dir with '=', optimizer, ckpt_gzip, clamp_len");
+    /* a YAML tag that agrees with the key's type is fine */
+    static const char *tagged[] = {
+        "train.lr=!!float 1e-3", "train.max_minutes=!!int 2", "train.seed=!!int 5",
+        "model.untie_r=!!bool yes", "data.test=!!str 123", "data.valid=!!null",
+        "data.split=!!seq [0.8, !!float 0.1, !!int 0]", "train.schedule=!!str constant",
+    };
+    txl_config d;
+    cfg_defaults(&d);
+    for (size_t i = 0; i < sizeof tagged / sizeof tagged[0]; i++) {
+        int rc = cfg_set(&d, tagged[i], &e);
+        CHECK(rc == 0, "--set %s: %s", tagged[i], rc ? e.msg : "ok");
+    }
+    CHECK(d.train.lr == 1e-3 && d.train.max_minutes == 2 && d.train.seed == 5 &&
+              d.model.untie_r == 1 && strcmp(d.data.test, "123") == 0 && d.data.valid[0] == 0 &&
+              d.data.split[0] == 0.8 && d.data.split[1] == 0.1 && d.data.split[2] == 0 &&
+              d.train.schedule == SCHED_CONSTANT,
+          "tags that agree with the keys' types");
     /* an empty data.train is a legal value; cfg_validate is what requires a path */
     int rc = cfg_set(&c, "data.train=\"\"", &e);
     CHECK(rc == 0 && c.data.train[0] == 0 && cfg_validate(&c, NULL, &e) == -1 &&
@@ -532,6 +549,14 @@ static void test_set(void)
         { "data.train=[unclosed", "YAML syntax error" },
         { "model.n_layer=4\n---\n5", "expected a single YAML document" },
         { "model.n_layer=*alias", "YAML syntax error" },
+        { "model.n_layer=!!str 3", "model.n_layer: expected an integer, found a value tagged !!str" },
+        { "model.n_layer=! 3", "model.n_layer: expected an integer, found a value tagged !!str" },
+        { "model.n_layer=!!float 3", "found a value tagged !!float" },
+        { "model.n_layer=!foo 3", "found a value tagged !foo" },
+        { "model.pre_lnorm=!!str true", "model.pre_lnorm: expected true or false, found a value tagged !!str" },
+        { "data.train=!!int 123", "data.train: expected a path, found a value tagged !!int" },
+        { "data.split=[0.8, !!str 0.1, 0.1]", "data.split[1]: expected a number, found a value tagged !!str" },
+        { "data.split=!!map {a: 1}", "data.split: expected a list of 3 numbers [train, valid, test], found a value tagged !!map" },
     };
     cfg_defaults(&c);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
