@@ -61,7 +61,7 @@ typedef enum {
     CT_DOUBLE, /* double field */
     CT_FLOAT,  /* float field: parsed as a double, rounded, range-checked as stored */
     CT_BOOL,   /* int field holding 0 or 1 */
-    CT_ENUM,   /* int-sized C enum, names through a cfg_enum */
+    CT_ENUM,   /* int-sized C enum, named by a function (value -> name, NULL past the end) */
     CT_U64,    /* unsigned long long (train.seed) */
     CT_PATH,   /* char[cap], text verbatim */
     CT_NAME,   /* char[cap] restricted to a list of names (data.tokenizer) */
@@ -79,11 +79,6 @@ enum {
 };
 
 typedef struct {
-    const char *(*name)(int v); /* NULL for values past the last one */
-    int (*parse)(const char *s, int *v);
-} cfg_enum;
-
-typedef struct {
     const char *section;      /* "model", "data", "train" */
     const char *name;         /* key within the section */
     cfg_type type;
@@ -93,7 +88,7 @@ typedef struct {
     double min, max;
     double def[3];            /* numeric default; CT_SPLIT uses all three */
     const char *def_str;      /* default of CT_ENUM, CT_PATH, CT_NAME */
-    const cfg_enum *en;       /* CT_ENUM */
+    const char *(*en)(int v); /* CT_ENUM: the name of value v, NULL past the last */
     const char *const *names; /* CT_NAME: NULL-terminated */
 } cfg_key;
 
@@ -102,52 +97,24 @@ _Static_assert(sizeof(pos_scheme) == sizeof(int), "pos_scheme must be int-sized"
 _Static_assert(sizeof(lr_schedule) == sizeof(int), "lr_schedule must be int-sized");
 _Static_assert(sizeof(optimizer_kind) == sizeof(int), "optimizer_kind must be int-sized");
 
-static const char *pos_name_i(int v) { return v < 0 ? NULL : pos_scheme_name((pos_scheme)v); }
+static const char *pos_name(int v) { return v < 0 ? NULL : pos_scheme_name((pos_scheme)v); }
 
-static int pos_parse_i(const char *s, int *v)
-{
-    pos_scheme p;
-    if (pos_scheme_parse(s, &p) != 0)
-        return -1;
-    *v = (int)p;
-    return 0;
-}
-
-static const char *const sched_names[] = {
-    [SCHED_CONSTANT] = "constant", [SCHED_COSINE] = "cosine", [SCHED_INV_SQRT] = "inv_sqrt",
-};
-static const char *const opt_names[] = { [OPT_ADAM] = "adam", [OPT_ADAMW] = "adamw" };
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *sched_name(int v)
 {
-    return v >= 0 && (size_t)v < COUNT(sched_names) ? sched_names[v] : NULL;
-}
-
-static int sched_parse(const char *s, int *v)
-{
-    for (size_t i = 0; i < COUNT(sched_names); i++)
-        if (strcmp(s, sched_names[i]) == 0)
-            return *v = (int)i, 0;
-    return -1;
+    static const char *const names[] = {
+        [SCHED_CONSTANT] = "constant", [SCHED_COSINE] = "cosine", [SCHED_INV_SQRT] = "inv_sqrt",
+    };
+    return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
 }
 
 static const char *opt_name(int v)
 {
-    return v >= 0 && (size_t)v < COUNT(opt_names) ? opt_names[v] : NULL;
+    static const char *const names[] = { [OPT_ADAM] = "adam", [OPT_ADAMW] = "adamw" };
+    return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
 }
 
-static int opt_parse(const char *s, int *v)
-{
-    for (size_t i = 0; i < COUNT(opt_names); i++)
-        if (strcmp(s, opt_names[i]) == 0)
-            return *v = (int)i, 0;
-    return -1;
-}
-
-static const cfg_enum pos_enum = { pos_name_i, pos_parse_i };
-static const cfg_enum sched_enum = { sched_name, sched_parse };
-static const cfg_enum opt_enum = { opt_name, opt_parse };
 static const char *const tokenizer_names[] = { "byte", NULL };
 
 #define OFF(f) offsetof(txl_config, f)
@@ -171,7 +138,7 @@ static const cfg_key keys[] = {
       .min = 0, .max = 1, .def = {0.1} },
     { KEY("model", "dropatt", CT_FLOAT, model.dropatt), .flags = F_MIN | F_MAX | F_MAX_EXCL,
       .min = 0, .max = 1, .def = {0.0} },
-    { KEY("model", "pos_scheme", CT_ENUM, model.pos), .en = &pos_enum, .def_str = "xl" },
+    { KEY("model", "pos_scheme", CT_ENUM, model.pos), .en = pos_name, .def_str = "xl" },
     /* any int: <= 0 turns clamping off */
     { KEY("model", "clamp_len", CT_INT, model.clamp_len), .def = {0} },
     { KEY("model", "untie_r", CT_BOOL, model.untie_r), .def = {0} },
@@ -201,7 +168,7 @@ static const cfg_key keys[] = {
       .def = {0} },
     { KEY("train", "lr", CT_DOUBLE, train.lr), .flags = F_MIN | F_MIN_EXCL, .min = 0,
       .def = {2.5e-4} },
-    { KEY("train", "schedule", CT_ENUM, train.schedule), .en = &sched_enum,
+    { KEY("train", "schedule", CT_ENUM, train.schedule), .en = sched_name,
       .def_str = "cosine" },
     { KEY("train", "warmup_steps", CT_LONG, train.warmup_steps), .flags = F_MIN, .min = 0,
       .def = {0} },
@@ -217,7 +184,7 @@ static const cfg_key keys[] = {
       .def = {1e-8} },
     { KEY("train", "weight_decay", CT_DOUBLE, train.weight_decay), .flags = F_MIN, .min = 0,
       .def = {0} },
-    { KEY("train", "optimizer", CT_ENUM, train.optimizer), .en = &opt_enum,
+    { KEY("train", "optimizer", CT_ENUM, train.optimizer), .en = opt_name,
       .def_str = "adam" },
     { KEY("train", "seed", CT_U64, train.seed), .def = {1} },
     { KEY("train", "log_interval", CT_LONG, train.log_interval), .flags = F_MIN, .min = 1,
@@ -344,7 +311,7 @@ static void fmt_value(const cfg_key *k, const cfg_value *v, char *buf, size_t ca
     case CT_FLOAT: fmt_float(buf, cap, (float)v->x[0]); break;
     case CT_BOOL: snprintf(buf, cap, "%s", v->i ? "true" : "false"); break;
     case CT_ENUM: {
-        const char *nm = v->i >= INT_MIN && v->i <= INT_MAX ? k->en->name((int)v->i) : NULL;
+        const char *nm = v->i >= INT_MIN && v->i <= INT_MAX ? k->en((int)v->i) : NULL;
         if (nm)
             snprintf(buf, cap, "%s", nm);
         else
@@ -364,6 +331,16 @@ static void fmt_value(const cfg_key *k, const cfg_value *v, char *buf, size_t ca
     }
 }
 
+/* The value of the enum key k named s, or -1. */
+static int enum_parse(const cfg_key *k, const char *s)
+{
+    const char *nm;
+    for (int i = 0; (nm = k->en(i)); i++)
+        if (strcmp(nm, s) == 0)
+            return i;
+    return -1;
+}
+
 static void key_fullname(const cfg_key *k, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s.%s", k->section, k->name);
@@ -374,7 +351,7 @@ static void choices_desc(const cfg_key *k, char *buf, size_t cap)
 {
     size_t o = (size_t)snprintf(buf, cap, "one of ");
     for (int i = 0; o < cap; i++) {
-        const char *nm = k->type == CT_ENUM ? k->en->name(i) : k->names[i];
+        const char *nm = k->type == CT_ENUM ? k->en(i) : k->names[i];
         if (!nm)
             break;
         o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", nm);
@@ -430,19 +407,17 @@ static int check_number(const cfg_key *k, const cfg_value *v, const char *full,
         ok = 0;
     if ((k->flags & F_MAX) && ((k->flags & F_MAX_EXCL) ? !(x < k->max) : !(x <= k->max)))
         ok = 0;
-    if (!ok) {
+    if (!ok) { /* "in [0, 1)", ">= 1", "> 0" */
+        char range[80];
         fmt_double(lo, sizeof lo, k->min);
         fmt_double(hi, sizeof hi, k->max);
+        int excl_lo = (k->flags & F_MIN_EXCL) != 0, excl_hi = (k->flags & F_MAX_EXCL) != 0;
         if ((k->flags & F_MIN) && (k->flags & F_MAX))
-            snprintf(why, cap, "%s must be in %c%s, %s%c, found %s", full,
-                     (k->flags & F_MIN_EXCL) ? '(' : '[', lo, hi,
-                     (k->flags & F_MAX_EXCL) ? ')' : ']', found);
-        else if (k->flags & F_MIN)
-            snprintf(why, cap, "%s must be %s %s, found %s", full,
-                     (k->flags & F_MIN_EXCL) ? ">" : ">=", lo, found);
+            snprintf(range, sizeof range, "in %c%s, %s%c", "[("[excl_lo], lo, hi, "])"[excl_hi]);
         else
-            snprintf(why, cap, "%s must be %s %s, found %s", full,
-                     (k->flags & F_MAX_EXCL) ? "<" : "<=", hi, found);
+            snprintf(range, sizeof range, "%s %s", (k->flags & F_MIN) ? (excl_lo ? ">" : ">=")
+                     : (excl_hi ? "<" : "<="), (k->flags & F_MIN) ? lo : hi);
+        snprintf(why, cap, "%s must be %s, found %s", full, range, found);
         return -1;
     }
     if ((k->flags & F_EVEN) && v->i % 2 != 0) {
@@ -516,7 +491,7 @@ static int key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap
         }
         return 0;
     case CT_ENUM:
-        if (v->i < INT_MIN || v->i > INT_MAX || !k->en->name((int)v->i)) {
+        if (v->i < INT_MIN || v->i > INT_MAX || !k->en((int)v->i)) {
             snprintf(why, cap, "%s: expected %s, found %s", full,
                      type_expect(k, tmp, sizeof tmp), found);
             return -1;
@@ -737,64 +712,47 @@ static int parse_scalar(const cfg_key *k, const char *text, size_t len, int plai
         snprintf(why, cap, "%s: expected %s, found null", full, expect);
         return -1;
     }
-    const char *quoted = plain ? "" : "the string ";
+    /* "found 'x'" for plain text, "found the string "x"" for quoted (enum names and data.split
+     * say neither) */
+    const char *quoted = plain || k->type == CT_ENUM || k->type == CT_SPLIT ? "" : "the string ";
+    const char *extra = "";
+    int b, ok = plain;
     switch (k->type) {
     case CT_INT: case CT_LONG:
-        if (!plain || !is_int_syntax(text)) {
-            snprintf(why, cap, "%s: expected an integer, found %s%s", full, quoted, f);
-            return -1;
-        }
+        ok = ok && is_int_syntax(text);
         errno = 0;
-        v->i = strtoll(text, NULL, 10);
-        if (errno == ERANGE) {
-            snprintf(why, cap, "%s: expected an integer, found %s (too large)", full, f);
-            return -1;
-        }
-        return 0;
+        v->i = ok ? strtoll(text, NULL, 10) : 0;
+        if (ok && errno == ERANGE)
+            ok = 0, extra = " (too large)";
+        break;
     case CT_DOUBLE: case CT_FLOAT:
         if (parse_number(full, text, plain, &v->x[0], why, cap) != 0)
             return -1;
-        if (k->type == CT_FLOAT) {
-            if (fabs(v->x[0]) > FLT_MAX) {
-                snprintf(why, cap, "%s: expected a number, found %s (too large for a float)",
-                         full, f);
-                return -1;
-            }
-            v->x[0] = (float)v->x[0]; /* check the value as it will be stored */
-        }
-        return 0;
-    case CT_BOOL: {
-        int b;
-        if (!plain || parse_bool_text(text, &b) != 0) {
-            snprintf(why, cap, "%s: expected true or false, found %s%s", full, quoted, f);
-            return -1;
-        }
-        v->i = b;
-        return 0;
-    }
+        ok = k->type == CT_DOUBLE || fabs(v->x[0]) <= FLT_MAX;
+        v->x[0] = ok && k->type == CT_FLOAT ? (float)v->x[0] : v->x[0]; /* checked as stored */
+        extra = " (too large for a float)";
+        break;
+    case CT_BOOL:
+        ok = ok && parse_bool_text(text, &b) == 0;
+        v->i = ok ? b : 0;
+        break;
     case CT_U64:
-        if (!plain || parse_u64_text(text, &v->u) != 0) {
-            snprintf(why, cap, "%s: expected a non-negative integer < 2^64, found %s%s", full,
-                     quoted, f);
-            return -1;
-        }
-        return 0;
-    case CT_ENUM: {
-        int e;
-        if (k->en->parse(text, &e) != 0) {
-            snprintf(why, cap, "%s: expected %s, found %s", full, expect, f);
-            return -1;
-        }
-        v->i = e;
-        return 0;
-    }
+        ok = ok && parse_u64_text(text, &v->u) == 0;
+        expect = "a non-negative integer < 2^64";
+        break;
+    case CT_ENUM:
+        ok = (v->i = enum_parse(k, text)) >= 0;
+        break;
     case CT_PATH: case CT_NAME:
         v->s = text;
         return 0;
     case CT_SPLIT:
-        snprintf(why, cap, "%s: expected %s, found %s", full, expect, f);
-        return -1;
+        ok = 0;
+        break;
     }
+    if (ok)
+        return 0;
+    snprintf(why, cap, "%s: expected %s, found %s%s%s", full, expect, quoted, f, extra);
     return -1;
 }
 
@@ -1327,14 +1285,10 @@ void cfg_defaults(txl_config *c)
         case CT_INT: case CT_LONG: case CT_BOOL: v.i = (long long)k->def[0]; break;
         case CT_DOUBLE: case CT_FLOAT: v.x[0] = k->def[0]; break;
         case CT_U64: v.u = (unsigned long long)k->def[0]; break;
-        case CT_ENUM: {
-            int e = 0;
-            int rc = k->en->parse(k->def_str, &e);
-            assert(rc == 0 && "enum default must be a valid name");
-            (void)rc;
-            v.i = e;
+        case CT_ENUM:
+            v.i = enum_parse(k, k->def_str);
+            assert(v.i >= 0 && "enum default must be a valid name");
             break;
-        }
         case CT_PATH: case CT_NAME: v.s = k->def_str; break;
         case CT_SPLIT: memcpy(v.x, k->def, sizeof v.x); break;
         }
@@ -1591,7 +1545,7 @@ int cfg_walk(const txl_config *c, int (*visit)(const cfg_item *it, void *ctx), v
         switch (k->type) {
         case CT_PATH: case CT_NAME: it.kind = CFG_TEXT; it.text[0] = v.s; break;
         case CT_ENUM:
-            if (v.i < INT_MIN || v.i > INT_MAX || !k->en->name((int)v.i))
+            if (v.i < INT_MIN || v.i > INT_MAX || !k->en((int)v.i))
                 return -1; /* a struct built in code with an invalid enum */
             it.kind = CFG_WORD;
             break;
