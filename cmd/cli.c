@@ -572,14 +572,14 @@ int cli_load_checkpoint(const char *path, st_file *f, txl_config *cfg, model *md
     memset(mdl, 0, sizeof *mdl);
     if (st_read(f, path, e))
         return -1;
-    const char *js = st_meta(f, "config");
-    if (!js) {
+    const char *text = st_meta(f, "config");
+    if (!text) {
         st_free(f);
         return err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint; "
                        "use 'txl import' for plain weights)", path);
     }
     cfg_defaults(cfg);
-    if (cfg_from_json(cfg, js, path, e) || cfg_validate(cfg, path, e) ||
+    if (cfg_load_meta(cfg, text, path, e) || cfg_validate(cfg, path, e) ||
         cli_check_config_tensors(f, &cfg->model, path, e) ||
         model_init(mdl, &cfg->model, e) || ckpt_load_weights(mdl, f, e)) {
         model_free(mdl);

@@ -1,19 +1,22 @@
-/* config.c: the run configuration (DESIGN.md §4): defaults, YAML, --set, validation,
- * YAML dump and JSON form, all driven by one table of keys (`keys[]` below).
+/* config.c: the run configuration (DESIGN.md §4): one table of keys (`keys[]` below) drives
+ * the defaults, the one reader, the one writer and validation.
  *
  * Conventions
  * - Each key has a type, an offset into txl_config, a range and a default. Every value,
- *   whatever its source (YAML file, --set, checkpoint JSON, a struct built in code), goes
+ *   whatever its source (YAML file, --set, checkpoint metadata, a struct built in code), goes
  *   through the same check (key_check), so a range error reads the same everywhere; only
- *   the location prefix differs ("PATH:LINE:COL: ", "--set TEXT: ", "ORIGIN: ").
- * - Loading works on a copy and commits only on success: a failed load, --set or JSON parse
- *   leaves *c untouched.
- * - Scalar rules (YAML and --set share them; --set values are parsed by libyaml too):
- *   integers are decimal literals ([+-]digits; "3.5" and "1e6" are not integers); numbers
- *   are decimal ("1e-4", ".5", "3"; no hex, inf or nan); bools are true/false, yes/no,
- *   on/off in lower, Title or UPPER case (YAML 1.1, which libyaml implements; the dump
- *   writes true/false). A quoted scalar is a string, so `n_layer: "4"` is an error, but
- *   enum names and paths may be quoted. Paths are taken verbatim (relative to the CWD).
+ *   the location prefix differs ("PATH:LINE:COL: ", "--set TEXT: ",
+ *   "CKPT: metadata 'config' at LINE:COL: ", "ORIGIN: ").
+ * - One reader: libyaml parses config files, --set values and the config stored in
+ *   checkpoints, and the same code (load_root, value_from_node) applies them. Loading works
+ *   on a copy and commits only on success: a failed load or --set leaves *c untouched.
+ * - Scalar rules (every source shares them): integers are decimal literals ([+-]digits;
+ *   "3.5" and "1e6" are not integers); numbers are decimal ("1e-4", ".5", "3"; no hex, inf
+ *   or nan); bools are true/false, yes/no, on/off in lower, Title or UPPER case (YAML 1.1,
+ *   which libyaml implements; the writer writes true/false). A quoted scalar is a string,
+ *   so `n_layer: "4"` is an error, but enum names and paths may be quoted. A YAML tag must
+ *   agree with the key's type: `n_layer: !!str 4` is an error too. Paths are taken verbatim
+ *   (relative to the CWD).
  * - Null (`~`, `null`, or nothing after the colon) is an error except for data.valid and
  *   data.test, where it means "" (take that split from data.train). A section whose value
  *   is null (`model:` with every key commented out) is an empty section.
@@ -22,16 +25,20 @@
  *   are cfg_validate's: an empty file loads as all defaults, then fails on data.train.
  * - Errors stop at the first problem; messages say what was expected and what was found,
  *   and unknown keys get a "did you mean" when a key is a typo (or a section) away.
- * - Numbers are formatted in the "C" locale, doubles in the shortest form that reads back
- *   to the same value (floats likewise at float precision), so dumps round-trip exactly.
- * - JSON: numbers are emitted as raw text from the same formatter (cJSON's own printer
- *   rounds to 15 digits when that is "close enough"); long keys are capped at 2^53 so they
- *   are exact JSON numbers; train.seed is a JSON number when < 2^53, else a decimal string
- *   (cfg_from_json takes both forms). */
+ * - One writer: cfg_to_yaml emits every key through libyaml's emitter (so quoting and
+ *   escapes are libyaml's, and libyaml reads them back); out_dir/config.yaml,
+ *   --print-config and the checkpoint metadata "config" are its text. Numbers are formatted
+ *   in the "C" locale, doubles in the shortest form that reads back to the same value
+ *   (floats likewise at float precision), so the text round-trips exactly. cfg_walk hands
+ *   the same value texts to other serialisations (info --json).
+ * - Checkpoints of txl before the YAML metadata hold the config as JSON, which is YAML flow
+ *   syntax: the same reader takes it (json_as_yaml fixes the few string characters where
+ *   the two differ, and train.seed >= 2^53 was a decimal string there). */
 #include "config.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -41,8 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <cjson/cJSON.h>
 #include <yaml.h>
 
 /* ---------------------------------------------------------------------------------------
@@ -54,7 +61,7 @@ typedef enum {
     CT_DOUBLE, /* double field */
     CT_FLOAT,  /* float field: parsed as a double, rounded, range-checked as stored */
     CT_BOOL,   /* int field holding 0 or 1 */
-    CT_ENUM,   /* int-sized C enum, names through a cfg_enum */
+    CT_ENUM,   /* int-sized C enum, named by a function (value -> name, NULL past the end) */
     CT_U64,    /* unsigned long long (train.seed) */
     CT_PATH,   /* char[cap], text verbatim */
     CT_NAME,   /* char[cap] restricted to a list of names (data.tokenizer) */
@@ -72,11 +79,6 @@ enum {
 };
 
 typedef struct {
-    const char *(*name)(int v); /* NULL for values past the last one */
-    int (*parse)(const char *s, int *v);
-} cfg_enum;
-
-typedef struct {
     const char *section;      /* "model", "data", "train" */
     const char *name;         /* key within the section */
     cfg_type type;
@@ -86,7 +88,7 @@ typedef struct {
     double min, max;
     double def[3];            /* numeric default; CT_SPLIT uses all three */
     const char *def_str;      /* default of CT_ENUM, CT_PATH, CT_NAME */
-    const cfg_enum *en;       /* CT_ENUM */
+    const char *(*en)(int v); /* CT_ENUM: the name of value v, NULL past the last */
     const char *const *names; /* CT_NAME: NULL-terminated */
 } cfg_key;
 
@@ -95,52 +97,24 @@ _Static_assert(sizeof(pos_scheme) == sizeof(int), "pos_scheme must be int-sized"
 _Static_assert(sizeof(lr_schedule) == sizeof(int), "lr_schedule must be int-sized");
 _Static_assert(sizeof(optimizer_kind) == sizeof(int), "optimizer_kind must be int-sized");
 
-static const char *pos_name_i(int v) { return v < 0 ? NULL : pos_scheme_name((pos_scheme)v); }
+static const char *pos_name(int v) { return v < 0 ? NULL : pos_scheme_name((pos_scheme)v); }
 
-static int pos_parse_i(const char *s, int *v)
-{
-    pos_scheme p;
-    if (pos_scheme_parse(s, &p) != 0)
-        return -1;
-    *v = (int)p;
-    return 0;
-}
-
-static const char *const sched_names[] = {
-    [SCHED_CONSTANT] = "constant", [SCHED_COSINE] = "cosine", [SCHED_INV_SQRT] = "inv_sqrt",
-};
-static const char *const opt_names[] = { [OPT_ADAM] = "adam", [OPT_ADAMW] = "adamw" };
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *sched_name(int v)
 {
-    return v >= 0 && (size_t)v < COUNT(sched_names) ? sched_names[v] : NULL;
-}
-
-static int sched_parse(const char *s, int *v)
-{
-    for (size_t i = 0; i < COUNT(sched_names); i++)
-        if (strcmp(s, sched_names[i]) == 0)
-            return *v = (int)i, 0;
-    return -1;
+    static const char *const names[] = {
+        [SCHED_CONSTANT] = "constant", [SCHED_COSINE] = "cosine", [SCHED_INV_SQRT] = "inv_sqrt",
+    };
+    return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
 }
 
 static const char *opt_name(int v)
 {
-    return v >= 0 && (size_t)v < COUNT(opt_names) ? opt_names[v] : NULL;
+    static const char *const names[] = { [OPT_ADAM] = "adam", [OPT_ADAMW] = "adamw" };
+    return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
 }
 
-static int opt_parse(const char *s, int *v)
-{
-    for (size_t i = 0; i < COUNT(opt_names); i++)
-        if (strcmp(s, opt_names[i]) == 0)
-            return *v = (int)i, 0;
-    return -1;
-}
-
-static const cfg_enum pos_enum = { pos_name_i, pos_parse_i };
-static const cfg_enum sched_enum = { sched_name, sched_parse };
-static const cfg_enum opt_enum = { opt_name, opt_parse };
 static const char *const tokenizer_names[] = { "byte", NULL };
 
 #define OFF(f) offsetof(txl_config, f)
@@ -164,7 +138,7 @@ static const cfg_key keys[] = {
       .min = 0, .max = 1, .def = {0.1} },
     { KEY("model", "dropatt", CT_FLOAT, model.dropatt), .flags = F_MIN | F_MAX | F_MAX_EXCL,
       .min = 0, .max = 1, .def = {0.0} },
-    { KEY("model", "pos_scheme", CT_ENUM, model.pos), .en = &pos_enum, .def_str = "xl" },
+    { KEY("model", "pos_scheme", CT_ENUM, model.pos), .en = pos_name, .def_str = "xl" },
     /* any int: <= 0 turns clamping off */
     { KEY("model", "clamp_len", CT_INT, model.clamp_len), .def = {0} },
     { KEY("model", "untie_r", CT_BOOL, model.untie_r), .def = {0} },
@@ -194,7 +168,7 @@ static const cfg_key keys[] = {
       .def = {0} },
     { KEY("train", "lr", CT_DOUBLE, train.lr), .flags = F_MIN | F_MIN_EXCL, .min = 0,
       .def = {2.5e-4} },
-    { KEY("train", "schedule", CT_ENUM, train.schedule), .en = &sched_enum,
+    { KEY("train", "schedule", CT_ENUM, train.schedule), .en = sched_name,
       .def_str = "cosine" },
     { KEY("train", "warmup_steps", CT_LONG, train.warmup_steps), .flags = F_MIN, .min = 0,
       .def = {0} },
@@ -210,7 +184,7 @@ static const cfg_key keys[] = {
       .def = {1e-8} },
     { KEY("train", "weight_decay", CT_DOUBLE, train.weight_decay), .flags = F_MIN, .min = 0,
       .def = {0} },
-    { KEY("train", "optimizer", CT_ENUM, train.optimizer), .en = &opt_enum,
+    { KEY("train", "optimizer", CT_ENUM, train.optimizer), .en = opt_name,
       .def_str = "adam" },
     { KEY("train", "seed", CT_U64, train.seed), .def = {1} },
     { KEY("train", "log_interval", CT_LONG, train.log_interval), .flags = F_MIN, .min = 1,
@@ -224,13 +198,17 @@ static const cfg_key keys[] = {
     { KEY("train", "ckpt_gzip", CT_BOOL, train.ckpt_gzip), .def = {1} },
     { KEY("train", "out_dir", CT_PATH, train.out_dir), .cap = CAP(train.out_dir),
       .flags = F_REQUIRED, .def_str = "runs/default" },
-    { KEY("train", "threads", CT_INT, train.threads), .flags = F_MIN, .min = 0, .def = {0} },
+    /* a fixed cap (eval's and sample's --threads: 1024), not a multiple of this machine's
+     * cores: a config and a checkpoint must stay valid on another machine. 100000 threads
+     * overflowed libgomp's stack; thousands are only slow. */
+    { KEY("train", "threads", CT_INT, train.threads), .flags = F_MIN | F_MAX, .min = 0,
+      .max = CFG_MAX_THREADS, .def = {0} },
 };
 #define NKEYS COUNT(keys)
 
 static const char *const sections[] = { "model", "data", "train" };
 
-/* A value in transit between a source (YAML, JSON, struct) and the struct. */
+/* A value in transit between a source (YAML, a struct) and the struct. */
 typedef struct {
     long long i;          /* CT_INT, CT_LONG, CT_BOOL, CT_ENUM */
     unsigned long long u; /* CT_U64 */
@@ -298,135 +276,6 @@ static void fmt_float(char *buf, size_t cap, float x)
     }
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4) and its code point, or 0 when the bytes
- * are not UTF-8 (overlong forms, surrogates and values past U+10FFFF included). */
-static int utf8_seq(const unsigned char *s, unsigned *cp)
-{
-    unsigned c = s[0];
-    int n = c < 0x80             ? 1
-            : (c & 0xE0) == 0xC0 ? 2
-            : (c & 0xF0) == 0xE0 ? 3
-            : (c & 0xF8) == 0xF0 ? 4
-                                 : 0;
-    if (n == 0)
-        return 0;
-    unsigned v = n == 1 ? c : c & (0x7Fu >> n);
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = v << 6 | (s[i] & 0x3F);
-    }
-    static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (v < min[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return n;
-}
-
-/* YAML double-quoted scalar: escapes \ and ", and every character libyaml would not read
- * back as itself: control characters (C0, DEL, C1) as \xNN, the line breaks NEL, LS and PS
- * as \N, \L, \P (raw, they fold to spaces), and U+FEFF, U+FFFE, U+FFFF as \uXXXX (the reader
- * rejects them raw). Other UTF-8 passes through; a byte that is not UTF-8 (cfg_validate
- * refuses those) is written as \xNN. Output stops before overflowing buf. */
-static void fmt_quoted(char *buf, size_t cap, const char *s)
-{
-    size_t o = 0;
-    if (cap < 3) {
-        if (cap)
-            buf[0] = '\0';
-        return;
-    }
-    buf[o++] = '"';
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p && o + 8 < cap) {
-        unsigned cp = 0;
-        int n = utf8_seq(p, &cp);
-        if (n == 0) {
-            o += (size_t)snprintf(buf + o, cap - o, "\\x%02X", *p);
-            p++;
-            continue;
-        }
-        if (cp == '"' || cp == '\\') {
-            buf[o++] = '\\';
-            buf[o++] = (char)cp;
-        } else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f && cp != 0x85)) {
-            o += (size_t)snprintf(buf + o, cap - o, "\\x%02X", cp);
-        } else if (cp == 0x85 || cp == 0x2028 || cp == 0x2029) {
-            buf[o++] = '\\';
-            buf[o++] = cp == 0x85 ? 'N' : cp == 0x2028 ? 'L' : 'P';
-        } else if (cp == 0xFEFF || cp == 0xFFFE || cp == 0xFFFF) {
-            o += (size_t)snprintf(buf + o, cap - o, "\\u%04X", cp);
-        } else {
-            memcpy(buf + o, p, (size_t)n);
-            o += (size_t)n;
-        }
-        p += n;
-    }
-    buf[o++] = '"';
-    buf[o] = '\0';
-}
-
-/* The value as YAML text (also used in messages and diffs). */
-static void fmt_value(const cfg_key *k, const cfg_value *v, char *buf, size_t cap)
-{
-    switch (k->type) {
-    case CT_INT: case CT_LONG: snprintf(buf, cap, "%lld", v->i); break;
-    case CT_DOUBLE: fmt_double(buf, cap, v->x[0]); break;
-    case CT_FLOAT: fmt_float(buf, cap, (float)v->x[0]); break;
-    case CT_BOOL: snprintf(buf, cap, "%s", v->i ? "true" : "false"); break;
-    case CT_ENUM: {
-        const char *nm = v->i >= INT_MIN && v->i <= INT_MAX ? k->en->name((int)v->i) : NULL;
-        if (nm)
-            snprintf(buf, cap, "%s", nm);
-        else
-            snprintf(buf, cap, "<invalid %lld>", v->i);
-        break;
-    }
-    case CT_U64: snprintf(buf, cap, "%llu", v->u); break;
-    case CT_PATH: case CT_NAME: fmt_quoted(buf, cap, v->s); break;
-    case CT_SPLIT: {
-        char a[32], b[32], d[32];
-        fmt_double(a, sizeof a, v->x[0]);
-        fmt_double(b, sizeof b, v->x[1]);
-        fmt_double(d, sizeof d, v->x[2]);
-        snprintf(buf, cap, "[%s, %s, %s]", a, b, d);
-        break;
-    }
-    }
-}
-
-static void key_fullname(const cfg_key *k, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "%s.%s", k->section, k->name);
-}
-
-/* "one of a, b, c" for enums and name lists. */
-static void choices_desc(const cfg_key *k, char *buf, size_t cap)
-{
-    size_t o = (size_t)snprintf(buf, cap, "one of ");
-    for (int i = 0; o < cap; i++) {
-        const char *nm = k->type == CT_ENUM ? k->en->name(i) : k->names[i];
-        if (!nm)
-            break;
-        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", nm);
-    }
-}
-
-/* What a key expects, for "expected X, found Y". */
-static const char *type_expect(const cfg_key *k, char *buf, size_t cap)
-{
-    switch (k->type) {
-    case CT_INT: case CT_LONG: return "an integer";
-    case CT_DOUBLE: case CT_FLOAT: return "a number";
-    case CT_BOOL: return "true or false";
-    case CT_U64: return "a non-negative integer";
-    case CT_PATH: return "a path";
-    case CT_SPLIT: return "a list of 3 numbers [train, valid, test]";
-    case CT_ENUM: case CT_NAME: choices_desc(k, buf, cap); return buf;
-    }
-    return "a value";
-}
-
 /* 'text' for messages: at most 40 bytes, control bytes shown as '?'; quote 0: no quotes. */
 static void show(char *buf, size_t cap, const char *s, size_t len, char quote)
 {
@@ -451,64 +300,190 @@ static void show(char *buf, size_t cap, const char *s, size_t len, char quote)
     buf[o] = '\0';
 }
 
-/* ---------------------------------------------------------------------------------------
- * Checks shared by every source */
+/* The text of a scalar value as the writer emits it (numbers in shortest round-trip form,
+ * true/false, enum names); strings as a shortened "quote" for messages; data.split as
+ * "[a, b, c]" (messages and diffs). */
+static void fmt_value(const cfg_key *k, const cfg_value *v, char *buf, size_t cap)
+{
+    switch (k->type) {
+    case CT_INT: case CT_LONG: snprintf(buf, cap, "%lld", v->i); break;
+    case CT_DOUBLE: fmt_double(buf, cap, v->x[0]); break;
+    case CT_FLOAT: fmt_float(buf, cap, (float)v->x[0]); break;
+    case CT_BOOL: snprintf(buf, cap, "%s", v->i ? "true" : "false"); break;
+    case CT_ENUM: {
+        const char *nm = v->i >= INT_MIN && v->i <= INT_MAX ? k->en((int)v->i) : NULL;
+        if (nm)
+            snprintf(buf, cap, "%s", nm);
+        else
+            snprintf(buf, cap, "<invalid %lld>", v->i);
+        break;
+    }
+    case CT_U64: snprintf(buf, cap, "%llu", v->u); break;
+    case CT_PATH: case CT_NAME: show(buf, cap, v->s, strlen(v->s), '"'); break;
+    case CT_SPLIT: {
+        char a[32], b[32], d[32];
+        fmt_double(a, sizeof a, v->x[0]);
+        fmt_double(b, sizeof b, v->x[1]);
+        fmt_double(d, sizeof d, v->x[2]);
+        snprintf(buf, cap, "[%s, %s, %s]", a, b, d);
+        break;
+    }
+    }
+}
 
-/* Range and per-key rules. 0 if v is acceptable for k; else -1 with the message in why
- * ("model.d_model must be even, found 255"), without location. */
+/* The value of the enum key k named s, or -1. */
+static int enum_parse(const cfg_key *k, const char *s)
+{
+    const char *nm;
+    for (int i = 0; (nm = k->en(i)); i++)
+        if (strcmp(nm, s) == 0)
+            return i;
+    return -1;
+}
+
+static void key_fullname(const cfg_key *k, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s.%s", k->section, k->name);
+}
+
+/* "one of a, b, c" for enums and name lists. */
+static void choices_desc(const cfg_key *k, char *buf, size_t cap)
+{
+    size_t o = (size_t)snprintf(buf, cap, "one of ");
+    for (int i = 0; o < cap; i++) {
+        const char *nm = k->type == CT_ENUM ? k->en(i) : k->names[i];
+        if (!nm)
+            break;
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", nm);
+    }
+}
+
+/* What a key expects, for "expected X, found Y". */
+static const char *type_expect(const cfg_key *k, char *buf, size_t cap)
+{
+    switch (k->type) {
+    case CT_INT: case CT_LONG: return "an integer";
+    case CT_DOUBLE: case CT_FLOAT: return "a number";
+    case CT_BOOL: return "true or false";
+    case CT_U64: return "a non-negative integer";
+    case CT_PATH: return "a path";
+    case CT_SPLIT: return "a list of 3 numbers [train, valid, test]";
+    case CT_ENUM: case CT_NAME: choices_desc(k, buf, cap); return buf;
+    }
+    return "a value";
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Checks shared by every source: each returns 0 if v is acceptable for k, else -1 with the
+ * message in why ("model.d_model must be even, found 255"), without location. */
+
+/* Integer and number keys: the field's own range, then the key's. */
+static int check_number(const cfg_key *k, const cfg_value *v, const char *full,
+                        const char *found, char *why, size_t cap)
+{
+    char lo[32], hi[32];
+    double x;
+    if (k->type == CT_INT || k->type == CT_LONG) {
+        /* The field's own range first: an int key cannot hold 2^31. */
+        long long tmin = k->type == CT_INT ? INT_MIN : (LONG_MIN < -(long long)TWO53
+                                                       ? -(long long)TWO53 : LONG_MIN);
+        long long tmax = k->type == CT_INT ? INT_MAX : (LONG_MAX > (long long)TWO53
+                                                       ? (long long)TWO53 : LONG_MAX);
+        if (v->i < tmin || v->i > tmax) {
+            snprintf(why, cap, "%s must be %s %lld (the largest the field holds), found %s",
+                     full, v->i < tmin ? ">=" : "<=", v->i < tmin ? tmin : tmax, found);
+            return -1;
+        }
+        x = (double)v->i;
+    } else {
+        x = v->x[0];
+        if (!isfinite(x)) {
+            snprintf(why, cap, "%s must be a finite number, found %s", full, found);
+            return -1;
+        }
+    }
+    int ok = 1;
+    if ((k->flags & F_MIN) && ((k->flags & F_MIN_EXCL) ? !(x > k->min) : !(x >= k->min)))
+        ok = 0;
+    if ((k->flags & F_MAX) && ((k->flags & F_MAX_EXCL) ? !(x < k->max) : !(x <= k->max)))
+        ok = 0;
+    if (!ok) { /* "in [0, 1)", ">= 1", "> 0" */
+        char range[80];
+        fmt_double(lo, sizeof lo, k->min);
+        fmt_double(hi, sizeof hi, k->max);
+        int excl_lo = (k->flags & F_MIN_EXCL) != 0, excl_hi = (k->flags & F_MAX_EXCL) != 0;
+        if ((k->flags & F_MIN) && (k->flags & F_MAX))
+            snprintf(range, sizeof range, "in %c%s, %s%c", "[("[excl_lo], lo, hi, "])"[excl_hi]);
+        else
+            snprintf(range, sizeof range, "%s %s", (k->flags & F_MIN) ? (excl_lo ? ">" : ">=")
+                     : (excl_hi ? "<" : "<="), (k->flags & F_MIN) ? lo : hi);
+        snprintf(why, cap, "%s must be %s, found %s", full, range, found);
+        return -1;
+    }
+    if ((k->flags & F_EVEN) && v->i % 2 != 0) {
+        snprintf(why, cap, "%s must be even, found %s", full, found);
+        return -1;
+    }
+    return 0;
+}
+
+/* Paths and names: they fit the buffer; names are one of the list. (They are UTF-8: every
+ * source is read by libyaml, which refuses anything else, and the writer checks again.) */
+static int check_text(const cfg_key *k, const cfg_value *v, const char *full,
+                      const char *found, char *why, size_t cap)
+{
+    char tmp[256];
+    size_t n = strnlen(v->s, k->cap);
+    if (n >= k->cap) {
+        snprintf(why, cap, "%s: expected a value of at most %zu bytes, found %zu+ bytes",
+                 full, k->cap - 1, n);
+        return -1;
+    }
+    if (k->type == CT_NAME) {
+        for (int i = 0; k->names[i]; i++)
+            if (strcmp(v->s, k->names[i]) == 0)
+                return 0;
+        snprintf(why, cap, "%s: expected %s, found %s", full, type_expect(k, tmp, sizeof tmp),
+                 found);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_split(const cfg_value *v, const char *full, const char *found, char *why,
+                       size_t cap)
+{
+    double sum = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!isfinite(v->x[i]) || v->x[i] < 0) {
+            snprintf(why, cap, "%s: each fraction must be a finite number >= 0, found %s",
+                     full, found);
+            return -1;
+        }
+        sum += v->x[i];
+    }
+    /* 1e-9 of slack: 0.8 + 0.1 + 0.1 is 1.0000000000000002 in doubles. */
+    if (sum > 1 + 1e-9) {
+        snprintf(why, cap, "%s: the fractions must sum to <= 1, found %s (sum %.17g)", full,
+                 found, sum);
+        return -1;
+    }
+    if (!(v->x[0] > 0)) {
+        snprintf(why, cap, "%s: the train fraction must be > 0, found %s", full, found);
+        return -1;
+    }
+    return 0;
+}
+
+/* Range and per-key rules for any key. */
 static int key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap)
 {
-    char full[64], found[128], lo[32], hi[32], tmp[256];
+    char full[64], found[128], tmp[256];
     key_fullname(k, full, sizeof full);
     fmt_value(k, v, found, sizeof found);
     switch (k->type) {
-    case CT_INT: case CT_LONG: case CT_DOUBLE: case CT_FLOAT: {
-        double x;
-        if (k->type == CT_INT || k->type == CT_LONG) {
-            /* The field's own range first: an int key cannot hold 2^31. */
-            long long tmin = k->type == CT_INT ? INT_MIN : (LONG_MIN < -(long long)TWO53
-                                                           ? -(long long)TWO53 : LONG_MIN);
-            long long tmax = k->type == CT_INT ? INT_MAX : (LONG_MAX > (long long)TWO53
-                                                           ? (long long)TWO53 : LONG_MAX);
-            if (v->i < tmin || v->i > tmax) {
-                snprintf(why, cap, "%s must be %s %lld (the largest the field holds), found %s",
-                         full, v->i < tmin ? ">=" : "<=", v->i < tmin ? tmin : tmax, found);
-                return -1;
-            }
-            x = (double)v->i;
-        } else {
-            x = v->x[0];
-            if (!isfinite(x)) {
-                snprintf(why, cap, "%s must be a finite number, found %s", full, found);
-                return -1;
-            }
-        }
-        int ok = 1;
-        if ((k->flags & F_MIN) && ((k->flags & F_MIN_EXCL) ? !(x > k->min) : !(x >= k->min)))
-            ok = 0;
-        if ((k->flags & F_MAX) && ((k->flags & F_MAX_EXCL) ? !(x < k->max) : !(x <= k->max)))
-            ok = 0;
-        if (!ok) {
-            fmt_double(lo, sizeof lo, k->min);
-            fmt_double(hi, sizeof hi, k->max);
-            if ((k->flags & F_MIN) && (k->flags & F_MAX))
-                snprintf(why, cap, "%s must be in %c%s, %s%c, found %s", full,
-                         (k->flags & F_MIN_EXCL) ? '(' : '[', lo, hi,
-                         (k->flags & F_MAX_EXCL) ? ')' : ']', found);
-            else if (k->flags & F_MIN)
-                snprintf(why, cap, "%s must be %s %s, found %s", full,
-                         (k->flags & F_MIN_EXCL) ? ">" : ">=", lo, found);
-            else
-                snprintf(why, cap, "%s must be %s %s, found %s", full,
-                         (k->flags & F_MAX_EXCL) ? "<" : "<=", hi, found);
-            return -1;
-        }
-        if ((k->flags & F_EVEN) && v->i % 2 != 0) {
-            snprintf(why, cap, "%s must be even, found %s", full, found);
-            return -1;
-        }
-        return 0;
-    }
+    case CT_INT: case CT_LONG: case CT_DOUBLE: case CT_FLOAT:
+        return check_number(k, v, full, found, why, cap);
     case CT_BOOL:
         if (v->i != 0 && v->i != 1) {
             snprintf(why, cap, "%s: expected true or false, found %lld", full, v->i);
@@ -516,7 +491,7 @@ static int key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap
         }
         return 0;
     case CT_ENUM:
-        if (v->i < INT_MIN || v->i > INT_MAX || !k->en->name((int)v->i)) {
+        if (v->i < INT_MIN || v->i > INT_MAX || !k->en((int)v->i)) {
             snprintf(why, cap, "%s: expected %s, found %s", full,
                      type_expect(k, tmp, sizeof tmp), found);
             return -1;
@@ -524,57 +499,10 @@ static int key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap
         return 0;
     case CT_U64:
         return 0;
-    case CT_PATH: case CT_NAME: {
-        size_t n = strnlen(v->s, k->cap);
-        if (n >= k->cap) {
-            snprintf(why, cap, "%s: expected a value of at most %zu bytes, found %zu+ bytes",
-                     full, k->cap - 1, n);
-            return -1;
-        }
-        /* YAML text is UTF-8; JSON strings (checkpoints) could hold any bytes, which the
-         * dump (out_dir/config.yaml) could not write back */
-        for (size_t i = 0; i < n;) {
-            unsigned cp;
-            int len = utf8_seq((const unsigned char *)v->s + i, &cp);
-            if (len == 0) {
-                snprintf(why, cap, "%s: expected UTF-8 text, found the byte 0x%02X at offset %zu",
-                         full, (unsigned char)v->s[i], i);
-                return -1;
-            }
-            i += (size_t)len;
-        }
-        if (k->type == CT_NAME) {
-            for (int i = 0; k->names[i]; i++)
-                if (strcmp(v->s, k->names[i]) == 0)
-                    return 0;
-            snprintf(why, cap, "%s: expected %s, found %s", full,
-                     type_expect(k, tmp, sizeof tmp), found);
-            return -1;
-        }
-        return 0;
-    }
-    case CT_SPLIT: {
-        double sum = 0;
-        for (int i = 0; i < 3; i++) {
-            if (!isfinite(v->x[i]) || v->x[i] < 0) {
-                snprintf(why, cap, "%s: each fraction must be a finite number >= 0, found %s",
-                         full, found);
-                return -1;
-            }
-            sum += v->x[i];
-        }
-        /* 1e-9 of slack: 0.8 + 0.1 + 0.1 is 1.0000000000000002 in doubles. */
-        if (sum > 1 + 1e-9) {
-            snprintf(why, cap, "%s: the fractions must sum to <= 1, found %s (sum %.17g)", full,
-                     found, sum);
-            return -1;
-        }
-        if (!(v->x[0] > 0)) {
-            snprintf(why, cap, "%s: the train fraction must be > 0, found %s", full, found);
-            return -1;
-        }
-        return 0;
-    }
+    case CT_PATH: case CT_NAME:
+        return check_text(k, v, full, found, why, cap);
+    case CT_SPLIT:
+        return check_split(v, full, found, why, cap);
     }
     return 0;
 }
@@ -665,7 +593,7 @@ static void suggest_text(char *buf, size_t cap, const char *section, const char 
 }
 
 /* ---------------------------------------------------------------------------------------
- * Scalar parsing (YAML and --set) */
+ * Scalar parsing (every source) */
 
 static int is_null_text(const char *s, int plain)
 {
@@ -726,7 +654,7 @@ static int parse_bool_text(const char *s, int *b)
     return -1;
 }
 
-/* Unsigned decimal integer (train.seed), also used for the JSON string form. */
+/* Unsigned decimal integer (train.seed). */
 static int parse_u64_text(const char *s, unsigned long long *u)
 {
     const char *t = *s == '+' ? s + 1 : s;
@@ -784,74 +712,59 @@ static int parse_scalar(const cfg_key *k, const char *text, size_t len, int plai
         snprintf(why, cap, "%s: expected %s, found null", full, expect);
         return -1;
     }
-    const char *quoted = plain ? "" : "the string ";
+    /* "found 'x'" for plain text, "found the string "x"" for quoted (enum names and data.split
+     * say neither) */
+    const char *quoted = plain || k->type == CT_ENUM || k->type == CT_SPLIT ? "" : "the string ";
+    const char *extra = "";
+    int b, ok = plain;
     switch (k->type) {
     case CT_INT: case CT_LONG:
-        if (!plain || !is_int_syntax(text)) {
-            snprintf(why, cap, "%s: expected an integer, found %s%s", full, quoted, f);
-            return -1;
-        }
+        ok = ok && is_int_syntax(text);
         errno = 0;
-        v->i = strtoll(text, NULL, 10);
-        if (errno == ERANGE) {
-            snprintf(why, cap, "%s: expected an integer, found %s (too large)", full, f);
-            return -1;
-        }
-        return 0;
+        v->i = ok ? strtoll(text, NULL, 10) : 0;
+        if (ok && errno == ERANGE)
+            ok = 0, extra = " (too large)";
+        break;
     case CT_DOUBLE: case CT_FLOAT:
         if (parse_number(full, text, plain, &v->x[0], why, cap) != 0)
             return -1;
-        if (k->type == CT_FLOAT) {
-            if (fabs(v->x[0]) > FLT_MAX) {
-                snprintf(why, cap, "%s: expected a number, found %s (too large for a float)",
-                         full, f);
-                return -1;
-            }
-            v->x[0] = (float)v->x[0]; /* check the value as it will be stored */
-        }
-        return 0;
-    case CT_BOOL: {
-        int b;
-        if (!plain || parse_bool_text(text, &b) != 0) {
-            snprintf(why, cap, "%s: expected true or false, found %s%s", full, quoted, f);
-            return -1;
-        }
-        v->i = b;
-        return 0;
-    }
+        ok = k->type == CT_DOUBLE || fabs(v->x[0]) <= FLT_MAX;
+        v->x[0] = ok && k->type == CT_FLOAT ? (float)v->x[0] : v->x[0]; /* checked as stored */
+        extra = " (too large for a float)";
+        break;
+    case CT_BOOL:
+        ok = ok && parse_bool_text(text, &b) == 0;
+        v->i = ok ? b : 0;
+        break;
     case CT_U64:
-        if (!plain || parse_u64_text(text, &v->u) != 0) {
-            snprintf(why, cap, "%s: expected a non-negative integer < 2^64, found %s%s", full,
-                     quoted, f);
-            return -1;
-        }
-        return 0;
-    case CT_ENUM: {
-        int e;
-        if (k->en->parse(text, &e) != 0) {
-            snprintf(why, cap, "%s: expected %s, found %s", full, expect, f);
-            return -1;
-        }
-        v->i = e;
-        return 0;
-    }
+        ok = ok && parse_u64_text(text, &v->u) == 0;
+        expect = "a non-negative integer < 2^64";
+        break;
+    case CT_ENUM:
+        ok = (v->i = enum_parse(k, text)) >= 0;
+        break;
     case CT_PATH: case CT_NAME:
         v->s = text;
         return 0;
     case CT_SPLIT:
-        snprintf(why, cap, "%s: expected %s, found %s", full, expect, f);
-        return -1;
+        ok = 0;
+        break;
     }
+    if (ok)
+        return 0;
+    snprintf(why, cap, "%s: expected %s, found %s%s%s", full, expect, quoted, f, extra);
     return -1;
 }
 
 /* ---------------------------------------------------------------------------------------
- * YAML documents (files and --set values) */
+ * The reader: YAML documents (config files, --set values, checkpoint metadata) */
 
-/* Where an error is: a YAML file (PATH:LINE:COL) or a --set flag (its text). */
+/* Where an error is: a YAML file (PATH:LINE:COL), a --set flag (its text), or the config in
+ * a checkpoint's metadata (CKPT: metadata 'config' at LINE:COL). */
 typedef struct {
     const char *path;
     const char *flag;
+    const char *meta;
 } cfg_src;
 
 /* The flag text for messages: at most 200 bytes, control bytes (a newline) as '?'. */
@@ -863,14 +776,27 @@ static void flag_text(char *buf, size_t cap, const char *flag)
     buf[o] = '\0';
 }
 
-static int src_err(txl_err *e, const cfg_src *s, yaml_mark_t m, const char *why)
+/* m NULL: about the input as a whole (libyaml's reader knows a byte offset, no line:col). */
+static int src_err(txl_err *e, const cfg_src *s, const yaml_mark_t *m, const char *why)
 {
-    char ft[208];
+    char ft[208], at[48] = "";
     if (s->flag) {
         flag_text(ft, sizeof ft, s->flag);
         return err_set(e, ERR_INPUT, "--set %s: %s", ft, why);
     }
-    return err_set(e, ERR_INPUT, "%s:%zu:%zu: %s", s->path, m.line + 1, m.column + 1, why);
+    if (m)
+        snprintf(at, sizeof at, s->meta ? " at %zu:%zu" : ":%zu:%zu", m->line + 1, m->column + 1);
+    if (s->meta)
+        return err_set(e, ERR_INPUT, "%s: metadata 'config'%s: %s", s->meta, at, why);
+    return err_set(e, ERR_INPUT, "%s%s: %s", s->path, at, why);
+}
+
+/* Not the input's fault: out of memory, a malformed document from libyaml. */
+static int src_fail(txl_err *e, const cfg_src *s, const char *why)
+{
+    src_err(e, s, NULL, why);
+    e->kind = ERR_RUNTIME;
+    return -1;
 }
 
 static int parser_err(txl_err *e, const cfg_src *s, const yaml_parser_t *p)
@@ -878,26 +804,149 @@ static int parser_err(txl_err *e, const cfg_src *s, const yaml_parser_t *p)
     char why[512];
     const char *problem = p->problem ? p->problem : "unknown problem";
     if (p->error == YAML_MEMORY_ERROR)
-        return err_set(e, ERR_RUNTIME, "%s: out of memory while parsing YAML",
-                       s->flag ? s->flag : s->path);
+        return src_fail(e, s, "out of memory while parsing YAML");
     if (p->error == YAML_READER_ERROR) {
-        /* The reader has no line:col, only a byte offset (bad UTF-8, unreadable file). */
+        /* The reader has no line:col, only a byte offset (bad UTF-8, a control character). */
         if (p->problem_value != -1)
             snprintf(why, sizeof why, "invalid YAML input at byte %zu: %s (byte 0x%02X)",
                      p->problem_offset, problem, (unsigned)p->problem_value & 0xffu);
         else
             snprintf(why, sizeof why, "invalid YAML input at byte %zu: %s", p->problem_offset,
                      problem);
-        if (s->flag)
-            return src_err(e, s, p->problem_mark, why);
-        return err_set(e, ERR_INPUT, "%s: %s", s->path, why);
+        return src_err(e, s, NULL, why);
     }
     if (p->context)
         snprintf(why, sizeof why, "YAML syntax error: %s (%s at %zu:%zu)", problem, p->context,
                  p->context_mark.line + 1, p->context_mark.column + 1);
     else
         snprintf(why, sizeof why, "YAML syntax error: %s", problem);
-    return src_err(e, s, p->problem_mark, why);
+    return src_err(e, s, &p->problem_mark, why);
+}
+
+/* The first document of a text, with the nodes that carried an explicit tag. */
+typedef struct {
+    yaml_parser_t p;
+    yaml_document_t doc;
+    int parser_ok, doc_ok;
+    unsigned char *tagged; /* [node index - 1] */
+    size_t n_nodes;
+} cfg_doc;
+
+static void doc_free(cfg_doc *d)
+{
+    if (d->doc_ok)
+        yaml_document_delete(&d->doc);
+    if (d->parser_ok)
+        yaml_parser_delete(&d->p);
+    free(d->tagged);
+}
+
+/* Marks the nodes that carry an explicit tag. yaml_parser_load gives an untagged scalar the
+ * tag !!str, the same as `!!str 3`, so the difference shows only in the events; the loader
+ * adds one node per scalar, sequence start and mapping start (aliases add none), in event
+ * order, so the n-th such event is node n. */
+static int mark_tags(cfg_doc *d, const char *text, size_t len)
+{
+    yaml_parser_t p;
+    yaml_event_t ev;
+    d->n_nodes = (size_t)(d->doc.nodes.top - d->doc.nodes.start);
+    d->tagged = calloc(d->n_nodes + 1, 1);
+    if (!d->tagged || !yaml_parser_initialize(&p))
+        return -1;
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    size_t i = 0;
+    for (int done = 0; !done && i < d->n_nodes;) {
+        if (!yaml_parser_parse(&p, &ev))
+            break; /* cannot happen: the loader read the same text */
+        const yaml_char_t *tag = NULL;
+        int node = 1;
+        switch (ev.type) {
+        case YAML_SCALAR_EVENT: tag = ev.data.scalar.tag; break;
+        case YAML_SEQUENCE_START_EVENT: tag = ev.data.sequence_start.tag; break;
+        case YAML_MAPPING_START_EVENT: tag = ev.data.mapping_start.tag; break;
+        case YAML_DOCUMENT_END_EVENT: case YAML_STREAM_END_EVENT: done = 1; node = 0; break;
+        default: node = 0; break;
+        }
+        if (node)
+            d->tagged[i++] = tag != NULL;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return 0;
+}
+
+/* Parses the first document of text into d (the caller frees d in any case). */
+static int doc_load(cfg_doc *d, const cfg_src *s, const char *text, size_t len, txl_err *e)
+{
+    memset(d, 0, sizeof *d);
+    if (!(d->parser_ok = yaml_parser_initialize(&d->p)))
+        return src_fail(e, s, "cannot initialize the YAML parser");
+    yaml_parser_set_input_string(&d->p, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&d->p, &d->doc))
+        return parser_err(e, s, &d->p); /* the loader freed the document */
+    d->doc_ok = 1;
+    if (mark_tags(d, text, len) != 0)
+        return src_fail(e, s, "out of memory while parsing YAML");
+    return 0;
+}
+
+/* After the first document: anything but the end of the stream is an error. */
+static int doc_expect_end(cfg_doc *d, const cfg_src *s, txl_err *e)
+{
+    yaml_document_t next;
+    if (!yaml_parser_load(&d->p, &next))
+        return parser_err(e, s, &d->p);
+    yaml_node_t *root = yaml_document_get_root_node(&next);
+    int rc = 0;
+    if (root)
+        rc = src_err(e, s, &root->start_mark,
+                     "expected a single YAML document, found a second one");
+    yaml_document_delete(&next);
+    return rc;
+}
+
+/* The tags a value may carry: a tag written in the YAML must agree with the key's type
+ * (`n_layer: !!str 3` is a string, so an error, like `n_layer: "3"`). */
+static const char *const tags_num[] = { YAML_FLOAT_TAG, YAML_INT_TAG, NULL };
+static const char *const tags_map[] = { YAML_MAP_TAG, NULL };
+
+static const char *const *key_tags(const cfg_key *k)
+{
+    static const char *const tags_int[] = { YAML_INT_TAG, NULL };
+    static const char *const tags_bool[] = { YAML_BOOL_TAG, NULL };
+    static const char *const tags_str[] = { YAML_STR_TAG, NULL };
+    static const char *const tags_path[] = { YAML_STR_TAG, YAML_NULL_TAG, NULL };
+    static const char *const tags_seq[] = { YAML_SEQ_TAG, NULL };
+    switch (k->type) {
+    case CT_INT: case CT_LONG: case CT_U64: return tags_int;
+    case CT_DOUBLE: case CT_FLOAT: return tags_num;
+    case CT_BOOL: return tags_bool;
+    case CT_ENUM: case CT_NAME: return tags_str;
+    case CT_PATH: return (k->flags & F_NULL_OK) ? tags_path : tags_str;
+    case CT_SPLIT: return tags_seq;
+    }
+    return tags_str;
+}
+
+/* 0 when n has no explicit tag or one of ok; else -1 with "LABEL: expected X, found a value
+ * tagged !!str" in why. */
+static int tag_check(const cfg_doc *d, const yaml_node_t *n, const char *const *ok,
+                     const char *label, const char *expect, char *why, size_t cap)
+{
+    size_t i = (size_t)(n - d->doc.nodes.start);
+    if (i >= d->n_nodes || !d->tagged[i])
+        return 0;
+    const char *t = (const char *)n->tag;
+    for (; *ok; ok++)
+        if (strcmp(t, *ok) == 0)
+            return 0;
+    char shown[64];
+    if (strncmp(t, "tag:yaml.org,2002:", 18) == 0)
+        snprintf(shown, sizeof shown, "!!%.40s", t + 18);
+    else
+        show(shown, sizeof shown, t, strlen(t), 0);
+    snprintf(why, cap, "%s: expected %s, found a value tagged %s", label, expect, shown);
+    return -1;
 }
 
 static int node_is_null(const yaml_node_t *n)
@@ -921,75 +970,91 @@ static void node_desc(const yaml_node_t *n, char *buf, size_t cap)
              n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? '\'' : '"');
 }
 
+/* data.split: a list of 3 numbers; on error *at is where it went wrong. */
+static int split_from_node(const cfg_key *k, const cfg_doc *d, const yaml_node_t *n,
+                           cfg_value *v, yaml_mark_t *at, char *why, size_t cap)
+{
+    char full[64], desc[64], tmp[256], label[80];
+    key_fullname(k, full, sizeof full);
+    if (n->type != YAML_SEQUENCE_NODE) {
+        node_desc(n, desc, sizeof desc);
+        snprintf(why, cap, "%s: expected %s, found %s", full, type_expect(k, tmp, sizeof tmp),
+                 desc);
+        return -1;
+    }
+    yaml_node_item_t *it = n->data.sequence.items.start;
+    long count = (long)(n->data.sequence.items.top - it);
+    if (count != 3) {
+        snprintf(why, cap, "%s: expected %s, found %ld item%s", full,
+                 type_expect(k, tmp, sizeof tmp), count, count == 1 ? "" : "s");
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        yaml_node_t *x = yaml_document_get_node((yaml_document_t *)&d->doc, it[i]);
+        snprintf(label, sizeof label, "%s[%d]", full, i);
+        if (!x) {
+            snprintf(why, cap, "%s: malformed YAML document", label);
+            return -1;
+        }
+        *at = x->start_mark;
+        if (x->type != YAML_SCALAR_NODE) {
+            node_desc(x, desc, sizeof desc);
+            snprintf(why, cap, "%s: expected a number, found %s", label, desc);
+            return -1;
+        }
+        if (tag_check(d, x, tags_num, label, "a number", why, cap) != 0 ||
+            parse_number(label, (const char *)x->data.scalar.value,
+                         x->data.scalar.style == YAML_PLAIN_SCALAR_STYLE, &v->x[i], why,
+                         cap) != 0)
+            return -1;
+    }
+    *at = n->start_mark;
+    return 0;
+}
+
 /* Converts the value node of key k; on error *at is where it went wrong. */
-static int value_from_node(const cfg_key *k, yaml_document_t *d, yaml_node_t *n, cfg_value *v,
-                           yaml_mark_t *at, char *why, size_t cap)
+static int value_from_node(const cfg_key *k, const cfg_src *s, const cfg_doc *d,
+                           const yaml_node_t *n, cfg_value *v, yaml_mark_t *at, char *why,
+                           size_t cap)
 {
     char full[64], desc[64], tmp[256];
     key_fullname(k, full, sizeof full);
     *at = n->start_mark;
     memset(v, 0, sizeof *v);
-    if (k->type == CT_SPLIT) {
-        if (n->type != YAML_SEQUENCE_NODE) {
-            node_desc(n, desc, sizeof desc);
-            snprintf(why, cap, "%s: expected %s, found %s", full, type_expect(k, tmp, sizeof tmp),
-                     desc);
-            return -1;
-        }
-        yaml_node_item_t *it = n->data.sequence.items.start;
-        long count = (long)(n->data.sequence.items.top - it);
-        if (count != 3) {
-            snprintf(why, cap, "%s: expected %s, found %ld item%s", full,
-                     type_expect(k, tmp, sizeof tmp), count, count == 1 ? "" : "s");
-            return -1;
-        }
-        for (int i = 0; i < 3; i++) {
-            yaml_node_t *e = yaml_document_get_node(d, it[i]);
-            char label[80];
-            snprintf(label, sizeof label, "%s[%d]", full, i);
-            if (!e) {
-                snprintf(why, cap, "%s: malformed YAML document", label);
-                return -1;
-            }
-            *at = e->start_mark;
-            if (e->type != YAML_SCALAR_NODE) {
-                node_desc(e, desc, sizeof desc);
-                snprintf(why, cap, "%s: expected a number, found %s", label, desc);
-                return -1;
-            }
-            if (parse_number(label, (const char *)e->data.scalar.value,
-                             e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE, &v->x[i], why,
-                             cap) != 0)
-                return -1;
-        }
-        *at = n->start_mark;
-        return 0;
-    }
+    if (tag_check(d, n, key_tags(k), full, type_expect(k, tmp, sizeof tmp), why, cap) != 0)
+        return -1;
+    if (k->type == CT_SPLIT)
+        return split_from_node(k, d, n, v, at, why, cap);
     if (n->type != YAML_SCALAR_NODE) {
         node_desc(n, desc, sizeof desc);
         snprintf(why, cap, "%s: expected %s, found %s", full, type_expect(k, tmp, sizeof tmp),
                  desc);
         return -1;
     }
-    return parse_scalar(k, (const char *)n->data.scalar.value, n->data.scalar.length,
-                        n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE, v, why, cap);
+    int plain = n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    /* the JSON form of older checkpoints stored seeds >= 2^53 as decimal strings */
+    if (s->meta && k->type == CT_U64)
+        plain = 1;
+    return parse_scalar(k, (const char *)n->data.scalar.value, n->data.scalar.length, plain, v,
+                        why, cap);
 }
 
-/* Applies one section mapping; seen[] marks keys already set in this file. */
-static int load_section(txl_config *w, const cfg_src *s, yaml_document_t *d, const char *sec,
-                        yaml_node_t *map, unsigned char *seen, yaml_mark_t *seen_at, txl_err *e)
+/* Applies one section mapping; seen[] marks keys already set in this document. */
+static int load_section(txl_config *w, const cfg_src *s, const cfg_doc *d, const char *sec,
+                        const yaml_node_t *map, unsigned char *seen, yaml_mark_t *seen_at,
+                        txl_err *e)
 {
     char why[768], desc[64];
     for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
          pr++) {
-        yaml_node_t *kn = yaml_document_get_node(d, pr->key);
-        yaml_node_t *vn = yaml_document_get_node(d, pr->value);
+        yaml_node_t *kn = yaml_document_get_node((yaml_document_t *)&d->doc, pr->key);
+        yaml_node_t *vn = yaml_document_get_node((yaml_document_t *)&d->doc, pr->value);
         if (!kn || !vn)
-            return err_set(e, ERR_RUNTIME, "%s: malformed YAML document", s->path);
+            return src_fail(e, s, "malformed YAML document");
         if (kn->type != YAML_SCALAR_NODE) {
             node_desc(kn, desc, sizeof desc);
             snprintf(why, sizeof why, "expected a key name in section '%s', found %s", sec, desc);
-            return src_err(e, s, kn->start_mark, why);
+            return src_err(e, s, &kn->start_mark, why);
         }
         const char *name = (const char *)kn->data.scalar.value;
         int ki = strlen(name) == kn->data.scalar.length ? key_find(sec, name) : -1;
@@ -998,81 +1063,96 @@ static int load_section(txl_config *w, const cfg_src *s, yaml_document_t *d, con
             show(nm, sizeof nm, name, kn->data.scalar.length, 0);
             suggest_text(sug, sizeof sug, sec, name);
             snprintf(why, sizeof why, "unknown key '%s.%s'%s", sec, nm, sug);
-            return src_err(e, s, kn->start_mark, why);
+            return src_err(e, s, &kn->start_mark, why);
         }
         const cfg_key *k = &keys[ki];
         if (seen[ki]) {
             snprintf(why, sizeof why, "duplicate key '%s.%s' (first set at %zu:%zu)", sec,
                      k->name, seen_at[ki].line + 1, seen_at[ki].column + 1);
-            return src_err(e, s, kn->start_mark, why);
+            return src_err(e, s, &kn->start_mark, why);
         }
         seen[ki] = 1;
         seen_at[ki] = kn->start_mark;
         cfg_value v;
         yaml_mark_t at;
-        if (value_from_node(k, d, vn, &v, &at, why, sizeof why) != 0 ||
+        if (value_from_node(k, s, d, vn, &v, &at, why, sizeof why) != 0 ||
             key_check(k, &v, why, sizeof why) != 0)
-            return src_err(e, s, at, why);
+            return src_err(e, s, &at, why);
         key_put(k, w, &v);
     }
     return 0;
 }
 
+/* The section named by key node kn: its index, or -1 with the error set. */
+static int section_of(const cfg_src *s, const yaml_node_t *kn, txl_err *e)
+{
+    char why[512], desc[64];
+    if (kn->type != YAML_SCALAR_NODE) {
+        node_desc(kn, desc, sizeof desc);
+        snprintf(why, sizeof why, "expected a section name (model, data or train), found %s",
+                 desc);
+        return src_err(e, s, &kn->start_mark, why);
+    }
+    const char *name = (const char *)kn->data.scalar.value;
+    int si = strlen(name) == kn->data.scalar.length ? section_find(name) : -1;
+    if (si < 0) {
+        char sug[64] = "";
+        for (size_t i = 0; i < COUNT(sections); i++)
+            if (edit_distance(name, sections[i]) <= 2)
+                snprintf(sug, sizeof sug, "; did you mean '%s'?", sections[i]);
+        show(desc, sizeof desc, name, kn->data.scalar.length, '\'');
+        snprintf(why, sizeof why, "unknown section %s (expected model, data or train%s)", desc,
+                 sug);
+        return src_err(e, s, &kn->start_mark, why);
+    }
+    return si;
+}
+
 /* Applies the root mapping {model: {...}, data: {...}, train: {...}}. */
-static int load_root(txl_config *w, const cfg_src *s, yaml_document_t *d, unsigned char *seen,
+static int load_root(txl_config *w, const cfg_src *s, const cfg_doc *d, unsigned char *seen,
                      txl_err *e)
 {
     char why[512], desc[64];
     yaml_mark_t seen_at[NKEYS];
     yaml_mark_t sec_at[COUNT(sections)];
     int sec_seen[COUNT(sections)] = { 0 };
-    yaml_node_t *root = yaml_document_get_root_node(d);
+    const char *expect = "a mapping of sections (model, data, train)";
+    yaml_node_t *root = yaml_document_get_root_node((yaml_document_t *)&d->doc);
     if (!root || node_is_null(root))
         return 0; /* empty document: all keys keep their value */
+    if (tag_check(d, root, tags_map, "the document", expect, why, sizeof why) != 0)
+        return src_err(e, s, &root->start_mark, why);
     if (root->type != YAML_MAPPING_NODE) {
         node_desc(root, desc, sizeof desc);
-        snprintf(why, sizeof why,
-                 "expected a mapping of sections (model, data, train), found %s", desc);
-        return src_err(e, s, root->start_mark, why);
+        snprintf(why, sizeof why, "expected %s, found %s", expect, desc);
+        return src_err(e, s, &root->start_mark, why);
     }
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
          pr < root->data.mapping.pairs.top; pr++) {
-        yaml_node_t *kn = yaml_document_get_node(d, pr->key);
-        yaml_node_t *vn = yaml_document_get_node(d, pr->value);
+        yaml_node_t *kn = yaml_document_get_node((yaml_document_t *)&d->doc, pr->key);
+        yaml_node_t *vn = yaml_document_get_node((yaml_document_t *)&d->doc, pr->value);
         if (!kn || !vn)
-            return err_set(e, ERR_RUNTIME, "%s: malformed YAML document", s->path);
-        if (kn->type != YAML_SCALAR_NODE) {
-            node_desc(kn, desc, sizeof desc);
-            snprintf(why, sizeof why,
-                     "expected a section name (model, data or train), found %s", desc);
-            return src_err(e, s, kn->start_mark, why);
-        }
-        const char *name = (const char *)kn->data.scalar.value;
-        int si = strlen(name) == kn->data.scalar.length ? section_find(name) : -1;
-        if (si < 0) {
-            char sug[64] = "";
-            for (size_t i = 0; i < COUNT(sections); i++)
-                if (edit_distance(name, sections[i]) <= 2)
-                    snprintf(sug, sizeof sug, "; did you mean '%s'?", sections[i]);
-            show(desc, sizeof desc, name, kn->data.scalar.length, '\'');
-            snprintf(why, sizeof why,
-                     "unknown section %s (expected model, data or train%s)", desc, sug);
-            return src_err(e, s, kn->start_mark, why);
-        }
+            return src_fail(e, s, "malformed YAML document");
+        int si = section_of(s, kn, e);
+        if (si < 0)
+            return -1;
         if (sec_seen[si]) {
             snprintf(why, sizeof why, "duplicate section '%s' (first at %zu:%zu)", sections[si],
                      sec_at[si].line + 1, sec_at[si].column + 1);
-            return src_err(e, s, kn->start_mark, why);
+            return src_err(e, s, &kn->start_mark, why);
         }
         sec_seen[si] = 1;
         sec_at[si] = kn->start_mark;
         if (node_is_null(vn))
             continue; /* "model:" with nothing under it */
+        snprintf(desc, sizeof desc, "section '%s'", sections[si]);
+        if (tag_check(d, vn, tags_map, desc, "a mapping of keys", why, sizeof why) != 0)
+            return src_err(e, s, &vn->start_mark, why);
         if (vn->type != YAML_MAPPING_NODE) {
             node_desc(vn, desc, sizeof desc);
             snprintf(why, sizeof why, "section '%s': expected a mapping of keys, found %s",
                      sections[si], desc);
-            return src_err(e, s, vn->start_mark, why);
+            return src_err(e, s, &vn->start_mark, why);
         }
         if (load_section(w, s, d, sections[si], vn, seen, seen_at, e) != 0)
             return -1;
@@ -1080,19 +1160,98 @@ static int load_root(txl_config *w, const cfg_src *s, yaml_document_t *d, unsign
     return 0;
 }
 
-/* After the first document: anything but the end of the stream is an error. */
-static int expect_stream_end(yaml_parser_t *p, const cfg_src *s, txl_err *e)
+/* Applies a whole config text (a file, or a checkpoint's metadata) to w. */
+static int load_text(txl_config *w, const cfg_src *s, const char *text, size_t len,
+                     unsigned char *seen, txl_err *e)
 {
-    yaml_document_t doc;
-    if (!yaml_parser_load(p, &doc))
-        return parser_err(e, s, p); /* the loader freed doc */
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    int rc = 0;
-    if (root)
-        rc = src_err(e, s, root->start_mark,
-                     "expected a single YAML document, found a second one");
-    yaml_document_delete(&doc);
+    cfg_doc d;
+    int rc = doc_load(&d, s, text, len, e);
+    if (rc == 0)
+        rc = load_root(w, s, &d, seen, e);
+    if (rc == 0)
+        rc = doc_expect_end(&d, s, e);
+    doc_free(&d);
     return rc;
+}
+
+/* A config file: a regular file (reading a FIFO would wait for a writer forever, a device
+ * might never end) of at most CFG_FILE_MAX bytes, read whole into a malloc'd,
+ * NUL-terminated buffer. */
+static int read_config_file(const char *path, char **text, size_t *len, txl_err *e)
+{
+    struct stat st;
+    *text = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait for a writer */
+    if (fd < 0)
+        return err_set(e, ERR_INPUT, "%s: cannot open config: %s", path, strerror(errno));
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0)
+        why = strerror(errno);
+    else if (S_ISDIR(st.st_mode))
+        why = "is a directory";
+    else if (!S_ISREG(st.st_mode))
+        why = S_ISFIFO(st.st_mode) ? "not a regular file but a FIFO (write the config to a file)"
+                                   : "not a regular file";
+    char *buf = why ? NULL : malloc(CFG_FILE_MAX + 1);
+    size_t n = 0;
+    if (!why && !buf)
+        why = "out of memory";
+    while (!why) {
+        ssize_t r = read(fd, buf + n, CFG_FILE_MAX + 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            why = strerror(errno);
+        else if (r == 0)
+            break;
+        else if ((n += (size_t)r) > CFG_FILE_MAX)
+            why = "larger than 1 MiB (not a config?)";
+    }
+    close(fd);
+    if (why) {
+        free(buf);
+        return err_set(e, ERR_INPUT, "%s: cannot read config: %s", path, why);
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+/* Checkpoints of txl before the YAML metadata hold the config as JSON (cJSON's output),
+ * which is YAML flow syntax except that cJSON writes DEL, the C1 controls, U+2028, U+2029,
+ * U+FEFF, U+FFFE and U+FFFF raw inside strings, where YAML refuses them or folds them (NEL,
+ * LS and PS are line breaks in YAML). Returns a malloc'd copy with those as \uXXXX
+ * escapes, NULL when out of memory. (Surrogate-pair escapes, which cJSON never writes,
+ * stay YAML errors.) */
+static char *json_as_yaml(const char *js)
+{
+    char *out = malloc(6 * strlen(js) + 1), *o = out;
+    const unsigned char *p = (const unsigned char *)js;
+    for (int in = 0; out && *p;) {
+        int n = !in ? 0
+                : p[0] == 0x7F ? 1
+                : p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F ? 2
+                : (p[0] == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9)) ||
+                  (p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) ||
+                  (p[0] == 0xEF && p[1] == 0xBF && p[2] >= 0xBE) ? 3 : 0;
+        if (n) {
+            unsigned cp = n == 1 ? p[0] : n == 2 ? (p[0] & 0x1Fu) << 6 | (p[1] & 0x3Fu)
+                          : (p[0] & 0x0Fu) << 12 | (p[1] & 0x3Fu) << 6 | (p[2] & 0x3Fu);
+            o += sprintf(o, "\\u%04X", cp);
+            p += n;
+            continue;
+        }
+        if (in && p[0] == '\\' && p[1])
+            *o++ = (char)*p++; /* an escape: its character is not a quote */
+        else if (p[0] == '"')
+            in = !in;
+        *o++ = (char)*p++;
+    }
+    if (out)
+        *o = '\0';
+    return out;
 }
 
 /* "runs/<basename without .yaml/.yml>". */
@@ -1113,7 +1272,7 @@ static void derive_out_dir(char *out, size_t cap, const char *path)
 }
 
 /* ---------------------------------------------------------------------------------------
- * Public API */
+ * Public API: defaults and the three sources */
 
 void cfg_defaults(txl_config *c)
 {
@@ -1126,14 +1285,10 @@ void cfg_defaults(txl_config *c)
         case CT_INT: case CT_LONG: case CT_BOOL: v.i = (long long)k->def[0]; break;
         case CT_DOUBLE: case CT_FLOAT: v.x[0] = k->def[0]; break;
         case CT_U64: v.u = (unsigned long long)k->def[0]; break;
-        case CT_ENUM: {
-            int e = 0;
-            int rc = k->en->parse(k->def_str, &e);
-            assert(rc == 0 && "enum default must be a valid name");
-            (void)rc;
-            v.i = e;
+        case CT_ENUM:
+            v.i = enum_parse(k, k->def_str);
+            assert(v.i >= 0 && "enum default must be a valid name");
             break;
-        }
         case CT_PATH: case CT_NAME: v.s = k->def_str; break;
         case CT_SPLIT: memcpy(v.x, k->def, sizeof v.x); break;
         }
@@ -1144,56 +1299,46 @@ void cfg_defaults(txl_config *c)
 
 int cfg_load_yaml(txl_config *c, const char *path, txl_err *e)
 {
-    cfg_src s = { path, NULL };
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return err_set(e, ERR_INPUT, "%s: cannot open config: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        return err_set(e, ERR_INPUT, "%s: cannot read config: is a directory", path);
-    }
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p)) {
-        fclose(f);
-        return err_set(e, ERR_RUNTIME, "%s: cannot initialize the YAML parser", path);
-    }
-    yaml_parser_set_input_file(&p, f);
-
+    cfg_src s = { .path = path };
+    char *text;
+    size_t len;
+    if (read_config_file(path, &text, &len, e) != 0)
+        return -1;
     txl_config w;
     memcpy(&w, c, sizeof w);
     unsigned char seen[NKEYS] = { 0 };
-    yaml_document_t doc;
-    int rc;
-    if (!yaml_parser_load(&p, &doc)) {
-        rc = parser_err(e, &s, &p);
-    } else {
-        rc = load_root(&w, &s, &doc, seen, e);
-        yaml_document_delete(&doc);
-        if (rc == 0)
-            rc = expect_stream_end(&p, &s, e);
-    }
+    int rc = load_text(&w, &s, text, len, seen, e);
+    free(text);
     if (rc == 0) {
-        int od = key_find("train", "out_dir");
-        if (!seen[od])
+        if (!seen[key_find("train", "out_dir")])
             derive_out_dir(w.train.out_dir, sizeof w.train.out_dir, path);
         memcpy(c, &w, sizeof w);
     }
-    yaml_parser_delete(&p);
-    fclose(f);
     return rc;
 }
 
-int cfg_set(txl_config *c, const char *assignment, txl_err *e)
+int cfg_load_meta(txl_config *c, const char *text, const char *ckpt, txl_err *e)
 {
-    cfg_src s = { NULL, assignment };
-    char why[768], name[96];
-    yaml_mark_t nomark = { 0, 0, 0 };
-    const char *eq = strchr(assignment, '=');
-    if (!eq)
-        return src_err(e, &s, nomark, "expected section.key=value (e.g. model.d_model=512)");
+    cfg_src s = { .meta = ckpt };
+    char *json = NULL;
+    if (text[strspn(text, " \t\r\n")] == '{' && !(json = json_as_yaml(text)))
+        return err_set(e, ERR_RUNTIME, "%s: out of memory reading the config", ckpt);
+    const char *t = json ? json : text;
+    txl_config w;
+    memcpy(&w, c, sizeof w);
+    unsigned char seen[NKEYS] = { 0 };
+    int rc = load_text(&w, &s, t, strlen(t), seen, e);
+    free(json);
+    if (rc == 0)
+        memcpy(c, &w, sizeof w);
+    return rc;
+}
 
-    /* key text, without surrounding blanks */
+/* The key of a --set assignment ("section.key", blanks around it ignored): its index, or -1
+ * with the error (and a suggestion) set. */
+static int set_key(const cfg_src *s, const char *assignment, const char *eq, txl_err *e)
+{
+    char why[768], name[96];
     const char *a = assignment, *b = eq;
     while (a < b && (*a == ' ' || *a == '\t'))
         a++;
@@ -1216,39 +1361,47 @@ int cfg_set(txl_config *c, const char *assignment, txl_err *e)
         if (dot)
             *dot = '.';
         snprintf(why, sizeof why, "unknown key '%s'%s", name, sug);
-        return src_err(e, &s, nomark, why);
+        return src_err(e, s, NULL, why);
     }
+    return ki;
+}
+
+int cfg_set(txl_config *c, const char *assignment, txl_err *e)
+{
+    cfg_src s = { .flag = assignment };
+    char why[768];
+    const char *eq = strchr(assignment, '=');
+    if (!eq)
+        return src_err(e, &s, NULL, "expected section.key=value (e.g. model.d_model=512)");
+    int ki = set_key(&s, assignment, eq, e);
+    if (ki < 0)
+        return -1;
     const cfg_key *k = &keys[ki];
 
     /* The value is YAML text, parsed by libyaml like a value in a file. */
-    const char *val = eq + 1;
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
-        return err_set(e, ERR_RUNTIME, "--set: cannot initialize the YAML parser");
-    yaml_parser_set_input_string(&p, (const unsigned char *)val, strlen(val));
-    yaml_document_t doc;
-    int rc;
-    if (!yaml_parser_load(&p, &doc)) {
-        rc = parser_err(e, &s, &p);
-    } else {
-        yaml_node_t *root = yaml_document_get_root_node(&doc);
+    cfg_doc d;
+    int rc = doc_load(&d, &s, eq + 1, strlen(eq + 1), e);
+    if (rc == 0) {
+        yaml_node_t *root = yaml_document_get_root_node(&d.doc);
         cfg_value v;
         yaml_mark_t at;
         if (root)
-            rc = value_from_node(k, &doc, root, &v, &at, why, sizeof why);
+            rc = value_from_node(k, &s, &d, root, &v, &at, why, sizeof why);
         else /* nothing after '=': null */
             rc = parse_scalar(k, "", 0, 1, &v, why, sizeof why);
         if (rc == 0)
             rc = key_check(k, &v, why, sizeof why);
         if (rc != 0)
-            src_err(e, &s, nomark, why);
-        else if ((rc = expect_stream_end(&p, &s, e)) == 0)
-            key_put(k, c, &v); /* v may point into doc: store before deleting it */
-        yaml_document_delete(&doc);
+            src_err(e, &s, NULL, why);
+        else if ((rc = doc_expect_end(&d, &s, e)) == 0)
+            key_put(k, c, &v); /* v may point into the document: store before freeing it */
     }
-    yaml_parser_delete(&p);
+    doc_free(&d);
     return rc;
 }
+
+/* ---------------------------------------------------------------------------------------
+ * Validation */
 
 static int validate_fail(txl_err *e, const char *origin, const char *why)
 {
@@ -1257,9 +1410,84 @@ static int validate_fail(txl_err *e, const char *origin, const char *why)
     return err_set(e, ERR_INPUT, "%s", why);
 }
 
+/* Rules between keys (each key alone is fine): 0, or -1 with the message in why. */
+static int check_cross(const txl_config *c, char *why, size_t cap)
+{
+    char a[64], b[64];
+    const model_config *m = &c->model;
+    const train_config *t = &c->train;
+    if (t->lr_min > t->lr) {
+        fmt_double(a, sizeof a, t->lr);
+        fmt_double(b, sizeof b, t->lr_min);
+        snprintf(why, cap, "train.lr_min must be <= train.lr (%s), found %s", a, b);
+        return -1;
+    }
+    if (t->skip_outlier > 0 && t->skip_outlier <= 1) {
+        fmt_double(a, sizeof a, t->skip_outlier);
+        snprintf(why, cap, "train.skip_outlier must be 0 (off) or > 1 (a multiple of the "
+                 "mean gradient norm), found %s", a);
+        return -1;
+    }
+    if (t->schedule == SCHED_COSINE && t->warmup_steps >= t->max_steps) {
+        snprintf(why, cap, "train.warmup_steps must be < train.max_steps (%ld) with schedule "
+                 "cosine, found %ld", t->max_steps, t->warmup_steps);
+        return -1;
+    }
+    if (c->data.valid[0] == '\0' && !(c->data.split[1] > 0)) {
+        fmt_double(a, sizeof a, c->data.split[1]);
+        snprintf(why, cap, "data.split: the valid fraction must be > 0 when data.valid is "
+                 "empty (the valid split comes from data.train), found %s", a);
+        return -1;
+    }
+    if (m->pos == POS_ROPE && m->d_head % 2 != 0) {
+        snprintf(why, cap, "model.d_head must be even with pos_scheme rope (rotations pair "
+                 "its halves), found %d", m->d_head);
+        return -1;
+    }
+    return 0;
+}
+
+/* Sizes: each key may be in range while their product is absurd (and would overflow the
+ * size arithmetic of the model's plan); such configs are errors, not crashes. */
+static int check_sizes(const txl_config *c, char *why, size_t cap)
+{
+    const model_config *m = &c->model;
+    const train_config *t = &c->train;
+    /* Shapes are ints in the model: keep [3*H*dh, d] and klen = M + Lq representable. */
+    if (3LL * m->n_head * m->d_head > INT_MAX) {
+        snprintf(why, cap, "model.n_head * model.d_head must be <= %d, found %d * %d",
+                 INT_MAX / 3, m->n_head, m->d_head);
+        return -1;
+    }
+    if ((long long)m->tgt_len + m->mem_len > INT_MAX) {
+        snprintf(why, cap, "model.tgt_len + model.mem_len must be <= %d, found %d + %d",
+                 INT_MAX, m->tgt_len, m->mem_len);
+        return -1;
+    }
+    double params = cfg_param_floats(m);
+    if (params > CFG_MAX_PARAMS) {
+        snprintf(why, cap,
+                 "the model is too large: about %.3g parameters (model.n_layer %d, d_model %d, "
+                 "n_head %d, d_head %d, d_inner %d%s), more than txl's limit of %.3g",
+                 params, m->n_layer, m->d_model, m->n_head, m->d_head, m->d_inner,
+                 m->pos == POS_MLP ? ", mlp_num_freqs, mlp_hidden" : "", CFG_MAX_PARAMS);
+        return -1;
+    }
+    double acts = cfg_plan_floats(m, t->batch_size, m->tgt_len, m->mem_len);
+    if (acts > CFG_MAX_PLAN) {
+        snprintf(why, cap,
+                 "a training step is too large: about %.3g floats of activations (train."
+                 "batch_size %d x model.tgt_len %d, model.mem_len %d, n_layer %d, d_model %d), "
+                 "more than txl's limit of %.3g", acts, t->batch_size, m->tgt_len, m->mem_len,
+                 m->n_layer, m->d_model, CFG_MAX_PLAN);
+        return -1;
+    }
+    return 0;
+}
+
 int cfg_validate(const txl_config *c, const char *origin, txl_err *e)
 {
-    char why[768], a[64], b[64];
+    char why[768], a[64];
     for (size_t i = 0; i < NKEYS; i++) {
         const cfg_key *k = &keys[i];
         cfg_value v;
@@ -1275,71 +1503,8 @@ int cfg_validate(const txl_config *c, const char *origin, txl_err *e)
             return validate_fail(e, origin, why);
         }
     }
-    const model_config *m = &c->model;
-    const train_config *t = &c->train;
-    if (t->lr_min > t->lr) {
-        fmt_double(a, sizeof a, t->lr);
-        fmt_double(b, sizeof b, t->lr_min);
-        snprintf(why, sizeof why, "train.lr_min must be <= train.lr (%s), found %s", a, b);
+    if (check_cross(c, why, sizeof why) != 0 || check_sizes(c, why, sizeof why) != 0)
         return validate_fail(e, origin, why);
-    }
-    if (t->skip_outlier > 0 && t->skip_outlier <= 1) {
-        fmt_double(a, sizeof a, t->skip_outlier);
-        snprintf(why, sizeof why, "train.skip_outlier must be 0 (off) or > 1 (a multiple of the "
-                 "mean gradient norm), found %s", a);
-        return validate_fail(e, origin, why);
-    }
-    if (t->schedule == SCHED_COSINE && t->warmup_steps >= t->max_steps) {
-        snprintf(why, sizeof why,
-                 "train.warmup_steps must be < train.max_steps (%ld) with schedule cosine, "
-                 "found %ld", t->max_steps, t->warmup_steps);
-        return validate_fail(e, origin, why);
-    }
-    if (c->data.valid[0] == '\0' && !(c->data.split[1] > 0)) {
-        fmt_double(a, sizeof a, c->data.split[1]);
-        snprintf(why, sizeof why,
-                 "data.split: the valid fraction must be > 0 when data.valid is empty "
-                 "(the valid split comes from data.train), found %s", a);
-        return validate_fail(e, origin, why);
-    }
-    if (m->pos == POS_ROPE && m->d_head % 2 != 0) {
-        snprintf(why, sizeof why,
-                 "model.d_head must be even with pos_scheme rope (rotations pair its halves), "
-                 "found %d", m->d_head);
-        return validate_fail(e, origin, why);
-    }
-    /* Shapes are ints in the model: keep [3*H*dh, d] and klen = M + Lq representable. */
-    if (3LL * m->n_head * m->d_head > INT_MAX) {
-        snprintf(why, sizeof why,
-                 "model.n_head * model.d_head must be <= %d, found %d * %d", INT_MAX / 3,
-                 m->n_head, m->d_head);
-        return validate_fail(e, origin, why);
-    }
-    if ((long long)m->tgt_len + m->mem_len > INT_MAX) {
-        snprintf(why, sizeof why, "model.tgt_len + model.mem_len must be <= %d, found %d + %d",
-                 INT_MAX, m->tgt_len, m->mem_len);
-        return validate_fail(e, origin, why);
-    }
-    /* Sizes: each key may be in range while their product is absurd (and would overflow
-     * the size arithmetic of the model's plan); such configs are errors, not crashes. */
-    double params = cfg_param_floats(m);
-    if (params > CFG_MAX_PARAMS) {
-        snprintf(why, sizeof why,
-                 "the model is too large: about %.3g parameters (model.n_layer %d, d_model %d, "
-                 "n_head %d, d_head %d, d_inner %d%s), more than txl's limit of %.3g",
-                 params, m->n_layer, m->d_model, m->n_head, m->d_head, m->d_inner,
-                 m->pos == POS_MLP ? ", mlp_num_freqs, mlp_hidden" : "", CFG_MAX_PARAMS);
-        return validate_fail(e, origin, why);
-    }
-    double acts = cfg_plan_floats(m, t->batch_size, m->tgt_len, m->mem_len);
-    if (acts > CFG_MAX_PLAN) {
-        snprintf(why, sizeof why,
-                 "a training step is too large: about %.3g floats of activations (train."
-                 "batch_size %d x model.tgt_len %d, model.mem_len %d, n_layer %d, d_model %d), "
-                 "more than txl's limit of %.3g", acts, t->batch_size, m->tgt_len, m->mem_len,
-                 m->n_layer, m->d_model, CFG_MAX_PLAN);
-        return validate_fail(e, origin, why);
-    }
     return 0;
 }
 
@@ -1364,293 +1529,158 @@ double cfg_plan_floats(const model_config *m, int B, int Lq, int M)
     return ((double)m->n_layer + 3) * per + 3.0 * B * Lq * V;
 }
 
-int cfg_write_yaml(const txl_config *c, FILE *f)
+/* ---------------------------------------------------------------------------------------
+ * The writer */
+
+int cfg_walk(const txl_config *c, int (*visit)(const cfg_item *it, void *ctx), void *ctx)
 {
-    char buf[4 * CFG_PATH_MAX + 16];
-    const char *sec = NULL;
-    if (fprintf(f, "# txl configuration, fully resolved: every key (DESIGN.md section 4)\n") < 0)
-        return -1;
+    char buf[3][40];
     for (size_t i = 0; i < NKEYS; i++) {
         const cfg_key *k = &keys[i];
         cfg_value v;
-        if (!sec || strcmp(sec, k->section) != 0) {
-            sec = k->section;
-            if (fprintf(f, "%s:\n", sec) < 0)
-                return -1;
-        }
+        cfg_item it = { .section = k->section, .name = k->name, .kind = CFG_LITERAL, .n = 1,
+                        .text = { buf[0], buf[1], buf[2] } };
         key_get(k, c, &v);
-        fmt_value(k, &v, buf, sizeof buf);
-        if (fprintf(f, "  %s: %s\n", k->name, buf) < 0)
-            return -1;
-    }
-    return ferror(f) ? -1 : 0;
-}
-
-/* A JSON number as a raw item holding our own text: cJSON's printer accepts "%.15g"
- * when it is merely within an epsilon of the value (0.1 + 0.2 would print as 0.3), and
- * the checkpoint's config must round-trip exactly. Non-finite values become null, as in
- * cJSON itself (cfg_validate rejects them anyway). */
-static cJSON *json_number(double x, int is_float)
-{
-    char buf[64];
-    if (!isfinite(x))
-        return cJSON_CreateNull();
-    if (is_float)
-        fmt_float(buf, sizeof buf, (float)x); /* 0.1f is written as 0.1 */
-    else
-        fmt_double(buf, sizeof buf, x);
-    return cJSON_CreateRaw(buf);
-}
-
-/* The JSON item for one key's value, or NULL (allocation failure, invalid enum). */
-static cJSON *json_item(const cfg_key *k, const cfg_value *v)
-{
-    char buf[64];
-    switch (k->type) {
-    case CT_INT: case CT_LONG:
-        snprintf(buf, sizeof buf, "%lld", v->i);
-        return cJSON_CreateRaw(buf);
-    case CT_DOUBLE: return json_number(v->x[0], 0);
-    case CT_FLOAT: return json_number(v->x[0], 1);
-    case CT_BOOL: return cJSON_CreateBool(v->i != 0);
-    case CT_ENUM: {
-        const char *nm = v->i >= INT_MIN && v->i <= INT_MAX ? k->en->name((int)v->i) : NULL;
-        return nm ? cJSON_CreateString(nm) : NULL;
-    }
-    case CT_U64:
-        snprintf(buf, sizeof buf, "%llu", v->u);
-        return v->u < (1ULL << 53) ? cJSON_CreateRaw(buf) : cJSON_CreateString(buf);
-    case CT_PATH: case CT_NAME: return cJSON_CreateString(v->s);
-    case CT_SPLIT: {
-        cJSON *arr = cJSON_CreateArray();
-        for (int i = 0; arr && i < 3; i++) {
-            cJSON *x = json_number(v->x[i], 0);
-            if (!x || !cJSON_AddItemToArray(arr, x)) {
-                cJSON_Delete(x);
-                cJSON_Delete(arr);
-                arr = NULL;
-            }
+        fmt_value(k, &v, buf[0], sizeof buf[0]);
+        switch (k->type) {
+        case CT_PATH: case CT_NAME: it.kind = CFG_TEXT; it.text[0] = v.s; break;
+        case CT_ENUM:
+            if (v.i < INT_MIN || v.i > INT_MAX || !k->en((int)v.i))
+                return -1; /* a struct built in code with an invalid enum */
+            it.kind = CFG_WORD;
+            break;
+        case CT_U64: it.kind = v.u >= (1ULL << 53) ? CFG_BIG : CFG_LITERAL; break;
+        case CT_SPLIT:
+            it.kind = CFG_LIST;
+            it.n = 3;
+            for (int j = 0; j < 3; j++)
+                fmt_double(buf[j], sizeof buf[j], v.x[j]);
+            break;
+        default: break;
         }
-        return arr;
+        int rc = visit(&it, ctx);
+        if (rc)
+            return rc;
     }
-    }
-    return NULL;
-}
-
-char *cfg_to_json(const txl_config *c)
-{
-    cJSON *root = cJSON_CreateObject();
-    if (!root)
-        return NULL;
-    cJSON *sec = NULL;
-    for (size_t i = 0; i < NKEYS; i++) {
-        const cfg_key *k = &keys[i];
-        if (i == 0 || strcmp(keys[i - 1].section, k->section) != 0) {
-            sec = cJSON_AddObjectToObject(root, k->section);
-            if (!sec)
-                goto fail;
-        }
-        cfg_value v;
-        key_get(k, c, &v);
-        cJSON *item = json_item(k, &v);
-        if (!item)
-            goto fail;
-        if (!cJSON_AddItemToObject(sec, k->name, item)) {
-            cJSON_Delete(item);
-            goto fail;
-        }
-    }
-    char *s = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    return s;
-fail:
-    cJSON_Delete(root);
-    return NULL;
-}
-
-/* "a string \"x\"", "3.5", "true", "null", "an object", "an array" for messages. */
-static void json_desc(const cJSON *j, char *buf, size_t cap)
-{
-    if (cJSON_IsString(j)) {
-        char f[64];
-        show(f, sizeof f, j->valuestring, strlen(j->valuestring), '"');
-        snprintf(buf, cap, "the string %s", f);
-    } else if (cJSON_IsNumber(j)) {
-        fmt_double(buf, cap, j->valuedouble);
-    } else if (cJSON_IsBool(j)) {
-        snprintf(buf, cap, "%s", cJSON_IsTrue(j) ? "true" : "false");
-    } else if (cJSON_IsNull(j)) {
-        snprintf(buf, cap, "null");
-    } else if (cJSON_IsObject(j)) {
-        snprintf(buf, cap, "an object");
-    } else if (cJSON_IsArray(j)) {
-        snprintf(buf, cap, "an array");
-    } else {
-        snprintf(buf, cap, "an invalid value");
-    }
-}
-
-/* An integral JSON number within +-2^63, for integer keys. */
-static int json_integer(const cJSON *j, long long *i)
-{
-    if (!cJSON_IsNumber(j))
-        return -1;
-    double x = j->valuedouble;
-    if (!isfinite(x) || x != floor(x) || fabs(x) >= 9.2e18)
-        return -1;
-    *i = (long long)x;
     return 0;
 }
 
-static int value_from_json(const cfg_key *k, const cJSON *j, cfg_value *v, char *why,
-                           size_t cap)
+/* The emitter's output: a growing NUL-terminated string. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} text_buf;
+
+static int text_append(void *data, unsigned char *s, size_t n)
 {
-    char full[64], desc[80], tmp[256];
-    key_fullname(k, full, sizeof full);
-    json_desc(j, desc, sizeof desc);
-    memset(v, 0, sizeof *v);
-    const char *expect = type_expect(k, tmp, sizeof tmp);
-    switch (k->type) {
-    case CT_INT: case CT_LONG:
-        if (json_integer(j, &v->i) == 0)
+    text_buf *t = data;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = 2 * (t->len + n + 1);
+        char *b = realloc(t->buf, cap);
+        if (!b)
             return 0;
-        break;
-    case CT_DOUBLE: case CT_FLOAT:
-        if (!cJSON_IsNumber(j))
-            break;
-        v->x[0] = j->valuedouble;
-        if (k->type == CT_FLOAT) {
-            if (fabs(v->x[0]) > FLT_MAX)
-                break;
-            v->x[0] = (float)v->x[0];
-        }
-        return 0;
-    case CT_BOOL:
-        if (!cJSON_IsBool(j))
-            break;
-        v->i = cJSON_IsTrue(j) ? 1 : 0;
-        return 0;
-    case CT_ENUM: {
-        int e;
-        if (!cJSON_IsString(j) || k->en->parse(j->valuestring, &e) != 0)
-            break;
-        v->i = e;
-        return 0;
+        t->buf = b;
+        t->cap = cap;
     }
-    case CT_U64:
-        /* Numbers must stay below 2^53 to be exact; larger seeds are decimal strings. */
-        if (cJSON_IsNumber(j)) {
-            double x = j->valuedouble;
-            if (x >= 0 && x < TWO53 && x == floor(x)) {
-                v->u = (unsigned long long)x;
-                return 0;
-            }
-        } else if (cJSON_IsString(j) && parse_u64_text(j->valuestring, &v->u) == 0) {
-            return 0;
-        }
-        snprintf(why, cap, "%s: expected an integer in [0, 2^53) or a decimal string < 2^64, "
-                 "found %s", full, desc);
-        return -1;
-    case CT_PATH: case CT_NAME:
-        if (cJSON_IsString(j)) {
-            v->s = j->valuestring;
-            return 0;
-        }
-        if (cJSON_IsNull(j) && (k->flags & F_NULL_OK)) {
-            v->s = "";
-            return 0;
-        }
-        break;
-    case CT_SPLIT:
-        if (!cJSON_IsArray(j))
-            break;
-        if (cJSON_GetArraySize(j) != 3) {
-            snprintf(why, cap, "%s: expected %s, found an array of %d", full, expect,
-                     cJSON_GetArraySize(j));
-            return -1;
-        }
-        for (int i = 0; i < 3; i++) {
-            const cJSON *x = cJSON_GetArrayItem(j, i);
-            if (!cJSON_IsNumber(x)) {
-                json_desc(x, desc, sizeof desc);
-                snprintf(why, cap, "%s[%d]: expected a number, found %s", full, i, desc);
-                return -1;
-            }
-            v->x[i] = x->valuedouble;
-        }
-        return 0;
-    }
-    snprintf(why, cap, "%s: expected %s, found %s", full, expect, desc);
-    return -1;
+    memcpy(t->buf + t->len, s, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
+    return 1;
 }
 
-int cfg_from_json(txl_config *c, const char *json, const char *origin, txl_err *e)
+/* Emits an event that its initializer (its result is `initialised`) prepared. */
+static int emit(yaml_emitter_t *em, yaml_event_t *ev, int initialised)
 {
-    char why[768], desc[80];
-    const char *org = origin ? origin : "config JSON";
-    if (!json)
-        return err_set(e, ERR_INPUT, "%s: no config JSON", org);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
-    if (!root) {
-        size_t at = end && end >= json ? (size_t)(end - json) : 0;
-        return err_set(e, ERR_INPUT, "%s: config JSON: syntax error near byte %zu", org, at);
+    return initialised && yaml_emitter_emit(em, ev) ? 0 : -1;
+}
+
+/* Plain scalars (names, numbers, true/false) are implicit; quoted ones are strings, double
+ * quoted so that libyaml escapes what it cannot write raw. Fails on text that is not UTF-8. */
+static int emit_scalar(yaml_emitter_t *em, const char *s, int quoted)
+{
+    yaml_event_t ev;
+    return emit(em, &ev, yaml_scalar_event_initialize(
+                             &ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), !quoted, quoted,
+                             quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_PLAIN_SCALAR_STYLE));
+}
+
+typedef struct {
+    yaml_emitter_t em;
+    const char *section; /* the open section mapping, NULL before the first */
+} yaml_out;
+
+/* cfg_walk's visitor: "section:" when it changes, then "  name: value". */
+static int emit_item(const cfg_item *it, void *ctx)
+{
+    yaml_out *y = ctx;
+    yaml_event_t ev;
+    if (!y->section || strcmp(y->section, it->section) != 0) {
+        if (y->section && emit(&y->em, &ev, yaml_mapping_end_event_initialize(&ev)))
+            return -1;
+        y->section = it->section;
+        if (emit_scalar(&y->em, it->section, 0) ||
+            emit(&y->em, &ev, yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+                                                                  YAML_BLOCK_MAPPING_STYLE)))
+            return -1;
     }
-    txl_config w;
-    memcpy(&w, c, sizeof w);
-    unsigned char seen[NKEYS] = { 0 };
-    int sec_seen[COUNT(sections)] = { 0 };
-    int rc = -1;
-    if (!cJSON_IsObject(root)) {
-        json_desc(root, desc, sizeof desc);
-        err_set(e, ERR_INPUT, "%s: config JSON: expected an object of sections, found %s", org,
-                desc);
-        goto done;
+    if (emit_scalar(&y->em, it->name, 0))
+        return -1;
+    if (it->kind != CFG_LIST)
+        return emit_scalar(&y->em, it->text[0], it->kind == CFG_TEXT);
+    if (emit(&y->em, &ev, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
+                                                               YAML_FLOW_SEQUENCE_STYLE)))
+        return -1;
+    for (int i = 0; i < it->n; i++)
+        if (emit_scalar(&y->em, it->text[i], 0))
+            return -1;
+    return emit(&y->em, &ev, yaml_sequence_end_event_initialize(&ev));
+}
+
+char *cfg_to_yaml(const txl_config *c)
+{
+    static const char header[] =
+        "# txl configuration, fully resolved: every key (DESIGN.md section 4)\n";
+    text_buf t = { 0 };
+    yaml_out y = { .section = NULL };
+    yaml_event_t ev;
+    if (!text_append(&t, (unsigned char *)header, sizeof header - 1))
+        return NULL;
+    if (!yaml_emitter_initialize(&y.em)) {
+        free(t.buf);
+        return NULL;
     }
-    for (const cJSON *sj = root->child; sj; sj = sj->next) {
-        int si = sj->string ? section_find(sj->string) : -1;
-        if (si < 0) {
-            err_set(e, ERR_INPUT, "%s: config JSON: unknown section '%.64s'", org,
-                    sj->string ? sj->string : "");
-            goto done;
-        }
-        if (sec_seen[si]++) {
-            err_set(e, ERR_INPUT, "%s: config JSON: duplicate section '%s'", org, sections[si]);
-            goto done;
-        }
-        if (!cJSON_IsObject(sj)) {
-            json_desc(sj, desc, sizeof desc);
-            err_set(e, ERR_INPUT, "%s: config JSON: section '%s': expected an object, found %s",
-                    org, sections[si], desc);
-            goto done;
-        }
-        for (const cJSON *kj = sj->child; kj; kj = kj->next) {
-            int ki = kj->string ? key_find(sections[si], kj->string) : -1;
-            if (ki < 0) {
-                err_set(e, ERR_INPUT, "%s: config JSON: unknown key '%s.%.64s'", org,
-                        sections[si], kj->string ? kj->string : "");
-                goto done;
-            }
-            if (seen[ki]++) {
-                err_set(e, ERR_INPUT, "%s: config JSON: duplicate key '%s.%s'", org,
-                        sections[si], keys[ki].name);
-                goto done;
-            }
-            cfg_value v;
-            if (value_from_json(&keys[ki], kj, &v, why, sizeof why) != 0 ||
-                key_check(&keys[ki], &v, why, sizeof why) != 0) {
-                err_set(e, ERR_INPUT, "%s: config JSON: %s", org, why);
-                goto done;
-            }
-            key_put(&keys[ki], &w, &v);
-        }
+    yaml_emitter_set_output(&y.em, text_append, &t);
+    yaml_emitter_set_unicode(&y.em, 1); /* UTF-8 as it is, not \u escapes */
+    yaml_emitter_set_width(&y.em, -1);  /* no folding of long paths */
+    int rc = emit(&y.em, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING)) ||
+             emit(&y.em, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1)) ||
+             emit(&y.em, &ev, yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+                                                                  YAML_BLOCK_MAPPING_STYLE)) ||
+             cfg_walk(c, emit_item, &y) ||
+             emit(&y.em, &ev, yaml_mapping_end_event_initialize(&ev)) ||
+             emit(&y.em, &ev, yaml_mapping_end_event_initialize(&ev)) ||
+             emit(&y.em, &ev, yaml_document_end_event_initialize(&ev, 1)) ||
+             emit(&y.em, &ev, yaml_stream_end_event_initialize(&ev));
+    yaml_emitter_delete(&y.em);
+    if (rc) {
+        free(t.buf);
+        return NULL;
     }
-    memcpy(c, &w, sizeof w);
-    rc = 0;
-done:
-    cJSON_Delete(root);
+    return t.buf;
+}
+
+int cfg_write_yaml(const txl_config *c, FILE *f)
+{
+    char *s = cfg_to_yaml(c);
+    if (!s)
+        return -1;
+    int rc = fputs(s, f) < 0 || ferror(f) ? -1 : 0;
+    free(s);
     return rc;
 }
+
+/* ---------------------------------------------------------------------------------------
+ * Diffs */
 
 /* Appends to buf (always NUL-terminated, truncating when full). */
 static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
@@ -1719,7 +1749,7 @@ int cfg_key_values(int i, char *buf, size_t cap)
     if (k->type == CT_BOOL)
         snprintf(buf, cap, "true false");
     for (int j = 0; (k->type == CT_ENUM || k->type == CT_NAME) && o < cap; j++) {
-        const char *nm = k->type == CT_ENUM ? k->en->name(j) : k->names[j];
+        const char *nm = k->type == CT_ENUM ? k->en(j) : k->names[j];
         if (!nm)
             break;
         o += (size_t)snprintf(buf + o, cap - o, "%s%s", j ? " " : "", nm);

@@ -1,13 +1,15 @@
 /* config.h: the whole run configuration (DESIGN.md §4) as a typed struct.
  *
- * One table in config.c lists every key (section, name, type, range, default); loading
- * YAML, `--set` overrides, validation, the YAML dump (out_dir/config.yaml) and the JSON
- * form stored in checkpoints are all driven by it, so they cannot drift apart.
+ * One table in config.c lists every key (section, name, type, range, default); the one
+ * reader (config files, `--set` values, the config stored in checkpoints), the one writer
+ * (out_dir/config.yaml, --print-config and the checkpoint metadata "config": the same YAML
+ * text) and validation are all driven by it, so they cannot drift apart.
  * Errors name the file and line:col (1-based) and what was expected; kind ERR_INPUT.
- * Scalar rules (YAML files and --set alike; details in config.c's header): integers are
- * decimal literals (3.5 and 1e6 are not), numbers are decimal (1e-4 is fine), bools are
- * true/false/yes/no/on/off, quoted scalars are strings, null is an error except for
- * data.valid/data.test (null = ""). Failed loads, sets and JSON parses leave *c unchanged. */
+ * Scalar rules (every source alike; details in config.c's header): integers are decimal
+ * literals (3.5 and 1e6 are not), numbers are decimal (1e-4 is fine), bools are
+ * true/false/yes/no/on/off, quoted scalars are strings, a YAML tag must agree with the key's
+ * type (`!!str 3` is not an integer), null is an error except for data.valid/data.test
+ * (null = ""). Failed loads and sets leave *c unchanged. */
 #ifndef TXL_CONFIG_H
 #define TXL_CONFIG_H
 
@@ -17,6 +19,8 @@
 #include "../model/model_config.h"
 
 #define CFG_PATH_MAX 1024
+/* train.threads: at most 1024, the cap of eval's and sample's --threads */
+#define CFG_MAX_THREADS 1024
 
 typedef enum { SCHED_CONSTANT, SCHED_COSINE, SCHED_INV_SQRT } lr_schedule;
 typedef enum { OPT_ADAM, OPT_ADAMW } optimizer_kind;
@@ -50,7 +54,7 @@ typedef struct {
     long ckpt_interval;        /* 0 = only at the end */
     int ckpt_gzip;             /* 1: .safetensors.gz (default), 0: plain .safetensors */
     char out_dir[CFG_PATH_MAX];
-    int threads;               /* 0 = all cores */
+    int threads;               /* 0 = all cores; at most CFG_MAX_THREADS */
 } train_config;
 
 typedef struct {
@@ -63,11 +67,13 @@ typedef struct {
 void cfg_defaults(txl_config *c);
 
 /* Loads YAML over the current contents of *c (call cfg_defaults first). Unknown keys,
- * duplicate keys, wrong types, syntax errors: -1 with "PATH:LINE:COL: ..." in e.
+ * duplicate keys, wrong types, syntax errors: -1 with "PATH:LINE:COL: ..." in e. The file
+ * must be a regular file (a FIFO would block forever) of at most CFG_FILE_MAX bytes.
  * When `model`... keys are absent they keep their value. If train.out_dir is not set,
  * it becomes "runs/<basename of path without .yaml/.yml>". Per-key ranges are checked
  * here (with line:col); required keys (data.train) and cross-key rules only in cfg_validate,
  * so an empty file loads as all defaults and then fails validation. */
+#define CFG_FILE_MAX (1 << 20)
 int cfg_load_yaml(txl_config *c, const char *path, txl_err *e);
 
 /* Applies one "section.key=value" override (value parsed as YAML scalar text).
@@ -87,18 +93,40 @@ int cfg_validate(const txl_config *c, const char *origin, txl_err *e);
 double cfg_param_floats(const model_config *m);
 double cfg_plan_floats(const model_config *m, int B, int Lq, int M);
 
-/* Writes the fully resolved config as YAML (every key, in table order). Loading it back
- * gives an identical struct. Returns 0, or -1 on a write error (errno/ferror tell why). */
+/* Loads the config stored in a checkpoint's metadata (`text`, the YAML of cfg_to_yaml, or
+ * the JSON of txl before the YAML metadata, read by the same YAML reader: JSON is YAML flow
+ * syntax) over *c. Keys missing from it keep their value; unknown keys are errors. Messages
+ * read "CKPT: metadata 'config' at LINE:COL: ...". In this text (only), train.seed may be a
+ * quoted decimal: the JSON form stored seeds >= 2^53 as strings. */
+int cfg_load_meta(txl_config *c, const char *text, const char *ckpt, txl_err *e);
+
+/* The one writer: the fully resolved config as YAML (a comment line, then every key in
+ * table order, block style, emitted by libyaml), as a malloc'd string (caller frees); NULL
+ * when out of memory or a string is not UTF-8 (nothing the reader returns). Loading it back
+ * gives an identical struct. out_dir/config.yaml, --print-config and the checkpoint
+ * metadata "config" are this text. */
+char *cfg_to_yaml(const txl_config *c);
+/* Writes cfg_to_yaml's text to f. Returns 0, or -1 on a write error (errno/ferror tell why)
+ * or when cfg_to_yaml fails. */
 int cfg_write_yaml(const txl_config *c, FILE *f);
 
-/* JSON form for checkpoint metadata: {"model":{...},"data":{...},"train":{...}},
- * returned as a malloc'd string (caller frees); NULL on allocation failure or an enum field
- * outside its names. Numbers are written in shortest exact form; train.seed is a JSON
- * number when < 2^53, else a decimal string (long keys are capped at 2^53 by validation). */
-char *cfg_to_json(const txl_config *c);
-/* Parses the JSON form (keys missing from the JSON keep their current value; unknown keys
- * are errors); `origin` names the checkpoint in messages. */
-int cfg_from_json(txl_config *c, const char *json, const char *origin, txl_err *e);
+/* Every key's value as the writer formats it, for other serialisations (`txl info --json`):
+ * cfg_walk calls visit once per key in table order and stops at the first non-zero return,
+ * which it returns. */
+typedef enum {
+    CFG_LITERAL, /* a number, true or false: the same token in YAML and JSON */
+    CFG_BIG,     /* an integer >= 2^53 (train.seed): JSON readers would round it */
+    CFG_WORD,    /* an enum name (pos_scheme: xl): plain in YAML, a string in JSON */
+    CFG_TEXT,    /* a path or name: a quoted string */
+    CFG_LIST,    /* data.split: text[0..2] are numbers */
+} cfg_kind;
+typedef struct {
+    const char *section, *name;
+    cfg_kind kind;
+    int n;               /* texts: 3 for CFG_LIST, else 1 */
+    const char *text[3]; /* valid during the call */
+} cfg_item;
+int cfg_walk(const txl_config *c, int (*visit)(const cfg_item *it, void *ctx), void *ctx);
 
 /* Lists the model keys whose values differ ("model.d_model: 256 vs 512, ...") into buf;
  * returns the number of differing keys. Used to refuse a resume with another shape. */

@@ -170,14 +170,14 @@ static int check_finite(const model *mdl, const char *in, txl_err *e)
 static int write_imported(const model *mdl, const txl_config *cfg, const char *in,
                           const char *out, txl_err *e)
 {
-    char *cfg_json = cfg_to_json(cfg);
-    if (!cfg_json)
+    char *cfg_yaml = cfg_to_yaml(cfg);
+    if (!cfg_yaml)
         return err_set(e, ERR_RUNTIME, "out of memory");
     char params[32];
     snprintf(params, sizeof params, "%zu", mdl->n_weights);
     const char *meta[] = {
         "format", "txl/1",
-        "config", cfg_json,
+        "config", cfg_yaml,
         "step", "0",
         "tokens", "0",
         "best_valid_loss", "inf",
@@ -188,7 +188,7 @@ static int write_imported(const model *mdl, const txl_config *cfg, const char *i
     size_t n = strlen(out);
     int gz = n > 3 && strcmp(out + n - 3, ".gz") == 0;
     int rc = ckpt_save(out, mdl, NULL, NULL, NULL, meta, gz ? 6 : 0, e);
-    free(cfg_json);
+    free(cfg_yaml);
     return rc;
 }
 

@@ -35,6 +35,30 @@ const cli_spec info_spec = {
 
 char *openblas_get_config(void);
 
+/* cfg_walk's visitor: the config as a JSON object of sections, with the writer's value
+ * texts (numbers as written to config.yaml; names, paths and integers past 2^53 as
+ * strings, since JSON readers hold numbers in doubles). */
+typedef struct {
+    cJSON *root, *sec;
+    const char *sec_name;
+} json_cfg;
+
+static int json_item(const cfg_item *it, void *ctx)
+{
+    json_cfg *j = ctx;
+    if (!j->sec || strcmp(j->sec_name, it->section) != 0) {
+        j->sec_name = it->section;
+        if (!(j->sec = cJSON_AddObjectToObject(j->root, it->section)))
+            return -1;
+    }
+    cJSON *v = it->kind == CFG_LITERAL ? cJSON_CreateRaw(it->text[0])
+               : it->kind == CFG_LIST  ? cJSON_CreateArray()
+                                       : cJSON_CreateString(it->text[0]);
+    for (int i = 0; v && it->kind == CFG_LIST && i < it->n; i++)
+        cJSON_AddItemToArray(v, cJSON_CreateRaw(it->text[i]));
+    return cJSON_AddItemToObject(j->sec, it->name, v) ? 0 : -1;
+}
+
 static int info_system(int json)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -76,9 +100,11 @@ int cmd_info(int argc, char **argv)
     int has_mem = st_find(&f, "state.mem.0") != NULL;
     if (json) {
         cJSON *o = cJSON_CreateObject();
-        char *cj = cfg_to_json(&cfg);
-        cJSON *cfgj = cj ? cJSON_Parse(cj) : NULL;
-        free(cj);
+        json_cfg jc = {.root = cJSON_CreateObject()};
+        if (jc.root && cfg_walk(&cfg, json_item, &jc) != 0) {
+            cJSON_Delete(jc.root);
+            jc.root = NULL;
+        }
         cJSON_AddStringToObject(o, "path", ckpt);
         cJSON_AddNumberToObject(o, "params", (double)mdl.n_weights);
         for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
@@ -95,8 +121,8 @@ int cmd_info(int argc, char **argv)
         cJSON_AddBoolToObject(o, "resumable", has_optim);
         cJSON_AddBoolToObject(o, "has_memory", has_mem);
         cJSON_AddNumberToObject(o, "tensors", f.n);
-        if (cfgj)
-            cJSON_AddItemToObject(o, "config", cfgj);
+        if (jc.root)
+            cJSON_AddItemToObject(o, "config", jc.root);
         char *s = cJSON_PrintUnformatted(o);
         if (s)
             printf("%s\n", s);

@@ -6,7 +6,9 @@
  * checkpoints; `last` carries the Adam moments, the memory, the data cursor and the step,
  * so --resume continues bit for bit (dropout masks are a function of seed and step, see
  * common/rng.h, so there is no sequential RNG state to restore). */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -14,8 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "../common/dist.h"
@@ -28,26 +32,13 @@
 #include "cmds.h"
 #include "config.h"
 #include "evaluate.h"
+#include "train_state.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 
 static void on_signal(int sig) { stop_signal = sig; }
 
 #define MAX_SETS 64
-
-typedef struct {
-    long step;            /* steps completed */
-    long long tokens;     /* training tokens consumed (B * segment length, summed) */
-    double best_valid;    /* best validation loss so far (nats), INFINITY if none */
-    long epoch;           /* completed passes over the train split */
-    size_t data_pos;      /* batcher position within the streams */
-    double log_sum;       /* loss sum of the current log interval */
-    long log_n;           /* steps in it */
-    double elapsed;       /* training seconds of earlier invocations */
-    double norm_mean;     /* running mean of the applied steps' gradient norms (skip_outlier) */
-    long norm_count;      /* applied steps in it */
-    long skipped;         /* steps skipped as gradient-norm outliers */
-} train_state;
 
 /* train.skip_outlier: the running mean of the gradient norm is the plain mean of the first
  * NORM_WINDOW applied steps, then an exponential average with weight 1/NORM_WINDOW; no
@@ -71,6 +62,10 @@ typedef struct {
     train_state st;
     int quiet, tty;
     long run_steps;       /* --steps: stop after this many steps in this invocation (0 = off) */
+    int threads;          /* OpenMP threads of this rank */
+    long last_step;       /* the step last_path holds: written by this run, or the file this
+                           * run resumed from; -1 if neither */
+    int lock_fd;          /* out_dir/.txl.lock, flock'ed for the whole run (rank 0); -1 */
     double t_start;
 } trainer;
 
@@ -89,6 +84,8 @@ static void trainer_free(trainer *t)
     corpus_close(&t->test_c);
     if (t->log)
         fclose(t->log);
+    if (t->lock_fd >= 0)
+        close(t->lock_fd); /* releases the lock */
 }
 
 /* mkdir -p */
@@ -121,14 +118,133 @@ static int make_dirs(const char *path, txl_err *e)
     return 0;
 }
 
+/* The pid holding an flock on fd's file, from /proc/locks (Linux); 0 if unknown. */
+static long lock_holder(int fd)
+{
+    struct stat st;
+    FILE *f = fstat(fd, &st) == 0 ? fopen("/proc/locks", "r") : NULL;
+    char line[256];
+    long pid = 0;
+    while (f && !pid && fgets(line, sizeof line, f)) {
+        long p;
+        unsigned maj, min;
+        unsigned long long ino;
+        /* "1: FLOCK  ADVISORY  WRITE 8387 fe:00:10952806 0 EOF" (waiters: "1: -> FLOCK") */
+        if (sscanf(line, "%*d: FLOCK %*s %*s %ld %x:%x:%llu", &p, &maj, &min, &ino) == 4 &&
+            ino == (unsigned long long)st.st_ino && makedev(maj, min) == st.st_dev)
+            pid = p;
+    }
+    if (f)
+        fclose(f);
+    return pid;
+}
+
+/* One run per out_dir: an exclusive flock on out_dir/.txl.lock, held until the process ends
+ * (trainer_free). The file stays empty (the holder's pid comes from /proc/locks), so taking
+ * the lock changes nothing in the directory but its creation. */
+static int lock_out_dir(trainer *t, txl_err *e)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/.txl.lock", t->cfg.train.out_dir);
+    int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return errno == ELOOP
+                   ? err_set(e, ERR_INPUT, "%s: a symbolic link; txl writes no file of out_dir "
+                             "through a link", path)
+                   : err_set(e, ERR_INPUT, "%s: cannot open the lock file: %s", path,
+                             strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        long pid = err == EWOULDBLOCK ? lock_holder(fd) : 0;
+        close(fd);
+        if (err != EWOULDBLOCK)
+            return err_set(e, ERR_INPUT, "%s: cannot lock: %s", path, strerror(err));
+        if (pid > 0)
+            return err_set(e, ERR_INPUT, "train.out_dir %s is in use by another txl train (pid "
+                           "%ld holds %s); wait for it to end, or use another out_dir",
+                           t->cfg.train.out_dir, pid, path);
+        return err_set(e, ERR_INPUT, "train.out_dir %s is in use by another txl train (it holds "
+                       "%s); wait for it to end, or use another out_dir", t->cfg.train.out_dir,
+                       path);
+    }
+    t->lock_fd = fd;
+    return 0;
+}
+
+/* Temp files a killed run of this out_dir may have left: config.yaml.tmp, checkpoint temps
+ * (st_write: NAME.tmp.XXXXXX) and make_dirs' probe. Under the lock no writer owns them. */
+static int is_stale_temp(const char *name)
+{
+    static const char *const prefix[] = {"last.safetensors.gz.tmp.", "last.safetensors.tmp.",
+                                         "best.safetensors.gz.tmp.", "best.safetensors.tmp.",
+                                         ".txl-write-test."};
+    if (strcmp(name, "config.yaml.tmp") == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
+        size_t n = strlen(prefix[i]);
+        if (strncmp(name, prefix[i], n) == 0 && strlen(name + n) == 6) /* mkstemp's XXXXXX */
+            return 1;
+    }
+    return 0;
+}
+
+static void remove_stale_temps(const trainer *t)
+{
+    DIR *d = opendir(t->cfg.train.out_dir);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (is_stale_temp(de->d_name) && unlinkat(dirfd(d), de->d_name, 0) == 0)
+            n++;
+    if (d)
+        closedir(d);
+    if (n && !t->quiet)
+        fprintf(stderr, "txl train: removed %d temp file%s an earlier run left in %s\n", n,
+                n == 1 ? "" : "s", t->cfg.train.out_dir);
+}
+
+/* Files of out_dir are opened without following a link: a planted link must not make txl
+ * write or truncate its target (config.yaml and the checkpoints are renamed into place,
+ * which replaces a link; log.jsonl and the temp files are opened with O_NOFOLLOW). */
+static int open_err(txl_err *e, const char *path)
+{
+    if (errno == ELOOP)
+        return err_set(e, ERR_INPUT, "%s: a symbolic link; txl writes no file of out_dir "
+                       "through a link", path);
+    return err_set(e, ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
+}
+
+/* log.jsonl: appended to on --resume; a new run starts a new file (an old one, or a link,
+ * is removed first). */
+static FILE *open_log(const char *path, int resume, txl_err *e)
+{
+    if (!resume && unlink(path) != 0 && errno != ENOENT) {
+        err_set(e, ERR_RUNTIME, "%s: cannot remove the old log: %s", path, strerror(errno));
+        return NULL;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
+                            (resume ? 0 : O_EXCL), 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!f) {
+        open_err(e, path);
+        if (fd >= 0)
+            close(fd);
+    }
+    return f;
+}
+
 static int write_config_yaml(const txl_config *c, txl_err *e)
 {
     char path[1100], tmp[1200];
     snprintf(path, sizeof path, "%s/config.yaml", c->train.out_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return err_set(e, ERR_RUNTIME, "%s: cannot write: %s", tmp, strerror(errno));
+    unlink(tmp); /* ours: out_dir is locked */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return open_err(e, tmp);
+    }
     int rc = cfg_write_yaml(c, f);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0)
         rc = -1;
@@ -156,22 +272,66 @@ static int open_data(trainer *t, txl_err *e)
     return 0;
 }
 
-static void fmt_g(char *buf, size_t cap, double v)
-{
-    if (isinf(v))
-        snprintf(buf, cap, "%s", v > 0 ? "inf" : "-inf");
-    else
-        snprintf(buf, cap, "%.17g", v);
-}
-
 static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
                             double valid_loss, txl_err *e);
+
+/* What `last` holds, for messages about a stop: "PATH still holds step N", or that this run
+ * wrote none. */
+static void last_desc(const trainer *t, char *buf, size_t cap)
+{
+    if (t->last_step >= 0)
+        snprintf(buf, cap, "%s still holds step %ld", t->last_path, t->last_step);
+    else if (access(t->last_path, F_OK) == 0)
+        snprintf(buf, cap, "no checkpoint was written (%s is the one from before this run)",
+                 t->last_path);
+    else
+        snprintf(buf, cap, "no checkpoint was written (there is no %s)", t->last_path);
+}
+
+/* A checkpoint must never hold a non-finite weight or Adam moment (a blow-up shows in the
+ * weights one step before the loss turns NaN). One pass over w, m and v, on the bits (an
+ * all-ones exponent is inf or NaN; integer ops vectorise). 0 if all are finite; else -1
+ * with the message. */
+static int check_finite(const trainer *t, txl_err *e)
+{
+    const float *arr[3] = {t->mdl.w, t->adam_m, t->adam_v};
+    static const char *const what[3] = {"a weight", "an Adam moment (m)", "an Adam moment (v)"};
+    size_t n = t->mdl.n_floats;
+    uint32_t bad = 0;
+    for (int a = 0; a < 3; a++)
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, &arr[a][i], sizeof u);
+            bad |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+    if (!bad)
+        return 0;
+    int a = 0;
+    size_t i = 0;
+    for (; a < 3; a++) {
+        for (i = 0; i < n && isfinite(arr[a][i]); i++)
+            ;
+        if (i < n)
+            break;
+    }
+    const char *name = "?";
+    for (int k = 0; k < t->mdl.n_params; k++)
+        if (i >= t->mdl.table[k].offset && i < t->mdl.table[k].offset + t->mdl.table[k].numel)
+            name = t->mdl.table[k].name;
+    char held[1300];
+    last_desc(t, held, sizeof held);
+    return err_set(e, ERR_RUNTIME, "step %ld: %s of tensor '%s' is %g after the update; "
+                   "stopping without writing a checkpoint, so %s. Lower train.lr or set "
+                   "train.clip.", t->st.step, what[a], name, (double)arr[a][i], held);
+}
 
 /* Every rank calls this (the memory gather is collective); rank 0 writes; all return the
  * same status. */
 static int save_checkpoint(trainer *t, const char *path, int with_state, double valid_loss,
                            txl_err *e)
 {
+    if (check_finite(t, e)) /* every rank holds the same weights: all stop alike */
+        return -1;
     const model_mem *mem = &t->mem;
     if (with_state && dist_self()->size > 1) { /* the whole batch's memory, in stream order */
         size_t per = (size_t)t->Bl * t->mem.M * t->mem.d;
@@ -187,56 +347,31 @@ static int save_checkpoint(trainer *t, const char *path, int with_state, double 
             err_set(e, ERR_RUNTIME, "%s: rank 0 failed to write the checkpoint", path);
         return -1;
     }
+    if (with_state)
+        t->last_step = t->st.step;
     return 0;
 }
 
 static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
                             double valid_loss, txl_err *e)
 {
-    char *cfg_json = cfg_to_json(&t->cfg);
-    if (!cfg_json)
+    char *cfg_yaml = cfg_to_yaml(&t->cfg);
+    if (!cfg_yaml)
         return err_set(e, ERR_RUNTIME, "out of memory serialising the config");
-    char step[32], tokens[32], best[40], epoch[32], pos[32], lsum[40], ln[32], el[40], vl[40];
-    char ntrain[32], seed[32], params[32], nmean[40], ncount[32], nskip[32];
-    fmt_g(nmean, sizeof nmean, t->st.norm_mean);
-    snprintf(ncount, sizeof ncount, "%ld", t->st.norm_count);
-    snprintf(nskip, sizeof nskip, "%ld", t->st.skipped);
-    snprintf(params, sizeof params, "%zu", t->mdl.n_weights);
-    snprintf(step, sizeof step, "%ld", t->st.step);
-    snprintf(tokens, sizeof tokens, "%lld", t->st.tokens);
-    fmt_g(best, sizeof best, t->st.best_valid);
-    snprintf(epoch, sizeof epoch, "%ld", t->st.epoch);
-    snprintf(pos, sizeof pos, "%zu", t->st.data_pos);
-    fmt_g(lsum, sizeof lsum, t->st.log_sum);
-    snprintf(ln, sizeof ln, "%ld", t->st.log_n);
-    fmt_g(el, sizeof el, t->st.elapsed + (cli_now() - t->t_start));
-    fmt_g(vl, sizeof vl, valid_loss);
-    snprintf(ntrain, sizeof ntrain, "%zu", t->train_s.n);
-    snprintf(seed, sizeof seed, "%llu", t->cfg.train.seed);
-    const char *meta[] = {
+    train_state s = t->st;
+    s.elapsed += cli_now() - t->t_start;
+    s.valid_loss = valid_loss;
+    train_state_meta sm;
+    train_state_format(&s, &sm);
+    const char *meta[6 + 2 * TRAIN_STATE_KEYS + 1] = {
         "format", "txl/1",
-        "config", cfg_json,
-        "step", step,
-        "tokens", tokens,
-        "best_valid_loss", best,
-        "valid_loss", vl,
-        "epoch", epoch,
-        "data_pos", pos,
-        "train_split_tokens", ntrain,
+        "config", cfg_yaml,
         "rng", "counter-based: dropout masks = hash(seed, step, site, index)",
-        "seed", seed,
-        "log_loss_sum", lsum,
-        "log_steps", ln,
-        "elapsed_s", el,
-        "grad_norm_mean", nmean,
-        "grad_norm_count", ncount,
-        "skipped_steps", nskip,
-        "params", params,
-        NULL,
     };
+    memcpy(meta + 6, sm.kv, sizeof sm.kv);
     int rc = ckpt_save(path, &t->mdl, mem ? t->adam_m : NULL, mem ? t->adam_v : NULL, mem,
                        meta, t->cfg.train.ckpt_gzip ? 1 : 0, e);
-    free(cfg_json);
+    free(cfg_yaml);
     return rc;
 }
 
@@ -253,18 +388,6 @@ static void log_json(trainer *t, const char *fmt, ...)
     fflush(t->log);
 }
 
-static double num_meta(const st_file *f, const char *key, double def)
-{
-    const char *s = st_meta(f, key);
-    if (!s)
-        return def;
-    if (strcmp(s, "inf") == 0)
-        return INFINITY;
-    char *end;
-    double v = strtod(s, &end);
-    return *end ? def : v;
-}
-
 /* Restores everything --resume needs from `last`; the model config must be identical. */
 static int load_resume(trainer *t, const char *path, txl_err *e)
 {
@@ -273,11 +396,12 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
         return -1;
     txl_config ck;
     cfg_defaults(&ck);
-    const char *js = st_meta(&f, "config");
+    train_state st = t->st;
+    const char *text = st_meta(&f, "config");
     int rc = 0;
-    if (!js)
+    if (!text)
         rc = err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint)", path);
-    else if (cfg_from_json(&ck, js, path, e))
+    else if (cfg_load_meta(&ck, text, path, e) || train_state_read(&st, &f, e))
         rc = -1;
     if (rc == 0) {
         char diff[1024];
@@ -288,30 +412,24 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
             rc = err_set(e, ERR_INPUT, "--resume %s: train.batch_size %d differs from the "
                          "checkpoint's %d (the memory and data cursor are per stream)", path,
                          t->cfg.train.batch_size, ck.train.batch_size);
-        else if ((size_t)num_meta(&f, "train_split_tokens", -1) != t->train_s.n)
+        else if (st.train_tokens != t->train_s.n)
             rc = err_set(e, ERR_INPUT, "--resume %s: the train split has %zu tokens, the "
-                         "checkpoint was trained on %.0f (different corpus or split?)", path,
-                         t->train_s.n, num_meta(&f, "train_split_tokens", -1));
+                         "checkpoint was trained on %zu (different corpus or split?)", path,
+                         t->train_s.n, st.train_tokens);
+        else if (st.params != t->mdl.n_weights)
+            rc = err_set(e, ERR_INPUT, "%s: metadata 'params' is %zu, but the model of its "
+                         "config has %zu parameters", path, st.params, t->mdl.n_weights);
     }
     if (rc == 0 && (ckpt_load_weights(&t->mdl, &f, e) ||
                     ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
                     ckpt_load_mem(&f, &t->mem, (size_t)t->b0, t->cfg.train.batch_size, e)))
         rc = -1;
+    if (rc == 0 && st.data_pos >= t->bt.n)
+        rc = err_set(e, ERR_INPUT, "%s: metadata 'data_pos' %zu is past the end of the streams "
+                     "(%zu)", path, st.data_pos, t->bt.n);
     if (rc == 0) {
-        t->st.step = (long)num_meta(&f, "step", 0);
-        t->st.tokens = (long long)num_meta(&f, "tokens", 0);
-        t->st.best_valid = num_meta(&f, "best_valid_loss", INFINITY);
-        t->st.epoch = (long)num_meta(&f, "epoch", 0);
-        t->st.data_pos = (size_t)num_meta(&f, "data_pos", 0);
-        t->st.log_sum = num_meta(&f, "log_loss_sum", 0);
-        t->st.log_n = (long)num_meta(&f, "log_steps", 0);
-        t->st.elapsed = num_meta(&f, "elapsed_s", 0);
-        t->st.norm_mean = num_meta(&f, "grad_norm_mean", 0);
-        t->st.norm_count = (long)num_meta(&f, "grad_norm_count", 0);
-        t->st.skipped = (long)num_meta(&f, "skipped_steps", 0);
-        if (t->st.data_pos >= t->bt.n)
-            rc = err_set(e, ERR_INPUT, "%s: data_pos %zu is past the end of the streams (%zu)",
-                         path, t->st.data_pos, t->bt.n);
+        st.seed = t->cfg.train.seed; /* the config's, which --set may change */
+        t->st = st;
     }
     st_free(&f);
     return rc;
@@ -375,11 +493,12 @@ static void print_plan(trainer *t)
             t->valid_s.n, t->test_s.n, cli_blas_core(), c->train.out_dir);
 }
 
-static double run_valid(trainer *t, txl_err *e, int *failed)
+/* Validation over the valid split (distributed like training); *loss is NaN without one. */
+static int run_valid(trainer *t, double *loss, txl_err *e)
 {
-    *failed = 0;
+    *loss = NAN;
     if (t->valid_s.n == 0)
-        return NAN;
+        return 0;
     const model_config *m = &t->cfg.model;
     eval_opts o = {.batch = t->cfg.train.batch_size, .tgt_len = m->tgt_len,
                    .mem_len = m->mem_len, .max_tokens = (size_t)t->cfg.train.eval_tokens,
@@ -389,10 +508,8 @@ static double run_valid(trainer *t, txl_err *e, int *failed)
     while (o.batch > 1 && t->valid_s.n / (size_t)o.batch < 2)
         o.batch /= 2;
     eval_result r;
-    if (eval_span(&t->mdl, m, t->valid_s, &o, &r, e)) {
-        *failed = 1;
-        return NAN;
-    }
+    if (eval_span(&t->mdl, m, t->valid_s, &o, &r, e))
+        return -1;
     log_json(t, "{\"event\":\"eval\",\"split\":\"valid\",\"step\":%ld,\"loss\":%.6f,"
                 "\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"elapsed_s\":%.1f}",
              t->st.step, r.loss, r.loss / M_LN2, exp(r.loss), r.tokens,
@@ -401,168 +518,241 @@ static double run_valid(trainer *t, txl_err *e, int *failed)
         fprintf(stderr, "%sstep %ld: valid loss %.4f, bpc %.4f (%zu tokens, %.1fs)\n",
                 t->tty ? "\r\033[K" : "", t->st.step, r.loss, r.loss / M_LN2, r.tokens,
                 r.seconds);
-    return r.loss;
+    *loss = r.loss;
+    return 0;
 }
 
-/* Reading the data failed mid-run (batcher_next or the validation pass: e.g. the corpus
- * was truncated under txl). The weights are those of the last completed step, so `last`
- * is written when this invocation got past its first step, and the message says so. */
-static int stop_keeping_last(trainer *t, long first_step, txl_err *e)
+/* The loop's bookkeeping: the schedule, Adam's settings, and what the log lines need. */
+typedef struct {
+    lr_schedule_t sched;
+    adam_hparams ah;
+    long first_step;       /* where this invocation started (--steps counts from here) */
+    double t_log;          /* time of the last log line */
+    long long tok_log;     /* tokens trained since then */
+    double comm_log;       /* communication seconds at the last log line */
+    double loss, norm, lr; /* of the last step: mean loss (nats), gradient norm, lr */
+    size_t ntok;           /* tokens of the last step (the whole batch) */
+} loop_state;
+
+static void loop_init(trainer *t, loop_state *ls)
+{
+    const train_config *tc = &t->cfg.train;
+    memset(ls, 0, sizeof *ls);
+    ls->sched = (lr_schedule_t){.kind = tc->schedule == SCHED_COSINE     ? LR_COSINE
+                                        : tc->schedule == SCHED_INV_SQRT ? LR_INV_SQRT
+                                                                         : LR_CONSTANT,
+                                .lr = tc->lr, .lr_min = tc->lr_min, .warmup = tc->warmup_steps,
+                                .max_steps = tc->max_steps};
+    ls->ah = (adam_hparams){.beta1 = tc->beta1, .beta2 = tc->beta2, .eps = tc->eps,
+                            .weight_decay = tc->weight_decay,
+                            .decoupled = tc->optimizer == OPT_ADAMW};
+    ls->first_step = t->st.step;
+    ls->t_log = cli_now();
+    ls->comm_log = dist_comm_seconds();
+    ls->loss = ls->norm = NAN;
+    t->bt.pos = t->st.data_pos;
+}
+
+/* The next segment of every stream (its length); at the end of a pass over the train
+ * split the next epoch starts over with fresh memory. -1 (every rank alike) when the corpus
+ * cannot be read (truncated under txl, say). */
+static int next_batch(trainer *t, txl_err *e)
+{
+    int len = batcher_next(&t->bt, t->x, t->y, e);
+    if (len == 0) {
+        t->st.epoch++;
+        t->bt.pos = 0;
+        mem_reset(&t->mem);
+        len = batcher_next(&t->bt, t->x, t->y, e);
+    }
+    return dist_max_int(len < 0) ? -1 : len;
+}
+
+/* Reading the data failed mid-run (the batcher or the validation pass). The weights are
+ * those of the last completed step: `last` is brought up to it when it holds an older
+ * one, and the message says which step it holds. */
+static int stop_keeping_last(trainer *t, txl_err *e)
 {
     if (!e->msg[0])
         err_set(e, ERR_INPUT, "another rank could not read the corpus");
-    if (t->st.step <= first_step)
-        return -1;
-    txl_err we = {0};
     size_t n = strlen(e->msg);
-    if (save_checkpoint(t, t->last_path, 1, NAN, &we) == 0)
-        snprintf(e->msg + n, sizeof e->msg - n, "; %s holds step %ld (--resume %s continues "
-                 "from there)", t->last_path, t->st.step, t->last_path);
-    else
+    txl_err we = {0};
+    if (t->last_step != t->st.step && save_checkpoint(t, t->last_path, 1, NAN, &we)) {
         snprintf(e->msg + n, sizeof e->msg - n, "; writing %s failed too: %s", t->last_path,
                  we.msg);
+        return -1;
+    }
+    char held[1300];
+    last_desc(t, held, sizeof held);
+    snprintf(e->msg + n, sizeof e->msg - n, "; %s", held);
     return -1;
 }
 
-static int train_loop(trainer *t, txl_err *e)
+/* A far outlier of the gradient norm (train.skip_outlier) gets no update: the data and the
+ * memory move on. Every rank holds the same global norm, so all decide alike. */
+static int is_outlier(const trainer *t, double norm)
 {
-    const txl_config *c = &t->cfg;
-    const train_config *tc = &c->train;
-    int B = tc->batch_size;
-    lr_schedule_t sched = {.kind = tc->schedule == SCHED_COSINE     ? LR_COSINE
-                                   : tc->schedule == SCHED_INV_SQRT ? LR_INV_SQRT
-                                                                    : LR_CONSTANT,
-                           .lr = tc->lr, .lr_min = tc->lr_min, .warmup = tc->warmup_steps,
-                           .max_steps = tc->max_steps};
-    adam_hparams ah = {.beta1 = tc->beta1, .beta2 = tc->beta2, .eps = tc->eps,
-                       .weight_decay = tc->weight_decay, .decoupled = tc->optimizer == OPT_ADAMW};
-    double t_log = cli_now();
-    long long tok_log = 0;
-    double last_loss = NAN, last_norm = NAN;
-    int exit_sig = 0;
-    long first_step = t->st.step;
-    double comm_log = dist_comm_seconds();
-    t->bt.pos = t->st.data_pos;
+    const train_config *tc = &t->cfg.train;
+    return tc->skip_outlier > 0 && t->st.norm_count >= NORM_WINDOW &&
+           norm > tc->skip_outlier * t->st.norm_mean;
+}
 
-    while (t->st.step < tc->max_steps) {
-        int len = batcher_next(&t->bt, t->x, t->y, e);
-        if (len == 0) { /* end of a pass over the train split: start over, fresh memory */
-            t->st.epoch++;
-            t->bt.pos = 0;
-            mem_reset(&t->mem);
-            len = batcher_next(&t->bt, t->x, t->y, e);
-        }
-        if (dist_max_int(len < 0)) /* the corpus cannot be read (truncated meanwhile?) */
-            return stop_keeping_last(t, first_step, e);
-        long step = t->st.step + 1;
-        fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
-        model_zero_grads(&t->mdl);
-        size_t ntok = (size_t)B * len; /* the whole batch: each rank scales by the global count */
-        const uint8_t *xl = t->x + (size_t)t->b0 * len, *yl = t->y + (size_t)t->b0 * len;
-        double loss = model_forward(&t->mdl, &t->A, &t->mem, xl, yl, len, &o);
-        model_backward(&t->mdl, &t->A, &t->mem, 1.0f / (float)ntok);
-        dist_sum_f32(t->mdl.g, t->mdl.n_floats); /* every rank: the global gradient */
-        dist_sum_f64(&loss, 1);
-        loss /= (double)ntok;
-        double norm = grad_norm(t->mdl.g, t->mdl.n_floats); /* clipping happens in adam */
-        if (!isfinite(loss) || !isfinite(norm))
-            return err_set(e, ERR_RUNTIME,
-                           "step %ld: the %s is %s (loss %g, gradient norm %g); stopping "
-                           "without writing a checkpoint, so %s still holds step %ld. Lower "
-                           "train.lr or set train.clip.", step, isfinite(loss) ? "gradient" : "loss",
-                           isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", loss, norm,
-                           t->last_path, t->st.step);
-        double lr = lr_at(&sched, step);
-        /* a far outlier of the gradient norm: no update (the data and the memory move on;
-         * the same decision on every rank, which all hold the same global norm) */
-        if (tc->skip_outlier > 0 && t->st.norm_count >= NORM_WINDOW &&
-            norm > tc->skip_outlier * t->st.norm_mean) {
-            t->st.skipped++;
-            log_json(t, "{\"event\":\"skip\",\"step\":%ld,\"grad_norm\":%.6g,"
-                        "\"mean_norm\":%.6g,\"skipped\":%ld}",
-                     step, norm, t->st.norm_mean, t->st.skipped);
-            if (!t->quiet && dist_is_root())
-                fprintf(stderr, "%sstep %ld: skipped, gradient norm %.4g > %g x its mean %.4g "
-                        "(%ld skipped so far)\n", t->tty ? "\r\033[K" : "", step, norm,
-                        tc->skip_outlier, t->st.norm_mean, t->st.skipped);
-        } else {
-            adam_step_scaled(t->mdl.w, t->mdl.g, clip_coef(norm, tc->clip), t->adam_m,
-                             t->adam_v, t->mdl.n_floats, step, lr, &ah);
-            t->st.norm_count++;
-            double w = t->st.norm_count < NORM_WINDOW ? 1.0 / (double)t->st.norm_count
-                                                      : 1.0 / NORM_WINDOW;
-            t->st.norm_mean += w * (norm - t->st.norm_mean);
-        }
-        model_mem_update(&t->A, &t->mem);
-        t->st.step = step;
-        t->st.tokens += (long long)ntok;
-        t->st.data_pos = t->bt.pos;
-        t->st.log_sum += loss;
-        t->st.log_n++;
-        tok_log += (long long)ntok;
-        last_loss = loss;
-        last_norm = norm;
+static void skip_update(trainer *t, long step, double norm)
+{
+    t->st.skipped++;
+    log_json(t, "{\"event\":\"skip\",\"step\":%ld,\"grad_norm\":%.6g,"
+                "\"mean_norm\":%.6g,\"skipped\":%ld}",
+             step, norm, t->st.norm_mean, t->st.skipped);
+    if (!t->quiet && dist_is_root())
+        fprintf(stderr, "%sstep %ld: skipped, gradient norm %.4g > %g x its mean %.4g "
+                "(%ld skipped so far)\n", t->tty ? "\r\033[K" : "", step, norm,
+                t->cfg.train.skip_outlier, t->st.norm_mean, t->st.skipped);
+}
 
-        double now = cli_now(), run_s = now - t->t_start;
-        /* all ranks must agree on stopping (a signal or the clock may reach one rank first) */
-        int want_stop = dist_max_int(stop_signal);
-        if (want_stop && !stop_signal)
-            stop_signal = want_stop;
-        int at_end = dist_max_int(step == tc->max_steps ||
-                                  (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
-                                  (t->run_steps > 0 && step - first_step >= t->run_steps) ||
-                                  stop_signal);
-        if (step % tc->log_interval == 0 || at_end) {
-            double mean = t->st.log_sum / t->st.log_n;
-            double tps = tok_log / (now - t_log > 1e-9 ? now - t_log : 1e-9);
-            double eta = (double)(tc->max_steps - step) * ntok / (tps > 0 ? tps : 1);
-            if (tc->max_minutes > 0 && tc->max_minutes * 60 - run_s < eta)
-                eta = tc->max_minutes * 60 - run_s;
-            log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
-                        "\"bpc\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
-                        "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f}",
-                     step, t->st.tokens, mean, mean / M_LN2, lr, norm, tps,
-                     t->st.elapsed + run_s, loss, dist_comm_seconds() - comm_log);
-            comm_log = dist_comm_seconds();
-            if (!t->quiet && dist_is_root()) {
-                char etas[32], els[32];
-                cli_fmt_duration(etas, sizeof etas, eta);
-                cli_fmt_duration(els, sizeof els, t->st.elapsed + run_s);
-                fprintf(stderr, "%sstep %ld/%ld | loss %.4f | bpc %.4f | lr %.3g | %.0f tok/s | "
-                        "ETA %s | %s%s", t->tty ? "\r\033[K" : "", step, tc->max_steps, mean,
-                        mean / M_LN2, lr, tps, etas, els, t->tty ? "" : "\n");
-                fflush(stderr);
-            }
-            t->st.log_sum = 0;
-            t->st.log_n = 0;
-            t_log = now;
-            tok_log = 0;
-        }
-        int do_eval = (tc->eval_interval > 0 && step % tc->eval_interval == 0) ||
-                      (at_end && !stop_signal);
-        double vloss = NAN;
-        if (do_eval) {
-            int failed;
-            vloss = run_valid(t, e, &failed);
-            if (failed)
-                return stop_keeping_last(t, first_step, e);
-            if (vloss < t->st.best_valid) {
-                t->st.best_valid = vloss;
-                if (save_checkpoint(t, t->best_path, 0, vloss, e))
-                    return -1;
-            }
-        }
-        if ((tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0) || at_end) {
-            if (save_checkpoint(t, t->last_path, 1, vloss, e))
+/* Global-norm clipping (as a scale inside Adam) and the Adam step; then the running mean
+ * of the applied steps' gradient norms. */
+static void apply_update(trainer *t, const loop_state *ls, long step, double norm, double lr)
+{
+    adam_step_scaled(t->mdl.w, t->mdl.g, clip_coef(norm, t->cfg.train.clip), t->adam_m,
+                     t->adam_v, t->mdl.n_floats, step, lr, &ls->ah);
+    t->st.norm_count++;
+    double w = t->st.norm_count < NORM_WINDOW ? 1.0 / (double)t->st.norm_count
+                                              : 1.0 / NORM_WINDOW;
+    t->st.norm_mean += w * (norm - t->st.norm_mean);
+}
+
+/* One step: zero the gradients, forward, backward, sum the gradient over the ranks, the
+ * NaN guard, clip + Adam (or skip an outlier), advance the memory and the state. */
+static int train_step(trainer *t, loop_state *ls, txl_err *e)
+{
+    const train_config *tc = &t->cfg.train;
+    int len = next_batch(t, e);
+    if (len < 0)
+        return stop_keeping_last(t, e);
+    long step = t->st.step + 1;
+    fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
+    model_zero_grads(&t->mdl);
+    size_t ntok = (size_t)tc->batch_size * len; /* the whole batch: each rank scales by the
+                                                 * global count */
+    const uint8_t *xl = t->x + (size_t)t->b0 * len, *yl = t->y + (size_t)t->b0 * len;
+    double loss = model_forward(&t->mdl, &t->A, &t->mem, xl, yl, len, &o);
+    model_backward(&t->mdl, &t->A, &t->mem, 1.0f / (float)ntok);
+    dist_sum_f32(t->mdl.g, t->mdl.n_floats); /* every rank: the global gradient */
+    dist_sum_f64(&loss, 1);
+    loss /= (double)ntok;
+    double norm = grad_norm(t->mdl.g, t->mdl.n_floats); /* clipping happens in adam */
+    if (!isfinite(loss) || !isfinite(norm)) {
+        char held[1300];
+        last_desc(t, held, sizeof held);
+        return err_set(e, ERR_RUNTIME, "step %ld: the %s is %s (loss %g, gradient norm %g); "
+                       "stopping without writing a checkpoint, so %s. Lower train.lr or set "
+                       "train.clip.", step, isfinite(loss) ? "gradient" : "loss",
+                       isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", loss, norm,
+                       held);
+    }
+    double lr = lr_at(&ls->sched, step);
+    if (is_outlier(t, norm))
+        skip_update(t, step, norm);
+    else
+        apply_update(t, ls, step, norm, lr);
+    model_mem_update(&t->A, &t->mem);
+    t->st.step = step;
+    t->st.tokens += (long long)ntok;
+    t->st.data_pos = t->bt.pos;
+    t->st.log_sum += loss;
+    t->st.log_n++;
+    ls->tok_log += (long long)ntok;
+    ls->loss = loss;
+    ls->norm = norm;
+    ls->lr = lr;
+    ls->ntok = ntok;
+    return 0;
+}
+
+/* Whether a stop signal has come, as all ranks agree (it may reach one rank first). */
+static int stop_requested(void)
+{
+    int want_stop = dist_max_int(stop_signal);
+    if (want_stop && !stop_signal)
+        stop_signal = want_stop;
+    return want_stop != 0;
+}
+
+/* Whether this step ends the invocation: max_steps, the time budget, --steps or a signal.
+ * All ranks must agree (a signal or the clock may reach one rank first). */
+static int run_ends(const trainer *t, const loop_state *ls, double run_s)
+{
+    const train_config *tc = &t->cfg.train;
+    long step = t->st.step;
+    stop_requested();
+    return dist_max_int(step == tc->max_steps ||
+                        (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
+                        (t->run_steps > 0 && step - ls->first_step >= t->run_steps) ||
+                        stop_signal);
+}
+
+/* A log line (log.jsonl, and the progress line on stderr) for the steps since the last. */
+static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
+{
+    const train_config *tc = &t->cfg.train;
+    long step = t->st.step;
+    double mean = t->st.log_sum / t->st.log_n;
+    double tps = ls->tok_log / (now - ls->t_log > 1e-9 ? now - ls->t_log : 1e-9);
+    double eta = (double)(tc->max_steps - step) * ls->ntok / (tps > 0 ? tps : 1);
+    if (tc->max_minutes > 0 && tc->max_minutes * 60 - run_s < eta)
+        eta = tc->max_minutes * 60 - run_s;
+    log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
+                "\"bpc\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
+                "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f}",
+             step, t->st.tokens, mean, mean / M_LN2, ls->lr, ls->norm, tps,
+             t->st.elapsed + run_s, ls->loss, dist_comm_seconds() - ls->comm_log);
+    ls->comm_log = dist_comm_seconds();
+    if (!t->quiet && dist_is_root()) {
+        char etas[32], els[32];
+        cli_fmt_duration(etas, sizeof etas, eta);
+        cli_fmt_duration(els, sizeof els, t->st.elapsed + run_s);
+        fprintf(stderr, "%sstep %ld/%ld | loss %.4f | bpc %.4f | lr %.3g | %.0f tok/s | "
+                "ETA %s | %s%s", t->tty ? "\r\033[K" : "", step, tc->max_steps, mean,
+                mean / M_LN2, ls->lr, tps, etas, els, t->tty ? "" : "\n");
+        fflush(stderr);
+    }
+    t->st.log_sum = 0;
+    t->st.log_n = 0;
+    ls->t_log = now;
+    ls->tok_log = 0;
+}
+
+/* Validation when due (a new best loss writes best), then `last` when due. A signal that
+ * came after run_ends (during validation, say) ends the run here too: *at_end becomes 1 and
+ * last holds this step. */
+static int eval_and_save(trainer *t, int *at_end, txl_err *e)
+{
+    const train_config *tc = &t->cfg.train;
+    long step = t->st.step;
+    double vloss = NAN;
+    if ((tc->eval_interval > 0 && step % tc->eval_interval == 0) || (*at_end && !stop_signal)) {
+        if (run_valid(t, &vloss, e))
+            return stop_keeping_last(t, e);
+        if (vloss < t->st.best_valid) {
+            t->st.best_valid = vloss;
+            if (save_checkpoint(t, t->best_path, 0, vloss, e))
                 return -1;
         }
-        if (stop_signal) {
-            exit_sig = stop_signal;
-            break;
-        }
-        if (at_end)
-            break;
     }
+    if (((tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0) || *at_end) &&
+        save_checkpoint(t, t->last_path, 1, vloss, e))
+        return -1;
+    if (!*at_end && stop_requested()) { /* one more agreement: all ranks stop alike */
+        *at_end = 1;
+        if (t->last_step != step && save_checkpoint(t, t->last_path, 1, vloss, e))
+            return -1;
+    }
+    return 0;
+}
+
+/* The result line on stdout and, after a signal, where the run stopped; the exit code. */
+static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
+{
     if (t->tty && !t->quiet && dist_is_root())
         fputc('\n', stderr);
     if (!dist_is_root())
@@ -572,15 +762,225 @@ static int train_loop(trainer *t, txl_err *e)
     printf("{\"step\":%ld,\"tokens\":%lld,\"train_loss\":%.6f,\"grad_norm\":%.6g,"
            "\"skipped_steps\":%ld,\"best_valid_loss\":%.6f,\"best_valid_bpc\":%.6f,"
            "\"checkpoint\":\"%s\",\"peak_rss_mb\":%.1f}\n",
-           t->st.step, t->st.tokens, last_loss, last_norm, t->st.skipped, t->st.best_valid,
+           t->st.step, t->st.tokens, ls->loss, ls->norm, t->st.skipped, t->st.best_valid,
            t->st.best_valid / M_LN2, t->last_path, ru.ru_maxrss / 1024.0);
     fflush(stdout);
-    if (exit_sig && dist_is_root()) {
+    if (exit_sig)
         fprintf(stderr, "txl train: %s: checkpoint written at step %ld (%s); resume with "
-                "--resume %s\n", exit_sig == SIGINT ? "interrupted" : "terminated", t->st.step,
-                t->last_path, t->last_path);
-    }
+                "--resume %s\n", exit_sig == SIGINT   ? "interrupted"
+                                  : exit_sig == SIGHUP ? "hung up"
+                                                       : "terminated",
+                t->last_step, t->last_path, t->last_path);
     return exit_sig ? 128 + exit_sig : 0;
+}
+
+static int train_loop(trainer *t, txl_err *e)
+{
+    loop_state ls;
+    int exit_sig = 0;
+    loop_init(t, &ls);
+    while (t->st.step < t->cfg.train.max_steps) {
+        if (train_step(t, &ls, e))
+            return -1;
+        double now = cli_now(), run_s = now - t->t_start;
+        int at_end = run_ends(t, &ls, run_s);
+        if (t->st.step % t->cfg.train.log_interval == 0 || at_end)
+            log_progress(t, &ls, now, run_s);
+        if (eval_and_save(t, &at_end, e))
+            return -1;
+        if (at_end) {
+            exit_sig = stop_signal; /* 0 at max_steps, the time budget or --steps */
+            break;
+        }
+    }
+    return finish_run(t, &ls, exit_sig);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Setup, in the order cmd_train runs it: config, data, out_dir, model, resume, start. */
+
+/* The config: a YAML file, or (--resume alone) the checkpoint's own; then the --set
+ * overrides and validation. */
+static int load_config(trainer *t, const char *cfg_path, const char *resume,
+                       const char *const *sets, int nsets, txl_err *e)
+{
+    cfg_defaults(&t->cfg);
+    if (cfg_path) {
+        if (cfg_load_yaml(&t->cfg, cfg_path, e))
+            return -1;
+    } else { /* --resume alone: the checkpoint's own config */
+        st_file f;
+        if (st_read(&f, resume, e))
+            return -1;
+        const char *text = st_meta(&f, "config");
+        int rc = text ? cfg_load_meta(&t->cfg, text, resume, e)
+                      : err_set(e, ERR_INPUT, "%s: no 'config' in the metadata", resume);
+        st_free(&f);
+        if (rc)
+            return -1;
+    }
+    for (int i = 0; i < nsets; i++)
+        if (cfg_set(&t->cfg, sets[i], e))
+            return -1;
+    return cfg_validate(&t->cfg, cfg_path ? cfg_path : resume, e);
+}
+
+/* The data: the train/valid/test spans, the train batcher, and this rank's streams. */
+static int plan_data(trainer *t, const char *origin, txl_err *e)
+{
+    int B = t->cfg.train.batch_size, Lq = t->cfg.model.tgt_len;
+    if (open_data(t, e) ||
+        batcher_init(&t->bt, t->train_s, B, Lq, (size_t)Lq + 1, "train", e))
+        return -1;
+    const dist_t *dd = dist_self();
+    if (B % dd->size != 0)
+        return err_set(e, ERR_INPUT, "%s: train.batch_size %d cannot be split over %d ranks "
+                       "(each rank owns batch_size / ranks whole streams)", origin, B, dd->size);
+    t->Bl = B / dd->size;
+    t->b0 = dd->rank * t->Bl;
+    return 0;
+}
+
+/* A new run refuses a directory that holds one: a last checkpoint or a log.jsonl (a run
+ * that stopped before its first checkpoint; a link counts too). 1 with the error set. */
+static int holds_run(const trainer *t, txl_err *e)
+{
+    struct stat st;
+    const char *dir = t->cfg.train.out_dir;
+    if (access(t->last_path, F_OK) == 0) {
+        err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use --resume %s to "
+                "continue it, --force to start over, or --set train.out_dir=... for a new one",
+                dir, t->last_path, t->last_path);
+        return 1;
+    }
+    if (lstat(t->log_path, &st) == 0) {
+        err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s, without a "
+                "checkpoint); use --force to start over, or --set train.out_dir=... for a new "
+                "one", dir, t->log_path);
+        return 1;
+    }
+    return 0;
+}
+
+/* The run directory: one that holds another run is refused (unless --resume or --force);
+ * rank 0 creates it, checks that it is writable, locks it for this run and removes the
+ * temp files of a killed run; everyone learns whether it worked. */
+static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
+{
+    const char *dir = t->cfg.train.out_dir;
+    const char *ext = t->cfg.train.ckpt_gzip ? ".safetensors.gz" : ".safetensors";
+    snprintf(t->last_path, sizeof t->last_path, "%s/last%s", dir, ext);
+    snprintf(t->best_path, sizeof t->best_path, "%s/best%s", dir, ext);
+    snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", dir);
+    if (!resume && !force && holds_run(t, e)) /* before creating anything */
+        return -1;
+    int rc = dist_is_root() ? make_dirs(dir, e) || lock_out_dir(t, e) : 0;
+    if (rc == 0 && dist_is_root()) {
+        if (!resume && !force && holds_run(t, e)) /* again, under the lock */
+            rc = -1;
+        else
+            remove_stale_temps(t);
+    }
+    if (dist_max_int(rc ? 1 : 0)) {
+        if (!rc)
+            err_set(e, ERR_INPUT, "train.out_dir %s: rank 0 could not prepare it", dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* Threads, then everything a step touches, planned before step 1: the model and its
+ * gradients, activations, memory, Adam moments, batch buffers; the initial weights. */
+static int plan_model(trainer *t, txl_err *e)
+{
+    const txl_config *c = &t->cfg;
+    const dist_t *dd = dist_self();
+    int M = c->model.mem_len, Lq = c->model.tgt_len, B = c->train.batch_size;
+    /* threads: all cores of this machine, shared by its ranks, unless train.threads says */
+    int threads = c->train.threads;
+    if (threads <= 0 && dd->local_size > 1) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores / dd->local_size > 0 ? (int)(cores / dd->local_size) : 1;
+    }
+    t->threads = cli_threads(threads);
+    if (model_init(&t->mdl, &c->model, e) || model_alloc_grads(&t->mdl, e) ||
+        acts_init(&t->A, &c->model, t->Bl, Lq, M, 1, e) ||
+        mem_init(&t->mem, &c->model, t->Bl, M, e) ||
+        (dd->size > 1 && dist_is_root() && mem_init(&t->gmem, &c->model, B, M, e)))
+        return -1;
+    t->A.b_offset = (size_t)t->b0;
+    t->adam_m = calloc(t->mdl.n_floats, sizeof(float));
+    t->adam_v = calloc(t->mdl.n_floats, sizeof(float));
+    t->x = malloc((size_t)B * Lq);
+    t->y = malloc((size_t)B * Lq);
+    if (!t->adam_m || !t->adam_v || !t->x || !t->y)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    model_init_weights(&t->mdl, c->train.seed);
+    t->st.train_tokens = t->train_s.n;
+    t->st.seed = c->train.seed;
+    t->st.params = t->mdl.n_weights;
+    return 0;
+}
+
+/* --resume or --init-from; the run must still have steps to go. */
+static int restore_run(trainer *t, const char *resume, const char *init_from,
+                       const char *origin, txl_err *e)
+{
+    struct stat a, b;
+    t->last_step = -1;
+    if (resume && load_resume(t, resume, e))
+        return -1;
+    if (resume && stat(resume, &a) == 0 && stat(t->last_path, &b) == 0 &&
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        t->last_step = t->st.step; /* resumed from this out_dir's last */
+    if (init_from && load_init_from(t, init_from, e))
+        return -1;
+    if (t->st.step >= t->cfg.train.max_steps)
+        return err_set(e, ERR_INPUT, "%s: the run is already at step %ld >= train.max_steps "
+                       "%ld (raise it with --set train.max_steps=N)", resume ? resume : origin,
+                       t->st.step, t->cfg.train.max_steps);
+    return 0;
+}
+
+/* Rank 0 opens log.jsonl and writes config.yaml; the plan on stderr; the start event. */
+static int start_run(trainer *t, int resume, txl_err *e)
+{
+    const dist_t *dd = dist_self();
+    int rc = 0;
+    if (dist_is_root()) {
+        t->log = open_log(t->log_path, resume, e); /* first: it may be a refused link */
+        rc = t->log ? write_config_yaml(&t->cfg, e) : -1;
+    }
+    if (dist_max_int(rc ? 1 : 0)) {
+        if (!rc)
+            err_set(e, ERR_RUNTIME, "rank 0 could not write into %s", t->cfg.train.out_dir);
+        return -1;
+    }
+    if (!t->quiet && dist_is_root()) {
+        print_plan(t);
+        if (dd->size > 1)
+            fprintf(stderr, "  data parallel: %d ranks x %d streams, %d threads per rank "
+                    "(%d ranks on this machine)\n", dd->size, t->Bl, t->threads,
+                    dd->local_size);
+    }
+    log_json(t, "{\"event\":\"start\",\"step\":%ld,\"resume\":%s,\"params\":%zu,"
+                "\"blas_core\":\"%s\",\"train_tokens\":%zu,\"valid_tokens\":%zu,"
+                "\"ranks\":%d,\"threads\":%d,\"estimate_mib\":%.0f}",
+             t->st.step, resume ? "true" : "false", t->mdl.n_weights, cli_blas_core(),
+             t->train_s.n, t->valid_s.n, dd->size, t->threads, plan_mib(t));
+    return 0;
+}
+
+/* SIGINT, SIGTERM and SIGHUP (a closed terminal) finish the step, write last and end the
+ * run with 128 + the signal (train_loop). */
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 typedef struct {
@@ -626,7 +1026,7 @@ const cli_spec train_spec = {
     .about = "Trains a Transformer-XL on a byte-level corpus. Writes into train.out_dir: "
              "config.yaml, log.jsonl, last.safetensors.gz (with optimiser state and memory) "
              "and best.safetensors.gz.",
-    .notes = "SIGINT/SIGTERM finish the current step, write last, and exit 130/143.",
+    .notes = "SIGINT/SIGTERM/SIGHUP finish the current step, write last, and exit 130/143/129.",
     .example = "example: txl train -c configs/tiny.yaml --set train.max_steps=500",
     .pos_max = 0,
     .pos_extra = "unknown option '%s'",
@@ -652,31 +1052,14 @@ int cmd_train(int argc, char **argv)
     trainer *t = calloc(1, sizeof *t);
     if (!t)
         return fprintf(stderr, "txl train: out of memory\n"), 1;
+    t->lock_fd = -1;
     t->quiet = quiet;
     t->run_steps = run_steps;
     t->tty = cli_isatty_stderr();
     t->st.best_valid = INFINITY;
-    int rc = 0;
     const char *origin = cfg_path ? cfg_path : resume;
-    cfg_defaults(&t->cfg);
-    if (cfg_path) {
-        if (cfg_load_yaml(&t->cfg, cfg_path, &e))
-            goto fail;
-    } else { /* --resume alone: the checkpoint's own config */
-        st_file f;
-        if (st_read(&f, resume, &e))
-            goto fail;
-        const char *js = st_meta(&f, "config");
-        rc = js ? cfg_from_json(&t->cfg, js, resume, &e)
-                : err_set(&e, ERR_INPUT, "%s: no 'config' in the metadata", resume);
-        st_free(&f);
-        if (rc)
-            goto fail;
-    }
-    for (int i = 0; i < nsets; i++)
-        if (cfg_set(&t->cfg, sets[i], &e))
-            goto fail;
-    if (cfg_validate(&t->cfg, origin, &e))
+    int rc;
+    if (load_config(t, cfg_path, resume, sets, nsets, &e))
         goto fail;
     if (print_config) {
         cfg_write_yaml(&t->cfg, stdout);
@@ -684,100 +1067,11 @@ int cmd_train(int argc, char **argv)
         free(t);
         return 0;
     }
-
-    const txl_config *c = &t->cfg;
-    const char *ext = c->train.ckpt_gzip ? ".safetensors.gz" : ".safetensors";
-    snprintf(t->last_path, sizeof t->last_path, "%s/last%s", c->train.out_dir, ext);
-    snprintf(t->best_path, sizeof t->best_path, "%s/best%s", c->train.out_dir, ext);
-    snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", c->train.out_dir);
-
-    if (open_data(t, &e))
+    if (plan_data(t, origin, &e) || prepare_out_dir(t, resume != NULL, force, &e) ||
+        plan_model(t, &e) || restore_run(t, resume, init_from, origin, &e) ||
+        start_run(t, resume != NULL, &e))
         goto fail;
-    int M = c->model.mem_len, Lq = c->model.tgt_len, B = c->train.batch_size;
-    if (batcher_init(&t->bt, t->train_s, B, Lq, (size_t)Lq + 1, "train", &e))
-        goto fail;
-    const dist_t *dd = dist_self();
-    if (B % dd->size != 0) {
-        err_set(&e, ERR_INPUT, "%s: train.batch_size %d cannot be split over %d ranks (each "
-                "rank owns batch_size / ranks whole streams)", origin, B, dd->size);
-        goto fail;
-    }
-    t->Bl = B / dd->size;
-    t->b0 = dd->rank * t->Bl;
-    if (!resume && !force && access(t->last_path, F_OK) == 0) {
-        err_set(&e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use --resume %s to "
-                "continue it, --force to start over, or --set train.out_dir=... for a new "
-                "one", c->train.out_dir, t->last_path, t->last_path);
-        goto fail;
-    }
-    /* rank 0 owns the run directory; everyone learns whether it worked */
-    rc = dist_is_root() ? make_dirs(c->train.out_dir, &e) : 0;
-    if (dist_max_int(rc ? 1 : 0)) {
-        if (!rc)
-            err_set(&e, ERR_INPUT, "train.out_dir %s: rank 0 could not prepare it", c->train.out_dir);
-        goto fail;
-    }
-
-    /* threads: all cores of this machine, shared by its ranks, unless train.threads says */
-    int threads = c->train.threads;
-    if (threads <= 0 && dd->local_size > 1) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores / dd->local_size > 0 ? (int)(cores / dd->local_size) : 1;
-    }
-    threads = cli_threads(threads);
-    if (model_init(&t->mdl, &c->model, &e) || model_alloc_grads(&t->mdl, &e) ||
-        acts_init(&t->A, &c->model, t->Bl, Lq, M, 1, &e) ||
-        mem_init(&t->mem, &c->model, t->Bl, M, &e) ||
-        (dd->size > 1 && dist_is_root() && mem_init(&t->gmem, &c->model, B, M, &e)))
-        goto fail;
-    t->A.b_offset = (size_t)t->b0;
-    t->adam_m = calloc(t->mdl.n_floats, sizeof(float));
-    t->adam_v = calloc(t->mdl.n_floats, sizeof(float));
-    t->x = malloc((size_t)B * Lq);
-    t->y = malloc((size_t)B * Lq);
-    if (!t->adam_m || !t->adam_v || !t->x || !t->y) {
-        err_set(&e, ERR_RUNTIME, "out of memory");
-        goto fail;
-    }
-    model_init_weights(&t->mdl, c->train.seed);
-    if (resume && load_resume(t, resume, &e))
-        goto fail;
-    if (init_from && load_init_from(t, init_from, &e))
-        goto fail;
-    if (t->st.step >= c->train.max_steps) {
-        err_set(&e, ERR_INPUT, "%s: the run is already at step %ld >= train.max_steps %ld "
-                "(raise it with --set train.max_steps=N)", resume ? resume : origin,
-                t->st.step, c->train.max_steps);
-        goto fail;
-    }
-    rc = 0;
-    if (dist_is_root()) {
-        rc = write_config_yaml(c, &e);
-        if (!rc && !(t->log = fopen(t->log_path, resume ? "a" : "w")))
-            rc = err_set(&e, ERR_RUNTIME, "%s: cannot open: %s", t->log_path, strerror(errno));
-    }
-    if (dist_max_int(rc ? 1 : 0)) {
-        if (!rc)
-            err_set(&e, ERR_RUNTIME, "rank 0 could not write into %s", c->train.out_dir);
-        goto fail;
-    }
-    if (!quiet && dist_is_root()) {
-        print_plan(t);
-        if (dd->size > 1)
-            fprintf(stderr, "  data parallel: %d ranks x %d streams, %d threads per rank "
-                    "(%d ranks on this machine)\n", dd->size, t->Bl, threads, dd->local_size);
-    }
-    log_json(t, "{\"event\":\"start\",\"step\":%ld,\"resume\":%s,\"params\":%zu,"
-                "\"blas_core\":\"%s\",\"train_tokens\":%zu,\"valid_tokens\":%zu,"
-                "\"ranks\":%d,\"threads\":%d,\"estimate_mib\":%.0f}",
-             t->st.step, resume ? "true" : "false", t->mdl.n_weights, cli_blas_core(),
-             t->train_s.n, t->valid_s.n, dd->size, threads, plan_mib(t));
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    catch_signals();
     t->t_start = cli_now();
     rc = train_loop(t, &e);
     if (rc < 0)

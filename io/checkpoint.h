@@ -1,7 +1,7 @@
 /* checkpoint.h: txl checkpoints (DESIGN.md §5): gzip'd safetensors holding the parameters
  * under their table names, optionally the Adam moments (optim.m.<name>, optim.v.<name>)
  * and the per-layer memory (state.mem.<l> [B, m, d]) so a resume continues exactly.
- * Metadata (strings) is the caller's: config JSON, step, tokens, ... */
+ * Metadata (strings) is the caller's: the config (YAML), step, tokens, ... */
 #ifndef TXL_CHECKPOINT_H
 #define TXL_CHECKPOINT_H
 

@@ -1,8 +1,9 @@
 /* test_config.c: unit test of cmd/config.c.
  *
  * Loads the good configs in tests/data/config/ (block and flow style) and checks values;
- * round-trips YAML (cfg_write_yaml -> cfg_load_yaml) and JSON (cfg_to_json ->
- * cfg_from_json) to identical structs; loads one bad file per failure class and checks
+ * round-trips the YAML dump (cfg_write_yaml -> cfg_load_yaml) and the checkpoint metadata
+ * (cfg_to_yaml -> cfg_load_meta) to identical structs, and reads the JSON metadata of
+ * earlier txl versions; loads one bad file per failure class and checks
  * that each fails with ERR_INPUT and a message naming "file:line:col" and the key; runs
  * good and bad --set overrides, cross-key validation and cfg_diff_model.
  * Paths are relative: run from the repository root (as `make test` does). */
@@ -240,6 +241,27 @@ static void tricky_config(txl_config *c)
     c->data.split[2] = 0.1;
 }
 
+/* Every character class cJSON wrote raw that YAML would not read back raw (DEL, C1, NEL, LS,
+ * PS, BOM, U+FFFE, U+FFFF), astral and control characters, JSON escapes, and numbers in
+ * exponent form. tests/data/config/legacy_controls.json is this config as cfg_to_json of txl
+ * 6d30971 wrote it. */
+static void controls_config(txl_config *c)
+{
+    cfg_defaults(c);
+    set_str(c->data.train, sizeof c->data.train,
+            "del\x7f c1\xc2\x80\xc2\x9f nel\xc2\x85 ls\xe2\x80\xa8 ps\xe2\x80\xa9 bom\xef\xbb\xbf "
+            "fffe\xef\xbf\xbe ffff\xef\xbf\xbf emoji\xf0\x9f\x98\x80 nbsp\xc2\xa0 ctl\x01\x1f\x1b end");
+    set_str(c->data.valid, sizeof c->data.valid, "slash/ \"q\" \\ \b\f\n\r\t");
+    c->train.seed = 9007199254740991ULL; /* 2^53 - 1: still a JSON number */
+    c->train.lr = 1e-30;
+    c->train.eps = 2.5e-05;
+    c->train.weight_decay = 1e+22;
+    c->train.clip = 123456789012345678.0;
+    c->model.dropout = 0.3f;
+    c->model.mlp_max_dist = 2.0f;
+    c->train.max_minutes = 1e-320;
+}
+
 static void yaml_roundtrip(const txl_config *a, const char *what)
 {
     char path[] = "/tmp/txl_test_config_XXXXXX";
@@ -286,6 +308,8 @@ static void test_yaml_roundtrip(void)
     yaml_roundtrip(&a, "good_block");
     tricky_config(&a);
     yaml_roundtrip(&a, "tricky strings and doubles");
+    controls_config(&a);
+    yaml_roundtrip(&a, "control characters and exponents");
 
     /* the dump: header comment, sections, block style, every key */
     char buf[16384] = { 0 };
@@ -307,51 +331,87 @@ static void test_yaml_roundtrip(void)
     CHECK(has(buf, "  out_dir: \"runs/default\"\n  threads: 0\n"), "dump: last keys");
 }
 
-static void test_json(void)
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = malloc(1 << 16);
+    size_t n = f && buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    if (buf)
+        buf[n] = '\0';
+    return buf;
+}
+
+/* The config stored in checkpoints: cfg_to_yaml's text, read back by cfg_load_meta; and the
+ * JSON that txl before the YAML metadata stored, read by the same reader. */
+static void test_meta(void)
 {
     txl_config a, b;
     txl_err e = { 0 };
 
     tricky_config(&a);
-    char *js = cfg_to_json(&a);
-    CHECK(js != NULL, "cfg_to_json (tricky)");
-    if (!js)
+    char *y = cfg_to_yaml(&a);
+    CHECK(y != NULL, "cfg_to_yaml (tricky)");
+    if (!y)
         return;
-    CHECK(has(js, "\"seed\":\"18446744073709551615\""), "seed >= 2^53 is a JSON string");
-    CHECK(has(js, "\"pos_scheme\":\"alibi\""), "enum as its name");
-    CHECK(has(js, "\"split\":[0.7,0.2,0.1]"), "split as an array");
+    CHECK(has(y, "  seed: 18446744073709551615\n"), "seed >= 2^53 is a plain integer");
+    CHECK(has(y, "  pos_scheme: alibi\n"), "enum as its name");
+    CHECK(has(y, "  split: [0.7, 0.2, 0.1]\n"), "split as a flow list");
     cfg_defaults(&b);
-    int rc = cfg_from_json(&b, js, "ckpt.safetensors.gz", &e);
-    CHECK(rc == 0, "cfg_from_json (tricky): %s", rc ? e.msg : "ok");
-    CHECK(same(&a, &b), "JSON round trip gives an identical struct (tricky)");
-    free(js);
+    int rc = cfg_load_meta(&b, y, "ckpt.safetensors.gz", &e);
+    CHECK(rc == 0, "cfg_load_meta (tricky): %s", rc ? e.msg : "ok");
+    CHECK(same(&a, &b), "metadata round trip gives an identical struct (tricky)");
+    /* the metadata and out_dir/config.yaml are one text */
+    char buf[16384] = { 0 };
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    CHECK(f && cfg_write_yaml(&a, f) == 0, "cfg_write_yaml (tricky)");
+    if (f)
+        fclose(f);
+    CHECK(strcmp(buf, y) == 0, "cfg_write_yaml writes cfg_to_yaml's text");
+    free(y);
 
-    cfg_defaults(&a);
-    CHECK(cfg_load_yaml(&a, DIR "good_block.yaml", &e) == 0, "load good_block for JSON");
-    a.train.seed = 12345;
-    js = cfg_to_json(&a);
-    CHECK(js != NULL, "cfg_to_json (good_block)");
-    if (!js)
-        return;
-    CHECK(has(js, "\"seed\":12345"), "small seed is a JSON number");
-    CHECK(has(js, "\"pre_lnorm\":true") && has(js, "\"ckpt_gzip\":false"), "bools as JSON bools");
-    CHECK(has(js, "\"dropout\":0.2,"), "float written in shortest form");
-    CHECK(has(js, "{\"model\":{") && has(js, "},\"data\":{") && has(js, "},\"train\":{"),
-          "three sections");
-    CHECK(!has(js, "vocab"), "vocab is not a key");
+    controls_config(&a);
+    y = cfg_to_yaml(&a);
     cfg_defaults(&b);
-    rc = cfg_from_json(&b, js, "ckpt", &e);
-    CHECK(rc == 0 && same(&a, &b), "JSON round trip gives an identical struct (good_block)");
-    free(js);
+    rc = y ? cfg_load_meta(&b, y, "ckpt", &e) : -1;
+    CHECK(rc == 0 && same(&a, &b), "metadata round trip (control characters): %s",
+          rc ? e.msg : "ok");
+    free(y);
 
-    /* keys missing from the JSON keep their value */
+    /* the JSON of txl 6d30971 (cfg_to_json), byte for byte */
+    static const struct { const char *file; void (*make)(txl_config *); } legacy[] = {
+        { DIR "legacy_tricky.json", tricky_config },
+        { DIR "legacy_controls.json", controls_config },
+    };
+    for (size_t i = 0; i < sizeof legacy / sizeof legacy[0]; i++) {
+        char *js = slurp(legacy[i].file);
+        legacy[i].make(&a);
+        cfg_defaults(&b);
+        rc = js ? cfg_load_meta(&b, js, legacy[i].file, &e) : -1;
+        CHECK(rc == 0, "legacy JSON %s loads: %s", legacy[i].file, rc ? e.msg : "ok");
+        CHECK(same(&a, &b), "legacy JSON %s gives the config it was written from",
+              legacy[i].file);
+        free(js);
+    }
+
+    /* keys missing from the text keep their value; JSON's forms of seeds and nulls */
     cfg_defaults(&b);
-    rc = cfg_from_json(&b, "{\"model\":{\"d_model\":512},\"train\":{\"seed\":\"77\"}}", "x", &e);
+    rc = cfg_load_meta(&b, "{\"model\":{\"d_model\":512},\"train\":{\"seed\":\"77\"}}", "x", &e);
     CHECK(rc == 0 && b.model.d_model == 512 && b.model.n_layer == 4 && b.train.seed == 77,
           "partial JSON; seed as a string");
+    rc = cfg_load_meta(&b, "{\"train\":{\"seed\":9007199254740995}}", "x", &e);
+    CHECK(rc == 0 && b.train.seed == 9007199254740995ULL, "a seed past 2^53 reads exactly");
+    rc = cfg_load_meta(&b, "{\"data\":{\"valid\":null,\"test\":null}}", "x", &e);
+    CHECK(rc == 0 && b.data.valid[0] == 0 && b.data.test[0] == 0,
+          "JSON null for data.valid/test means empty");
+    rc = cfg_load_meta(&b, "{\"data\":{\"train\":\"a\\u00e9\\/\\u0001\\\"\"}}", "x", &e);
+    CHECK(rc == 0 && strcmp(b.data.train, "a\xc3\xa9/\x01\"") == 0,
+          "JSON escapes \\u00e9, \\/, \\u0001, \\\": '%s'", b.data.train);
 
-    static const struct { const char *json, *want1, *want2; } bad[] = {
-        { "{\"model\":{\"d_modle\":4}}", "unknown key 'model.d_modle'", "" },
+    static const struct { const char *text, *want1, *want2; } bad[] = {
+        { "{\"model\":{\"d_modle\":4}}", "unknown key 'model.d_modle'",
+          "(did you mean 'model.d_model'?)" },
         { "{\"optim\":{}}", "unknown section 'optim'", "" },
         { "{\"model\":{\"n_layer\":\"4\"}}", "model.n_layer: expected an integer",
           "found the string \"4\"" },
@@ -360,16 +420,23 @@ static void test_json(void)
         { "{\"model\":{\"pre_lnorm\":1}}", "model.pre_lnorm: expected true or false", "" },
         { "{\"model\":{\"pos_scheme\":\"rotary\"}}", "model.pos_scheme", "rotary" },
         { "{\"model\":{\"n_layer\":2,\"n_layer\":3}}", "duplicate key 'model.n_layer'", "" },
-        { "{\"data\":{\"split\":[0.5,0.5]}}", "data.split", "found an array of 2" },
+        { "{\"data\":{\"split\":[0.5,0.5]}}", "data.split", "found 2 items" },
         { "{\"data\":{\"split\":[0.5,\"a\",0.1]}}", "data.split[1]", "the string" },
         { "{\"data\":{\"train\":null}}", "data.train", "null" },
         { "{\"train\":{\"seed\":-1}}", "train.seed", "-1" },
-        { "{\"train\":{\"seed\":9007199254740994}}", "train.seed", "2^53" },
+        { "{\"train\":{\"seed\":\"x\"}}", "train.seed", "'x'" },
+        { "{\"train\":{\"seed\":18446744073709551616}}", "train.seed", "< 2^64" },
         { "{\"train\":{\"max_steps\":1e300}}", "train.max_steps", "" },
-        { "{\"model\":[]}", "section 'model'", "an array" },
-        { "[1,2]", "expected an object", "an array" },
-        { "{\"model\":{\"n_layer\":4}", "syntax error", "" },
-        { "{} trailing", "syntax error", "" },
+        { "{\"model\":[]}", "section 'model'", "a list" },
+        { "[1,2]", "expected a mapping of sections", "a list" },
+        { "{\"model\":{\"n_layer\":4}", "YAML syntax error", "" },
+        { "{} trailing", "YAML syntax error", "" },
+        { "{\"data\":{\"train\":\"a\\ud83d\\ude00\"}}", "YAML syntax error",
+          "invalid Unicode character escape code" },
+        { "model:\n  n_layer: four\n", "metadata 'config' at 2:12: ",
+          "model.n_layer: expected an integer, found 'four'" },
+        { "model: {}\n---\nmodel: {}\n", "at 3:1: ", "expected a single YAML document" },
+        { "model: {n_layer: 2}\x7f\n", "invalid YAML input at byte 19", "control characters" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         txl_config before;
@@ -377,14 +444,12 @@ static void test_json(void)
         memcpy(&before, &b, sizeof b);
         e.msg[0] = 0;
         e.kind = 0;
-        rc = cfg_from_json(&b, bad[i].json, "ck.safetensors.gz", &e);
-        CHECK(rc == -1 && e.kind == ERR_INPUT && has(e.msg, "ck.safetensors.gz: ") &&
+        rc = cfg_load_meta(&b, bad[i].text, "ck.safetensors.gz", &e);
+        CHECK(rc == -1 && e.kind == ERR_INPUT &&
+                  has(e.msg, "ck.safetensors.gz: metadata 'config'") &&
                   has(e.msg, bad[i].want1) && has(e.msg, bad[i].want2) && same(&b, &before),
-              "bad JSON %s -> %s", bad[i].json, e.msg);
+              "bad metadata %s -> %s", bad[i].text, e.msg);
     }
-    cfg_defaults(&b);
-    rc = cfg_from_json(&b, "{\"data\":{\"valid\":null}}", "x", &e);
-    CHECK(rc == 0 && b.data.valid[0] == 0, "JSON null for data.valid means empty");
 }
 
 static void test_set(void)
@@ -417,6 +482,23 @@ static void test_set(void)
               strcmp(c.train.out_dir, "runs/x=y") == 0 && c.train.optimizer == OPT_ADAMW &&
               c.train.ckpt_gzip == 0 && c.model.clamp_len == -5,
           "set schedule, max_dist, out_dir with '=', optimizer, ckpt_gzip, clamp_len");
+    /* a YAML tag that agrees with the key's type is fine */
+    static const char *tagged[] = {
+        "train.lr=!!float 1e-3", "train.max_minutes=!!int 2", "train.seed=!!int 5",
+        "model.untie_r=!!bool yes", "data.test=!!str 123", "data.valid=!!null",
+        "data.split=!!seq [0.8, !!float 0.1, !!int 0]", "train.schedule=!!str constant",
+    };
+    txl_config d;
+    cfg_defaults(&d);
+    for (size_t i = 0; i < sizeof tagged / sizeof tagged[0]; i++) {
+        int rc = cfg_set(&d, tagged[i], &e);
+        CHECK(rc == 0, "--set %s: %s", tagged[i], rc ? e.msg : "ok");
+    }
+    CHECK(d.train.lr == 1e-3 && d.train.max_minutes == 2 && d.train.seed == 5 &&
+              d.model.untie_r == 1 && strcmp(d.data.test, "123") == 0 && d.data.valid[0] == 0 &&
+              d.data.split[0] == 0.8 && d.data.split[1] == 0.1 && d.data.split[2] == 0 &&
+              d.train.schedule == SCHED_CONSTANT,
+          "tags that agree with the keys' types");
     /* an empty data.train is a legal value; cfg_validate is what requires a path */
     int rc = cfg_set(&c, "data.train=\"\"", &e);
     CHECK(rc == 0 && c.data.train[0] == 0 && cfg_validate(&c, NULL, &e) == -1 &&
@@ -457,13 +539,24 @@ static void test_set(void)
         { "model.mlp_max_dist=1e39", "too large for a float" },
         { "model.dropout=0.99999999999", "model.dropout must be in [0, 1), found 1" },
         { "train.beta2=1", "train.beta2 must be in [0, 1), found 1" },
+        { "train.threads=5000", "train.threads must be in [0, 1024], found 5000" },
+        { "train.threads=-1", "train.threads must be in [0, 1024], found -1" },
         { "train.max_steps=9007199254740993", "train.max_steps must be <= 9007199254740992" },
         { "train.seed=-1", "train.seed: expected a non-negative integer" },
+        { "train.seed=\"5\"", "train.seed: expected a non-negative integer < 2^64, found the string \"5\"" },
         { "train.seed=18446744073709551616", "train.seed: expected a non-negative integer" },
         { "model.pre_lnorm=maybe", "expected true or false, found 'maybe'" },
         { "data.train=[unclosed", "YAML syntax error" },
         { "model.n_layer=4\n---\n5", "expected a single YAML document" },
         { "model.n_layer=*alias", "YAML syntax error" },
+        { "model.n_layer=!!str 3", "model.n_layer: expected an integer, found a value tagged !!str" },
+        { "model.n_layer=! 3", "model.n_layer: expected an integer, found a value tagged !!str" },
+        { "model.n_layer=!!float 3", "found a value tagged !!float" },
+        { "model.n_layer=!foo 3", "found a value tagged !foo" },
+        { "model.pre_lnorm=!!str true", "model.pre_lnorm: expected true or false, found a value tagged !!str" },
+        { "data.train=!!int 123", "data.train: expected a path, found a value tagged !!int" },
+        { "data.split=[0.8, !!str 0.1, 0.1]", "data.split[1]: expected a number, found a value tagged !!str" },
+        { "data.split=!!map {a: 1}", "data.split: expected a list of 3 numbers [train, valid, test], found a value tagged !!map" },
     };
     cfg_defaults(&c);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -569,7 +662,7 @@ int main(void)
     test_good_flow();
     test_bad_files();
     test_yaml_roundtrip();
-    test_json();
+    test_meta();
     test_set();
     test_validate();
     test_diff();

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Read (and write) txl checkpoints from Python with nothing but the standard library.
+"""Read (and write) txl checkpoints from Python with nothing but the standard library
+(and PyYAML for the config of current checkpoints).
 
 A txl checkpoint is a safetensors file, gzip'd (``*.safetensors.gz``) or plain
 (``*.safetensors``): an 8-byte little-endian header length N, N bytes of JSON
 ``{name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}}``,
 then the raw little-endian tensor bytes (offsets relative to the end of the header).
-txl's metadata holds the resolved config as JSON under ``config``, and ``step``,
-``tokens``, ``best_valid_loss``, ... as strings.
+txl's metadata holds the resolved config under ``config`` as YAML (the text of the run's
+config.yaml; txl before the YAML metadata wrote JSON there), and ``step``, ``tokens``,
+``best_valid_loss``, ... as strings. ``config()`` reads both; the YAML needs PyYAML
+(Debian: python3-yaml).
 
     >>> import st_reader
     >>> tensors, meta = st_reader.load("runs/tiny/best.safetensors.gz")
@@ -15,11 +18,13 @@ txl's metadata holds the resolved config as JSON under ``config``, and ``step``,
     >>> arrays = st_reader.to_numpy(tensors)                   # needs numpy
     >>> state_dict = st_reader.to_torch(tensors)               # needs torch
 
-Command line: ``python3 tools/st_reader.py CKPT [--json] [--meta KEY]`` lists the tensors
-(name, dtype, shape) and the metadata; ``--meta config`` prints one metadata value.
+Command line: ``python3 tools/st_reader.py CKPT [--json] [--meta KEY] [--config]`` lists
+the tensors (name, dtype, shape) and the metadata; ``--meta KEY`` prints one metadata value
+as stored, ``--config`` the config as one JSON object.
 """
 import gzip
 import json
+import re
 import struct
 import sys
 
@@ -88,7 +93,41 @@ def load(path):
 
 def config(meta):
     """The txl config stored in a checkpoint's metadata, as a dict (or None)."""
-    return json.loads(meta["config"]) if "config" in meta else None
+    return config_text(meta["config"]) if "config" in meta else None
+
+
+def config_text(text):
+    """A txl config text (YAML as txl writes it, or the JSON of older checkpoints) -> dict
+    {"model": {...}, "data": {...}, "train": {...}}."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        import yaml
+    except ImportError:
+        raise ImportError("reading a txl config (YAML) needs PyYAML: apt-get install "
+                          "python3-yaml (or pip install pyyaml)") from None
+    return yaml.load(text, Loader=_yaml_loader(yaml))
+
+
+_LOADER = None
+
+
+def _yaml_loader(yaml):
+    """PyYAML's SafeLoader, plus floats without a dot such as 1e-08 (PyYAML follows YAML
+    1.1, whose float pattern needs a dot; txl writes the shortest form that reads back,
+    and libyaml's scalars are untyped text to txl)."""
+    global _LOADER
+    if _LOADER is None:
+        class Loader(yaml.SafeLoader):
+            pass
+        Loader.add_implicit_resolver(
+            "tag:yaml.org,2002:float",
+            re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+            list("-+0123456789."))
+        _LOADER = Loader
+    return _LOADER
 
 
 def to_list(tensor):
@@ -154,7 +193,10 @@ def main(argv):
                                  "checkpoint (gzip'd or plain safetensors).")
     ap.add_argument("checkpoint")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    ap.add_argument("--meta", metavar="KEY", help="print one metadata value (e.g. config)")
+    ap.add_argument("--meta", metavar="KEY", help="print one metadata value as stored "
+                    "(e.g. step)")
+    ap.add_argument("--config", action="store_true",
+                    help="print the config (metadata 'config') as one JSON object")
     a = ap.parse_args(argv)
     try:
         tensors, meta = load(a.checkpoint)
@@ -168,6 +210,12 @@ def main(argv):
             return 2
         print(meta[a.meta])
         return 0
+    if a.config:
+        if "config" not in meta:
+            print(f"st_reader: {a.checkpoint}: no metadata key 'config'", file=sys.stderr)
+            return 2
+        print(json.dumps(config(meta)))
+        return 0
     if a.json:
         print(json.dumps({"tensors": {k: {"dtype": d, "shape": s} for k, (d, s, _) in
                                       tensors.items()}, "metadata": meta}))
@@ -180,7 +228,7 @@ def main(argv):
     print(f"# {len(tensors)} tensors, {total} values")
     for k, v in meta.items():
         if k == "config":
-            v = json.dumps(json.loads(v), separators=(",", ":"))
+            v = json.dumps(config_text(v), separators=(",", ":"))
         print(f"# {k}: {v}")
     return 0
 

@@ -194,39 +194,45 @@ echo "  (300,000 tensors: $(($(date +%s) - t0)) s)"
 rm -f $B/many.safetensors
 st_edit $P $B/shape.safetensors '.["layers.0.ff.0.weight"].shape |= [.[1], .[0]]'
 both "wrong shape" "tensor 'layers.0.ff.0.weight' has shape [64, 128], but the config in the checkpoint implies [128, 64]" $B/shape.safetensors
-cfg() { # cfg OUT JQ: edits the config JSON inside the metadata
-    st_edit $P "$1" ".__metadata__.config |= (fromjson | $2 | tojson)"
+cfg() { # cfg OUT KEY VALUE [KEY VALUE ...]: sets keys in the config (YAML) in the metadata
+    _out=$1; shift; _f=.
+    while [ $# -ge 2 ]; do _f="$_f | sub(\"\\n  $1: [^\\n]*\\n\"; \"\\n  $1: $2\\n\")"; shift 2; done
+    st_edit $P "$_out" ".__metadata__.config |= ($_f)"
 }
-cfg $B/cfg_d.safetensors '.model.d_model = 32'
+cfg $B/cfg_d.safetensors d_model 32
 RESUME_NEEDLES="the model config differs from the checkpoint's (checkpoint vs now): model.d_model: 32 vs 64" \
 both "config disagrees: d_model" "tensor 'word_emb.weight' has 2 dimensions [256, 64], but the config in the checkpoint (model.d_model 32) implies [256, 32]" $B/cfg_d.safetensors
-cfg $B/cfg_n.safetensors '.model.n_layer = 3'
+cfg $B/cfg_n.safetensors n_layer 3
 RESUME_NEEDLES="model.n_layer: 3 vs 2" \
 both "config disagrees: n_layer" "missing tensor 'layers.2.attn.qkv.weight', which the config in the checkpoint (model.n_layer 3) requires" $B/cfg_n.safetensors
-cfg $B/cfg_many.safetensors '.model.n_layer = 1000'
+cfg $B/cfg_many.safetensors n_layer 1000
 RESUME_NEEDLES="model.n_layer: 1000 vs 2" \
 both "config disagrees: n_layer 1000" "missing tensor 'layers.999.attn.qkv.weight'" $B/cfg_many.safetensors
-cfg $B/cfg_big.safetensors '.model.d_inner = 10000000'
+cfg $B/cfg_big.safetensors d_inner 10000000
 RESUME_NEEDLES="model.d_inner: 10000000 vs 128" \
 both "config disagrees: a model far larger than the file" "d_inner 10000000) needs at least;;bytes of weights, but the file's tensors hold" $B/cfg_big.safetensors
-cfg $B/cfg_huge_model.safetensors '.model.n_layer = 1000000 | .model.d_inner = 1000000'
+cfg $B/cfg_huge_model.safetensors n_layer 1000000 d_inner 1000000
 RESUME_NEEDLES="model.n_layer: 1000000 vs 2, model.d_inner: 1000000 vs 128" \
 both "config with an absurd model size" "the model is too large" $B/cfg_huge_model.safetensors
-cfg $B/cfg_di.safetensors '.model.d_inner = 100'
+cfg $B/cfg_di.safetensors d_inner 100
 RESUME_NEEDLES="model.d_inner: 100 vs 128" \
 both "config disagrees: d_inner" "tensor 'layers.0.ff.0.weight' has shape [128, 64], but the config in the checkpoint implies [100, 64]" $B/cfg_di.safetensors
-cfg $B/cfg_pos.safetensors '.model.pos_scheme = "rope"'
+cfg $B/cfg_pos.safetensors pos_scheme rope
 RESUME_NEEDLES="model.pos_scheme: rope vs xl" \
 both "config disagrees: pos_scheme" "unexpected tensor 'r_w_bias' (not a parameter of a pos_scheme rope model" $B/cfg_pos.safetensors
-cfg $B/cfg_odd.safetensors '.model.d_model = 63'
-both "config out of range" "config JSON: model.d_model must be even, found 63" $B/cfg_odd.safetensors
-cfg $B/cfg_key.safetensors '.model.d_modle = 64'
-both "config with an unknown key" "config JSON: unknown key 'model.d_modle'" $B/cfg_key.safetensors
-cfg $B/cfg_huge.safetensors '.train.batch_size = 1000000 | .model.tgt_len = 1000000'
+cfg $B/cfg_odd.safetensors d_model 63
+both "config out of range" "metadata 'config' at 4:12: model.d_model must be even, found 63" $B/cfg_odd.safetensors
+st_edit $P $B/cfg_key.safetensors '.__metadata__.config |= sub("\nmodel:\n"; "\nmodel:\n  d_modle: 64\n")'
+both "config with an unknown key" "metadata 'config' at 3:3: unknown key 'model.d_modle' (did you mean 'model.d_model'?)" $B/cfg_key.safetensors
+st_edit $P $B/cfg_json_odd.safetensors '.__metadata__.config = "{\"model\":{\"d_model\":63}}"'
+both "config in the JSON form of older txl, out of range" "metadata 'config' at 1:21: model.d_model must be even, found 63" $B/cfg_json_odd.safetensors
+st_edit $P $B/cfg_yaml_syntax.safetensors '.__metadata__.config |= sub("\nmodel:\n"; "\nmodel: [\n")'
+both "config YAML malformed" "metadata 'config' at;;YAML syntax error" $B/cfg_yaml_syntax.safetensors
+cfg $B/cfg_huge.safetensors batch_size 1000000 tgt_len 1000000
 RESUME_NEEDLES="model.tgt_len: 1000000 vs 32" \
 both "config with an absurd plan" "a training step is too large" $B/cfg_huge.safetensors
 st_edit $P $B/cfg_syntax.safetensors '.__metadata__.config = "{\"model\": {"'
-both "config JSON malformed" "config JSON: syntax error near byte" $B/cfg_syntax.safetensors
+both "config JSON malformed" "metadata 'config' at 2:1: YAML syntax error" $B/cfg_syntax.safetensors
 st_edit $P $B/cfg_none.safetensors 'del(.__metadata__.config)'
 both "no config" "no 'config' in the metadata" $B/cfg_none.safetensors
 
@@ -239,6 +245,43 @@ expect2 "train --resume: a missing Adam moment" "$B/optim.safetensors;;missing t
     $TXL train -q -c $CFG --resume $B/optim.safetensors --set train.out_dir=$RUN
 expect2 "train --resume from weights only" "$TMP/w.safetensors;;missing tensor 'optim.m.word_emb.weight'" \
     $TXL train -q -c $CFG --resume $TMP/w.safetensors --set train.out_dir=$RUN
+# the training state in the metadata is parsed strictly: garbage, a sign, an exponent, an
+# overflow or a missing key is an error naming the file and the key, never a default (step
+# "1e23" was signed overflow, "-5" trained at negative steps)
+state() { # state "description" KEY VALUE "needles" (VALUE null deletes the key)
+    if [ "$3" = null ]; then st_edit $P $B/state.safetensors "del(.__metadata__.$2)"
+    else st_edit $P $B/state.safetensors ".__metadata__.$2 = \"$3\""; fi
+    expect2 "train --resume: $1" "$B/state.safetensors;;metadata '$2';;$4" \
+        $TXL train -q --resume $B/state.safetensors --set train.out_dir=$RUN --set train.max_steps=10
+}
+state "step 1e23" step 1e23 "must be an integer in [0, 2^53], found '1e23'"
+state "step -5" step -5 "found '-5'"
+state "step abc" step abc "found 'abc'"
+state "step 2^63 (overflow)" step 9223372036854775808 "found '9223372036854775808'"
+state "step 2^53 + 1" step 9007199254740993 "found '9007199254740993'"
+state "step empty" step "" "found ''"
+state "step missing" step null "is missing"
+state "tokens +5" tokens +5 "found '+5'"
+state "epoch 1.5" epoch 1.5 "found '1.5'"
+state "data_pos 0x10" data_pos 0x10 "found '0x10'"
+state "log_steps with a space" log_steps " 3" "found ' 3'"
+state "grad_norm_count -1" grad_norm_count -1 "found '-1'"
+state "skipped_steps 1e3" skipped_steps 1e3 "found '1e3'"
+state "train_split_tokens abc" train_split_tokens abc "found 'abc'"
+state "params -1" params -1 "found '-1'"
+state "seed x" seed x "must be an integer in [0, 2^64), found 'x'"
+state "seed 2^64 (overflow)" seed 18446744073709551616 "found '18446744073709551616'"
+state "seed -1" seed -1 "found '-1'"
+state "best_valid_loss abc" best_valid_loss abc "must be a number >= 0 or inf, found 'abc'"
+state "best_valid_loss nan" best_valid_loss nan "found 'nan'"
+state "best_valid_loss -1" best_valid_loss -1 "found '-1'"
+state "best_valid_loss 1e999 (overflow)" best_valid_loss 1e999 "found '1e999'"
+state "log_loss_sum inf" log_loss_sum inf "must be a finite number >= 0, found 'inf'"
+state "elapsed_s -3" elapsed_s -3 "found '-3'"
+state "elapsed_s 0x1p3" elapsed_s 0x1p3 "found '0x1p3'"
+state "grad_norm_mean nan" grad_norm_mean nan "found 'nan'"
+state "params that are not the model's" params 5 "is 5, but the model of its config has"
+state "data_pos past the end of the streams" data_pos 9000000 "9000000 is past the end of the streams"
 check "eval still works on a file with only a damaged memory tensor" $TXL eval $B/mem.safetensors --data $TMP/last.safetensors --max-tokens 3000
 
 echo "-- non-finite values (each would make every loss nan)"

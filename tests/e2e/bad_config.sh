@@ -61,6 +61,12 @@ cfgcase nan "2:13: train.lr: expected a number, found '.nan'" "${D}train: {lr: .
 cfgcase list_for_path "1:15: data.train: expected a path, found a list" 'data: {train: [a, b]}\n'
 cfgcase big_int "2:18: model.n_layer: expected an integer, found '99999999999999999999' (too large)" "${D}model: {n_layer: 99999999999999999999}\n"
 cfgcase big_float "2:13: train.lr: expected a number, found '1e999' (too large for a double)" "${D}train: {lr: 1e999}\n"
+cfgcase tag_str "2:18: model.n_layer: expected an integer, found a value tagged !!str" "${D}model: {n_layer: !!str 3}\n"
+cfgcase tag_float "2:18: model.n_layer: expected an integer, found a value tagged !!float" "${D}model: {n_layer: !!float 3}\n"
+cfgcase tag_custom "2:20: model.pre_lnorm: expected true or false, found a value tagged !x" "${D}model: {pre_lnorm: !x true}\n"
+cfgcase tag_section "2:8: section 'train': expected a mapping of keys, found a value tagged !!str" "${D}train: !!str {lr: 1}\n"
+expect2 "--set with a tag against the key's type" "--set model.n_layer=!!str 3: model.n_layer: expected an integer, found a value tagged !!str" \
+    $TXL train -c $CFG --set 'model.n_layer=!!str 3' --set train.out_dir=$RUN
 
 echo "-- out of range"
 datacase bad_odd_d_model "1:30: model.d_model must be even, found 255"
@@ -71,6 +77,9 @@ datacase bad_out_of_range "3:12: model.dropout must be in [0, 1), found 1.5"
 cfgcase mem_len_negative "2:18: model.mem_len must be >= 0, found -1" "${D}model: {mem_len: -1}\n"
 cfgcase beta2_one "2:16: train.beta2 must be in [0, 1), found 1" "${D}train: {beta2: 1.0}\n"
 cfgcase batch_0 "2:21: train.batch_size must be >= 1, found 0" "${D}train: {batch_size: 0}\n"
+cfgcase threads_huge "2:18: train.threads must be in [0, 1024], found 100000" "${D}train: {threads: 100000}\n"
+expect2 "--set threads 5000" "--set train.threads=5000: train.threads must be in [0, 1024], found 5000" \
+    $TXL train -c $CFG --set train.threads=5000 --set train.out_dir=$RUN
 cfgcase int_overflow "2:18: model.n_layer must be <= 2147483647 (the largest the field holds), found 4294967296" "${D}model: {n_layer: 4294967296}\n"
 datacase bad_seed "1:25: train.seed: expected a non-negative integer < 2^64, found '-1'"
 datacase bad_split_sum "3:10: data.split: the fractions must sum to <= 1"
@@ -94,6 +103,10 @@ cfgcase dup_flow "2:21: duplicate key 'model.n_layer' (first set at 2:9)" "${D}m
 echo "-- files"
 expect2 "config file missing" "$C/nope.yaml: cannot open config: No such file or directory" $TXL train -c $C/nope.yaml
 expect2 "config is a directory" "$C: cannot read config: is a directory" $TXL train -c $C
+mkfifo $C/fifo.yaml
+expect2 "config is a FIFO (refused, not waited on)" "$C/fifo.yaml: cannot read config: not a regular file but a FIFO" \
+    timeout 10 $TXL train -c $C/fifo.yaml
+expect2 "config is a device" "/dev/zero: cannot read config: not a regular file" $TXL train -c /dev/zero
 : > $C/empty.yaml
 expect2 "empty config (all defaults, no data.train)" "$C/empty.yaml: data.train is required" $TXL train -c $C/empty.yaml
 # a corpus that cannot be opened: the message names the key and the corpus

@@ -2,7 +2,8 @@
 # A crash never loses a run (DESIGN.md §5: checkpoint writes are atomic):
 #  1. kill -9 at random moments, several times, with a checkpoint written after every step
 #     (so many kills land inside a write; two are aimed at one): `last` always loads, and
-#     --resume continues; the finished run has exactly the weights of an uninterrupted one;
+#     --resume continues (and removes the temp files of the killed writes); the finished run
+#     has exactly the weights of an uninterrupted one;
 #  2. a full disk (a small tmpfs) during a checkpoint write: exit 1 naming the file and the
 #     error, the previous checkpoint byte for byte intact, no temp file left behind;
 #  3. a read-only out_dir: exit 2 before training starts.
@@ -68,7 +69,7 @@ while [ $k -le 6 ]; do
     prev=${s:-0}
     k=$((k + 1))
 done
-check "at least one kill landed inside a checkpoint write ($midwrite; their temp files stay as litter)" test $midwrite -ge 1
+check "at least one kill landed inside a checkpoint write ($midwrite; their temp files stay until the next run)" test $midwrite -ge 1
 check "the killed runs made progress (step $prev)" test "$prev" -gt 1
 check "no damaged file was renamed into place (every checkpoint in the run loads)" sh -c \
     "for f in $RUN/*.safetensors.gz; do $TXL info \$f >/dev/null || exit 1; done"
@@ -77,6 +78,7 @@ $TXL train $OPTS --set train.out_dir=$RUN --resume $LAST --set train.ckpt_interv
 rc=$?
 check "--resume after $kills kills finishes the run (exit $rc)" test $rc -eq 0
 check "...at step $N" test "$(step_of $LAST)" = $N
+check "...and the temp files of the killed runs are gone" test -z "$(ls -a $RUN | grep '\.tmp')"
 # shellcheck disable=SC2086
 $TXL train $OPTS --set train.out_dir=$TMP/ref --set train.ckpt_interval=0 >/dev/null 2>&1 || bad "reference run"
 $TXL export $LAST -o $TMP/a.safetensors 2>/dev/null

@@ -88,7 +88,9 @@ check "truncated weights file: exit 2" test "$(head -c 3000 $TMP/w.safetensors >
 n=$(od -An -tu8 -N8 $TMP/w.safetensors | tr -d ' ')
 tail -c +9 $TMP/w.safetensors | head -c $n > $TMP/hdr.json
 check "exported header: standard safetensors JSON (F32, [out, in] shapes, config metadata)" \
-    jq -e '."layers.0.attn.qkv.weight".shape == [192, 64] and ."word_emb.weight".dtype == "F32" and (."__metadata__".config | fromjson | .model.n_layer == 2)' $TMP/hdr.json
+    jq -e '."layers.0.attn.qkv.weight".shape == [192, 64] and ."word_emb.weight".dtype == "F32" and (."__metadata__".config | test("\nmodel:\n  n_layer: 2\n"))' $TMP/hdr.json
+check "...the config metadata is the run's config.yaml, byte for byte" \
+    test "$(jq -j '."__metadata__".config' $TMP/hdr.json)" = "$(cat $TMP/run/config.yaml)"
 
 if command -v python3 >/dev/null 2>&1; then
     python3 tools/st_reader.py $CKPT > $TMP/st.txt 2>$TMP/st.err
@@ -97,8 +99,13 @@ if command -v python3 >/dev/null 2>&1; then
     check "  ... and the metadata" grep -q '^# step: 20$' $TMP/st.txt
     check "st_reader.py --json on plain weights: tensor count" \
         test "$(python3 tools/st_reader.py $TMP/w.safetensors --json | jq '.tensors | length')" -eq 26
-    check "st_reader.py --meta config is the config JSON" \
-        test "$(python3 tools/st_reader.py $TMP/imp.safetensors.gz --meta config | jq .model.d_model)" -eq 64
+    check "st_reader.py --config reads the config (YAML)" \
+        test "$(python3 tools/st_reader.py $TMP/imp.safetensors.gz --config | jq .model.d_model)" -eq 64
+    check "st_reader.py --config: numbers as numbers (eps 1e-08), paths as strings" \
+        test "$(python3 tools/st_reader.py $TMP/imp.safetensors.gz --config | jq -c '[.train.eps, .train.lr, .data.split, .data.train]')" = \
+             '[1e-08,0.002,[0.9,0.05,0.05],"tests/data/tinyshakespeare.txt.gz"]'
+    check "st_reader.py --config reads the JSON config of older checkpoints" \
+        test "$(python3 tools/st_reader.py tests/fixtures/legacy/nano_json_last.safetensors.gz --config | jq -r .train.seed)" = 18446744073709551615
     check "st_reader.py on a bad file: exit 2" test "$(code python3 tools/st_reader.py $TMP/trunc.st)" -eq 2
 else
     echo "  SKIP tools/st_reader.py: no python3"

@@ -3,8 +3,9 @@
  * Input: YAML text, then optionally NUL-separated --set assignments
  * ("model:\n  n_layer: 3\n\0model.d_model=64\0train.lr=1e-3").
  * Invariants: a failed load or set leaves the struct untouched and its message names the
- * file (or the --set text); a config that validates survives the JSON round trip
- * (checkpoint metadata) and the YAML dump round trip (out_dir/config.yaml) exactly. */
+ * file (or the --set text); a config that validates survives the round trip through the
+ * checkpoint metadata (cfg_to_yaml -> cfg_load_meta) and the YAML dump (out_dir/config.yaml)
+ * exactly. */
 #include <string.h>
 
 #include "../../cmd/config.h"
@@ -66,15 +67,16 @@ int txl_fuzz_config(const uint8_t *data, size_t size)
         return 0;
     }
 
-    /* checkpoint metadata: JSON round trip */
-    char *js = cfg_to_json(&c);
-    FUZZ_CHECK(js != NULL, "cfg_to_json failed on a valid config");
+    /* checkpoint metadata round trip */
+    char *text = cfg_to_yaml(&c);
+    FUZZ_CHECK(text != NULL, "cfg_to_yaml failed on a valid config");
     txl_config j;
     cfg_defaults(&j);
-    int rc = cfg_from_json(&j, js, "roundtrip", &e);
-    FUZZ_CHECK(rc == 0, "JSON round trip failed: %s\n%s", e.msg, js);
-    FUZZ_CHECK(memcmp(&c, &j, sizeof c) == 0, "JSON round trip changed the config:\n%s", js);
-    free(js);
+    int rc = cfg_load_meta(&j, text, "roundtrip", &e);
+    FUZZ_CHECK(rc == 0, "metadata round trip failed: %s\n%s", e.msg, text);
+    FUZZ_CHECK(memcmp(&c, &j, sizeof c) == 0, "metadata round trip changed the config:\n%s",
+               text);
+    free(text);
     FUZZ_CHECK(cfg_diff_model(&c.model, &j.model, NULL, 0) == 0, "diff of equal models");
 
     /* out_dir/config.yaml: YAML dump round trip */

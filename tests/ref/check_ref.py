@@ -19,7 +19,9 @@ import torch
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import txl_ref as ref  # noqa: E402
+import st_reader  # noqa: E402  (the config metadata: YAML, or JSON of older checkpoints)
 import gen_fixtures as gf  # noqa: E402
 
 FAIL = []
@@ -244,8 +246,7 @@ def fixture_check(fdir):
             check(False, "fixture %s missing" % path)
             continue
         T, meta = ref.load_safetensors(path)
-        import json
-        cfg = json.loads(meta["config"])
+        cfg = st_reader.config_text(meta["config"])
         model = cfg["model"]
         ns = int(meta["n_segments"])
         P = {k: T[k].double().requires_grad_(True) for k, _ in ref.param_shapes(model)}

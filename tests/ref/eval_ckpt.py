@@ -26,7 +26,9 @@ import torch
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import txl_ref as ref  # noqa: E402
+import st_reader  # noqa: E402  (the config metadata: YAML, or JSON of older checkpoints)
 
 
 def die(msg, code=2):
@@ -51,7 +53,7 @@ def load_model(path, dtype):
         die("%s: cannot read checkpoint: %s" % (path, e), 1)
     if "config" not in meta:
         die("%s: no `config` in the metadata" % path, 1)
-    cfg = json.loads(meta["config"])
+    cfg = st_reader.config_text(meta["config"])
     model = ref.model_cfg(cfg["model"])
     if "word_emb.weight" not in T:
         die("%s: no word_emb.weight" % path, 1)

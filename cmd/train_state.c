@@ -1,0 +1,151 @@
+/* train_state.c: see train_state.h. Counts are integers in [0, 2^53] (exact in a double,
+ * so any JSON reader of the header sees them exactly), the seed any integer below 2^64,
+ * numbers finite and >= 0 ("inf" only where a key allows it). Numbers are written with
+ * "%.17g", which reads back to the same double. */
+#include "train_state.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum {
+    SK_LONG,  /* long count */
+    SK_LLONG, /* long long count */
+    SK_SIZE,  /* size_t count */
+    SK_U64,   /* unsigned long long, the whole range */
+    SK_REAL,  /* double >= 0, finite unless a flag says */
+} state_type;
+
+enum {
+    SK_INF = 1,        /* "inf" is a value (no validation yet) */
+    SK_NAN = 2,        /* "nan" is a value (no validation at this step) */
+    SK_WRITE_ONLY = 4, /* for readers of the file; --resume does not need it */
+};
+
+typedef struct {
+    const char *key;
+    state_type type;
+    size_t off;
+    unsigned flags;
+} state_key;
+
+#define SK(k, ty, f, fl) { k, ty, offsetof(train_state, f), fl }
+static const state_key skeys[] = {
+    SK("step", SK_LONG, step, 0),
+    SK("tokens", SK_LLONG, tokens, 0),
+    SK("best_valid_loss", SK_REAL, best_valid, SK_INF),
+    SK("valid_loss", SK_REAL, valid_loss, SK_INF | SK_NAN | SK_WRITE_ONLY),
+    SK("epoch", SK_LONG, epoch, 0),
+    SK("data_pos", SK_SIZE, data_pos, 0),
+    SK("train_split_tokens", SK_SIZE, train_tokens, 0),
+    SK("seed", SK_U64, seed, 0),
+    SK("log_loss_sum", SK_REAL, log_sum, 0),
+    SK("log_steps", SK_LONG, log_n, 0),
+    SK("elapsed_s", SK_REAL, elapsed, 0),
+    SK("grad_norm_mean", SK_REAL, norm_mean, 0),
+    SK("grad_norm_count", SK_LONG, norm_count, 0),
+    SK("skipped_steps", SK_LONG, skipped, 0),
+    SK("params", SK_SIZE, params, 0),
+};
+_Static_assert(sizeof skeys / sizeof skeys[0] == TRAIN_STATE_KEYS, "TRAIN_STATE_KEYS");
+
+#define MAX_COUNT (1ULL << 53)
+
+static unsigned long long get_int(const state_key *k, const train_state *s)
+{
+    const char *p = (const char *)s + k->off;
+    switch (k->type) {
+    case SK_LONG: return (unsigned long long)*(const long *)p;
+    case SK_LLONG: return (unsigned long long)*(const long long *)p;
+    case SK_SIZE: return *(const size_t *)p;
+    default: return *(const unsigned long long *)p;
+    }
+}
+
+static void put_int(const state_key *k, train_state *s, unsigned long long v)
+{
+    char *p = (char *)s + k->off;
+    switch (k->type) {
+    case SK_LONG: *(long *)p = (long)v; break;
+    case SK_LLONG: *(long long *)p = (long long)v; break;
+    case SK_SIZE: *(size_t *)p = (size_t)v; break;
+    default: *(unsigned long long *)p = v; break;
+    }
+}
+
+void train_state_format(const train_state *s, train_state_meta *m)
+{
+    for (int i = 0; i < TRAIN_STATE_KEYS; i++) {
+        const state_key *k = &skeys[i];
+        if (k->type == SK_REAL)
+            snprintf(m->buf[i], sizeof m->buf[i], "%.17g",
+                     *(const double *)((const char *)s + k->off));
+        else if (k->type == SK_U64)
+            snprintf(m->buf[i], sizeof m->buf[i], "%llu", get_int(k, s));
+        else /* counts are never negative */
+            snprintf(m->buf[i], sizeof m->buf[i], "%lld", (long long)get_int(k, s));
+        m->kv[2 * i] = k->key;
+        m->kv[2 * i + 1] = m->buf[i];
+    }
+    m->kv[2 * TRAIN_STATE_KEYS] = NULL;
+}
+
+/* Decimal digits only (no sign, blank or exponent), at most max. */
+static int parse_int(const char *s, unsigned long long max, unsigned long long *v)
+{
+    if (!*s || strspn(s, "0123456789") != strlen(s))
+        return -1;
+    errno = 0;
+    *v = strtoull(s, NULL, 10);
+    return errno == ERANGE || *v > max ? -1 : 0;
+}
+
+/* A decimal number >= 0 (no hex, inf or nan unless flags allow those spellings). */
+static int parse_real(const char *s, unsigned flags, double *x)
+{
+    if ((flags & SK_INF) && strcmp(s, "inf") == 0)
+        return *x = INFINITY, 0;
+    if ((flags & SK_NAN) && (strcmp(s, "nan") == 0 || strcmp(s, "-nan") == 0))
+        return *x = NAN, 0;
+    if (!*s || strspn(s, "0123456789.eE+-") != strlen(s))
+        return -1;
+    char *end;
+    errno = 0;
+    *x = strtod(s, &end);
+    if (*end || (errno == ERANGE && fabs(*x) > 1) || !isfinite(*x) || *x < 0)
+        return -1;
+    return 0;
+}
+
+int train_state_read(train_state *s, const st_file *f, txl_err *e)
+{
+    train_state w = *s;
+    for (int i = 0; i < TRAIN_STATE_KEYS; i++) {
+        const state_key *k = &skeys[i];
+        if (k->flags & SK_WRITE_ONLY)
+            continue;
+        const char *v = st_meta(f, k->key);
+        if (!v)
+            return err_set(e, ERR_INPUT, "%s: metadata '%s' is missing (not a checkpoint txl "
+                           "wrote for --resume?)", f->path, k->key);
+        const char *want;
+        int rc;
+        if (k->type == SK_REAL) {
+            want = k->flags & SK_INF ? "a number >= 0 or inf" : "a finite number >= 0";
+            rc = parse_real(v, k->flags, (double *)((char *)&w + k->off));
+        } else {
+            unsigned long long x;
+            want = k->type == SK_U64 ? "an integer in [0, 2^64)" : "an integer in [0, 2^53]";
+            rc = parse_int(v, k->type == SK_U64 ? ~0ULL : MAX_COUNT, &x);
+            if (rc == 0)
+                put_int(k, &w, x);
+        }
+        if (rc != 0)
+            return err_set(e, ERR_INPUT, "%s: metadata '%s' must be %s, found '%.40s'", f->path,
+                           k->key, want, v);
+    }
+    *s = w;
+    return 0;
+}

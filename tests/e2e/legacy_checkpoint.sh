@@ -1,0 +1,38 @@
+#!/bin/sh
+# Checkpoints written by earlier txl versions still load. tests/fixtures/legacy/ holds the
+# `last` checkpoint (Adam moments and memory, gzip'd) of a 5-step nano run by txl 6d30971,
+# whose metadata "config" is JSON (see tests/fixtures/README.md): train.seed 2^64-1 stored as
+# a JSON string, an out_dir with quotes, a backslash, a tab and a non-ASCII letter (JSON
+# escapes), empty data.valid/test, shortest-form floats. Today's txl must read it: info, an
+# eval that gives exactly the loss that txl computed, and a --resume that continues the run
+# with exactly that txl's step losses.
+. tests/e2e/lib.sh
+CK=tests/fixtures/legacy/nano_json_last.safetensors.gz
+OUT_DIR=$(printf '/tmp/txl-fixture/nano "q" back\\slash\ttab \303\251')
+
+$TXL info $CK --json > $TMP/info.json 2>$TMP/info.err
+check "info reads the JSON-config checkpoint (exit $?: $(head -c 200 $TMP/info.err))" test -s $TMP/info.json
+check "...step 5, resumable, with memory" jq -e '.step == 5 and .resumable and .has_memory' $TMP/info.json
+check "...train.seed 2^64-1 (a decimal string in JSON)" \
+    jq -e '.config.train.seed == "18446744073709551615"' $TMP/info.json
+check "...the escaped out_dir, byte for byte" \
+    test "$(jq -r .config.train.out_dir $TMP/info.json)" = "$OUT_DIR"
+check "...floats and empty paths" jq -e '.config.model.dropout == 0.1 and .config.train.lr == 0.003
+    and .config.train.eps == 1e-08 and .config.data.valid == "" and .config.data.test == ""
+    and .config.data.split == [0.9, 0.05, 0.05] and .config.model.pos_scheme == "xl"' $TMP/info.json
+check "info as text" $TXL info $CK
+
+# the loss txl 6d30971 printed for this eval
+got=$($TXL eval $CK --split test --max-tokens 4000 --json -q 2>$TMP/eval.err | jq -r .loss)
+check "eval gives the recorded loss 5.47166575 (got $got: $(head -c 200 $TMP/eval.err))" \
+    test "$got" = 5.47166575
+
+# --resume continues exactly as txl 6d30971 did: steps 6, 7, 8
+$TXL train -q --resume $CK --set train.out_dir=$TMP/r --steps 3 >/dev/null 2>$TMP/r.err
+rc=$?
+check "--resume from it trains (exit $rc: $(head -c 200 $TMP/r.err))" test $rc -eq 0
+step_losses $TMP/r/log.jsonl > $TMP/r.losses
+printf '6 5.47687279\n7 5.43875254\n8 5.44388564\n' > $TMP/want.losses
+check "...with the recorded step losses of steps 6-8: $(tr '\n' ' ' < $TMP/r.losses)" \
+    cmp -s $TMP/want.losses $TMP/r.losses
+finish
