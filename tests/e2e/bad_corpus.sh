@@ -41,13 +41,14 @@ expect2 "data.valid missing" "data.valid: $C/novalid.txt: cannot open corpus" \
 expect2 "data.test empty" "data.test: $C/empty.txt: corpus is empty" \
     $TXL train -q -c $CFG --set data.test=$C/empty.txt --set train.out_dir=$RUN
 gunzip -c $RUN/best.safetensors.gz > $TMP/best.safetensors
-st_edit $TMP/best.safetensors $TMP/gone.safetensors ".__metadata__.config |= (fromjson | .data.train = \"$C/gone.txt\" | tojson)"
+# the metadata config is YAML: swap one key's line
+st_edit $TMP/best.safetensors $TMP/gone.safetensors ".__metadata__.config |= sub(\"\n  train: \\\"[^\\\"]*\\\"\"; \"\n  train: \\\"$C/gone.txt\\\"\")"
 expect2 "eval --split of a run whose corpus is gone" "--split valid;;$C/gone.txt: cannot open corpus" \
     $TXL eval $TMP/gone.safetensors
 # a run with a separate valid file and no test file has no test split (training never
 # held one out): eval --split test must not evaluate part of the training data instead
 gunzip -c tests/data/tinyshakespeare.txt.gz | head -c 60000 > $C/v.txt
-st_edit $TMP/best.safetensors $TMP/sepvalid.safetensors ".__metadata__.config |= (fromjson | .data.valid = \"$C/v.txt\" | tojson)"
+st_edit $TMP/best.safetensors $TMP/sepvalid.safetensors ".__metadata__.config |= sub(\"\n  valid: \\\"[^\\\"]*\\\"\"; \"\n  valid: \\\"$C/v.txt\\\"\")"
 expect2 "eval --split test of a run with data.valid and no data.test" \
     "--split test;;$C/v.txt: there is no test split: data.valid is a separate file and data.test is empty" \
     $TXL eval $TMP/sepvalid.safetensors --split test
