@@ -643,3 +643,16 @@ int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
                         "score another file)", names[split]);
     return 0;
 }
+
+units_config cli_units(const txl_config *cfg)
+{
+    units_config u = {.anchors = (unsigned)cfg->data.anchors};
+    snprintf(u.sep, sizeof u.sep, "%s", cfg->data.doc_separator);
+    return u;
+}
+
+int cli_tokens(const txl_config *cfg, token_span span, tok_stream *ts, txl_err *e)
+{
+    units_config u = cli_units(cfg);
+    return tok_stream_open(ts, span, &u, pos_get(cfg->model.pos)->needs_coords, e);
+}

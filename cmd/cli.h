@@ -11,6 +11,7 @@
 #include "../model/model.h"
 #include "../io/safetensors.h"
 #include "../data/corpus.h"
+#include "../data/tokens.h"
 #include "config.h"
 
 #define TXL_VERSION "0.1.0"
@@ -172,6 +173,12 @@ int cli_load_checkpoint(const char *path, st_file *f, txl_config *cfg, model *md
  * data/corpus.h) of the checkpoint's data section. *label is "file" or the split's name. */
 int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
                   token_span *span, const char **label, txl_err *e);
+
+/* The tokens of a split for a model of config cfg: its bytes with cfg's anchors inserted,
+ * and coordinates when the scheme reads them (data/tokens.h). */
+int cli_tokens(const txl_config *cfg, token_span span, tok_stream *ts, txl_err *e);
+/* The units (anchors, document separator) of a config's data section. */
+units_config cli_units(const txl_config *cfg);
 
 /* Sets txl's threads (common/par.h: OpenMP, OpenBLAS pinned to one thread); n <= 0 means
  * all cores. Returns the count used. */

@@ -35,6 +35,8 @@
  *   syntax: the same reader takes it (json_as_yaml fixes the few string characters where
  *   the two differ, and train.seed >= 2^53 was a decimal string there). */
 #include "config.h"
+#include "../data/units.h"
+#include "../model/pos.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -66,6 +68,8 @@ typedef enum {
     CT_PATH,   /* char[cap], text verbatim */
     CT_NAME,   /* char[cap] restricted to a list of names (data.tokenizer) */
     CT_SPLIT,  /* double[3]: train/valid/test fractions */
+    CT_SET,    /* int field: a set of names (bit i = names[i]), a YAML list: [para, sent] */
+    CT_TERMS,  /* int field: xl's term letters, "abcd": the bits of the letters NOT named */
 } cfg_type;
 
 enum {
@@ -89,7 +93,7 @@ typedef struct {
     double def[3];            /* numeric default; CT_SPLIT uses all three */
     const char *def_str;      /* default of CT_ENUM, CT_PATH, CT_NAME */
     const char *(*en)(int v); /* CT_ENUM: the name of value v, NULL past the last */
-    const char *const *names; /* CT_NAME: NULL-terminated */
+    const char *const *names; /* CT_NAME, CT_SET: NULL-terminated */
 } cfg_key;
 
 /* Enums are stored through int-sized accesses. */
@@ -116,6 +120,9 @@ static const char *opt_name(int v)
 }
 
 static const char *const tokenizer_names[] = { "byte", NULL };
+/* data/units.h ANCHOR_* and model_config.h HIER_* bits, in bit order */
+static const char *const anchor_names[] = { "bos", "para", "sent", NULL };
+static const char *const level_names[] = { "token", "word", "sent", "para", NULL };
 
 #define OFF(f) offsetof(txl_config, f)
 #define CAP(f) sizeof(((txl_config *)0)->f)
@@ -149,6 +156,12 @@ static const cfg_key keys[] = {
       .min = 1, .def = {4096} },
     { KEY("model", "mlp_hidden", CT_INT, model.mlp_hidden), .flags = F_MIN, .min = 1,
       .def = {64} },
+    /* xl: the score terms in use (the field holds the bits of those switched off) */
+    { KEY("model", "xl_terms", CT_TERMS, model.xl_off), .def = {0} },
+    { KEY("model", "hier_levels", CT_SET, model.hier_levels), .names = level_names,
+      .flags = F_REQUIRED, .def = {HIER_ALL} },
+    { KEY("model", "hier_num_freqs", CT_INT, model.hier_num_freqs), .flags = F_MIN, .min = 1,
+      .def = {8} },
 
     { KEY("data", "train", CT_PATH, data.train), .cap = CAP(data.train), .flags = F_REQUIRED,
       .def_str = "" },
@@ -159,6 +172,9 @@ static const cfg_key keys[] = {
     { KEY("data", "split", CT_SPLIT, data.split), .def = {0.9, 0.05, 0.05} },
     { KEY("data", "tokenizer", CT_NAME, data.tokenizer), .cap = CAP(data.tokenizer),
       .names = tokenizer_names, .def_str = "byte" },
+    { KEY("data", "anchors", CT_SET, data.anchors), .names = anchor_names, .def = {0} },
+    { KEY("data", "doc_separator", CT_PATH, data.doc_separator), .cap = CAP(data.doc_separator),
+      .def_str = "" },
 
     { KEY("train", "batch_size", CT_INT, train.batch_size), .flags = F_MIN, .min = 1,
       .def = {16} },
@@ -224,7 +240,12 @@ static void key_get(const cfg_key *k, const txl_config *c, cfg_value *v)
     const char *p = (const char *)c + k->off;
     memset(v, 0, sizeof *v);
     switch (k->type) {
-    case CT_INT: case CT_BOOL: case CT_ENUM: { int x; memcpy(&x, p, sizeof x); v->i = x; break; }
+    case CT_INT: case CT_BOOL: case CT_ENUM: case CT_SET: case CT_TERMS: {
+        int x;
+        memcpy(&x, p, sizeof x);
+        v->i = x;
+        break;
+    }
     case CT_LONG: { long x; memcpy(&x, p, sizeof x); v->i = x; break; }
     case CT_DOUBLE: memcpy(&v->x[0], p, sizeof(double)); break;
     case CT_FLOAT: { float x; memcpy(&x, p, sizeof x); v->x[0] = x; break; }
@@ -239,7 +260,11 @@ static void key_put(const cfg_key *k, txl_config *c, const cfg_value *v)
 {
     char *p = (char *)c + k->off;
     switch (k->type) {
-    case CT_INT: case CT_BOOL: case CT_ENUM: { int x = (int)v->i; memcpy(p, &x, sizeof x); break; }
+    case CT_INT: case CT_BOOL: case CT_ENUM: case CT_SET: case CT_TERMS: {
+        int x = (int)v->i;
+        memcpy(p, &x, sizeof x);
+        break;
+    }
     case CT_LONG: { long x = (long)v->i; memcpy(p, &x, sizeof x); break; }
     case CT_DOUBLE: memcpy(p, &v->x[0], sizeof(double)); break;
     case CT_FLOAT: { float x = (float)v->x[0]; memcpy(p, &x, sizeof x); break; }
@@ -254,6 +279,9 @@ static void key_put(const cfg_key *k, txl_config *c, const cfg_value *v)
     }
     case CT_SPLIT: memcpy(p, v->x, 3 * sizeof(double)); break;
     }
+    /* the vocabulary is not a key: bytes, then one token per anchor kind */
+    if (k->off == OFF(data.anchors))
+        c->model.vocab = TXL_BYTES + units_n_anchors((unsigned)c->data.anchors);
 }
 
 /* Shortest "%.Ng" that reads back to exactly x. */
@@ -300,6 +328,15 @@ static void show(char *buf, size_t cap, const char *s, size_t len, char quote)
     buf[o] = '\0';
 }
 
+/* names[i] of a CT_SET key, or NULL past the list. */
+static const char *set_name(const cfg_key *k, int i)
+{
+    for (int j = 0; j <= i; j++)
+        if (!k->names[j])
+            return NULL;
+    return k->names[i];
+}
+
 /* The text of a scalar value as the writer emits it (numbers in shortest round-trip form,
  * true/false, enum names); strings as a shortened "quote" for messages; data.split as
  * "[a, b, c]" (messages and diffs). */
@@ -320,6 +357,28 @@ static void fmt_value(const cfg_key *k, const cfg_value *v, char *buf, size_t ca
     }
     case CT_U64: snprintf(buf, cap, "%llu", v->u); break;
     case CT_PATH: case CT_NAME: show(buf, cap, v->s, strlen(v->s), '"'); break;
+    case CT_SET: { /* [para, sent]; bits past the names as numbers */
+        size_t o = (size_t)snprintf(buf, cap, "[");
+        for (int i = 0, first = 1; i < 31 && o < cap; i++) {
+            if (!(v->i >> i & 1))
+                continue;
+            const char *nm = set_name(k, i);
+            o += nm ? (size_t)snprintf(buf + o, cap - o, "%s%s", first ? "" : ", ", nm)
+                    : (size_t)snprintf(buf + o, cap - o, "%s<bit %d>", first ? "" : ", ", i);
+            first = 0;
+        }
+        if (o < cap)
+            snprintf(buf + o, cap - o, "]");
+        break;
+    }
+    case CT_TERMS: { /* the letters of the terms in use */
+        size_t o = 0;
+        for (int i = 0; i < 4 && o + 1 < cap; i++)
+            if (!(v->i >> i & 1))
+                buf[o++] = (char)('a' + i);
+        buf[o] = '\0';
+        break;
+    }
     case CT_SPLIT: {
         char a[32], b[32], d[32];
         fmt_double(a, sizeof a, v->x[0]);
@@ -369,6 +428,13 @@ static const char *type_expect(const cfg_key *k, char *buf, size_t cap)
     case CT_PATH: return "a path";
     case CT_SPLIT: return "a list of 3 numbers [train, valid, test]";
     case CT_ENUM: case CT_NAME: choices_desc(k, buf, cap); return buf;
+    case CT_SET: {
+        size_t o = (size_t)snprintf(buf, cap, "a list of names, each ");
+        if (o < cap)
+            choices_desc(k, buf + o, cap - o);
+        return buf;
+    }
+    case CT_TERMS: return "letters of the terms a, b, c, d (\"abcd\", \"ac\")";
     }
     return "a value";
 }
@@ -475,6 +541,33 @@ static int check_split(const cfg_value *v, const char *full, const char *found, 
     return 0;
 }
 
+/* Sets hold only named bits (a required set at least one); xl_terms keep at least one term. */
+static int check_bits(const cfg_key *k, const cfg_value *v, const char *full,
+                      const char *found, char *why, size_t cap)
+{
+    int n = 0;
+    if (k->type == CT_TERMS)
+        n = 4;
+    else
+        while (k->names[n])
+            n++;
+    long long all = (1LL << n) - 1;
+    if (v->i < 0 || (v->i & ~all)) {
+        snprintf(why, cap, "%s: unknown member in %s", full, found);
+        return -1;
+    }
+    if (k->type == CT_TERMS && v->i == all) {
+        snprintf(why, cap, "%s: at least one of the terms a, b, c, d must stay, found \"\"",
+                 full);
+        return -1;
+    }
+    if ((k->flags & F_REQUIRED) && v->i == 0) {
+        snprintf(why, cap, "%s: at least one of the names must be given, found []", full);
+        return -1;
+    }
+    return 0;
+}
+
 /* Range and per-key rules for any key. */
 static int key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap)
 {
@@ -503,6 +596,8 @@ static int key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap
         return check_text(k, v, full, found, why, cap);
     case CT_SPLIT:
         return check_split(v, full, found, why, cap);
+    case CT_SET: case CT_TERMS:
+        return check_bits(k, v, full, found, why, cap);
     }
     return 0;
 }
@@ -690,6 +785,28 @@ static int parse_number(const char *label, const char *text, int plain, double *
     return 0;
 }
 
+/* The index of name s in k->names, or -1. */
+static int name_index(const cfg_key *k, const char *s)
+{
+    for (int i = 0; k->names[i]; i++)
+        if (strcmp(k->names[i], s) == 0)
+            return i;
+    return -1;
+}
+
+/* xl_terms: distinct letters of a..d ("abcd", "ac") to the bits of the letters left out. */
+static int parse_terms(const char *s, long long *off)
+{
+    int on = 0;
+    for (const char *q = s; *q; q++) {
+        if (*q < 'a' || *q > 'd' || (on >> (*q - 'a') & 1))
+            return -1;
+        on |= 1 << (*q - 'a');
+    }
+    *off = ~on & 15;
+    return 0;
+}
+
 /* Converts one scalar's text to a value for k (types only; ranges are key_check's).
  * plain: the scalar was unquoted, so it may be null, a number or a bool. */
 static int parse_scalar(const cfg_key *k, const char *text, size_t len, int plain, cfg_value *v,
@@ -746,6 +863,15 @@ static int parse_scalar(const cfg_key *k, const char *text, size_t len, int plai
     case CT_PATH: case CT_NAME:
         v->s = text;
         return 0;
+    case CT_SET: { /* one bare name: a set of one */
+        int i = name_index(k, text);
+        ok = i >= 0;
+        v->i = ok ? 1LL << i : 0;
+        break;
+    }
+    case CT_TERMS:
+        ok = parse_terms(text, &v->i) == 0;
+        break;
     case CT_SPLIT:
         ok = 0;
         break;
@@ -917,6 +1043,7 @@ static const char *const *key_tags(const cfg_key *k)
     static const char *const tags_str[] = { YAML_STR_TAG, NULL };
     static const char *const tags_path[] = { YAML_STR_TAG, YAML_NULL_TAG, NULL };
     static const char *const tags_seq[] = { YAML_SEQ_TAG, NULL };
+    static const char *const tags_set[] = { YAML_SEQ_TAG, YAML_STR_TAG, NULL };
     switch (k->type) {
     case CT_INT: case CT_LONG: case CT_U64: return tags_int;
     case CT_DOUBLE: case CT_FLOAT: return tags_num;
@@ -924,6 +1051,8 @@ static const char *const *key_tags(const cfg_key *k)
     case CT_ENUM: case CT_NAME: return tags_str;
     case CT_PATH: return (k->flags & F_NULL_OK) ? tags_path : tags_str;
     case CT_SPLIT: return tags_seq;
+    case CT_SET: return tags_set;
+    case CT_TERMS: return tags_str;
     }
     return tags_str;
 }
@@ -1012,6 +1141,46 @@ static int split_from_node(const cfg_key *k, const cfg_doc *d, const yaml_node_t
     return 0;
 }
 
+/* A set of names: a list of distinct names of k->names; on error *at is where it went
+ * wrong. */
+static int set_from_node(const cfg_key *k, const cfg_doc *d, const yaml_node_t *n,
+                         cfg_value *v, yaml_mark_t *at, char *why, size_t cap)
+{
+    static const char *const tags_str[] = { YAML_STR_TAG, NULL };
+    char full[64], desc[64], tmp[256], label[96];
+    key_fullname(k, full, sizeof full);
+    const char *expect = type_expect(k, tmp, sizeof tmp);
+    long count = (long)(n->data.sequence.items.top - n->data.sequence.items.start);
+    v->i = 0;
+    for (long i = 0; i < count; i++) {
+        yaml_node_t *x = yaml_document_get_node((yaml_document_t *)&d->doc,
+                                                n->data.sequence.items.start[i]);
+        snprintf(label, sizeof label, "%s[%ld]", full, i);
+        if (!x) {
+            snprintf(why, cap, "%s: malformed YAML document", label);
+            return -1;
+        }
+        *at = x->start_mark;
+        if (tag_check(d, x, tags_str, label, "a name", why, cap) != 0)
+            return -1;
+        int j = x->type == YAML_SCALAR_NODE && strlen((const char *)x->data.scalar.value) ==
+                x->data.scalar.length ? name_index(k, (const char *)x->data.scalar.value) : -1;
+        if (j < 0) {
+            node_desc(x, desc, sizeof desc);
+            snprintf(why, cap, "%s: expected %s, found %s", label, strstr(expect, "one of"),
+                     desc);
+            return -1;
+        }
+        if (v->i >> j & 1) {
+            snprintf(why, cap, "%s: '%s' is listed twice", label, k->names[j]);
+            return -1;
+        }
+        v->i |= 1LL << j;
+    }
+    *at = n->start_mark;
+    return 0;
+}
+
 /* Converts the value node of key k; on error *at is where it went wrong. */
 static int value_from_node(const cfg_key *k, const cfg_src *s, const cfg_doc *d,
                            const yaml_node_t *n, cfg_value *v, yaml_mark_t *at, char *why,
@@ -1025,6 +1194,8 @@ static int value_from_node(const cfg_key *k, const cfg_src *s, const cfg_doc *d,
         return -1;
     if (k->type == CT_SPLIT)
         return split_from_node(k, d, n, v, at, why, cap);
+    if (k->type == CT_SET && n->type == YAML_SEQUENCE_NODE)
+        return set_from_node(k, d, n, v, at, why, cap);
     if (n->type != YAML_SCALAR_NODE) {
         node_desc(n, desc, sizeof desc);
         snprintf(why, cap, "%s: expected %s, found %s", full, type_expect(k, tmp, sizeof tmp),
@@ -1291,10 +1462,10 @@ void cfg_defaults(txl_config *c)
             break;
         case CT_PATH: case CT_NAME: v.s = k->def_str; break;
         case CT_SPLIT: memcpy(v.x, k->def, sizeof v.x); break;
+        case CT_SET: case CT_TERMS: v.i = (long long)k->def[0]; break;
         }
         key_put(k, c, &v);
     }
-    c->model.vocab = 256; /* byte tokenizer; not a key */
 }
 
 int cfg_load_yaml(txl_config *c, const char *path, txl_err *e)
@@ -1439,12 +1610,13 @@ static int check_cross(const txl_config *c, char *why, size_t cap)
                  "empty (the valid split comes from data.train), found %s", a);
         return -1;
     }
-    if (m->pos == POS_ROPE && m->d_head % 2 != 0) {
-        snprintf(why, cap, "model.d_head must be even with pos_scheme rope (rotations pair "
-                 "its halves), found %d", m->d_head);
+    if (m->pos != POS_XL && m->xl_off) {
+        snprintf(why, cap, "model.xl_terms applies to pos_scheme xl only, found pos_scheme %s "
+                 "with xl_terms other than abcd", pos_get(m->pos)->name);
         return -1;
     }
-    return 0;
+    const pos_ops *ops = pos_get(m->pos);
+    return ops->validate ? ops->validate(m, why, cap) : 0;
 }
 
 /* Sizes: each key may be in range while their product is absurd (and would overflow the
@@ -1496,7 +1668,7 @@ int cfg_validate(const txl_config *c, const char *origin, txl_err *e)
             return validate_fail(e, origin, why);
         /* Required paths are checked here, not per value: a file may leave data.train out
          * (or write "" as a dump of an unfinished config does) and get it from --set. */
-        if ((k->flags & F_REQUIRED) && v.s[0] == '\0') {
+        if (k->type == CT_PATH && (k->flags & F_REQUIRED) && v.s[0] == '\0') {
             key_fullname(k, a, sizeof a);
             snprintf(why, sizeof why, "%s is required: expected a non-empty path, found \"\"",
                      a);
@@ -1516,6 +1688,8 @@ double cfg_param_floats(const model_config *m)
     double V = m->vocab > 0 ? m->vocab : 256, per = 5 * hd * d + 2 * di * d + di + 5 * d + 2 * hd;
     if (m->pos == POS_MLP)
         per += (double)m->mlp_hidden * (2.0 * m->mlp_num_freqs + H + 1) + H;
+    if (m->pos == POS_HIER) /* one MLP per level */
+        per += 4 * ((double)m->mlp_hidden * (2.0 * m->hier_num_freqs + H + 1) + H);
     return V * d + V + 2 * hd + (double)m->n_layer * per;
 }
 
@@ -1523,7 +1697,9 @@ double cfg_plan_floats(const model_config *m, int B, int Lq, int M)
 {
     double d = m->d_model, H = m->n_head, dh = m->d_head, hd = H * dh, di = m->d_inner;
     double V = m->vocab > 0 ? m->vocab : 256, klen = (double)Lq + M;
-    double hid = m->pos == POS_MLP ? m->mlp_hidden : 0, K2 = 2.0 * m->mlp_num_freqs;
+    double hid = m->pos == POS_MLP ? m->mlp_hidden : m->pos == POS_HIER ? 4.0 * m->mlp_hidden
+                 : 0;
+    double K2 = m->pos == POS_HIER ? 8.0 * m->hier_num_freqs : 2.0 * m->mlp_num_freqs;
     double per = (double)B * klen * (6 * d + 6 * hd + 2 * di + H * Lq) +
                  klen * (2 * hd + 2 * d + 3 * hid + K2 + 3 * H + dh);
     return ((double)m->n_layer + 3) * per + 3.0 * B * Lq * V;
@@ -1556,6 +1732,14 @@ int cfg_walk(const txl_config *c, int (*visit)(const cfg_item *it, void *ctx), v
             for (int j = 0; j < 3; j++)
                 fmt_double(buf[j], sizeof buf[j], v.x[j]);
             break;
+        case CT_SET:
+            it.kind = CFG_NAMES;
+            it.n = 0;
+            for (int j = 0; set_name(k, j); j++)
+                if (v.i >> j & 1)
+                    it.text[it.n++] = k->names[j];
+            break;
+        case CT_TERMS: it.kind = CFG_WORD; break;
         default: break;
         }
         int rc = visit(&it, ctx);
@@ -1625,7 +1809,7 @@ static int emit_item(const cfg_item *it, void *ctx)
     }
     if (emit_scalar(&y->em, it->name, 0))
         return -1;
-    if (it->kind != CFG_LIST)
+    if (it->kind != CFG_LIST && it->kind != CFG_NAMES)
         return emit_scalar(&y->em, it->text[0], it->kind == CFG_TEXT);
     if (emit(&y->em, &ev, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
                                                                YAML_FLOW_SEQUENCE_STYLE)))

@@ -31,6 +31,8 @@ typedef struct {
     char test[CFG_PATH_MAX];   /* "" = take it from `split` of train (or none) */
     double split[3];           /* train/valid/test fractions of `train` when valid is "" */
     char tokenizer[16];        /* "byte" */
+    int anchors;               /* anchor kinds inserted (ANCHOR_* bits, data/units.h) */
+    char doc_separator[65];    /* a document starts after each occurrence ("" = none) */
 } data_config;
 
 typedef struct {
@@ -119,12 +121,13 @@ typedef enum {
     CFG_WORD,    /* an enum name (pos_scheme: xl): plain in YAML, a string in JSON */
     CFG_TEXT,    /* a path or name: a quoted string */
     CFG_LIST,    /* data.split: text[0..2] are numbers */
+    CFG_NAMES,   /* a set of names (data.anchors): text[0..n-1], plain in YAML, strings in JSON */
 } cfg_kind;
 typedef struct {
     const char *section, *name;
     cfg_kind kind;
-    int n;               /* texts: 3 for CFG_LIST, else 1 */
-    const char *text[3]; /* valid during the call */
+    int n;               /* texts: 3 for CFG_LIST, 0..4 for CFG_NAMES, else 1 */
+    const char *text[4]; /* valid during the call */
 } cfg_item;
 int cfg_walk(const txl_config *c, int (*visit)(const cfg_item *it, void *ctx), void *ctx);
 

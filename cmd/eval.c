@@ -123,10 +123,62 @@ static int check_setting(const model_config *mc, int B, long long T, long long M
     return 0;
 }
 
-/* --term-stats: the score terms' mean and standard deviation per layer (DESIGN.md §3,
- * Diagnostics). A term stuck at zero points at a broken position path. */
-static int print_term_stats(model *mdl, const model_config *mc, token_span span, int B, int T,
-                            int Mm, size_t segments, int json, txl_err *e)
+/* A term's verdict against the content term (doc/design.md, "The model": Diagnostics): a
+ * spread over 10x or under 1/10 of the content term's, or xl's global position term (d)
+ * with a zero mean. Writes the reason into why ("" when healthy); returns 1 if flagged. */
+static int term_verdict(const char *name, double mean, double sd, double content_sd,
+                        int is_content, char *why, size_t cap)
+{
+    why[0] = '\0';
+    if (is_content)
+        return 0;
+    if (content_sd > 0 && sd > 10 * content_sd)
+        snprintf(why, cap, "dominates: std %.3g is %.0fx the content term's", sd, sd / content_sd);
+    else if (content_sd > 0 && sd < content_sd / 10)
+        snprintf(why, cap, "weak: std %.3g is 1/%.0f of the content term's", sd,
+                 sd > 0 ? content_sd / sd : INFINITY);
+    else if (!strcmp(name, "global_position_bias") && fabs(mean) < 1e-6 * (content_sd + 1e-30))
+        snprintf(why, cap, "dead: its mean is zero");
+    return why[0] != '\0';
+}
+
+/* One layer's terms: mean, std and verdict, as a JSON object or table rows. */
+static void print_layer_terms(const model_config *mc, const term_stats *st, int l, int json)
+{
+    const char *const *names = pos_get(mc->pos)->term_names; /* the scheme's terms */
+    int nterms = 0, flags = 0;
+    while (nterms < 4 && names[nterms])
+        nterms++;
+    double n = st->count > 0 ? st->count : 1, mean[4], sd[4];
+    for (int t = 0; t < nterms; t++) {
+        mean[t] = st->acc[t][0] / n;
+        double var = st->acc[t][1] / n - mean[t] * mean[t];
+        sd[t] = sqrt(var > 0 ? var : 0);
+    }
+    if (json)
+        printf("{\"layer\":%d,\"pos_scheme\":\"%s\",\"entries\":%.0f", l,
+               pos_scheme_name(mc->pos), st->count);
+    for (int t = 0; t < nterms; t++) {
+        char why[128];
+        int bad = term_verdict(names[t], mean[t], sd[t], sd[0], t == 0, why, sizeof why);
+        flags += bad;
+        if (json) {
+            printf(",\"%s\":{\"mean\":%.6g,\"std\":%.6g", names[t], mean[t], sd[t]);
+            if (bad)
+                printf(",\"flag\":\"%s\"", why);
+            printf("}");
+        } else {
+            printf("%-6d %-22s %12.5f %12.5f  %s\n", l, names[t], mean[t], sd[t],
+                   bad ? why : "ok");
+        }
+    }
+    if (json)
+        printf(",\"verdict\":\"%s\"}\n", flags ? "flagged" : "ok");
+}
+
+/* --term-stats: the score terms' mean and standard deviation per layer, with a verdict. */
+static int print_term_stats(model *mdl, const model_config *mc, const tok_stream *ts, int B,
+                            int T, int Mm, size_t segments, int json, txl_err *e)
 {
     int N = mc->n_layer;
     term_stats *st = calloc((size_t)N, sizeof *st);
@@ -135,35 +187,16 @@ static int print_term_stats(model *mdl, const model_config *mc, token_span span,
     eval_opts o = {.batch = B, .tgt_len = T, .mem_len = Mm, .max_segments = segments,
                    .stats = st, .label = "term-stats"};
     eval_result r;
-    if (eval_span(mdl, mc, span, &o, &r, e)) {
+    if (eval_stream(mdl, mc, ts, &o, &r, e)) {
         free(st);
         return -1;
     }
-    const char *const *names = pos_get(mc->pos)->term_names; /* the scheme's terms */
-    int nterms = 0;
-    while (nterms < 4 && names[nterms])
-        nterms++;
     if (!json)
         printf("score terms of %s (scaled by 1/sqrt(d_head)), %zu segments of batch %d x "
-               "tgt_len %d, mem_len %d:\n%-6s %-22s %12s %12s\n", pos_scheme_name(mc->pos),
-               r.segments, B, T, Mm, "layer", "term", "mean", "std");
-    for (int l = 0; l < N; l++) {
-        if (json)
-            printf("{\"layer\":%d,\"pos_scheme\":\"%s\",\"entries\":%.0f", l,
-                   pos_scheme_name(mc->pos), st[l].count);
-        for (int t = 0; t < nterms; t++) {
-            double n = st[l].count > 0 ? st[l].count : 1;
-            double mean = st[l].acc[t][0] / n;
-            double var = st[l].acc[t][1] / n - mean * mean;
-            double sd = sqrt(var > 0 ? var : 0);
-            if (json)
-                printf(",\"%s\":{\"mean\":%.6g,\"std\":%.6g}", names[t], mean, sd);
-            else
-                printf("%-6d %-22s %12.5f %12.5f\n", l, names[t], mean, sd);
-        }
-        if (json)
-            printf("}\n");
-    }
+               "tgt_len %d, mem_len %d:\n%-6s %-22s %12s %12s  %s\n", pos_scheme_name(mc->pos),
+               r.segments, B, T, Mm, "layer", "term", "mean", "std", "verdict");
+    for (int l = 0; l < N; l++)
+        print_layer_terms(mc, &st[l], l, json);
     free(st);
     return 0;
 }
@@ -176,18 +209,18 @@ static int open_span(const eval_args *a, const data_config *d, corpus *c, token_
     return cli_open_text(a->data, split_ids[a->split], d, c, span, label, e);
 }
 
-/* Every setting (the base lengths and each sweep factor) fits txl's limits, and the span
- * holds B streams, before anything is printed. */
-static int check_settings(const eval_args *a, const model_config *mc, token_span span, int B,
-                          int base_tgt, int base_mem, const char *label, txl_err *e)
+/* Every setting (the base lengths and each sweep factor) fits txl's limits, and the tokens
+ * hold B streams, before anything is printed. */
+static int check_settings(const eval_args *a, const model_config *mc, const tok_stream *ts,
+                          int B, int base_tgt, int base_mem, const char *label, txl_err *e)
 {
     if (check_setting(mc, B, base_tgt, base_mem, "--batch/--tgt-len/--mem-len", e))
         return -1;
-    batcher probe; /* a span too short for B streams fails here */
-    token_span ps = span;
+    batcher probe; /* too few tokens for B streams fails here */
+    tok_stream ps = *ts;
     if (a->max_tokens > 0 && ps.n > (size_t)a->max_tokens)
         ps.n = (size_t)a->max_tokens;
-    if (batcher_init(&probe, ps, B, base_tgt, 2, label, e))
+    if (batcher_init(&probe, &ps, B, base_tgt, 1, 2, label, e))
         return -1;
     for (int k = 0; k < a->sweep.n; k++) {
         long long T, Mm;
@@ -205,6 +238,7 @@ typedef struct {
     const eval_args *a;
     const model_config *mc;
     token_span span;
+    tok_stream ts;            /* the span's tokens (anchors, coordinates) */
     const char *label;
     int B, is_sweep;
     long step;
@@ -215,11 +249,13 @@ static void print_row(const eval_run *run, int fct, int T, int Mm, const eval_re
 {
     const eval_args *a = run->a;
     if (a->json) {
-        printf("{\"loss\":%.8f,\"bpc\":%.8f,\"ppl\":%.6f,\"tokens\":%zu,\"tgt_len\":%d,"
+        printf("{\"loss\":%.8f,\"bpc\":%.8f,\"ppl\":%.6f,\"tokens\":%zu,\"bytes\":%zu,"
+               "\"anchor_tokens\":%zu,\"anchor_bits\":%.6g,\"tgt_len\":%d,"
                "\"mem_len\":%d,\"clamp_len\":%d,\"batch\":%d,\"warmup\":%s,"
                "\"same_length\":false,\"data\":\"%s\",\"split\":\"%s\",\"pos_scheme\":\"%s\","
                "\"step\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f",
-               r->loss, r->loss / M_LN2, exp(r->loss), r->tokens, T, Mm, run->mc->clamp_len,
+               r->loss, r->loss / M_LN2, exp(r->loss), r->tokens, r->bytes, r->anchor_tokens,
+               r->anchor_bits, T, Mm, run->mc->clamp_len,
                run->B, a->warmup ? "true" : "false", run->span.path,
                a->data ? "file" : split_names[a->split], pos_scheme_name(run->mc->pos),
                run->step, r->seconds,
@@ -249,11 +285,17 @@ static int run_sweep(model *mdl, const eval_run *run, int base_tgt, int base_mem
         long long TT, MM;
         sweep_lengths(a->sweep_mode, fct, base_tgt, base_mem, &TT, &MM);
         int T = (int)TT, Mm = (int)MM; /* checked by check_settings */
+        char label[96];
+        if (run->is_sweep) /* the progress line says which factor it is on */
+            snprintf(label, sizeof label, "%s %dx (%d of %d)", run->label, fct, k + 1,
+                     a->sweep.n);
+        else
+            snprintf(label, sizeof label, "%s", run->label);
         eval_opts o = {.batch = run->B, .tgt_len = T, .mem_len = Mm, .warmup = a->warmup,
                        .max_tokens = (size_t)a->max_tokens,
-                       .progress = !a->quiet && cli_isatty_stderr(), .label = run->label};
+                       .progress = !a->quiet && cli_isatty_stderr(), .label = label};
         eval_result r;
-        if (eval_span(mdl, run->mc, run->span, &o, &r, e))
+        if (eval_stream(mdl, run->mc, &run->ts, &o, &r, e))
             return -1;
         print_row(run, fct, T, Mm, &r);
     }
@@ -301,10 +343,11 @@ int cmd_eval(int argc, char **argv)
     }
     run.is_sweep = a.sweep.n > 1 || a.sweep.v[0] != 1 || a.sweep_mode != SWEEP_MEMORY;
     if (open_span(&a, &cfg.data, &c, &run.span, &run.label, &e) ||
-        check_settings(&a, &mc, run.span, run.B, base_tgt, base_mem, run.label, &e))
+        cli_tokens(&cfg, run.span, &run.ts, &e) ||
+        check_settings(&a, &mc, &run.ts, run.B, base_tgt, base_mem, run.label, &e))
         goto fail;
     if (a.term_stats > 0)
-        rc = print_term_stats(&mdl, &mc, run.span, run.B, base_tgt, base_mem,
+        rc = print_term_stats(&mdl, &mc, &run.ts, run.B, base_tgt, base_mem,
                               (size_t)a.term_stats, a.json, &e);
     else
         rc = run_sweep(&mdl, &run, base_tgt, base_mem, &e);
@@ -314,10 +357,12 @@ int cmd_eval(int argc, char **argv)
         fprintf(stderr, "(%s, %s, batch %d, clamp_len %d%s)\n", run.span.path,
                 a.data ? "whole file" : split_names[a.split], run.B, mc.clamp_len,
                 a.warmup ? ", warmup" : "");
+    tok_stream_free(&run.ts);
     corpus_close(&c);
     model_free(&mdl);
     return 0;
 fail:
+    tok_stream_free(&run.ts);
     corpus_close(&c);
     model_free(&mdl);
     return cli_fail("eval", &e);

@@ -4,18 +4,162 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../common/dist.h"
 #include "cli.h"
 
-int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts *o,
-              eval_result *r, txl_err *e)
+/* The pass's state: this rank's streams b0 .. b0+nb-1 of the batch, their buffers, sums. */
+typedef struct {
+    model *mdl;
+    const eval_opts *o;
+    model_acts A;
+    model_mem mem;
+    int nb;
+    size_t b0;
+    txl_tok *x, *y;
+    int32_t *co;
+    double nats, anchor_nats;
+    size_t tokens, anchors;
+} pass;
+
+static void pass_free(pass *p)
+{
+    free(p->x), free(p->y), free(p->co);
+    mem_free(&p->mem);
+    acts_free(&p->A);
+}
+
+static int pass_init(pass *p, model *mdl, const model_config *cfg, const eval_opts *o, int nb,
+                     txl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    p->mdl = mdl;
+    p->o = o;
+    p->nb = nb;
+    if (acts_init(&p->A, cfg, nb, o->tgt_len, o->mem_len, 0, e) ||
+        mem_init(&p->mem, cfg, nb, o->mem_len, e))
+        return -1;
+    size_t BL = (size_t)o->batch * o->tgt_len;
+    p->x = malloc(BL * sizeof *p->x);
+    p->y = malloc(BL * sizeof *p->y);
+    p->co = pos_get(cfg->pos)->needs_coords ? malloc(BL * TXL_N_COORDS * sizeof *p->co) : NULL;
+    if (!p->x || !p->y || (pos_get(cfg->pos)->needs_coords && !p->co))
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    return 0;
+}
+
+/* One segment of this rank's rows (x, y [nb, len] at rows b0..); scored unless warming up.
+ * Anchor targets are summed apart (from the per-row losses), so bytes and anchors can be
+ * counted separately; without anchors the sum is model_forward's own. */
+static void run_segment(pass *p, const txl_tok *x, const txl_tok *y, const int32_t *co,
+                        int len)
+{
+    int full = p->mem.m >= p->o->mem_len;
+    fwd_opts fo = {.training = 0, .stats = p->o->stats, .pos_offset = p->o->pos_offset,
+                   .coords = co};
+    double l = model_forward(p->mdl, &p->A, &p->mem, x, y, len, &fo);
+    if (p->o->warmup && !full)
+        return;
+    size_t rows = (size_t)p->nb * len;
+    for (size_t i = 0; i < rows; i++)
+        if (y[i] >= TXL_BYTES) {
+            p->anchor_nats += p->A.row_loss[i];
+            p->anchors++;
+        }
+    p->nats += l;
+    p->tokens += rows;
+}
+
+static void progress_line(const pass *p, const eval_result *r, size_t nseg, double t0,
+                          double *last_draw)
+{
+    double now = cli_now();
+    if (!p->o->progress || now - *last_draw <= 0.25)
+        return;
+    *last_draw = now;
+    double el = now - t0, eta = el / r->segments * (nseg - r->segments);
+    char etas[32];
+    cli_fmt_duration(etas, sizeof etas, eta);
+    size_t bytes = p->tokens - p->anchors;
+    fprintf(stderr, "\r\033[K%s: segment %zu/%zu  bpc %.4f  %.0f tok/s  ETA %s",
+            p->o->label ? p->o->label : "eval", r->segments, nseg,
+            bytes ? p->nats / bytes / M_LN2 : 0.0,
+            (double)r->segments * p->o->batch * p->o->tgt_len / (el > 0 ? el : 1e-9), etas);
+}
+
+/* The tail (data/tokens.h): the last stream goes on alone over the tokens after the
+ * streams, from its memory. */
+static int run_tail(pass *p, const model_config *cfg, const batcher *bt, txl_err *e)
+{
+    size_t first, n;
+    batcher_tail(bt, &first, &n);
+    int last = p->o->batch - 1 - (int)p->b0; /* the last stream, if it is this rank's */
+    if (n == 0 || last < 0 || last >= p->nb)
+        return 0;
+    pass q;
+    eval_opts o1 = *p->o;
+    o1.batch = 1;
+    int rc = pass_init(&q, p->mdl, cfg, &o1, 1, e);
+    if (!rc) { /* the last stream's memory (states and coordinates) */
+        size_t rows = (size_t)p->mem.M * p->mem.d;
+        for (int l = 0; l < cfg->n_layer; l++)
+            memcpy(mem_layer(&q.mem, l), mem_layer(&p->mem, l) + (size_t)last * rows,
+                   rows * sizeof(float));
+        if (q.mem.coords)
+            memcpy(q.mem.coords, p->mem.coords + (size_t)last * p->mem.M * TXL_N_COORDS,
+                   (size_t)p->mem.M * TXL_N_COORDS * sizeof(int32_t));
+        q.mem.m = p->mem.m;
+    }
+    for (size_t at = 0; !rc && at < n; at += (size_t)p->o->tgt_len) {
+        int len = n - at < (size_t)p->o->tgt_len ? (int)(n - at) : p->o->tgt_len;
+        rc = tok_stream_read(bt->ts, first + at, q.x, q.co, (size_t)len, e) ||
+             tok_stream_read(bt->ts, first + at + 1, q.y, NULL, (size_t)len, e);
+        if (!rc)
+            run_segment(&q, q.x, q.y, q.co, len);
+    }
+    p->nats += q.nats, p->anchor_nats += q.anchor_nats;
+    p->tokens += q.tokens, p->anchors += q.anchors;
+    pass_free(&q);
+    return rc ? -1 : 0;
+}
+
+/* The segments of the streams (and the tail), until the pass or max_segments ends. */
+static int run_streams(pass *p, const model_config *cfg, batcher *bt, eval_result *r,
+                       txl_err *e)
+{
+    size_t nseg = batcher_segments(bt);
+    if (p->o->max_segments && nseg > p->o->max_segments)
+        nseg = p->o->max_segments;
+    double t0 = cli_now(), last_draw = 0;
+    int len;
+    while ((len = batcher_next(bt, p->x, p->y, p->co, e)) > 0) {
+        size_t off = p->b0 * (size_t)len;
+        run_segment(p, p->x + off, p->y + off, p->co ? p->co + off * TXL_N_COORDS : NULL, len);
+        r->segments++;
+        if (p->o->max_segments && r->segments >= p->o->max_segments)
+            break;
+        progress_line(p, r, nseg, t0, &last_draw);
+    }
+    if (p->o->progress && last_draw > 0)
+        fprintf(stderr, "\r\033[K");
+    if (len < 0) /* the corpus could not be read (e.g. truncated meanwhile): e names it */
+        return -1;
+    if (!p->o->max_segments || r->segments < p->o->max_segments)
+        return run_tail(p, cfg, bt, e);
+    return 0;
+}
+
+int eval_stream(model *mdl, const model_config *cfg, const tok_stream *ts, const eval_opts *o,
+                eval_result *r, txl_err *e)
 {
     *r = (eval_result){0};
+    tok_stream s = *ts; /* a view: --max-tokens keeps the first tokens */
     if (o->max_tokens && s.n > o->max_tokens)
         s.n = o->max_tokens;
     batcher bt;
-    if (batcher_init(&bt, s, o->batch, o->tgt_len, 2, o->label ? o->label : "evaluation", e))
+    if (batcher_init(&bt, &s, o->batch, o->tgt_len, 1, 2, o->label ? o->label : "evaluation",
+                     e))
         return -1;
     /* distributed: each rank runs its share of the streams (all of them when the batch does
      * not split evenly), and the sums are combined at the end */
@@ -24,79 +168,29 @@ int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts
         nr = 1;
         rk = 0;
     }
-    int nb = o->batch / nr;
-    size_t b0 = (size_t)rk * nb;
-    model_acts A;
-    model_mem mem;
-    if (acts_init(&A, cfg, nb, o->tgt_len, o->mem_len, 0, e))
-        return -1;
-    if (mem_init(&mem, cfg, nb, o->mem_len, e)) {
-        acts_free(&A);
-        return -1;
-    }
-    size_t BL = (size_t)o->batch * o->tgt_len;
-    uint8_t *x = malloc(BL), *y = malloc(BL);
-    if (!x || !y) {
-        free(x);
-        free(y);
-        mem_free(&mem);
-        acts_free(&A);
-        return err_set(e, ERR_RUNTIME, "out of memory");
-    }
-    size_t nseg = batcher_segments(&bt);
-    if (o->max_segments && nseg > o->max_segments)
-        nseg = o->max_segments;
-    double t0 = cli_now(), last_draw = 0, sum = 0;
-    size_t scored = 0;
-    fwd_opts fo = {.training = 0, .stats = o->stats, .pos_offset = o->pos_offset};
-    int len;
-    while ((len = batcher_next(&bt, x, y, e)) > 0) {
-        int full = mem.m >= o->mem_len;
-        double l = model_forward(mdl, &A, &mem, x + b0 * len, y + b0 * len, len, &fo);
-        if (!o->warmup || full) {
-            sum += l;
-            scored += (size_t)nb * len;
-        }
-        r->segments++;
-        if (o->max_segments && r->segments >= o->max_segments)
-            break;
-        double now = cli_now();
-        if (o->progress && now - last_draw > 0.25) {
-            last_draw = now;
-            double el = now - t0, eta = el / r->segments * (nseg - r->segments);
-            char etas[32];
-            cli_fmt_duration(etas, sizeof etas, eta);
-            fprintf(stderr, "\r\033[K%s: segment %zu/%zu  bpc %.4f  %.0f tok/s  ETA %s",
-                    o->label ? o->label : "eval", r->segments, nseg,
-                    scored ? sum / scored / M_LN2 : 0.0,
-                    (double)r->segments * BL / (el > 0 ? el : 1e-9), etas);
-        }
-    }
-    if (o->progress && last_draw > 0)
-        fprintf(stderr, "\r\033[K");
-    if (len < 0) { /* the corpus could not be read (e.g. truncated meanwhile): e names it */
-        free(x);
-        free(y);
-        mem_free(&mem);
-        acts_free(&A);
-        return -1;
-    }
+    pass p;
+    double t0 = cli_now();
+    int rc = pass_init(&p, mdl, cfg, o, o->batch / nr, e);
+    p.b0 = (size_t)rk * p.nb;
+    if (!rc)
+        rc = run_streams(&p, cfg, &bt, r, e);
     if (nr > 1) {
-        double v[2] = {sum, (double)scored};
-        dist_sum_f64(v, 2);
-        sum = v[0];
-        scored = (size_t)v[1];
+        double v[4] = {p.nats, p.anchor_nats, (double)p.tokens, (double)p.anchors};
+        dist_sum_f64(v, 4);
+        p.nats = v[0], p.anchor_nats = v[1], p.tokens = (size_t)v[2], p.anchors = (size_t)v[3];
     }
+    pass_free(&p);
+    if (rc)
+        return -1;
     r->seconds = cli_now() - t0;
-    r->tokens = scored;
-    r->loss = scored ? sum / (double)scored : NAN;
-    free(x);
-    free(y);
-    mem_free(&mem);
-    acts_free(&A);
-    if (!scored)
+    r->tokens = p.tokens;
+    r->anchor_tokens = p.anchors;
+    r->bytes = p.tokens - p.anchors;
+    r->anchor_bits = p.anchor_nats / M_LN2;
+    r->loss = r->bytes ? p.nats / (double)r->bytes : NAN;
+    if (!r->bytes)
         return err_set(e, ERR_INPUT, "%s: no tokens scored (with --warmup, the memory of %d "
                        "tokens must fill before scoring starts; the streams are too short)",
-                       s.path, o->mem_len);
+                       ts->span.path, o->mem_len);
     return 0;
 }

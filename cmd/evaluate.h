@@ -1,19 +1,21 @@
-/* evaluate.h: one deterministic pass of the stream batching over a token span, with memory
- * carried across segments (DESIGN.md §6). Shared by `txl eval` and training's validation. */
+/* evaluate.h: one deterministic pass of the stream batching over a split's tokens, with
+ * memory carried across segments (doc/design.md, "Evaluation"). Shared by `txl eval`, the
+ * training's validation and `txl probe shift`. Every token after the first is scored once
+ * (data/tokens.h: the streams, then the tail on the last stream). */
 #ifndef TXL_EVALUATE_H
 #define TXL_EVALUATE_H
 
 #include <stddef.h>
 
-#include "../data/corpus.h"
+#include "../data/tokens.h"
 #include "../model/model.h"
 
 typedef struct {
     int batch, tgt_len, mem_len;
     int warmup;           /* score only segments whose memory is already full */
-    size_t max_tokens;    /* use only the first max_tokens of the span (0 = all) */
+    size_t max_tokens;    /* use only the first max_tokens tokens (0 = all) */
     int progress;         /* redraw a progress line on stderr (TTY) */
-    const char *label;    /* for the progress line */
+    const char *label;    /* for the progress line ("valid", "test 4x", ...) */
     size_t max_segments;  /* stop after this many segments (0 = the whole pass) */
     term_stats *stats;    /* [n_layer] score-term statistics to accumulate, or NULL */
     int distributed;      /* split the streams over the MPI ranks (common/dist.h); every rank
@@ -22,16 +24,21 @@ typedef struct {
 } eval_opts;
 
 typedef struct {
-    double loss;          /* mean nats per scored token */
-    size_t tokens;        /* scored tokens */
+    double loss;          /* nats per byte of text: the nats of every scored token (anchors
+                             included) over the bytes those targets are (doc/design.md,
+                             "Anchors": Counting); without anchors, nats per token */
+    size_t tokens;        /* scored tokens (anchors included) */
+    size_t bytes;         /* of which bytes of text */
+    size_t anchor_tokens; /* and anchors */
+    double anchor_bits;   /* bits spent on the anchors, in all */
     size_t segments;      /* segments run (scored or not) */
     double seconds;
 } eval_result;
 
 /* Plans its own activations and memory (inference mode) for the options' lengths, runs the
- * pass and frees them. mdl->cfg.clamp_len etc. are taken from `cfg` (a copy whose
- * clamp_len may be overridden). */
-int eval_span(model *mdl, const model_config *cfg, token_span s, const eval_opts *o,
-              eval_result *r, txl_err *e);
+ * pass and frees them. `cfg` is the model's config (a copy whose clamp_len may be
+ * overridden). */
+int eval_stream(model *mdl, const model_config *cfg, const tok_stream *ts, const eval_opts *o,
+                eval_result *r, txl_err *e);
 
 #endif

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../data/units.h"
 #include "cmds.h"
 
 typedef struct {
@@ -51,11 +52,13 @@ static int json_item(const cfg_item *it, void *ctx)
         if (!(j->sec = cJSON_AddObjectToObject(j->root, it->section)))
             return -1;
     }
+    int list = it->kind == CFG_LIST || it->kind == CFG_NAMES;
     cJSON *v = it->kind == CFG_LITERAL ? cJSON_CreateRaw(it->text[0])
-               : it->kind == CFG_LIST  ? cJSON_CreateArray()
+               : list                  ? cJSON_CreateArray()
                                        : cJSON_CreateString(it->text[0]);
-    for (int i = 0; v && it->kind == CFG_LIST && i < it->n; i++)
-        cJSON_AddItemToArray(v, cJSON_CreateRaw(it->text[i]));
+    for (int i = 0; v && list && i < it->n; i++)
+        cJSON_AddItemToArray(v, it->kind == CFG_LIST ? cJSON_CreateRaw(it->text[i])
+                                                     : cJSON_CreateString(it->text[i]));
     return cJSON_AddItemToObject(j->sec, it->name, v) ? 0 : -1;
 }
 
@@ -107,6 +110,7 @@ int cmd_info(int argc, char **argv)
         }
         cJSON_AddStringToObject(o, "path", ckpt);
         cJSON_AddNumberToObject(o, "params", (double)mdl.n_weights);
+        cJSON_AddNumberToObject(o, "vocab", cfg.model.vocab);
         for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
             const char *v = st_meta(&f, keys[k]);
             if (!v)
@@ -136,6 +140,10 @@ int cmd_info(int argc, char **argv)
                m->d_inner, mdl.n_weights);
         printf("lengths: tgt_len %d, mem_len %d, clamp_len %d; %s\n", m->tgt_len, m->mem_len,
                m->clamp_len, m->pre_lnorm ? "pre-LN" : "post-LN");
+        char an[32];
+        units_anchor_list((unsigned)cfg.data.anchors, an, sizeof an);
+        printf("vocabulary: %d tokens (256 bytes%s%s)\n", m->vocab,
+               cfg.data.anchors ? " + anchors " : "", cfg.data.anchors ? an : "");
         for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
             const char *v = st_meta(&f, keys[k]);
             if (v)

@@ -151,15 +151,76 @@ int probe_text(const probe_ctx *p, rng_t *r, uint8_t *buf, size_t n, txl_err *e)
     return corpus_read(p->span.c, p->span.begin + off, buf, n, e);
 }
 
-void probe_coords(const probe_ctx *p, const uint8_t *x, int B, size_t ld, int32_t *co)
+void probe_tokens_free(probe_tokens *pt)
 {
-    if (!pos_get(p->cfg.model.pos)->needs_coords)
-        return;
-    for (int b = 0; b < B; b++) {
-        units_state us;
-        units_init(&us, &(units_config){.anchors = 0});
-        units_tokenize(&us, x + (size_t)b * ld, ld, NULL, co + (size_t)b * ld * TXL_N_COORDS);
+    free(pt->tok);
+    free(pt->co);
+    free(pt->map);
+    memset(pt, 0, sizeof *pt);
+}
+
+/* Text b's tokens, coordinates and byte map, uncut; returns its token count. */
+static int tokenize_one(const probe_ctx *p, const uint8_t *text, int nbytes, txl_tok *tok,
+                        int32_t *co, int *map)
+{
+    units_state st;
+    units_init(&st, &p->units);
+    int k = 0;
+    for (int i = 0; i < nbytes; i++) {
+        k += (int)units_tokenize(&st, text + i, 1, tok + k,
+                                 co ? co + (size_t)k * TXL_N_COORDS : NULL);
+        map[i] = k - 1;
     }
+    return k;
+}
+
+int probe_tokenize(const probe_ctx *p, const uint8_t *bytes, int B, int nbytes,
+                   probe_tokens *pt, txl_err *e)
+{
+    memset(pt, 0, sizeof *pt);
+    int cap = p->units.anchors ? 2 * nbytes : nbytes; /* at most one anchor per byte */
+    pt->B = B;
+    pt->nbytes = nbytes;
+    pt->tok = malloc((size_t)B * cap * sizeof *pt->tok);
+    pt->co = p->coords ? malloc((size_t)B * cap * TXL_N_COORDS * sizeof *pt->co) : NULL;
+    pt->map = malloc((size_t)B * nbytes * sizeof *pt->map);
+    int *len = malloc((size_t)B * sizeof *len);
+    if (!pt->tok || (p->coords && !pt->co) || !pt->map || !len) {
+        free(len);
+        probe_tokens_free(pt);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    pt->n = cap;
+    for (int b = 0; b < B; b++) {
+        len[b] = tokenize_one(p, bytes + (size_t)b * nbytes, nbytes, pt->tok + (size_t)b * cap,
+                              pt->co ? pt->co + (size_t)b * cap * TXL_N_COORDS : NULL,
+                              pt->map + (size_t)b * nbytes);
+        pt->n = len[b] < pt->n ? len[b] : pt->n;
+    }
+    for (int b = 0; b < B; b++) { /* cut each from the left to n tokens, packed at stride n */
+        int cut = len[b] - pt->n;
+        memmove(pt->tok + (size_t)b * pt->n, pt->tok + (size_t)b * cap + cut,
+                (size_t)pt->n * sizeof *pt->tok);
+        if (pt->co)
+            memmove(pt->co + (size_t)b * pt->n * TXL_N_COORDS,
+                    pt->co + ((size_t)b * cap + cut) * TXL_N_COORDS,
+                    (size_t)pt->n * TXL_N_COORDS * sizeof *pt->co);
+        int *m = pt->map + (size_t)b * nbytes;
+        for (int i = 0; i < nbytes; i++)
+            m[i] = m[i] - cut >= 0 ? m[i] - cut : -1;
+    }
+    free(len);
+    return 0;
+}
+
+double probe_bits(const probe_tokens *pt, const float *loss, int b, int a, int b_end)
+{
+    const int *m = pt->map + (size_t)b * pt->nbytes;
+    int first = a > 0 ? m[a - 1] + 1 : 0, last = m[b_end - 1];
+    double s = 0;
+    for (int j = first < 1 ? 1 : first; j <= last; j++)
+        s += loss[(size_t)b * pt->n + j - 1];
+    return s / M_LN2;
 }
 
 int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_eval *s,
@@ -193,6 +254,8 @@ static int run(probe_ctx *p, txl_err *e)
     p->T = p->a->tgt_len > 0 ? (int)p->a->tgt_len : p->cfg.model.tgt_len;
     p->M = p->a->mem_len >= 0 ? (int)p->a->mem_len : p->cfg.model.mem_len;
     p->progress = !p->a->quiet && cli_isatty_stderr();
+    p->units = cli_units(&p->cfg);
+    p->coords = pos_get(p->cfg.model.pos)->needs_coords;
     if (open_text(p, e))
         return -1;
     if (strcmp(p->a->kind, "needle") == 0)

@@ -7,6 +7,7 @@
 
 #include "../common/rng.h"
 #include "../data/corpus.h"
+#include "../data/units.h"
 #include "cli.h"
 #include "streams.h"
 
@@ -26,6 +27,8 @@ typedef struct {
     const probe_args *a;
     txl_config cfg;
     model mdl;
+    units_config units;     /* the model's anchors (data/units.h) */
+    int coords;             /* its scheme reads coordinates */
     corpus c;
     token_span span;
     const char *label;      /* the split's name, or "file" */
@@ -36,9 +39,25 @@ typedef struct {
 
 /* Draws n bytes of the span's text from a random offset into buf. */
 int probe_text(const probe_ctx *p, rng_t *r, uint8_t *buf, size_t n, txl_err *e);
-/* The streams' coordinates, when the scheme reads them: co [B][ld][TXL_N_COORDS] of the
- * bytes x [B][ld] (each stream a text of its own); nothing otherwise. */
-void probe_coords(const probe_ctx *p, const uint8_t *x, int B, size_t ld, int32_t *co);
+/* B texts of nbytes bytes as the model's tokens: its anchors inserted (the same rules as
+ * training), coordinates when its scheme reads them. Anchors make the streams' token counts
+ * differ, so each is cut from the left to the shortest: the texts stay aligned at their
+ * end. map[b][i] is the token index of byte i of text b (-1 when cut away); without anchors
+ * it is the identity. */
+typedef struct {
+    int B, n, nbytes;       /* texts, tokens per stream, bytes per text */
+    txl_tok *tok;           /* [B][n] */
+    int32_t *co;            /* [B][n][TXL_N_COORDS], or NULL */
+    int *map;               /* [B][nbytes] */
+} probe_tokens;
+
+int probe_tokenize(const probe_ctx *p, const uint8_t *bytes, int B, int nbytes,
+                   probe_tokens *pt, txl_err *e);
+void probe_tokens_free(probe_tokens *pt);
+/* Bits of the tokens that make bytes [a, b_end) of stream b (with any anchor inserted
+ * among them), from the per-target losses of a feed of the whole stream (loss [B][n-1]:
+ * loss[j] is that of token j+1). */
+double probe_bits(const probe_tokens *pt, const float *loss, int b, int a, int b_end);
 /* Plans stream_eval for the lengths of a mode: memory = the trained segments and memory,
  * window = one window of `len` without memory. */
 int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_eval *s,

@@ -9,7 +9,8 @@
  * the true value. Trials run side by side as streams. In memory mode (segments of tgt_len
  * through the memory, as trained) the text before the needle is the same at every depth,
  * so it runs once per trial: the memory is saved where each depth's needle goes and
- * restored for the needle's run, its control and the next depth. */
+ * restored for the needle's run, its control and the next depth. The texts become tokens
+ * by the model's rules (anchors, coordinates: probe_tokenize). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +28,9 @@ typedef struct {
     uint8_t *hay;           /* [B][h] */
     char (*key)[8];         /* [B] */
     unsigned *value, *other;/* [B] the value and the control's value */
-    uint8_t *x;             /* [B][ld] one stream layout */
-    int32_t *co;            /* [B][ld][TXL_N_COORDS] (schemes that read coordinates) */
-    float *loss;            /* [B][ld] */
+    uint8_t *x;             /* [B][ld] one stream layout, bytes */
+    probe_tokens pt;        /* ... as the model's tokens */
+    float *loss;            /* [B][2 ld] per target (a token's loss at its index - 1) */
     uint8_t *hit;
     double *bits, *ctrl;    /* [B] bits of the value with the needle, in the control */
     int *exact;             /* [B] */
@@ -71,7 +72,8 @@ static int layout(needle_set *n, int b, int depth, unsigned v)
 
 static void set_free(needle_set *n)
 {
-    free(n->hay), free(n->key), free(n->value), free(n->other), free(n->x), free(n->co);
+    free(n->hay), free(n->key), free(n->value), free(n->other), free(n->x);
+    probe_tokens_free(&n->pt);
     free(n->loss), free(n->hit), free(n->bits), free(n->ctrl), free(n->exact);
 }
 
@@ -94,14 +96,13 @@ static int set_init(needle_set *n, const probe_ctx *p, int L, rng_t *r, txl_err 
     n->value = malloc(B * sizeof *n->value);
     n->other = malloc(B * sizeof *n->other);
     n->x = malloc(B * ld);
-    n->co = malloc(B * ld * TXL_N_COORDS * sizeof *n->co);
-    n->loss = malloc(B * ld * sizeof *n->loss);
-    n->hit = malloc(B * ld);
+    n->loss = malloc(2 * B * ld * sizeof *n->loss); /* anchors: up to 2 tokens a byte */
+    n->hit = malloc(2 * B * ld);
     n->bits = malloc(B * sizeof *n->bits);
     n->ctrl = malloc(B * sizeof *n->ctrl);
     n->exact = malloc(B * sizeof *n->exact);
-    if (!n->hay || !n->key || !n->value || !n->other || !n->x || !n->co || !n->loss ||
-        !n->hit || !n->bits || !n->ctrl || !n->exact)
+    if (!n->hay || !n->key || !n->value || !n->other || !n->x || !n->loss || !n->hit ||
+        !n->bits || !n->ctrl || !n->exact)
         return err_set(e, ERR_RUNTIME, "out of memory");
     for (int b = 0; b < n->B; b++) {
         if (probe_text(p, r, n->hay + (size_t)b * n->h, (size_t)n->h, e))
@@ -116,22 +117,34 @@ static int set_init(needle_set *n, const probe_ctx *p, int L, rng_t *r, txl_err 
 /* Bits of the value and exact match of stream b, from the last feed's scores. */
 static double value_bits(const needle_set *n, int b, int *exact)
 {
-    size_t at = (size_t)b * n->ld + (size_t)n->L - 1;
+    const int *m = n->pt.map + (size_t)b * n->ld;
+    int first = m[n->L - 1] + 1, last = m[n->L + VALUE_LEN - 1];
+    size_t row = (size_t)b * n->pt.n;
     double s = 0;
-    for (int i = 0; i < VALUE_LEN; i++)
-        s += n->loss[at + i];
+    int all = 1;
+    for (int j = first; j <= last; j++) {
+        s += n->loss[row + j - 1];
+        all &= n->hit[row + j - 1];
+    }
     if (exact)
-        *exact = probe_exact(n->hit + at, VALUE_LEN);
+        *exact = all;
     return s / M_LN2;
 }
 
-/* Runs every stream from position `from` (memory holding the positions before it). */
-static void run_suffix(const probe_ctx *p, stream_eval *s, needle_set *n, int from)
+/* The streams as laid out (n->x) into tokens; then every stream from token `from` on (the
+ * memory holding the tokens before it). */
+static int tokens_of(const probe_ctx *p, needle_set *n, txl_err *e)
 {
-    probe_coords(p, n->x, n->B, (size_t)n->ld, n->co);
-    int len = n->ld - 1 - from;
-    streams_feed(s, n->x + from, n->x + from + 1, n->co + (size_t)from * TXL_N_COORDS, len,
-                 (size_t)n->ld, n->loss + from, n->hit + from);
+    probe_tokens_free(&n->pt);
+    return probe_tokenize(p, n->x, n->B, n->ld, &n->pt, e);
+}
+
+static void run_suffix(stream_eval *s, needle_set *n, int from)
+{
+    const probe_tokens *pt = &n->pt;
+    streams_feed(s, pt->tok + from, pt->tok + from + 1,
+                 pt->co ? pt->co + (size_t)from * TXL_N_COORDS : NULL, pt->n - 1 - from,
+                 (size_t)pt->n, n->loss + from, n->hit + from);
 }
 
 static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode, int factor,
@@ -168,9 +181,32 @@ static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode,
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
-/* Every depth of one length in memory mode: the shared text before each needle once. */
-static void depths_memory(const probe_ctx *p, stream_eval *s, needle_set *n, model_mem *snap,
-                          const int *depths, int nd, int factor, double t0)
+/* One depth from scratch, the needle's run and its control's: window mode, and memory mode
+ * with anchors (the text before the needle is then not the same tokens in every stream). */
+static int depth_whole(const probe_ctx *p, stream_eval *s, needle_set *n, int depth, txl_err *e)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        for (int b = 0; b < n->B; b++)
+            layout(n, b, depth, pass ? n->other[b] : n->value[b]);
+        if (tokens_of(p, n, e))
+            return -1;
+        streams_reset(s);
+        run_suffix(s, n, 0);
+        for (int b = 0; b < n->B; b++) {
+            if (pass)
+                n->ctrl[b] = value_bits(n, b, NULL);
+            else
+                n->bits[b] = value_bits(n, b, &n->exact[b]);
+        }
+    }
+    return 0;
+}
+
+/* Memory mode without anchors: the text before each depth's needle (the same bytes, so the
+ * same tokens, in every stream) runs once; the memory is saved there and restored for the
+ * needle's run, its control and the next depth. */
+static int depths_shared(const probe_ctx *p, stream_eval *s, needle_set *n, model_mem *snap,
+                         const int *depths, int nd, int factor, double t0, txl_err *e)
 {
     int at = 0;
     streams_reset(s);
@@ -178,45 +214,29 @@ static void depths_memory(const probe_ctx *p, stream_eval *s, needle_set *n, mod
         int pd = 0;
         for (int b = 0; b < n->B; b++)
             pd = layout(n, b, depths[k], n->value[b]);
-        probe_coords(p, n->x, n->B, (size_t)n->ld, n->co);
+        if (tokens_of(p, n, e))
+            return -1;
+        const probe_tokens *pt = &n->pt;
         if (pd > at) /* the text up to this depth's needle, continuing the last one's */
-            streams_feed(s, n->x + at, NULL, n->co + (size_t)at * TXL_N_COORDS, pd - at,
-                         (size_t)n->ld, NULL, NULL);
+            streams_feed(s, pt->tok + at, NULL, pt->co ? pt->co + (size_t)at * TXL_N_COORDS : NULL,
+                         pd - at, (size_t)pt->n, NULL, NULL);
         at = pd;
         streams_save(s, snap);
-        run_suffix(p, s, n, pd);
+        run_suffix(s, n, pd);
         for (int b = 0; b < n->B; b++)
             n->bits[b] = value_bits(n, b, &n->exact[b]);
         streams_restore(s, snap);
         for (int b = 0; b < n->B; b++)
             layout(n, b, depths[k], n->other[b]);
-        run_suffix(p, s, n, pd);
+        if (tokens_of(p, n, e))
+            return -1;
+        run_suffix(s, n, pd);
         for (int b = 0; b < n->B; b++)
             n->ctrl[b] = value_bits(n, b, NULL);
         streams_restore(s, snap);
         print_cell(p, n, MODE_MEMORY, factor, depths[k], s, cli_now() - t0);
     }
-}
-
-/* Every depth of one length in window mode: each context whole, no memory. */
-static void depths_window(const probe_ctx *p, stream_eval *s, needle_set *n, const int *depths,
-                          int nd, int factor, double t0)
-{
-    for (int k = 0; k < nd; k++) {
-        for (int pass = 0; pass < 2; pass++) {
-            for (int b = 0; b < n->B; b++)
-                layout(n, b, depths[k], pass ? n->other[b] : n->value[b]);
-            streams_reset(s);
-            run_suffix(p, s, n, 0);
-            for (int b = 0; b < n->B; b++) {
-                if (pass)
-                    n->ctrl[b] = value_bits(n, b, NULL);
-                else
-                    n->bits[b] = value_bits(n, b, &n->exact[b]);
-            }
-        }
-        print_cell(p, n, MODE_WINDOW, factor, depths[k], s, cli_now() - t0);
-    }
+    return 0;
 }
 
 /* One (mode, length) group of cells. */
@@ -229,14 +249,18 @@ static int run_length(const probe_ctx *p, probe_mode mode, int factor, const int
     stream_eval s;
     model_mem snap = {0};
     int rc = set_init(&n, p, L, &r, e);
-    if (!rc && (rc = probe_streams(p, mode, n.B, n.ld - 1, &s, e)) == 0) {
+    /* a window holds the whole stream: with anchors up to two tokens a byte */
+    int win = (p->units.anchors ? 2 : 1) * n.ld;
+    if (!rc && (rc = probe_streams(p, mode, n.B, win, &s, e)) == 0) {
         double t0 = cli_now();
-        if (mode == MODE_MEMORY) {
+        if (mode == MODE_MEMORY && !p->units.anchors) {
             if (!(rc = streams_snapshot_init(&s, &snap, e)))
-                depths_memory(p, &s, &n, &snap, depths, nd, factor, t0);
+                rc = depths_shared(p, &s, &n, &snap, depths, nd, factor, t0, e);
             mem_free(&snap);
         } else {
-            depths_window(p, &s, &n, depths, nd, factor, t0);
+            for (int k = 0; !rc && k < nd; k++)
+                if (!(rc = depth_whole(p, &s, &n, depths[k], e)))
+                    print_cell(p, &n, mode, factor, depths[k], &s, cli_now() - t0);
         }
         if (p->progress)
             fprintf(stderr, "needle %s %dx: %d cells in %.1fs, %.0f tok/s\n",

@@ -19,14 +19,15 @@
 typedef struct {
     int D, S, ld, B;
     uint8_t *x;          /* [B][ld]: lead, S, D bytes of text, S */
-    int32_t *co;
-    float *loss;         /* [B][ld] */
+    probe_tokens pt;     /* as the model's tokens */
+    float *loss;         /* [B][pt.n] per target */
     double *first, *second, *gain; /* [B] bits per byte */
 } recall_set;
 
 static void set_free(recall_set *r)
 {
-    free(r->x), free(r->co), free(r->loss), free(r->first), free(r->second), free(r->gain);
+    free(r->x), free(r->loss), free(r->first), free(r->second), free(r->gain);
+    probe_tokens_free(&r->pt);
 }
 
 static int set_init(recall_set *s, const probe_ctx *p, int D, rng_t *r, txl_err *e)
@@ -38,13 +39,12 @@ static int set_init(recall_set *s, const probe_ctx *p, int D, rng_t *r, txl_err 
     s->B = (int)p->a->trials;
     size_t B = (size_t)s->B, ld = (size_t)s->ld;
     s->x = malloc(B * ld);
-    s->co = malloc(B * ld * TXL_N_COORDS * sizeof *s->co);
-    s->loss = malloc(B * ld * sizeof *s->loss);
+    s->loss = malloc(2 * B * ld * sizeof *s->loss); /* anchors: up to 2 tokens a byte */
     s->first = malloc(B * sizeof(double));
     s->second = malloc(B * sizeof(double));
     s->gain = malloc(B * sizeof(double));
     uint8_t *pool = malloc(4096);
-    if (!s->x || !s->co || !s->loss || !s->first || !s->second || !s->gain || !pool) {
+    if (!s->x || !s->loss || !s->first || !s->second || !s->gain || !pool) {
         free(pool);
         return err_set(e, ERR_RUNTIME, "out of memory");
     }
@@ -63,18 +63,13 @@ static int set_init(recall_set *s, const probe_ctx *p, int D, rng_t *r, txl_err 
     return rc;
 }
 
-/* Bits per byte of S at its first and second occurrence (targets at those bytes). */
+/* Bits per byte of S at its first and second occurrence (the tokens of those bytes). */
 static void score(recall_set *s)
 {
+    int second = LEAD + s->S + s->D;
     for (int b = 0; b < s->B; b++) {
-        const float *l = s->loss + (size_t)b * s->ld;
-        double a = 0, c = 0;
-        for (int i = 0; i < s->S; i++) {
-            a += l[LEAD - 1 + i];                      /* predicting S's i-th byte, first */
-            c += l[LEAD + s->S + s->D - 1 + i];        /* ... and second time */
-        }
-        s->first[b] = a / s->S / M_LN2;
-        s->second[b] = c / s->S / M_LN2;
+        s->first[b] = probe_bits(&s->pt, s->loss, b, LEAD, LEAD + s->S) / s->S;
+        s->second[b] = probe_bits(&s->pt, s->loss, b, second, second + s->S) / s->S;
         s->gain[b] = s->first[b] - s->second[b];
     }
 }
@@ -88,10 +83,11 @@ static double run_distance(const probe_ctx *p, probe_mode mode, int D, int *fail
     stream_eval ev;
     *failed = 1;
     double g = NAN;
-    if (!set_init(&s, p, D, &r, e) && !probe_streams(p, mode, s.B, s.ld - 1, &ev, e)) {
+    if (!set_init(&s, p, D, &r, e) && !probe_tokenize(p, s.x, s.B, s.ld, &s.pt, e) &&
+        !probe_streams(p, mode, s.B, s.pt.n - 1, &ev, e)) {
         double t0 = cli_now();
-        probe_coords(p, s.x, s.B, (size_t)s.ld, s.co);
-        streams_feed(&ev, s.x, s.x + 1, s.co, s.ld - 1, (size_t)s.ld, s.loss, NULL);
+        const probe_tokens *pt = &s.pt;
+        streams_feed(&ev, pt->tok, pt->tok + 1, pt->co, pt->n - 1, (size_t)pt->n, s.loss, NULL);
         score(&s);
         stat_ci gi = stat_mean(s.gain, s.B), fi = stat_mean(s.first, s.B);
         stat_ci se = stat_mean(s.second, s.B);

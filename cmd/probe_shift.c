@@ -15,9 +15,12 @@ int probe_shift(probe_ctx *p, txl_err *e)
     static const int def[] = {0, 1, 1000, 100000};
     int off[CLI_MAX_LIST], n = p->a->offsets.n ? p->a->offsets.n : 4;
     memcpy(off, p->a->offsets.n ? p->a->offsets.v : def, (size_t)n * sizeof *off);
-    token_span s = p->span;
-    if (s.n > (size_t)p->a->max_tokens)
-        s.n = (size_t)p->a->max_tokens;
+    token_span sp = p->span;
+    if (sp.n > (size_t)p->a->max_tokens)
+        sp.n = (size_t)p->a->max_tokens;
+    tok_stream ts;
+    if (cli_tokens(&p->cfg, sp, &ts, e))
+        return -1;
     if (!p->a->json)
         printf("%10s %12s %12s %12s\n", "offset", "loss", "delta", "relative");
     double base = NAN;
@@ -25,8 +28,10 @@ int probe_shift(probe_ctx *p, txl_err *e)
         eval_opts o = {.batch = 1, .tgt_len = p->T, .mem_len = p->M, .label = "shift",
                        .pos_offset = off[k], .progress = p->progress};
         eval_result r;
-        if (eval_span(&p->mdl, &p->cfg.model, s, &o, &r, e))
+        if (eval_stream(&p->mdl, &p->cfg.model, &ts, &o, &r, e)) {
+            tok_stream_free(&ts);
             return -1;
+        }
         if (k == 0)
             base = r.loss;
         double d = r.loss - base, rel = base != 0 ? d / base : NAN;
@@ -45,5 +50,6 @@ int probe_shift(probe_ctx *p, txl_err *e)
         }
         fflush(stdout);
     }
+    tok_stream_free(&ts);
     return 0;
 }

@@ -20,7 +20,7 @@ typedef struct {
     long n, top_k, mem_len, threads, num_samples;
     double temperature, top_p;
     unsigned long long seed;
-    int echo, stats, quiet, interactive;
+    int echo, stats, quiet, interactive, show_anchors;
 } sample_args;
 
 #define O(f) offsetof(sample_args, f)
@@ -54,6 +54,9 @@ static const cli_opt sample_options[] = {
      .def_doc = "the trained mem_len"},
     {.name = "--echo", .type = CLI_SWITCH, .off = O(echo),
      .help = "print the prompt before the generated text"},
+    {.name = "--show-anchors", .type = CLI_SWITCH, .off = O(show_anchors),
+     .help = "print the anchor tokens the model generates as <|bos|>, <|para|>, <|sent|> "
+             "(by default they are not printed)"},
     {.name = "--stats", .type = CLI_SWITCH, .off = O(stats),
      .help = "print timing as one JSON line on stderr at the end"},
     {.name = "--threads", .type = CLI_INT, .off = O(threads), .lo = 0, .hi = 1024, .def = 1,
@@ -146,7 +149,8 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
 }
 
 /* What sampling keeps from prompt to prompt: the model, one stream's activations and
- * memory, the logits after the last token fed, and the tokens consumed so far. */
+ * memory, the logits after the last token fed, the tokens consumed so far, and the text's
+ * units (anchors and coordinates go on from what was fed and generated, data/units.h). */
 typedef struct {
     model mdl;
     txl_config cfg;
@@ -155,26 +159,45 @@ typedef struct {
     int M, Lq;
     const float *logits;
     long consumed;
+    units_state us;
+    int coords;              /* the scheme reads coordinates */
+    txl_tok *tok;            /* a fed text as tokens (grown as needed) */
+    int32_t *co;
+    size_t cap;
 } session;
 
-/* Runs text through the model in segments of Lq, memory carried; the logits of its last
- * token become s->logits. A long prompt draws a progress line on a terminal, from half a
- * second on. */
-static void feed(session *s, const uint8_t *tok, size_t tlen, int progress)
+/* Runs text through the model as tokens (the model's anchors inserted), in segments of Lq,
+ * memory carried; the logits of its last token become s->logits. A long prompt draws a
+ * progress line on a terminal, from half a second on. */
+static int feed(session *s, const uint8_t *text, size_t tlen, int progress, txl_err *e)
 {
+    if (2 * tlen + 1 > s->cap) { /* at most one anchor a byte */
+        size_t cap = 2 * tlen + 1;
+        txl_tok *t = realloc(s->tok, cap * sizeof *t);
+        int32_t *c = realloc(s->co, cap * TXL_N_COORDS * sizeof *c);
+        if (t)
+            s->tok = t;
+        if (c)
+            s->co = c;
+        if (!t || !c)
+            return err_set(e, ERR_RUNTIME, "out of memory for a prompt of %zu bytes", tlen);
+        s->cap = cap;
+    }
+    size_t n = units_tokenize(&s->us, text, tlen, s->tok, s->co);
     fwd_opts fo = {.training = 0};
     int last_len = 0;
     double p_start = cli_now(), p_drawn = 0;
-    for (size_t at = 0; at < tlen; at += (size_t)last_len) {
-        last_len = tlen - at < (size_t)s->Lq ? (int)(tlen - at) : s->Lq;
-        model_forward(&s->mdl, &s->A, &s->mem, tok + at, NULL, last_len, &fo);
+    for (size_t at = 0; at < n; at += (size_t)last_len) {
+        last_len = n - at < (size_t)s->Lq ? (int)(n - at) : s->Lq;
+        fo.coords = s->coords ? s->co + at * TXL_N_COORDS : NULL;
+        model_forward(&s->mdl, &s->A, &s->mem, s->tok + at, NULL, last_len, &fo);
         size_t done = at + (size_t)last_len;
         double now = cli_now(), el = now - p_start;
-        if (progress && el > 0.5 && now - p_drawn > 0.25 && done < tlen) {
+        if (progress && el > 0.5 && now - p_drawn > 0.25 && done < n) {
             char etas[32];
-            cli_fmt_duration(etas, sizeof etas, el / done * (tlen - done));
-            fprintf(stderr, "\r\033[Kprompt: %zu/%zu bytes (%.0f%%)  %.0f bytes/s  ETA %s", done,
-                    tlen, 100.0 * done / tlen, done / el, etas);
+            cli_fmt_duration(etas, sizeof etas, el / done * (n - done));
+            fprintf(stderr, "\r\033[Kprompt: %zu/%zu tokens (%.0f%%)  %.0f tokens/s  ETA %s",
+                    done, n, 100.0 * done / n, done / el, etas);
             p_drawn = now;
         }
     }
@@ -182,7 +205,8 @@ static void feed(session *s, const uint8_t *tok, size_t tlen, int progress)
         fputs("\r\033[K", stderr);
     if (last_len > 0)
         s->logits = s->A.logits + (size_t)(last_len - 1) * s->cfg.model.vocab;
-    s->consumed += (long)tlen;
+    s->consumed += (long)n;
+    return 0;
 }
 
 /* The memory of stream 0, copied into every stream of a batch memory. */
@@ -193,69 +217,122 @@ static void replicate_mem(const model_mem *one, model_mem *many)
         for (int b = 0; b < many->B; b++)
             memcpy(mem_layer(many, l) + (size_t)b * rows, mem_layer(one, l),
                    rows * sizeof(float));
+    if (one->coords)
+        for (int b = 0; b < many->B; b++)
+            memcpy(many->coords + (size_t)b * one->M * TXL_N_COORDS, one->coords,
+                   (size_t)one->M * TXL_N_COORDS * sizeof(int32_t));
     many->m = one->m;
 }
 
-/* Where generated bytes go: stream 0 straight to stdout (one sample, or interactive),
+#define MARKER_MAX 9 /* "<|para|>" and the like */
+
+/* Where generated text goes: stream 0 straight to stdout (one sample, or interactive),
  * several samples into buffers printed at the end. */
 typedef struct {
-    int N, live, stop_at_newline;
+    int N, live, stop_at_newline, show_anchors;
+    unsigned anchors;  /* the model's anchor kinds */
     uint8_t *buf;      /* [N][cap] */
     long cap;
     long *len;         /* [N] */
-    int *done;         /* [N] stopped at a newline */
+    int *done;         /* [N] stopped: a newline in interactive mode, or the bytes asked for */
+    long *bytes;       /* [N] bytes generated (anchors are not bytes) */
+    long max_bytes;    /* -n */
 } sink;
 
-/* Stores or prints stream b's next byte; 0 when the stream goes on, 1 when it stopped (a
- * newline in interactive mode), -1 when stdout went away. */
-static int put(sink *k, int b, uint8_t c, long i)
+/* Tokens drawn at most per stream for -n bytes: anchors come on top of the bytes (about one
+ * per sentence); a model that draws little but anchors stops here. */
+static long token_budget(long n)
+{
+    return n > 0 ? 2 * n + 16 : 0;
+}
+
+static int put_bytes(sink *k, int b, const char *s, size_t n, long i)
+{
+    if (k->live) {
+        if (fwrite(s, 1, n, stdout) != n)
+            return -1; /* e.g. the reader of a pipe went away */
+        if ((n && s[n - 1] == '\n') || i % 16 == 15)
+            fflush(stdout);
+    } else {
+        memcpy(k->buf + (size_t)b * k->cap + k->len[b], s, n);
+        k->len[b] += (long)n;
+    }
+    return 0;
+}
+
+/* Stores or prints stream b's next token (a byte, or an anchor: a marker with
+ * --show-anchors, else nothing); 0 when the stream goes on, 1 when it stopped (a newline in
+ * interactive mode), -1 when stdout went away. */
+static int put(sink *k, int b, txl_tok t, long i)
 {
     if (k->done[b])
         return 1;
-    if (k->live) {
-        if (fputc(c, stdout) == EOF)
-            return -1; /* e.g. the reader of a pipe went away */
-        if (c == '\n' || i % 16 == 15)
-            fflush(stdout);
-    } else {
-        k->buf[(size_t)b * k->cap + k->len[b]++] = c;
+    char c = (char)t;
+    if (t < TXL_BYTES) {
+        if (put_bytes(k, b, &c, 1, i))
+            return -1;
+        if (++k->bytes[b] >= k->max_bytes)
+            k->done[b] = 1;
+    } else if (k->show_anchors) {
+        unsigned kind = units_anchor_kind(k->anchors, t);
+        const char *m = kind == ANCHOR_BOS ? "<|bos|>" : kind == ANCHOR_PARA ? "<|para|>"
+                                                                              : "<|sent|>";
+        if (put_bytes(k, b, m, strlen(m), i))
+            return -1;
     }
-    if (k->stop_at_newline && c == '\n')
+    if (k->stop_at_newline && t == '\n')
         k->done[b] = 1;
     return k->done[b];
 }
 
-/* Draws up to a->n bytes for each of the sink's streams, one token at a time with the
- * memory's keys and values cached, starting from s->logits. Returns the bytes generated
- * (all streams), or -1 with e when the decode state cannot be built. The session's memory
- * is left as decoding left it (stream 0). */
-static long generate(session *s, const sample_args *a, sink *k, txl_err *e)
+/* The decode state for the sink's streams, primed from the session's memory. */
+static int decoder(session *s, int N, decode_state *ds, txl_err *e)
 {
-    const int V = s->cfg.model.vocab, N = k->N;
-    double scratch[2 * 256];
-    int idx[256];
-    sampler_opts so = {.temperature = a->temperature, .top_k = (int)a->top_k,
-                       .top_p = a->top_p};
-    decode_state ds;
     model_mem many = {0};
     if ((N > 1 && mem_init(&many, &s->cfg.model, N, s->M, e)) ||
-        decode_init(&ds, &s->mdl, N, s->M, e)) {
+        decode_init(ds, &s->mdl, N, s->M, e)) {
         mem_free(&many);
         return -1;
     }
     if (N > 1)
         replicate_mem(&s->mem, &many);
-    decode_prime(&ds, &s->mdl, N > 1 ? &many : &s->mem, s->consumed);
+    decode_prime(ds, &s->mdl, N > 1 ? &many : &s->mem, s->consumed);
+    mem_free(&many);
+    return 0;
+}
+
+/* Draws tokens for each of the sink's streams until each has a->n bytes (or stopped at a
+ * newline, -i), one token at a time with the
+ * memory's keys and values cached, starting from s->logits. Returns the tokens generated
+ * (all streams), or -1 with e when the decode state cannot be built. The session's memory
+ * and units go on from stream 0's text. */
+static long generate(session *s, const sample_args *a, sink *k, txl_err *e)
+{
+    const int V = s->cfg.model.vocab, N = k->N;
+    sampler_opts so = {.temperature = a->temperature, .top_k = (int)a->top_k,
+                       .top_p = a->top_p};
+    decode_state ds;
+    if (decoder(s, N, &ds, e))
+        return -1;
     rng_t *rng = malloc((size_t)N * sizeof *rng);
-    uint8_t *next = malloc((size_t)N);
+    txl_tok *next = malloc((size_t)N * sizeof *next);
+    units_state *us = malloc((size_t)N * sizeof *us);
+    int32_t *co = malloc((size_t)N * TXL_N_COORDS * sizeof *co);
+    double *scratch = malloc(2 * (size_t)V * sizeof *scratch);
+    int *idx = malloc((size_t)V * sizeof *idx);
     long generated = 0;
-    for (int b = 0; rng && b < N; b++)
+    for (int b = 0; rng && us && b < N; b++) {
         rng[b].s = rng_key((uint64_t)a->seed, 0x5a3 + (uint64_t)b * 0x10001); /* b = 0: as before */
-    for (long i = 0; rng && next && i < a->n; i++) {
+        us[b] = s->us;
+    }
+    long budget = token_budget(a->n);
+    for (long i = 0; rng && next && us && co && scratch && idx && i < budget; i++) {
         int live = 0;
         for (int b = 0; b < N; b++) {
             const float *lg = i == 0 ? s->logits : decode_logits(&ds) + (size_t)b * V;
-            next[b] = (uint8_t)sampler_pick(lg, V, &so, rng_uniform(&rng[b]), scratch, idx);
+            next[b] = (txl_tok)sampler_pick(lg, V, &so, rng_uniform(&rng[b]), scratch, idx);
+            units_push(&us[b], next[b]); /* coordinates and anchors go on */
+            memcpy(co + (size_t)b * TXL_N_COORDS, us[b].count, sizeof us[b].count);
             int r = put(k, b, next[b], i);
             if (r < 0) {
                 live = 0;
@@ -264,20 +341,20 @@ static long generate(session *s, const sample_args *a, sink *k, txl_err *e)
             live |= r == 0;
             generated++;
         }
-        /* the last byte goes into the memory too when a next prompt follows (-i) */
-        if (i + 1 < a->n || k->stop_at_newline)
-            decode_step(&ds, &s->mdl, next, NULL);
+        /* the last token goes into the memory too when a next prompt follows (-i) */
+        if ((live && i + 1 < budget) || k->stop_at_newline)
+            decode_step(&ds, &s->mdl, next, co);
         if (!live)
             break;
     }
     if (N == 1) { /* the memory goes on from what was generated (interactive) */
         decode_sync_mem(&ds, &s->mem);
         s->consumed += generated;
+        if (us)
+            s->us = us[0];
     }
-    free(rng);
-    free(next);
+    free(rng), free(next), free(us), free(co), free(scratch), free(idx);
     decode_free(&ds);
-    mem_free(&many);
     return generated;
 }
 static int session_init(session *s, const char *ckpt, const sample_args *a, txl_err *e)
@@ -293,11 +370,16 @@ static int session_init(session *s, const char *ckpt, const sample_args *a, txl_
     if (acts_init(&s->A, &s->cfg.model, 1, s->Lq, s->M, 0, e) ||
         mem_init(&s->mem, &s->cfg.model, 1, s->M, e))
         return -1;
+    units_config u = cli_units(&s->cfg);
+    units_init(&s->us, &u); /* the prompt starts a text (a document) */
+    s->coords = pos_get(s->cfg.model.pos)->needs_coords;
     return 0;
 }
 
 static void session_free(session *s)
 {
+    free(s->tok);
+    free(s->co);
     mem_free(&s->mem);
     acts_free(&s->A);
     model_free(&s->mdl);
@@ -307,13 +389,15 @@ static void session_free(session *s)
 static long sample_batch(session *s, const sample_args *a, txl_err *e)
 {
     int N = (int)a->num_samples;
-    long cap = a->n > 0 ? a->n : 1;
-    sink k = {.N = N, .live = N == 1, .cap = cap};
+    long cap = token_budget(a->n) * (a->show_anchors ? MARKER_MAX : 1);
+    sink k = {.N = N, .live = N == 1, .cap = cap, .show_anchors = a->show_anchors,
+              .anchors = (unsigned)s->cfg.data.anchors, .max_bytes = a->n};
     k.len = calloc((size_t)N, sizeof *k.len);
     k.done = calloc((size_t)N, sizeof *k.done);
+    k.bytes = calloc((size_t)N, sizeof *k.bytes);
     k.buf = N > 1 ? malloc((size_t)N * (size_t)cap) : NULL;
     long g = -1;
-    if (!k.len || !k.done || (N > 1 && !k.buf))
+    if (!k.len || !k.done || !k.bytes || (N > 1 && !k.buf))
         err_set(e, ERR_RUNTIME, "out of memory for %d samples of %ld bytes", N, a->n);
     else
         g = generate(s, a, &k, e);
@@ -323,6 +407,7 @@ static long sample_batch(session *s, const sample_args *a, txl_err *e)
     }
     free(k.len);
     free(k.done);
+    free(k.bytes);
     free(k.buf);
     return g;
 }
@@ -335,9 +420,14 @@ static long sample_interactive(session *s, const sample_args *a, txl_err *e)
     ssize_t len;
     long total = 0;
     while ((len = getline(&line, &cap, stdin)) > 0) {
-        feed(s, (const uint8_t *)line, (size_t)len, 0);
+        if (feed(s, (const uint8_t *)line, (size_t)len, 0, e)) {
+            free(line);
+            return -1;
+        }
         int done = 0;
-        sink k = {.N = 1, .live = 1, .stop_at_newline = 1, .len = &(long){0}, .done = &done};
+        sink k = {.N = 1, .live = 1, .stop_at_newline = 1, .len = &(long){0}, .done = &done,
+                  .bytes = &(long){0}, .max_bytes = a->n, .show_anchors = a->show_anchors,
+                  .anchors = (unsigned)s->cfg.data.anchors};
         long g = generate(s, a, &k, e);
         if (g < 0) {
             free(line);
@@ -377,7 +467,11 @@ int cmd_sample(int argc, char **argv)
         return cli_fail("sample", &e);
     }
     double t0 = cli_now();
-    feed(&s, (const uint8_t *)text, tlen, !a.quiet && cli_isatty_stderr());
+    if (feed(&s, (const uint8_t *)text, tlen, !a.quiet && cli_isatty_stderr(), &e)) {
+        session_free(&s);
+        free(text);
+        return cli_fail("sample", &e);
+    }
     if (a.echo) { /* after the progress line, which would erase a partly echoed line */
         fwrite(text, 1, tlen, stdout);
         fflush(stdout);

@@ -20,8 +20,8 @@ int streams_init(stream_eval *s, model *mdl, const model_config *cfg, int B, int
         return -1;
     }
     size_t BT = (size_t)B * T;
-    s->x = malloc(BT);
-    s->y = malloc(BT);
+    s->x = malloc(BT * sizeof *s->x);
+    s->y = malloc(BT * sizeof *s->y);
     s->co = malloc(BT * TXL_N_COORDS * sizeof *s->co);
     if (!s->x || !s->y || !s->co) {
         streams_free(s);
@@ -43,7 +43,7 @@ void streams_free(stream_eval *s)
 void streams_reset(stream_eval *s) { mem_reset(&s->mem); }
 
 /* The target's loss and whether it is the argmax, for every row of the segment. */
-static void score(const stream_eval *s, const uint8_t *y, int len, size_t at, size_t ld,
+static void score(const stream_eval *s, const txl_tok *y, int len, size_t at, size_t ld,
                   float *loss, uint8_t *hit)
 {
     int V = s->cfg.vocab;
@@ -63,15 +63,15 @@ static void score(const stream_eval *s, const uint8_t *y, int len, size_t at, si
         }
 }
 
-void streams_feed(stream_eval *s, const uint8_t *x, const uint8_t *y, const int32_t *co,
+void streams_feed(stream_eval *s, const txl_tok *x, const txl_tok *y, const int32_t *co,
                   int n, size_t ld, float *loss, uint8_t *hit)
 {
     for (int at = 0; at < n; at += s->T) {
         int len = n - at < s->T ? n - at : s->T;
         for (int b = 0; b < s->B; b++) {
-            memcpy(s->x + (size_t)b * len, x + (size_t)b * ld + at, (size_t)len);
+            memcpy(s->x + (size_t)b * len, x + (size_t)b * ld + at, (size_t)len * sizeof *x);
             if (y)
-                memcpy(s->y + (size_t)b * len, y + (size_t)b * ld + at, (size_t)len);
+                memcpy(s->y + (size_t)b * len, y + (size_t)b * ld + at, (size_t)len * sizeof *y);
             if (co)
                 memcpy(s->co + (size_t)b * len * TXL_N_COORDS,
                        co + ((size_t)b * ld + at) * TXL_N_COORDS,

@@ -17,7 +17,7 @@ typedef struct {
     long pos_offset;      /* added to absolute positions (fwd_opts.pos_offset) */
     model_acts A;
     model_mem mem;
-    uint8_t *x, *y;       /* [B, T] one segment */
+    txl_tok *x, *y;       /* [B, T] one segment */
     int32_t *co;          /* [B, T, TXL_N_COORDS] its coordinates (schemes that read them) */
     double tokens;        /* tokens fed so far, all streams (for tokens/s) */
 } stream_eval;
@@ -34,7 +34,7 @@ void streams_reset(stream_eval *s);
  * NULL when the scheme needs none), in segments of at most T continuing the memory. For
  * each position i < n, loss[b * ld + i] gets the target's loss in nats and hit[...] 1 when
  * the most likely token is the target (either may be NULL). */
-void streams_feed(stream_eval *s, const uint8_t *x, const uint8_t *y, const int32_t *co,
+void streams_feed(stream_eval *s, const txl_tok *x, const txl_tok *y, const int32_t *co,
                   int n, size_t ld, float *loss, uint8_t *hit);
 
 /* The memory as it stands, into *snap (allocated by streams_snapshot_init), and back. */

@@ -25,6 +25,7 @@
 #include "../common/dist.h"
 #include "../common/rng.h"
 #include "../data/corpus.h"
+#include "../data/units.h"
 #include "../io/checkpoint.h"
 #include "../model/model.h"
 #include "../optim/optim.h"
@@ -53,8 +54,10 @@ typedef struct {
     model_mem mem;
     corpus train_c, valid_c, test_c;
     token_span train_s, valid_s, test_s;
+    tok_stream train_ts, valid_ts; /* their tokens (anchors, coordinates: data/tokens.h) */
     batcher bt;
-    uint8_t *x, *y;           /* [B, Lq] of the global batch; this rank uses rows b0..b0+Bl */
+    txl_tok *x, *y;           /* [B, Lq] of the global batch; this rank uses rows b0..b0+Bl */
+    int32_t *co;              /* [B, Lq, TXL_N_COORDS] their coordinates, or NULL */
     int Bl, b0;               /* streams of this rank, first stream (data parallelism) */
     model_mem gmem;           /* rank 0 of several: the whole batch's memory, for `last` */
     FILE *log;
@@ -73,6 +76,9 @@ static void trainer_free(trainer *t)
 {
     free(t->x);
     free(t->y);
+    free(t->co);
+    tok_stream_free(&t->train_ts);
+    tok_stream_free(&t->valid_ts);
     free(t->adam_m);
     free(t->adam_v);
     mem_free(&t->mem);
@@ -269,6 +275,10 @@ static int open_data(trainer *t, txl_err *e)
     t->train_s = sp[SPLIT_TRAIN];
     t->valid_s = sp[SPLIT_VALID];
     t->test_s = sp[SPLIT_TEST];
+    if (cli_tokens(&t->cfg, t->train_s, &t->train_ts, e))
+        return err_wrap(e, "data.train");
+    if (t->valid_s.n && cli_tokens(&t->cfg, t->valid_s, &t->valid_ts, e))
+        return err_wrap(e, "the valid split");
     return 0;
 }
 
@@ -388,6 +398,26 @@ static void log_json(trainer *t, const char *fmt, ...)
     fflush(t->log);
 }
 
+/* The tokens' meaning: anchors and the document separator decide what the ids and the
+ * coordinates are, so a checkpoint continues only with the same ones. 1 and the message
+ * when they differ. */
+static int data_tokens_differ(const txl_config *ck, const txl_config *now, char *why,
+                              size_t cap)
+{
+    char a[32], b[32];
+    units_anchor_list((unsigned)ck->data.anchors, a, sizeof a);
+    units_anchor_list((unsigned)now->data.anchors, b, sizeof b);
+    if (ck->data.anchors != now->data.anchors)
+        snprintf(why, cap, "data.anchors differ from the checkpoint's (token ids would change "
+                 "meaning): checkpoint %s, now %s", a, b);
+    else if (strcmp(ck->data.doc_separator, now->data.doc_separator) != 0)
+        snprintf(why, cap, "data.doc_separator differs from the checkpoint's (documents "
+                 "would start elsewhere)");
+    else
+        return 0;
+    return 1;
+}
+
 /* Restores everything --resume needs from `last`; the model config must be identical. */
 static int load_resume(trainer *t, const char *path, txl_err *e)
 {
@@ -405,17 +435,19 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
         rc = -1;
     if (rc == 0) {
         char diff[1024];
-        if (cfg_diff_model(&ck.model, &t->cfg.model, diff, sizeof diff) > 0)
+        if (data_tokens_differ(&ck, &t->cfg, diff, sizeof diff))
+            rc = err_set(e, ERR_INPUT, "--resume %s: %s", path, diff);
+        else if (cfg_diff_model(&ck.model, &t->cfg.model, diff, sizeof diff) > 0)
             rc = err_set(e, ERR_INPUT, "--resume %s: the model config differs from the "
                          "checkpoint's (checkpoint vs now): %s", path, diff);
         else if (ck.train.batch_size != t->cfg.train.batch_size)
             rc = err_set(e, ERR_INPUT, "--resume %s: train.batch_size %d differs from the "
                          "checkpoint's %d (the memory and data cursor are per stream)", path,
                          t->cfg.train.batch_size, ck.train.batch_size);
-        else if (st.train_tokens != t->train_s.n)
+        else if (st.train_tokens != t->train_ts.n)
             rc = err_set(e, ERR_INPUT, "--resume %s: the train split has %zu tokens, the "
                          "checkpoint was trained on %zu (different corpus or split?)", path,
-                         t->train_s.n, st.train_tokens);
+                         t->train_ts.n, st.train_tokens);
         else if (st.params != t->mdl.n_weights)
             rc = err_set(e, ERR_INPUT, "%s: metadata 'params' is %zu, but the model of its "
                          "config has %zu parameters", path, st.params, t->mdl.n_weights);
@@ -452,7 +484,9 @@ static int load_init_from(trainer *t, const char *path, txl_err *e)
     a.dropatt = b.dropatt;
     a.clamp_len = b.clamp_len;
     a.pre_lnorm = b.pre_lnorm;
-    if (cfg_diff_model(&a, &b, diff, sizeof diff) > 0)
+    if (data_tokens_differ(&ck, &t->cfg, diff, sizeof diff))
+        rc = err_set(e, ERR_INPUT, "--init-from %s: %s", path, diff);
+    else if (cfg_diff_model(&a, &b, diff, sizeof diff) > 0)
         rc = err_set(e, ERR_INPUT, "--init-from %s: parameter shapes differ from the config "
                      "(checkpoint vs config): %s", path, diff);
     else
@@ -497,7 +531,7 @@ static void print_plan(trainer *t)
 static int run_valid(trainer *t, double *loss, txl_err *e)
 {
     *loss = NAN;
-    if (t->valid_s.n == 0)
+    if (t->valid_ts.n == 0)
         return 0;
     const model_config *m = &t->cfg.model;
     eval_opts o = {.batch = t->cfg.train.batch_size, .tgt_len = m->tgt_len,
@@ -505,18 +539,19 @@ static int run_valid(trainer *t, double *loss, txl_err *e)
                    .progress = t->tty && !t->quiet && dist_is_root(), .label = "valid",
                    .distributed = 1};
     /* a tiny valid split still evaluates: fewer streams when needed */
-    while (o.batch > 1 && t->valid_s.n / (size_t)o.batch < 2)
+    while (o.batch > 1 && t->valid_ts.n / (size_t)o.batch < 2)
         o.batch /= 2;
     eval_result r;
-    if (eval_span(&t->mdl, m, t->valid_s, &o, &r, e))
+    if (eval_stream(&t->mdl, m, &t->valid_ts, &o, &r, e))
         return -1;
     log_json(t, "{\"event\":\"eval\",\"split\":\"valid\",\"step\":%ld,\"loss\":%.6f,"
-                "\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"elapsed_s\":%.1f}",
-             t->st.step, r.loss, r.loss / M_LN2, exp(r.loss), r.tokens,
-             t->st.elapsed + cli_now() - t->t_start);
+                "\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"bytes\":%zu,\"anchor_tokens\":%zu,"
+                "\"anchor_bits\":%.2f,\"elapsed_s\":%.1f}",
+             t->st.step, r.loss, r.loss / M_LN2, exp(r.loss), r.tokens, r.bytes,
+             r.anchor_tokens, r.anchor_bits, t->st.elapsed + cli_now() - t->t_start);
     if (!t->quiet && dist_is_root())
-        fprintf(stderr, "%sstep %ld: valid loss %.4f, bpc %.4f (%zu tokens, %.1fs)\n",
-                t->tty ? "\r\033[K" : "", t->st.step, r.loss, r.loss / M_LN2, r.tokens,
+        fprintf(stderr, "%sstep %ld: valid loss %.4f, bpc %.4f (%zu bytes, %.1fs)\n",
+                t->tty ? "\r\033[K" : "", t->st.step, r.loss, r.loss / M_LN2, r.bytes,
                 r.seconds);
     *loss = r.loss;
     return 0;
@@ -558,12 +593,12 @@ static void loop_init(trainer *t, loop_state *ls)
  * cannot be read (truncated under txl, say). */
 static int next_batch(trainer *t, txl_err *e)
 {
-    int len = batcher_next(&t->bt, t->x, t->y, e);
+    int len = batcher_next(&t->bt, t->x, t->y, t->co, e);
     if (len == 0) {
         t->st.epoch++;
         t->bt.pos = 0;
         mem_reset(&t->mem);
-        len = batcher_next(&t->bt, t->x, t->y, e);
+        len = batcher_next(&t->bt, t->x, t->y, t->co, e);
     }
     return dist_max_int(len < 0) ? -1 : len;
 }
@@ -630,11 +665,13 @@ static int train_step(trainer *t, loop_state *ls, txl_err *e)
     if (len < 0)
         return stop_keeping_last(t, e);
     long step = t->st.step + 1;
-    fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
+    size_t off = (size_t)t->b0 * len; /* this rank's rows */
+    fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step),
+                  .coords = t->co ? t->co + off * TXL_N_COORDS : NULL};
     model_zero_grads(&t->mdl);
     size_t ntok = (size_t)tc->batch_size * len; /* the whole batch: each rank scales by the
                                                  * global count */
-    const uint8_t *xl = t->x + (size_t)t->b0 * len, *yl = t->y + (size_t)t->b0 * len;
+    const txl_tok *xl = t->x + off, *yl = t->y + off;
     double loss = model_forward(&t->mdl, &t->A, &t->mem, xl, yl, len, &o);
     model_backward(&t->mdl, &t->A, &t->mem, 1.0f / (float)ntok);
     dist_sum_f32(t->mdl.g, t->mdl.n_floats); /* every rank: the global gradient */
@@ -830,7 +867,7 @@ static int plan_data(trainer *t, const char *origin, txl_err *e)
 {
     int B = t->cfg.train.batch_size, Lq = t->cfg.model.tgt_len;
     if (open_data(t, e) ||
-        batcher_init(&t->bt, t->train_s, B, Lq, (size_t)Lq + 1, "train", e))
+        batcher_init(&t->bt, &t->train_ts, B, Lq, 0, (size_t)Lq + 1, "train", e))
         return -1;
     const dist_t *dd = dist_self();
     if (B % dd->size != 0)
@@ -911,12 +948,14 @@ static int plan_model(trainer *t, txl_err *e)
     t->A.b_offset = (size_t)t->b0;
     t->adam_m = calloc(t->mdl.n_floats, sizeof(float));
     t->adam_v = calloc(t->mdl.n_floats, sizeof(float));
-    t->x = malloc((size_t)B * Lq);
-    t->y = malloc((size_t)B * Lq);
-    if (!t->adam_m || !t->adam_v || !t->x || !t->y)
+    int coords = pos_get(c->model.pos)->needs_coords;
+    t->x = malloc((size_t)B * Lq * sizeof *t->x);
+    t->y = malloc((size_t)B * Lq * sizeof *t->y);
+    t->co = coords ? malloc((size_t)B * Lq * TXL_N_COORDS * sizeof *t->co) : NULL;
+    if (!t->adam_m || !t->adam_v || !t->x || !t->y || (coords && !t->co))
         return err_set(e, ERR_RUNTIME, "out of memory");
     model_init_weights(&t->mdl, c->train.seed);
-    t->st.train_tokens = t->train_s.n;
+    t->st.train_tokens = t->train_ts.n;
     t->st.seed = c->train.seed;
     t->st.params = t->mdl.n_weights;
     return 0;

@@ -1,5 +1,5 @@
-/* corpus.h: byte corpora (the byte tokenizer: token = byte, V = 256) and the ordered
- * stream batching of DESIGN.md §3.
+/* corpus.h: byte corpora and their splits (doc/design.md, "The model": Data). Tokens and
+ * the stream batching are in tokens.h.
  *
  * A plain regular file is never read whole (corpora larger than RAM work): the batcher
  * reads each segment with pread when it needs it, so a file that shrinks under txl is an
@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../common/err.h"
+#include "../common/tok.h"
 
 typedef enum {
     CORPUS_NONE,   /* closed (a zeroed struct) */
@@ -80,27 +81,5 @@ int data_open_splits(const data_paths *p, corpus *files[3], token_span out[3], t
 /* One split (SPLIT_*): opens only the file it lives in, into *c (closed again on
  * failure). An empty or absent split is an error too (ERR_INPUT naming the file). */
 int data_open_split(const data_paths *p, int which, corpus *c, token_span *out, txl_err *e);
-
-/* Stream batching: B streams of n = floor(T/B) tokens; segments start at 0, Lq, 2Lq, ...
- * < n-1 with length min(Lq, n-1-start), so a pass scores B*(n-1) tokens. */
-typedef struct {
-    token_span s;
-    int B, Lq;
-    size_t n;     /* tokens per stream */
-    size_t pos;   /* start of the next segment within each stream */
-} batcher;
-
-/* min_len: the stream length a use needs (training: Lq + 1, eval: 2); shorter -> error
- * naming the file, the split size and what was needed. */
-int batcher_init(batcher *bt, token_span s, int B, int Lq, size_t min_len, const char *what,
-                 txl_err *e);
-/* Fills x, y [B, len] (row b = stream b) with the next segment and returns len, 0 when the
- * pass is over, or -1 when the corpus cannot be read (corpus_read: e.g. the file was
- * truncated); then the position is unchanged. */
-int batcher_next(batcher *bt, uint8_t *x, uint8_t *y, txl_err *e);
-/* Segments in one pass: ceil((n-1)/Lq). */
-size_t batcher_segments(const batcher *bt);
-/* Scored tokens in one pass: B*(n-1). */
-static inline size_t batcher_tokens(const batcher *bt) { return (size_t)bt->B * (bt->n - 1); }
 
 #endif

@@ -1,6 +1,7 @@
 /* units.c: see units.h. */
 #include "units.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int is_ws(uint8_t b)
@@ -107,9 +108,10 @@ void units_push(units_state *s, txl_tok t)
         push_byte(s, (uint8_t)t);
         return;
     }
-    /* an anchor is the first token of the unit it announces: count that unit now, and not
-     * again at the byte that follows */
-    unsigned a = announces(units_anchor_kind(s->cfg.anchors, t));
+    /* an anchor is the first token of the unit it announces and of every other unit the
+     * text starts there (a paragraph after a blank line, with only sentence anchors): count
+     * them now, and not again at the byte that follows */
+    unsigned a = announces(units_anchor_kind(s->cfg.anchors, t)) | units_starting(s, 'x');
     count_starts(s, a & ~s->announced);
     s->announced |= a;
 }
@@ -149,4 +151,17 @@ size_t units_tokenize(units_state *s, const uint8_t *text, size_t n, txl_tok *ou
         emit(s, text[i], out, coords, k++);
     }
     return k;
+}
+
+void units_anchor_list(unsigned anchors, char *buf, size_t cap)
+{
+    static const char *const names[] = { "bos", "para", "sent" };
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (unsigned i = 0, first = 1; i < 3 && o < cap; i++)
+        if (anchors >> i & 1) {
+            o += (size_t)snprintf(buf + o, cap - o, "%s%s", first ? "" : ", ", names[i]);
+            first = 0;
+        }
+    if (o < cap)
+        snprintf(buf + o, cap - o, "]");
 }

@@ -14,7 +14,9 @@
  * them is inserted (bos for a document, para for a paragraph, sent for a sentence). Anchor
  * ids follow the bytes: the enabled kinds in the order bos, para, sent take 256, 257, ...
  * Coordinates (the hierarchical bias): per token, the number of words, sentences and
- * paragraphs started at or before it; an anchor has the counts of the unit it announces. */
+ * paragraphs started at or before it; an anchor is the first token of the units starting
+ * there (the one it announces, and those the text starts at that point), so it has the
+ * counts of the byte after it. */
 #ifndef TXL_UNITS_H
 #define TXL_UNITS_H
 
@@ -57,6 +59,8 @@ void units_init(units_state *s, const units_config *c);
 int units_n_anchors(unsigned anchors);
 /* The token id of anchor kind `kind` (ANCHOR_BOS/PARA/SENT) when enabled, else -1. */
 int units_anchor_id(unsigned anchors, unsigned kind);
+/* "[bos, sent]": the enabled kinds as a YAML list, for messages. */
+void units_anchor_list(unsigned anchors, char *buf, size_t cap);
 /* The anchor kind of token id t (>= 256), or 0. */
 unsigned units_anchor_kind(unsigned anchors, txl_tok t);
 /* START_* bits of the units that start at byte b in this state (b is not consumed). */

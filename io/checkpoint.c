@@ -13,6 +13,7 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
     st_writer w;
     st_writer_init(&w);
     int n_extra = (adam_m ? 2 * mdl->n_params : 0) + (mem ? mem->n_layer : 0);
+    int32_t *coordcopy = NULL;
     char **names = calloc((size_t)n_extra + 1, sizeof *names);
     float *memcopy = NULL;
     int rc = names ? 0 : -1, k = 0;
@@ -56,6 +57,18 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
             int64_t shape[3] = {mem->B, mem->m, mem->d};
             rc = st_writer_add(&w, names[k++], ST_F32, 3, shape, dst);
         }
+        if (rc == 0 && mem->coords) { /* the rows' text coordinates, packed [B, m, 3] */
+            size_t row = TXL_N_COORDS * sizeof(int32_t);
+            coordcopy = malloc((size_t)mem->B * mem->m * row);
+            if (!coordcopy)
+                rc = -1;
+            for (int b = 0; rc == 0 && b < mem->B; b++)
+                memcpy(coordcopy + (size_t)b * mem->m * TXL_N_COORDS,
+                       mem->coords + (size_t)b * mem->M * TXL_N_COORDS, (size_t)mem->m * row);
+            int64_t shape[3] = {mem->B, mem->m, TXL_N_COORDS};
+            if (rc == 0)
+                rc = st_writer_add(&w, "state.coords", ST_I32, 3, shape, coordcopy);
+        }
     }
     for (int i = 0; rc == 0 && meta && meta[i]; i += 2)
         rc = st_writer_meta(&w, meta[i], meta[i + 1] ? meta[i + 1] : "");
@@ -67,6 +80,7 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
         free(names[i]);
     free(names);
     free(memcopy);
+    free(coordcopy);
     st_writer_free(&w);
     return rc;
 }
@@ -223,13 +237,48 @@ static long mem_layer_of(const char *name)
     return *d ? -1 : l;
 }
 
+/* state.coords [B_total, m, 3] I32: with the memory of a scheme that reads coordinates
+ * (and only then); counts of units, so >= 0 and non-decreasing along the rows. */
+static int load_coords(const st_file *f, model_mem *mem, size_t b_offset, int B_total,
+                       txl_err *e)
+{
+    const st_tensor *t = st_find(f, "state.coords");
+    int m = mem->m;
+    if (!mem->coords || m == 0)
+        return t ? err_set(e, ERR_INPUT, "%s: unexpected tensor 'state.coords' (the model "
+                           "reads no text coordinates, or the checkpoint has no memory)",
+                           f->path) : 0;
+    if (!t || t->dtype != ST_I32 || t->ndim != 3 || t->shape[0] != B_total ||
+        t->shape[1] != m || t->shape[2] != TXL_N_COORDS)
+        return err_set(e, ERR_INPUT, "%s: tensor 'state.coords' missing or not [%d, %d, %d] I32 "
+                       "(the text coordinates of the memory rows)", f->path, B_total, m,
+                       TXL_N_COORDS);
+    const unsigned char *src = (const unsigned char *)st_data(f, t);
+    for (size_t i = 0; i < (size_t)t->numel; i++) { /* any alignment: byte copies */
+        int32_t x, prev = 0;
+        memcpy(&x, src + 4 * i, 4);
+        if (i % ((size_t)m * TXL_N_COORDS) >= TXL_N_COORDS)
+            memcpy(&prev, src + 4 * (i - TXL_N_COORDS), 4);
+        if (x < 0 || x < prev)
+            return err_set(e, ERR_INPUT, "%s: 'state.coords' value %ld is %ld: coordinates "
+                           "count units, so are >= 0 and non-decreasing along the rows",
+                           f->path, (long)i, (long)x);
+    }
+    for (int b = 0; b < mem->B; b++)
+        memcpy(mem->coords + (size_t)b * mem->M * TXL_N_COORDS,
+               src + ((b_offset + (size_t)b) * m * TXL_N_COORDS) * 4,
+               (size_t)m * TXL_N_COORDS * 4);
+    return 0;
+}
+
 int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total, txl_err *e)
 {
     char nm[32];
     mem_reset(mem);
     for (int i = 0; i < f->n; i++) { /* state.* is state.mem.<l> for l < n_layer */
         const char *s = f->t[i].name;
-        long l = strncmp(s, "state.", 6) == 0 ? mem_layer_of(s) : 0;
+        long l = strncmp(s, "state.", 6) == 0 && strcmp(s, "state.coords") != 0
+                 ? mem_layer_of(s) : 0;
         if (l < 0 || l >= mem->n_layer)
             return err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (the memory of a %d-layer "
                            "model is state.mem.0 to state.mem.%d)", f->path, s, mem->n_layer,
@@ -256,5 +305,5 @@ int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total
                    src + (size_t)b * m * mem->d, (size_t)m * mem->d * sizeof(float));
     }
     mem->m = m;
-    return 0;
+    return load_coords(f, mem, b_offset, B_total, e);
 }

@@ -207,7 +207,7 @@ static void advance(decode_state *s)
     s->start = 0;
 }
 
-void decode_step(decode_state *s, const model *mdl, const uint8_t *tok, const int32_t *coords)
+void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const int32_t *coords)
 {
     const model_config *c = &mdl->cfg;
     for (int b = 0; s->coords && b < s->B; b++) { /* the new row's coordinates, monotone */

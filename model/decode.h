@@ -57,7 +57,7 @@ void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long 
 /* Feeds one token per stream (tok[B]) with its text coordinates (coords [B][TXL_N_COORDS],
  * required by schemes that read them, else may be NULL); the logits of the next tokens are
  * decode_logits. */
-void decode_step(decode_state *s, const model *mdl, const uint8_t *tok, const int32_t *coords);
+void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const int32_t *coords);
 /* [B, V]: stream b's logits at b * V. */
 static inline const float *decode_logits(const decode_state *s) { return s->logits; }
 /* Writes the memory as decoding left it into mem (B streams, M rows), e.g. to continue

@@ -5,7 +5,7 @@
 
 #include "../common/par.h"
 
-void embedding_forward(float *h, const float *E, const uint8_t *tok, int n, int d, float scale)
+void embedding_forward(float *h, const float *E, const txl_tok *tok, int n, int d, float scale)
 {
 #pragma omp parallel for schedule(static) if ((size_t)n * d > 8192)
     for (int i = 0; i < n; i++) {
@@ -16,7 +16,7 @@ void embedding_forward(float *h, const float *E, const uint8_t *tok, int n, int 
     }
 }
 
-void embedding_backward(float *dE, const float *dh, const uint8_t *tok, int n, int d,
+void embedding_backward(float *dE, const float *dh, const txl_tok *tok, int n, int d,
                         float scale)
 {
     /* rows of dE repeat, so threads split the columns: each dE element is summed by one

@@ -4,10 +4,13 @@
 
 #include <stdint.h>
 
-/* h[n,d] = E[tok[i]] * scale, E [V,d]. Tokens are bytes, always < V = 256. */
-void embedding_forward(float *h, const float *E, const uint8_t *tok, int n, int d, float scale);
+#include "../common/tok.h"
+
+/* h[n,d] = E[tok[i]] * scale, E [V,d]; every tok[i] < V (bytes, and the anchors a model was
+ * trained with: the data layer makes them). */
+void embedding_forward(float *h, const float *E, const txl_tok *tok, int n, int d, float scale);
 /* dE[tok[i]] += dh[i] * scale. */
-void embedding_backward(float *dE, const float *dh, const uint8_t *tok, int n, int d,
+void embedding_backward(float *dE, const float *dh, const txl_tok *tok, int n, int d,
                         float scale);
 
 #endif

@@ -544,7 +544,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
 }
 
 void model_embed(const model *mdl, const pos_ops *ops, pos_acts *pa, float *h,
-                 const uint8_t *tok, int B, int Lq, int m, long pos_offset)
+                 const txl_tok *tok, int B, int Lq, int m, long pos_offset)
 {
     const model_config *c = &mdl->cfg;
     embedding_forward(h, mdl->W.word_emb, tok, B * Lq, c->d_model, sqrtf((float)c->d_model));
@@ -554,8 +554,8 @@ void model_embed(const model *mdl, const pos_ops *ops, pos_acts *pa, float *h,
     }
 }
 
-double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x,
-                     const uint8_t *y, int Lq, const fwd_opts *o)
+double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x,
+                     const txl_tok *y, int Lq, const fwd_opts *o)
 {
     const model_config *c = &A->cfg;
     int B = A->B, d = c->d_model, N = c->n_layer, m = mem->m, klen = m + Lq;

@@ -130,7 +130,7 @@ typedef struct {
     int cur_Lq, cur_m;
     long cur_pos_offset;
     uint64_t cur_key;
-    const uint8_t *cur_x, *cur_y;
+    const txl_tok *cur_x, *cur_y;
     float *arena_base;       /* the one allocation every pointer above points into */
     size_t arena_floats;
 } model_acts;
@@ -160,8 +160,8 @@ typedef struct {
  * y [B, Lq] targets or NULL. Returns the SUM of the B*Lq losses in nats (0 if y NULL);
  * logits stay in A->logits [B*Lq, V]. In inference (!training) the memory is advanced
  * here; in training call model_mem_update after model_backward. */
-double model_forward(model *mdl, model_acts *A, model_mem *mem, const uint8_t *x,
-                     const uint8_t *y, int Lq, const fwd_opts *o);
+double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x,
+                     const txl_tok *y, int Lq, const fwd_opts *o);
 /* Backward of loss_scale * (sum of losses) of the last training forward; adds to mdl->g. */
 void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale);
 /* new mem[l] = last M rows of [mem[l]; input of layer l] (after a training forward). */
@@ -187,6 +187,6 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
 /* h [rows, d] = E[tok] sqrt(d), then the scheme's absolute positions (absolute: segment
  * positions 0..Lq-1 of each of B streams, plus pos_offset). */
 void model_embed(const model *mdl, const pos_ops *ops, pos_acts *pa, float *h,
-                 const uint8_t *tok, int B, int Lq, int m, long pos_offset);
+                 const txl_tok *tok, int B, int Lq, int m, long pos_offset);
 
 #endif

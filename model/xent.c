@@ -7,7 +7,7 @@
 #include "gemm.h"
 
 double xent_forward(float *logits, float *lse, float *row_loss, const float *h, const float *E,
-                    const float *b, const uint8_t *y, int rows, int d, int V)
+                    const float *b, const txl_tok *y, int rows, int d, int V)
 {
     linear_forward(logits, h, E, b, rows, V, d, 0);
 #pragma omp parallel for schedule(static) if (rows > 64)
@@ -32,7 +32,7 @@ double xent_forward(float *logits, float *lse, float *row_loss, const float *h, 
 }
 
 void xent_backward(float *dh, float *dE, float *db, float *logits, const float *lse,
-                   const float *h, const float *E, const uint8_t *y, int rows, int d, int V,
+                   const float *h, const float *E, const txl_tok *y, int rows, int d, int V,
                    float scale)
 {
 #pragma omp parallel for schedule(static) if (rows > 64)

@@ -53,16 +53,20 @@ static void test_truncated_batcher(void)
     if (rc)
         return;
     batcher bt;
-    uint8_t x[4 * 16], y[4 * 16];
-    rc = batcher_init(&bt, corpus_all(&c), 4, 16, 17, "train", &e);
-    int len = rc ? -1 : batcher_next(&bt, x, y, &e);
-    CHECK(len == 16 && memcmp(x, text, 16) == 0 && memcmp(y, text + 1, 16) == 0 &&
-              memcmp(x + 16, text + 5000, 16) == 0,
-          "truncate: the first segment reads streams 0 and 1 (len %d)", len);
+    tok_stream ts;
+    txl_tok x[4 * 16], y[4 * 16];
+    units_config u = {.anchors = 0};
+    rc = tok_stream_open(&ts, corpus_all(&c), &u, 0, &e) ||
+         batcher_init(&bt, &ts, 4, 16, 0, 17, "train", &e);
+    int len = rc ? -1 : batcher_next(&bt, x, y, NULL, &e);
+    int same = len == 16;
+    for (int i = 0; same && i < 16; i++)
+        same = x[i] == text[i] && y[i] == text[i + 1] && x[16 + i] == text[5000 + i];
+    CHECK(same, "truncate: the first segment reads streams 0 and 1 (len %d)", len);
     CHECK(truncate(path, 6000) == 0, "truncate: the file cut to 6000 bytes");
     size_t pos = bt.pos;
     e.msg[0] = 0;
-    len = batcher_next(&bt, x, y, &e);
+    len = batcher_next(&bt, x, y, NULL, &e);
     CHECK(len == -1 && e.kind == ERR_INPUT && bt.pos == pos && has(e.msg, path) &&
               has(e.msg, "the corpus was truncated while txl was reading it: byte 10016 is past "
                          "its end (20000 bytes when opened, 6000 now)"),
@@ -93,8 +97,8 @@ static void test_memory_corpus(void)
     corpus_close(&c);
 }
 
-/* An evaluation pass over a file truncated after it was opened: eval_span reports the
- * batcher's error (the call site in cmd/evaluate.c). */
+/* An evaluation pass scores every token after the first (streams, then the tail), and over
+ * a file truncated after it was opened, eval_stream reports the batcher's error. */
 static void test_truncated_eval(void)
 {
     const char *path = scratch(2, "eval.txt");
@@ -111,12 +115,20 @@ static void test_truncated_eval(void)
     model_init_weights(&mdl, 1);
     eval_opts o = {.batch = 2, .tgt_len = 8, .mem_len = 8};
     eval_result r;
-    rc = eval_span(&mdl, &mc, corpus_all(&c), &o, &r, &e);
-    CHECK(rc == 0 && r.tokens == 2 * 9999, "eval: the whole file scores %zu tokens",
+    tok_stream ts;
+    units_config u = {.anchors = 0};
+    rc = tok_stream_open(&ts, corpus_all(&c), &u, 0, &e) ||
+         eval_stream(&mdl, &mc, &ts, &o, &r, &e);
+    CHECK(rc == 0 && r.tokens == sizeof text - 1 && r.bytes == r.tokens,
+          "eval: the whole file scores every byte after the first: %zu of %zu",
+          rc ? 0 : r.tokens, sizeof text);
+    eval_opts o3 = {.batch = 3, .tgt_len = 8, .mem_len = 8}; /* 19999 = 3 x 6666 + a tail */
+    rc = eval_stream(&mdl, &mc, &ts, &o3, &r, &e);
+    CHECK(rc == 0 && r.tokens == sizeof text - 1, "eval: 3 streams and a tail of 1: %zu",
           rc ? 0 : r.tokens);
     CHECK(truncate(path, 100) == 0, "eval: the file cut to 100 bytes");
     e.msg[0] = 0;
-    rc = eval_span(&mdl, &mc, corpus_all(&c), &o, &r, &e);
+    rc = eval_stream(&mdl, &mc, &ts, &o, &r, &e);
     CHECK(rc == -1 && e.kind == ERR_INPUT && has(e.msg, path) && has(e.msg, "truncated"),
           "eval: the pass fails naming the file: %s", e.msg);
     corpus_close(&c);

@@ -37,11 +37,11 @@ static void case_scheme(pos_scheme pos, int pre)
     for (size_t i = 0; i < full.n_floats; i++)
         full.w[i] += tl_normal(&r, 0.1f);
     memcpy(part.w, full.w, full.n_floats * sizeof(float));
-    uint8_t x[2][16], y[2][16];
+    txl_tok x[2][16], y[2][16];
     for (int s = 0; s < 2; s++)
         for (int i = 0; i < B * Lq; i++) {
-            x[s][i] = (uint8_t)(tl_uniform(&r, 0.5f) * 200 + 100);
-            y[s][i] = (uint8_t)(tl_uniform(&r, 0.5f) * 200 + 100);
+            x[s][i] = (txl_tok)(tl_uniform(&r, 0.5f) * 200 + 100);
+            y[s][i] = (txl_tok)(tl_uniform(&r, 0.5f) * 200 + 100);
         }
     double worst_mem = 0, dl = 0;
     model_zero_grads(&full);

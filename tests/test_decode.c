@@ -51,7 +51,7 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
         units_init(&us, &uc);
         units_tokenize(&us, stream[b], P + T, NULL, &co[b][0][0]);
     }
-    uint8_t toks[T][MAXB];
+    txl_tok toks[T][MAXB];
     int32_t tco[T][MAXB][TXL_N_COORDS];
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++) {
@@ -60,11 +60,12 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
         }
     fwd_opts fo = {.training = 0};
     /* the prompt: segments of 5 and 2, through the ordinary forward, on both copies */
-    uint8_t seg[MAXB * 5];
+    txl_tok seg[MAXB * 5];
     int32_t sco[MAXB * 5][TXL_N_COORDS];
     for (int at = 0, len = 5; at < P; at += len, len = P - at) {
         for (int b = 0; b < B; b++) {
-            memcpy(seg + b * len, stream[b] + at, (size_t)len);
+            for (int i = 0; i < len; i++)
+                seg[b * len + i] = stream[b][at + i];
             memcpy(sco[b * len], co[b][at], (size_t)len * sizeof sco[0]);
         }
         fo.coords = &sco[0][0];

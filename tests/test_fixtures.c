@@ -62,6 +62,22 @@ static int jlevels(cJSON *o)
     return bits;
 }
 
+/* data.anchors and data.doc_separator of the cases with anchor tokens */
+static units_config junits(cJSON *root)
+{
+    static const char *const names[] = {"bos", "para", "sent"};
+    units_config u = {.anchors = 0};
+    cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "data");
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(d, "anchors");
+    cJSON *sep = cJSON_GetObjectItemCaseSensitive(d, "doc_separator");
+    for (cJSON *it = cJSON_IsArray(a) ? a->child : NULL; it; it = it->next)
+        for (unsigned k = 0; k < 3; k++)
+            if (cJSON_IsString(it) && strcmp(it->valuestring, names[k]) == 0)
+                u.anchors |= 1u << k;
+    snprintf(u.sep, sizeof u.sep, "%s", cJSON_IsString(sep) ? sep->valuestring : "");
+    return u;
+}
+
 /* model.xl_terms: the letters of the terms in use -> the bits of those switched off */
 static int jxl_off(cJSON *o)
 {
@@ -91,41 +107,58 @@ static double *get64(st_file *f, const char *name, size_t n)
     return out;
 }
 
-static uint8_t *get_tokens(st_file *f, const char *name, size_t n)
+static txl_tok *get_tokens(st_file *f, const char *name, size_t n)
 {
     double *d = get64(f, name, n);
     if (!d)
         return NULL;
-    uint8_t *t = malloc(n);
+    txl_tok *t = malloc(n * sizeof *t);
     for (size_t i = 0; i < n; i++)
-        t[i] = (uint8_t)d[i];
+        t[i] = (txl_tok)d[i];
     free(d);
     return t;
 }
 
-/* The reference computed the coordinates with its own rules (tests/ref/txl_ref.py,
- * text_coords): data/units.c must agree on every byte. units[b] carries each stream across
- * segments (init: start them). */
-static void check_units(const char *name, const uint8_t *x, const int32_t *co, int B, int Ls,
-                        units_state *init)
+/* The reference computed the tokens (anchors inserted) and coordinates with its own rules
+ * (tests/ref/txl_ref.py, tokenize): data/units.c must agree on every token. Per stream,
+ * st[b] follows the reference's tokens (units_push: coordinates) and tk[b] tokenizes the
+ * bytes alone (units_tokenize: where the anchors go), across segments (init: start them;
+ * an anchor waits in pend[b] for the byte it announces). */
+static void check_units(const char *name, const txl_tok *x, const int32_t *co, int B, int Ls,
+                        int init, const units_config *uc)
 {
-    static units_state *st;
-    if (init) {
-        units_config uc = {.anchors = 0};
-        for (int b = 0; b < B; b++)
-            units_init(&init[b], &uc);
-        st = init;
-    }
-    int mismatches = 0;
+    static units_state st[8], tk[8];
+    static txl_tok pend[8][4];
+    static int npend[8];
+    if (init)
+        for (int b = 0; b < B; b++) {
+            units_init(&st[b], uc);
+            units_init(&tk[b], uc);
+            npend[b] = 0;
+        }
+    int coords_off = 0, anchors_off = 0;
     for (int b = 0; b < B; b++)
         for (int i = 0; i < Ls; i++) {
-            int32_t mine[TXL_N_COORDS];
-            units_tokenize(&st[b], x + (size_t)b * Ls + i, 1, NULL, mine);
-            mismatches += memcmp(mine, co + ((size_t)b * Ls + i) * TXL_N_COORDS,
-                                 sizeof mine) != 0;
+            txl_tok t = x[(size_t)b * Ls + i];
+            units_push(&st[b], t);
+            coords_off += memcmp(st[b].count, co + ((size_t)b * Ls + i) * TXL_N_COORDS,
+                                 sizeof st[b].count) != 0;
+            if (t >= TXL_BYTES) {
+                anchors_off += npend[b] == 4;
+                if (npend[b] < 4)
+                    pend[b][npend[b]++] = t;
+                continue;
+            }
+            txl_tok out[2];
+            uint8_t byte = (uint8_t)t;
+            size_t n = units_tokenize(&tk[b], &byte, 1, out, NULL);
+            anchors_off += n != (size_t)npend[b] + 1 || out[n - 1] != t ||
+                           (n == 2 && out[0] != pend[b][0]);
+            npend[b] = 0;
         }
-    CHECK(mismatches == 0, "%-16s data/units.c gives the reference's coordinates (%d bytes "
-          "differ)", name, mismatches);
+    CHECK(coords_off == 0 && anchors_off == 0, "%-16s data/units.c gives the reference's "
+          "coordinates (%d tokens differ) and anchors (%d bytes differ)", name, coords_off,
+          anchors_off);
 }
 
 static void run_fixture(const char *path, const char *name, int row_block)
@@ -145,6 +178,7 @@ static void run_fixture(const char *path, const char *name, int row_block)
         st_free(&f);
         return;
     }
+    units_config uc = junits(root);
     model_config c = {
         .n_layer = jint(jm, "n_layer", 0), .d_model = jint(jm, "d_model", 0),
         .n_head = jint(jm, "n_head", 0), .d_head = jint(jm, "d_head", 0),
@@ -153,7 +187,7 @@ static void run_fixture(const char *path, const char *name, int row_block)
         .clamp_len = jint(jm, "clamp_len", 0), .untie_r = jint(jm, "untie_r", 0),
         .mlp_num_freqs = jint(jm, "mlp_num_freqs", 16),
         .mlp_max_dist = (float)jnum(jm, "mlp_max_dist", 4096),
-        .mlp_hidden = jint(jm, "mlp_hidden", 64), .vocab = 256,
+        .mlp_hidden = jint(jm, "mlp_hidden", 64), .vocab = TXL_BYTES + units_n_anchors(uc.anchors),
         .hier_levels = jlevels(jm), .hier_num_freqs = jint(jm, "hier_num_freqs", 8),
         .xl_off = jxl_off(jm)};
     cJSON *ps = cJSON_GetObjectItemCaseSensitive(jm, "pos_scheme");
@@ -198,7 +232,6 @@ static void run_fixture(const char *path, const char *name, int row_block)
     double *ref_losses = adam ? get64(&f, "adam.loss", (size_t)nseg) : NULL;
 
     double worst_logit = 0, worst_mem = 0, worst_loss = 0, worst_grad = 0;
-    units_state units[8];
     const char *worst_grad_name = "";
     model_zero_grads(&mdl);
     for (int s = 0; ok_params && s < nseg; s++) {
@@ -211,9 +244,9 @@ static void run_fixture(const char *path, const char *name, int row_block)
         }
         int Ls = (int)tx->shape[1];
         size_t BL = (size_t)B * Ls;
-        uint8_t *x = get_tokens(&f, nm, BL);
+        txl_tok *x = get_tokens(&f, nm, BL);
         snprintf(nm, sizeof nm, "seg%d.y", s);
-        uint8_t *y = get_tokens(&f, nm, BL);
+        txl_tok *y = get_tokens(&f, nm, BL);
         if (!x || !y) {
             free(x);
             free(y);
@@ -229,15 +262,16 @@ static void run_fixture(const char *path, const char *name, int row_block)
             for (size_t k = 0; cd && k < BL * TXL_N_COORDS; k++)
                 co[k] = (int32_t)cd[k];
             free(cd);
-            check_units(name, x, co, B, Ls, s == 0 ? units : NULL);
+            check_units(name, x, co, B, Ls, s == 0, &uc);
         }
         fwd_opts o = {.training = 1, .drop_key = 0, .coords = co};
         double loss = model_forward(&mdl, &A, &mem, x, y, Ls, &o) / (double)BL;
         if (!adam) {
             snprintf(nm, sizeof nm, "seg%d.logits", s);
-            double *rl = get64(&f, nm, BL * 256);
+            double *rl = get64(&f, nm, BL * c.vocab);
             if (rl)
-                worst_logit = fmax(worst_logit, tl_max_rel_err(A.logits, rl, BL * 256, 1e-30));
+                worst_logit = fmax(worst_logit, tl_max_rel_err(A.logits, rl, BL * c.vocab,
+                                                               1e-30));
             free(rl);
             snprintf(nm, sizeof nm, "seg%d.loss", s);
             double *rloss = get64(&f, nm, 1);

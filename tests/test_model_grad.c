@@ -20,7 +20,7 @@ typedef struct {
     model_mem mem;
     float *mem1; /* memory after segment 0 at the unperturbed weights */
     int m1;
-    uint8_t x[2][64], y[2][64];
+    txl_tok x[2][64], y[2][64];
     int32_t co[2][64 * TXL_N_COORDS]; /* text coordinates (hier) */
     int B, Lq;
     float dropout;
@@ -97,8 +97,8 @@ static void run_case(const char *label, pos_scheme pos, int pre, float dropout, 
     }
     for (int seg = 0; seg < 2; seg++)
         for (int i = 0; i < s.B * s.Lq; i++) {
-            s.x[seg][i] = (uint8_t)((tl_uniform(&r, 1.0f) + 1.0f) * 20);
-            s.y[seg][i] = (uint8_t)((tl_uniform(&r, 1.0f) + 1.0f) * 20);
+            s.x[seg][i] = (txl_tok)((tl_uniform(&r, 1.0f) + 1.0f) * 20);
+            s.y[seg][i] = (txl_tok)((tl_uniform(&r, 1.0f) + 1.0f) * 20);
         }
     make_coords(&s, &r);
     model_zero_grads(&s.mdl);

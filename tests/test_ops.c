@@ -482,7 +482,7 @@ static void test_layernorm(void)
 
 typedef struct {
     float *E, *h, *g;
-    const uint8_t *tok;
+    const txl_tok *tok;
     int n, d;
     float scale;
 } emb_ctx;
@@ -499,7 +499,7 @@ static double emb_loss(void *p)
 static void test_embedding(void)
 {
     const int V = 10, n = 9, d = 6;
-    const uint8_t tok[9] = {3, 0, 9, 3, 3, 7, 0, 2, 9};
+    const txl_tok tok[9] = {3, 0, 9, 3, 3, 7, 0, 2, 9};
     float scale = sqrtf((float)d);
     float *E = rand_f((size_t)V * d, 1.0f), *h = nan_f((size_t)n * d);
     float *g = rand_f((size_t)n * d, 1.0f);
@@ -524,7 +524,7 @@ static void test_embedding(void)
 
 typedef struct {
     float *h, *E, *b, *logits, *lse, *row_loss;
-    const uint8_t *y;
+    const txl_tok *y;
     int rows, d, V;
     float scale;
 } xent_ctx;
@@ -548,9 +548,9 @@ static void test_xent_case(int rows, int d, int V, float hscale)
     float *h = rand_f((size_t)rows * d, hscale), *E = rand_f((size_t)V * d, hscale);
     float *b = rand_f(V, 0.5f), *logits = alloc_f(nl), *lse = alloc_f(rows);
     float *rl = alloc_f(rows);
-    uint8_t *y = malloc(rows);
+    txl_tok *y = malloc(rows * sizeof *y);
     for (int r = 0; r < rows; r++)
-        y[r] = (uint8_t)((r * 7 + 3) % V);
+        y[r] = (txl_tok)((r * 7 + 3) % V);
     y[rows - 1] = y[0]; /* a repeated target */
     float scale = 1.0f / rows;
 
@@ -1555,9 +1555,9 @@ static void test_threads(void)
         int rows = 300, out = 40, in = 20, V = 16, d = 32;
         float *x = rand_f((size_t)rows * in, 1.0f), *W = rand_f((size_t)out * in, 1.0f);
         float *dy = rand_f((size_t)rows * out, 1.0f), *dh = rand_f((size_t)rows * d, 1.0f);
-        uint8_t *tok = malloc(rows);
+        txl_tok *tok = malloc(rows * sizeof *tok);
         for (int i = 0; i < rows; i++)
-            tok[i] = (uint8_t)((i * 7) % V);
+            tok[i] = (txl_tok)((i * 7) % V);
         float *r[2][4];
         for (int k = 0; k < 2; k++) {
             par_set_threads(k ? 3 : 1);
@@ -1583,9 +1583,9 @@ static void test_threads(void)
         int rows = 100, d = 16, V = 64;
         float *h = rand_f((size_t)rows * d, 1.0f), *E = rand_f((size_t)V * d, 1.0f);
         float *b = rand_f(V, 1.0f), *r[2][5];
-        uint8_t *y = malloc(rows);
+        txl_tok *y = malloc(rows * sizeof *y);
         for (int i = 0; i < rows; i++)
-            y[i] = (uint8_t)((i * 13) % V);
+            y[i] = (txl_tok)((i * 13) % V);
         double loss[2];
         for (int k = 0; k < 2; k++) {
             par_set_threads(k ? 3 : 1);

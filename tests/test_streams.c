@@ -36,11 +36,11 @@ static void test_bias_model(void)
         lse += exp((double)b[v]);
     lse = log(lse);
     const char *rows[2] = {"abxxcxdxxyxx", "xxxxxxxxxaxq"};
-    uint8_t x[2][12], y[2][12];
+    txl_tok x[2][12], y[2][12];
     for (int r = 0; r < 2; r++)
         for (int i = 0; i < 11; i++) {
-            x[r][i] = (uint8_t)rows[r][i];
-            y[r][i] = (uint8_t)rows[r][i + 1];
+            x[r][i] = (txl_tok)rows[r][i];
+            y[r][i] = (txl_tok)rows[r][i + 1];
         }
     float loss[2][12];
     uint8_t hit[2][12];
@@ -77,10 +77,10 @@ static void test_snapshot(void)
     tl_rng r = {99};
     for (size_t i = 0; i < mdl.n_floats; i++)
         mdl.w[i] = tl_normal(&r, 0.3f);
-    uint8_t t[3][40];
+    txl_tok t[3][40];
     for (int b = 0; b < 3; b++)
         for (int i = 0; i < 40; i++)
-            t[b][i] = (uint8_t)(97 + (int)((tl_uniform(&r, 0.5f) + 0.5f) * 20));
+            t[b][i] = (txl_tok)(97 + (int)((tl_uniform(&r, 0.5f) + 0.5f) * 20));
     float l1[3][40], l2[3][40];
     streams_feed(&s, &t[0][0], NULL, NULL, 13, 40, NULL, NULL); /* a shared prefix */
     streams_save(&s, &snap);

@@ -3,17 +3,18 @@
 # wrote (every positional scheme) and the losses tests/ref/eval_ckpt.py (PyTorch, float64)
 # computed for them on a corpus the models were not trained on (an enwik8 slice), at lengths
 # and memories up to 8x the trained ones. Each must match to 1e-5 relative, with the same
-# number of scored tokens. Regenerate with tests/ref/gen_eval_fixture.sh (make fixtures).
+# number of scored tokens (and of anchor tokens among them). Regenerate with
+# tests/ref/gen_eval_fixture.sh (make fixtures).
 . tests/e2e/lib.sh
 while read -r line; do
     CK=$(echo "$line" | jq -r .ckpt)
     data=$(echo "$line" | jq -r .data)
     flags=$(echo "$line" | jq -r .txl_flags)
     ref=$(echo "$line" | jq .loss)
-    rtok=$(echo "$line" | jq .tokens)
+    rtok=$(echo "$line" | jq '"\(.tokens) \(.anchor_tokens)"')
     out=$($TXL eval $CK --data $data $flags --json -q 2>$TMP/err) || { bad "txl eval $flags: $(cat $TMP/err)"; continue; }
     got=$(echo "$out" | jq .loss)
-    gtok=$(echo "$out" | jq .tokens)
+    gtok=$(echo "$out" | jq '"\(.tokens) \(.anchor_tokens)"')
     rel=$(awk -v a="$got" -v b="$ref" 'BEGIN {d = (a - b) / b; if (d < 0) d = -d; printf "%.2e", d}')
     check "$(basename $CK .safetensors.gz) $(jq -r .pos_scheme <<EOF2
 $line

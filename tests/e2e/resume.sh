@@ -58,9 +58,15 @@ check "...and leaves last untouched" test "$before" = "$(sha256sum $TMP/a/last.s
 
 # every scheme (dropout and dropatt on, the mlp bias with its own parameters): 40 steps
 # uninterrupted == stopped right after an eval (step 20: eval, then checkpoint) and resumed ==
-# stopped between evals (step 13) and resumed, and the final weights agree too
-for s in xl mlp rope alibi absolute none; do
-    SO="-q --set model.pos_scheme=$s --set train.eval_interval=10 --set train.ckpt_interval=0"
+# stopped between evals (step 13) and resumed, and the final weights agree too; hier keeps
+# the text coordinates of its memory rows in the checkpoint (state.coords), with and
+# without anchor tokens
+for s in xl mlp rope alibi absolute none hier hier+anchors xl+anchors; do
+    case $s in
+    *+anchors) SO="--set model.pos_scheme=${s%+anchors} --set data.anchors=[bos,para,sent]" ;;
+    *) SO="--set model.pos_scheme=$s" ;;
+    esac
+    SO="-q $SO --set train.eval_interval=10 --set train.ckpt_interval=0"
     $TXL train -c $CFG $SO --set train.out_dir=$TMP/s_$s >/dev/null 2>&1
     step_losses $TMP/s_$s/log.jsonl > $TMP/s_$s.a
     for k in 20 13; do

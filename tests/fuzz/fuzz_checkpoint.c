@@ -119,7 +119,7 @@ static void run_small(model *mdl, const txl_config *cfg, const uint8_t *tok, siz
         acts_free(&A);
         return;
     }
-    uint8_t x[8] = {0}, y[8] = {0};
+    txl_tok x[8] = {0}, y[8] = {0};
     for (size_t i = 0; i < 8 && i < ntok; i++)
         x[i] = tok[i];
     for (int i = 0; i < 7; i++)
@@ -127,7 +127,10 @@ static void run_small(model *mdl, const txl_config *cfg, const uint8_t *tok, siz
     int32_t co[8][TXL_N_COORDS]; /* text coordinates (schemes that read them) */
     units_state us;
     units_init(&us, &(units_config){.anchors = 0});
-    units_tokenize(&us, x, 8, NULL, &co[0][0]);
+    for (int i = 0; i < 8; i++) { /* the bytes' coordinates */
+        units_push(&us, x[i]);
+        memcpy(co[i], us.count, sizeof co[i]);
+    }
     fwd_opts fo = {.training = 0, .coords = &co[0][0]};
     model_forward(mdl, &A, &mem, x, y, Lq, &fo);
     fo.coords = &co[4][0];

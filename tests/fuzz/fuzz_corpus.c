@@ -2,14 +2,17 @@
  * as `txl train` and `txl eval --data` use them.
  *
  * Input: 4 bytes of parameters (batch B = 1 + p0 % 8, tgt_len = 1 + p1 % 64, training or
- * eval minimum stream length by p2 & 1, split fractions from p3), then the file's bytes.
+ * eval minimum stream length by p2 & 1, anchor kinds by p2 >> 1, split fractions from
+ * p3), then the file's bytes.
  * TXL_MAX_CORPUS_MB is 1 (unless set): what is held in memory stays within it.
  * Invariants: errors name the file; the split spans cover the corpus in order; one pass of
  * the batcher yields segments of at most tgt_len whose inputs and targets are the streams'
- * bytes shifted by one, B*(n-1) targets in batcher_segments() segments. */
+ * tokens shifted by one, B*(n-1) targets in batcher_segments() segments when training, and
+ * every token after the first (streams and tail) when evaluating. */
 #include <string.h>
 
 #include "../../data/corpus.h"
+#include "../../data/tokens.h"
 #include "fuzz.h"
 
 static void check_err(const txl_err *e, const char *path)
@@ -20,43 +23,61 @@ static void check_err(const txl_err *e, const char *path)
         FUZZ_CHECK(strstr(e->msg, path) != NULL, "message does not name the file: %s", e->msg);
 }
 
-static void one_pass(token_span s, int B, int Lq, size_t min_len, const char *path)
+/* One pass of the batcher over the tokens of s (anchors as given; whole: evaluation). */
+static void one_pass(token_span s, int B, int Lq, size_t min_len, unsigned anchors, int whole,
+                     const char *path)
 {
     batcher bt;
+    tok_stream ts;
     txl_err e = {0};
-    if (batcher_init(&bt, s, B, Lq, min_len, "train", &e)) {
+    units_config u = {.anchors = anchors};
+    if (tok_stream_open(&ts, s, &u, anchors != 0, &e)) {
         check_err(&e, path);
-        FUZZ_CHECK(s.n / (size_t)B < (min_len < 2 ? 2 : min_len), "refused a long enough span");
         return;
     }
-    FUZZ_CHECK(bt.n == s.n / (size_t)B && bt.n >= 2, "n %zu", bt.n);
-    uint8_t *x = malloc((size_t)B * Lq), *y = malloc((size_t)B * Lq), *src = malloc(Lq + 1);
-    FUZZ_CHECK(x && y && src, "malloc");
+    FUZZ_CHECK(anchors || ts.n == s.n, "tokens %zu of %zu bytes without anchors", ts.n, s.n);
+    FUZZ_CHECK(ts.n >= s.n, "fewer tokens (%zu) than bytes (%zu)", ts.n, s.n);
+    if (batcher_init(&bt, &ts, B, Lq, whole, min_len, "train", &e)) {
+        check_err(&e, path);
+        size_t have = whole ? (ts.n ? (ts.n - 1) / (size_t)B + 1 : 0) : ts.n / (size_t)B;
+        FUZZ_CHECK(have < (min_len < 2 ? 2 : min_len), "refused long enough tokens");
+        tok_stream_free(&ts);
+        return;
+    }
+    txl_tok *x = malloc((size_t)B * Lq * sizeof *x), *y = malloc((size_t)B * Lq * sizeof *y);
+    txl_tok *src = malloc((Lq + 1) * sizeof *src);
+    int32_t *co = anchors ? malloc((size_t)B * Lq * TXL_N_COORDS * sizeof *co) : NULL;
+    FUZZ_CHECK(x && y && src && (!anchors || co), "malloc");
     size_t pos = 0, segs = 0, scored = 0;
     int len;
-    while ((len = batcher_next(&bt, x, y, &e)) > 0) {
+    while ((len = batcher_next(&bt, x, y, co, &e)) > 0) {
         FUZZ_CHECK(len <= Lq, "segment of %d > tgt_len %d", len, Lq);
         for (int b = 0; b < B; b++) {
-            FUZZ_CHECK(corpus_read(s.c, s.begin + (size_t)b * bt.n + pos, src, (size_t)len + 1,
-                                   &e) == 0, "stream %d: %s", b, e.msg);
-            FUZZ_CHECK(memcmp(x + (size_t)b * len, src, (size_t)len) == 0, "x of stream %d", b);
-            FUZZ_CHECK(memcmp(y + (size_t)b * len, src + 1, (size_t)len) == 0, "y of stream %d", b);
+            FUZZ_CHECK(tok_stream_read(&ts, (size_t)b * bt.n + pos, src, NULL, (size_t)len + 1,
+                                       &e) == 0, "stream %d: %s", b, e.msg);
+            FUZZ_CHECK(memcmp(x + (size_t)b * len, src, (size_t)len * sizeof *x) == 0,
+                       "x of stream %d", b);
+            FUZZ_CHECK(memcmp(y + (size_t)b * len, src + 1, (size_t)len * sizeof *y) == 0,
+                       "y of stream %d", b);
         }
         pos += (size_t)len;
         segs++;
         scored += (size_t)B * len;
         FUZZ_CHECK(segs <= bt.n, "runaway batcher");
     }
-    FUZZ_CHECK(pos == bt.n - 1, "pass covered %zu of %zu", pos, bt.n - 1);
+    size_t first, tail;
+    batcher_tail(&bt, &first, &tail);
+    FUZZ_CHECK(pos == (whole ? bt.n : bt.n - 1), "pass covered %zu", pos);
+    FUZZ_CHECK(!whole || scored + tail == ts.n - 1, "whole: %zu + tail %zu of %zu tokens",
+               scored, tail, ts.n);
     FUZZ_CHECK(segs == batcher_segments(&bt), "%zu segments, batcher_segments %zu", segs,
                batcher_segments(&bt));
-    FUZZ_CHECK(scored == batcher_tokens(&bt), "scored %zu, batcher_tokens %zu", scored,
+    FUZZ_CHECK(scored + tail == batcher_tokens(&bt), "scored %zu, batcher_tokens %zu", scored,
                batcher_tokens(&bt));
     FUZZ_CHECK(len == 0, "batcher_next failed: %s", e.msg);
-    FUZZ_CHECK(batcher_next(&bt, x, y, &e) == 0, "pass did not stay over");
-    free(x);
-    free(y);
-    free(src);
+    FUZZ_CHECK(batcher_next(&bt, x, y, co, &e) == 0, "pass did not stay over");
+    free(x), free(y), free(src), free(co);
+    tok_stream_free(&ts);
 }
 
 int txl_fuzz_corpus(const uint8_t *data, size_t size)
@@ -100,9 +121,10 @@ int txl_fuzz_corpus(const uint8_t *data, size_t size)
         at += sp[i].n;
     }
     FUZZ_CHECK(at <= c.len, "splits past the end");
-    one_pass(corpus_all(&c), B, Lq, min_len, path);
-    one_pass(sp[0], B, Lq, min_len, path);
-    one_pass(sp[1], B, Lq, 2, path);
+    unsigned anchors = (data[2] >> 1) & ANCHOR_ALL;
+    one_pass(corpus_all(&c), B, Lq, min_len, anchors, 0, path);
+    one_pass(sp[0], B, Lq, min_len, 0, 0, path);
+    one_pass(sp[1], B, Lq, 2, anchors, 1, path);
     corpus_close(&c);
     return 0;
 }

@@ -8,9 +8,14 @@ usage: /usr/bin/python3 tests/ref/eval_ckpt.py CKPT --data FILE [--tgt-len N]
 CKPT is a .safetensors.gz or plain .safetensors txl checkpoint (optim.* and
 state.* tensors are ignored); the model config comes from its `config`
 metadata.  FILE is read as bytes (plain or gzip); --split-range takes bytes
-[BEGIN, END) of the decompressed file.  Stream batching as in DESIGN.md section 3:
-B streams of n = floor(T/B) tokens, segments at 0, Lq, 2Lq, ... < n-1 of length
-min(Lq, n-1-start), memory carried; B*(n-1) tokens scored.
+[BEGIN, END) of the decompressed file.  Its tokens are the bytes with the
+anchors of the checkpoint's data.anchors inserted (txl_ref.tokenize; the
+hierarchical scheme also reads their text coordinates).  Every token after the
+first is scored once (doc/design.md, "Evaluation"): B streams of n + 1 tokens,
+n = floor((T-1)/B), stream b starting at token b n; segments at 0, Lq, 2Lq, ...
+< n of length min(Lq, n - start), memory carried; then the T - 1 - B n tokens
+left (the tail) continue the last stream alone, from its memory.  The loss is
+the nats of all scored tokens (anchors included) per byte scored.
 
 Prints one JSON line: loss (mean nats), bpc, ppl, tokens, tgt_len, mem_len,
 clamp_len, batch (plus data, split_range, dtype, n_segments).
@@ -117,38 +122,68 @@ def main(argv=None):
         b0, b1 = parse_range(a.split_range)
         raw = raw[b0:b1]
     vocab = P["word_emb.weight"].shape[0]
-    tokens = torch.frombuffer(bytearray(raw), dtype=torch.uint8).long() if raw else torch.zeros(0, dtype=torch.long)
+    data = cfg.get("data", {}) or {}
+    anchors = data.get("anchors", []) or []
+    toks, coords = ref.tokenize(raw, anchors, (data.get("doc_separator", "") or "").encode())
+    tokens = torch.tensor(toks, dtype=torch.long)
+    coords = torch.tensor(coords, dtype=torch.long).reshape(-1, 3)
     if tokens.numel() and int(tokens.max()) >= vocab:
         die("token %d >= vocab %d" % (int(tokens.max()), vocab), 1)
     T = tokens.numel()
-    n = T // B
-    if n < 2:
+    n = (T - 1) // B if T else 0
+    if n < 1:
         die("%s: %d tokens are too few for batch %d" % (a.data, T, B), 1)
-    streams = tokens[:B * n].view(B, n)
+    hier = model["pos_scheme"] == "hier"
 
     H = model["n_head"]
-    total = 0.0
-    scored = 0
-    nseg = 0
-    mems = None
+    st = {"nats": 0.0, "anchor_nats": 0.0, "scored": 0, "anchors": 0, "nseg": 0}
+
+    def run(starts, length, mems):
+        """One segment of `length` inputs for the streams beginning at `starts`, whose
+        rows [mem; segment] have the coordinates of the tokens before them."""
+        idx = torch.tensor(starts)[:, None] + torch.arange(length)[None, :]
+        x, y = tokens[idx], tokens[idx + 1]
+        m = 0 if mems is None else mems[0].shape[1]
+        cat = None
+        if hier:
+            cidx = torch.tensor(starts)[:, None] + torch.arange(-m, length)[None, :]
+            cat = coords[cidx]
+        chunk = attn_chunk(len(starts), H, length, m + length, dtype)
+        logits, mems = ref.forward(P, model, x, mems, batch_chunk=chunk, coords=cat)
+        ce = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).double(),
+                                               y.reshape(-1), reduction="none")
+        anchor = y.reshape(-1) >= 256
+        st["nats"] += float(ce.sum())
+        st["anchor_nats"] += float(ce[anchor].sum())
+        st["scored"] += ce.numel()
+        st["anchors"] += int(anchor.sum())
+        st["nseg"] += 1
+        return mems
+
     with torch.no_grad():
+        mems = None
         start = 0
-        while start < n - 1:
-            L = min(Lq, n - 1 - start)
-            x = streams[:, start:start + L]
-            y = streams[:, start + 1:start + L + 1]
-            m = 0 if mems is None else mems[0].shape[1]
-            chunk = attn_chunk(B, H, L, m + L, dtype)
-            logits, mems = ref.forward(P, model, x, mems, batch_chunk=chunk)
-            ce = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).double(),
-                                                   y.reshape(-1), reduction="sum")
-            total += float(ce)
-            scored += B * L
-            nseg += 1
+        while start < n:
+            L = min(Lq, n - start)
+            mems = run([b * n + start for b in range(B)], L, mems)
             start += Lq
-    assert scored == B * (n - 1)
-    loss = total / scored
+        # the tail: the last stream goes on alone from its memory
+        last = [mm[B - 1:B] for mm in mems]
+        pos, tail = B * n, T - 1 - B * n
+        while tail > 0:
+            L = min(Lq, tail)
+            last = run([pos], L, last)
+            pos += L
+            tail -= L
+    scored = st["scored"]
+    assert scored == T - 1
+    nbytes = scored - st["anchors"]
+    total = st["nats"]
+    nseg = st["nseg"]
+    loss = total / nbytes
     out = {"loss": loss, "bpc": loss / math.log(2), "ppl": math.exp(loss), "tokens": scored,
+           "bytes": nbytes, "anchor_tokens": st["anchors"],
+           "anchor_bits": st["anchor_nats"] / math.log(2),
            "tgt_len": Lq, "mem_len": M, "clamp_len": model["clamp_len"], "batch": B,
            "data": a.data, "split_range": a.split_range, "dtype": a.dtype, "n_segments": nseg,
            "pos_scheme": model["pos_scheme"]}

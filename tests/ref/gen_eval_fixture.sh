@@ -5,22 +5,35 @@
 # mem_len. micro.safetensors.gz (xl, 2 layers, d 64) covers batch/length/clamp overrides;
 # nano_<scheme>.safetensors.gz covers every positional scheme at 1x and 8x in both sweep
 # modes. tests/e2e/reference_eval.sh compares `txl eval` to every line of expected.jsonl.
-# Needs ./txl (or TXL_BIN) and /usr/bin/python3 with torch. Usage: tests/ref/gen_eval_fixture.sh
+# nano_hier_anchors is the hierarchical scheme trained with anchor tokens (bos, para, sent)
+# and a document separator: the reference inserts the anchors and computes the coordinates
+# with its own tokenizer. Needs ./txl (or TXL_BIN) and /usr/bin/python3 with torch.
+# Usage: tests/ref/gen_eval_fixture.sh [--keep]   (--keep: reuse the checkpoints on disk and
+# recompute only the expected results)
 set -eu
+KEEP=0
+[ "${1:-}" = "--keep" ] && KEEP=1
 OUT=tests/fixtures/eval
 PY=${PYTHON:-/usr/bin/python3}
 mkdir -p $OUT
 TMP=$(mktemp -d)
 trap 'rm -rf $TMP' EXIT
 TXL=${TXL_BIN:-./txl}
-$TXL train -c tests/configs/micro.yaml -q --set train.out_dir=$TMP/run --set train.max_steps=200 \
-    --set train.eval_interval=0 >/dev/null
-$TXL export $TMP/run/last.safetensors.gz -o $OUT/micro.safetensors.gz 2>/dev/null
-for s in xl mlp rope alibi absolute none; do
-    $TXL train -c tests/configs/nano.yaml -q --set model.pos_scheme=$s \
-        --set train.out_dir=$TMP/nano_$s >/dev/null
-    $TXL export $TMP/nano_$s/last.safetensors.gz -o $OUT/nano_$s.safetensors.gz 2>/dev/null
+# ckpt NAME CONFIG FLAGS...: trains and exports $OUT/NAME.safetensors.gz (kept with --keep)
+ckpt() {
+    name=$1 cfg=$2
+    shift 2
+    [ $KEEP = 1 ] && [ -f $OUT/$name.safetensors.gz ] && return 0
+    $TXL train -c $cfg -q --set train.out_dir=$TMP/$name "$@" >/dev/null
+    $TXL export $TMP/$name/last.safetensors.gz -o $OUT/$name.safetensors.gz 2>/dev/null
+}
+ckpt micro tests/configs/micro.yaml --set train.max_steps=200 --set train.eval_interval=0
+for s in xl mlp rope alibi absolute none hier; do
+    ckpt nano_$s tests/configs/nano.yaml --set model.pos_scheme=$s
 done
+ckpt nano_hier_anchors tests/configs/nano.yaml --set model.pos_scheme=hier \
+    --set 'data.anchors=[bos, para, sent]' --set 'data.doc_separator=":\n"'
+
 E8=tests/data/enwik8_slice60k.txt.gz
 : > $OUT/expected.jsonl
 # checkpoint | data | flags (the same for txl eval and the reference)
@@ -31,7 +44,7 @@ E8=tests/data/enwik8_slice60k.txt.gz
     echo "micro|$E8|--tgt-len 128 --mem-len 0 --batch 4"
     echo "micro|$E8|--clamp-len 16 --mem-len 96"
     echo "micro|tests/data/tinyshakespeare.txt.gz|--tgt-len 100 --mem-len 50 --batch 16"
-    for s in xl mlp rope alibi absolute none; do
+    for s in xl mlp rope alibi absolute none hier hier_anchors; do
         echo "nano_$s|$E8|--batch 4"
         echo "nano_$s|$E8|--batch 4 --mem-len 128"
         echo "nano_$s|$E8|--batch 4 --tgt-len 128 --mem-len 0"

@@ -50,6 +50,11 @@ CASES = [
     ("hier_pre_sub", dict(pos_scheme="hier", pre_lnorm=True, hier_levels=["word", "para"],
                           hier_num_freqs=2, mlp_max_dist=256, mlp_hidden=5, n_head=3,
                           tgt_len=5, mem_len=7), [5, 5, 5]),
+    # anchor tokens (vocab 256 + 2) and a document separator, with the coordinates
+    ("hier_anchors", dict(pos_scheme="hier", hier_num_freqs=3, mlp_max_dist=64, mlp_hidden=6,
+                          tgt_len=6, mem_len=5, data=dict(anchors=["para", "sent"],
+                                                          doc_separator="!\n")),
+     [6, 6, 5]),
 ]
 OPT_CASES = [
     ("adam_xl", dict(pos_scheme="xl", tgt_len=5, mem_len=3),
@@ -96,6 +101,19 @@ def make_text_streams(name, n):
     return torch.tensor(rows, dtype=torch.int64)
 
 
+def anchor_streams(name, n, data):
+    """B streams of n tokens: random text with the anchors of `data` inserted
+    (txl_ref.tokenize), and their [B, n, 3] coordinates."""
+    text = make_text_streams(name, 2 * n)
+    toks, coords = [], []
+    for row in text:
+        t, c = ref.tokenize(bytes(row.tolist()), data["anchors"],
+                            data["doc_separator"].encode())
+        toks.append(t[:n])
+        coords.append(c[:n])
+    return torch.tensor(toks, dtype=torch.int64), torch.tensor(coords, dtype=torch.int64)
+
+
 def stream_coords(streams):
     """[B, n, 3] text coordinates of each stream (txl_ref.text_coords)."""
     return torch.tensor([ref.text_coords(bytes(row.tolist())) for row in streams],
@@ -118,11 +136,16 @@ def leaf_params(p32):
 def gen_case(outdir, name, mover, lens):
     model = dict(BASE_MODEL)
     model.update(mover)
-    p32 = ref.random_params(model, seed_of(name))
+    data = model.pop("data", None)
+    vocab = 256 + (len(data["anchors"]) if data else 0)
+    p32 = ref.random_params(model, seed_of(name), vocab=vocab)
     P = leaf_params(p32)
     hier = model["pos_scheme"] == "hier"
-    streams = (make_text_streams if hier else make_streams)(name, sum(lens) + 1)
-    coords = stream_coords(streams) if hier else None
+    if data:
+        streams, coords = anchor_streams(name, sum(lens) + 1, data)
+    else:
+        streams = (make_text_streams if hier else make_streams)(name, sum(lens) + 1)
+        coords = stream_coords(streams) if hier else None
     segs = split_segments(streams, lens)
 
     tensors = dict(p32)
@@ -146,10 +169,13 @@ def gen_case(outdir, name, mover, lens):
         for l, mm in enumerate(mems):
             tensors["seg%d.mem.%d" % (s, l)] = mm.detach().clone()
     total.backward()
-    for k, _ in ref.param_shapes(model):
+    for k, _ in ref.param_shapes(model, vocab):
         tensors["grad." + k] = P[k].grad.detach().clone()
+    config = {"model": model, "train": {"batch_size": B}}
+    if data:
+        config["data"] = data
     meta = {
-        "config": json.dumps({"model": model, "train": {"batch_size": B}}),
+        "config": json.dumps(config),
         "n_segments": str(len(lens)),
         "segment_lengths": ",".join(str(L) for L in lens),
         "description": "txl reference fixture %s: float64 forward/backward of %d segments "

@@ -195,6 +195,56 @@ def text_coords(data):
     return out
 
 
+ANCHOR_KINDS = ("bos", "para", "sent")
+
+
+def tokenize(data, anchors=(), sep=b""):
+    """The tokens of `data` (bytes) with anchor tokens inserted, and the text coordinates
+    of every token (doc/design.md, "Anchors and text structure").  anchors: the enabled
+    kinds among bos, para, sent, whose ids are 256, 257, ... in that order.  A document
+    starts at the first non-whitespace byte of the text and at the first one after each
+    occurrence of `sep` (non-overlapping, scanned left to right); a paragraph at a document
+    start and after a blank line; a sentence at a paragraph start and after '.', '!' or
+    '?' followed by whitespace; a word at a sentence start and after whitespace.  Before a
+    byte where units start, the anchor of the highest enabled kind among them goes in; it
+    carries the coordinates of that byte.  Returns (tokens, coords) lists."""
+    ids = {}
+    for k in ANCHOR_KINDS:
+        if k in anchors:
+            ids[k] = 256 + len(ids)
+    toks, coords = [], []
+    count = [0, 0, 0]
+    after_ws, blank, stop, doc = True, False, False, True
+    newlines = 0
+    window = b""
+    for b in data:
+        if b in b" \t\n\r\x0b\x0c":
+            newlines += b == 10
+            blank = newlines >= 2
+            after_ws = True
+            toks.append(b)
+            coords.append(tuple(count))
+        else:
+            para = doc or (after_ws and blank)
+            sent = para or (after_ws and stop)
+            word = sent or after_ws
+            count = [count[0] + word, count[1] + sent, count[2] + para]
+            kind = ("bos" if doc and "bos" in ids else "para" if para and "para" in ids
+                    else "sent" if sent and "sent" in ids else None)
+            if kind:
+                toks.append(ids[kind])
+                coords.append(tuple(count))
+            toks.append(b)
+            coords.append(tuple(count))
+            doc, after_ws, blank, newlines = False, False, False, 0
+            stop = b in b".!?"
+        if sep:
+            window = (window + bytes([b]))[-len(sep):]
+            if window == sep:
+                doc, window = True, b""
+    return toks, coords
+
+
 def hier_bias(P, pre, c, coords, m, Lq, dtype):
     """bias [B, H, Lq, klen] of the hierarchical scheme; coords LongTensor [B, klen, 3]
     (word, sent, para counts of the rows [mem; segment])."""

@@ -1,0 +1,145 @@
+/* tokens.c: see tokens.h. */
+#include "tokens.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tok_stream_free(tok_stream *ts)
+{
+    free(ts->tok);
+    free(ts->coords);
+    memset(ts, 0, sizeof *ts);
+}
+
+int tok_stream_open(tok_stream *ts, token_span span, const units_config *u, int coords,
+                    txl_err *e)
+{
+    memset(ts, 0, sizeof *ts);
+    ts->span = span;
+    ts->n = span.n;
+    if (!u->anchors && !coords)
+        return 0;
+    /* count, then fill: the same units pass twice over the bytes, read in chunks */
+    for (int pass = 0; pass < 2; pass++) {
+        units_state st;
+        units_init(&st, u);
+        uint8_t buf[1 << 16];
+        size_t k = 0;
+        for (size_t off = 0; off < span.n;) {
+            size_t len = span.n - off < sizeof buf ? span.n - off : sizeof buf;
+            if (corpus_read(span.c, span.begin + off, buf, len, e)) {
+                tok_stream_free(ts);
+                return -1;
+            }
+            k += units_tokenize(&st, buf, len, pass ? ts->tok + k : NULL,
+                                pass && coords ? ts->coords + k * TXL_N_COORDS : NULL);
+            off += len;
+        }
+        if (pass == 0) {
+            ts->n = k;
+            ts->tok = malloc((k ? k : 1) * sizeof *ts->tok);
+            ts->coords = coords ? malloc((k ? k : 1) * TXL_N_COORDS * sizeof *ts->coords) : NULL;
+            if (!ts->tok || (coords && !ts->coords)) {
+                tok_stream_free(ts);
+                return err_set(e, ERR_RUNTIME, "%s: out of memory for %zu tokens", span.path, k);
+            }
+        }
+    }
+    return 0;
+}
+
+int tok_stream_read(const tok_stream *ts, size_t off, txl_tok *tok, int32_t *coords, size_t n,
+                    txl_err *e)
+{
+    if (ts->tok) {
+        memcpy(tok, ts->tok + off, n * sizeof *tok);
+        if (coords && ts->coords)
+            memcpy(coords, ts->coords + off * TXL_N_COORDS, n * TXL_N_COORDS * sizeof *coords);
+        return 0;
+    }
+    uint8_t buf[4096];
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < sizeof buf ? n - done : sizeof buf;
+        if (corpus_read(ts->span.c, ts->span.begin + off + done, buf, k, e))
+            return -1;
+        for (size_t i = 0; i < k; i++)
+            tok[done + i] = buf[i];
+        done += k;
+    }
+    return 0;
+}
+
+int batcher_init(batcher *bt, const tok_stream *ts, int B, int Lq, int whole, size_t min_len,
+                 const char *what, txl_err *e)
+{
+    memset(bt, 0, sizeof *bt);
+    bt->ts = ts;
+    bt->B = B;
+    bt->Lq = Lq;
+    bt->whole = whole;
+    size_t T = ts->n;
+    /* whole: n targets per stream need n + 1 tokens; training: n tokens */
+    bt->n = B <= 0 ? 0 : whole ? (T > 0 ? (T - 1) / (size_t)B : 0) : T / (size_t)B;
+    size_t have = whole ? bt->n + 1 : bt->n;
+    if (min_len < 2)
+        min_len = 2;
+    if (have < min_len) {
+        char why[64];
+        if (min_len == (size_t)Lq + 1)
+            snprintf(why, sizeof why, "tgt_len %d + 1", Lq);
+        else
+            snprintf(why, sizeof why, "an input and its target");
+        return err_set(e, ERR_INPUT,
+                       "%s: the %s split has %zu tokens: %d streams of %zu tokens each, but each "
+                       "stream needs at least %zu (%s); use a larger corpus or %s", ts->span.path,
+                       what, T, B, have, min_len, why,
+                       min_len == (size_t)Lq + 1 ? "a smaller batch_size/tgt_len"
+                                                 : "fewer streams (batch)");
+    }
+    return 0;
+}
+
+/* Targets per stream in one pass: whole n, training n - 1. */
+static size_t stream_targets(const batcher *bt)
+{
+    return bt->whole ? bt->n : (bt->n >= 1 ? bt->n - 1 : 0);
+}
+
+int batcher_next(batcher *bt, txl_tok *x, txl_tok *y, int32_t *co, txl_err *e)
+{
+    size_t nt = stream_targets(bt);
+    if (bt->pos >= nt)
+        return 0;
+    size_t len = nt - bt->pos;
+    if (len > (size_t)bt->Lq)
+        len = (size_t)bt->Lq;
+    for (int b = 0; b < bt->B; b++) { /* inputs, and the targets one token on */
+        size_t at = (size_t)b * bt->n + bt->pos;
+        if (tok_stream_read(bt->ts, at, x + (size_t)b * len,
+                            co ? co + (size_t)b * len * TXL_N_COORDS : NULL, len, e) ||
+            tok_stream_read(bt->ts, at + 1, y + (size_t)b * len, NULL, len, e))
+            return -1;
+    }
+    bt->pos += len;
+    return (int)len;
+}
+
+size_t batcher_segments(const batcher *bt)
+{
+    size_t nt = stream_targets(bt);
+    return (nt + (size_t)bt->Lq - 1) / (size_t)bt->Lq;
+}
+
+void batcher_tail(const batcher *bt, size_t *first, size_t *n)
+{
+    *first = (size_t)bt->B * bt->n;
+    *n = bt->whole && bt->ts->n > *first + 1 ? bt->ts->n - 1 - *first : 0;
+}
+
+size_t batcher_tokens(const batcher *bt)
+{
+    size_t first, tail;
+    batcher_tail(bt, &first, &tail);
+    return (size_t)bt->B * stream_targets(bt) + tail;
+}
