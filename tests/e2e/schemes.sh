@@ -7,7 +7,7 @@
 . tests/e2e/lib.sh
 DATA=tests/data/tinyshakespeare.txt.gz
 H=3.3091  # unigram entropy of the train split, nats/byte (computed in train_eval_sample.sh)
-for s in xl mlp rope alibi absolute none; do
+for s in xl mlp rope alibi absolute none hier; do
     $TXL train -c configs/tiny.yaml -q --set model.pos_scheme=$s --set data.train=$DATA \
         --set data.split=[0.9,0.05,0.05] --set train.out_dir=$TMP/$s --set train.max_steps=300 \
         --set train.eval_interval=0 --set train.log_interval=50 \
