@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Shape rules of txl's C sources (doc/design.md, "Code"), checked by make test:
+"""Shape rules of txl's C sources (doc/design.md, "Module map"), checked by make test:
 
 - no function outside tests/ is longer than MAX_LINES lines (signature to closing brace);
 - the kernels (model/) read no environment variables: configuration comes in as arguments;
