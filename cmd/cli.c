@@ -487,8 +487,8 @@ void cli_print_help(FILE *f, const cli_cmd *cmd)
 
 /* Before the model is built: the config in the metadata must agree with the tensors in
  * size, so a damaged config cannot make txl allocate a model far larger than the file
- * (DESIGN.md §5: validate everything before touching the model). word_emb.weight gives
- * d_model, the last layer's qkv gives n_layer, and the weights every scheme has (qkv, o,
+ * (doc/design.md, "Checkpoints": validate everything before touching the model). word_emb.weight
+ * gives d_model, the last layer's qkv gives n_layer, and the weights every scheme has (qkv, o,
  * ff.0, ff.3 of each layer) must fit in the file's parameter bytes. ckpt_load_weights then
  * checks every name, dtype and shape exactly. */
 int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,

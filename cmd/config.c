@@ -1,5 +1,5 @@
-/* config.c: the run configuration (DESIGN.md §4): one table of keys (`keys[]` below) drives
- * the defaults, the one reader, the one writer and validation.
+/* config.c: the run configuration (doc/design.md, "Configuration"): one table of keys (`keys[]`
+ * below) drives the defaults, the one reader, the one writer and validation.
  *
  * Conventions
  * - Each key has a type, an offset into txl_config, a range and a default. Every value,
@@ -129,7 +129,7 @@ static const char *const level_names[] = { "token", "word", "sent", "para", NULL
 #define KEY(sec, nm, ty, f) .section = sec, .name = nm, .type = ty, .off = OFF(f)
 #define TWO53 9007199254740992.0
 
-/* Every key, in DESIGN.md §4 order (this is also the order of the dump and the JSON). */
+/* Every key, in the order of doc/design.md, "Configuration" (also the order of the dump). */
 static const cfg_key keys[] = {
     { KEY("model", "n_layer", CT_INT, model.n_layer), .flags = F_MIN, .min = 1, .def = {4} },
     { KEY("model", "d_model", CT_INT, model.d_model), .flags = F_MIN | F_EVEN, .min = 2,
@@ -1823,7 +1823,7 @@ static int emit_item(const cfg_item *it, void *ctx)
 char *cfg_to_yaml(const txl_config *c)
 {
     static const char header[] =
-        "# txl configuration, fully resolved: every key (DESIGN.md section 4)\n";
+        "# txl configuration, fully resolved: every key (man txl: CONFIGURATION)\n";
     text_buf t = { 0 };
     yaml_out y = { .section = NULL };
     yaml_event_t ev;

@@ -1,4 +1,4 @@
-/* config.h: the whole run configuration (DESIGN.md §4) as a typed struct.
+/* config.h: the whole run configuration (doc/design.md, "Configuration") as a typed struct.
  *
  * One table in config.c lists every key (section, name, type, range, default); the one
  * reader (config files, `--set` values, the config stored in checkpoints), the one writer
@@ -65,7 +65,7 @@ typedef struct {
     train_config train;
 } txl_config;
 
-/* Fills every key with its DESIGN.md §4 default (out_dir "runs/default"). */
+/* Fills every key with its default (doc/design.md, "Configuration"; out_dir "runs/default"). */
 void cfg_defaults(txl_config *c);
 
 /* Loads YAML over the current contents of *c (call cfg_defaults first). Unknown keys,

@@ -1,6 +1,6 @@
 /* eval.c: `txl eval` — deterministic evaluation of a checkpoint over a file or a split of the
- * run's corpus (DESIGN.md §6), and the length-extrapolation sweep. Every number is printed
- * with the settings that produced it (batch, tgt_len, mem_len, clamp_len, tokens, data). */
+ * run's corpus (doc/design.md, "Evaluation"), and the length-extrapolation sweep. Every number is
+ * printed with the settings that produced it (batch, tgt_len, mem_len, clamp_len, tokens, data). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* import.c: `txl import WEIGHTS -c CONFIG -o OUT` — a txl checkpoint from a plain
- * safetensors file (plain or gzip'd) whose tensors carry txl's names (DESIGN.md §5), e.g.
- * the output of `txl export` or of tools/convert_official.py. The tensors are validated
- * against the model the config describes — every parameter present, F32, the right shape,
+ * safetensors file (plain or gzip'd) whose tensors carry txl's names (doc/design.md,
+ * "Checkpoints"), e.g. the output of `txl export` or of tools/convert_official.py. The tensors are
+ * validated against the model the config describes — every parameter present, F32, the right shape,
  * nothing else — and every problem is reported at once, by tensor name, before anything is
  * written. The checkpoint gets the resolved config in its metadata and step 0; it has no
  * optimiser state, so `txl train --init-from OUT` fine-tunes it and eval/sample/info read
@@ -134,7 +134,7 @@ static int check_tensors(const model *mdl, const st_file *f, const char *cfg_pat
         snprintf(msg + o, sizeof msg - o, " (%s)", state
                  ? "optim.* and state.* are the training state of a txl checkpoint: "
                    "'txl export' writes its weights alone"
-                 : "DESIGN.md section 5 lists the names and shapes; an unexpected tensor "
+                 : "doc/design.md (Checkpoints) lists the names and shapes; an unexpected tensor "
                    "often means another model config, e.g. pos_scheme or untie_r");
     return err_set(e, ERR_INPUT, "%s", msg);
 }

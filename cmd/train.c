@@ -1,4 +1,5 @@
-/* train.c: `txl train` — the training loop (DESIGN.md §1, §3, §5).
+/* train.c: `txl train` — the training loop (doc/design.md: "Command line", "The model",
+ * "Checkpoints").
  *
  * One step = one segment of every stream: forward, backward, global-norm clip, Adam, then
  * the memory advances. Everything a step touches is planned before step 1; the loop itself

@@ -1,5 +1,6 @@
 /* train_state.h: the training state a checkpoint carries so that --resume continues a run
- * exactly (DESIGN.md §5 metadata: step, tokens, best_valid_loss, data position, ...).
+ * exactly (doc/design.md, "Checkpoints" metadata: step, tokens, best_valid_loss, data position,
+ * ...).
  *
  * One table (train_state.c) lists every metadata key with its type, its field and its
  * range; the same table writes the strings and reads them back. Reading is strict: a

@@ -68,7 +68,7 @@ typedef struct {
     const double *split;      /* [3] train/valid/test fractions of train (valid empty) */
 } data_paths;
 
-/* The one rule for where each split lives (DESIGN.md §4, data):
+/* The one rule for where each split lives (doc/design.md, "Configuration", data):
  *   valid empty: train is cut by `split` into train/valid/test; a test file replaces the
  *                third part (which then goes unused);
  *   valid set:   train, valid (and test, if set) are whole files; without a test file

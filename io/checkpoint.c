@@ -1,5 +1,5 @@
 /* checkpoint.c: model <-> safetensors (see checkpoint.h). The table of model.c is walked
- * in order, so the checkpoint lists tensors in DESIGN.md §5 order. */
+ * in order, so the checkpoint lists tensors in the order of doc/design.md, "Checkpoints". */
 #include "checkpoint.h"
 
 #include <limits.h>

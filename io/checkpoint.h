@@ -1,5 +1,5 @@
-/* checkpoint.h: txl checkpoints (DESIGN.md §5): gzip'd safetensors holding the parameters
- * under their table names, optionally the Adam moments (optim.m.<name>, optim.v.<name>)
+/* checkpoint.h: txl checkpoints (doc/design.md, "Checkpoints"): gzip'd safetensors holding the
+ * parameters under their table names, optionally the Adam moments (optim.m.<name>, optim.v.<name>)
  * and the per-layer memory (state.mem.<l> [B, m, d]) so a resume continues exactly.
  * Metadata (strings) is the caller's: the config (YAML), step, tokens, ... */
 #ifndef TXL_CHECKPOINT_H

@@ -1,7 +1,7 @@
 /* attention.h: multi-head attention scores, causal softmax and weighted values for every
- * positional scheme (DESIGN.md §3), forward and backward, per (batch, head).
+ * positional scheme (doc/design.md, "The model"), forward and backward, per (batch, head).
  *
- * Shapes (DESIGN.md notation; klen = m + Lq, m = current memory length):
+ * Shapes (doc/design.md notation; klen = m + Lq, m = current memory length):
  *   q    [B, Lq, H*dh]     queries of the segment rows (head h = columns h*dh..h*dh+dh-1)
  *   kv   [B, klen, 2*H*dh] keys (first H*dh columns) then values, rows [mem; segment]
  *   prob [B, H, Lq, klen]  softmax probabilities (before dropatt), cached for backward;
@@ -70,7 +70,7 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
                    const float *dvec, const float *prob, const float *q, const float *kv,
                    const attn_args *a, float *scratch);
 
-/* Diagnostics (DESIGN.md §3, `txl eval --term-stats`): sums and sums of squares, over
+/* Diagnostics (doc/design.md, "The model", `txl eval --term-stats`): sums and sums of squares, over
  * every visible (b, h, i, j), of the score's terms, each including the 1/sqrt(dh) scale:
  *   [0] content q_i.k_j       [1] content-position: xl q_i.rk[p]; the scheme's bias
  *   [2] global content u.k_j  [3] global position v.rk[p]

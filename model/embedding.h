@@ -1,4 +1,4 @@
-/* embedding.h: token embedding lookup scaled by sqrt(d) (DESIGN.md §3 step 1). */
+/* embedding.h: token embedding lookup scaled by sqrt(d) (doc/design.md, "The model" step 1). */
 #ifndef TXL_EMBEDDING_H
 #define TXL_EMBEDDING_H
 

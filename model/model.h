@@ -1,5 +1,5 @@
-/* model.h: the Transformer-XL of DESIGN.md §3: parameters, activations, memory, and the
- * forward/backward of one segment.
+/* model.h: the Transformer-XL of doc/design.md, "The model": parameters, activations, memory, and
+ * the forward/backward of one segment.
  *
  * Parameters live in ONE table (model.c: param table): every tensor's checkpoint name,
  * shape, init and offset into a single float array. Gradients and Adam moments use the same
@@ -8,7 +8,7 @@
  *
  * Activations (model_acts) are planned once for (B, max Lq, M) before the first step; the
  * forward/backward never allocate. The memory (model_mem) is state, not a parameter: it
- * has no gradient buffer, so the stop-gradient of DESIGN.md §3 is structural.
+ * has no gradient buffer, so the stop-gradient (doc/design.md, "The model") is structural.
  *
  * Layouts are batch-major: tokens [B, Lq], hidden states [B, Lq, d], memory [N][B, M, d]. */
 #ifndef TXL_MODEL_H
@@ -60,7 +60,8 @@ typedef struct {
 
 /* Builds the table for cfg and allocates zeroed weights. cfg must be validated. */
 int model_init(model *mdl, const model_config *cfg, txl_err *e);
-/* DESIGN.md §3 init from a seed: weights N(0, 0.02), biases 0, LN gain 1, u/v N(0, 0.02). */
+/* Init from a seed (doc/design.md, "The model"): weights N(0, 0.02), biases 0, LN gain 1, u/v N(0,
+ * 0.02). */
 void model_init_weights(model *mdl, uint64_t seed);
 int model_alloc_grads(model *mdl, txl_err *e);
 void model_zero_grads(model *mdl);

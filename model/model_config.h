@@ -1,4 +1,4 @@
-/* model_config.h: the model's hyperparameters (DESIGN.md §4, `model:` section).
+/* model_config.h: the model's hyperparameters (doc/design.md, "Configuration", `model:` section).
  * Plain data; cmd/config.c fills and validates it, model/ only reads it. */
 #ifndef TXL_MODEL_CONFIG_H
 #define TXL_MODEL_CONFIG_H

@@ -20,7 +20,8 @@ void rope_tables(float *cosv, float *sinv, long pos_first, int n, int dh);
 void rope_apply(float *x, int rows, int ld, int H, int dh, int pos_first, const float *cosv,
                 const float *sinv, int inverse);
 
-/* ALiBi slopes [H] (standard geometric sequence; non-powers of two as DESIGN.md §3). */
+/* ALiBi slopes [H] (standard geometric sequence; non-powers of two as in doc/design.md, "Positional
+ * schemes"). */
 void alibi_slopes(double *slopes, int H);
 /* bias[H, klen]: -slope_h * delta for delta = 0..klen-1. */
 void alibi_bias(float *bias, int H, int klen);

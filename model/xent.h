@@ -1,4 +1,4 @@
-/* xent.h: tied output layer and cross-entropy (DESIGN.md §3 step 3).
+/* xent.h: tied output layer and cross-entropy (doc/design.md, "The model" step 3).
  *
  *   logits[rows,V] = h[rows,d] @ E[V,d]^T + b[V]
  *   loss_r = logsumexp(logits_r) - logits_r[y_r]   (nats)

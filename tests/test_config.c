@@ -121,7 +121,7 @@ static void test_good_flow(void)
     txl_err e = { 0 };
     cfg_defaults(&c);
     int rc = cfg_load_yaml(&c, DIR "good_flow.yaml", &e);
-    CHECK(rc == 0, "load good_flow.yaml (DESIGN.md flow style): %s", rc ? e.msg : "ok");
+    CHECK(rc == 0, "load good_flow.yaml (flow style): %s", rc ? e.msg : "ok");
     CHECK(cfg_validate(&c, DIR "good_flow.yaml", &e) == 0, "validate good_flow.yaml");
     cfg_defaults(&want);
     set_str(want.data.train, sizeof want.data.train, "data/enwik8.txt");

@@ -1,4 +1,5 @@
-/* test_ops.c: per-op unit tests of model/ and optim/ (DESIGN.md §3, STYLE.md "Tests").
+/* test_ops.c: per-op unit tests of model/ and optim/ (doc/design.md, "The model", STYLE.md
+ * "Tests").
  *
  * For every op: the forward against an independent double-precision formula written here
  * (never the op's own code path), the backward against central finite differences of
@@ -820,8 +821,8 @@ static double attn_loss(void *p)
     return dot_fd(c->vec, c->g, c->nvec);
 }
 
-/* The score of DESIGN.md §3 computed per (i, j) in double. The xl position vector is built
- * from the distance itself, rk(delta) = Wr [sin(delta f), cos(delta f)] with
+/* The score (doc/design.md, "The model") computed per (i, j) in double. The xl position vector is
+ * built from the distance itself, rk(delta) = Wr [sin(delta f), cos(delta f)] with
  * f_t = exp(-2t/dr ln 10000) and delta clamped to clamp_len: if the op reads rk at any row
  * other than p = Lq-1-i+j (whose position klen-1-p is delta), this disagrees.
  * keep: [B,H,Lq,klen] dropatt factors (0 or 1/(1-p)) or NULL. */

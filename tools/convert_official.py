@@ -9,8 +9,8 @@
     txl eval official.safetensors.gz --data enwik8_test_without_newlines.txt
 
 The source is kimiyoung/transformer-xl, pytorch/mem_transformer.py (MemTransformerLM) with
-the settings txl implements (DESIGN.md §3): attn_type 0 (relative positional attention with
-the u, v biases), tie_weight (output layer = embedding), no adaptive softmax or embedding
+the settings txl implements (doc/design.md, "The model"): attn_type 0 (relative positional attention
+with the u, v biases), tie_weight (output layer = embedding), no adaptive softmax or embedding
 (cutoffs [], div_val 1, d_embed == d_model), ext_len 0. Other settings are refused with a
 message. MODEL.pt may be
 
@@ -26,7 +26,8 @@ Tensor names (official -> txl; shapes are PyTorch's [out, in] on both sides, so 
 is transposed, only renamed):
 
   word_emb.emb_layers.0.weight [V, d]   -> word_emb.weight  AdaptiveEmbedding with div_val 1
-        holds one nn.Embedding; it scales by sqrt(d_proj) = sqrt(d) like txl (DESIGN.md §3 1.)
+        holds one nn.Embedding; it scales by sqrt(d_proj) = sqrt(d) like txl (doc/design.md, "The
+        model")
   crit.out_layers.0.weight [V, d]       -> (dropped) tie_weight makes it the embedding
         itself; checked to be equal, since txl's output layer is always tied
   crit.out_layers.0.bias [V]            -> out.bias         the softmax bias b_out
@@ -253,8 +254,8 @@ def convert(sd, vocab=None, absent_bias=-30.0):
         t["word_emb.weight"], t["out.bias"] = E, b
     facts = {"n_layer": n_layer, "d_model": d, "n_head": H, "d_head": dh, "d_inner": di,
              "untie_r": untie, "absent_bytes": 256 - (len(vocab) if vocab else 256)}
-    order = ["word_emb.weight", "out.bias", "r_w_bias", "r_r_bias"]  # DESIGN.md §5 order
-    names = [n for n in order if n in t] + [n for n in t if n not in order]
+    order = ["word_emb.weight", "out.bias", "r_w_bias", "r_r_bias"]  # the order of doc/design.md,
+    "Checkpoints" names = [n for n in order if n in t] + [n for n in t if n not in order]
     return {n: np.ascontiguousarray(t[n], dtype="<f4") for n in names}, facts
 
 

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Damaged checkpoints, one case per failure class (DESIGN.md §5), gzip'd and plain, through
-# eval, info, sample, export and train --resume: exit 2, a message naming the file and the
+# Damaged checkpoints, one case per failure class (doc/design.md, "Checkpoints"), gzip'd and plain,
+# through eval, info, sample, export and train --resume: exit 2, a message naming the file and the
 # place (tensor, byte offset), never a crash; the run directory next to them (and an
 # export target that already exists) stays byte for byte the same. The bad files are made
 # here from a real checkpoint with head, od, dd, printf, gzip and jq (tests/e2e/badlib.inc).

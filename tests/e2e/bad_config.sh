@@ -1,6 +1,6 @@
 #!/bin/sh
-# Bad configs, one case per class (DESIGN.md §4): YAML syntax, unknown keys and sections,
-# wrong types, out-of-range and inconsistent values, duplicates, --set overrides, sizes
+# Bad configs, one case per class (doc/design.md, "Configuration"): YAML syntax, unknown keys and
+# sections, wrong types, out-of-range and inconsistent values, duplicates, --set overrides, sizes
 # and paths. Each exits 2 with FILE:LINE:COL (or the --set text) and what was expected,
 # and the run already in train.out_dir is left byte for byte as it was. The committed
 # files of tests/data/config/ are used as they are; the rest is written here.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# A crash never loses a run (DESIGN.md §5: checkpoint writes are atomic):
+# A crash never loses a run (doc/design.md, "Checkpoints": checkpoint writes are atomic):
 #  1. kill -9 at random moments, several times, with a checkpoint written after every step
 #     (so many kills land inside a write; two are aimed at one): `last` always loads, and
 #     --resume continues (and removes the temp files of the killed writes); the finished run

@@ -1,5 +1,5 @@
-/* fuzz_corpus.c: corpus loading (plain or gzip'd) and the stream batching of DESIGN.md §3,
- * as `txl train` and `txl eval --data` use them.
+/* fuzz_corpus.c: corpus loading (plain or gzip'd) and the stream batching of doc/design.md, "The
+ * model", as `txl train` and `txl eval --data` use them.
  *
  * Input: 4 bytes of parameters (batch B = 1 + p0 % 8, tgt_len = 1 + p1 % 64, training or
  * eval minimum stream length by p2 & 1, anchor kinds by p2 >> 1, split fractions from

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Independent float32 PyTorch training loop for a txl config (DESIGN.md sections 3-4).
+"""Independent float32 PyTorch training loop for a txl config (doc/design.md, "The model" and
+"Configuration").
 
 usage: /usr/bin/python3 tests/ref/train_ref.py CONFIG.yaml [--set key=value ...]
            [--out LOG.jsonl] [--threads N] [--init-from CKPT] [--self-check]
 
 Trains the model of tests/ref/txl_ref.py (its building blocks are imported, not
-copied) with dropout at the places DESIGN.md lists, so that a txl run and a
+copied) with dropout at the places doc/design.md lists, so that a txl run and a
 reference run of the same config and data can be compared curve to curve (same
 final validation bpc within noise; not bit-exact: the initial weights and the
 dropout masks come from different RNGs).
@@ -42,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import txl_ref as ref  # noqa: E402
 
 # ----------------------------------------------------------------------------
-# configuration (DESIGN.md section 4)
+# configuration (doc/design.md, "Configuration")
 
 DEFAULTS = {
     "model": dict(ref.MODEL_DEFAULTS),

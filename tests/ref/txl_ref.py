@@ -1,10 +1,10 @@
-"""Independent PyTorch reference of the txl model (DESIGN.md section 3).
+"""Independent PyTorch reference of the txl model (doc/design.md, "The model").
 
-Written from DESIGN.md only, for checking the C implementation.  Clarity over
+Written from doc/design.md only, for checking the C implementation.  Clarity over
 speed: every quantity of section 3 is formed as literally as practical.
 
 Parameters live in a plain dict keyed by the checkpoint tensor names of
-DESIGN.md section 5.  Linear weights are [out, in] (y = x @ W.T).  The model
+doc/design.md, "Checkpoints".  Linear weights are [out, in] (y = x @ W.T).  The model
 runs in whatever dtype the parameters have (float64 for the fixtures).
 Dropout is not modelled: this is the evaluation-mode network (dropout = 0).
 
