@@ -32,7 +32,7 @@ static const char *const mode_names[] = {"memory", "window", "both", NULL};
 #define O(f) offsetof(eval_args, f)
 static const cli_opt eval_options[] = {
     {.name = "--data", .type = CLI_FILE, .off = O(data), .metavar = "FILE", .glob = "*",
-     .excludes = "--split", .help = "evaluate this file, whole, plain or gzip'd",
+     .excludes = "--split", .help = "evaluate this file, whole, plain or gzip'd ('-' = stdin)",
      .def_doc = "the run's --split"},
     {.name = "--split", .type = CLI_CHOICE, .off = O(split), .choices = split_names,
      .metavar = "NAME", .help = "valid, test or train, resolved from the checkpoint's config"},

@@ -18,7 +18,7 @@ static const char *const mode_names[] = {"memory", "window", "both", NULL};
 #define O(f) offsetof(probe_args, f)
 static const cli_opt probe_options[] = {
     {.name = "--data", .type = CLI_FILE, .off = O(data), .metavar = "FILE", .glob = "*",
-     .excludes = "--split", .help = "draw the text (haystacks, filler) from this file",
+     .excludes = "--split", .help = "draw the text (haystacks, filler) from this file ('-' = stdin)",
      .def_doc = "the run's --split"},
     {.name = "--split", .type = CLI_CHOICE, .off = O(split), .choices = split_names,
      .metavar = "NAME", .help = "valid, test or train, resolved from the checkpoint's config"},

@@ -86,11 +86,18 @@ int corpus_open(corpus *c, const char *path, txl_err *e)
     memset(c, 0, sizeof *c);
     if (!path || !*path)
         return err_set(e, ERR_INPUT, "no corpus path given");
+    int std_in = strcmp(path, "-") == 0; /* standard input, read like a pipe */
+    if (std_in)
+        path = "<stdin>";
     snprintf(c->path, sizeof c->path, "%s", path);
     size_t limit;
     if (corpus_mem_limit(path, &limit, e))
         return -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC); /* a FIFO: waits for a writer, as cat does */
+    if (std_in && isatty(STDIN_FILENO))
+        return err_set(e, ERR_INPUT, "%s: is a terminal; pipe the corpus in (e.g. zcat "
+                       "corpus.gz | txl eval CKPT --data -)", path);
+    /* a FIFO waits for a writer, as cat does; stdin is duplicated, so closing it is ours */
+    int fd = std_in ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0) : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return err_set(e, ERR_INPUT, "%s: cannot open corpus: %s", path, strerror(errno));
     struct stat sb;

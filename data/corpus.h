@@ -34,6 +34,7 @@ typedef struct {
 /* Opens a corpus: missing, unreadable, directory, empty, corrupt gzip (or bytes after the
  * gzip data), larger than the memory limit -> -1, ERR_INPUT naming the file. A FIFO or a
  * device is read as a stream (opening a FIFO waits for a writer, as `cat` does). */
+/* path "-" reads standard input (like a pipe: into memory). */
 int corpus_open(corpus *c, const char *path, txl_err *e);
 /* Safe on a zeroed or closed corpus. */
 void corpus_close(corpus *c);

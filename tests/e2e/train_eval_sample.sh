@@ -51,4 +51,12 @@ check "sample: prompt from stdin == --prompt (greedy)" cmp -s $TMP/g1.txt $TMP/g
 check "info --json" jq -e '.step == 300 and .params > 0 and .config.model.pos_scheme == "xl"' <<EOF2
 $($TXL info $TMP/run/last.safetensors.gz --json)
 EOF2
+# --data - reads the corpus from standard input (gzip'd or not), like a file
+$TXL eval $TMP/run/best.safetensors.gz --data tests/data/enwik8_slice60k.txt.gz --json -q > $TMP/f.json
+$TXL eval $TMP/run/best.safetensors.gz --data - --json -q < tests/data/enwik8_slice60k.txt.gz > $TMP/s1.json
+zcat tests/data/enwik8_slice60k.txt.gz | $TXL eval $TMP/run/best.safetensors.gz --data - --json -q > $TMP/s2.json
+check "eval --data - (gzip'd and plain on stdin) == eval --data FILE" \
+    test "$(jq -c '[.loss, .tokens]' $TMP/f.json)" = "$(jq -c '[.loss, .tokens]' $TMP/s1.json)" -a \
+         "$(jq -c '[.loss, .tokens]' $TMP/f.json)" = "$(jq -c '[.loss, .tokens]' $TMP/s2.json)"
+check "  ... and names the data <stdin>" jq -e '.data == "<stdin>"' $TMP/s2.json
 finish
