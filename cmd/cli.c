@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -567,10 +568,39 @@ int cli_meta_count(const st_file *f, const char *key, long long def, long long *
     return 0;
 }
 
-int cli_load_checkpoint(const char *path, st_file *f, txl_config *cfg, model *mdl, txl_err *e)
+int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *buf, size_t cap,
+                  txl_err *e)
 {
+    static const char *const names[] = { "best.safetensors.gz", "best.safetensors",
+                                         "last.safetensors.gz", "last.safetensors" };
+    struct stat sb;
+    if (stat(arg, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        snprintf(buf, cap, "%s", arg); /* a file (or an error st_read will name) */
+        return 0;
+    }
+    size_t n = strlen(arg);
+    while (n > 1 && arg[n - 1] == '/')
+        n--;
+    for (int i = last ? 2 : 0; i < 4; i++) {
+        if ((size_t)snprintf(buf, cap, "%.*s/%s", (int)n, arg, names[i]) >= cap)
+            return err_set(e, ERR_INPUT, "%s: path too long", arg);
+        if (stat(buf, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            if (!quiet)
+                fprintf(stderr, "txl %s: %.*s is a run directory: using %s\n", cmd, (int)n,
+                        arg, buf);
+            return 0;
+        }
+    }
+    return err_set(e, ERR_INPUT, "%s: a directory without a checkpoint (expected %s%s in it)",
+                   arg, last ? "" : "best.safetensors.gz or ", "last.safetensors.gz");
+}
+
+int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
+                        txl_config *cfg, model *mdl, txl_err *e)
+{
+    char path[CFG_PATH_MAX];
     memset(mdl, 0, sizeof *mdl);
-    if (st_read(f, path, e))
+    if (cli_ckpt_path(arg, 0, cmd, quiet, path, sizeof path, e) || st_read(f, path, e))
         return -1;
     const char *text = st_meta(f, "config");
     if (!text) {

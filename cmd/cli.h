@@ -165,9 +165,18 @@ int cli_check_config_tensors(const st_file *f, const model_config *m, const char
  * def; else a decimal integer in [0, 2^53], or ERR_INPUT naming the file and the key. */
 int cli_meta_count(const st_file *f, const char *key, long long def, long long *out,
                    txl_err *e);
-/* Reads a checkpoint, its config (metadata "config"), builds the model and loads weights.
- * On success the caller owns f, cfg and mdl (st_free / model_free). */
-int cli_load_checkpoint(const char *path, st_file *f, txl_config *cfg, model *mdl, txl_err *e);
+/* A checkpoint argument: a file as given, or a run directory (train.out_dir): its last
+ * checkpoint when `last` (--resume), else its best, or its last when it has no best. The
+ * path goes into buf (cap >= CFG_PATH_MAX); when a directory was given, `cmd` says on
+ * stderr which file it took (unless quiet). -1 with e when the directory has none. */
+int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *buf, size_t cap,
+                  txl_err *e);
+/* Reads a checkpoint (a file, or a run directory's best else last: cli_ckpt_path, `cmd`
+ * and `quiet` for its note), its config (metadata "config"), builds the model and loads
+ * weights. On success the caller owns f (f->path: the file read), cfg and mdl (st_free /
+ * model_free). */
+int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
+                        txl_config *cfg, model *mdl, txl_err *e);
 
 /* The text a command scores: `data` (a file, whole) when given, else split `split` (SPLIT_*,
  * data/corpus.h) of the checkpoint's data section. *label is "file" or the split's name. */

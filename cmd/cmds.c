@@ -7,7 +7,7 @@
 
 const cli_cmd txl_commands[] = {
     {"train", cmd_train, "train a model from a YAML config (or resume a run)",
-     "-c CONFIG.yaml [--set key.path=value ...] [--resume CKPT | --init-from CKPT] "
+     "-c CONFIG.yaml [--set key.path=value ...] [--resume CKPT|RUN_DIR | --init-from CKPT] "
      "[--steps N] [--print-config] [--force] [-q]",
      &train_spec, 0},
     {"eval", cmd_eval, "evaluate a checkpoint (bits per byte, perplexity, length sweeps)",

@@ -78,7 +78,8 @@ const cli_spec eval_spec = {
     .opts = eval_options,
     .n_opts = sizeof eval_options / sizeof *eval_options,
     .about = "Evaluates a checkpoint: mean loss (nats per byte), bits per byte and perplexity "
-             "over one deterministic pass with memory carried across segments.",
+             "over one deterministic pass with memory carried across segments. CKPT may be a "
+             "run directory: its best checkpoint (else last).",
     .notes = "On a terminal a progress line (segment, bpc so far, tokens/s, ETA) is drawn on "
              "stderr.",
     .example = "example: txl eval runs/tiny/best.safetensors.gz --split test --sweep 1,2,4,8 "
@@ -317,7 +318,7 @@ int cmd_eval(int argc, char **argv)
     st_file f;
     txl_config cfg;
     model mdl;
-    if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e))
+    if (cli_load_checkpoint(ckpt, "eval", a.quiet, &f, &cfg, &mdl, &e))
         return cli_fail("eval", &e);
     long long step_ll;
     int bad_step = cli_meta_count(&f, "step", 0, &step_ll, &e);

@@ -30,7 +30,7 @@ const cli_spec export_spec = {
     .about = "Writes the model weights of CKPT (no Adam moments, no memory) with its metadata "
              "to OUT: plain safetensors, or gzip'd when OUT ends in .gz. The file is written "
              "atomically. 'txl import' turns such weights (with a config) back into a "
-             "checkpoint.",
+             "checkpoint. CKPT may be a run directory: its best checkpoint (else last).",
     .example = "example: txl export runs/tiny/best.safetensors.gz -o tiny.safetensors",
     .pos_max = 1,
     .pos_extra = "unexpected argument '%s'",
@@ -52,7 +52,7 @@ int cmd_export(int argc, char **argv)
     st_file f;
     txl_config cfg;
     model mdl;
-    if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e))
+    if (cli_load_checkpoint(ckpt, "export", a.quiet, &f, &cfg, &mdl, &e))
         return cli_fail("export", &e);
     /* keep every metadata entry of the source */
     const char **meta = calloc((size_t)f.n_meta * 2 + 1, sizeof *meta);

@@ -27,7 +27,8 @@ const cli_spec info_spec = {
     .opts = info_options,
     .n_opts = sizeof info_options / sizeof *info_options,
     .about = "Prints a checkpoint's config, parameter count, step, tokens and metrics; or, "
-             "with --system, the OpenBLAS build and the core it runs on.",
+             "with --system, the OpenBLAS build and the core it runs on. CKPT may be a run "
+             "directory: its best checkpoint (else last).",
     .example = "example: txl info runs/tiny/last.safetensors.gz --json | jq .step",
     .pos_max = 1,
     .pos_extra = "unexpected argument '%s'",
@@ -95,7 +96,7 @@ int cmd_info(int argc, char **argv)
     txl_config cfg;
     model mdl;
     txl_err e = {0};
-    if (cli_load_checkpoint(ckpt, &f, &cfg, &mdl, &e))
+    if (cli_load_checkpoint(ckpt, "info", a.json, &f, &cfg, &mdl, &e))
         return cli_fail("info", &e);
     static const char *keys[] = {"step", "tokens", "best_valid_loss", "valid_loss", "epoch",
                                  "elapsed_s"};
@@ -108,7 +109,7 @@ int cmd_info(int argc, char **argv)
             cJSON_Delete(jc.root);
             jc.root = NULL;
         }
-        cJSON_AddStringToObject(o, "path", ckpt);
+        cJSON_AddStringToObject(o, "path", f.path);
         cJSON_AddNumberToObject(o, "params", (double)mdl.n_weights);
         cJSON_AddNumberToObject(o, "vocab", cfg.model.vocab);
         for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
@@ -134,7 +135,7 @@ int cmd_info(int argc, char **argv)
         cJSON_Delete(o);
     } else {
         const model_config *m = &cfg.model;
-        printf("checkpoint: %s\n", ckpt);
+        printf("checkpoint: %s\n", f.path);
         printf("model: %s, %d layers, d_model %d, %d heads x %d, d_inner %d, %zu params\n",
                pos_scheme_name(m->pos), m->n_layer, m->d_model, m->n_head, m->d_head,
                m->d_inner, mdl.n_weights);

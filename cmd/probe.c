@@ -74,7 +74,8 @@ const cli_spec probe_spec = {
              "again; the bits saved on the second occurrence by distance, and the effective "
              "context (the largest D that keeps half the gain of the smallest). shift: the "
              "same text evaluated at position offsets K; relative schemes must not change.",
-    .notes = "Every cell reports the mean and a 95% interval over the trials.",
+    .notes = "Every cell reports the mean and a 95% interval over the trials. CKPT may be a "
+             "run directory: its best checkpoint (else last).",
     .example = "example: txl probe needle runs/tiny/best.safetensors.gz --trials 20 --json > "
                "needle.jsonl\n         txl plot --probe needle.jsonl -o needle.png",
     .pos_max = 2,
@@ -242,7 +243,7 @@ static int open_text(probe_ctx *p, txl_err *e)
 static int run(probe_ctx *p, txl_err *e)
 {
     st_file f;
-    if (cli_load_checkpoint(p->a->ckpt, &f, &p->cfg, &p->mdl, e))
+    if (cli_load_checkpoint(p->a->ckpt, "probe", p->a->quiet, &f, &p->cfg, &p->mdl, e))
         return -1;
     long long step = 0;
     int rc = cli_meta_count(&f, "step", 0, &step, e);

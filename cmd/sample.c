@@ -73,7 +73,7 @@ const cli_spec sample_spec = {
     .about = "Generates bytes from a checkpoint and streams them to stdout. Without --prompt or "
              "--prompt-file the prompt is read from stdin when it is not a terminal, else it is "
              "a newline. A long prompt is fed through the model first, with a progress line on "
-             "stderr (terminal).",
+             "stderr (terminal). CKPT may be a run directory: its best checkpoint (else last).",
     .example = "example: txl sample runs/tiny/best.safetensors.gz --prompt 'And God said' -n 300 "
                "-t 0.8",
     .pos_max = 1,
@@ -361,7 +361,7 @@ static int session_init(session *s, const char *ckpt, const sample_args *a, txl_
 {
     st_file f;
     memset(s, 0, sizeof *s);
-    if (cli_load_checkpoint(ckpt, &f, &s->cfg, &s->mdl, e))
+    if (cli_load_checkpoint(ckpt, "sample", (int)a->quiet, &f, &s->cfg, &s->mdl, e))
         return -1;
     st_free(&f);
     cli_threads((int)a->threads);

@@ -473,7 +473,7 @@ static int load_init_from(trainer *t, const char *path, txl_err *e)
     st_file f;
     txl_config ck;
     model src;
-    if (cli_load_checkpoint(path, &f, &ck, &src, e))
+    if (cli_load_checkpoint(path, "train", t->quiet, &f, &ck, &src, e))
         return -1;
     char diff[1024];
     int rc = 0;
@@ -1039,14 +1039,15 @@ static const cli_opt train_options[] = {
     {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT | CLI_CFG_KEY,
      .cap = MAX_SETS, .metavar = "KEY=VALUE", .needs = "key.path=value",
      .help = "override one key, e.g. --set model.d_model=512 (repeatable)"},
-    {.name = "--resume", .type = CLI_FILE, .off = O(resume), .metavar = "CKPT",
-     .needs = "a checkpoint path", .excludes = "--init-from",
+    {.name = "--resume", .type = CLI_FILE, .off = O(resume), .metavar = "CKPT|RUN_DIR",
+     .needs = "a checkpoint or run directory", .excludes = "--init-from",
      .glob = "*.@(safetensors|safetensors.gz)",
-     .help = "continue a run exactly (weights, Adam, step, data, memory); without -c the "
-             "checkpoint's config is used"},
+     .help = "continue a run exactly (weights, Adam, step, data, memory) from a checkpoint "
+             "or a run directory's last; without -c the checkpoint's config is used"},
     {.name = "--init-from", .type = CLI_FILE, .off = O(init_from), .metavar = "CKPT",
      .needs = "a checkpoint path", .glob = "*.@(safetensors|safetensors.gz)",
-     .help = "start a new run from a checkpoint's weights (fresh optimiser)"},
+     .help = "start a new run from a checkpoint's weights (fresh optimiser; a run "
+             "directory: its best, else last)"},
     {.name = "--steps", .type = CLI_INT, .off = O(steps), .lo = 1, .hi = LONG_MAX, .def = 0,
      .metavar = "N", .def_doc = "",
      .help = "stop after N steps in this invocation (writes last; the schedule still follows "
@@ -1088,6 +1089,11 @@ int cmd_train(int argc, char **argv)
     txl_err e = {0};
     if (!cfg_path && !resume)
         return cli_usage("train", "missing -c CONFIG.yaml");
+    char resume_path[CFG_PATH_MAX]; /* --resume RUN_DIR: its last checkpoint */
+    if (resume && cli_ckpt_path(resume, 1, "train", quiet, resume_path, sizeof resume_path, &e))
+        return cli_fail("train", &e);
+    if (resume)
+        resume = resume_path;
 
     trainer *t = calloc(1, sizeof *t);
     if (!t)
