@@ -47,7 +47,7 @@ both "3 bytes" "need an 8-byte header length" $B/empty3.safetensors
 : > $B/empty.safetensors
 readers "empty file" "0 bytes is too short" $B/empty.safetensors
 mkdir -p $B/dir.safetensors
-expect2 "a directory" "$B/dir.safetensors;;is a directory" $TXL info $B/dir.safetensors
+expect2 "a directory without a checkpoint" "$B/dir.safetensors;;a directory without a checkpoint" $TXL info $B/dir.safetensors
 expect2 "missing file" "$B/nothere.safetensors.gz;;No such file" $TXL eval $B/nothere.safetensors.gz
 { printf '\037\213'; tail -c +3 $GZ; } > $B/gzmagic.safetensors.gz
 cp $GZ $B/badmagic.safetensors.gz

@@ -25,7 +25,7 @@ expect2 "unknown flag" "unknown option '--bogus'" $T --bogus
 expect2 "a stray argument" "unknown option 'extra.yaml'" $T extra.yaml
 expect2 "-c without a value" "-c needs a file" $TXL train -c
 expect2 "--set without a value" "--set needs key.path=value" $T --set
-expect2 "--resume without a value" "--resume needs a checkpoint path" $T --resume
+expect2 "--resume without a value" "--resume needs a checkpoint or run directory" $T --resume
 expect2 "--init-from without a value" "--init-from needs a checkpoint path" $T --init-from
 expect2 "--steps without a value" "--steps needs a number" $T --steps
 expect2 "--steps not a number" "--steps: expected an integer, found 'abc'" $T --steps abc
