@@ -59,5 +59,10 @@ run "truncated checkpoint (exit 2)" 2 $TXL eval $TMP/trunc.safetensors.gz
 run "--resume with another model config (exit 2)" 2 $TXL train -c tests/configs/micro.yaml \
     --resume $R/last.safetensors.gz --set train.out_dir=$R -q
 run "bad corpus (exit 2)" 2 $TXL eval $R/last.safetensors.gz --data $TMP/bad.yaml --batch 4096
+{ cat $R/last.safetensors.gz; printf 'junk'; } > $TMP/junk.safetensors.gz
+run "bytes after a checkpoint's gzip stream (exit 2)" 2 $TXL info $TMP/junk.safetensors.gz
+gunzip -c tests/data/tinyshakespeare.txt.gz | head -c 3000 > $TMP/t.txt
+{ head -c 1000 $TMP/t.txt | gzip; tail -c +1001 $TMP/t.txt | gzip; } > $TMP/two.txt.gz
+run "eval of a corpus in two gzip members" 0 $TXL eval $R/last.safetensors.gz --data $TMP/two.txt.gz --threads 1
 echo "valgrind.sh: $n runs, $fails failed"
 [ $fails -eq 0 ]

@@ -65,9 +65,9 @@ echo "-- what follows the gzip data, and the limit on corpora held in memory"
 { cat tests/data/tinyshakespeare.txt.gz; printf 'junk'; } > $C/junk.txt.gz
 corpus "bytes after the gzip stream" "trailing garbage after the gzip data: the bytes from offset $(wc -c < tests/data/tinyshakespeare.txt.gz) of the file are not another gzip member" $C/junk.txt.gz
 gunzip -c tests/data/tinyshakespeare.txt.gz > $C/tiny.txt
-{ head -c 500000 $C/tiny.txt | gzip -1; tail -c +500001 $C/tiny.txt | gzip -9; } > $C/members.txt.gz
-l1=$($TXL eval $CK --data $C/members.txt.gz --max-tokens 20000 --json -q | jq .loss)
-l2=$($TXL eval $CK --data $C/tiny.txt --max-tokens 20000 --json -q | jq .loss)
+{ head -c 1000 $C/tiny.txt | gzip -1; tail -c +1001 $C/tiny.txt | gzip -9; } > $C/members.txt.gz   # the split inside the first 4000 bytes
+l1=$($TXL eval $CK --data $C/members.txt.gz --max-tokens 4000 --json -q | jq .loss)
+l2=$($TXL eval $CK --data $C/tiny.txt --max-tokens 4000 --json -q | jq .loss)
 check "two gzip members (cat a.gz b.gz) are one corpus: the plain file's loss ($l1 = $l2)" test -n "$l1" -a "$l1" = "$l2"
 expect2 "TXL_MAX_CORPUS_MB=1: the 1.1 MB of tinyshakespeare.txt.gz are too many" \
     "tests/data/tinyshakespeare.txt.gz;;the decompressed corpus is larger than 1 MiB, the limit for a corpus held in memory;;set TXL_MAX_CORPUS_MB to raise it" \
@@ -97,10 +97,10 @@ echo "-- pipes: read as streams"
 feed() { timeout 60 sh -c "cat '$2' > '$1'" 2>/dev/null & }
 mkfifo $C/fifo
 feed $C/fifo $C/tiny.txt
-l3=$($TXL eval $CK --data $C/fifo --max-tokens 20000 --json -q 2>$TMP/fifo.err | jq .loss)
+l3=$($TXL eval $CK --data $C/fifo --max-tokens 4000 --json -q 2>$TMP/fifo.err | jq .loss)
 check "eval --data FIFO (plain text): the file's loss ($l3 = $l2; $(head -c 200 $TMP/fifo.err))" test -n "$l3" -a "$l3" = "$l2"
 feed $C/fifo tests/data/tinyshakespeare.txt.gz
-l4=$($TXL eval $CK --data $C/fifo --max-tokens 20000 --json -q 2>$TMP/fifo.err | jq .loss)
+l4=$($TXL eval $CK --data $C/fifo --max-tokens 4000 --json -q 2>$TMP/fifo.err | jq .loss)
 check "eval --data FIFO (gzip'd): the same ($l4; $(head -c 200 $TMP/fifo.err))" test -n "$l4" -a "$l4" = "$l2"
 feed $C/fifo $C/tiny.txt
 $TXL train -q -c $CFG --set data.train=$C/fifo --set train.max_steps=3 --set train.warmup_steps=1 \
