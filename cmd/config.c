@@ -59,7 +59,7 @@
 
 typedef enum {
     CT_INT,    /* int field */
-    CT_LONG,   /* long field, |x| <= 2^53 so JSON numbers stay exact */
+    CT_LONG,   /* long field, |x| <= 2^53: exact in a double (JSON readers of info) */
     CT_DOUBLE, /* double field */
     CT_FLOAT,  /* float field: parsed as a double, rounded, range-checked as stored */
     CT_BOOL,   /* int field holding 0 or 1 */
@@ -79,7 +79,7 @@ enum {
     F_MAX_EXCL = 1u << 3,
     F_EVEN = 1u << 4,     /* integer must be even */
     F_REQUIRED = 1u << 5, /* path must be non-empty (checked by cfg_validate only) */
-    F_NULL_OK = 1u << 6,  /* YAML/JSON null means "" */
+    F_NULL_OK = 1u << 6,  /* null means "" */
 };
 
 typedef struct {
@@ -129,7 +129,7 @@ static const char *const level_names[] = { "token", "word", "sent", "para", NULL
 #define KEY(sec, nm, ty, f) .section = sec, .name = nm, .type = ty, .off = OFF(f)
 #define TWO53 9007199254740992.0
 
-/* Every key, in the order of doc/design.md, "Configuration" (also the order of the dump). */
+/* Every key, in the order of doc/design.md, "Configuration" (also the order of the YAML the writer emits). */
 static const cfg_key keys[] = {
     { KEY("model", "n_layer", CT_INT, model.n_layer), .flags = F_MIN, .min = 1, .def = {4} },
     { KEY("model", "d_model", CT_INT, model.d_model), .flags = F_MIN | F_EVEN, .min = 2,
