@@ -84,6 +84,16 @@ int batcher_init(batcher *bt, const tok_stream *ts, int B, int Lq, int whole, si
     size_t have = whole ? bt->n + 1 : bt->n;
     if (min_len < 2)
         min_len = 2;
+    if (whole && have < min_len) {
+        const char *sp = strcmp(what, "file") ? " split" : "";
+        if (T < 2)
+            return err_set(e, ERR_INPUT, "%s: the %s%s has %zu token%s: scoring needs at least 2 "
+                           "(an input and its target)", ts->span.path, what, sp, T,
+                           T == 1 ? "" : "s");
+        return err_set(e, ERR_INPUT, "%s: the %s%s has %zu tokens, too few for %d streams (each "
+                       "needs an input and its target); use a batch of at most %zu",
+                       ts->span.path, what, sp, T, B, T - 1);
+    }
     if (have < min_len) {
         char why[64];
         if (min_len == (size_t)Lq + 1)

@@ -25,10 +25,18 @@ corpus "gzip of nothing" "corpus is empty" $C/empty.txt.gz
 corpus "a directory" "is a directory, expected a text file" $C
 corpus "/dev/null" "corpus is empty" /dev/null
 printf 'hello world' > $C/short.txt
-expect2 "train: shorter than one segment" "$C/short.txt;;the train split has 9 bytes: 8 streams of 1 tokens each, but each stream needs at least 33 (tgt_len 32 + 1)" \
+expect2 "train: shorter than one segment" "$C/short.txt;;the train split has 9 tokens: 8 streams of 1 tokens each, but each stream needs at least 33 (tgt_len 32 + 1)" \
     $TXL train -q -c $CFG --set data.train=$C/short.txt --set train.out_dir=$RUN
-expect2 "eval: shorter than one token per stream" "$C/short.txt;;the file split has 11 bytes: 8 streams of 1 tokens each, but each stream needs at least 2" \
-    $TXL eval $CK --data $C/short.txt
+# eval scores a file whole: 11 bytes in 8 streams is fine, 4 are too few for 8, 1 for any
+out=$($TXL eval $CK --data $C/short.txt --json 2>/dev/null)
+check "eval: 11 bytes in 8 streams, every byte after the first scored" \
+    test "$(printf '%s' "$out" | jq -r .tokens 2>/dev/null)" = 10
+printf 'hell' > $C/four.txt
+expect2 "eval: fewer tokens than streams" "$C/four.txt;;the file has 4 tokens, too few for 8 streams (each needs an input and its target); use a batch of at most 3" \
+    $TXL eval $CK --data $C/four.txt
+printf 'h' > $C/one.txt
+expect2 "eval: one byte" "$C/one.txt;;the file has 1 token: scoring needs at least 2" \
+    $TXL eval $CK --data $C/one.txt
 head -c 300 tests/data/tinyshakespeare.txt.gz > $C/trunc.txt.gz
 corpus "truncated gzip" "corrupt or truncated gzip data: unexpected end of file after" $C/trunc.txt.gz
 s=$(wc -c < tests/data/tinyshakespeare.txt.gz)
