@@ -164,7 +164,7 @@ int txl_fuzz_checkpoint(const uint8_t *data, size_t size)
 
     txl_config cfg;
     model mdl;
-    if (cli_load_checkpoint(path, &f, &cfg, &mdl, &e)) {
+    if (cli_load_checkpoint(path, "fuzz", 1, &f, &cfg, &mdl, &e)) {
         check_err(&e, path);
         return 0;
     }
