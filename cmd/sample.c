@@ -234,7 +234,7 @@ typedef struct {
     uint8_t *buf;      /* [N][cap] */
     long cap;
     long *len;         /* [N] */
-    int *done;         /* [N] stopped: a newline in interactive mode, or the bytes asked for */
+    int *done;         /* [N] stopped: 2 at a newline (interactive), 1 at the bytes asked for */
     long *bytes;       /* [N] bytes generated (anchors are not bytes) */
     long max_bytes;    /* -n */
 } sink;
@@ -271,7 +271,10 @@ static int put(sink *k, int b, txl_tok t, long i)
     if (t < TXL_BYTES) {
         if (put_bytes(k, b, &c, 1, i))
             return -1;
-        if (++k->bytes[b] >= k->max_bytes)
+        k->bytes[b]++;
+        if (k->stop_at_newline && t == '\n')
+            k->done[b] = 2; /* the answer ended its line */
+        else if (k->bytes[b] >= k->max_bytes)
             k->done[b] = 1;
     } else if (k->show_anchors) {
         unsigned kind = units_anchor_kind(k->anchors, t);
@@ -280,9 +283,7 @@ static int put(sink *k, int b, txl_tok t, long i)
         if (put_bytes(k, b, m, strlen(m), i))
             return -1;
     }
-    if (k->stop_at_newline && t == '\n')
-        k->done[b] = 1;
-    return k->done[b];
+    return k->done[b] != 0;
 }
 
 /* The decode state for the sink's streams, primed from the session's memory. */
@@ -433,7 +434,7 @@ static long sample_interactive(session *s, const sample_args *a, txl_err *e)
             free(line);
             return -1;
         }
-        if (!done)
+        if (done != 2) /* stopped by -n: end the answer's line */
             fputc('\n', stdout);
         fflush(stdout);
         total += g;
