@@ -14,7 +14,9 @@
 #
 # Cells: a scheme, "+a" with the anchors [bos, para, sent], "@N" with model.mlp_max_dist N.
 # Environment: CELLS, SEEDS, STEPS, THREADS (per run, default 1), CORPORA (names below),
-# DATA (where the corpora are, default ../shared/data), TXL (default ./txl).
+# DATA (where the corpora are, default ../shared/data), TXL (default ./txl), KEEP_CKPT=1
+# (full: keep each model's checkpoints; by default they are removed once its results are in).
+# Several workers can share one OUT (each run is claimed with a lock directory).
 set -eu
 cd "$(dirname "$0")/.."
 MODE=${1:-}
@@ -39,14 +41,14 @@ if [ "$MODE" = quick ]; then
     TRIALS=2 LENGTHS=4,8 DEPTHS=0,100 DISTANCES=16,64 MEMS="16 32" OFFSETS=0,1000
     EVAL_TOKENS=2000 SHIFT_TOKENS=500
 else
-    OUT=${2:-runs/study}
+    OUT=${2:-doc/study/runs} # the result files are committed; checkpoints are not
     CELLS=${CELLS:-"xl mlp hier rope alibi absolute none mlp+a hier+a rope+a absolute+a mlp@128 mlp@512"}
     SEEDS=${SEEDS:-"1 2 3"}
     STEPS=${STEPS:-800}
     CORPORA=${CORPORA:-"enwik8 wikitext2"}
     CONFIG=configs/tiny.yaml
     TRIALS=10 LENGTHS=1,2,4,8 DEPTHS=0,25,50,75,100 DISTANCES="" MEMS="64 128 256"
-    OFFSETS=0,1,1000,100000 EVAL_TOKENS=100000 SHIFT_TOKENS=20000
+    OFFSETS=0,1,1000,100000 EVAL_TOKENS=50000 SHIFT_TOKENS=20000
 fi
 DATA=${DATA:-../shared/data}
 
@@ -78,9 +80,20 @@ step() {
     "$@" > "$f.part" && mv "$f.part" "$f"
 }
 
+# claim DIR: this worker takes the run (several workers may share OUT: `scripts/study.sh full &`
+# twice); a lock whose worker is gone is taken over
+claim() {
+    if mkdir "$1/.lock" 2>/dev/null; then echo $$ > "$1/.lock/pid"; return 0; fi
+    p=$(cat "$1/.lock/pid" 2>/dev/null || echo "")
+    if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then echo $$ > "$1/.lock/pid"; return 0; fi
+    return 1
+}
+
 run_one() { # run_one CORPUS CELL SEED
     d=$OUT/$1/$2/s$3
     mkdir -p $d
+    claim $d || { echo "   (another worker has it)" >&2; return 0; }
+    trap 'rm -rf "$d/.lock"' EXIT
     if [ ! -s $d/train.json ]; then
         if [ -f $d/run/last.safetensors.gz ]; then how="--resume $d/run"; else how="--force"; fi
         t0=$(date +%s)
@@ -107,6 +120,9 @@ run_one() { # run_one CORPUS CELL SEED
         step $d/recall-m$m.jsonl $TXL probe recall $ck $q --trials $TRIALS --mode memory --mem-len $m $dist --seed $3
     done
     step $d/shift.jsonl $TXL probe shift $ck $q --offsets $OFFSETS --max-tokens $SHIFT_TOKENS
+    [ -z "${KEEP_CKPT:-}" ] && [ "$MODE" = full ] && rm -f $d/run/*.safetensors.gz # results are in
+    rm -rf "$d/.lock"
+    trap - EXIT
 }
 
 if [ "$MODE" != report ]; then
