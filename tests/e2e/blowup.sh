@@ -9,6 +9,8 @@
 #  3. a fresh run with lr 1e30: the weights stay finite (about 1e30) after step 1, so `last`
 #     holds step 1 and the loss turns NaN at step 2.
 # Each: exit 1, every float of `last` finite, the message naming the step `last` holds.
+#  4. a model too large for the address space (ulimit -v): exit 1, the message counts the
+#     parameters it could not allocate (it once said 0: the count was read after clearing).
 . tests/e2e/lib.sh
 OPTS="-q -c tests/configs/micro.yaml --set train.eval_interval=0 --set train.warmup_steps=1
       --set train.max_steps=20 --set train.threads=1"
@@ -59,4 +61,18 @@ s=$(step_of $TMP/c/last.safetensors.gz)
 check "exit 1 (got $rc): $(head -c 300 $TMP/c.err)" test $rc -eq 1
 check "every float in last (step $s) is finite" test "$(nonfinite $TMP/c/last.safetensors.gz)" = 0
 check "the message names the step last holds ($s)" grep -q "c/last.safetensors.gz still holds step $s\." $TMP/c.err
+
+case $TXL in
+*asan*) ok "skip the out-of-memory run under ASan (it reserves address space)" ;;
+*)
+    (ulimit -v 600000
+     exec $TXL train -c tests/configs/micro.yaml --set model.d_model=4096 --set model.n_head=64 \
+        --set model.d_head=64 --set model.n_layer=12 --set model.d_inner=16384 \
+        --set train.out_dir=$TMP/oom) > /dev/null 2> $TMP/oom.err
+    rc=$?
+    check "out of memory: exit 1 (got $rc)" test $rc -eq 1
+    check "out of memory: the message counts the parameters: $(cat $TMP/oom.err)" \
+        grep -q "out of memory allocating [1-9][0-9]* parameters" $TMP/oom.err
+    ;;
+esac
 finish
