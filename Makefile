@@ -37,7 +37,7 @@ LIBOBJ  := $(filter-out $(BUILD)/cmd/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test unit e2e demo fixtures clean asan bench test-mpi
+.PHONY: all test unit e2e demo fixtures clean asan bench bench-schemes test-mpi
 all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain, portable or MPI) changes
@@ -99,6 +99,10 @@ $(BUILD)/bench/sgemm_peak: bench/sgemm_peak.c $(LIBOBJ)
 # Speed and memory, side by side with the PyTorch reference when /usr/bin/python3 has torch.
 bench: $(BIN) $(BUILD)/bench/sgemm_peak
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/bench.sh
+
+# What each positional scheme and the anchors cost in training tokens/s, against mlp.
+bench-schemes: $(BIN)
+	@TXL_BIN=$(abspath $(BIN)) bench/schemes.sh
 
 # Everything (txl, unit tests, fuzz replay) with ASan + UBSan (any report fails) in
 # build-asan/, then the whole suite against build-asan/txl. ASAN_SKIP lists end-to-end
