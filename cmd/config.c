@@ -1685,7 +1685,7 @@ int cfg_validate(const txl_config *c, const char *origin, txl_err *e)
 double cfg_param_floats(const model_config *m)
 {
     double d = m->d_model, H = m->n_head, hd = H * m->d_head, di = m->d_inner;
-    double V = m->vocab > 0 ? m->vocab : 256, per = 5 * hd * d + 2 * di * d + di + 5 * d + 2 * hd;
+    double V = m->vocab > 0 ? m->vocab : TXL_BYTES, per = 5 * hd * d + 2 * di * d + di + 5 * d + 2 * hd;
     if (m->pos == POS_MLP)
         per += (double)m->mlp_hidden * (2.0 * m->mlp_num_freqs + H + 1) + H;
     if (m->pos == POS_HIER) /* one MLP per level */
@@ -1696,7 +1696,7 @@ double cfg_param_floats(const model_config *m)
 double cfg_plan_floats(const model_config *m, int B, int Lq, int M)
 {
     double d = m->d_model, H = m->n_head, dh = m->d_head, hd = H * dh, di = m->d_inner;
-    double V = m->vocab > 0 ? m->vocab : 256, klen = (double)Lq + M;
+    double V = m->vocab > 0 ? m->vocab : TXL_BYTES, klen = (double)Lq + M;
     double hid = m->pos == POS_MLP ? m->mlp_hidden : m->pos == POS_HIER ? 4.0 * m->mlp_hidden
                  : 0;
     double K2 = m->pos == POS_HIER ? 8.0 * m->hier_num_freqs : 2.0 * m->mlp_num_freqs;

@@ -143,7 +143,7 @@ int cmd_info(int argc, char **argv)
                m->clamp_len, m->pre_lnorm ? "pre-LN" : "post-LN");
         char an[32];
         units_anchor_list((unsigned)cfg.data.anchors, an, sizeof an);
-        printf("vocabulary: %d tokens (256 bytes%s%s)\n", m->vocab,
+        printf("vocabulary: %d tokens (%d bytes%s%s)\n", m->vocab, TXL_BYTES,
                cfg.data.anchors ? " + anchors " : "", cfg.data.anchors ? an : "");
         for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
             const char *v = st_meta(&f, keys[k]);

@@ -4,8 +4,8 @@
 
 #include <math.h>
 
-/* Insertion sort of token ids by p descending (V is 256: cheaper than it looks, and no
- * comparator state to share). */
+/* Insertion sort of token ids by p descending (V is 256 bytes + at most 3 anchors: cheaper
+ * than it looks, and no comparator state to share). */
 static void sort_by_prob(int *idx, const double *p, int V)
 {
     for (int i = 1; i < V; i++) {

@@ -126,7 +126,7 @@ check "decimal forms: -t .5 --top-p 9e-1 (and 5., +1E0)" \
 check "  ... 5. and +1E0" $S -n 1 -p x -t 5. --top-p +1E0 --threads 1 -q
 check "  ... the same forms in a config" $TXL train -c $CFG --set train.lr=.5 --set train.clip=5. \
     --set train.beta1=9e-1 --set train.eps=+1E-8 --print-config
-expect2 "--top-k 300" "--top-k: 300 is out of range [0, 256]" $S --top-k 300
+expect2 "--top-k 70000" "--top-k: 70000 is out of range [0, 65536]" $S --top-k 70000
 expect2 "--top-p 0" "--top-p: 0 is out of range" $S --top-p 0
 expect2 "--top-p 1.5" "--top-p: 1.5 is out of range" $S --top-p 1.5
 expect2 "--seed negative" "--seed: -1 is out of range [0," $S --seed -1
