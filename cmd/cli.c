@@ -51,36 +51,10 @@ int cli_long(const char *flag, const char *s, long min, long max, long *out, txl
     return 0;
 }
 
-/* config.c's rule for numbers: [+-](digits[.digits]|.digits)([eE][+-]digits). strtod alone
- * would also take hex, inf, nan and leading blanks. */
-static int is_decimal(const char *s)
-{
-    int digits = 0;
-    if (*s == '+' || *s == '-')
-        s++;
-    for (; *s >= '0' && *s <= '9'; s++)
-        digits++;
-    if (*s == '.')
-        for (s++; *s >= '0' && *s <= '9'; s++)
-            digits++;
-    if (!digits)
-        return 0;
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '+' || *s == '-')
-            s++;
-        if (*s < '0' || *s > '9')
-            return 0;
-        while (*s >= '0' && *s <= '9')
-            s++;
-    }
-    return *s == '\0';
-}
-
 int cli_double(const char *flag, const char *s, double min, double max, double *out,
                txl_err *e)
 {
-    if (!is_decimal(s))
+    if (!cfg_is_decimal(s)) /* config.c's rule for numbers */
         return err_set(e, ERR_INPUT, "%s: expected a number, found '%s'", flag, s);
     errno = 0;
     double v = strtod(s, NULL);

@@ -709,8 +709,8 @@ static int is_int_syntax(const char *s)
 }
 
 /* Decimal numbers only: [+-](digits[.digits]|.digits)([eE][+-]digits). strtod alone would
- * also take hex, inf, nan and leading blanks. */
-static int is_num_syntax(const char *s)
+ * also take hex, inf, nan and leading blanks. (Flags follow the same rule: cli_double.) */
+int cfg_is_decimal(const char *s)
 {
     int digits = 0;
     if (*s == '+' || *s == '-')
@@ -769,7 +769,7 @@ static int parse_number(const char *label, const char *text, int plain, double *
 {
     char f[64];
     show(f, sizeof f, text, strlen(text), plain ? '\'' : '"');
-    if (!plain || !is_num_syntax(text)) {
+    if (!plain || !cfg_is_decimal(text)) {
         snprintf(why, cap, "%s: expected a number, found %s%s", label,
                  plain ? "" : "the string ", f);
         return -1;

@@ -112,6 +112,10 @@ char *cfg_to_yaml(const txl_config *c);
  * or when cfg_to_yaml fails. */
 int cfg_write_yaml(const txl_config *c, FILE *f);
 
+/* 1 when s is a decimal number as configs write them: [+-](digits[.digits]|.digits)
+ * ([eE][+-]digits), nothing else (no hex, inf, nan or blanks). */
+int cfg_is_decimal(const char *s);
+
 /* Every key's value as the writer formats it, for other serialisations (`txl info --json`):
  * cfg_walk calls visit once per key in table order and stops at the first non-zero return,
  * which it returns. */

@@ -21,6 +21,23 @@ size_t ins_phys_mem(void)
                                                            : (size_t)pages * (size_t)page;
 }
 
+/* One read(2) of at most want bytes into buf, retried on EINTR; counts what came in raw
+ * and marks the end of the file. Returns the count (0 at the end), -1 on a read error. */
+static long raw_read(instream *s, uint8_t *buf, size_t want, txl_err *e)
+{
+    for (;;) {
+        ssize_t got = read(s->fd, buf, want);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return err_set(e, ERR_INPUT, "%s: cannot read: %s", s->path, strerror(errno));
+        if (got == 0)
+            s->in_eof = 1;
+        s->raw += (unsigned long long)got;
+        return (long)got;
+    }
+}
+
 /* Reads more raw bytes behind the unconsumed ones. Returns the count added (0 at the end
  * of the file), -1 on a read error. */
 static long fill(instream *s, txl_err *e)
@@ -30,18 +47,10 @@ static long fill(instream *s, txl_err *e)
     if (s->z.avail_in && s->z.next_in != s->in)
         memmove(s->in, s->z.next_in, s->z.avail_in);
     s->z.next_in = s->in;
-    for (;;) {
-        ssize_t got = read(s->fd, s->in + s->z.avail_in, INS_BUF - s->z.avail_in);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            return err_set(e, ERR_INPUT, "%s: cannot read: %s", s->path, strerror(errno));
-        if (got == 0)
-            s->in_eof = 1;
+    long got = raw_read(s, s->in + s->z.avail_in, INS_BUF - s->z.avail_in, e);
+    if (got > 0)
         s->z.avail_in += (uInt)got;
-        s->raw += (unsigned long long)got;
-        return got;
-    }
+    return got;
 }
 
 int ins_open(instream *s, int fd, const char *path, txl_err *e)
@@ -135,16 +144,10 @@ static long long read_plain(instream *s, uint8_t *buf, size_t n, txl_err *e)
     s->z.next_in += done;
     s->z.avail_in -= (uInt)done;
     while (done < n && !s->in_eof) {
-        size_t want = n - done > (1u << 30) ? (1u << 30) : n - done;
-        ssize_t got = read(s->fd, buf + done, want);
-        if (got < 0 && errno == EINTR)
-            continue;
+        long got = raw_read(s, buf + done, n - done > (1u << 30) ? (1u << 30) : n - done, e);
         if (got < 0)
-            return err_set(e, ERR_INPUT, "%s: cannot read: %s", s->path, strerror(errno));
-        if (got == 0)
-            s->in_eof = 1;
+            return -1;
         done += (size_t)got;
-        s->raw += (unsigned long long)got;
     }
     s->out += done;
     s->done = s->in_eof && s->z.avail_in == 0;
