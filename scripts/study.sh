@@ -44,7 +44,7 @@ else
     OUT=${2:-doc/study/runs} # the result files are committed; checkpoints are not
     CELLS=${CELLS:-"xl mlp hier rope alibi absolute none mlp+a hier+a rope+a absolute+a mlp@128 mlp@512"}
     SEEDS=${SEEDS:-"1 2 3"}
-    STEPS=${STEPS:-800}
+    STEPS=${STEPS:-1500}
     CORPORA=${CORPORA:-"enwik8 wikitext2"}
     CONFIG=configs/tiny.yaml
     TRIALS=10 LENGTHS=1,2,4,8 DEPTHS=0,25,50,75,100 DISTANCES="" MEMS="64 128 256"
@@ -127,6 +127,13 @@ run_one() { # run_one CORPUS CELL SEED
 
 if [ "$MODE" != report ]; then
     mkdir -p $OUT
+    # a study resumes only with the settings it started with (cells and seeds may grow)
+    stamp="mode=$MODE steps=$STEPS config=$CONFIG trials=$TRIALS lengths=$LENGTHS eval_tokens=$EVAL_TOKENS"
+    if [ -f $OUT/settings ] && [ "$(cat $OUT/settings)" != "$stamp" ]; then
+        echo "$0: $OUT holds a study with other settings ($(cat $OUT/settings)); not mixing them with ($stamp)" >&2
+        exit 2
+    fi
+    echo "$stamp" > $OUT/settings
     start=$(date +%s)
     n=0 total=0
     for c in $CORPORA; do for cl in $CELLS; do for s in $SEEDS; do total=$((total + 1)); done; done; done

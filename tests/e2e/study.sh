@@ -32,4 +32,8 @@ check "resume: the trained model was not trained again" \
     test "$(date -r $R/train.json +%Y)" = 2000
 check "resume: the needle probe was not run again" test "$(date -r $R/needle.jsonl +%Y)" = 2000
 check "resume: the removed shift result is back" test -s $R/shift.jsonl
+STEPS=13 TXL=$TXL scripts/study.sh quick $O > /dev/null 2> $TMP/err3
+check "other settings: exit 2" test $? -eq 2
+check "other settings (STEPS 13) are not mixed into the study: exit 2 ($(cat $TMP/err3))" \
+    grep -q "holds a study with other settings" $TMP/err3
 finish
