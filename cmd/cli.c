@@ -633,6 +633,28 @@ const char *cli_blas_core(void)
     return buf;
 }
 
+static const char **kept_argv;
+static int kept_argc;
+
+void cli_keep_cmdline(int argc, char **argv)
+{
+    free(kept_argv);
+    kept_argc = 0;
+    kept_argv = malloc(((size_t)argc + 1) * sizeof *kept_argv);
+    if (!kept_argv)
+        return; /* the log then lacks the command line; nothing else needs it */
+    for (int i = 0; i < argc; i++)
+        kept_argv[i] = argv[i];
+    kept_argv[argc] = NULL;
+    kept_argc = argc;
+}
+
+int cli_cmdline(const char *const **argv)
+{
+    *argv = kept_argv;
+    return kept_argc;
+}
+
 int cli_isatty_stderr(void) { return isatty(2); }
 
 double cli_now(void)

@@ -195,6 +195,12 @@ int cli_threads(int n);
 /* The OpenBLAS core in use ("Cooperlake", "Haswell", ...). */
 const char *cli_blas_core(void);
 
+/* The command line as main received it (argv[0] first): main keeps a copy before a command
+ * parses (cli_parse reorders the pointers), for the training log's start event. */
+void cli_keep_cmdline(int argc, char **argv);
+/* The kept arguments (*argv, NULL-terminated) and their count; 0 when none were kept. */
+int cli_cmdline(const char *const **argv);
+
 int cli_isatty_stderr(void);
 /* Seconds since an arbitrary fixed point (monotonic). */
 double cli_now(void);

@@ -4,9 +4,10 @@
  * One step = one segment of every stream: forward, backward, global-norm clip, Adam, then
  * the memory advances. Everything a step touches is planned before step 1; the loop itself
  * never allocates. The run directory holds config.yaml, log.jsonl, last and best
- * checkpoints; `last` carries the Adam moments, the memory, the data cursor and the step,
+ * checkpoints, and summary.json once the run ends; `last` carries the Adam moments, the memory, the data cursor and the step,
  * so --resume continues bit for bit (dropout masks are a function of seed and step, see
  * common/rng.h, so there is no sequential RNG state to restore). */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -178,14 +179,15 @@ static int lock_out_dir(trainer *t, txl_err *e)
     return 0;
 }
 
-/* Temp files a killed run of this out_dir may have left: config.yaml.tmp, checkpoint temps
+/* Temp files a killed run of this out_dir may have left: config.yaml.tmp, summary.json.tmp,
+ * checkpoint temps
  * (st_write: NAME.tmp.XXXXXX) and make_dirs' probe. Under the lock no writer owns them. */
 static int is_stale_temp(const char *name)
 {
     static const char *const prefix[] = {"last.safetensors.gz.tmp.", "last.safetensors.tmp.",
                                          "best.safetensors.gz.tmp.", "best.safetensors.tmp.",
                                          ".txl-write-test."};
-    if (strcmp(name, "config.yaml.tmp") == 0)
+    if (strcmp(name, "config.yaml.tmp") == 0 || strcmp(name, "summary.json.tmp") == 0)
         return 1;
     for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
         size_t n = strlen(prefix[i]);
@@ -239,10 +241,14 @@ static FILE *open_log(const char *path, int resume, txl_err *e)
     return f;
 }
 
-static int write_config_yaml(const txl_config *c, txl_err *e)
+/* Writes out_dir/NAME through NAME.tmp (created anew, never through a link), fsync and
+ * rename: a crash leaves the old file or the new one, and a link planted at NAME is
+ * replaced, not followed. put writes the content and returns nonzero on failure. */
+static int write_out_file(const char *dir, const char *name,
+                          int (*put)(FILE *f, const void *arg), const void *arg, txl_err *e)
 {
     char path[1100], tmp[1200];
-    snprintf(path, sizeof path, "%s/config.yaml", c->train.out_dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     unlink(tmp); /* ours: out_dir is locked */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -252,7 +258,7 @@ static int write_config_yaml(const txl_config *c, txl_err *e)
             close(fd);
         return open_err(e, tmp);
     }
-    int rc = cfg_write_yaml(c, f);
+    int rc = put(f, arg);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0)
         rc = -1;
     if (fclose(f) != 0)
@@ -262,6 +268,13 @@ static int write_config_yaml(const txl_config *c, txl_err *e)
         return err_set(e, ERR_RUNTIME, "%s: cannot write: %s", path, strerror(errno));
     }
     return 0;
+}
+
+static int put_config(FILE *f, const void *c) { return cfg_write_yaml(c, f); }
+
+static int write_config_yaml(const txl_config *c, txl_err *e)
+{
+    return write_out_file(c->train.out_dir, "config.yaml", put_config, c, e);
 }
 
 /* The train/valid/test spans from data.* (data/corpus.h: data_open_splits). */
@@ -788,28 +801,106 @@ static int eval_and_save(trainer *t, int *at_end, txl_err *e)
     return 0;
 }
 
-/* The result line on stdout and, after a signal, where the run stopped; the exit code. */
+/* A number rounded as fmt prints it ("%.6f": 6 decimals), or null when it is not finite
+ * (no NaN or Infinity in JSON). */
+static void add_num(cJSON *o, const char *key, const char *fmt, double x)
+{
+    char buf[64];
+    if (!isfinite(x)) {
+        cJSON_AddNullToObject(o, key);
+        return;
+    }
+    snprintf(buf, sizeof buf, fmt, x);
+    cJSON_AddNumberToObject(o, key, strtod(buf, NULL));
+}
+
+/* An event line of log.jsonl from a cJSON object (whose first key is "event"). */
+static void log_obj(trainer *t, const cJSON *o)
+{
+    char *s = o && t->log && dist_is_root() ? cJSON_PrintUnformatted(o) : NULL;
+    if (s) {
+        fprintf(t->log, "%s\n", s);
+        fflush(t->log);
+    }
+    free(s);
+}
+
+/* Why the run ended: "max_steps", "--steps", "max_minutes" (the time budget) or the signal
+ * ("SIGINT", "SIGTERM", "SIGHUP"). */
+static const char *end_reason(const trainer *t, const loop_state *ls, int exit_sig)
+{
+    if (exit_sig)
+        return exit_sig == SIGINT ? "SIGINT" : exit_sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+    if (t->st.step >= t->cfg.train.max_steps)
+        return "max_steps";
+    if (t->run_steps > 0 && t->st.step - ls->first_step >= t->run_steps)
+        return "--steps";
+    return "max_minutes"; /* the only other way run_ends ends a run (on some rank) */
+}
+
+/* The result of the run: stdout's line, summary.json and the end event. */
+static void add_summary(cJSON *o, const trainer *t, const loop_state *ls, const char *reason)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    cJSON_AddNumberToObject(o, "step", (double)t->st.step);
+    cJSON_AddNumberToObject(o, "tokens", (double)t->st.tokens);
+    add_num(o, "train_loss", "%.6f", ls->loss);
+    add_num(o, "grad_norm", "%.6g", ls->norm);
+    cJSON_AddNumberToObject(o, "skipped_steps", (double)t->st.skipped);
+    add_num(o, "best_valid_loss", "%.6f", t->st.best_valid);
+    add_num(o, "best_valid_bpc", "%.6f", t->st.best_valid / M_LN2);
+    cJSON_AddStringToObject(o, "checkpoint", t->last_path);
+    add_num(o, "peak_rss_mb", "%.1f", ru.ru_maxrss / 1024.0);
+    add_num(o, "elapsed_s", "%.1f", t->st.elapsed + cli_now() - t->t_start);
+    cJSON_AddStringToObject(o, "reason", reason);
+}
+
+static int put_text(FILE *f, const void *text) { return fputs(text, f) < 0; }
+
+/* The result line on stdout, out_dir/summary.json (the same object) and the end event of
+ * log.jsonl; after a signal, where the run stopped. The exit code: 128 + the signal, else
+ * 0, or 1 when summary.json could not be written. */
 static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
 {
     if (t->tty && !t->quiet && dist_is_root())
         fputc('\n', stderr);
     if (!dist_is_root())
         return exit_sig ? 128 + exit_sig : 0;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("{\"step\":%ld,\"tokens\":%lld,\"train_loss\":%.6f,\"grad_norm\":%.6g,"
-           "\"skipped_steps\":%ld,\"best_valid_loss\":%.6f,\"best_valid_bpc\":%.6f,"
-           "\"checkpoint\":\"%s\",\"peak_rss_mb\":%.1f}\n",
-           t->st.step, t->st.tokens, ls->loss, ls->norm, t->st.skipped, t->st.best_valid,
-           t->st.best_valid / M_LN2, t->last_path, ru.ru_maxrss / 1024.0);
-    fflush(stdout);
+    const char *reason = end_reason(t, ls, exit_sig);
+    cJSON *sum = cJSON_CreateObject(), *end = cJSON_CreateObject();
+    if (sum)
+        add_summary(sum, t, ls, reason);
+    if (end && cJSON_AddStringToObject(end, "event", "end"))
+        add_summary(end, t, ls, reason);
+    char *line = sum ? cJSON_PrintUnformatted(sum) : NULL;
+    char *text = line ? malloc(strlen(line) + 2) : NULL; /* the line and its newline */
+    int rc = exit_sig ? 128 + exit_sig : 0;
+    txl_err e = {0};
+    if (text) {
+        sprintf(text, "%s\n", line);
+        fputs(text, stdout);
+        fflush(stdout);
+    }
+    if (!text)
+        err_set(&e, ERR_RUNTIME, "out of memory writing the summary");
+    if (!text || write_out_file(t->cfg.train.out_dir, "summary.json", put_text, text, &e)) {
+        fprintf(stderr, "txl train: %s\n", e.msg);
+        if (!exit_sig)
+            rc = 1;
+    }
+    log_obj(t, end);
+    free(text);
+    free(line);
+    cJSON_Delete(sum);
+    cJSON_Delete(end);
     if (exit_sig)
         fprintf(stderr, "txl train: %s: checkpoint written at step %ld (%s); resume with "
                 "--resume %s\n", exit_sig == SIGINT   ? "interrupted"
                                   : exit_sig == SIGHUP ? "hung up"
                                                        : "terminated",
                 t->last_step, t->last_path, t->last_path);
-    return exit_sig ? 128 + exit_sig : 0;
+    return rc;
 }
 
 static int train_loop(trainer *t, txl_err *e)
@@ -982,6 +1073,46 @@ static int restore_run(trainer *t, const char *resume, const char *init_from,
     return 0;
 }
 
+/* summary.json describes the end of the latest invocation: a run that starts removes the
+ * one of the invocation before (its end event stays in log.jsonl), so a run that dies
+ * leaves none. */
+static int remove_summary(const trainer *t, txl_err *e)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/summary.json", t->cfg.train.out_dir);
+    if (unlink(path) != 0 && errno != ENOENT)
+        return err_set(e, ERR_RUNTIME, "%s: cannot remove the previous summary: %s", path,
+                       strerror(errno));
+    return 0;
+}
+
+/* The start event: the run's size and setting, the txl version and the command line. */
+static void log_start(trainer *t, int resume)
+{
+    const dist_t *dd = dist_self();
+    const char *const *argv;
+    int argc = cli_cmdline(&argv);
+    cJSON *o = dist_is_root() ? cJSON_CreateObject() : NULL;
+    if (!o)
+        return;
+    cJSON_AddStringToObject(o, "event", "start");
+    cJSON_AddNumberToObject(o, "step", (double)t->st.step);
+    cJSON_AddBoolToObject(o, "resume", resume);
+    cJSON_AddNumberToObject(o, "params", (double)t->mdl.n_weights);
+    cJSON_AddStringToObject(o, "blas_core", cli_blas_core());
+    cJSON_AddNumberToObject(o, "train_tokens", (double)t->train_s.n);
+    cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_s.n);
+    cJSON_AddNumberToObject(o, "ranks", dd->size);
+    cJSON_AddNumberToObject(o, "threads", t->threads);
+    cJSON_AddNumberToObject(o, "estimate_mib", round(plan_mib(t)));
+    cJSON_AddStringToObject(o, "version", TXL_VERSION);
+    cJSON *args = cJSON_AddArrayToObject(o, "argv");
+    for (int i = 0; args && i < argc; i++)
+        cJSON_AddItemToArray(args, cJSON_CreateString(argv[i]));
+    log_obj(t, o);
+    cJSON_Delete(o);
+}
+
 /* Rank 0 opens log.jsonl and writes config.yaml; the plan on stderr; the start event. */
 static int start_run(trainer *t, int resume, txl_err *e)
 {
@@ -989,7 +1120,7 @@ static int start_run(trainer *t, int resume, txl_err *e)
     int rc = 0;
     if (dist_is_root()) {
         t->log = open_log(t->log_path, resume, e); /* first: it may be a refused link */
-        rc = t->log ? write_config_yaml(&t->cfg, e) : -1;
+        rc = t->log ? write_config_yaml(&t->cfg, e) || remove_summary(t, e) : -1;
     }
     if (dist_max_int(rc ? 1 : 0)) {
         if (!rc)
@@ -1003,11 +1134,7 @@ static int start_run(trainer *t, int resume, txl_err *e)
                     "(%d ranks on this machine)\n", dd->size, t->Bl, t->threads,
                     dd->local_size);
     }
-    log_json(t, "{\"event\":\"start\",\"step\":%ld,\"resume\":%s,\"params\":%zu,"
-                "\"blas_core\":\"%s\",\"train_tokens\":%zu,\"valid_tokens\":%zu,"
-                "\"ranks\":%d,\"threads\":%d,\"estimate_mib\":%.0f}",
-             t->st.step, resume ? "true" : "false", t->mdl.n_weights, cli_blas_core(),
-             t->train_s.n, t->valid_s.n, dd->size, t->threads, plan_mib(t));
+    log_start(t, resume);
     return 0;
 }
 
@@ -1065,8 +1192,8 @@ const cli_spec train_spec = {
     .opts = train_options,
     .n_opts = sizeof train_options / sizeof *train_options,
     .about = "Trains a Transformer-XL on a byte-level corpus. Writes into train.out_dir: "
-             "config.yaml, log.jsonl, last.safetensors.gz (with optimiser state and memory) "
-             "and best.safetensors.gz.",
+             "config.yaml, log.jsonl, last.safetensors.gz (with optimiser state and memory), "
+             "best.safetensors.gz and, at the end, summary.json (the result line of stdout).",
     .notes = "SIGINT/SIGTERM/SIGHUP finish the current step, write last, and exit 130/143/129.",
     .example = "example: txl train -c configs/tiny.yaml --set train.max_steps=500",
     .pos_max = 0,
