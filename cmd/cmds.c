@@ -8,7 +8,7 @@
 const cli_cmd txl_commands[] = {
     {"train", cmd_train, "train a model from a YAML config (or resume a run)",
      "-c CONFIG.yaml [--set key.path=value ...] [--resume CKPT|RUN_DIR | --init-from CKPT] "
-     "[--steps N] [--print-config] [--force] [-q]",
+     "[--steps N] [--print-config] [--dry-run] [--force] [-q]",
      &train_spec, 0},
     {"eval", cmd_eval, "evaluate a checkpoint (bits per byte, perplexity, length sweeps)",
      "CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N] "

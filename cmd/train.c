@@ -72,6 +72,9 @@ typedef struct {
                            * run resumed from; -1 if neither */
     int lock_fd;          /* out_dir/.txl.lock, flock'ed for the whole run (rank 0); -1 */
     double t_start;
+    /* the plan's sizes, in floats: of the model (w, and alike g, m, v) and of the activation
+     * arena; the parameter count. Set by plan_model, or by dry_plan without allocating. */
+    size_t par_floats, act_floats, n_weights;
 } trainer;
 
 static void trainer_free(trainer *t)
@@ -432,8 +435,9 @@ static int data_tokens_differ(const txl_config *ck, const txl_config *now, char 
     return 1;
 }
 
-/* Restores everything --resume needs from `last`; the model config must be identical. */
-static int load_resume(trainer *t, const char *path, txl_err *e)
+/* Restores everything --resume needs from `last`; the model config must be identical. dry
+ * (--dry-run, no model allocated): the checks and the state, no tensors. */
+static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
 {
     st_file f;
     if (st_read(&f, path, e))
@@ -462,11 +466,11 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
             rc = err_set(e, ERR_INPUT, "--resume %s: the train split has %zu tokens, the "
                          "checkpoint was trained on %zu (different corpus or split?)", path,
                          t->train_ts.n, st.train_tokens);
-        else if (st.params != t->mdl.n_weights)
+        else if (st.params != t->n_weights)
             rc = err_set(e, ERR_INPUT, "%s: metadata 'params' is %zu, but the model of its "
-                         "config has %zu parameters", path, st.params, t->mdl.n_weights);
+                         "config has %zu parameters", path, st.params, t->n_weights);
     }
-    if (rc == 0 && (ckpt_load_weights(&t->mdl, &f, e) ||
+    if (rc == 0 && !dry && (ckpt_load_weights(&t->mdl, &f, e) ||
                     ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
                     ckpt_load_mem(&f, &t->mem, (size_t)t->b0, t->cfg.train.batch_size, e)))
         rc = -1;
@@ -481,7 +485,9 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
     return rc;
 }
 
-static int load_init_from(trainer *t, const char *path, txl_err *e)
+/* --init-from: the checkpoint's weights, whose shapes the config must have; dry
+ * (--dry-run): the checks only (the checkpoint is read whole and validated). */
+static int load_init_from(trainer *t, const char *path, int dry, txl_err *e)
 {
     st_file f;
     txl_config ck;
@@ -503,7 +509,7 @@ static int load_init_from(trainer *t, const char *path, txl_err *e)
     else if (cfg_diff_model(&a, &b, diff, sizeof diff) > 0)
         rc = err_set(e, ERR_INPUT, "--init-from %s: parameter shapes differ from the config "
                      "(checkpoint vs config): %s", path, diff);
-    else
+    else if (!dry)
         rc = ckpt_load_weights(&t->mdl, &f, e);
     model_free(&src);
     st_free(&f);
@@ -515,16 +521,16 @@ static int load_init_from(trainer *t, const char *path, txl_err *e)
 static double plan_mib(const trainer *t)
 {
     const model_config *m = &t->cfg.model;
-    size_t act = t->A.arena_floats * 4, par = t->mdl.n_floats * 4;
+    size_t act = t->act_floats * 4, par = t->par_floats * 4;
     size_t mem = (size_t)m->n_layer * t->Bl * m->mem_len * m->d_model * 4;
     return (4.0 * par + act + mem) / 1048576.0 + 20;
 }
 
-static void print_plan(trainer *t)
+static void print_plan(const trainer *t)
 {
     const txl_config *c = &t->cfg;
     const model_config *m = &c->model;
-    size_t act = t->A.arena_floats * 4, par = t->mdl.n_floats * 4;
+    size_t act = t->act_floats * 4, par = t->par_floats * 4;
     size_t mem = (size_t)m->n_layer * t->Bl * m->mem_len * m->d_model * 4;
     fprintf(stderr,
             "txl train: %s, %d layers, d_model %d, %d heads x %d, d_inner %d, %.2fM params\n"
@@ -534,7 +540,7 @@ static void print_plan(trainer *t)
             "  data: train %zu bytes (%s), valid %zu, test %zu; OpenBLAS core %s\n"
             "  out_dir %s\n",
             pos_scheme_name(m->pos), m->n_layer, m->d_model, m->n_head, m->d_head,
-            m->d_inner, t->mdl.n_weights / 1e6, c->train.batch_size * m->tgt_len,
+            m->d_inner, t->n_weights / 1e6, c->train.batch_size * m->tgt_len,
             c->train.batch_size, m->tgt_len, m->mem_len, m->pre_lnorm ? "yes" : "no",
             m->dropout, 4.0 * par / 1048576.0, act / 1048576.0, mem / 1048576.0,
             plan_mib(t), t->train_s.n, t->train_s.path,
@@ -994,13 +1000,19 @@ static int holds_run(const trainer *t, txl_err *e)
 /* The run directory: one that holds another run is refused (unless --resume or --force);
  * rank 0 creates it, checks that it is writable, locks it for this run and removes the
  * temp files of a killed run; everyone learns whether it worked. */
-static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
+static void set_paths(trainer *t)
 {
     const char *dir = t->cfg.train.out_dir;
     const char *ext = t->cfg.train.ckpt_gzip ? ".safetensors.gz" : ".safetensors";
     snprintf(t->last_path, sizeof t->last_path, "%s/last%s", dir, ext);
     snprintf(t->best_path, sizeof t->best_path, "%s/best%s", dir, ext);
     snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", dir);
+}
+
+static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
+{
+    const char *dir = t->cfg.train.out_dir;
+    set_paths(t);
     if (!resume && !force && holds_run(t, e)) /* before creating anything */
         return -1;
     int rc = dist_is_root() ? make_dirs(dir, e) || lock_out_dir(t, e) : 0;
@@ -1018,6 +1030,18 @@ static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
     return 0;
 }
 
+/* Threads: all cores of this machine, shared by its ranks, unless train.threads says. */
+static void set_threads(trainer *t)
+{
+    const dist_t *dd = dist_self();
+    int threads = t->cfg.train.threads;
+    if (threads <= 0 && dd->local_size > 1) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores / dd->local_size > 0 ? (int)(cores / dd->local_size) : 1;
+    }
+    t->threads = cli_threads(threads);
+}
+
 /* Threads, then everything a step touches, planned before step 1: the model and its
  * gradients, activations, memory, Adam moments, batch buffers; the initial weights. */
 static int plan_model(trainer *t, txl_err *e)
@@ -1025,13 +1049,7 @@ static int plan_model(trainer *t, txl_err *e)
     const txl_config *c = &t->cfg;
     const dist_t *dd = dist_self();
     int M = c->model.mem_len, Lq = c->model.tgt_len, B = c->train.batch_size;
-    /* threads: all cores of this machine, shared by its ranks, unless train.threads says */
-    int threads = c->train.threads;
-    if (threads <= 0 && dd->local_size > 1) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores / dd->local_size > 0 ? (int)(cores / dd->local_size) : 1;
-    }
-    t->threads = cli_threads(threads);
+    set_threads(t);
     if (model_init(&t->mdl, &c->model, e) || model_alloc_grads(&t->mdl, e) ||
         acts_init(&t->A, &c->model, t->Bl, Lq, M, 1, e) ||
         mem_init(&t->mem, &c->model, t->Bl, M, e) ||
@@ -1047,24 +1065,40 @@ static int plan_model(trainer *t, txl_err *e)
     if (!t->adam_m || !t->adam_v || !t->x || !t->y || (coords && !t->co))
         return err_set(e, ERR_RUNTIME, "out of memory");
     model_init_weights(&t->mdl, c->train.seed);
+    t->par_floats = t->mdl.n_floats;
+    t->act_floats = t->A.arena_floats;
+    t->n_weights = t->mdl.n_weights;
     t->st.train_tokens = t->train_ts.n;
     t->st.seed = c->train.seed;
     t->st.params = t->mdl.n_weights;
     return 0;
 }
 
+/* --dry-run: plan_model's sizes without allocating the model or the activations. */
+static int dry_plan(trainer *t, txl_err *e)
+{
+    const model_config *m = &t->cfg.model;
+    set_threads(t); /* the attention scratch is per thread */
+    if (model_size(m, &t->par_floats, &t->n_weights, e) ||
+        acts_plan_floats(m, t->Bl, m->tgt_len, m->mem_len, 1, &t->act_floats, e))
+        return -1;
+    t->st.train_tokens = t->train_ts.n;
+    t->st.params = t->n_weights;
+    return 0;
+}
+
 /* --resume or --init-from; the run must still have steps to go. */
 static int restore_run(trainer *t, const char *resume, const char *init_from,
-                       const char *origin, txl_err *e)
+                       const char *origin, int dry, txl_err *e)
 {
     struct stat a, b;
     t->last_step = -1;
-    if (resume && load_resume(t, resume, e))
+    if (resume && load_resume(t, resume, dry, e))
         return -1;
     if (resume && stat(resume, &a) == 0 && stat(t->last_path, &b) == 0 &&
         a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         t->last_step = t->st.step; /* resumed from this out_dir's last */
-    if (init_from && load_init_from(t, init_from, e))
+    if (init_from && load_init_from(t, init_from, dry, e))
         return -1;
     if (t->st.step >= t->cfg.train.max_steps)
         return err_set(e, ERR_INPUT, "%s: the run is already at step %ld >= train.max_steps "
@@ -1098,7 +1132,7 @@ static void log_start(trainer *t, int resume)
     cJSON_AddStringToObject(o, "event", "start");
     cJSON_AddNumberToObject(o, "step", (double)t->st.step);
     cJSON_AddBoolToObject(o, "resume", resume);
-    cJSON_AddNumberToObject(o, "params", (double)t->mdl.n_weights);
+    cJSON_AddNumberToObject(o, "params", (double)t->n_weights);
     cJSON_AddStringToObject(o, "blas_core", cli_blas_core());
     cJSON_AddNumberToObject(o, "train_tokens", (double)t->train_s.n);
     cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_s.n);
@@ -1138,6 +1172,69 @@ static int start_run(trainer *t, int resume, txl_err *e)
     return 0;
 }
 
+/* --dry-run's result: the plan as one JSON object on stdout (rank 0). */
+static void print_dry_run(const trainer *t, const char *cfg_path, const char *resume,
+                          const char *init_from)
+{
+    const model_config *m = &t->cfg.model;
+    const train_config *tc = &t->cfg.train;
+    size_t per_epoch = batcher_segments(&t->bt);
+    long steps = tc->max_steps - t->st.step;
+    if (t->run_steps > 0 && t->run_steps < steps)
+        steps = t->run_steps;
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !dist_is_root()) {
+        cJSON_Delete(o);
+        return;
+    }
+    cJSON_AddItemToObject(o, "config", cfg_path ? cJSON_CreateString(cfg_path) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "resume", resume ? cJSON_CreateString(resume) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "init_from",
+                          init_from ? cJSON_CreateString(init_from) : cJSON_CreateNull());
+    cJSON_AddStringToObject(o, "out_dir", tc->out_dir);
+    cJSON_AddStringToObject(o, "pos_scheme", pos_scheme_name(m->pos));
+    cJSON_AddNumberToObject(o, "params", (double)t->n_weights);
+    cJSON_AddNumberToObject(o, "estimate_mib", round(plan_mib(t)));
+    add_num(o, "params_grads_adam_mib", "%.1f", 4.0 * t->par_floats * 4 / 1048576.0);
+    add_num(o, "activations_mib", "%.1f", t->act_floats * 4 / 1048576.0);
+    cJSON_AddNumberToObject(o, "tokens_per_step", (double)tc->batch_size * m->tgt_len);
+    cJSON_AddNumberToObject(o, "train_tokens", (double)t->train_ts.n);
+    cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_ts.n);
+    cJSON_AddNumberToObject(o, "train_bytes", (double)t->train_s.n);
+    cJSON_AddNumberToObject(o, "valid_bytes", (double)t->valid_s.n);
+    cJSON_AddNumberToObject(o, "test_bytes", (double)t->test_s.n);
+    cJSON_AddNumberToObject(o, "steps_per_epoch", (double)per_epoch);
+    cJSON_AddNumberToObject(o, "start_step", (double)t->st.step);
+    cJSON_AddNumberToObject(o, "max_steps", (double)tc->max_steps);
+    cJSON_AddNumberToObject(o, "steps", (double)steps);
+    add_num(o, "epochs", "%.4f", per_epoch ? (double)tc->max_steps / per_epoch : 0);
+    cJSON_AddNumberToObject(o, "threads", t->threads);
+    cJSON_AddNumberToObject(o, "ranks", dist_self()->size);
+    char *text = cJSON_PrintUnformatted(o);
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+}
+
+/* --dry-run: everything a run checks before it writes (the config, the data, out_dir not
+ * holding another run, the model's plan, a --resume or --init-from checkpoint), the plan on
+ * stderr and as JSON on stdout; out_dir is neither created nor touched, and neither the
+ * model nor the activations are allocated. */
+static int dry_run(trainer *t, const char *cfg_path, const char *resume, const char *init_from,
+                   int force, txl_err *e)
+{
+    const char *origin = cfg_path ? cfg_path : resume;
+    set_paths(t);
+    if (plan_data(t, origin, e) || (!resume && !force && holds_run(t, e)) || dry_plan(t, e) ||
+        restore_run(t, resume, init_from, origin, 1, e))
+        return -1;
+    if (!t->quiet && dist_is_root())
+        print_plan(t);
+    print_dry_run(t, cfg_path, resume, init_from);
+    return 0;
+}
+
 /* SIGINT, SIGTERM and SIGHUP (a closed terminal) finish the step, write last and end the
  * run with 128 + the signal (train_loop). */
 static void catch_signals(void)
@@ -1154,7 +1251,7 @@ typedef struct {
     const char *config, *resume, *init_from;
     cli_strs set;
     long steps;
-    int print_config, force, quiet;
+    int print_config, dry_run, force, quiet;
 } train_args;
 
 #define O(f) offsetof(train_args, f)
@@ -1181,6 +1278,10 @@ static const cli_opt train_options[] = {
              "train.max_steps): for time-sliced jobs"},
     {.name = "--print-config", .type = CLI_SWITCH, .off = O(print_config),
      .help = "print the resolved config as YAML and exit"},
+    {.name = "--dry-run", .type = CLI_SWITCH, .off = O(dry_run),
+     .help = "check the config, the data, out_dir and any --resume/--init-from checkpoint, "
+             "print the plan (parameters, memory estimate, tokens, steps per epoch) on stderr "
+             "and as JSON on stdout, and exit without writing anything"},
     {.name = "--force", .type = CLI_SWITCH, .off = O(force),
      .help = "start a new run in an out_dir that already holds one"},
     {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
@@ -1240,8 +1341,15 @@ int cmd_train(int argc, char **argv)
         free(t);
         return 0;
     }
+    if (a.dry_run) {
+        if (dry_run(t, cfg_path, resume, init_from, force, &e))
+            goto fail;
+        trainer_free(t);
+        free(t);
+        return 0;
+    }
     if (plan_data(t, origin, &e) || prepare_out_dir(t, resume != NULL, force, &e) ||
-        plan_model(t, &e) || restore_run(t, resume, init_from, origin, &e) ||
+        plan_model(t, &e) || restore_run(t, resume, init_from, origin, 0, &e) ||
         start_run(t, resume != NULL, &e))
         goto fail;
     catch_signals();
