@@ -55,6 +55,8 @@ enum {
                             * one counts) */
     CLI_NEGATE = 1u << 2,  /* CLI_SWITCH: stores 0 (--no-logx) */
     CLI_CFG_KEY = 1u << 3, /* the value is key.path=value: completion offers config keys */
+    CLI_CONFIG = 1u << 4,  /* CLI_FILE: a config, looked up by cli_config_path; completion
+                            * also offers the installed configs' names */
 };
 
 #define CLI_MAX_REPEAT 64
@@ -153,6 +155,24 @@ int cli_u64(const char *flag, const char *s, unsigned long long *out, txl_err *e
 /* "1,2,4,8" -> up to cap integers in [min, max]; malformed -> error naming the flag. */
 int cli_int_list(const char *flag, const char *s, int min, int max, int *out, int cap,
                  int *n, txl_err *e);
+
+/* ---- Configs ---------------------------------------------------------------------------
+ * A config argument that names a file by a bare name (no '/': `-c tiny.yaml`, `-c tiny`) is
+ * looked up in the working directory first, then in the installed configs: the directory
+ * next to the binary (its ../share/txl/configs) and make install's PREFIX/share/txl/configs
+ * (TXL_CONFIG_DIR, compiled in). A name without .yaml or .yml also matches NAME.yaml. */
+#define CLI_CONFIG_DIRS 2
+/* The installed configs directories that exist, without repeats (resolved paths): fills
+ * dirs[0 .. n-1], each of cap bytes, and returns n (0 .. CLI_CONFIG_DIRS). */
+int cli_config_dirs(char dirs[][CFG_PATH_MAX]);
+/* Calls visit with the name of every *.yaml and *.yml file of dir; returns how many. */
+int cli_config_list(const char *dir, void (*visit)(const char *name, void *ctx), void *ctx);
+/* The file a config argument names, into buf (cap >= CFG_PATH_MAX): a path with a '/' as
+ * given; a bare name as above. When it comes from an installed directory, `cmd` says on
+ * stderr which file it took (unless quiet). ERR_INPUT, naming where it looked and the
+ * installed configs, when a bare name is found nowhere. */
+int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size_t cap,
+                    txl_err *e);
 
 /* The checkpoint's tensors agree in size with the model config taken from its metadata
  * (word_emb.weight's shape, the last layer present, enough weight bytes, no more Adam

@@ -20,7 +20,8 @@ static const cli_opt info_options[] = {
     {.name = "--json", .type = CLI_SWITCH, .off = O(json),
      .help = "one JSON object on stdout (the config under \"config\")"},
     {.name = "--system", .type = CLI_SWITCH, .off = O(system),
-     .help = "the txl version, OpenBLAS core and build, and the number of cores"},
+     .help = "the txl version, OpenBLAS core and build, the number of cores, and where the "
+             "installed configs are"},
 };
 #undef O
 
@@ -69,14 +70,38 @@ static int info_system(int json)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const char *cfg = openblas_get_config();
     const char *env = getenv("OPENBLAS_CORETYPE");
-    if (json)
-        printf("{\"version\":\"%s\",\"blas_core\":\"%s\",\"blas_config\":\"%s\",\"cores\":%ld,"
-               "\"openblas_coretype_env\":\"%s\"}\n", TXL_VERSION, cli_blas_core(),
-               cfg ? cfg : "", cores, env ? env : "");
-    else
-        printf("txl %s\nOpenBLAS core: %s\nOpenBLAS build: %s\ncores: %ld\n"
-               "OPENBLAS_CORETYPE: %s\n", TXL_VERSION, cli_blas_core(), cfg ? cfg : "?", cores,
-               env ? env : "(unset)");
+    char dirs[CLI_CONFIG_DIRS][CFG_PATH_MAX];
+    int nd = cli_config_dirs(dirs);
+    if (json) {
+        cJSON *o = cJSON_CreateObject(), *d = cJSON_CreateArray();
+        if (!o || !d) {
+            cJSON_Delete(o);
+            cJSON_Delete(d);
+            fprintf(stderr, "txl info: out of memory\n");
+            return 1;
+        }
+        cJSON_AddStringToObject(o, "version", TXL_VERSION);
+        cJSON_AddStringToObject(o, "blas_core", cli_blas_core());
+        cJSON_AddStringToObject(o, "blas_config", cfg ? cfg : "");
+        cJSON_AddNumberToObject(o, "cores", (double)cores);
+        cJSON_AddStringToObject(o, "openblas_coretype_env", env ? env : "");
+        for (int i = 0; i < nd; i++)
+            cJSON_AddItemToArray(d, cJSON_CreateString(dirs[i]));
+        cJSON_AddItemToObject(o, "configs", d);
+        char *s = cJSON_PrintUnformatted(o);
+        if (s)
+            printf("%s\n", s);
+        free(s);
+        cJSON_Delete(o);
+        return 0;
+    }
+    printf("txl %s\nOpenBLAS core: %s\nOpenBLAS build: %s\ncores: %ld\n"
+           "OPENBLAS_CORETYPE: %s\n", TXL_VERSION, cli_blas_core(), cfg ? cfg : "?", cores,
+           env ? env : "(unset)");
+    for (int i = 0; i < nd; i++)
+        printf("configs: %s\n", dirs[i]);
+    if (nd == 0)
+        printf("configs: none installed\n");
     return 0;
 }
 

@@ -1257,9 +1257,10 @@ typedef struct {
 #define O(f) offsetof(train_args, f)
 static const cli_opt train_options[] = {
     {.short_name = "-c", .name = "--config", .type = CLI_FILE, .off = O(config),
-     .flags = CLI_ONCE, .metavar = "FILE", .glob = "*.@(yaml|yml)",
+     .flags = CLI_ONCE | CLI_CONFIG, .metavar = "FILE", .glob = "*.@(yaml|yml)",
      .help = "YAML config (every key: man txl; examples in configs/); a lone FILE.yaml "
-             "argument works too"},
+             "argument works too. A bare name (tiny.yaml, tiny) not in the working directory "
+             "is taken from the installed configs"},
     {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT | CLI_CFG_KEY,
      .cap = MAX_SETS, .metavar = "KEY=VALUE", .needs = "key.path=value",
      .help = "override one key, e.g. --set model.d_model=512 (repeatable)"},
@@ -1317,6 +1318,11 @@ int cmd_train(int argc, char **argv)
     txl_err e = {0};
     if (!cfg_path && !resume)
         return cli_usage("train", "missing -c CONFIG.yaml");
+    char cfg_buf[CFG_PATH_MAX]; /* a bare name: from here or the installed configs */
+    if (cfg_path && cli_config_path(cfg_path, "train", quiet, cfg_buf, sizeof cfg_buf, &e))
+        return cli_fail("train", &e);
+    if (cfg_path)
+        cfg_path = cfg_buf;
     char resume_path[CFG_PATH_MAX]; /* --resume RUN_DIR: its last checkpoint */
     if (resume && cli_ckpt_path(resume, 1, "train", quiet, resume_path, sizeof resume_path, &e))
         return cli_fail("train", &e);
