@@ -75,6 +75,9 @@ void txl_usage(FILE *f)
             fputs("  ", f);
             cli_print_synopsis(f, &txl_commands[i], 2, w);
         }
+    fputs("\nexamples (a first run, in a clone of the repository, where txl is ./txl):\n"
+          "  txl train -c configs/tiny.yaml --set data.train=tests/data/tinyshakespeare.txt.gz\n"
+          "  txl sample runs/tiny --prompt 'ROMEO:' -n 200 --echo\n", f);
     fputs("\n'txl help COMMAND' or 'txl COMMAND --help' shows every option; 'txl --version'; "
           "man txl.\n"
           "Results go to stdout, progress and messages to stderr.\n"

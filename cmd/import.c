@@ -47,7 +47,8 @@ const cli_spec import_spec = {
              "problems are listed by name (exit 2) and nothing is written. OUT holds the "
              "weights, the resolved config and step 0; it is gzip'd when its name ends in .gz, "
              "and written atomically.",
-    .example = "example: txl import weights.safetensors -c model.yaml -o imported.safetensors.gz",
+    .example = "example: txl import tiny.safetensors -c runs/tiny/config.yaml "
+               "-o imported.safetensors.gz",
     .pos_max = 1,
     .pos_extra = "unexpected argument '%s' (one weights file at a time)",
     .pos_glob = "*.@(safetensors|safetensors.gz)",

@@ -960,12 +960,45 @@ static int load_config(trainer *t, const char *cfg_path, const char *resume,
     return cfg_validate(&t->cfg, cfg_path ? cfg_path : resume, e);
 }
 
+/* A corpus file of data.* that does not exist: the message says how to give one (and, in a
+ * source tree, that configs/tiny.yaml's data/kjv.txt comes from `make demo`). Returns -1. */
+static int missing_corpus_hint(const trainer *t, txl_err *e)
+{
+    const data_config *d = &t->cfg.data;
+    const char *key[3] = {"train", "valid", "test"}, *path[3] = {d->train, d->valid, d->test};
+    struct stat sb;
+    size_t n = strlen(e->msg);
+    for (int i = 0; i < 3; i++) {
+        if (!path[i][0] || strcmp(path[i], "-") == 0 || stat(path[i], &sb) == 0 ||
+            errno != ENOENT)
+            continue;
+        size_t len = strlen(path[i]);
+        int kjv = len >= 7 && strcmp(path[i] + len - 7, "kjv.txt") == 0 &&
+                  access("scripts/demo.sh", R_OK) == 0; /* a source tree: make demo */
+        const char *shipped = "tests/data/tinyshakespeare.txt.gz"; /* in a source tree */
+        if (i > 0)
+            snprintf(e->msg + n, sizeof e->msg - n, "; --set data.%s=FILE names another file, "
+                     "or --set data.%s= cuts the split from data.train (data.split)", key[i],
+                     key[i]);
+        else
+            snprintf(e->msg + n, sizeof e->msg - n, "; %s--set data.train=FILE trains on "
+                     "another file%s%s%s",
+                     kjv ? "`make demo` creates data/kjv.txt (the King James Bible), or " : "",
+                     access(shipped, R_OK) == 0 ? " (such as " : "",
+                     access(shipped, R_OK) == 0 ? shipped : "",
+                     access(shipped, R_OK) == 0 ? ")" : "");
+        break;
+    }
+    return -1;
+}
+
 /* The data: the train/valid/test spans, the train batcher, and this rank's streams. */
 static int plan_data(trainer *t, const char *origin, txl_err *e)
 {
     int B = t->cfg.train.batch_size, Lq = t->cfg.model.tgt_len;
-    if (open_data(t, e) ||
-        batcher_init(&t->bt, &t->train_ts, B, Lq, 0, (size_t)Lq + 1, "train", e))
+    if (open_data(t, e))
+        return missing_corpus_hint(t, e);
+    if (batcher_init(&t->bt, &t->train_ts, B, Lq, 0, (size_t)Lq + 1, "train", e))
         return -1;
     const dist_t *dd = dist_self();
     if (B % dd->size != 0)
@@ -1297,7 +1330,11 @@ const cli_spec train_spec = {
              "config.yaml, log.jsonl, last.safetensors.gz (with optimiser state and memory), "
              "best.safetensors.gz and, at the end, summary.json (the result line of stdout).",
     .notes = "SIGINT/SIGTERM/SIGHUP finish the current step, write last, and exit 130/143/129.",
-    .example = "example: txl train -c configs/tiny.yaml --set train.max_steps=500",
+    .example = "examples: txl train -c configs/tiny_rope.yaml "
+               "--set data.train=tests/data/tinyshakespeare.txt.gz --set train.max_steps=500\n"
+               "          txl train --resume runs/tiny --set train.max_steps=3000\n"
+               "          txl train -c configs/enwik8_base.yaml "
+               "--set data.train=tests/data/tinyshakespeare.txt.gz --dry-run",
     .pos_max = 0,
     .pos_extra = "unknown option '%s'",
     .pos_as = "--config", /* `txl train CONFIG.yaml` */
