@@ -53,6 +53,20 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The installed configs directory (make install's PREFIX) is compiled into cmd/cli.c, which
+# looks bare config names up there: a header rewritten only when PREFIX changes, so
+# `make install PREFIX=...` rebuilds txl for its prefix and other makes rebuild nothing.
+PREFIX  ?= /usr/local
+CONFIGDIR = $(PREFIX)/share/txl/configs
+$(BUILD)/txl_paths.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define TXL_CONFIG_DIR "%s"\n' '$(CONFIGDIR)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+$(BUILD)/cmd/cli.o: $(BUILD)/txl_paths.h
+$(BUILD)/cmd/cli.o: override CFLAGS += -DTXL_PATHS='"$(abspath $(BUILD)/txl_paths.h)"'
+.PHONY: FORCE
+FORCE:
+
 $(BUILD)/tests/%: tests/%.c $(LIBOBJ) $(BUILD)/tests/testlib.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(BUILD)/tests/testlib.o $(LDLIBS)
@@ -148,7 +162,8 @@ clean:
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the man page (doc/txl.1), the
 # ready configs and the bash completion (contrib/txl.bash). `make uninstall` removes them.
-PREFIX  ?= /usr/local
+# txl finds the configs by bare name (txl train -c tiny.yaml) in $(CONFIGDIR), or in
+# ../share/txl/configs of the binary's directory (a DESTDIR or a moved tree).
 DESTDIR ?=
 INSTDIR  = $(DESTDIR)$(PREFIX)
 .PHONY: install uninstall

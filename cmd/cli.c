@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -16,6 +17,14 @@
 #include "../common/dist.h"
 #include "../common/par.h"
 #include "../io/checkpoint.h"
+
+/* TXL_PATHS: the header the Makefile writes with TXL_CONFIG_DIR for its PREFIX */
+#ifdef TXL_PATHS
+#include TXL_PATHS
+#endif
+#ifndef TXL_CONFIG_DIR
+#define TXL_CONFIG_DIR "/usr/local/share/txl/configs"
+#endif
 
 /* OpenBLAS extensions (declared here: cblas.h of some versions lacks them). */
 char *openblas_get_corename(void);
@@ -460,6 +469,125 @@ void cli_print_help(FILE *f, const cli_cmd *cmd)
         fprintf(f, "\n%s\n", sp->example);
 }
 
+/* ---- Configs --------------------------------------------------------------------------- */
+
+static int is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+int cli_config_dirs(char dirs[][CFG_PATH_MAX])
+{
+    char cand[CLI_CONFIG_DIRS][PATH_MAX + 32], exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    int k = 0, out = 0;
+    if (n > 0) { /* PREFIX/bin/txl -> PREFIX/share/txl/configs */
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(cand[k++], sizeof cand[0], "%s/../share/txl/configs", exe);
+        }
+    }
+    snprintf(cand[k++], sizeof cand[0], "%s", TXL_CONFIG_DIR);
+    for (int i = 0; i < k; i++) {
+        char real[PATH_MAX];
+        if (!is_dir(cand[i]) || !realpath(cand[i], real) || strlen(real) >= CFG_PATH_MAX)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < out; j++)
+            seen |= strcmp(dirs[j], real) == 0;
+        if (!seen)
+            snprintf(dirs[out++], CFG_PATH_MAX, "%s", real);
+    }
+    return out;
+}
+
+int cli_config_list(const char *dir, void (*visit)(const char *name, void *ctx), void *ctx)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] != '.' && ((len > 5 && strcmp(de->d_name + len - 5, ".yaml") == 0) ||
+                                     (len > 4 && strcmp(de->d_name + len - 4, ".yml") == 0))) {
+            visit(de->d_name, ctx);
+            n++;
+        }
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+typedef struct {
+    char *buf;
+    size_t cap, len;
+} names_buf;
+
+static void add_name(const char *name, void *ctx)
+{
+    names_buf *b = ctx;
+    if (b->len < b->cap)
+        b->len += (size_t)snprintf(b->buf + b->len, b->cap - b->len, "%s%s",
+                                   b->len ? ", " : "", name);
+}
+
+/* "tiny.yaml, tiny_mlp.yaml, ..." (directory order), or "none" */
+static void names_text(const char *dir, char *buf, size_t cap)
+{
+    names_buf b = {buf, cap, 0};
+    buf[0] = 0;
+    if (cli_config_list(dir, add_name, &b) == 0)
+        snprintf(buf, cap, "none");
+}
+
+/* dir/name (dir NULL: name), else dir/name.yaml when name has no YAML suffix: the first that
+ * is a file, into buf. 1 if found. */
+static int find_config(const char *dir, const char *name, char *buf, size_t cap)
+{
+    size_t n = strlen(name);
+    int yaml = (n > 5 && strcmp(name + n - 5, ".yaml") == 0) ||
+               (n > 4 && strcmp(name + n - 4, ".yml") == 0);
+    for (int ext = 0; ext < (yaml ? 1 : 2); ext++) {
+        struct stat sb;
+        if ((size_t)snprintf(buf, cap, "%s%s%s%s", dir ? dir : "", dir ? "/" : "", name,
+                             ext ? ".yaml" : "") < cap &&
+            stat(buf, &sb) == 0 && !S_ISDIR(sb.st_mode))
+            return 1;
+    }
+    return 0;
+}
+
+int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size_t cap,
+                    txl_err *e)
+{
+    char dirs[CLI_CONFIG_DIRS][CFG_PATH_MAX];
+    if (strchr(arg, '/') || !*arg) { /* a path: cfg_load_yaml names what is wrong with it */
+        if ((size_t)snprintf(buf, cap, "%s", arg) >= cap)
+            return err_set(e, ERR_INPUT, "%s: path too long", arg);
+        return 0;
+    }
+    if (find_config(NULL, arg, buf, cap))
+        return 0;
+    int n = cli_config_dirs(dirs);
+    for (int i = 0; i < n; i++)
+        if (find_config(dirs[i], arg, buf, cap)) {
+            if (!quiet && dist_is_root())
+                fprintf(stderr, "txl %s: using the installed config %s\n", cmd, buf);
+            return 0;
+        }
+    if (n == 0)
+        return err_set(e, ERR_INPUT, "%s: no such config in the working directory, and no "
+                       "installed configs (none in %s)", arg, TXL_CONFIG_DIR);
+    char names[400];
+    names_text(dirs[0], names, sizeof names);
+    return err_set(e, ERR_INPUT, "%s: no such config in the working directory or in %s%s%s "
+                   "(installed: %s)", arg, dirs[0], n > 1 ? " or " : "", n > 1 ? dirs[1] : "",
+                   names);
+}
+
 /* Before the model is built: the config in the metadata must agree with the tensors in
  * size, so a damaged config cannot make txl allocate a model far larger than the file
  * (doc/design.md, "Checkpoints": validate everything before touching the model). word_emb.weight
@@ -605,6 +733,28 @@ const char *cli_blas_core(void)
     else
         snprintf(buf, sizeof buf, "%s", c ? c : "unknown");
     return buf;
+}
+
+static const char **kept_argv;
+static int kept_argc;
+
+void cli_keep_cmdline(int argc, char **argv)
+{
+    free(kept_argv);
+    kept_argc = 0;
+    kept_argv = malloc(((size_t)argc + 1) * sizeof *kept_argv);
+    if (!kept_argv)
+        return; /* the log then lacks the command line; nothing else needs it */
+    for (int i = 0; i < argc; i++)
+        kept_argv[i] = argv[i];
+    kept_argv[argc] = NULL;
+    kept_argc = argc;
+}
+
+int cli_cmdline(const char *const **argv)
+{
+    *argv = kept_argv;
+    return kept_argc;
 }
 
 int cli_isatty_stderr(void) { return isatty(2); }

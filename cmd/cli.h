@@ -55,6 +55,8 @@ enum {
                             * one counts) */
     CLI_NEGATE = 1u << 2,  /* CLI_SWITCH: stores 0 (--no-logx) */
     CLI_CFG_KEY = 1u << 3, /* the value is key.path=value: completion offers config keys */
+    CLI_CONFIG = 1u << 4,  /* CLI_FILE: a config, looked up by cli_config_path; completion
+                            * also offers the installed configs' names */
 };
 
 #define CLI_MAX_REPEAT 64
@@ -154,6 +156,24 @@ int cli_u64(const char *flag, const char *s, unsigned long long *out, txl_err *e
 int cli_int_list(const char *flag, const char *s, int min, int max, int *out, int cap,
                  int *n, txl_err *e);
 
+/* ---- Configs ---------------------------------------------------------------------------
+ * A config argument that names a file by a bare name (no '/': `-c tiny.yaml`, `-c tiny`) is
+ * looked up in the working directory first, then in the installed configs: the directory
+ * next to the binary (its ../share/txl/configs) and make install's PREFIX/share/txl/configs
+ * (TXL_CONFIG_DIR, compiled in). A name without .yaml or .yml also matches NAME.yaml. */
+#define CLI_CONFIG_DIRS 2
+/* The installed configs directories that exist, without repeats (resolved paths): fills
+ * dirs[0 .. n-1], each of cap bytes, and returns n (0 .. CLI_CONFIG_DIRS). */
+int cli_config_dirs(char dirs[][CFG_PATH_MAX]);
+/* Calls visit with the name of every *.yaml and *.yml file of dir; returns how many. */
+int cli_config_list(const char *dir, void (*visit)(const char *name, void *ctx), void *ctx);
+/* The file a config argument names, into buf (cap >= CFG_PATH_MAX): a path with a '/' as
+ * given; a bare name as above. When it comes from an installed directory, `cmd` says on
+ * stderr which file it took (unless quiet). ERR_INPUT, naming where it looked and the
+ * installed configs, when a bare name is found nowhere. */
+int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size_t cap,
+                    txl_err *e);
+
 /* The checkpoint's tensors agree in size with the model config taken from its metadata
  * (word_emb.weight's shape, the last layer present, enough weight bytes, no more Adam
  * moments and memory tensors than the config has): call it before
@@ -194,6 +214,12 @@ units_config cli_units(const txl_config *cfg);
 int cli_threads(int n);
 /* The OpenBLAS core in use ("Cooperlake", "Haswell", ...). */
 const char *cli_blas_core(void);
+
+/* The command line as main received it (argv[0] first): main keeps a copy before a command
+ * parses (cli_parse reorders the pointers), for the training log's start event. */
+void cli_keep_cmdline(int argc, char **argv);
+/* The kept arguments (*argv, NULL-terminated) and their count; 0 when none were kept. */
+int cli_cmdline(const char *const **argv);
 
 int cli_isatty_stderr(void);
 /* Seconds since an arbitrary fixed point (monotonic). */

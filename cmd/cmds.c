@@ -8,7 +8,7 @@
 const cli_cmd txl_commands[] = {
     {"train", cmd_train, "train a model from a YAML config (or resume a run)",
      "-c CONFIG.yaml [--set key.path=value ...] [--resume CKPT|RUN_DIR | --init-from CKPT] "
-     "[--steps N] [--print-config] [--force] [-q]",
+     "[--steps N] [--print-config] [--dry-run] [--force] [-q]",
      &train_spec, 0},
     {"eval", cmd_eval, "evaluate a checkpoint (bits per byte, perplexity, length sweeps)",
      "CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N] "
@@ -75,6 +75,9 @@ void txl_usage(FILE *f)
             fputs("  ", f);
             cli_print_synopsis(f, &txl_commands[i], 2, w);
         }
+    fputs("\nexamples (a first run, in a clone of the repository, where txl is ./txl):\n"
+          "  txl train -c configs/tiny.yaml --set data.train=tests/data/tinyshakespeare.txt.gz\n"
+          "  txl sample runs/tiny --prompt 'ROMEO:' -n 200 --echo\n", f);
     fputs("\n'txl help COMMAND' or 'txl COMMAND --help' shows every option; 'txl --version'; "
           "man txl.\n"
           "Results go to stdout, progress and messages to stderr.\n"

@@ -10,6 +10,8 @@
  *                                 @prefix P    (e.g. "--config=", "data.train=")
  *                                 @dirs        directory names only
  *                                 @nospace     no space after the word ("model.n_layer=")
+ *                               A config (-c) also gets the names of the installed configs
+ *                               (cli_config_dirs), which txl finds by bare name.
  *   txl __complete --commands   the commands, one per line
  *   txl __complete --options CMD  one line per option of CMD: its names ("-c --config")
  */
@@ -50,6 +52,29 @@ static void offer_list(const char *prefix, const char *list, const char *cur)
     }
 }
 
+typedef struct {
+    const char *prefix, *cur;
+} config_ctx;
+
+static void offer_config_name(const char *name, void *ctx)
+{
+    const config_ctx *c = ctx;
+    offer(c->prefix, name, c->cur);
+}
+
+/* A config (CLI_CONFIG): besides the files here, the names of the installed configs, which
+ * cli_config_path finds by bare name. */
+static void offer_installed_configs(const char *prefix, const char *cur)
+{
+    char dirs[CLI_CONFIG_DIRS][CFG_PATH_MAX];
+    config_ctx c = {prefix, cur};
+    if (strchr(cur + strlen(prefix), '/'))
+        return;
+    int n = cli_config_dirs(dirs);
+    for (int i = 0; i < n; i++)
+        cli_config_list(dirs[i], offer_config_name, &c);
+}
+
 /* --set KEY=VALUE: the keys, then the values of the key before '='. */
 static void offer_config(const char *prefix, const char *cur)
 {
@@ -85,6 +110,8 @@ static void offer_value(const cli_opt *o, const char *prefix, const char *cur)
         if (*prefix)
             printf("@prefix %s\n", prefix);
         printf("@files %s\n", o->glob ? o->glob : "*");
+        if (o->flags & CLI_CONFIG)
+            offer_installed_configs(prefix, cur);
     } else if (o->suggest) {
         offer_list(prefix, o->suggest, cur);
     }
@@ -148,6 +175,9 @@ static void complete(int n, char **w)
         printf("@files %s\n", glob);
     else
         printf("@dirs\n");
+    const cli_opt *as = sp->pos_as ? cli_find_opt(c, sp->pos_as) : NULL;
+    if (as && (as->flags & CLI_CONFIG)) /* txl train CONFIG */
+        offer_installed_configs("", cur);
 }
 
 int cmd_complete(int argc, char **argv)

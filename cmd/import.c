@@ -24,8 +24,9 @@ typedef struct {
 #define O(f) offsetof(import_args, f)
 static const cli_opt import_options[] = {
     {.short_name = "-c", .name = "--config", .type = CLI_FILE, .off = O(config),
-     .metavar = "FILE", .needs = "a YAML config", .glob = "*.@(yaml|yml)",
-     .help = "the model's YAML config (the model: section must match the weights)"},
+     .flags = CLI_CONFIG, .metavar = "FILE", .needs = "a YAML config", .glob = "*.@(yaml|yml)",
+     .help = "the model's YAML config (the model: section must match the weights; a bare "
+             "name is also looked up in the installed configs)"},
     {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
      .glob = "*.@(safetensors|safetensors.gz)", .help = "the checkpoint to write (required)"},
     {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT | CLI_CFG_KEY,
@@ -46,7 +47,8 @@ const cli_spec import_spec = {
              "problems are listed by name (exit 2) and nothing is written. OUT holds the "
              "weights, the resolved config and step 0; it is gzip'd when its name ends in .gz, "
              "and written atomically.",
-    .example = "example: txl import weights.safetensors -c model.yaml -o imported.safetensors.gz",
+    .example = "example: txl import tiny.safetensors -c runs/tiny/config.yaml "
+               "-o imported.safetensors.gz",
     .pos_max = 1,
     .pos_extra = "unexpected argument '%s' (one weights file at a time)",
     .pos_glob = "*.@(safetensors|safetensors.gz)",
@@ -209,6 +211,10 @@ int cmd_import(int argc, char **argv)
 
     txl_config cfg;
     txl_err e = {0};
+    char cfg_path[CFG_PATH_MAX];
+    if (cli_config_path(a.config, "import", a.quiet, cfg_path, sizeof cfg_path, &e))
+        return cli_fail("import", &e);
+    a.config = cfg_path;
     if (load_config(&cfg, &a, &e))
         return cli_fail("import", &e);
     st_file f;

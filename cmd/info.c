@@ -1,6 +1,7 @@
 /* info.c: `txl info CKPT` (config, parameter count, step, metrics) and `txl info --system`
  * (OpenBLAS core and threads), as text or --json. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@ static const cli_opt info_options[] = {
     {.name = "--json", .type = CLI_SWITCH, .off = O(json),
      .help = "one JSON object on stdout (the config under \"config\")"},
     {.name = "--system", .type = CLI_SWITCH, .off = O(system),
-     .help = "the txl version, OpenBLAS core and build, and the number of cores"},
+     .help = "the txl version, OpenBLAS core and build, the number of cores, and where the "
+             "installed configs are"},
 };
 #undef O
 
@@ -68,15 +70,115 @@ static int info_system(int json)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const char *cfg = openblas_get_config();
     const char *env = getenv("OPENBLAS_CORETYPE");
-    if (json)
-        printf("{\"version\":\"%s\",\"blas_core\":\"%s\",\"blas_config\":\"%s\",\"cores\":%ld,"
-               "\"openblas_coretype_env\":\"%s\"}\n", TXL_VERSION, cli_blas_core(),
-               cfg ? cfg : "", cores, env ? env : "");
-    else
-        printf("txl %s\nOpenBLAS core: %s\nOpenBLAS build: %s\ncores: %ld\n"
-               "OPENBLAS_CORETYPE: %s\n", TXL_VERSION, cli_blas_core(), cfg ? cfg : "?", cores,
-               env ? env : "(unset)");
+    char dirs[CLI_CONFIG_DIRS][CFG_PATH_MAX];
+    int nd = cli_config_dirs(dirs);
+    if (json) {
+        cJSON *o = cJSON_CreateObject(), *d = cJSON_CreateArray();
+        if (!o || !d) {
+            cJSON_Delete(o);
+            cJSON_Delete(d);
+            fprintf(stderr, "txl info: out of memory\n");
+            return 1;
+        }
+        cJSON_AddStringToObject(o, "version", TXL_VERSION);
+        cJSON_AddStringToObject(o, "blas_core", cli_blas_core());
+        cJSON_AddStringToObject(o, "blas_config", cfg ? cfg : "");
+        cJSON_AddNumberToObject(o, "cores", (double)cores);
+        cJSON_AddStringToObject(o, "openblas_coretype_env", env ? env : "");
+        for (int i = 0; i < nd; i++)
+            cJSON_AddItemToArray(d, cJSON_CreateString(dirs[i]));
+        cJSON_AddItemToObject(o, "configs", d);
+        char *s = cJSON_PrintUnformatted(o);
+        if (s)
+            printf("%s\n", s);
+        free(s);
+        cJSON_Delete(o);
+        return 0;
+    }
+    printf("txl %s\nOpenBLAS core: %s\nOpenBLAS build: %s\ncores: %ld\n"
+           "OPENBLAS_CORETYPE: %s\n", TXL_VERSION, cli_blas_core(), cfg ? cfg : "?", cores,
+           env ? env : "(unset)");
+    for (int i = 0; i < nd; i++)
+        printf("configs: %s\n", dirs[i]);
+    if (nd == 0)
+        printf("configs: none installed\n");
     return 0;
+}
+
+/* A metadata value as a finite number: 1 and *out, or 0 when absent, "nan", "inf" or not a
+ * number (info shows what it finds; --resume is the strict reader, train_state.c). */
+static int meta_number(const st_file *f, const char *key, double *out)
+{
+    const char *v = st_meta(f, key);
+    char *end;
+    if (!v || !*v)
+        return 0;
+    *out = strtod(v, &end);
+    return !*end && isfinite(*out);
+}
+
+/* --json: the loss in bits (bpc = loss / ln 2), null when the loss is; absent with it. */
+static void add_bpc(cJSON *o, const st_file *f, const char *loss_key, const char *bpc_key)
+{
+    double d;
+    if (!st_meta(f, loss_key))
+        return;
+    if (meta_number(f, loss_key, &d))
+        cJSON_AddNumberToObject(o, bpc_key, d / M_LN2);
+    else
+        cJSON_AddNullToObject(o, bpc_key);
+}
+
+/* "1.5 s", "8 min 45 s", "2 h 05 min" */
+static void fmt_trained(char *buf, size_t cap, double s)
+{
+    if (s < 60)
+        snprintf(buf, cap, "%.1f s", s);
+    else if (s < 3600)
+        snprintf(buf, cap, "%d min %02d s", (int)(s / 60), (int)fmod(s, 60));
+    else
+        snprintf(buf, cap, "%d h %02d min", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+/* "best valid: loss 2.9009 nats/token, 4.1851 bpc"; `none` when the value is inf or nan
+ * (no validation yet, or none at this step). */
+static void print_loss(const st_file *f, const char *key, const char *label, const char *none)
+{
+    double d;
+    const char *v = st_meta(f, key);
+    if (!v)
+        return;
+    if (meta_number(f, key, &d))
+        printf("%s: loss %.4f nats/token, %.4f bpc\n", label, d, d / M_LN2);
+    else if (strcmp(v, "inf") == 0 || strcmp(v, "nan") == 0)
+        printf("%s: %s\n", label, none);
+    else
+        printf("%s: %s\n", label, v);
+}
+
+/* The training state of the metadata, for people: counts as integers, losses in nats and
+ * bits, the training time in seconds and minutes. */
+static void print_state(const st_file *f)
+{
+    static const char *const counts[] = {"step", "tokens", "epoch"};
+    double d;
+    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+        const char *v = st_meta(f, counts[k]);
+        if (v && meta_number(f, counts[k], &d) && d >= 0 && d < 9e15 && d == floor(d))
+            printf("%s: %.0f\n", counts[k], d);
+        else if (v)
+            printf("%s: %s\n", counts[k], v);
+    }
+    print_loss(f, "best_valid_loss", "best valid", "none yet");
+    print_loss(f, "valid_loss", "last valid", "none at this step");
+    const char *v = st_meta(f, "elapsed_s");
+    if (v && meta_number(f, "elapsed_s", &d) && d >= 0) {
+        char buf[64];
+        fmt_trained(buf, sizeof buf, d);
+        printf("trained: %s\n", buf);
+    } else if (v) {
+        printf("trained: %s s\n", v);
+    }
 }
 
 int cmd_info(int argc, char **argv)
@@ -113,16 +215,16 @@ int cmd_info(int argc, char **argv)
         cJSON_AddNumberToObject(o, "params", (double)mdl.n_weights);
         cJSON_AddNumberToObject(o, "vocab", cfg.model.vocab);
         for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-            const char *v = st_meta(&f, keys[k]);
-            if (!v)
+            double d;
+            if (!st_meta(&f, keys[k]))
                 continue;
-            char *end;
-            double d = strtod(v, &end);
-            if (*end || strcmp(v, "nan") == 0 || strcmp(v, "inf") == 0)
-                cJSON_AddNullToObject(o, keys[k]);
-            else
+            if (meta_number(&f, keys[k], &d))
                 cJSON_AddNumberToObject(o, keys[k], d);
+            else
+                cJSON_AddNullToObject(o, keys[k]);
         }
+        add_bpc(o, &f, "best_valid_loss", "best_valid_bpc");
+        add_bpc(o, &f, "valid_loss", "valid_bpc");
         cJSON_AddBoolToObject(o, "resumable", has_optim);
         cJSON_AddBoolToObject(o, "has_memory", has_mem);
         cJSON_AddNumberToObject(o, "tensors", f.n);
@@ -145,11 +247,7 @@ int cmd_info(int argc, char **argv)
         units_anchor_list((unsigned)cfg.data.anchors, an, sizeof an);
         printf("vocabulary: %d tokens (%d bytes%s%s)\n", m->vocab, TXL_BYTES,
                cfg.data.anchors ? " + anchors " : "", cfg.data.anchors ? an : "");
-        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-            const char *v = st_meta(&f, keys[k]);
-            if (v)
-                printf("%s: %s\n", keys[k], v);
-        }
+        print_state(&f);
         printf("resumable: %s (%d tensors)\n", has_optim ? "yes" : "no", f.n);
         printf("config:\n");
         cfg_write_yaml(&cfg, stdout);

@@ -91,6 +91,7 @@ int main(int argc, char **argv)
 {
     ensure_runtime_env(argv);
     dist_init(&argc, &argv, NULL);
+    cli_keep_cmdline(argc, argv);
     int rc;
     if (dist_self()->size > 1 && (argc < 2 || strcmp(argv[1], "train") != 0)) {
         if (dist_is_root())

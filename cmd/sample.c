@@ -74,8 +74,7 @@ const cli_spec sample_spec = {
              "--prompt-file the prompt is read from stdin when it is not a terminal, else it is "
              "a newline. A long prompt is fed through the model first, with a progress line on "
              "stderr (terminal). CKPT may be a run directory: its best checkpoint (else last).",
-    .example = "example: txl sample runs/tiny/best.safetensors.gz --prompt 'And God said' -n 300 "
-               "-t 0.8",
+    .example = "example: txl sample runs/tiny/best.safetensors.gz --prompt 'ROMEO:' -n 300 -t 0.8",
     .pos_max = 1,
     .pos_extra = "unexpected argument '%s'",
     .pos_glob = "*.@(safetensors|safetensors.gz)",

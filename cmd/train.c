@@ -4,9 +4,10 @@
  * One step = one segment of every stream: forward, backward, global-norm clip, Adam, then
  * the memory advances. Everything a step touches is planned before step 1; the loop itself
  * never allocates. The run directory holds config.yaml, log.jsonl, last and best
- * checkpoints; `last` carries the Adam moments, the memory, the data cursor and the step,
+ * checkpoints, and summary.json once the run ends; `last` carries the Adam moments, the memory, the data cursor and the step,
  * so --resume continues bit for bit (dropout masks are a function of seed and step, see
  * common/rng.h, so there is no sequential RNG state to restore). */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +72,9 @@ typedef struct {
                            * run resumed from; -1 if neither */
     int lock_fd;          /* out_dir/.txl.lock, flock'ed for the whole run (rank 0); -1 */
     double t_start;
+    /* the plan's sizes, in floats: of the model (w, and alike g, m, v) and of the activation
+     * arena; the parameter count. Set by plan_model, or by dry_plan without allocating. */
+    size_t par_floats, act_floats, n_weights;
 } trainer;
 
 static void trainer_free(trainer *t)
@@ -178,14 +182,15 @@ static int lock_out_dir(trainer *t, txl_err *e)
     return 0;
 }
 
-/* Temp files a killed run of this out_dir may have left: config.yaml.tmp, checkpoint temps
+/* Temp files a killed run of this out_dir may have left: config.yaml.tmp, summary.json.tmp,
+ * checkpoint temps
  * (st_write: NAME.tmp.XXXXXX) and make_dirs' probe. Under the lock no writer owns them. */
 static int is_stale_temp(const char *name)
 {
     static const char *const prefix[] = {"last.safetensors.gz.tmp.", "last.safetensors.tmp.",
                                          "best.safetensors.gz.tmp.", "best.safetensors.tmp.",
                                          ".txl-write-test."};
-    if (strcmp(name, "config.yaml.tmp") == 0)
+    if (strcmp(name, "config.yaml.tmp") == 0 || strcmp(name, "summary.json.tmp") == 0)
         return 1;
     for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
         size_t n = strlen(prefix[i]);
@@ -239,10 +244,14 @@ static FILE *open_log(const char *path, int resume, txl_err *e)
     return f;
 }
 
-static int write_config_yaml(const txl_config *c, txl_err *e)
+/* Writes out_dir/NAME through NAME.tmp (created anew, never through a link), fsync and
+ * rename: a crash leaves the old file or the new one, and a link planted at NAME is
+ * replaced, not followed. put writes the content and returns nonzero on failure. */
+static int write_out_file(const char *dir, const char *name,
+                          int (*put)(FILE *f, const void *arg), const void *arg, txl_err *e)
 {
     char path[1100], tmp[1200];
-    snprintf(path, sizeof path, "%s/config.yaml", c->train.out_dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     unlink(tmp); /* ours: out_dir is locked */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -252,7 +261,7 @@ static int write_config_yaml(const txl_config *c, txl_err *e)
             close(fd);
         return open_err(e, tmp);
     }
-    int rc = cfg_write_yaml(c, f);
+    int rc = put(f, arg);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0)
         rc = -1;
     if (fclose(f) != 0)
@@ -262,6 +271,13 @@ static int write_config_yaml(const txl_config *c, txl_err *e)
         return err_set(e, ERR_RUNTIME, "%s: cannot write: %s", path, strerror(errno));
     }
     return 0;
+}
+
+static int put_config(FILE *f, const void *c) { return cfg_write_yaml(c, f); }
+
+static int write_config_yaml(const txl_config *c, txl_err *e)
+{
+    return write_out_file(c->train.out_dir, "config.yaml", put_config, c, e);
 }
 
 /* The train/valid/test spans from data.* (data/corpus.h: data_open_splits). */
@@ -419,8 +435,9 @@ static int data_tokens_differ(const txl_config *ck, const txl_config *now, char 
     return 1;
 }
 
-/* Restores everything --resume needs from `last`; the model config must be identical. */
-static int load_resume(trainer *t, const char *path, txl_err *e)
+/* Restores everything --resume needs from `last`; the model config must be identical. dry
+ * (--dry-run, no model allocated): the checks and the state, no tensors. */
+static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
 {
     st_file f;
     if (st_read(&f, path, e))
@@ -449,11 +466,11 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
             rc = err_set(e, ERR_INPUT, "--resume %s: the train split has %zu tokens, the "
                          "checkpoint was trained on %zu (different corpus or split?)", path,
                          t->train_ts.n, st.train_tokens);
-        else if (st.params != t->mdl.n_weights)
+        else if (st.params != t->n_weights)
             rc = err_set(e, ERR_INPUT, "%s: metadata 'params' is %zu, but the model of its "
-                         "config has %zu parameters", path, st.params, t->mdl.n_weights);
+                         "config has %zu parameters", path, st.params, t->n_weights);
     }
-    if (rc == 0 && (ckpt_load_weights(&t->mdl, &f, e) ||
+    if (rc == 0 && !dry && (ckpt_load_weights(&t->mdl, &f, e) ||
                     ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
                     ckpt_load_mem(&f, &t->mem, (size_t)t->b0, t->cfg.train.batch_size, e)))
         rc = -1;
@@ -468,7 +485,9 @@ static int load_resume(trainer *t, const char *path, txl_err *e)
     return rc;
 }
 
-static int load_init_from(trainer *t, const char *path, txl_err *e)
+/* --init-from: the checkpoint's weights, whose shapes the config must have; dry
+ * (--dry-run): the checks only (the checkpoint is read whole and validated). */
+static int load_init_from(trainer *t, const char *path, int dry, txl_err *e)
 {
     st_file f;
     txl_config ck;
@@ -490,7 +509,7 @@ static int load_init_from(trainer *t, const char *path, txl_err *e)
     else if (cfg_diff_model(&a, &b, diff, sizeof diff) > 0)
         rc = err_set(e, ERR_INPUT, "--init-from %s: parameter shapes differ from the config "
                      "(checkpoint vs config): %s", path, diff);
-    else
+    else if (!dry)
         rc = ckpt_load_weights(&t->mdl, &f, e);
     model_free(&src);
     st_free(&f);
@@ -502,16 +521,16 @@ static int load_init_from(trainer *t, const char *path, txl_err *e)
 static double plan_mib(const trainer *t)
 {
     const model_config *m = &t->cfg.model;
-    size_t act = t->A.arena_floats * 4, par = t->mdl.n_floats * 4;
+    size_t act = t->act_floats * 4, par = t->par_floats * 4;
     size_t mem = (size_t)m->n_layer * t->Bl * m->mem_len * m->d_model * 4;
     return (4.0 * par + act + mem) / 1048576.0 + 20;
 }
 
-static void print_plan(trainer *t)
+static void print_plan(const trainer *t)
 {
     const txl_config *c = &t->cfg;
     const model_config *m = &c->model;
-    size_t act = t->A.arena_floats * 4, par = t->mdl.n_floats * 4;
+    size_t act = t->act_floats * 4, par = t->par_floats * 4;
     size_t mem = (size_t)m->n_layer * t->Bl * m->mem_len * m->d_model * 4;
     fprintf(stderr,
             "txl train: %s, %d layers, d_model %d, %d heads x %d, d_inner %d, %.2fM params\n"
@@ -521,7 +540,7 @@ static void print_plan(trainer *t)
             "  data: train %zu bytes (%s), valid %zu, test %zu; OpenBLAS core %s\n"
             "  out_dir %s\n",
             pos_scheme_name(m->pos), m->n_layer, m->d_model, m->n_head, m->d_head,
-            m->d_inner, t->mdl.n_weights / 1e6, c->train.batch_size * m->tgt_len,
+            m->d_inner, t->n_weights / 1e6, c->train.batch_size * m->tgt_len,
             c->train.batch_size, m->tgt_len, m->mem_len, m->pre_lnorm ? "yes" : "no",
             m->dropout, 4.0 * par / 1048576.0, act / 1048576.0, mem / 1048576.0,
             plan_mib(t), t->train_s.n, t->train_s.path,
@@ -788,28 +807,106 @@ static int eval_and_save(trainer *t, int *at_end, txl_err *e)
     return 0;
 }
 
-/* The result line on stdout and, after a signal, where the run stopped; the exit code. */
+/* A number rounded as fmt prints it ("%.6f": 6 decimals), or null when it is not finite
+ * (no NaN or Infinity in JSON). */
+static void add_num(cJSON *o, const char *key, const char *fmt, double x)
+{
+    char buf[64];
+    if (!isfinite(x)) {
+        cJSON_AddNullToObject(o, key);
+        return;
+    }
+    snprintf(buf, sizeof buf, fmt, x);
+    cJSON_AddNumberToObject(o, key, strtod(buf, NULL));
+}
+
+/* An event line of log.jsonl from a cJSON object (whose first key is "event"). */
+static void log_obj(trainer *t, const cJSON *o)
+{
+    char *s = o && t->log && dist_is_root() ? cJSON_PrintUnformatted(o) : NULL;
+    if (s) {
+        fprintf(t->log, "%s\n", s);
+        fflush(t->log);
+    }
+    free(s);
+}
+
+/* Why the run ended: "max_steps", "--steps", "max_minutes" (the time budget) or the signal
+ * ("SIGINT", "SIGTERM", "SIGHUP"). */
+static const char *end_reason(const trainer *t, const loop_state *ls, int exit_sig)
+{
+    if (exit_sig)
+        return exit_sig == SIGINT ? "SIGINT" : exit_sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+    if (t->st.step >= t->cfg.train.max_steps)
+        return "max_steps";
+    if (t->run_steps > 0 && t->st.step - ls->first_step >= t->run_steps)
+        return "--steps";
+    return "max_minutes"; /* the only other way run_ends ends a run (on some rank) */
+}
+
+/* The result of the run: stdout's line, summary.json and the end event. */
+static void add_summary(cJSON *o, const trainer *t, const loop_state *ls, const char *reason)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    cJSON_AddNumberToObject(o, "step", (double)t->st.step);
+    cJSON_AddNumberToObject(o, "tokens", (double)t->st.tokens);
+    add_num(o, "train_loss", "%.6f", ls->loss);
+    add_num(o, "grad_norm", "%.6g", ls->norm);
+    cJSON_AddNumberToObject(o, "skipped_steps", (double)t->st.skipped);
+    add_num(o, "best_valid_loss", "%.6f", t->st.best_valid);
+    add_num(o, "best_valid_bpc", "%.6f", t->st.best_valid / M_LN2);
+    cJSON_AddStringToObject(o, "checkpoint", t->last_path);
+    add_num(o, "peak_rss_mb", "%.1f", ru.ru_maxrss / 1024.0);
+    add_num(o, "elapsed_s", "%.1f", t->st.elapsed + cli_now() - t->t_start);
+    cJSON_AddStringToObject(o, "reason", reason);
+}
+
+static int put_text(FILE *f, const void *text) { return fputs(text, f) < 0; }
+
+/* The result line on stdout, out_dir/summary.json (the same object) and the end event of
+ * log.jsonl; after a signal, where the run stopped. The exit code: 128 + the signal, else
+ * 0, or 1 when summary.json could not be written. */
 static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
 {
     if (t->tty && !t->quiet && dist_is_root())
         fputc('\n', stderr);
     if (!dist_is_root())
         return exit_sig ? 128 + exit_sig : 0;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("{\"step\":%ld,\"tokens\":%lld,\"train_loss\":%.6f,\"grad_norm\":%.6g,"
-           "\"skipped_steps\":%ld,\"best_valid_loss\":%.6f,\"best_valid_bpc\":%.6f,"
-           "\"checkpoint\":\"%s\",\"peak_rss_mb\":%.1f}\n",
-           t->st.step, t->st.tokens, ls->loss, ls->norm, t->st.skipped, t->st.best_valid,
-           t->st.best_valid / M_LN2, t->last_path, ru.ru_maxrss / 1024.0);
-    fflush(stdout);
+    const char *reason = end_reason(t, ls, exit_sig);
+    cJSON *sum = cJSON_CreateObject(), *end = cJSON_CreateObject();
+    if (sum)
+        add_summary(sum, t, ls, reason);
+    if (end && cJSON_AddStringToObject(end, "event", "end"))
+        add_summary(end, t, ls, reason);
+    char *line = sum ? cJSON_PrintUnformatted(sum) : NULL;
+    char *text = line ? malloc(strlen(line) + 2) : NULL; /* the line and its newline */
+    int rc = exit_sig ? 128 + exit_sig : 0;
+    txl_err e = {0};
+    if (text) {
+        sprintf(text, "%s\n", line);
+        fputs(text, stdout);
+        fflush(stdout);
+    }
+    if (!text)
+        err_set(&e, ERR_RUNTIME, "out of memory writing the summary");
+    if (!text || write_out_file(t->cfg.train.out_dir, "summary.json", put_text, text, &e)) {
+        fprintf(stderr, "txl train: %s\n", e.msg);
+        if (!exit_sig)
+            rc = 1;
+    }
+    log_obj(t, end);
+    free(text);
+    free(line);
+    cJSON_Delete(sum);
+    cJSON_Delete(end);
     if (exit_sig)
         fprintf(stderr, "txl train: %s: checkpoint written at step %ld (%s); resume with "
                 "--resume %s\n", exit_sig == SIGINT   ? "interrupted"
                                   : exit_sig == SIGHUP ? "hung up"
                                                        : "terminated",
                 t->last_step, t->last_path, t->last_path);
-    return exit_sig ? 128 + exit_sig : 0;
+    return rc;
 }
 
 static int train_loop(trainer *t, txl_err *e)
@@ -863,12 +960,45 @@ static int load_config(trainer *t, const char *cfg_path, const char *resume,
     return cfg_validate(&t->cfg, cfg_path ? cfg_path : resume, e);
 }
 
+/* A corpus file of data.* that does not exist: the message says how to give one (and, in a
+ * source tree, that configs/tiny.yaml's data/kjv.txt comes from `make demo`). Returns -1. */
+static int missing_corpus_hint(const trainer *t, txl_err *e)
+{
+    const data_config *d = &t->cfg.data;
+    const char *key[3] = {"train", "valid", "test"}, *path[3] = {d->train, d->valid, d->test};
+    struct stat sb;
+    size_t n = strlen(e->msg);
+    for (int i = 0; i < 3; i++) {
+        if (!path[i][0] || strcmp(path[i], "-") == 0 || stat(path[i], &sb) == 0 ||
+            errno != ENOENT)
+            continue;
+        size_t len = strlen(path[i]);
+        int kjv = len >= 7 && strcmp(path[i] + len - 7, "kjv.txt") == 0 &&
+                  access("scripts/demo.sh", R_OK) == 0; /* a source tree: make demo */
+        const char *shipped = "tests/data/tinyshakespeare.txt.gz"; /* in a source tree */
+        if (i > 0)
+            snprintf(e->msg + n, sizeof e->msg - n, "; --set data.%s=FILE names another file, "
+                     "or --set data.%s= cuts the split from data.train (data.split)", key[i],
+                     key[i]);
+        else
+            snprintf(e->msg + n, sizeof e->msg - n, "; %s--set data.train=FILE trains on "
+                     "another file%s%s%s",
+                     kjv ? "`make demo` creates data/kjv.txt (the King James Bible), or " : "",
+                     access(shipped, R_OK) == 0 ? " (such as " : "",
+                     access(shipped, R_OK) == 0 ? shipped : "",
+                     access(shipped, R_OK) == 0 ? ")" : "");
+        break;
+    }
+    return -1;
+}
+
 /* The data: the train/valid/test spans, the train batcher, and this rank's streams. */
 static int plan_data(trainer *t, const char *origin, txl_err *e)
 {
     int B = t->cfg.train.batch_size, Lq = t->cfg.model.tgt_len;
-    if (open_data(t, e) ||
-        batcher_init(&t->bt, &t->train_ts, B, Lq, 0, (size_t)Lq + 1, "train", e))
+    if (open_data(t, e))
+        return missing_corpus_hint(t, e);
+    if (batcher_init(&t->bt, &t->train_ts, B, Lq, 0, (size_t)Lq + 1, "train", e))
         return -1;
     const dist_t *dd = dist_self();
     if (B % dd->size != 0)
@@ -903,13 +1033,19 @@ static int holds_run(const trainer *t, txl_err *e)
 /* The run directory: one that holds another run is refused (unless --resume or --force);
  * rank 0 creates it, checks that it is writable, locks it for this run and removes the
  * temp files of a killed run; everyone learns whether it worked. */
-static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
+static void set_paths(trainer *t)
 {
     const char *dir = t->cfg.train.out_dir;
     const char *ext = t->cfg.train.ckpt_gzip ? ".safetensors.gz" : ".safetensors";
     snprintf(t->last_path, sizeof t->last_path, "%s/last%s", dir, ext);
     snprintf(t->best_path, sizeof t->best_path, "%s/best%s", dir, ext);
     snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", dir);
+}
+
+static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
+{
+    const char *dir = t->cfg.train.out_dir;
+    set_paths(t);
     if (!resume && !force && holds_run(t, e)) /* before creating anything */
         return -1;
     int rc = dist_is_root() ? make_dirs(dir, e) || lock_out_dir(t, e) : 0;
@@ -927,6 +1063,18 @@ static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
     return 0;
 }
 
+/* Threads: all cores of this machine, shared by its ranks, unless train.threads says. */
+static void set_threads(trainer *t)
+{
+    const dist_t *dd = dist_self();
+    int threads = t->cfg.train.threads;
+    if (threads <= 0 && dd->local_size > 1) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores / dd->local_size > 0 ? (int)(cores / dd->local_size) : 1;
+    }
+    t->threads = cli_threads(threads);
+}
+
 /* Threads, then everything a step touches, planned before step 1: the model and its
  * gradients, activations, memory, Adam moments, batch buffers; the initial weights. */
 static int plan_model(trainer *t, txl_err *e)
@@ -934,13 +1082,7 @@ static int plan_model(trainer *t, txl_err *e)
     const txl_config *c = &t->cfg;
     const dist_t *dd = dist_self();
     int M = c->model.mem_len, Lq = c->model.tgt_len, B = c->train.batch_size;
-    /* threads: all cores of this machine, shared by its ranks, unless train.threads says */
-    int threads = c->train.threads;
-    if (threads <= 0 && dd->local_size > 1) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores / dd->local_size > 0 ? (int)(cores / dd->local_size) : 1;
-    }
-    t->threads = cli_threads(threads);
+    set_threads(t);
     if (model_init(&t->mdl, &c->model, e) || model_alloc_grads(&t->mdl, e) ||
         acts_init(&t->A, &c->model, t->Bl, Lq, M, 1, e) ||
         mem_init(&t->mem, &c->model, t->Bl, M, e) ||
@@ -956,30 +1098,86 @@ static int plan_model(trainer *t, txl_err *e)
     if (!t->adam_m || !t->adam_v || !t->x || !t->y || (coords && !t->co))
         return err_set(e, ERR_RUNTIME, "out of memory");
     model_init_weights(&t->mdl, c->train.seed);
+    t->par_floats = t->mdl.n_floats;
+    t->act_floats = t->A.arena_floats;
+    t->n_weights = t->mdl.n_weights;
     t->st.train_tokens = t->train_ts.n;
     t->st.seed = c->train.seed;
     t->st.params = t->mdl.n_weights;
     return 0;
 }
 
+/* --dry-run: plan_model's sizes without allocating the model or the activations. */
+static int dry_plan(trainer *t, txl_err *e)
+{
+    const model_config *m = &t->cfg.model;
+    set_threads(t); /* the attention scratch is per thread */
+    if (model_size(m, &t->par_floats, &t->n_weights, e) ||
+        acts_plan_floats(m, t->Bl, m->tgt_len, m->mem_len, 1, &t->act_floats, e))
+        return -1;
+    t->st.train_tokens = t->train_ts.n;
+    t->st.params = t->n_weights;
+    return 0;
+}
+
 /* --resume or --init-from; the run must still have steps to go. */
 static int restore_run(trainer *t, const char *resume, const char *init_from,
-                       const char *origin, txl_err *e)
+                       const char *origin, int dry, txl_err *e)
 {
     struct stat a, b;
     t->last_step = -1;
-    if (resume && load_resume(t, resume, e))
+    if (resume && load_resume(t, resume, dry, e))
         return -1;
     if (resume && stat(resume, &a) == 0 && stat(t->last_path, &b) == 0 &&
         a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         t->last_step = t->st.step; /* resumed from this out_dir's last */
-    if (init_from && load_init_from(t, init_from, e))
+    if (init_from && load_init_from(t, init_from, dry, e))
         return -1;
     if (t->st.step >= t->cfg.train.max_steps)
         return err_set(e, ERR_INPUT, "%s: the run is already at step %ld >= train.max_steps "
                        "%ld (raise it with --set train.max_steps=N)", resume ? resume : origin,
                        t->st.step, t->cfg.train.max_steps);
     return 0;
+}
+
+/* summary.json describes the end of the latest invocation: a run that starts removes the
+ * one of the invocation before (its end event stays in log.jsonl), so a run that dies
+ * leaves none. */
+static int remove_summary(const trainer *t, txl_err *e)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/summary.json", t->cfg.train.out_dir);
+    if (unlink(path) != 0 && errno != ENOENT)
+        return err_set(e, ERR_RUNTIME, "%s: cannot remove the previous summary: %s", path,
+                       strerror(errno));
+    return 0;
+}
+
+/* The start event: the run's size and setting, the txl version and the command line. */
+static void log_start(trainer *t, int resume)
+{
+    const dist_t *dd = dist_self();
+    const char *const *argv;
+    int argc = cli_cmdline(&argv);
+    cJSON *o = dist_is_root() ? cJSON_CreateObject() : NULL;
+    if (!o)
+        return;
+    cJSON_AddStringToObject(o, "event", "start");
+    cJSON_AddNumberToObject(o, "step", (double)t->st.step);
+    cJSON_AddBoolToObject(o, "resume", resume);
+    cJSON_AddNumberToObject(o, "params", (double)t->n_weights);
+    cJSON_AddStringToObject(o, "blas_core", cli_blas_core());
+    cJSON_AddNumberToObject(o, "train_tokens", (double)t->train_s.n);
+    cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_s.n);
+    cJSON_AddNumberToObject(o, "ranks", dd->size);
+    cJSON_AddNumberToObject(o, "threads", t->threads);
+    cJSON_AddNumberToObject(o, "estimate_mib", round(plan_mib(t)));
+    cJSON_AddStringToObject(o, "version", TXL_VERSION);
+    cJSON *args = cJSON_AddArrayToObject(o, "argv");
+    for (int i = 0; args && i < argc; i++)
+        cJSON_AddItemToArray(args, cJSON_CreateString(argv[i]));
+    log_obj(t, o);
+    cJSON_Delete(o);
 }
 
 /* Rank 0 opens log.jsonl and writes config.yaml; the plan on stderr; the start event. */
@@ -989,7 +1187,7 @@ static int start_run(trainer *t, int resume, txl_err *e)
     int rc = 0;
     if (dist_is_root()) {
         t->log = open_log(t->log_path, resume, e); /* first: it may be a refused link */
-        rc = t->log ? write_config_yaml(&t->cfg, e) : -1;
+        rc = t->log ? write_config_yaml(&t->cfg, e) || remove_summary(t, e) : -1;
     }
     if (dist_max_int(rc ? 1 : 0)) {
         if (!rc)
@@ -1003,11 +1201,70 @@ static int start_run(trainer *t, int resume, txl_err *e)
                     "(%d ranks on this machine)\n", dd->size, t->Bl, t->threads,
                     dd->local_size);
     }
-    log_json(t, "{\"event\":\"start\",\"step\":%ld,\"resume\":%s,\"params\":%zu,"
-                "\"blas_core\":\"%s\",\"train_tokens\":%zu,\"valid_tokens\":%zu,"
-                "\"ranks\":%d,\"threads\":%d,\"estimate_mib\":%.0f}",
-             t->st.step, resume ? "true" : "false", t->mdl.n_weights, cli_blas_core(),
-             t->train_s.n, t->valid_s.n, dd->size, t->threads, plan_mib(t));
+    log_start(t, resume);
+    return 0;
+}
+
+/* --dry-run's result: the plan as one JSON object on stdout (rank 0). */
+static void print_dry_run(const trainer *t, const char *cfg_path, const char *resume,
+                          const char *init_from)
+{
+    const model_config *m = &t->cfg.model;
+    const train_config *tc = &t->cfg.train;
+    size_t per_epoch = batcher_segments(&t->bt);
+    long steps = tc->max_steps - t->st.step;
+    if (t->run_steps > 0 && t->run_steps < steps)
+        steps = t->run_steps;
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !dist_is_root()) {
+        cJSON_Delete(o);
+        return;
+    }
+    cJSON_AddItemToObject(o, "config", cfg_path ? cJSON_CreateString(cfg_path) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "resume", resume ? cJSON_CreateString(resume) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "init_from",
+                          init_from ? cJSON_CreateString(init_from) : cJSON_CreateNull());
+    cJSON_AddStringToObject(o, "out_dir", tc->out_dir);
+    cJSON_AddStringToObject(o, "pos_scheme", pos_scheme_name(m->pos));
+    cJSON_AddNumberToObject(o, "params", (double)t->n_weights);
+    cJSON_AddNumberToObject(o, "estimate_mib", round(plan_mib(t)));
+    add_num(o, "params_grads_adam_mib", "%.1f", 4.0 * t->par_floats * 4 / 1048576.0);
+    add_num(o, "activations_mib", "%.1f", t->act_floats * 4 / 1048576.0);
+    cJSON_AddNumberToObject(o, "tokens_per_step", (double)tc->batch_size * m->tgt_len);
+    cJSON_AddNumberToObject(o, "train_tokens", (double)t->train_ts.n);
+    cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_ts.n);
+    cJSON_AddNumberToObject(o, "train_bytes", (double)t->train_s.n);
+    cJSON_AddNumberToObject(o, "valid_bytes", (double)t->valid_s.n);
+    cJSON_AddNumberToObject(o, "test_bytes", (double)t->test_s.n);
+    cJSON_AddNumberToObject(o, "steps_per_epoch", (double)per_epoch);
+    cJSON_AddNumberToObject(o, "start_step", (double)t->st.step);
+    cJSON_AddNumberToObject(o, "max_steps", (double)tc->max_steps);
+    cJSON_AddNumberToObject(o, "steps", (double)steps);
+    add_num(o, "epochs", "%.4f", per_epoch ? (double)tc->max_steps / per_epoch : 0);
+    cJSON_AddNumberToObject(o, "threads", t->threads);
+    cJSON_AddNumberToObject(o, "ranks", dist_self()->size);
+    char *text = cJSON_PrintUnformatted(o);
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+}
+
+/* --dry-run: everything a run checks before it writes (the config, the data, out_dir not
+ * holding another run, the model's plan, a --resume or --init-from checkpoint), the plan on
+ * stderr and as JSON on stdout; out_dir is neither created nor touched, and neither the
+ * model nor the activations are allocated. */
+static int dry_run(trainer *t, const char *cfg_path, const char *resume, const char *init_from,
+                   int force, txl_err *e)
+{
+    const char *origin = cfg_path ? cfg_path : resume;
+    set_paths(t);
+    if (plan_data(t, origin, e) || (!resume && !force && holds_run(t, e)) || dry_plan(t, e) ||
+        restore_run(t, resume, init_from, origin, 1, e))
+        return -1;
+    if (!t->quiet && dist_is_root())
+        print_plan(t);
+    print_dry_run(t, cfg_path, resume, init_from);
     return 0;
 }
 
@@ -1027,15 +1284,16 @@ typedef struct {
     const char *config, *resume, *init_from;
     cli_strs set;
     long steps;
-    int print_config, force, quiet;
+    int print_config, dry_run, force, quiet;
 } train_args;
 
 #define O(f) offsetof(train_args, f)
 static const cli_opt train_options[] = {
     {.short_name = "-c", .name = "--config", .type = CLI_FILE, .off = O(config),
-     .flags = CLI_ONCE, .metavar = "FILE", .glob = "*.@(yaml|yml)",
+     .flags = CLI_ONCE | CLI_CONFIG, .metavar = "FILE", .glob = "*.@(yaml|yml)",
      .help = "YAML config (every key: man txl; examples in configs/); a lone FILE.yaml "
-             "argument works too"},
+             "argument works too. A bare name (tiny.yaml, tiny) not in the working directory "
+             "is taken from the installed configs"},
     {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT | CLI_CFG_KEY,
      .cap = MAX_SETS, .metavar = "KEY=VALUE", .needs = "key.path=value",
      .help = "override one key, e.g. --set model.d_model=512 (repeatable)"},
@@ -1054,6 +1312,10 @@ static const cli_opt train_options[] = {
              "train.max_steps): for time-sliced jobs"},
     {.name = "--print-config", .type = CLI_SWITCH, .off = O(print_config),
      .help = "print the resolved config as YAML and exit"},
+    {.name = "--dry-run", .type = CLI_SWITCH, .off = O(dry_run),
+     .help = "check the config, the data, out_dir and any --resume/--init-from checkpoint, "
+             "print the plan (parameters, memory estimate, tokens, steps per epoch) on stderr "
+             "and as JSON on stdout, and exit without writing anything"},
     {.name = "--force", .type = CLI_SWITCH, .off = O(force),
      .help = "start a new run in an out_dir that already holds one"},
     {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
@@ -1065,10 +1327,14 @@ const cli_spec train_spec = {
     .opts = train_options,
     .n_opts = sizeof train_options / sizeof *train_options,
     .about = "Trains a Transformer-XL on a byte-level corpus. Writes into train.out_dir: "
-             "config.yaml, log.jsonl, last.safetensors.gz (with optimiser state and memory) "
-             "and best.safetensors.gz.",
+             "config.yaml, log.jsonl, last.safetensors.gz (with optimiser state and memory), "
+             "best.safetensors.gz and, at the end, summary.json (the result line of stdout).",
     .notes = "SIGINT/SIGTERM/SIGHUP finish the current step, write last, and exit 130/143/129.",
-    .example = "example: txl train -c configs/tiny.yaml --set train.max_steps=500",
+    .example = "examples: txl train -c configs/tiny_rope.yaml "
+               "--set data.train=tests/data/tinyshakespeare.txt.gz --set train.max_steps=500\n"
+               "          txl train --resume runs/tiny --set train.max_steps=3000\n"
+               "          txl train -c configs/enwik8_base.yaml "
+               "--set data.train=tests/data/tinyshakespeare.txt.gz --dry-run",
     .pos_max = 0,
     .pos_extra = "unknown option '%s'",
     .pos_as = "--config", /* `txl train CONFIG.yaml` */
@@ -1089,6 +1355,11 @@ int cmd_train(int argc, char **argv)
     txl_err e = {0};
     if (!cfg_path && !resume)
         return cli_usage("train", "missing -c CONFIG.yaml");
+    char cfg_buf[CFG_PATH_MAX]; /* a bare name: from here or the installed configs */
+    if (cfg_path && cli_config_path(cfg_path, "train", quiet, cfg_buf, sizeof cfg_buf, &e))
+        return cli_fail("train", &e);
+    if (cfg_path)
+        cfg_path = cfg_buf;
     char resume_path[CFG_PATH_MAX]; /* --resume RUN_DIR: its last checkpoint */
     if (resume && cli_ckpt_path(resume, 1, "train", quiet, resume_path, sizeof resume_path, &e))
         return cli_fail("train", &e);
@@ -1113,8 +1384,15 @@ int cmd_train(int argc, char **argv)
         free(t);
         return 0;
     }
+    if (a.dry_run) {
+        if (dry_run(t, cfg_path, resume, init_from, force, &e))
+            goto fail;
+        trainer_free(t);
+        free(t);
+        return 0;
+    }
     if (plan_data(t, origin, &e) || prepare_out_dir(t, resume != NULL, force, &e) ||
-        plan_model(t, &e) || restore_run(t, resume, init_from, origin, &e) ||
+        plan_model(t, &e) || restore_run(t, resume, init_from, origin, 0, &e) ||
         start_run(t, resume != NULL, &e))
         goto fail;
     catch_signals();

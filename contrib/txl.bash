@@ -5,7 +5,9 @@
 # command and option tables and the config keys), so the completion knows exactly the
 # commands, flags, values of --split/--sweep-mode/..., --set keys and their values of the
 # txl being completed: ./txl in a source tree completes that build. File names (configs
-# after -c, checkpoints, run directories) are completed here, with the pattern txl names.
+# after -c, checkpoints, run directories) are completed here, with the pattern txl names;
+# after -c (and `txl train CONFIG`) the binary adds the names of its installed configs
+# (PREFIX/share/txl/configs), which it finds by bare name from any directory.
 #
 # Registered for `txl` and `./txl`; a command word ending in /txl (build-asan/txl,
 # ~/bin/txl) is registered the first time it is completed, through bash's default handler.

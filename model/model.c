@@ -156,21 +156,41 @@ void model_tensors_view(const model *mdl, float *base, model_tensors *t)
     }
 }
 
-int model_init(model *mdl, const model_config *cfg, txl_err *e)
+/* The scheme's own checks of cfg, then the parameter table (b->t is the caller's to free). */
+static int make_table(param_table *b, const model_config *cfg, txl_err *e)
 {
-    memset(mdl, 0, sizeof *mdl);
-    mdl->cfg = *cfg;
     const pos_ops *ops = pos_get(cfg->pos);
     char why[256];
     if (!ops)
         return err_set(e, ERR_INPUT, "model.pos_scheme: unknown scheme %d", (int)cfg->pos);
     if (ops->validate && ops->validate(cfg, why, sizeof why))
         return err_set(e, ERR_INPUT, "%s", why);
-    param_table b = {0};
-    if (build_table(&b, cfg)) {
-        free(b.t);
+    if (build_table(b, cfg)) {
+        free(b->t);
+        b->t = NULL;
         return err_set(e, ERR_RUNTIME, "out of memory building the parameter table");
     }
+    return 0;
+}
+
+int model_size(const model_config *cfg, size_t *n_floats, size_t *n_weights, txl_err *e)
+{
+    param_table b = {0};
+    if (make_table(&b, cfg, e))
+        return -1;
+    *n_floats = b.off;
+    *n_weights = b.count;
+    free(b.t);
+    return 0;
+}
+
+int model_init(model *mdl, const model_config *cfg, txl_err *e)
+{
+    memset(mdl, 0, sizeof *mdl);
+    mdl->cfg = *cfg;
+    param_table b = {0};
+    if (make_table(&b, cfg, e))
+        return -1;
     mdl->table = b.t;
     mdl->n_params = b.n;
     mdl->n_floats = b.off;
@@ -353,8 +373,9 @@ static void plan(model_acts *A, arena *ar)
     }
 }
 
-int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, int training,
-              txl_err *e)
+/* The sizes of A and its layer caches, before plan() lays out the buffers. */
+static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max, int M,
+                      int training, txl_err *e)
 {
     memset(A, 0, sizeof *A);
     A->cfg = *cfg;
@@ -367,6 +388,27 @@ int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, 
     A->lc = calloc(training ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
     if (!A->lc)
         return err_set(e, ERR_RUNTIME, "out of memory planning activations");
+    return 0;
+}
+
+int acts_plan_floats(const model_config *cfg, int B, int Lq_max, int M, int training,
+                     size_t *floats, txl_err *e)
+{
+    model_acts A;
+    if (acts_begin(&A, cfg, B, Lq_max, M, training, e))
+        return -1;
+    arena ar = {NULL, 0}; /* no base: plan() only counts */
+    plan(&A, &ar);
+    *floats = ar.used;
+    free(A.lc);
+    return 0;
+}
+
+int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, int training,
+              txl_err *e)
+{
+    if (acts_begin(A, cfg, B, Lq_max, M, training, e))
+        return -1;
     arena ar = {NULL, 0};
     plan(A, &ar);
     size_t total = ar.used;

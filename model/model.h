@@ -60,6 +60,9 @@ typedef struct {
 
 /* Builds the table for cfg and allocates zeroed weights. cfg must be validated. */
 int model_init(model *mdl, const model_config *cfg, txl_err *e);
+/* The sizes model_init would allocate for cfg, without allocating them (txl train
+ * --dry-run): n_floats (with padding) and n_weights (the parameter count). */
+int model_size(const model_config *cfg, size_t *n_floats, size_t *n_weights, txl_err *e);
 /* Init from a seed (doc/design.md, "The model"): weights N(0, 0.02), biases 0, LN gain 1, u/v N(0,
  * 0.02). */
 void model_init_weights(model *mdl, uint64_t seed);
@@ -141,6 +144,9 @@ typedef struct {
 int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, int training,
               txl_err *e);
 void acts_free(model_acts *A);
+/* The arena floats acts_init would allocate for the same arguments, without allocating it. */
+int acts_plan_floats(const model_config *cfg, int B, int Lq_max, int M, int training,
+                     size_t *floats, txl_err *e);
 
 /* Per-layer score-term statistics (attn_term_stats), accumulated when fwd_opts asks. */
 typedef struct {

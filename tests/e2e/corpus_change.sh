@@ -19,7 +19,7 @@ wait_trained $RUN/log.jsonl 5 || bad "the run did not get going: $(head -c 300 $
 truncate -s 1000 $CORPUS
 wait $pid
 rc=$?
-n=$(grep -c '"train"' $RUN/log.jsonl)
+n=$(grep -c '"event":"train"' $RUN/log.jsonl)
 check "truncating the corpus mid-run: exit 2, not a crash (exit $rc)" test $rc -eq 2
 check "...naming the file and what happened: $(head -c 300 $TMP/train.err)" \
     grep -qF "txl train: $CORPUS: the corpus was truncated while txl was reading it: byte" $TMP/train.err

@@ -26,7 +26,7 @@ RUN=$TMP/run
 LAST=$RUN/last.safetensors.gz
 step_of() { $TXL info "$1" --json 2>/dev/null | jq -r .step; }
 rand() { od -An -N2 -tu2 /dev/urandom | awk -v lo="$1" -v hi="$2" '{print lo + $1 % (hi - lo + 1)}'; }
-logged() { n=$(grep -c '"train"' $RUN/log.jsonl 2>/dev/null); echo "${n:-0}"; }
+logged() { n=$(grep -c '"event":"train"' $RUN/log.jsonl 2>/dev/null); echo "${n:-0}"; }
 
 echo "-- kill -9 at random moments (a checkpoint after every step)"
 # shellcheck disable=SC2086

@@ -29,6 +29,61 @@ check "installed configs: all of configs/" test "$(ls $D$P/share/txl/configs | w
 check "an installed config loads" $D$P/bin/txl train -c $D$P/share/txl/configs/tiny.yaml \
     --set data.train=tests/data/tinyshakespeare.txt.gz --print-config
 
+# bare config names, from another directory: the working directory first, then the installed
+# configs (next to the binary: PREFIX/bin/../share/txl/configs; or the PREFIX compiled in)
+CD=$(cd $D$P/share/txl/configs && pwd -P)
+mkdir -p $TMP/elsewhere
+I=$D$P/bin/txl
+SHAKE=$ROOT/tests/data/tinyshakespeare.txt.gz
+inst() { (cd $TMP/elsewhere && "$I" "$@"); }
+inst train -c tiny.yaml --set data.train=$SHAKE --print-config > $TMP/c.yaml 2> $TMP/c.err
+check "elsewhere: train -c tiny.yaml takes the installed config (exit $?)" \
+    grep -q "^  out_dir: \"runs/tiny\"$" $TMP/c.yaml
+check "  ... and says which file: $(head -1 $TMP/c.err)" \
+    grep -q -x -F "txl train: using the installed config $CD/tiny.yaml" $TMP/c.err
+check "elsewhere: train tiny_rope.yaml (positional)" sh -c "cd $TMP/elsewhere &&
+    $I train tiny_rope.yaml --set data.train=$SHAKE --print-config -q | grep -q 'pos_scheme: rope'"
+check "elsewhere: train -c tiny_alibi (no .yaml)" sh -c "cd $TMP/elsewhere &&
+    $I train -c tiny_alibi --set data.train=$SHAKE --print-config -q | grep -q 'pos_scheme: alibi'"
+check "elsewhere: -q says nothing" sh -c "cd $TMP/elsewhere &&
+    $I train -c tiny --set data.train=$SHAKE --print-config -q 2>&1 >/dev/null | wc -c | grep -q -x 0"
+inst train -c tiny.yaml --set data.train=$SHAKE --set train.out_dir=$TMP/elsewhere/run \
+    --set train.max_steps=2 --set train.warmup_steps=1 --set train.eval_tokens=1000 \
+    --set train.threads=1 -q > /dev/null 2> $TMP/t.err
+check "elsewhere: train -c tiny.yaml trains ($(head -c 200 $TMP/t.err))" test -s $TMP/elsewhere/run/last.safetensors.gz
+sed 's/n_layer: 4/n_layer: 1/' configs/tiny.yaml > $TMP/elsewhere/tiny.yaml
+inst train -c tiny.yaml --set data.train=$SHAKE --print-config > $TMP/c.yaml 2> $TMP/c.err
+check "a tiny.yaml in the working directory comes first" grep -q "^  n_layer: 1$" $TMP/c.yaml
+check "  ... without a word" test ! -s $TMP/c.err
+rm $TMP/elsewhere/tiny.yaml
+inst train -c nothere.yaml > /dev/null 2> $TMP/n.err
+rc=$?
+check "an unknown bare name: exit 2 ($rc)" test $rc -eq 2
+check "  ... naming where it looked and what is installed: $(head -c 300 $TMP/n.err)" \
+    grep -q -F "nothere.yaml: no such config in the working directory or in $CD (installed: " $TMP/n.err
+check "  ... among them tiny.yaml" grep -q "tiny.yaml" $TMP/n.err
+inst import nothere.safetensors -c tiny -o $TMP/x.safetensors.gz > /dev/null 2> $TMP/i.err
+check "import -c tiny: the installed config, then the weights are missing: $(tail -1 $TMP/i.err | head -c 200)" \
+    sh -c "grep -q 'using the installed config $CD/tiny.yaml' $TMP/i.err && grep -q nothere.safetensors $TMP/i.err"
+check "info --system names the installed configs" \
+    sh -c "$I info --system --json | jq -e --arg d '$CD' '.configs | index(\$d) != null'"
+# a copy of the binary away from its tree falls back on the PREFIX compiled in (this build's:
+# the default /usr/local, unless installed there for real)
+mkdir -p $TMP/lone && cp $I $TMP/lone/txl
+if [ ! -d $P/share/txl/configs ]; then
+    (cd $TMP/elsewhere && $TMP/lone/txl train -c tiny.yaml) > /dev/null 2> $TMP/l.err
+    check "a lone binary: the compiled-in $P/share/txl/configs: $(head -c 200 $TMP/l.err)" \
+        grep -q -F "(none in $P/share/txl/configs)" $TMP/l.err
+fi
+# the Makefile writes PREFIX into the header cmd/cli.c includes, and only when it changes
+clean_make -s BUILD=$TMP/b PREFIX=/opt/txl-test $TMP/b/txl_paths.h
+check "make PREFIX=/opt/txl-test: TXL_CONFIG_DIR /opt/txl-test/share/txl/configs" \
+    grep -q -x -F '#define TXL_CONFIG_DIR "/opt/txl-test/share/txl/configs"' $TMP/b/txl_paths.h
+touch -d @1000000000 $TMP/b/txl_paths.h
+clean_make -s BUILD=$TMP/b PREFIX=/opt/txl-test $TMP/b/txl_paths.h
+check "  ... the same PREFIX again: the header is not rewritten (nothing to rebuild)" \
+    test "$(stat -c %Y $TMP/b/txl_paths.h)" = 1000000000
+
 if command -v man >/dev/null 2>&1; then
     MANPAGER=cat MANWIDTH=100 man -l $D$P/share/man/man1/txl.1 > $TMP/man.txt 2>$TMP/man.err
     check "man -l renders the installed page" grep -q "txl import" $TMP/man.txt
@@ -70,6 +125,15 @@ check "completion: -c offers YAML files" \
     test "$(cd configs && comp txl train -c tiny_r)" = tiny_rope.yaml
 check "completion: --config= offers YAML files" \
     test "$(cd configs && comp txl train --config=tiny_ro)" = tiny_rope.yaml
+# the installed binary offers its installed configs' names, from any directory
+check "completion: -c offers the installed configs" \
+    test "$(cd $TMP/elsewhere && comp "$I" train -c tiny_r)" = tiny_rope.yaml
+check "completion: -c '' offers all of them" \
+    test "$(cd $TMP/elsewhere && comp "$I" train -c '' | tr ' ' '\n' | grep -c yaml)" -eq "$(ls configs/*.yaml | wc -l)"
+check "completion: train CONFIG (positional) offers them too" \
+    test "$(cd $TMP/elsewhere && comp "$I" train enwik)" = enwik8_base.yaml
+check "completion: import -c offers them" \
+    test "$(cd $TMP/elsewhere && comp "$I" import w -c tiny_no)" = tiny_none.yaml
 mkdir -p $TMP/ck/sub && touch $TMP/ck/a.safetensors.gz $TMP/ck/b.safetensors $TMP/ck/c.txt \
     $TMP/ck/s.jsonl
 check "completion: checkpoints (*.safetensors, *.safetensors.gz) and directories" \

@@ -20,7 +20,7 @@ step_losses() { jq -r 'select(.event=="train") | "\(.step) \(.step_loss)"' "$1";
 wait_trained() {
     _i=0
     while [ $_i -lt 600 ]; do
-        _n=$(grep -c '"train"' "$1" 2>/dev/null)
+        _n=$(grep -c '"event":"train"' "$1" 2>/dev/null)
         [ "${_n:-0}" -ge "$2" ] && return 0
         sleep 0.05; _i=$((_i + 1))
     done

@@ -2,7 +2,7 @@
 # The run directory belongs to one run at a time, and txl writes nothing through a link:
 #  1. a second `txl train` into an out_dir a run is using (a new run with --force, or a
 #     --resume) exits 2 naming the holder's pid, and writes nothing there;
-#  2. temp files a killed run left (config.yaml.tmp, checkpoint temps, the write probe) are
+#  2. temp files a killed run left (config.yaml.tmp, summary.json.tmp, checkpoint temps, the write probe) are
 #     removed when the next run takes the directory; other files stay;
 #  3. a log.jsonl already there is a run (exit 2 without --resume or --force); a planted
 #     symlink (log.jsonl, config.yaml, config.yaml.tmp, .txl.lock) never has its target
@@ -41,7 +41,7 @@ check "once it is gone, --resume takes the directory (exit $?: $(head -c 200 $TM
     test "$(step_of $R/last.safetensors.gz)" = $((s + 2))
 
 echo "-- stale temp files of a killed run"
-for f in config.yaml.tmp last.safetensors.gz.tmp.AbC123 best.safetensors.gz.tmp.x0Y9zZ \
+for f in config.yaml.tmp summary.json.tmp last.safetensors.gz.tmp.AbC123 best.safetensors.gz.tmp.x0Y9zZ \
          last.safetensors.tmp.q1W2e3 .txl-write-test.Zz9Yy8; do
     echo litter > $R/$f
 done
@@ -50,7 +50,7 @@ echo keep > $R/last.safetensors.gz.tmp.not-a-temp
 # shellcheck disable=SC2086
 $TXL train $OPTS --set train.max_steps=$((s + 3)) --set train.out_dir=$R --resume $R/last.safetensors.gz >/dev/null 2>$TMP/c.err
 check "--resume into it works (exit $?: $(head -c 200 $TMP/c.err))" test "$(step_of $R/last.safetensors.gz)" = $((s + 3))
-check "...and removed the 5 temp files" test -z "$(cd $R && ls -a | grep -e '\.tmp' -e write-test | grep -v not-a-temp)"
+check "...and removed the 6 temp files" test -z "$(cd $R && ls -a | grep -e '\.tmp' -e write-test | grep -v not-a-temp)"
 check "...but not other files" test -f $R/notes.txt -a -f $R/last.safetensors.gz.tmp.not-a-temp
 
 echo "-- log.jsonl already there"
