@@ -140,7 +140,7 @@ static void fmt_trained(char *buf, size_t cap, double s)
         snprintf(buf, cap, "%d h %02d min", (int)(s / 3600), (int)fmod(s / 60, 60));
 }
 
-/* "best valid: loss 2.9009 nats/token, 4.1851 bpc"; `none` when the value is inf or nan
+/* "best valid: loss 2.9009 nats/byte, 4.1851 bpc"; `none` when the value is inf or nan
  * (no validation yet, or none at this step). */
 static void print_loss(const st_file *f, const char *key, const char *label, const char *none)
 {
@@ -149,7 +149,7 @@ static void print_loss(const st_file *f, const char *key, const char *label, con
     if (!v)
         return;
     if (meta_number(f, key, &d))
-        printf("%s: loss %.4f nats/token, %.4f bpc\n", label, d, d / M_LN2);
+        printf("%s: loss %.4f nats/byte, %.4f bpc\n", label, d, d / M_LN2);
     else if (strcmp(v, "inf") == 0 || strcmp(v, "nan") == 0)
         printf("%s: %s\n", label, none);
     else
