@@ -247,6 +247,7 @@ int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e)
     mem->B = B;
     mem->M = M;
     mem->d = cfg->d_model;
+    mem->layer_stride = (size_t)B * M * cfg->d_model;
     size_t n = (size_t)cfg->n_layer * B * M * cfg->d_model;
     mem->buf = calloc(n ? n : 1, sizeof(float));
     if (pos_get(cfg->pos)->needs_coords)
@@ -259,6 +260,16 @@ int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e)
 }
 
 void mem_reset(model_mem *mem) { mem->m = 0; }
+
+model_mem mem_slice(const model_mem *whole, int b0, int B)
+{
+    assert(b0 >= 0 && B >= 0 && b0 + B <= whole->B);
+    model_mem v = *whole;
+    v.B = B;
+    v.buf = whole->buf + (size_t)b0 * whole->M * whole->d;
+    v.coords = whole->coords ? whole->coords + (size_t)b0 * whole->M * TXL_N_COORDS : NULL;
+    return v;
+}
 
 void mem_free(model_mem *mem)
 {
