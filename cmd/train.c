@@ -349,6 +349,9 @@ static int save_checkpoint(trainer *t, const char *path, int with_state, double 
         for (int l = 0; l < t->mem.n_layer; l++)
             dist_gather_f32(mem_layer(&t->mem, l), per,
                             dist_is_root() ? mem_layer(&t->gmem, l) : NULL);
+        if (t->mem.coords) /* and the rows' text coordinates (hier) */
+            dist_gather_i32(t->mem.coords, (size_t)t->Bl * t->mem.M * TXL_N_COORDS,
+                            dist_is_root() ? t->gmem.coords : NULL);
         t->gmem.m = t->mem.m;
         mem = &t->gmem;
     }
