@@ -178,6 +178,9 @@ static const cfg_key keys[] = {
 
     { KEY("train", "batch_size", CT_INT, train.batch_size), .flags = F_MIN, .min = 1,
       .def = {16} },
+    /* the memory grows with batch_size x grad_accum streams, the activations do not */
+    { KEY("train", "grad_accum", CT_INT, train.grad_accum), .flags = F_MIN | F_MAX, .min = 1,
+      .max = CFG_MAX_GRAD_ACCUM, .def = {1} },
     { KEY("train", "max_steps", CT_LONG, train.max_steps), .flags = F_MIN, .min = 1,
       .def = {2000} },
     { KEY("train", "max_minutes", CT_DOUBLE, train.max_minutes), .flags = F_MIN, .min = 0,
@@ -1645,6 +1648,13 @@ static int check_sizes(const txl_config *c, char *why, size_t cap)
                  m->pos == POS_MLP ? ", mlp_num_freqs, mlp_hidden" : "", CFG_MAX_PARAMS);
         return -1;
     }
+    /* gradient accumulation: batch_size x grad_accum streams, each with its memory */
+    double streams = (double)t->batch_size * t->grad_accum;
+    if (streams > INT_MAX) {
+        snprintf(why, cap, "train.batch_size x train.grad_accum (the streams of one update) "
+                 "must be <= %d, found %d x %d", INT_MAX, t->batch_size, t->grad_accum);
+        return -1;
+    }
     double acts = cfg_plan_floats(m, t->batch_size, m->tgt_len, m->mem_len);
     if (acts > CFG_MAX_PLAN) {
         snprintf(why, cap,
@@ -1652,6 +1662,17 @@ static int check_sizes(const txl_config *c, char *why, size_t cap)
                  "batch_size %d x model.tgt_len %d, model.mem_len %d, n_layer %d, d_model %d), "
                  "more than txl's limit of %.3g", acts, t->batch_size, m->tgt_len, m->mem_len,
                  m->n_layer, m->d_model, CFG_MAX_PLAN);
+        return -1;
+    }
+    /* every stream of an update keeps its memory (with grad_accum 1 the activations
+     * above bound it, so only accumulation gets here) */
+    double memf = streams * m->n_layer * m->mem_len * m->d_model;
+    if (memf > CFG_MAX_PLAN) {
+        snprintf(why, cap,
+                 "the memory is too large: about %.3g floats (train.batch_size %d x "
+                 "grad_accum %d streams x model.n_layer %d x mem_len %d x d_model %d), more "
+                 "than txl's limit of %.3g", memf, t->batch_size, t->grad_accum, m->n_layer,
+                 m->mem_len, m->d_model, CFG_MAX_PLAN);
         return -1;
     }
     return 0;

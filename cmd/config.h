@@ -21,6 +21,8 @@
 #define CFG_PATH_MAX 1024
 /* train.threads: at most 1024, the cap of eval's and sample's --threads */
 #define CFG_MAX_THREADS 1024
+/* train.grad_accum: at most 1024 micro-batches per update */
+#define CFG_MAX_GRAD_ACCUM 1024
 
 typedef enum { SCHED_CONSTANT, SCHED_COSINE, SCHED_INV_SQRT } lr_schedule;
 typedef enum { OPT_ADAM, OPT_ADAMW } optimizer_kind;
@@ -36,7 +38,8 @@ typedef struct {
 } data_config;
 
 typedef struct {
-    int batch_size;            /* B */
+    int batch_size;            /* B: streams per micro-batch (the planned activations) */
+    int grad_accum;            /* k: micro-batches per update; batch_size x k streams */
     long max_steps;
     double max_minutes;        /* 0 = no time limit */
     double lr;

@@ -2,9 +2,13 @@
  * "Checkpoints").
  *
  * One step = one segment of every stream: forward, backward, global-norm clip, Adam, then
- * the memory advances. Everything a step touches is planned before step 1; the loop itself
- * never allocates. The run directory holds config.yaml, log.jsonl, last and best
- * checkpoints, and summary.json once the run ends; `last` carries the Adam moments, the memory, the data cursor and the step,
+ * the memory advances. With train.grad_accum k the batch_size x k streams of a step run as
+ * k micro-batches of batch_size streams (forward, backward adding to the gradient, memory),
+ * then one update: the same computation as batch_size x k streams at once, to the round-off
+ * of the gradient's summation order. Everything a step touches is planned before step 1;
+ * the loop itself never allocates. The run directory holds config.yaml, log.jsonl, last and
+ * best checkpoints, and summary.json once the run ends; `last` carries the Adam moments, the
+ * memory, the data cursor and the step,
  * so --resume continues bit for bit (dropout masks are a function of seed and step, see
  * common/rng.h, so there is no sequential RNG state to restore). */
 #include <cjson/cJSON.h>
@@ -53,15 +57,19 @@ typedef struct {
     model mdl;
     float *adam_m, *adam_v;
     model_acts A;
-    model_mem mem;
+    model_mem mem;            /* this rank's k x Bl streams (micro-batch j: j Bl .. j Bl + Bl) */
     corpus train_c, valid_c, test_c;
     token_span train_s, valid_s, test_s;
     tok_stream train_ts, valid_ts; /* their tokens (anchors, coordinates: data/tokens.h) */
     batcher bt;
-    txl_tok *x, *y;           /* [B, Lq] of the global batch; this rank uses rows b0..b0+Bl */
-    int32_t *co;              /* [B, Lq, TXL_N_COORDS] their coordinates, or NULL */
-    int Bl, b0;               /* streams of this rank, first stream (data parallelism) */
-    model_mem gmem;           /* rank 0 of several: the whole batch's memory, for `last` */
+    txl_tok *x, *y;           /* [k B, Lq] of all streams of a step; micro-batch j is rows
+                               * j B .. j B + B, of which this rank uses j B + b0 .. + Bl */
+    int32_t *co;              /* [k B, Lq, TXL_N_COORDS] their coordinates, or NULL */
+    int B, k;                 /* streams per micro-batch (train.batch_size), micro-batches per
+                               * update (train.grad_accum) */
+    int Bl, b0;               /* streams of this rank in a micro-batch, the first of them
+                               * (data parallelism) */
+    model_mem gmem;           /* rank 0 of several: all k B streams' memory, for `last` */
     FILE *log;
     char last_path[1100], best_path[1100], log_path[1100];
     train_state st;
@@ -352,6 +360,24 @@ static int check_finite(const trainer *t, txl_err *e)
                    "train.clip.", t->st.step, what[a], name, (double)arr[a][i], held);
 }
 
+/* The memory of all k B streams in global order on rank 0 (collective): micro-batch j's
+ * streams j B .. j B + B come from the ranks in rank order, Bl each, states and coordinates. */
+static void gather_mem(trainer *t)
+{
+    const model_mem *mm = &t->mem;
+    int root = dist_is_root();
+    size_t rows = (size_t)mm->M * mm->d, nco = (size_t)mm->M * TXL_N_COORDS;
+    for (int j = 0; j < t->k; j++) {
+        model_mem src = mem_slice(mm, j * t->Bl, t->Bl);
+        model_mem dst = root ? mem_slice(&t->gmem, j * t->B, t->B) : src;
+        for (int l = 0; l < mm->n_layer; l++)
+            dist_gather_f32(mem_layer(&src, l), t->Bl * rows, root ? mem_layer(&dst, l) : NULL);
+        if (mm->coords)
+            dist_gather_i32(src.coords, t->Bl * nco, root ? dst.coords : NULL);
+    }
+    t->gmem.m = mm->m;
+}
+
 /* Every rank calls this (the memory gather is collective); rank 0 writes; all return the
  * same status. */
 static int save_checkpoint(trainer *t, const char *path, int with_state, double valid_loss,
@@ -359,13 +385,9 @@ static int save_checkpoint(trainer *t, const char *path, int with_state, double 
 {
     if (check_finite(t, e)) /* every rank holds the same weights: all stop alike */
         return -1;
-    const model_mem *mem = &t->mem;
-    if (with_state && dist_self()->size > 1) { /* the whole batch's memory, in stream order */
-        size_t per = (size_t)t->Bl * t->mem.M * t->mem.d;
-        for (int l = 0; l < t->mem.n_layer; l++)
-            dist_gather_f32(mem_layer(&t->mem, l), per,
-                            dist_is_root() ? mem_layer(&t->gmem, l) : NULL);
-        t->gmem.m = t->mem.m;
+    const model_mem *mem = &t->mem; /* one process: already all streams, in order */
+    if (with_state && dist_self()->size > 1) {
+        gather_mem(t);
         mem = &t->gmem;
     }
     int rc = dist_is_root() ? write_checkpoint(t, path, with_state ? mem : NULL, valid_loss, e) : 0;
@@ -435,6 +457,44 @@ static int data_tokens_differ(const txl_config *ck, const txl_config *now, char 
     return 1;
 }
 
+/* A run continues only with the streams of its checkpoint: the memory and the data cursor
+ * are per stream, and the streams of a step are train.batch_size x train.grad_accum (how
+ * they split into micro-batches may change: a stream's memory, data and dropout masks
+ * depend on its global index alone). 1 and the message when they differ. */
+static int streams_differ(const train_config *ck, const train_config *now, char *why,
+                          size_t cap)
+{
+    long long a = (long long)ck->batch_size * ck->grad_accum;
+    long long b = (long long)now->batch_size * now->grad_accum;
+    if (a == b)
+        return 0;
+    if (ck->grad_accum == now->grad_accum && ck->grad_accum == 1)
+        snprintf(why, cap, "train.batch_size %d differs from the checkpoint's %d (the memory "
+                 "and data cursor are per stream)", now->batch_size, ck->batch_size);
+    else
+        snprintf(why, cap, "train.batch_size x train.grad_accum = %d x %d = %lld streams "
+                 "differ from the checkpoint's %d x %d = %lld (the memory and data cursor are "
+                 "per stream: keep the product)", now->batch_size, now->grad_accum, b,
+                 ck->batch_size, ck->grad_accum, a);
+    return 1;
+}
+
+/* The checkpoint's memory of all k B streams: this rank's streams of each micro-batch (one
+ * process: all of them at once). */
+static int load_mem(trainer *t, const st_file *f, txl_err *e)
+{
+    int total = t->k * t->B;
+    if (dist_self()->size == 1)
+        return ckpt_load_mem(f, &t->mem, 0, total, e);
+    for (int j = 0; j < t->k; j++) {
+        model_mem s = mem_slice(&t->mem, j * t->Bl, t->Bl);
+        if (ckpt_load_mem(f, &s, (size_t)j * t->B + (size_t)t->b0, total, e))
+            return -1;
+        t->mem.m = s.m;
+    }
+    return 0;
+}
+
 /* Restores everything --resume needs from `last`; the model config must be identical. dry
  * (--dry-run, no model allocated): the checks and the state, no tensors. */
 static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
@@ -458,10 +518,8 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
         else if (cfg_diff_model(&ck.model, &t->cfg.model, diff, sizeof diff) > 0)
             rc = err_set(e, ERR_INPUT, "--resume %s: the model config differs from the "
                          "checkpoint's (checkpoint vs now): %s", path, diff);
-        else if (ck.train.batch_size != t->cfg.train.batch_size)
-            rc = err_set(e, ERR_INPUT, "--resume %s: train.batch_size %d differs from the "
-                         "checkpoint's %d (the memory and data cursor are per stream)", path,
-                         t->cfg.train.batch_size, ck.train.batch_size);
+        else if (streams_differ(&ck.train, &t->cfg.train, diff, sizeof diff))
+            rc = err_set(e, ERR_INPUT, "--resume %s: %s", path, diff);
         else if (st.train_tokens != t->train_ts.n)
             rc = err_set(e, ERR_INPUT, "--resume %s: the train split has %zu tokens, the "
                          "checkpoint was trained on %zu (different corpus or split?)", path,
@@ -471,8 +529,8 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
                          "config has %zu parameters", path, st.params, t->n_weights);
     }
     if (rc == 0 && !dry && (ckpt_load_weights(&t->mdl, &f, e) ||
-                    ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
-                    ckpt_load_mem(&f, &t->mem, (size_t)t->b0, t->cfg.train.batch_size, e)))
+                            ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
+                            load_mem(t, &f, e)))
         rc = -1;
     if (rc == 0 && st.data_pos >= t->bt.n)
         rc = err_set(e, ERR_INPUT, "%s: metadata 'data_pos' %zu is past the end of the streams "
@@ -516,14 +574,22 @@ static int load_init_from(trainer *t, const char *path, int dry, txl_err *e)
     return rc;
 }
 
-/* Estimated resident memory of this process in MiB: weights, gradients, 2 Adam moments,
- * the planned activations, the memory, and ~20 MiB of code and libraries. */
-static double plan_mib(const trainer *t)
+/* Bytes of the memory this process holds: its k x Bl streams (and, on rank 0 of several,
+ * the gathered copy of all k B streams). */
+static double mem_bytes(const trainer *t)
 {
     const model_config *m = &t->cfg.model;
+    double streams = (double)t->k * t->Bl + (t->gmem.buf ? (double)t->k * t->B : 0);
+    return streams * m->n_layer * m->mem_len * m->d_model * 4;
+}
+
+/* Estimated resident memory of this process in MiB: weights, gradients, 2 Adam moments,
+ * the planned activations (for one micro-batch), the memory, and ~20 MiB of code and
+ * libraries. */
+static double plan_mib(const trainer *t)
+{
     size_t act = t->act_floats * 4, par = t->par_floats * 4;
-    size_t mem = (size_t)m->n_layer * t->Bl * m->mem_len * m->d_model * 4;
-    return (4.0 * par + act + mem) / 1048576.0 + 20;
+    return (4.0 * par + act + mem_bytes(t)) / 1048576.0 + 20;
 }
 
 static void print_plan(const trainer *t)
@@ -531,18 +597,21 @@ static void print_plan(const trainer *t)
     const txl_config *c = &t->cfg;
     const model_config *m = &c->model;
     size_t act = t->act_floats * 4, par = t->par_floats * 4;
-    size_t mem = (size_t)m->n_layer * t->Bl * m->mem_len * m->d_model * 4;
+    char accum[48] = "";
+    if (t->k > 1)
+        snprintf(accum, sizeof accum, " x %d accum", t->k);
     fprintf(stderr,
             "txl train: %s, %d layers, d_model %d, %d heads x %d, d_inner %d, %.2fM params\n"
-            "  tokens/step %d (batch %d x tgt_len %d), mem_len %d, pre_lnorm %s, dropout %g\n"
+            "  tokens/step %lld (batch %d%s x tgt_len %d), mem_len %d, pre_lnorm %s, "
+            "dropout %g\n"
             "  memory: params+grads+adam %.1f MiB, activations %.1f MiB, mem %.1f MiB "
             "(estimate %.0f MiB)\n"
             "  data: train %zu bytes (%s), valid %zu, test %zu; OpenBLAS core %s\n"
             "  out_dir %s\n",
             pos_scheme_name(m->pos), m->n_layer, m->d_model, m->n_head, m->d_head,
-            m->d_inner, t->n_weights / 1e6, c->train.batch_size * m->tgt_len,
-            c->train.batch_size, m->tgt_len, m->mem_len, m->pre_lnorm ? "yes" : "no",
-            m->dropout, 4.0 * par / 1048576.0, act / 1048576.0, mem / 1048576.0,
+            m->d_inner, t->n_weights / 1e6, (long long)t->k * t->B * m->tgt_len,
+            t->B, accum, m->tgt_len, m->mem_len, m->pre_lnorm ? "yes" : "no",
+            m->dropout, 4.0 * par / 1048576.0, act / 1048576.0, mem_bytes(t) / 1048576.0,
             plan_mib(t), t->train_s.n, t->train_s.path,
             t->valid_s.n, t->test_s.n, cli_blas_core(), c->train.out_dir);
 }
@@ -676,8 +745,33 @@ static void apply_update(trainer *t, const loop_state *ls, long step, double nor
     t->st.norm_mean += w * (norm - t->st.norm_mean);
 }
 
-/* One step: zero the gradients, forward, backward, sum the gradient over the ranks, the
- * NaN guard, clip + Adam (or skip an outlier), advance the memory and the state. */
+/* The forward and backward of every micro-batch of the step (segments of length len),
+ * each adding to the gradient scaled by 1 / ntok, the tokens of all k B streams; each
+ * micro-batch's memory advances as soon as its backward is done (the update does not change
+ * it). Micro-batch j is global streams j B .. j B + B; this rank runs its Bl of them with
+ * dropout masks drawn by global stream (A.b_offset). Returns this rank's loss sum (nats). */
+static double accumulate(trainer *t, const fwd_opts *o0, int len, size_t ntok)
+{
+    double loss = 0;
+    fwd_opts o = *o0;
+    int m = t->mem.m; /* every micro-batch starts from the rows the step started with */
+    for (int j = 0; j < t->k; j++) {
+        size_t first = (size_t)j * t->B + (size_t)t->b0, off = first * (size_t)len;
+        model_mem mj = mem_slice(&t->mem, j * t->Bl, t->Bl);
+        o.coords = t->co ? t->co + off * TXL_N_COORDS : NULL;
+        t->A.b_offset = first;
+        loss += model_forward(&t->mdl, &t->A, &mj, t->x + off, t->y + off, len, &o);
+        model_backward(&t->mdl, &t->A, &mj, 1.0f / (float)ntok);
+        model_mem_update(&t->A, &mj);
+        m = mj.m;
+    }
+    t->mem.m = m;
+    return loss;
+}
+
+/* One step: zero the gradients, forward and backward of the micro-batches (advancing their
+ * memory), sum the gradient over the ranks, the NaN guard, clip + Adam (or skip an
+ * outlier), advance the state. */
 static int train_step(trainer *t, loop_state *ls, txl_err *e)
 {
     const train_config *tc = &t->cfg.train;
@@ -685,15 +779,11 @@ static int train_step(trainer *t, loop_state *ls, txl_err *e)
     if (len < 0)
         return stop_keeping_last(t, e);
     long step = t->st.step + 1;
-    size_t off = (size_t)t->b0 * len; /* this rank's rows */
-    fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step),
-                  .coords = t->co ? t->co + off * TXL_N_COORDS : NULL};
-    model_zero_grads(&t->mdl);
-    size_t ntok = (size_t)tc->batch_size * len; /* the whole batch: each rank scales by the
-                                                 * global count */
-    const txl_tok *xl = t->x + off, *yl = t->y + off;
-    double loss = model_forward(&t->mdl, &t->A, &t->mem, xl, yl, len, &o);
-    model_backward(&t->mdl, &t->A, &t->mem, 1.0f / (float)ntok);
+    fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
+    model_zero_grads(&t->mdl); /* once per update: the backward adds to the gradient */
+    size_t ntok = (size_t)t->k * t->B * len; /* all streams of the step: each rank and each
+                                              * micro-batch scales by the global count */
+    double loss = accumulate(t, &o, len, ntok);
     dist_sum_f32(t->mdl.g, t->mdl.n_floats); /* every rank: the global gradient */
     dist_sum_f64(&loss, 1);
     loss /= (double)ntok;
@@ -712,7 +802,6 @@ static int train_step(trainer *t, loop_state *ls, txl_err *e)
         skip_update(t, step, norm);
     else
         apply_update(t, ls, step, norm, lr);
-    model_mem_update(&t->A, &t->mem);
     t->st.step = step;
     t->st.tokens += (long long)ntok;
     t->st.data_pos = t->bt.pos;
@@ -992,14 +1081,18 @@ static int missing_corpus_hint(const trainer *t, txl_err *e)
     return -1;
 }
 
-/* The data: the train/valid/test spans, the train batcher, and this rank's streams. */
+/* The data: the train/valid/test spans, the train batcher over all batch_size x grad_accum
+ * streams of a step, and this rank's streams of each micro-batch. */
 static int plan_data(trainer *t, const char *origin, txl_err *e)
 {
-    int B = t->cfg.train.batch_size, Lq = t->cfg.model.tgt_len;
+    int B = t->cfg.train.batch_size, Lq = t->cfg.model.tgt_len, k = t->cfg.train.grad_accum;
+    t->B = B;
+    t->k = k;
     if (open_data(t, e))
         return missing_corpus_hint(t, e);
-    if (batcher_init(&t->bt, &t->train_ts, B, Lq, 0, (size_t)Lq + 1, "train", e))
-        return -1;
+    if (batcher_init(&t->bt, &t->train_ts, k * B, Lq, 0, (size_t)Lq + 1, "train", e))
+        return k > 1 ? err_wrap(e, "train.batch_size %d x train.grad_accum %d streams", B, k)
+                     : -1;
     const dist_t *dd = dist_self();
     if (B % dd->size != 0)
         return err_set(e, ERR_INPUT, "%s: train.batch_size %d cannot be split over %d ranks "
@@ -1081,20 +1174,21 @@ static int plan_model(trainer *t, txl_err *e)
 {
     const txl_config *c = &t->cfg;
     const dist_t *dd = dist_self();
-    int M = c->model.mem_len, Lq = c->model.tgt_len, B = c->train.batch_size;
+    int M = c->model.mem_len, Lq = c->model.tgt_len, B = t->B, k = t->k;
     set_threads(t);
     if (model_init(&t->mdl, &c->model, e) || model_alloc_grads(&t->mdl, e) ||
-        acts_init(&t->A, &c->model, t->Bl, Lq, M, 1, e) ||
-        mem_init(&t->mem, &c->model, t->Bl, M, e) ||
-        (dd->size > 1 && dist_is_root() && mem_init(&t->gmem, &c->model, B, M, e)))
+        acts_init(&t->A, &c->model, t->Bl, Lq, M, 1, e) || /* one micro-batch */
+        mem_init(&t->mem, &c->model, k * t->Bl, M, e) ||
+        (dd->size > 1 && dist_is_root() && mem_init(&t->gmem, &c->model, k * B, M, e)))
         return -1;
     t->A.b_offset = (size_t)t->b0;
     t->adam_m = calloc(t->mdl.n_floats, sizeof(float));
     t->adam_v = calloc(t->mdl.n_floats, sizeof(float));
     int coords = pos_get(c->model.pos)->needs_coords;
-    t->x = malloc((size_t)B * Lq * sizeof *t->x);
-    t->y = malloc((size_t)B * Lq * sizeof *t->y);
-    t->co = coords ? malloc((size_t)B * Lq * TXL_N_COORDS * sizeof *t->co) : NULL;
+    size_t rows = (size_t)k * B * Lq;
+    t->x = malloc(rows * sizeof *t->x);
+    t->y = malloc(rows * sizeof *t->y);
+    t->co = coords ? malloc(rows * TXL_N_COORDS * sizeof *t->co) : NULL;
     if (!t->adam_m || !t->adam_v || !t->x || !t->y || (coords && !t->co))
         return err_set(e, ERR_RUNTIME, "out of memory");
     model_init_weights(&t->mdl, c->train.seed);
@@ -1171,6 +1265,7 @@ static void log_start(trainer *t, int resume)
     cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_s.n);
     cJSON_AddNumberToObject(o, "ranks", dd->size);
     cJSON_AddNumberToObject(o, "threads", t->threads);
+    cJSON_AddNumberToObject(o, "grad_accum", t->k);
     cJSON_AddNumberToObject(o, "estimate_mib", round(plan_mib(t)));
     cJSON_AddStringToObject(o, "version", TXL_VERSION);
     cJSON *args = cJSON_AddArrayToObject(o, "argv");
@@ -1230,7 +1325,8 @@ static void print_dry_run(const trainer *t, const char *cfg_path, const char *re
     cJSON_AddNumberToObject(o, "estimate_mib", round(plan_mib(t)));
     add_num(o, "params_grads_adam_mib", "%.1f", 4.0 * t->par_floats * 4 / 1048576.0);
     add_num(o, "activations_mib", "%.1f", t->act_floats * 4 / 1048576.0);
-    cJSON_AddNumberToObject(o, "tokens_per_step", (double)tc->batch_size * m->tgt_len);
+    cJSON_AddNumberToObject(o, "tokens_per_step", (double)t->k * t->B * m->tgt_len);
+    cJSON_AddNumberToObject(o, "grad_accum", t->k);
     cJSON_AddNumberToObject(o, "train_tokens", (double)t->train_ts.n);
     cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_ts.n);
     cJSON_AddNumberToObject(o, "train_bytes", (double)t->train_s.n);

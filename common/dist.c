@@ -91,6 +91,16 @@ void dist_gather_f32(const float *in, size_t n, float *out)
     MPI_Gather(in, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
 }
 
+void dist_gather_i32(const int32_t *in, size_t n, int32_t *out)
+{
+    if (self.size == 1) {
+        for (size_t i = 0; out && i < n; i++)
+            out[i] = in[i];
+        return;
+    }
+    MPI_Gather(in, (int)n, MPI_INT32_T, out, (int)n, MPI_INT32_T, 0, MPI_COMM_WORLD);
+}
+
 #else /* single process */
 
 void dist_init(int *argc, char ***argv, dist_t *d)
@@ -105,6 +115,11 @@ void dist_sum_f32(float *buf, size_t n) { (void)buf; (void)n; }
 void dist_sum_f64(double *buf, size_t n) { (void)buf; (void)n; }
 int dist_max_int(int v) { return v; }
 void dist_gather_f32(const float *in, size_t n, float *out)
+{
+    for (size_t i = 0; out && i < n; i++)
+        out[i] = in[i];
+}
+void dist_gather_i32(const int32_t *in, size_t n, int32_t *out)
 {
     for (size_t i = 0; out && i < n; i++)
         out[i] = in[i];

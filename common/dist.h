@@ -9,6 +9,7 @@
 #define TXL_DIST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     int rank, size;
@@ -29,6 +30,8 @@ int dist_max_int(int v);
 /* Gathers `n` floats from every rank into root's out[size * n] (rank order); non-roots may
  * pass out = NULL. */
 void dist_gather_f32(const float *in, size_t n, float *out);
+/* The same for int32 values (the memory's text coordinates). */
+void dist_gather_i32(const int32_t *in, size_t n, int32_t *out);
 /* Seconds spent inside dist_sum_* so far (communication time, for the logs). */
 double dist_comm_seconds(void);
 

@@ -267,6 +267,7 @@ int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e)
     mem->B = B;
     mem->M = M;
     mem->d = cfg->d_model;
+    mem->layer_stride = (size_t)B * M * cfg->d_model;
     size_t n = (size_t)cfg->n_layer * B * M * cfg->d_model;
     mem->buf = calloc(n ? n : 1, sizeof(float));
     if (pos_get(cfg->pos)->needs_coords)
@@ -279,6 +280,16 @@ int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e)
 }
 
 void mem_reset(model_mem *mem) { mem->m = 0; }
+
+model_mem mem_slice(const model_mem *whole, int b0, int B)
+{
+    assert(b0 >= 0 && B >= 0 && b0 + B <= whole->B);
+    model_mem v = *whole;
+    v.B = B;
+    v.buf = whole->buf + (size_t)b0 * whole->M * whole->d;
+    v.coords = whole->coords ? whole->coords + (size_t)b0 * whole->M * TXL_N_COORDS : NULL;
+    return v;
+}
 
 void mem_free(model_mem *mem)
 {
@@ -455,9 +466,12 @@ static pos_seg segment_of(const model_acts *A, int Lq, int m, const fwd_opts *o)
                      .coords = A->cat_coords, .acts = (pos_acts *)&A->pos_acts};
 }
 
-/* cat_coords = [memory rows' coordinates; the segment's], per stream. Coordinates only
- * grow along a stream; a row below its predecessor (damaged input) is raised to it, so
- * every difference a scheme reads is >= 0 and below the window's span. */
+/* cat_coords = [memory rows' coordinates; the segment's], per stream. Along a stream a
+ * coordinate grows by 0 or 1 from one token to the next (a token starts at most one unit of
+ * each level, data/units.c). Damaged input (a checkpoint's memory that does not continue
+ * the text) is brought to that rule: a row below its predecessor stays level with it, a row
+ * further above it is one above. So every difference a scheme reads is >= 0 and below the
+ * window's span (klen), which the schemes' tables are planned for; valid rows are kept. */
 static void gather_coords(model_acts *A, const model_mem *mem, const int32_t *seg, int Lq)
 {
     const int NC = TXL_N_COORDS, m = mem->m, klen = m + Lq;
@@ -465,10 +479,15 @@ static void gather_coords(model_acts *A, const model_mem *mem, const int32_t *se
         int32_t *dst = A->cat_coords + (size_t)b * klen * NC;
         memcpy(dst, mem->coords + (size_t)b * mem->M * NC, (size_t)m * NC * sizeof *dst);
         memcpy(dst + (size_t)m * NC, seg + (size_t)b * Lq * NC, (size_t)Lq * NC * sizeof *dst);
-        for (int j = 1; j < klen; j++)
-            for (int k = 0; k < NC; k++)
-                if (dst[(size_t)j * NC + k] < dst[(size_t)(j - 1) * NC + k])
-                    dst[(size_t)j * NC + k] = dst[(size_t)(j - 1) * NC + k];
+        for (int k = 0; k < NC; k++) {
+            int32_t in_prev = dst[k]; /* the predecessor as it came */
+            for (int j = 1; j < klen; j++) {
+                int32_t *v = &dst[(size_t)j * NC + k], in = *v;
+                int64_t step = (int64_t)in - in_prev, out = (int64_t)v[-NC] + (step > 0);
+                *v = out > INT32_MAX ? INT32_MAX : (int32_t)out;
+                in_prev = in;
+            }
+        }
     }
 }
 

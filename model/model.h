@@ -74,21 +74,27 @@ const param_entry *model_find_param(const model *mdl, const char *name);
 /* Named views of an array laid out like the table (w, g, or an Adam moment). */
 void model_tensors_view(const model *mdl, float *base, model_tensors *t);
 
-/* Memory of every layer: buf [N][B][M][d], the first m rows of each (layer, stream) valid. */
+/* Memory of every layer: buf [N][B][M][d], the first m rows of each (layer, stream) valid.
+ * A slice (mem_slice) views some streams of a larger memory: its layers lie layer_stride
+ * floats apart, not B*M*d. */
 typedef struct {
     int n_layer, B, M, d;
     int m;       /* rows currently held (0 after reset) */
     float *buf;
     int32_t *coords; /* [B][M][TXL_N_COORDS] text coordinates of the rows (schemes that read
                         them), else NULL */
+    size_t layer_stride; /* floats from layer l's [B][M][d] to layer l+1's */
 } model_mem;
 
 int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e);
 void mem_reset(model_mem *mem);
 void mem_free(model_mem *mem);
+/* Streams [b0, b0 + B) of whole, in place (gradient accumulation: one micro-batch's
+ * streams). A view: never freed; its m is its own (set whole->m when the slices moved). */
+model_mem mem_slice(const model_mem *whole, int b0, int B);
 static inline float *mem_layer(const model_mem *mem, int l)
 {
-    return mem->buf + (size_t)l * mem->B * mem->M * mem->d;
+    return mem->buf + (size_t)l * mem->layer_stride;
 }
 
 /* One layer's cache for the backward (training) or its working buffers (inference). */

@@ -56,6 +56,7 @@ static void test_defaults(void)
     CHECK(strcmp(c.data.tokenizer, "byte") == 0, "defaults: tokenizer byte");
     CHECK(c.train.batch_size == 16 && c.train.max_steps == 2000 && c.train.max_minutes == 0,
           "defaults: batch 16, 2000 steps, no time limit");
+    CHECK(c.train.grad_accum == 1, "defaults: grad_accum 1 (no accumulation)");
     CHECK(c.train.lr == 2.5e-4 && c.train.schedule == SCHED_COSINE && c.train.warmup_steps == 0 &&
               c.train.lr_min == 0.0,
           "defaults: lr 2.5e-4 cosine, no warmup, lr_min 0");
@@ -463,7 +464,7 @@ static void test_set(void)
         "data.train=\"a b: c\"", "train.seed=18446744073709551615", " model.n_layer = 6",
         "model.dropout=0", "train.schedule=constant", "model.mlp_max_dist=1.5",
         "train.out_dir=runs/x=y", "train.optimizer=adamw", "train.ckpt_gzip=off",
-        "model.clamp_len=-5",
+        "model.clamp_len=-5", "train.grad_accum=8",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         int rc = cfg_set(&c, good[i], &e);
@@ -482,6 +483,7 @@ static void test_set(void)
               strcmp(c.train.out_dir, "runs/x=y") == 0 && c.train.optimizer == OPT_ADAMW &&
               c.train.ckpt_gzip == 0 && c.model.clamp_len == -5,
           "set schedule, max_dist, out_dir with '=', optimizer, ckpt_gzip, clamp_len");
+    CHECK(c.train.grad_accum == 8, "set grad_accum 8");
     /* a YAML tag that agrees with the key's type is fine */
     static const char *tagged[] = {
         "train.lr=!!float 1e-3", "train.max_minutes=!!int 2", "train.seed=!!int 5",
@@ -541,6 +543,9 @@ static void test_set(void)
         { "train.beta2=1", "train.beta2 must be in [0, 1), found 1" },
         { "train.threads=5000", "train.threads must be in [0, 1024], found 5000" },
         { "train.threads=-1", "train.threads must be in [0, 1024], found -1" },
+        { "train.grad_accum=0", "train.grad_accum must be in [1, 1024], found 0" },
+        { "train.grad_accum=1025", "train.grad_accum must be in [1, 1024], found 1025" },
+        { "train.grad_accum=2.0", "train.grad_accum: expected an integer, found '2.0'" },
         { "train.max_steps=9007199254740993", "train.max_steps must be <= 9007199254740992" },
         { "train.seed=-1", "train.seed: expected a non-negative integer" },
         { "train.seed=\"5\"", "train.seed: expected a non-negative integer < 2^64, found the string \"5\"" },

@@ -327,6 +327,34 @@ expect2 "bit flip in the CRC-32 trailer" "$B/crc.safetensors.gz;;incorrect data 
 flip_byte $GZ $B/isize.safetensors.gz $((s - 2)) 1
 expect2 "bit flip in the length trailer" "$B/isize.safetensors.gz;;incorrect length check" $TXL eval $B/isize.safetensors.gz
 
+echo "-- memory coordinates that do not continue the text (hier)"
+# state.coords pass the loader's checks (>= 0, non-decreasing along the rows) but do not fit
+# the text at the data cursor: all 0 (what 2 MPI ranks wrote before the coordinates were
+# gathered) or all 2^31-1. The coordinate differences would exceed the window and overrun
+# the bias tables; the forward brings such rows to the rule of the text (a token starts at
+# most one unit per level) and the run goes on.
+H=$TMP/hier
+$TXL train -q -c $CFG --set model.pos_scheme=hier --set data.anchors=[bos,para,sent] \
+    --set train.max_steps=10 --set train.eval_interval=0 --set train.out_dir=$H --steps 5 \
+    >/dev/null 2>$TMP/hier.err || bad "hier setup run: $(cat $TMP/hier.err)"
+gunzip -c $H/last.safetensors.gz > $TMP/hier.safetensors
+co_at=$(( 8 + $(st_hlen $TMP/hier.safetensors) + $(st_header $TMP/hier.safetensors | jq '.["state.coords"].data_offsets[0]') ))
+co_n=$(st_header $TMP/hier.safetensors | jq '.["state.coords"].data_offsets | .[1] - .[0]')
+for v in zero max; do
+    cp $TMP/hier.safetensors $B/coords_$v.safetensors
+    i=0
+    while [ $i -lt $((co_n / 4)) ]; do
+        if [ $v = zero ]; then printf '\0\0\0\0'; else printf '\377\377\377\177'; fi
+        i=$((i + 1))
+    done | dd of=$B/coords_$v.safetensors bs=1 seek=$co_at conv=notrunc 2>/dev/null
+    $TXL train -q --resume $B/coords_$v.safetensors --set train.out_dir=$TMP/hier_$v \
+        >/dev/null 2>$TMP/hier_$v.err
+    rc=$?
+    check "state.coords all $v: the resume runs to the end (exit $rc), no crash" test $rc -eq 0
+    check "...and logs its 5 steps" test "$(jq -s '[.[] | select(.event=="train")] | length' \
+        $TMP/hier_$v/log.jsonl)" -eq 5
+done
+
 guard_sum > $TMP/guard.end
 check "the run directory is untouched after all of the above" cmp -s $TMP/guard.sum $TMP/guard.end
 check "...and its checkpoint still loads" $TXL info $GZ

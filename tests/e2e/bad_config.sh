@@ -77,6 +77,14 @@ datacase bad_out_of_range "3:12: model.dropout must be in [0, 1), found 1.5"
 cfgcase mem_len_negative "2:18: model.mem_len must be >= 0, found -1" "${D}model: {mem_len: -1}\n"
 cfgcase beta2_one "2:16: train.beta2 must be in [0, 1), found 1" "${D}train: {beta2: 1.0}\n"
 cfgcase batch_0 "2:21: train.batch_size must be >= 1, found 0" "${D}train: {batch_size: 0}\n"
+cfgcase grad_accum_0 "2:21: train.grad_accum must be in [1, 1024], found 0" "${D}train: {grad_accum: 0}\n"
+cfgcase grad_accum_negative "2:21: train.grad_accum must be in [1, 1024], found -2" "${D}train: {grad_accum: -2}\n"
+cfgcase grad_accum_huge "2:21: train.grad_accum must be in [1, 1024], found 1025" "${D}train: {grad_accum: 1025}\n"
+cfgcase grad_accum_float "2:21: train.grad_accum: expected an integer, found '2.5'" "${D}train: {grad_accum: 2.5}\n"
+expect2 "--set grad_accum 0" "--set train.grad_accum=0: train.grad_accum must be in [1, 1024], found 0" \
+    $TXL train -c $CFG --set train.grad_accum=0 --set train.out_dir=$RUN
+expect2 "--set grad_accum a word" "--set train.grad_accum=two: train.grad_accum: expected an integer, found 'two'" \
+    $TXL train -c $CFG --set train.grad_accum=two --set train.out_dir=$RUN
 cfgcase threads_huge "2:18: train.threads must be in [0, 1024], found 100000" "${D}train: {threads: 100000}\n"
 expect2 "--set threads 5000" "--set train.threads=5000: train.threads must be in [0, 1024], found 5000" \
     $TXL train -c $CFG --set train.threads=5000 --set train.out_dir=$RUN
@@ -93,6 +101,8 @@ cfgcase valid_0 "data.split: the valid fraction must be > 0 when data.valid is e
 cfgcase rope_odd "model.d_head must be even with pos_scheme rope (rotations pair its halves), found 3" "${D}model: {pos_scheme: rope, d_head: 3}\n"
 cfgcase huge_model "the model is too large: about;;model.n_layer 2000000000" "${D}model: {n_layer: 2000000000, d_model: 4096, d_inner: 16384}\n"
 cfgcase huge_step "a training step is too large;;train.batch_size 1000000 x model.tgt_len 1000000" "${D}model: {tgt_len: 1000000}\ntrain: {batch_size: 1000000}\n"
+cfgcase huge_accum_mem "the memory is too large: about;;train.batch_size 1000 x grad_accum 1024 streams" "${D}model: {tgt_len: 1, mem_len: 2000}\ntrain: {batch_size: 1000, grad_accum: 1024}\n"
+cfgcase accum_streams "train.batch_size x train.grad_accum (the streams of one update) must be <= 2147483647, found 3000000 x 1000" "${D}train: {batch_size: 3000000, grad_accum: 1000}\n"
 cfgcase no_train "data.train is required: expected a non-empty path" 'model: {n_layer: 2}\n'
 
 echo "-- duplicates"

@@ -3,9 +3,12 @@
 # B streams vs 2 ranks with B/2 each (dropout and dropatt on; masks are drawn by global
 # stream): the per-step losses agree to float32 round-off of the gradient reduction order,
 # and so do the final checkpoints. A run started on 2 ranks resumes on 1 (the memory is
-# stored for the whole batch), and a batch that cannot be split over the ranks is refused.
+# stored for the whole batch, with its text coordinates), and a batch that cannot be split
+# over the ranks is refused. Gradient accumulation splits each micro-batch over the ranks as
+# a batch is, and the memory of all its streams is gathered into the checkpoint.
 # Needs `make MPI=1 txl` (done by `make test-mpi`) and Open MPI's mpirun.
 . tests/e2e/lib.sh
+. tests/e2e/badlib.inc # st_tensor
 # Open MPI on these machines: root, 2 cores, and no cross-memory attach in containers
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
@@ -37,6 +40,45 @@ step_losses $TMP/r3/log.jsonl > $TMP/l3
 worst=$(paste $TMP/l2 $TMP/l3 | awk '{d = ($2 - $4) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.2e", w}')
 check "2 ranks to step 20, then 1 rank to 40: losses follow the 2-rank run (max rel diff $worst)" \
     awk -v w="$worst" 'BEGIN {exit !(w < 1e-4)}'
+
+# gradient accumulation over ranks: micro-batch j (streams 4j..4j+3) split over the ranks as
+# a batch is, 2 streams each; the same computation as 1 rank x 8 streams
+$MPIRUN -np 2 $TXL train -c $CFG $OPTS --set train.batch_size=4 --set train.grad_accum=2 \
+    --set train.out_dir=$TMP/a2 >/dev/null 2>$TMP/a2.err || bad "2 ranks x 2 accum: $(cat $TMP/a2.err)"
+step_losses $TMP/a2/log.jsonl > $TMP/la
+worst=$(paste $TMP/l1 $TMP/la | awk '$1 != $3 {w = 1} {d = ($2 - $4) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.2e", w}')
+check "2 ranks x 2 streams x 2 accum == 1 rank x 8 streams: max rel diff $worst (< 1e-5)" \
+    awk -v w="$worst" -v n="$(wc -l < $TMP/la)" 'BEGIN {exit !(w < 1e-5 && n == 40)}'
+
+# the memory's text coordinates (hier) are gathered from the ranks too: a 2-rank run with
+# accumulation stopped at step 20 holds the coordinates of 1 process with batch 8, and
+# resumed on 1 rank as batch 8 it follows that run
+HO="--set model.pos_scheme=hier --set data.anchors=[bos,para,sent]"
+$MPIRUN -np 1 $TXL train -c $CFG $OPTS $HO --set train.out_dir=$TMP/h1 --steps 20 >/dev/null 2>&1 || bad "h1"
+$MPIRUN -np 2 $TXL train -c $CFG $OPTS $HO --set train.batch_size=4 --set train.grad_accum=2 \
+    --set train.out_dir=$TMP/h2 --steps 20 >/dev/null 2>&1 || bad "h2"
+st_tensor $TMP/h1/last.safetensors.gz state.coords $TMP/co1
+st_tensor $TMP/h2/last.safetensors.gz state.coords $TMP/co2
+check "hier: the 2-rank checkpoint's state.coords equal 1 process's (8 streams x 32 rows)" \
+    test "$(wc -c < $TMP/co1)" -eq 3072 -a -z "$(cmp $TMP/co1 $TMP/co2 2>&1)"
+$TXL train -q --resume $TMP/h1/last.safetensors.gz --set train.threads=1 >/dev/null 2>&1 || bad "h1 resume"
+$TXL train -q --resume $TMP/h2/last.safetensors.gz --set train.threads=1 --set train.batch_size=8 \
+    --set train.grad_accum=1 >/dev/null 2>$TMP/h2.err || bad "h2 resume on 1 rank: $(cat $TMP/h2.err)"
+step_losses $TMP/h1/log.jsonl > $TMP/lh1
+step_losses $TMP/h2/log.jsonl > $TMP/lh2
+worst=$(paste $TMP/lh1 $TMP/lh2 | awk '$1 != $3 {w = 1} {d = ($2 - $4) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.2e", w}')
+check "hier: 2 ranks x 2 accum to step 20, then 1 rank x 8 streams: follows 1 process (max rel diff $worst)" \
+    awk -v w="$worst" -v n="$(wc -l < $TMP/lh2)" 'BEGIN {exit !(w < 1e-5 && n == 40)}'
+# ...and the other way: 1 process with accumulation to step 20, resumed on 2 ranks (each
+# loads its streams of every micro-batch: states and coordinates)
+$MPIRUN -np 1 $TXL train -c $CFG $OPTS $HO --set train.batch_size=4 --set train.grad_accum=2 \
+    --set train.out_dir=$TMP/h3 --steps 20 >/dev/null 2>&1 || bad "h3"
+$MPIRUN -np 2 $TXL train -q --resume $TMP/h3/last.safetensors.gz --set train.threads=1 \
+    >/dev/null 2>$TMP/h3.err || bad "h3 resume on 2 ranks: $(cat $TMP/h3.err)"
+step_losses $TMP/h3/log.jsonl > $TMP/lh3
+worst=$(paste $TMP/lh1 $TMP/lh3 | awk '$1 != $3 {w = 1} {d = ($2 - $4) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.2e", w}')
+check "hier: 1 process x 2 accum to step 20, then 2 ranks x 2 accum: follows (max rel diff $worst)" \
+    awk -v w="$worst" -v n="$(wc -l < $TMP/lh3)" 'BEGIN {exit !(w < 1e-5 && n == 40)}'
 
 # a batch that cannot be split
 $MPIRUN -np 3 $TXL train -c $CFG $OPTS --set train.out_dir=$TMP/r4 >/dev/null 2>$TMP/r4.err
