@@ -3,8 +3,8 @@
 # Diagnostics): a micro run logs one at every 2nd step with the fields of eval --term-stats
 # --json, and the layers of the last one are exactly what eval prints for the checkpoint of
 # that step; the pass leaves the training untouched (the same losses as without it); a
-# resumed run goes on at the same steps; another scheme with the key set is a config error
-# (exit 2).
+# resumed run goes on at the same steps; txl plot --terms draws them; another scheme with
+# the key set is a config error (exit 2).
 . tests/e2e/lib.sh
 CFG=tests/configs/micro.yaml
 OPTS="-q -c $CFG --set train.threads=1 --set train.max_steps=6"
@@ -57,4 +57,32 @@ done
 $TXL train $OPTS --set model.pos_scheme=rope --set train.term_stats_interval=0 \
     --set train.max_steps=2 --set train.warmup_steps=1 --set train.out_dir=$TMP/rope0 >/dev/null 2>&1
 check "pos_scheme rope with term_stats_interval 0 trains" test -s $TMP/rope0/log.jsonl
+
+# txl plot --terms
+$TXL plot --terms $TMP/run -o $TMP/t.png --script > $TMP/t.gp
+check "plot --terms --script: one data block per layer, 4 rows each (steps 2 4 6 8)" \
+    test "$(sed -n '/^\$layer1 << EOD/,/^EOD/p' $TMP/t.gp | grep -c '^[0-9]')" -eq 4
+check "  ... a row holds the step and the four stds of the log" \
+    grep -q "^6 $(jq -r 'select(.event=="terms" and .step==6) | .layers[1] |
+        [.content, .content_position, .global_content_bias, .global_position_bias] |
+        map(.std) | join(" ")' $L)" $TMP/t.gp
+check "  ... one panel per layer" test "$(grep -c "^set title 'layer" $TMP/t.gp)" -eq 2
+code() { "$@" >/dev/null 2>$TMP/err; echo $?; }
+check "plot --terms, a run without terms events: exit 2" \
+    test "$(code $TXL plot --terms $TMP/plain -o $TMP/a.png)" -eq 2
+check "  ... saying how to get them" grep -q "train.term_stats_interval" $TMP/err
+check "plot --terms with two runs: exit 2" \
+    test "$(code $TXL plot --terms $TMP/run $TMP/plain -o $TMP/a.png)" -eq 2
+check "plot --terms --sweep: exit 2" test "$(code $TXL plot --terms --sweep $TMP/run -o $TMP/a.png)" -eq 2
+if command -v gnuplot >/dev/null 2>&1; then
+    $TXL plot --terms $TMP/run -o $TMP/terms.png 2>$TMP/plot.err
+    check "plot --terms PNG: PNG magic bytes" \
+        test "$(head -c 8 $TMP/terms.png | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a
+    check "  ... gnuplot said nothing" test "$(grep -vc '^txl plot:' $TMP/plot.err)" -eq 0
+    check "  ... the message counts 2 layers" grep -q "terms.png (2 layers" $TMP/plot.err
+    $TXL plot --terms $TMP/run/log.jsonl -o $TMP/terms.svg -q
+    check "plot --terms SVG: the terms in the key" grep -q '>global_position_bias<' $TMP/terms.svg
+else
+    echo "  SKIP rendering: gnuplot is not installed (apt-get install gnuplot-nox)"
+fi
 finish
