@@ -30,11 +30,13 @@ const cli_cmd txl_commands[] = {
      &probe_spec, 0},
     {"info", cmd_info, "a checkpoint's config, size and metrics, or the machine",
      "CKPT [--json]\n--system [--json]", &info_spec, 0},
-    {"plot", cmd_plot, "learning curves or extrapolation curves as PNG or SVG (gnuplot)",
+    {"plot", cmd_plot, "learning curves, extrapolation curves, probes or score terms as PNG or "
+     "SVG (gnuplot)",
      "RUN_DIR... -o OUT.png|OUT.svg [--title TEXT] [--size W,H] [--logx | --no-logx] "
      "[--ymax Y] [--script] [-q]\n"
      "--sweep SWEEP.jsonl... -o OUT.png|OUT.svg [the options above]\n"
-     "--probe PROBE.jsonl... -o OUT.png|OUT.svg [--gain] [the options above]",
+     "--probe PROBE.jsonl... -o OUT.png|OUT.svg [--gain] [the options above]\n"
+     "--terms RUN_DIR -o OUT.png|OUT.svg [the options above]",
      &plot_spec, 0},
     {"export", cmd_export, "a checkpoint's weights as standard safetensors",
      "CKPT -o OUT.safetensors[.gz] [-q]", &export_spec, 0},

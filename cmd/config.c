@@ -212,6 +212,8 @@ static const cfg_key keys[] = {
       .def = {200} },
     { KEY("train", "eval_tokens", CT_LONG, train.eval_tokens), .flags = F_MIN, .min = 0,
       .def = {0} },
+    { KEY("train", "term_stats_interval", CT_LONG, train.term_stats_interval), .flags = F_MIN,
+      .min = 0, .def = {0} },
     { KEY("train", "ckpt_interval", CT_LONG, train.ckpt_interval), .flags = F_MIN, .min = 0,
       .def = {200} },
     { KEY("train", "ckpt_gzip", CT_BOOL, train.ckpt_gzip), .def = {1} },
@@ -1611,6 +1613,13 @@ static int check_cross(const txl_config *c, char *why, size_t cap)
         fmt_double(a, sizeof a, c->data.split[1]);
         snprintf(why, cap, "data.split: the valid fraction must be > 0 when data.valid is "
                  "empty (the valid split comes from data.train), found %s", a);
+        return -1;
+    }
+    if (m->pos != POS_XL && t->term_stats_interval > 0) {
+        snprintf(why, cap, "train.term_stats_interval applies to pos_scheme xl only (the "
+                 "statistics of its four score terms), found pos_scheme %s with "
+                 "term_stats_interval %ld; set it to 0", pos_get(m->pos)->name,
+                 t->term_stats_interval);
         return -1;
     }
     if (m->pos != POS_XL && m->xl_off) {

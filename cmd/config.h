@@ -56,6 +56,7 @@ typedef struct {
     long log_interval;
     long eval_interval;        /* 0 = never */
     long eval_tokens;          /* 0 = whole valid split */
+    long term_stats_interval;  /* steps between terms events (xl only); 0 = off */
     long ckpt_interval;        /* 0 = only at the end */
     int ckpt_gzip;             /* 1: .safetensors.gz (default), 0: plain .safetensors */
     char out_dir[CFG_PATH_MAX];

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "evaluate.h"
+#include "terms.h"
 
 typedef enum { SWEEP_MEMORY, SWEEP_WINDOW, SWEEP_BOTH } sweep_mode;
 
@@ -61,7 +62,8 @@ static const cli_opt eval_options[] = {
              "tgt_len x (factor-1)); window: mem_len 0, tgt_len x factor; both: tgt_len and "
              "mem_len x factor"},
     {.name = "--term-stats", .type = CLI_OPT_INT, .off = O(term_stats), .lo = 1,
-     .hi = 1L << 30, .def = 0, .implicit = 4, .metavar = "N", .def_doc = "",
+     .hi = 1L << 30, .def = 0, .implicit = TERM_STATS_SEGMENTS, .metavar = "N",
+     .def_doc = "",
      .help = "per layer, mean and std of the score terms over the first N segments (N "
              "defaults to 4): xl's content, content-position, global content bias and global "
              "position bias; mlp/alibi: content and distance bias"},
@@ -124,81 +126,26 @@ static int check_setting(const model_config *mc, int B, long long T, long long M
     return 0;
 }
 
-/* A term's verdict against the content term (doc/design.md, "The model": Diagnostics): a
- * spread over 10x or under 1/10 of the content term's, or xl's global position term (d)
- * with a zero mean. Writes the reason into why ("" when healthy); returns 1 if flagged. */
-static int term_verdict(const char *name, double mean, double sd, double content_sd,
-                        int is_content, char *why, size_t cap)
-{
-    why[0] = '\0';
-    if (is_content)
-        return 0;
-    if (content_sd > 0 && sd > 10 * content_sd)
-        snprintf(why, cap, "dominates: std %.3g is %.0fx the content term's", sd, sd / content_sd);
-    else if (content_sd > 0 && sd < content_sd / 10)
-        snprintf(why, cap, "weak: std %.3g is 1/%.0f of the content term's", sd,
-                 sd > 0 ? content_sd / sd : INFINITY);
-    else if (!strcmp(name, "global_position_bias") && fabs(mean) < 1e-6 * (content_sd + 1e-30))
-        snprintf(why, cap, "dead: its mean is zero");
-    return why[0] != '\0';
-}
-
-/* One layer's terms: mean, std and verdict, as a JSON object or table rows. */
-static void print_layer_terms(const model_config *mc, const term_stats *st, int l, int json)
-{
-    const char *const *names = pos_get(mc->pos)->term_names; /* the scheme's terms */
-    int nterms = 0, flags = 0;
-    while (nterms < 4 && names[nterms])
-        nterms++;
-    double n = st->count > 0 ? st->count : 1, mean[4], sd[4];
-    for (int t = 0; t < nterms; t++) {
-        mean[t] = st->acc[t][0] / n;
-        double var = st->acc[t][1] / n - mean[t] * mean[t];
-        sd[t] = sqrt(var > 0 ? var : 0);
-    }
-    if (json)
-        printf("{\"layer\":%d,\"pos_scheme\":\"%s\",\"entries\":%.0f", l,
-               pos_scheme_name(mc->pos), st->count);
-    for (int t = 0; t < nterms; t++) {
-        char why[128];
-        int bad = term_verdict(names[t], mean[t], sd[t], sd[0], t == 0, why, sizeof why);
-        flags += bad;
-        if (json) {
-            printf(",\"%s\":{\"mean\":%.6g,\"std\":%.6g", names[t], mean[t], sd[t]);
-            if (bad)
-                printf(",\"flag\":\"%s\"", why);
-            printf("}");
-        } else {
-            printf("%-6d %-22s %12.5f %12.5f  %s\n", l, names[t], mean[t], sd[t],
-                   bad ? why : "ok");
-        }
-    }
-    if (json)
-        printf(",\"verdict\":\"%s\"}\n", flags ? "flagged" : "ok");
-}
-
 /* --term-stats: the score terms' mean and standard deviation per layer, with a verdict. */
 static int print_term_stats(model *mdl, const model_config *mc, const tok_stream *ts, int B,
                             int T, int Mm, size_t segments, int json, txl_err *e)
 {
-    int N = mc->n_layer;
-    term_stats *st = calloc((size_t)N, sizeof *st);
-    if (!st)
-        return err_set(e, ERR_RUNTIME, "out of memory");
-    eval_opts o = {.batch = B, .tgt_len = T, .mem_len = Mm, .max_segments = segments,
-                   .stats = st, .label = "term-stats"};
-    eval_result r;
-    if (eval_stream(mdl, mc, ts, &o, &r, e)) {
-        free(st);
+    terms_pass tp;
+    if (terms_init(&tp, mdl, mc, ts, B, T, Mm, segments, e) || terms_run(&tp, e)) {
+        terms_free(&tp);
         return -1;
     }
-    if (!json)
+    if (!json) {
         printf("score terms of %s (scaled by 1/sqrt(d_head)), %zu segments of batch %d x "
-               "tgt_len %d, mem_len %d:\n%-6s %-22s %12s %12s  %s\n", pos_scheme_name(mc->pos),
-               r.segments, B, T, Mm, "layer", "term", "mean", "std", "verdict");
-    for (int l = 0; l < N; l++)
-        print_layer_terms(mc, &st[l], l, json);
-    free(st);
+               "tgt_len %d, mem_len %d:\n", pos_scheme_name(mc->pos), tp.segments, B, T, Mm);
+        terms_table_head(stdout);
+    }
+    for (int l = 0; l < mc->n_layer; l++) {
+        terms_print_layer(stdout, mc, &tp.st[l], l, json);
+        if (json)
+            printf("\n");
+    }
+    terms_free(&tp);
     return 0;
 }
 

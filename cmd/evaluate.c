@@ -9,25 +9,14 @@
 #include "../common/dist.h"
 #include "cli.h"
 
-/* The pass's state: this rank's streams b0 .. b0+nb-1 of the batch, their buffers, sums. */
-typedef struct {
-    model *mdl;
-    const eval_opts *o;
-    model_acts A;
-    model_mem mem;
-    int nb;
-    size_t b0;
-    txl_tok *x, *y;
-    int32_t *co;
-    double nats, anchor_nats;
-    size_t tokens, anchors;
-} pass;
+typedef eval_pass pass;
 
 static void pass_free(pass *p)
 {
     free(p->x), free(p->y), free(p->co);
     mem_free(&p->mem);
     acts_free(&p->A);
+    memset(p, 0, sizeof *p);
 }
 
 static int pass_init(pass *p, model *mdl, const model_config *cfg, const eval_opts *o, int nb,
@@ -47,6 +36,14 @@ static int pass_init(pass *p, model *mdl, const model_config *cfg, const eval_op
     if (!p->x || !p->y || (pos_get(cfg->pos)->needs_coords && !p->co))
         return err_set(e, ERR_RUNTIME, "out of memory");
     return 0;
+}
+
+/* An empty memory and no sums: the start of a pass. */
+static void pass_reset(pass *p)
+{
+    mem_reset(&p->mem);
+    p->nats = p->anchor_nats = 0;
+    p->tokens = p->anchors = 0;
 }
 
 /* One segment of this rank's rows (x, y [nb, len] at rows b0..); scored unless warming up.
@@ -89,45 +86,47 @@ static void progress_line(const pass *p, const eval_result *r, size_t nseg, doub
 }
 
 /* The tail (data/tokens.h): the last stream goes on alone over the tokens after the
- * streams, from its memory. */
-static int run_tail(pass *p, const model_config *cfg, const batcher *bt, txl_err *e)
+ * streams, from its memory, in the planned one-stream pass. */
+static int run_tail(eval_plan *ep, const batcher *bt, txl_err *e)
 {
+    pass *p = &ep->p, *q = &ep->tail;
+    if (!ep->has_tail)
+        return 0;
     size_t first, n;
     batcher_tail(bt, &first, &n);
-    int last = p->o->batch - 1 - (int)p->b0; /* the last stream, if it is this rank's */
-    if (n == 0 || last < 0 || last >= p->nb)
-        return 0;
-    pass q;
-    eval_opts o1 = *p->o;
-    o1.batch = 1;
-    int rc = pass_init(&q, p->mdl, cfg, &o1, 1, e);
-    if (!rc) { /* the last stream's memory (states and coordinates) */
-        size_t rows = (size_t)p->mem.M * p->mem.d;
-        for (int l = 0; l < cfg->n_layer; l++)
-            memcpy(mem_layer(&q.mem, l), mem_layer(&p->mem, l) + (size_t)last * rows,
-                   rows * sizeof(float));
-        if (q.mem.coords)
-            memcpy(q.mem.coords, p->mem.coords + (size_t)last * p->mem.M * TXL_N_COORDS,
-                   (size_t)p->mem.M * TXL_N_COORDS * sizeof(int32_t));
-        q.mem.m = p->mem.m;
-    }
+    int last = p->o->batch - 1 - (int)p->b0; /* the last stream: this rank's (eval_plan_init) */
+    size_t rows = (size_t)p->mem.M * p->mem.d;
+    pass_reset(q); /* then the last stream's memory (states and coordinates) */
+    for (int l = 0; l < ep->cfg->n_layer; l++)
+        memcpy(mem_layer(&q->mem, l), mem_layer(&p->mem, l) + (size_t)last * rows,
+               rows * sizeof(float));
+    if (q->mem.coords)
+        memcpy(q->mem.coords, p->mem.coords + (size_t)last * p->mem.M * TXL_N_COORDS,
+               (size_t)p->mem.M * TXL_N_COORDS * sizeof(int32_t));
+    q->mem.m = p->mem.m;
+    int rc = 0;
     for (size_t at = 0; !rc && at < n; at += (size_t)p->o->tgt_len) {
         int len = n - at < (size_t)p->o->tgt_len ? (int)(n - at) : p->o->tgt_len;
-        rc = tok_stream_read(bt->ts, first + at, q.x, q.co, (size_t)len, e) ||
-             tok_stream_read(bt->ts, first + at + 1, q.y, NULL, (size_t)len, e);
+        rc = tok_stream_read(bt->ts, first + at, q->x, q->co, (size_t)len, e) ||
+             tok_stream_read(bt->ts, first + at + 1, q->y, NULL, (size_t)len, e);
         if (!rc)
-            run_segment(&q, q.x, q.y, q.co, len);
+            run_segment(q, q->x, q->y, q->co, len);
     }
-    p->nats += q.nats, p->anchor_nats += q.anchor_nats;
-    p->tokens += q.tokens, p->anchors += q.anchors;
-    pass_free(&q);
+    p->nats += q->nats, p->anchor_nats += q->anchor_nats;
+    p->tokens += q->tokens, p->anchors += q->anchors;
     return rc ? -1 : 0;
 }
 
-/* The segments of the streams (and the tail), until the pass or max_segments ends. */
-static int run_streams(pass *p, const model_config *cfg, batcher *bt, eval_result *r,
-                       txl_err *e)
+/* Whether a pass of o over bt goes on to the tail: it runs every segment of the streams. */
+static int reaches_tail(const eval_opts *o, const batcher *bt)
 {
+    return !o->max_segments || batcher_segments(bt) < o->max_segments;
+}
+
+/* The segments of the streams (and the tail), until the pass or max_segments ends. */
+static int run_streams(eval_plan *ep, batcher *bt, eval_result *r, txl_err *e)
+{
+    pass *p = &ep->p;
     size_t nseg = batcher_segments(bt);
     if (p->o->max_segments && nseg > p->o->max_segments)
         nseg = p->o->max_segments;
@@ -145,52 +144,99 @@ static int run_streams(pass *p, const model_config *cfg, batcher *bt, eval_resul
         fprintf(stderr, "\r\033[K");
     if (len < 0) /* the corpus could not be read (e.g. truncated meanwhile): e names it */
         return -1;
-    if (!p->o->max_segments || r->segments < p->o->max_segments)
-        return run_tail(p, cfg, bt, e);
+    return reaches_tail(p->o, bt) ? run_tail(ep, bt, e) : 0;
+}
+
+static int plan_batcher(const eval_plan *ep, batcher *bt, txl_err *e)
+{
+    const eval_opts *o = &ep->o;
+    return batcher_init(bt, &ep->ts, o->batch, o->tgt_len, 1, 2,
+                        o->label ? o->label : "evaluation", e);
+}
+
+int eval_plan_init(eval_plan *ep, model *mdl, const model_config *cfg, const tok_stream *ts,
+                   const eval_opts *o, txl_err *e)
+{
+    memset(ep, 0, sizeof *ep);
+    ep->cfg = cfg;
+    ep->ts = *ts; /* a view: --max-tokens keeps the first tokens */
+    if (o->max_tokens && ep->ts.n > o->max_tokens)
+        ep->ts.n = o->max_tokens;
+    ep->o = *o;
+    batcher bt;
+    if (plan_batcher(ep, &bt, e))
+        return -1;
+    /* distributed: each rank runs its share of the streams (all of them when the batch does
+     * not split evenly), and the sums are combined at the end */
+    ep->nr = o->distributed ? dist_self()->size : 1;
+    ep->rank = o->distributed ? dist_self()->rank : 0;
+    if (o->batch % ep->nr) {
+        ep->nr = 1;
+        ep->rank = 0;
+    }
+    if (pass_init(&ep->p, mdl, cfg, &ep->o, o->batch / ep->nr, e))
+        return -1;
+    ep->p.b0 = (size_t)ep->rank * ep->p.nb;
+    size_t first, n;
+    batcher_tail(&bt, &first, &n);
+    int last = o->batch - 1 - (int)ep->p.b0; /* the last stream, if it is this rank's */
+    ep->has_tail = reaches_tail(o, &bt) && n > 0 && last >= 0 && last < ep->p.nb;
+    ep->o_tail = ep->o;
+    ep->o_tail.batch = 1;
+    if (ep->has_tail && pass_init(&ep->tail, mdl, cfg, &ep->o_tail, 1, e))
+        return -1;
     return 0;
+}
+
+int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
+{
+    *r = (eval_result){0};
+    batcher bt;
+    pass *p = &ep->p;
+    double t0 = cli_now();
+    if (plan_batcher(ep, &bt, e))
+        return -1;
+    pass_reset(p);
+    int rc = run_streams(ep, &bt, r, e);
+    if (ep->nr > 1) {
+        double v[4] = {p->nats, p->anchor_nats, (double)p->tokens, (double)p->anchors};
+        dist_sum_f64(v, 4);
+        p->nats = v[0], p->anchor_nats = v[1];
+        p->tokens = (size_t)v[2], p->anchors = (size_t)v[3];
+    }
+    if (rc)
+        return -1;
+    r->seconds = cli_now() - t0;
+    r->tokens = p->tokens;
+    r->anchor_tokens = p->anchors;
+    r->bytes = p->tokens - p->anchors;
+    r->anchor_bits = p->anchor_nats / M_LN2;
+    r->loss = r->bytes ? p->nats / (double)r->bytes : NAN;
+    if (!r->bytes)
+        return err_set(e, ERR_INPUT, "%s: no tokens scored (with --warmup, the memory of %d "
+                       "tokens must fill before scoring starts; the streams are too short)",
+                       ep->ts.span.path, ep->o.mem_len);
+    return 0;
+}
+
+void eval_plan_free(eval_plan *ep)
+{
+    pass_free(&ep->p);
+    pass_free(&ep->tail);
 }
 
 int eval_stream(model *mdl, const model_config *cfg, const tok_stream *ts, const eval_opts *o,
                 eval_result *r, txl_err *e)
 {
     *r = (eval_result){0};
-    tok_stream s = *ts; /* a view: --max-tokens keeps the first tokens */
-    if (o->max_tokens && s.n > o->max_tokens)
-        s.n = o->max_tokens;
-    batcher bt;
-    if (batcher_init(&bt, &s, o->batch, o->tgt_len, 1, 2, o->label ? o->label : "evaluation",
-                     e))
-        return -1;
-    /* distributed: each rank runs its share of the streams (all of them when the batch does
-     * not split evenly), and the sums are combined at the end */
-    int nr = o->distributed ? dist_self()->size : 1, rk = o->distributed ? dist_self()->rank : 0;
-    if (o->batch % nr) {
-        nr = 1;
-        rk = 0;
-    }
-    pass p;
-    double t0 = cli_now();
-    int rc = pass_init(&p, mdl, cfg, o, o->batch / nr, e);
-    p.b0 = (size_t)rk * p.nb;
-    if (!rc)
-        rc = run_streams(&p, cfg, &bt, r, e);
-    if (nr > 1) {
-        double v[4] = {p.nats, p.anchor_nats, (double)p.tokens, (double)p.anchors};
+    eval_plan ep;
+    int rc = eval_plan_init(&ep, mdl, cfg, ts, o, e);
+    if (!rc) {
+        rc = eval_plan_run(&ep, r, e);
+    } else if (ep.nr > 1) { /* out of memory on this rank: the others wait in the sum */
+        double v[4] = {0, 0, 0, 0};
         dist_sum_f64(v, 4);
-        p.nats = v[0], p.anchor_nats = v[1], p.tokens = (size_t)v[2], p.anchors = (size_t)v[3];
     }
-    pass_free(&p);
-    if (rc)
-        return -1;
-    r->seconds = cli_now() - t0;
-    r->tokens = p.tokens;
-    r->anchor_tokens = p.anchors;
-    r->bytes = p.tokens - p.anchors;
-    r->anchor_bits = p.anchor_nats / M_LN2;
-    r->loss = r->bytes ? p.nats / (double)r->bytes : NAN;
-    if (!r->bytes)
-        return err_set(e, ERR_INPUT, "%s: no tokens scored (with --warmup, the memory of %d "
-                       "tokens must fill before scoring starts; the streams are too short)",
-                       ts->span.path, o->mem_len);
-    return 0;
+    eval_plan_free(&ep);
+    return rc;
 }

@@ -41,4 +41,39 @@ typedef struct {
 int eval_stream(model *mdl, const model_config *cfg, const tok_stream *ts, const eval_opts *o,
                 eval_result *r, txl_err *e);
 
+/* This rank's streams of a pass, their buffers and sums (evaluate.c). */
+typedef struct eval_pass {
+    model *mdl;
+    const eval_opts *o;
+    model_acts A;
+    model_mem mem;
+    int nb;               /* streams of this rank */
+    size_t b0;            /* its first stream in the batch */
+    txl_tok *x, *y;       /* [batch, tgt_len] */
+    int32_t *co;          /* their coordinates, or NULL */
+    double nats, anchor_nats;
+    size_t tokens, anchors;
+} eval_pass;
+
+/* A pass planned once and run again and again over the same tokens with the weights of the
+ * moment (training's term statistics): eval_plan_init allocates everything the pass needs,
+ * the tail's one-stream pass too when the pass will reach the tail, and checks that the
+ * tokens hold the streams; eval_plan_run starts from an empty memory each time and
+ * allocates nothing. `cfg`, `ts` and `o` (by value) must outlive the plan; the plan must not
+ * be moved once initialised. */
+typedef struct {
+    const model_config *cfg;
+    tok_stream ts;        /* a view: the first max_tokens tokens */
+    eval_opts o, o_tail;  /* o_tail: the tail's, batch 1 */
+    int nr, rank;         /* ranks the streams are split over, and this one */
+    eval_pass p, tail;    /* tail: batch 1, planned only when the pass reaches it */
+    int has_tail;
+} eval_plan;
+
+int eval_plan_init(eval_plan *ep, model *mdl, const model_config *cfg, const tok_stream *ts,
+                   const eval_opts *o, txl_err *e);
+int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e);
+/* Safe on a zeroed or half-built plan. */
+void eval_plan_free(eval_plan *ep);
+
 #endif

@@ -1,5 +1,6 @@
 /* plot.c: `txl plot` — learning curves of runs (log.jsonl) and length-extrapolation curves
- * (`txl eval --sweep --json` output) as PNG or SVG, drawn by gnuplot.
+ * (`txl eval --sweep --json` output) as PNG or SVG, drawn by gnuplot; the probes' pictures
+ * are in plot_probe.c, a run's score terms (--terms) in plot_terms.c.
  *
  * txl writes one gnuplot program, data inline as datablocks ($name << EOD ... EOD), and
  * pipes it to gnuplot (Debian: gnuplot-nox; terminals pngcairo and svg). `--script` prints
@@ -32,7 +33,7 @@ const char *const plot_palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", 
 
 typedef struct {
     const char *out, *title, *size;
-    int sweep, probe, gain, script, quiet, logx;
+    int sweep, probe, terms, gain, script, quiet, logx;
     double ymax;
     char **inputs;           /* the positional arguments */
     int n_inputs;
@@ -45,9 +46,12 @@ static const cli_opt plot_options[] = {
      .help = "the image; .png (pngcairo) or .svg (required)"},
     {.name = "--sweep", .type = CLI_SWITCH, .off = O(sweep), .excludes = "--probe",
      .help = "the arguments are eval --sweep --json outputs, not run dirs"},
-    {.name = "--probe", .type = CLI_SWITCH, .off = O(probe),
+    {.name = "--probe", .type = CLI_SWITCH, .off = O(probe), .excludes = "--terms",
      .help = "the arguments are 'txl probe needle|recall --json' outputs: needle heat maps "
              "(length x depth) or recall curves"},
+    {.name = "--terms", .type = CLI_SWITCH, .off = O(terms), .excludes = "--sweep",
+     .help = "the argument is one run directory: the spread of each score term against the "
+             "step, one panel per layer, from its terms events (train.term_stats_interval)"},
     {.name = "--gain", .type = CLI_SWITCH, .off = O(gain),
      .help = "--probe needle: color by the retrieval gain in bits, not the accuracy"},
     {.name = "--title", .type = CLI_STR, .off = O(title), .metavar = "TEXT", .needs = "text",
@@ -76,14 +80,16 @@ const cli_spec plot_spec = {
              "(RUN_DIR/log.jsonl: train events as solid lines, validation as points and line, "
              "one color per run), or, with --sweep, bits per byte against the evaluated context "
              "(tgt_len + mem_len) from the output of 'txl eval --sweep ... --json' (one color "
-             "per 'scheme' field, else per file; line style per sweep_mode). Needs gnuplot "
+             "per 'scheme' field, else per file; line style per sweep_mode), with --probe the "
+             "probes' results, with --terms a run's score terms. Needs gnuplot "
              "(apt-get install gnuplot-nox).",
     .notes = "A RUN_DIR may also be the path of a log.jsonl. The environment variable "
              "TXL_GNUPLOT names the gnuplot binary (default: gnuplot on PATH).",
     .example = "examples: txl plot runs/tiny runs/tiny_rope -o curves.png\n"
                "          txl eval runs/tiny/best.safetensors.gz --sweep 1,2,4,8 --json > "
                "sw.jsonl\n"
-               "          txl plot --sweep sw.jsonl -o extrap.svg",
+               "          txl plot --sweep sw.jsonl -o extrap.svg\n"
+               "          txl plot --terms runs/tiny -o terms.png",
     .pos_max = -1,
     .pos_glob = NULL, /* run directories */
     .pos_glob_if = "--sweep",
@@ -255,22 +261,28 @@ static double tokens_at(const series *t, long step)
     return p[n - 1].x + (step - p[n - 1].step) * p[n - 1].x / (double)p[n - 1].step;
 }
 
-/* RUN (a directory or a log.jsonl) -> its train and valid series. */
-static int load_run(const char *arg, series *train, series *valid, txl_err *e)
+int run_log_path(const char *arg, char *path, size_t cap, txl_err *e)
 {
-    char path[2048];
     struct stat sb;
     if (stat(arg, &sb) != 0)
         return err_set(e, ERR_INPUT, "%s: no such run directory or log file", arg);
     if (S_ISDIR(sb.st_mode)) {
-        snprintf(path, sizeof path, "%s%slog.jsonl", arg,
-                 arg[strlen(arg) - 1] == '/' ? "" : "/");
+        snprintf(path, cap, "%s%slog.jsonl", arg, arg[strlen(arg) - 1] == '/' ? "" : "/");
         if (access(path, F_OK) != 0)
             return err_set(e, ERR_INPUT, "%s: no log.jsonl in this directory (is it a txl run's "
                            "train.out_dir?)", arg);
     } else {
-        snprintf(path, sizeof path, "%s", arg);
+        snprintf(path, cap, "%s", arg);
     }
+    return 0;
+}
+
+/* RUN (a directory or a log.jsonl) -> its train and valid series. */
+static int load_run(const char *arg, series *train, series *valid, txl_err *e)
+{
+    char path[2048];
+    if (run_log_path(arg, path, sizeof path, e))
+        return -1;
     log_ctx c = {train, valid, e, path};
     long nlines = 0;
     if (each_json_line(path, log_line, &c, &nlines, e))
@@ -712,9 +724,10 @@ static int load_sweeps(series_list *l, char **inputs, int nin, txl_err *e)
     return 0;
 }
 
-/* The gnuplot program for l (or the probe files), in a malloc'd string; NULL with e. */
+/* The gnuplot program for l (or the probe files, or a run's terms), in a malloc'd string;
+ * NULL with e. *npoints and *npanels: the probe's or the terms' points and panels. */
 static char *gp_program(const series_list *l, const plot_opts *po, const plot_args *a,
-                        size_t *len, size_t *npoints, txl_err *e)
+                        size_t *len, size_t *npoints, int *npanels, txl_err *e)
 {
     char *prog = NULL;
     FILE *ms = open_memstream(&prog, len);
@@ -723,10 +736,12 @@ static char *gp_program(const series_list *l, const plot_opts *po, const plot_ar
         return NULL;
     }
     fprintf(ms, "# txl %s plot: %s\n", TXL_VERSION,
-            a->sweep ? "--sweep" : a->probe ? "--probe" : "learning curves");
+            a->sweep ? "--sweep" : a->probe ? "--probe" : a->terms ? "--terms" : "learning curves");
     int rc = 0;
     if (a->probe)
         rc = plot_probe_program(ms, a->inputs, a->n_inputs, po, a->gain, npoints, e);
+    else if (a->terms)
+        rc = plot_terms_program(ms, a->inputs[0], po, npoints, npanels, e);
     else if (a->sweep)
         gp_sweep(ms, l, po);
     else
@@ -766,7 +781,8 @@ static int render(const series_list *l, plot_opts *po, const plot_args *a)
         po->out = tmp;
     }
     size_t plen = 0, probe_points = 0;
-    char *prog = gp_program(l, po, a, &plen, &probe_points, &e);
+    int panels = 0;
+    char *prog = gp_program(l, po, a, &plen, &probe_points, &panels, &e);
     po->out = out;
     int bad = prog ? 0 : -1;
     struct stat sb;
@@ -788,9 +804,11 @@ static int render(const series_list *l, plot_opts *po, const plot_args *a)
         size_t np = probe_points;
         for (size_t i = 0; i < l->n; i++)
             np += l->s[i].n;
-        size_t nc = a->probe ? (size_t)a->n_inputs : a->sweep ? l->n : l->n / 2;
+        size_t nc = a->probe ? (size_t)a->n_inputs : a->terms ? (size_t)panels
+                    : a->sweep ? l->n : l->n / 2;
         fprintf(stderr, "txl plot: %s (%zu %s%s, %zu points)\n", out, nc,
-                a->probe ? "file" : a->sweep ? "curve" : "run", nc == 1 ? "" : "s", np);
+                a->probe ? "file" : a->terms ? "layer" : a->sweep ? "curve" : "run",
+                nc == 1 ? "" : "s", np);
     }
     return 0;
 }
@@ -806,12 +824,17 @@ int cmd_plot(int argc, char **argv)
                     .ymax = a.ymax, .title = a.title};
     if (a.size && parse_size(a.size, &po))
         return 2;
+    po.fixed_size = a.size != NULL;
     if (pos.n == 0)
         return cli_usage("plot", a.sweep
                          ? "missing the sweep file(s) (the output of txl eval --sweep ... --json)"
                          : a.probe ? "missing the probe file(s) (the output of txl probe ... "
                                      "--json)"
+                         : a.terms ? "missing the run directory whose terms to plot"
                                    : "missing the run directory (or directories) to plot");
+    if (a.terms && pos.n > 1)
+        return cli_usage("plot", "--terms draws one run at a time, found %d arguments "
+                         "('%s', '%s'%s)", pos.n, pos.v[0], pos.v[1], pos.n > 2 ? ", ..." : "");
     if (!a.out)
         return cli_usage("plot", "missing -o OUT.png or -o OUT.svg");
     size_t olen = strlen(a.out);
@@ -826,7 +849,7 @@ int cmd_plot(int argc, char **argv)
     txl_err e = {0};
     a.inputs = pos.v;
     a.n_inputs = pos.n;
-    if (a.probe)
+    if (a.probe || a.terms)
         rc = render(&l, &po, &a);
     else if (a.sweep ? load_sweeps(&l, pos.v, pos.n, &e) : load_runs(&l, pos.v, pos.n, &e))
         rc = cli_fail("plot", &e);

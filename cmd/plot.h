@@ -35,6 +35,7 @@ typedef struct {
     const char *out;       /* output path, as gnuplot writes it */
     int svg;
     int width, height;
+    int fixed_size;        /* --size given (else --terms grows the height with the panels) */
     int logx;              /* -1 auto, 0 off, 1 on */
     double ymax;           /* NAN: automatic */
     const char *title;
@@ -58,8 +59,15 @@ void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabe
 /* A file's legend name: its base name (without /log.jsonl). */
 void run_label(char *buf, size_t cap, const char *arg);
 
+/* RUN (a run directory or the path of a log.jsonl) -> the log's path; -1 with e. */
+int run_log_path(const char *arg, char *path, size_t cap, txl_err *e);
+
 /* --probe: loads the probe files and writes the gnuplot program; 0 or -1 with e. */
 int plot_probe_program(FILE *f, char **inputs, int nin, const plot_opts *po, int gain,
                        size_t *npoints, txl_err *e);
+/* --terms: loads a run's terms events and writes the gnuplot program (one panel per layer);
+ * 0 or -1 with e. */
+int plot_terms_program(FILE *f, const char *input, const plot_opts *po, size_t *npoints,
+                       int *nlayers, txl_err *e);
 
 #endif

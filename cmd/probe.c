@@ -71,8 +71,9 @@ const cli_spec probe_spec = {
              "asked for at the end; per cell the exact-match accuracy of the greedy answer, "
              "its bits, and the retrieval gain over the same context with another number "
              "planted. recall: a random string, then D bytes of text, then the string "
-             "again; the bits saved on the second occurrence by distance, and the effective "
-             "context (the largest D that keeps half the gain of the smallest). shift: the "
+             "again; by distance the bits saved on the second occurrence against a control "
+             "with the first one replaced, and the effective context (the largest D that "
+             "keeps half the gain of the smallest). shift: the "
              "same text evaluated at position offsets K; relative schemes must not change.",
     .notes = "Every cell reports the mean and a 95% interval over the trials. CKPT may be a "
              "run directory: its best checkpoint (else last).",

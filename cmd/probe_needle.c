@@ -121,13 +121,10 @@ static double value_bits(const needle_set *n, int b, int *exact)
     int first = m[n->L - 1] + 1, last = m[n->L + VALUE_LEN - 1];
     size_t row = (size_t)b * n->pt.n;
     double s = 0;
-    int all = 1;
-    for (int j = first; j <= last; j++) {
+    for (int j = first; j <= last; j++)
         s += n->loss[row + j - 1];
-        all &= n->hit[row + j - 1];
-    }
-    if (exact)
-        *exact = all;
+    if (exact) /* the value's targets: those of tokens first..last */
+        *exact = probe_exact(n->hit + row + first - 1, last - first + 1);
     return s / M_LN2;
 }
 

@@ -2,11 +2,19 @@
  * "Probes").
  *
  * A trial is: 64 bytes of text, a random string S (string_len bytes drawn from the text's
- * own bytes, so its characters are the corpus's), D bytes of text, S again. The bits per
- * byte of S's second occurrence against its first are the gain of having seen it D bytes
- * earlier. The effective context is the largest D whose gain is still at least half the
- * gain at the smallest D. Trials run side by side as streams, in memory mode (segments of
- * tgt_len through the memory) and/or window mode (one window, no memory). */
+ * own bytes, so its characters are the corpus's), D bytes of text, S again. Its control is
+ * the same text with the first occurrence replaced by another string C of S's shape (the
+ * same whitespace and sentence stops, so the same units, anchors and coordinates; every
+ * other byte different from S's). The gain is the bits per byte the first occurrence saves
+ * on the second: the second occurrence's bits in the control minus in the trial. Both runs
+ * put the second occurrence at the same place with the same text around it, so what the
+ * segments, the memory or the window let the model see is the same in both but for S: a
+ * model that cannot reach back D + S bytes gains nothing, whatever its context length
+ * (comparing the second occurrence with the first instead would credit the first's
+ * shorter context). The bits of the first occurrence are reported too. The effective
+ * context is the largest D whose gain is still at least half the gain at the smallest D.
+ * Trials run side by side as streams, in memory mode (segments of tgt_len through the
+ * memory) and/or window mode (one window, no memory). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,16 +26,43 @@
 
 typedef struct {
     int D, S, ld, B;
-    uint8_t *x;          /* [B][ld]: lead, S, D bytes of text, S */
-    probe_tokens pt;     /* as the model's tokens */
-    float *loss;         /* [B][pt.n] per target */
-    double *first, *second, *gain; /* [B] bits per byte */
+    uint8_t *x, *xc;     /* [B][ld]: lead, S, D bytes of text, S; the control: C for the first S */
+    probe_tokens pt, ptc;/* as the model's tokens */
+    float *loss, *lossc; /* [B][pt.n], [B][ptc.n] per target */
+    double *first, *second, *control, *gain; /* [B] bits per byte */
 } recall_set;
 
 static void set_free(recall_set *r)
 {
-    free(r->x), free(r->loss), free(r->first), free(r->second), free(r->gain);
+    free(r->x), free(r->xc), free(r->loss), free(r->lossc);
+    free(r->first), free(r->second), free(r->control), free(r->gain);
     probe_tokens_free(&r->pt);
+    probe_tokens_free(&r->ptc);
+}
+
+/* Bytes the control keeps from S: those that decide where units start (data/units.h:
+ * whitespace, sentence stops, the document separator's bytes). */
+static int shapes_units(const probe_ctx *p, uint8_t b)
+{
+    return b == ' ' || (b >= '\t' && b <= '\r') || b == '.' || b == '!' || b == '?' ||
+           (b && strchr(p->units.sep, b));
+}
+
+/* The control's string: S's unit-shaping bytes, every other byte another byte of the pool
+ * (one that shapes no unit either), drawn from r. */
+static void control_string(const probe_ctx *p, rng_t *r, const uint8_t *s, int n,
+                           const uint8_t *pool, size_t np, uint8_t *c)
+{
+    for (int i = 0; i < n; i++) {
+        c[i] = s[i];
+        for (int k = 0; k < 256 && !shapes_units(p, s[i]) && c[i] == s[i]; k++) {
+            uint8_t b = pool[rng_next(r) % np];
+            if (!shapes_units(p, b))
+                c[i] = b;
+        }
+        if (!shapes_units(p, s[i]) && c[i] == s[i]) /* a pool of one such byte */
+            c[i] = s[i] == 'x' ? 'y' : 'x';
+    }
 }
 
 static int set_init(recall_set *s, const probe_ctx *p, int D, rng_t *r, txl_err *e)
@@ -39,42 +74,78 @@ static int set_init(recall_set *s, const probe_ctx *p, int D, rng_t *r, txl_err 
     s->B = (int)p->a->trials;
     size_t B = (size_t)s->B, ld = (size_t)s->ld;
     s->x = malloc(B * ld);
+    s->xc = malloc(B * ld);
     s->loss = malloc(2 * B * ld * sizeof *s->loss); /* anchors: up to 2 tokens a byte */
+    s->lossc = malloc(2 * B * ld * sizeof *s->lossc);
     s->first = malloc(B * sizeof(double));
     s->second = malloc(B * sizeof(double));
+    s->control = malloc(B * sizeof(double));
     s->gain = malloc(B * sizeof(double));
     uint8_t *pool = malloc(4096);
-    if (!s->x || !s->loss || !s->first || !s->second || !s->gain || !pool) {
+    if (!s->x || !s->xc || !s->loss || !s->lossc || !s->first || !s->second || !s->control ||
+        !s->gain || !pool) {
         free(pool);
         return err_set(e, ERR_RUNTIME, "out of memory");
     }
-    int rc = 0;
-    for (int b = 0; b < s->B && !rc; b++) {
+    /* the controls' draws: their own generator, so the trials are those of r alone */
+    rng_t rc = {rng_key(p->a->seed, 0x2000u + (uint64_t)D)};
+    int bad = 0;
+    size_t np = 4096 < p->span.n ? 4096 : p->span.n;
+    for (int b = 0; b < s->B && !bad; b++) {
         uint8_t *row = s->x + (size_t)b * ld, *str = row + LEAD;
         /* the lead and the D bytes of text are one draw; S from another stretch's bytes */
-        rc = probe_text(p, r, row, LEAD, e) || probe_text(p, r, str + s->S, (size_t)D, e) ||
-             probe_text(p, r, pool, 4096 < p->span.n ? 4096 : p->span.n, e);
-        size_t np = 4096 < p->span.n ? 4096 : p->span.n;
-        for (int i = 0; !rc && i < s->S; i++)
+        bad = probe_text(p, r, row, LEAD, e) || probe_text(p, r, str + s->S, (size_t)D, e) ||
+              probe_text(p, r, pool, np, e);
+        for (int i = 0; !bad && i < s->S; i++)
             str[i] = pool[rng_next(r) % np];
         memcpy(str + s->S + D, str, (size_t)s->S);
+        memcpy(s->xc + (size_t)b * ld, row, ld);
+        if (!bad)
+            control_string(p, &rc, str, s->S, pool, np, s->xc + (size_t)b * ld + LEAD);
     }
     free(pool);
-    return rc;
+    return bad;
 }
 
-/* Bits per byte of S at its first and second occurrence (the tokens of those bytes). */
+/* Bits per byte of S at its first and second occurrence, and of the second in the control
+ * (the tokens of those bytes). */
 static void score(recall_set *s)
 {
     int second = LEAD + s->S + s->D;
     for (int b = 0; b < s->B; b++) {
         s->first[b] = probe_bits(&s->pt, s->loss, b, LEAD, LEAD + s->S) / s->S;
         s->second[b] = probe_bits(&s->pt, s->loss, b, second, second + s->S) / s->S;
-        s->gain[b] = s->first[b] - s->second[b];
+        s->control[b] = probe_bits(&s->ptc, s->lossc, b, second, second + s->S) / s->S;
+        s->gain[b] = s->control[b] - s->second[b];
     }
 }
 
-/* One distance: every trial once. Returns the mean gain (bits per byte). */
+static void print_distance(const probe_ctx *p, probe_mode mode, const recall_set *s,
+                           const stream_eval *ev, double sec)
+{
+    stat_ci gi = stat_mean(s->gain, s->B), fi = stat_mean(s->first, s->B);
+    stat_ci se = stat_mean(s->second, s->B), ci = stat_mean(s->control, s->B);
+    if (p->a->json) {
+        printf("{\"probe\":\"recall\",\"mode\":\"%s\",\"distance\":%d,\"string_len\":%d,"
+               "\"trials\":%d", mode == MODE_MEMORY ? "memory" : "window", s->D, s->S, s->B);
+        print_ci("gain_bpc", gi);
+        print_ci("first_bpc", fi);
+        print_ci("second_bpc", se);
+        print_ci("control_bpc", ci);
+        printf(",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
+               "\"tok_per_s\":%.1f,\"seed\":%llu}\n", ev->T, ev->M,
+               pos_scheme_name(p->cfg.model.pos), p->step,
+               ev->tokens / (sec > 0 ? sec : 1e-9), p->a->seed);
+    } else {
+        printf("%-7s %8d   %6.3f [%6.3f,%6.3f]   %6.3f   %6.3f   %7.3f\n",
+               mode == MODE_MEMORY ? "memory" : "window", s->D, gi.mean, gi.lo, gi.hi, fi.mean,
+               se.mean, ci.mean);
+    }
+    fflush(stdout);
+}
+
+/* One distance: every trial once, then its control. Returns the mean gain (bits per
+ * byte). */
 static double run_distance(const probe_ctx *p, probe_mode mode, int D, int *failed,
                            txl_err *e)
 {
@@ -84,31 +155,16 @@ static double run_distance(const probe_ctx *p, probe_mode mode, int D, int *fail
     *failed = 1;
     double g = NAN;
     if (!set_init(&s, p, D, &r, e) && !probe_tokenize(p, s.x, s.B, s.ld, &s.pt, e) &&
-        !probe_streams(p, mode, s.B, s.pt.n - 1, &ev, e)) {
+        !probe_tokenize(p, s.xc, s.B, s.ld, &s.ptc, e) &&
+        !probe_streams(p, mode, s.B, (s.pt.n > s.ptc.n ? s.pt.n : s.ptc.n) - 1, &ev, e)) {
         double t0 = cli_now();
-        const probe_tokens *pt = &s.pt;
+        const probe_tokens *pt = &s.pt, *pc = &s.ptc;
         streams_feed(&ev, pt->tok, pt->tok + 1, pt->co, pt->n - 1, (size_t)pt->n, s.loss, NULL);
+        streams_reset(&ev);
+        streams_feed(&ev, pc->tok, pc->tok + 1, pc->co, pc->n - 1, (size_t)pc->n, s.lossc, NULL);
         score(&s);
-        stat_ci gi = stat_mean(s.gain, s.B), fi = stat_mean(s.first, s.B);
-        stat_ci se = stat_mean(s.second, s.B);
-        double sec = cli_now() - t0;
-        if (p->a->json) {
-            printf("{\"probe\":\"recall\",\"mode\":\"%s\",\"distance\":%d,\"string_len\":%d,"
-                   "\"trials\":%d", mode == MODE_MEMORY ? "memory" : "window", D, s.S, s.B);
-            print_ci("gain_bpc", gi);
-            print_ci("first_bpc", fi);
-            print_ci("second_bpc", se);
-            printf(",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
-                   "\"tok_per_s\":%.1f,\"seed\":%llu}\n", ev.T, ev.M,
-                   pos_scheme_name(p->cfg.model.pos), p->step,
-                   ev.tokens / (sec > 0 ? sec : 1e-9), p->a->seed);
-        } else {
-            printf("%-7s %8d   %6.3f [%6.3f,%6.3f]   %6.3f   %6.3f\n",
-                   mode == MODE_MEMORY ? "memory" : "window", D, gi.mean, gi.lo, gi.hi, fi.mean,
-                   se.mean);
-        }
-        fflush(stdout);
-        g = gi.mean;
+        print_distance(p, mode, &s, &ev, cli_now() - t0);
+        g = stat_mean(s.gain, s.B).mean;
         *failed = 0;
         streams_free(&ev);
     }
@@ -135,8 +191,8 @@ int probe_recall(probe_ctx *p, txl_err *e)
 {
     int d[CLI_MAX_LIST], nd = distances(p, d);
     if (!p->a->json)
-        printf("%-7s %8s   %-22s   %6s   %6s\n", "mode", "distance", "gain bpc [95%]", "first",
-               "second");
+        printf("%-7s %8s   %-22s   %6s   %6s   %7s\n", "mode", "distance", "gain bpc [95%]",
+               "first", "second", "control");
     for (int m = MODE_MEMORY; m <= MODE_WINDOW; m++) {
         if (p->a->mode != MODE_BOTH && p->a->mode != m)
             continue;

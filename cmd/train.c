@@ -39,6 +39,7 @@
 #include "cmds.h"
 #include "config.h"
 #include "evaluate.h"
+#include "terms.h"
 #include "train_state.h"
 
 static volatile sig_atomic_t stop_signal = 0;
@@ -70,6 +71,7 @@ typedef struct {
     int Bl, b0;               /* streams of this rank in a micro-batch, the first of them
                                * (data parallelism) */
     model_mem gmem;           /* rank 0 of several: all k B streams' memory, for `last` */
+    terms_pass terms;         /* rank 0, train.term_stats_interval > 0: the terms events' pass */
     FILE *log;
     char last_path[1100], best_path[1100], log_path[1100];
     train_state st;
@@ -97,6 +99,7 @@ static void trainer_free(trainer *t)
     mem_free(&t->mem);
     mem_free(&t->gmem);
     acts_free(&t->A);
+    terms_free(&t->terms);
     model_free(&t->mdl);
     corpus_close(&t->train_c);
     corpus_close(&t->valid_c);
@@ -584,11 +587,16 @@ static double mem_bytes(const trainer *t)
 }
 
 /* Estimated resident memory of this process in MiB: weights, gradients, 2 Adam moments,
- * the planned activations (for one micro-batch), the memory, and ~20 MiB of code and
- * libraries. */
+ * the planned activations (for one micro-batch), the memory, the term pass's (activations
+ * and memory, train.term_stats_interval), and ~20 MiB of code and libraries. */
 static double plan_mib(const trainer *t)
 {
-    size_t act = t->act_floats * 4, par = t->par_floats * 4;
+    const model_config *m = &t->cfg.model;
+    double act = (double)t->act_floats * 4, par = (double)t->par_floats * 4;
+    const eval_pass *tp[2] = {&t->terms.plan.p, &t->terms.plan.tail};
+    for (int i = 0; i < 2; i++)
+        act += ((double)tp[i]->A.arena_floats +
+                (double)m->n_layer * tp[i]->mem.B * tp[i]->mem.M * tp[i]->mem.d) * 4;
     return (4.0 * par + act + mem_bytes(t)) / 1048576.0 + 20;
 }
 
@@ -616,6 +624,16 @@ static void print_plan(const trainer *t)
             t->valid_s.n, t->test_s.n, cli_blas_core(), c->train.out_dir);
 }
 
+/* The streams of a pass over the valid split: train.batch_size, fewer when the split is
+ * tiny (each stream needs an input and its target). */
+static int valid_batch(const trainer *t)
+{
+    int B = t->cfg.train.batch_size;
+    while (B > 1 && t->valid_ts.n / (size_t)B < 2)
+        B /= 2;
+    return B;
+}
+
 /* Validation over the valid split (distributed like training); *loss is NaN without one. */
 static int run_valid(trainer *t, double *loss, txl_err *e)
 {
@@ -623,13 +641,10 @@ static int run_valid(trainer *t, double *loss, txl_err *e)
     if (t->valid_ts.n == 0)
         return 0;
     const model_config *m = &t->cfg.model;
-    eval_opts o = {.batch = t->cfg.train.batch_size, .tgt_len = m->tgt_len,
+    eval_opts o = {.batch = valid_batch(t), .tgt_len = m->tgt_len,
                    .mem_len = m->mem_len, .max_tokens = (size_t)t->cfg.train.eval_tokens,
                    .progress = t->tty && !t->quiet && dist_is_root(), .label = "valid",
                    .distributed = 1};
-    /* a tiny valid split still evaluates: fewer streams when needed */
-    while (o.batch > 1 && t->valid_ts.n / (size_t)o.batch < 2)
-        o.batch /= 2;
     eval_result r;
     if (eval_stream(&t->mdl, m, &t->valid_ts, &o, &r, e))
         return -1;
@@ -868,6 +883,37 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     ls->tok_log = 0;
 }
 
+/* A terms event every train.term_stats_interval steps (doc/design.md, "The model":
+ * Diagnostics): rank 0 runs the planned term pass, the first TERM_STATS_SEGMENTS segments
+ * of the valid split from an empty memory with this step's weights (eval --term-stats on a
+ * checkpoint of this step prints the same layers), and logs one object per layer. The
+ * pass has its own activations and memory: training's state is not touched. */
+static int log_terms(trainer *t, txl_err *e)
+{
+    const txl_config *c = &t->cfg;
+    long step = t->st.step;
+    if (c->train.term_stats_interval <= 0 || step % c->train.term_stats_interval != 0)
+        return 0;
+    double t0 = cli_now();
+    int rc = dist_is_root() ? terms_run(&t->terms, e) : 0;
+    if (dist_max_int(rc ? 1 : 0)) /* the valid split could not be read */
+        return stop_keeping_last(t, e);
+    if (!dist_is_root() || !t->log)
+        return 0;
+    const eval_opts *o = &t->terms.plan.o;
+    fprintf(t->log, "{\"event\":\"terms\",\"step\":%ld,\"split\":\"valid\",\"batch\":%d,"
+            "\"tgt_len\":%d,\"mem_len\":%d,\"segments\":%zu,\"seconds\":%.3f,\"layers\":[",
+            step, o->batch, o->tgt_len, o->mem_len, t->terms.segments, cli_now() - t0);
+    for (int l = 0; l < c->model.n_layer; l++) {
+        if (l)
+            fputc(',', t->log);
+        terms_print_layer(t->log, &c->model, &t->terms.st[l], l, 1);
+    }
+    fputs("]}\n", t->log);
+    fflush(t->log);
+    return 0;
+}
+
 /* Validation when due (a new best loss writes best), then `last` when due. A signal that
  * came after run_ends (during validation, say) ends the run here too: *at_end becomes 1 and
  * last holds this step. */
@@ -1010,7 +1056,7 @@ static int train_loop(trainer *t, txl_err *e)
         int at_end = run_ends(t, &ls, run_s);
         if (t->st.step % t->cfg.train.log_interval == 0 || at_end)
             log_progress(t, &ls, now, run_s);
-        if (eval_and_save(t, &at_end, e))
+        if (log_terms(t, e) || eval_and_save(t, &at_end, e))
             return -1;
         if (at_end) {
             exit_sig = stop_signal; /* 0 at max_steps, the time budget or --steps */
@@ -1211,6 +1257,26 @@ static int dry_plan(trainer *t, txl_err *e)
         return -1;
     t->st.train_tokens = t->train_ts.n;
     t->st.params = t->n_weights;
+    return 0;
+}
+
+/* Rank 0 plans the pass of the terms events (train.term_stats_interval) before step 1. */
+static int plan_terms(trainer *t, txl_err *e)
+{
+    const txl_config *c = &t->cfg;
+    int rc = 0;
+    if (c->train.term_stats_interval > 0 && dist_is_root())
+        rc = t->valid_ts.n < 2
+                 ? err_set(e, ERR_INPUT, "train.term_stats_interval: the valid split (%s) has "
+                           "%zu tokens; the term statistics need a valid split to run on",
+                           t->valid_s.path, t->valid_ts.n)
+                 : terms_init(&t->terms, &t->mdl, &c->model, &t->valid_ts, valid_batch(t),
+                              c->model.tgt_len, c->model.mem_len, TERM_STATS_SEGMENTS, e);
+    if (dist_max_int(rc ? 1 : 0)) {
+        if (!rc)
+            err_set(e, ERR_RUNTIME, "rank 0 could not plan the term statistics");
+        return -1;
+    }
     return 0;
 }
 
@@ -1488,7 +1554,8 @@ int cmd_train(int argc, char **argv)
         return 0;
     }
     if (plan_data(t, origin, &e) || prepare_out_dir(t, resume != NULL, force, &e) ||
-        plan_model(t, &e) || restore_run(t, resume, init_from, origin, 0, &e) ||
+        plan_model(t, &e) || plan_terms(t, &e) ||
+        restore_run(t, resume, init_from, origin, 0, &e) ||
         start_run(t, resume != NULL, &e))
         goto fail;
     catch_signals();

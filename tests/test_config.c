@@ -65,7 +65,8 @@ static void test_defaults(void)
               c.train.optimizer == OPT_ADAM,
           "defaults: clip 0.25, adam 0.9/0.999/1e-8, wd 0");
     CHECK(c.train.seed == 1 && c.train.log_interval == 10 && c.train.eval_interval == 200 &&
-              c.train.eval_tokens == 0 && c.train.ckpt_interval == 200 && c.train.ckpt_gzip &&
+              c.train.eval_tokens == 0 && c.train.term_stats_interval == 0 &&
+              c.train.ckpt_interval == 200 && c.train.ckpt_gzip &&
               c.train.threads == 0,
           "defaults: seed 1, intervals 10/200/200, gzip, threads 0");
     CHECK(strcmp(c.train.out_dir, "runs/default") == 0, "defaults: out_dir runs/default");

@@ -100,7 +100,7 @@ expect2 "lengths beyond what txl can plan" "--batch/--tgt-len/--mem-len: batch 6
     $E --batch 65536 --tgt-len 1048576
 expect2 "a sweep factor beyond what txl can plan" "--sweep factor 1024: batch 8 x tgt_len 1048576 with mem_len 1048576 needs about" \
     $E --sweep 1,1024 --sweep-mode both --tgt-len 1024 --mem-len 1024
-expect2 "--batch larger than the data allows" "$CFG: the file has;;too few for 65536 streams;;use a batch of at most" $E --data $CFG --batch 65536
+expect2 "--batch larger than the data allows" "$CFG: the file has 512 tokens, too few for 65536 streams;;use a batch of at most 511" $E --data $CFG --batch 65536
 
 echo "-- sample"
 S="$TXL sample $CK"

@@ -1,9 +1,8 @@
 #!/bin/sh
 # txl probe: translation invariance per scheme (relative schemes exactly invariant, rope to
 # float round-off, absolute not), the needle and recall cells and their JSON, the plots,
-# and bad input. A model that learned to copy (trained here on repeated random strings) must
-# gain on the recall probe at short distances and answer the needle, its control must not;
-# the same data with no memory and a 32-byte window gains nothing beyond 32 bytes.
+# and bad input. The probes on models that copy (what they must find, and not find) are in
+# probes_copy.sh.
 . tests/e2e/lib.sh
 D=tests/data/tinyshakespeare.txt.gz
 
