@@ -113,6 +113,16 @@ typedef struct {
     const char *pos_glob_alt;    /* these files instead */
 } cli_spec;
 
+/* The options most commands share, with the command's own help text, and a spec's table. */
+#define CLI_OPT_QUIET(field, text)                                                         \
+    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = (field), .help = (text)}
+#define CLI_OPT_JSON(field, text)                                                          \
+    {.name = "--json", .type = CLI_SWITCH, .off = (field), .help = (text)}
+#define CLI_OPT_THREADS(field, dflt, text)                                                 \
+    {.name = "--threads", .type = CLI_INT, .off = (field), .lo = 0, .hi = 1024,             \
+     .def = (dflt), .metavar = "N", .help = (text)}
+#define CLI_OPTS(table) .opts = (table), .n_opts = sizeof(table) / sizeof *(table)
+
 /* One row of the command table (cmds.c). */
 typedef struct {
     const char *name;

@@ -67,18 +67,14 @@ static const cli_opt eval_options[] = {
      .help = "per layer, mean and std of the score terms over the first N segments (N "
              "defaults to 4): xl's content, content-position, global content bias and global "
              "position bias; mlp/alibi: content and distance bias"},
-    {.name = "--json", .type = CLI_SWITCH, .off = O(json),
-     .help = "one JSON object per setting on stdout"},
-    {.name = "--threads", .type = CLI_INT, .off = O(threads), .lo = 0, .hi = 1024, .def = 0,
-     .metavar = "N", .help = "threads, 0 = all cores"},
-    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
-     .help = "no progress line and no settings note on stderr"},
+    CLI_OPT_JSON(O(json), "one JSON object per setting on stdout"),
+    CLI_OPT_THREADS(O(threads), 0, "threads, 0 = all cores"),
+    CLI_OPT_QUIET(O(quiet), "no progress line and no settings note on stderr"),
 };
 #undef O
 
 const cli_spec eval_spec = {
-    .opts = eval_options,
-    .n_opts = sizeof eval_options / sizeof *eval_options,
+    CLI_OPTS(eval_options),
     .about = "Evaluates a checkpoint: mean loss (nats per byte), bits per byte and perplexity "
              "over one deterministic pass with memory carried across segments. CKPT may be a "
              "run directory: its best checkpoint (else last).",

@@ -19,14 +19,12 @@ typedef struct {
 static const cli_opt export_options[] = {
     {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
      .glob = "*.@(safetensors|safetensors.gz)", .help = "the file to write (required)"},
-    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
-     .help = "no message on stderr"},
+    CLI_OPT_QUIET(O(quiet), "no message on stderr"),
 };
 #undef O
 
 const cli_spec export_spec = {
-    .opts = export_options,
-    .n_opts = sizeof export_options / sizeof *export_options,
+    CLI_OPTS(export_options),
     .about = "Writes the model weights of CKPT (no Adam moments, no memory) with its metadata "
              "to OUT: plain safetensors, or gzip'd when OUT ends in .gz. The file is written "
              "atomically. 'txl import' turns such weights (with a config) back into a "

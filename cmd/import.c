@@ -32,14 +32,12 @@ static const cli_opt import_options[] = {
     {.name = "--set", .type = CLI_STR, .off = O(set), .flags = CLI_REPEAT | CLI_CFG_KEY,
      .cap = CLI_MAX_REPEAT, .metavar = "KEY=VALUE", .needs = "key.path=value",
      .help = "override one config key, e.g. --set model.mem_len=512 (repeatable)"},
-    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
-     .help = "no message on stderr"},
+    CLI_OPT_QUIET(O(quiet), "no message on stderr"),
 };
 #undef O
 
 const cli_spec import_spec = {
-    .opts = import_options,
-    .n_opts = sizeof import_options / sizeof *import_options,
+    CLI_OPTS(import_options),
     .about = "Builds a txl checkpoint from plain safetensors weights named as in txl "
              "checkpoints (word_emb.weight, layers.0.attn.qkv.weight, ...; see 'txl export' "
              "and tools/convert_official.py). Every tensor the config's model needs must be "

@@ -17,8 +17,7 @@ typedef struct {
 
 #define O(f) offsetof(info_args, f)
 static const cli_opt info_options[] = {
-    {.name = "--json", .type = CLI_SWITCH, .off = O(json),
-     .help = "one JSON object on stdout (the config under \"config\")"},
+    CLI_OPT_JSON(O(json), "one JSON object on stdout (the config under \"config\")"),
     {.name = "--system", .type = CLI_SWITCH, .off = O(system),
      .help = "the txl version, OpenBLAS core and build, the number of cores, and where the "
              "installed configs are"},
@@ -26,8 +25,7 @@ static const cli_opt info_options[] = {
 #undef O
 
 const cli_spec info_spec = {
-    .opts = info_options,
-    .n_opts = sizeof info_options / sizeof *info_options,
+    CLI_OPTS(info_options),
     .about = "Prints a checkpoint's config, parameter count, step, tokens and metrics; or, "
              "with --system, the OpenBLAS build and the core it runs on. CKPT may be a run "
              "directory: its best checkpoint (else last).",

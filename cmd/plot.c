@@ -68,14 +68,12 @@ static const cli_opt plot_options[] = {
      .metavar = "Y", .help = "clip the y axis at Y bits per byte", .def_doc = "automatic"},
     {.name = "--script", .type = CLI_SWITCH, .off = O(script),
      .help = "print the gnuplot program (with its data) to stdout, do not run it"},
-    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
-     .help = "no message on stderr"},
+    CLI_OPT_QUIET(O(quiet), "no message on stderr"),
 };
 #undef O
 
 const cli_spec plot_spec = {
-    .opts = plot_options,
-    .n_opts = sizeof plot_options / sizeof *plot_options,
+    CLI_OPTS(plot_options),
     .about = "Draws bits per byte against training tokens for one or more runs "
              "(RUN_DIR/log.jsonl: train events as solid lines, validation as points and line, "
              "one color per run), or, with --sweep, bits per byte against the evaluated context "

@@ -54,18 +54,14 @@ static const cli_opt probe_options[] = {
      .def_doc = "the trained mem_len"},
     {.name = "--seed", .type = CLI_U64, .off = O(seed), .def = 1, .metavar = "S",
      .help = "random seed of the trials: same seed, same texts"},
-    {.name = "--json", .type = CLI_SWITCH, .off = O(json),
-     .help = "one JSON object per cell on stdout"},
-    {.name = "--threads", .type = CLI_INT, .off = O(threads), .lo = 0, .hi = 1024, .def = 0,
-     .metavar = "N", .help = "threads, 0 = all cores"},
-    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
-     .help = "no progress on stderr"},
+    CLI_OPT_JSON(O(json), "one JSON object per cell on stdout"),
+    CLI_OPT_THREADS(O(threads), 0, "threads, 0 = all cores"),
+    CLI_OPT_QUIET(O(quiet), "no progress on stderr"),
 };
 #undef O
 
 const cli_spec probe_spec = {
-    .opts = probe_options,
-    .n_opts = sizeof probe_options / sizeof *probe_options,
+    CLI_OPTS(probe_options),
     .about = "Measures whether a model uses its context. needle: a planted fact (\"The secret "
              "number of Kelvard is 583194.\") at depths of contexts 1x-8x the trained one, "
              "asked for at the end; per cell the exact-match accuracy of the greedy answer, "

@@ -59,17 +59,14 @@ static const cli_opt sample_options[] = {
              "(by default they are not printed)"},
     {.name = "--stats", .type = CLI_SWITCH, .off = O(stats),
      .help = "print timing as one JSON line on stderr at the end"},
-    {.name = "--threads", .type = CLI_INT, .off = O(threads), .lo = 0, .hi = 1024, .def = 1,
-     .metavar = "N", .help = "threads: one token at a time is latency-bound; 0 = all cores, which "
-                             "helps a long prompt and many samples"},
-    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
-     .help = "no progress line on stderr"},
+    CLI_OPT_THREADS(O(threads), 1, "threads: one token at a time is latency-bound; 0 = all "
+                                   "cores, which helps a long prompt and many samples"),
+    CLI_OPT_QUIET(O(quiet), "no progress line on stderr"),
 };
 #undef O
 
 const cli_spec sample_spec = {
-    .opts = sample_options,
-    .n_opts = sizeof sample_options / sizeof *sample_options,
+    CLI_OPTS(sample_options),
     .about = "Generates bytes from a checkpoint and streams them to stdout. Without --prompt or "
              "--prompt-file the prompt is read from stdin when it is not a terminal, else it is "
              "a newline. A long prompt is fed through the model first, with a progress line on "

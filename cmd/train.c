@@ -1480,14 +1480,12 @@ static const cli_opt train_options[] = {
              "and as JSON on stdout, and exit without writing anything"},
     {.name = "--force", .type = CLI_SWITCH, .off = O(force),
      .help = "start a new run in an out_dir that already holds one"},
-    {.short_name = "-q", .name = "--quiet", .type = CLI_SWITCH, .off = O(quiet),
-     .help = "no progress on stderr"},
+    CLI_OPT_QUIET(O(quiet), "no progress on stderr"),
 };
 #undef O
 
 const cli_spec train_spec = {
-    .opts = train_options,
-    .n_opts = sizeof train_options / sizeof *train_options,
+    CLI_OPTS(train_options),
     .about = "Trains a Transformer-XL on a byte-level corpus. Writes into train.out_dir: "
              "config.yaml, log.jsonl, last.safetensors.gz (with optimiser state and memory), "
              "best.safetensors.gz and, at the end, summary.json (the result line of stdout).",
