@@ -1492,7 +1492,8 @@ const cli_spec train_spec = {
     .notes = "SIGINT/SIGTERM/SIGHUP finish the current step, write last, and exit 130/143/129.",
     .example = "examples: txl train -c configs/tiny_rope.yaml "
                "--set data.train=tests/data/tinyshakespeare.txt.gz --set train.max_steps=500\n"
-               "          txl train --resume runs/tiny --set train.max_steps=3000\n"
+               "          txl train --resume runs/tiny --set train.max_steps=3000 "
+               "--set train.term_stats_interval=250\n"
                "          txl train -c configs/enwik8_base.yaml "
                "--set data.train=tests/data/tinyshakespeare.txt.gz --dry-run",
     .pos_max = 0,

@@ -6,8 +6,9 @@
 #
 # Fast mode: `txl` on PATH is a wrapper around the real binary that keeps training to a few
 # steps: a new run gets --set train.max_steps=6 (warmup 2, a short validation, one thread)
-# appended, a --resume gets --steps 2, eval --max-tokens 4000, probe --trials 2 --lengths 1,2
-# (all on one thread). Later options override earlier ones, so an example's own settings
+# appended, a --resume gets --steps 2 (and train.term_stats_interval 1 when the example asks
+# for term statistics, so that some fall within those steps), eval --max-tokens 4000, probe
+# --trials 2 --lengths 1,2 (all on one thread). Later options override earlier ones, so an example's own settings
 # cannot make the test slow; everything else runs as written.
 . tests/e2e/lib.sh
 ROOT=$PWD
@@ -29,7 +30,13 @@ cat > $TMP/bin/txl <<EOF
 case "\$1" in
     train)
         for a in "\$@"; do
-            case "\$a" in --dry-run) exec "$REAL" "\$@" ;; --resume) exec "$REAL" "\$@" --steps 2 ;; esac
+            case "\$a" in
+            --dry-run) exec "$REAL" "\$@" ;;
+            --resume) # a few steps; term statistics (if asked for) at each of them
+                case "\$*" in *term_stats_interval*) exec "$REAL" "\$@" --steps 2 \\
+                    --set train.term_stats_interval=1 ;; esac
+                exec "$REAL" "\$@" --steps 2 ;;
+            esac
         done
         exec "$REAL" "\$@" --set train.max_steps=6 --set train.warmup_steps=2 \\
             --set train.eval_tokens=4000 --set train.threads=1 ;;
