@@ -952,6 +952,14 @@ static void test_attn_case(const attn_case *t)
         float *vec2 = nan_f(nq);
         attn_forward(NULL, vec2, q, kv, &a, scratch);
         CHECK(same_f(vec, vec2, nq), "attn %s: prob = NULL (inference) gives the same vec", lbl);
+        if (Lq == 1) { /* one-token decoding: the same vec, summed in another order */
+            float *dscr = alloc_f(attn_decode_scratch_floats(B, klen, dh, 1));
+            attn_decode(vec2, q, kv, &a, dscr);
+            double ed = tl_max_rel_err(vec2, vref, nq, 1e-30);
+            CHECK(ed <= 1e-5, "attn %s: attn_decode vec vs the double formula: %.1e (tol 1e-5)",
+                  lbl, ed);
+            free(dscr);
+        }
         free(vec2);
     } else {
         attn_args a0 = a;
