@@ -175,8 +175,7 @@ static void decode_head(float *vec, const float *q, const float *kv, const attn_
             add_row_bias(qv + (size_t)b * dh,
                          a->no_q_position ? NULL : q + (size_t)b * hd + (size_t)h * dh, hd,
                          a->v ? a->v + (size_t)h * dh : NULL, 1, dh);
-        gemm(S, qv, rkh, B, klen, dh, 0, 1, a->scale, 0.0f, dh, a->rk_row ? a->rk_row : hd,
-             klen);
+        gemm_few(S, qv, rkh, B, klen, dh, a->scale, 0.0f, dh, a->rk_row ? a->rk_row : hd, klen);
         beta = 1.0f;
     }
     for (int b = 0; b < B; b++) {

@@ -89,7 +89,7 @@ static void layout(decode_state *s, const model_config *c, bump *b)
     s->prime_kv = bump_take(b, PRIME_ROWS * 2 * hd);
     s->tail = (layer_tail_bufs){.h1 = bump_take(b, B * d), .ffin = bump_take(b, B * d),
                                 .a = bump_take(b, B * (size_t)c->d_inner),
-                                .tmp = bump_take(b, B * d)};
+                                .tmp = bump_take(b, B * d), .few_rows = 1};
     pos_dims pd = {.B = s->B, .Lq = 1, .M = s->M, .training = 0};
     pos_alloc pa = {bump_take, b};
     pos_layer unused;
@@ -188,7 +188,7 @@ static void layer_step(decode_state *s, const model *mdl, int l)
         layernorm_forward(s->xn, NULL, NULL, s->x, L->attn_ln_w, L->attn_ln_b, B, d);
         X = s->xn;
     }
-    linear_forward(s->qkv, X, L->qkv_w, NULL, B, 3 * hd, d, 0);
+    linear_forward_few(s->qkv, X, L->qkv_w, NULL, B, 3 * hd, d);
     for (int b = 0; b < B; b++) {
         float *qkv = s->qkv + (size_t)b * 3 * hd;
         if (s->pos->decode_qk)
@@ -260,7 +260,7 @@ void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const in
         layer_step(s, mdl, l);
     advance(s);
     s->next_pos++;
-    linear_forward(s->logits, s->x, mdl->W.word_emb, mdl->W.out_bias, s->B, c->vocab, s->d, 0);
+    linear_forward_few(s->logits, s->x, mdl->W.word_emb, mdl->W.out_bias, s->B, c->vocab, s->d);
 }
 
 void decode_sync_mem(const decode_state *s, model_mem *mem)
