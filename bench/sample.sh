@@ -1,19 +1,22 @@
 #!/bin/sh
 # bench/sample.sh (make bench, make bench-sample): `txl sample` with the memory full, on the
 # S and M configs of make bench. A sample of mem_len*2+200 bytes from a 3-byte prompt: the
-# rate counts only the tokens drawn once the memory held mem_len rows (sample --stats,
-# full_tok_per_s), summed over the streams of --num-samples; one thread.
+# rates count only the tokens drawn once the memory held mem_len rows (sample --stats
+# full_tok_per_s per wall second, full_tok_per_cpu_s per CPU second), summed over the
+# streams of --num-samples; one thread.
 #
 # Cells: S at each mem_len of S_MEMS (one stream), S with N streams for each N of S_NS at
 # each mem_len of S_NS_MEMS (the total over the streams, and its ratio to N = 1), M at its
 # trained mem_len. The roof of one-token decoding is reading the weights once per token:
 # mem_bw measures one thread's read bandwidth from a buffer the size of the weights (the
 # same working set: cache-resident when it fits) and from 1 GiB (DRAM), and the bound is
-# bandwidth / weight bytes, in tokens/s.
+# bandwidth / weight bytes, in tokens/s (per wall and per CPU second, like the rates).
 #
-# The machine is shared and noisy: REPS rounds (default 3) of every cell, medians. With
-# TXL_BASE=/path/to/old/txl each cell runs the old and the new binary back to back (order
-# swapped every round) and prints the median of the per-round ratios new/old.
+# The machine may be shared: a process then waits for a core at random, and wall-clock
+# rates swing by 2x from one minute to the next; CPU-second rates hold steady. REPS rounds
+# (default 3) of every cell, medians. With TXL_BASE=/path/to/old/txl each cell runs the old
+# and the new binary back to back (order swapped every round) and prints the median of the
+# per-round ratios new/old (the old binary needs sample --stats's full_tok_per_cpu_s).
 # Environment: S_CKPT, M_CKPT (checkpoints; default: 2-step runs trained here), CONFIGS
 # (default "S M"), S_MEMS, S_NS, S_NS_MEMS, REPS, OUT (default runs/bench; results are
 # appended to OUT/bench.jsonl), TXL_BIN, TXL_BASE, BUILD.
@@ -36,6 +39,9 @@ rm -rf "$W"
 mkdir -p "$W"
 emit() { echo "$1" >> "$OUT/bench.jsonl"; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+med() { median < "$W/$1"; }
+range() { echo "$(sort -g "$W/$1" | head -1)-$(sort -g "$W/$1" | tail -1)"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f\n", a / b}'; }
 
 ckpt() { # name N d H di Lq: a 2-step run (sampling speed does not depend on the weights)
     d="$OUT/sample-$1"
@@ -48,36 +54,35 @@ ckpt() { # name N d H di Lq: a 2-step run (sampling speed does not depend on the
     echo "$d/last.safetensors.gz"
 }
 
-# sample BIN CKPT MEM N: tokens/s over the streams with the memory full
+# sample BIN CKPT MEM N: "wall cpu" tokens/s over the streams with the memory full
 sample() {
     "$1" sample "$2" --prompt "The" -n $(($3 * 2 + 200)) --mem-len "$3" --num-samples "$4" \
         --seed 1 --stats --threads 1 -q 2> "$W/err" > /dev/null || { cat "$W/err" >&2; exit 1; }
-    grep '^{' "$W/err" | tail -1 | jq -e .full_tok_per_s || {
-        echo "bench: $1 reports no full_tok_per_s (a txl older than sample --stats's" \
-             "full-memory rate, or the memory never filled)" >&2; exit 1; }
+    grep '^{' "$W/err" | tail -1 | jq -e -r '"\(.full_tok_per_s) \(.full_tok_per_cpu_s)"' \
+        | grep -v null || {
+        echo "bench: $1 reports no full_tok_per_s / full_tok_per_cpu_s (a txl older than" \
+             "sample --stats's full-memory rates, or the memory never filled)" >&2; exit 1; }
 }
 
-# cell NAME CKPT MEM N: one round of a cell (base and new back to back when TXL_BASE is set)
+# cell KEY CKPT MEM N: one round of a cell (base and new back to back when TXL_BASE is set)
 cell() {
+    b=""
     if [ -n "$BASE" ] && [ $((r % 2)) -eq 1 ]; then
         b=$(sample "$BASE" "$2" "$3" "$4"); n=$(sample "$TXL" "$2" "$3" "$4")
     elif [ -n "$BASE" ]; then
         n=$(sample "$TXL" "$2" "$3" "$4"); b=$(sample "$BASE" "$2" "$3" "$4")
     else
-        n=$(sample "$TXL" "$2" "$3" "$4") b=""
+        n=$(sample "$TXL" "$2" "$3" "$4")
     fi
-    echo "$n" >> "$W/$1.new"
+    echo "${n% *}" >> "$W/$1.new"
+    echo "${n#* }" >> "$W/$1.newc"
     if [ -n "$b" ]; then
-        echo "$b" >> "$W/$1.base"
-        awk -v a="$n" -v b="$b" 'BEGIN {printf "%.4f\n", a / b}' >> "$W/$1.x"
+        echo "${b% *}" >> "$W/$1.base"
+        echo "${b#* }" >> "$W/$1.basec"
+        ratio "${n% *}" "${b% *}" >> "$W/$1.x"
+        ratio "${n#* }" "${b#* }" >> "$W/$1.xc"
     fi
 }
-
-bw() { # MB: one thread's read bandwidth, GB/s
-    $BUILD/bench/mem_bw "$1" | jq '.reads[0].gb_per_s'
-}
-
-med() { median < "$W/$1"; }
 
 S_CKPT=${S_CKPT:-}
 M_CKPT=${M_CKPT:-}
@@ -108,46 +113,56 @@ while [ $r -le "$REPS" ]; do
         cfg=${c%%:*} rest=${c#*:}
         m=${rest%%:*} n=${rest#*:}
         eval "ck=\$${cfg}_CKPT"
-        # the roof of the config, measured next to its one-stream cells
-        if [ "$n" = 1 ] && [ ! -f "$W/$cfg.wmb" ]; then
+        if [ ! -f "$W/$cfg.wmb" ]; then
             p=$($TXL info "$ck" --json | jq .params)
             awk -v p="$p" 'BEGIN {printf "%.1f\n", p * 4 / 1048576}' > "$W/$cfg.wmb"
-            echo "$p" > "$W/$cfg.params"
         fi
-        if [ "$n" = 1 ] && [ "$m" = "$(echo $S_MEMS | cut -d' ' -f1)" ] || [ "$cfg" = M ]; then
-            bw "$(cat "$W/$cfg.wmb")" >> "$W/$cfg.bw"
-            bw 1024 >> "$W/$cfg.dram"
+        # the roof of the config, measured next to its first cell of the round
+        if [ ! -f "$W/$cfg.round" ] || [ "$(cat "$W/$cfg.round")" != $r ]; then
+            echo $r > "$W/$cfg.round"
+            j=$($BUILD/bench/mem_bw "$(cat "$W/$cfg.wmb")" 1024)
+            echo "$j" | jq '.reads[0].gb_per_s' >> "$W/$cfg.bw"
+            echo "$j" | jq '.reads[0].gb_per_cpu_s' >> "$W/$cfg.bwc"
+            echo "$j" | jq '.reads[1].gb_per_s' >> "$W/$cfg.dram"
+            echo "$j" | jq '.reads[1].gb_per_cpu_s' >> "$W/$cfg.dramc"
         fi
         cell "$cfg.$m.$n" "$ck" "$m" "$n"
     done
     r=$((r + 1))
 done
 
+bound() { awk -v b="$1" -v w="$2" 'BEGIN {printf "%.0f", b * 1e9 / (w * 1048576)}'; }
+for cfg in $CONFIGS; do
+    wmb=$(cat "$W/$cfg.wmb")
+    bw=$(med "$cfg.bw") bwc=$(med "$cfg.bwc") dr=$(med "$cfg.dram") drc=$(med "$cfg.dramc")
+    echo "$cfg roof: weights $wmb MB; read bandwidth (1 thread) $bw GB/s wall, $bwc GB/s CPU" \
+         "-> $(bound "$bw" "$wmb") / $(bound "$bwc" "$wmb") tok/s; DRAM $dr / $drc GB/s" \
+         "-> $(bound "$dr" "$wmb") / $(bound "$drc" "$wmb") tok/s"
+    emit "{\"what\":\"sample_roof\",\"config\":\"$cfg\",\"weight_mb\":$wmb,\"read_gb_per_s\":$bw,\"read_gb_per_cpu_s\":$bwc,\"dram_gb_per_s\":$dr,\"dram_gb_per_cpu_s\":$drc,\"bound_tok_per_s\":$(bound "$bw" "$wmb"),\"bound_tok_per_cpu_s\":$(bound "$bwc" "$wmb"),\"reps\":$REPS}"
+done
 for c in $cells; do
     cfg=${c%%:*} rest=${c#*:}
     m=${rest%%:*} n=${rest#*:}
     k="$cfg.$m.$n"
-    t=$(med "$k.new")
-    line="$cfg sample mem_len $m, $n stream$([ "$n" = 1 ] || echo s): $(printf %.0f "$t") tok/s"
-    j="{\"what\":\"sample\",\"config\":\"$cfg\",\"mem_len\":$m,\"samples\":$n,\"tok_per_s\":$t,\"reps\":$REPS"
+    t=$(med "$k.new") tc=$(med "$k.newc")
+    line="$cfg mem_len $m, $n stream$([ "$n" = 1 ] || echo s): $(printf %.0f "$t") tok/s wall, $(printf %.0f "$tc") CPU"
+    j="{\"what\":\"sample\",\"config\":\"$cfg\",\"mem_len\":$m,\"samples\":$n,\"tok_per_s\":$t,\"tok_per_cpu_s\":$tc,\"reps\":$REPS"
     if [ "$n" != 1 ] && [ -f "$W/$cfg.$m.1.new" ]; then
-        x1=$(awk -v a="$t" -v b="$(med "$cfg.$m.1.new")" 'BEGIN {printf "%.2f", a / b}')
-        line="$line (${x1}x one stream)"
-        j="$j,\"vs_one_stream\":$x1"
+        x1=$(ratio "$t" "$(med "$cfg.$m.1.new")") x1c=$(ratio "$tc" "$(med "$cfg.$m.1.newc")")
+        line="$line (${x1}x / ${x1c}x one stream)"
+        j="$j,\"vs_one_stream\":$x1,\"vs_one_stream_cpu\":$x1c"
+    fi
+    if [ "$n" = 1 ]; then
+        wmb=$(cat "$W/$cfg.wmb")
+        pct=$(awk -v t="$t" -v b="$(bound "$(med "$cfg.bw")" "$wmb")" 'BEGIN {printf "%.0f", 100 * t / b}')
+        pctc=$(awk -v t="$tc" -v b="$(bound "$(med "$cfg.bwc")" "$wmb")" 'BEGIN {printf "%.0f", 100 * t / b}')
+        line="$line; $pct% / $pctc% of the weight-read roof"
+        j="$j,\"pct_of_bound\":$pct,\"pct_of_bound_cpu\":$pctc"
     fi
     if [ -f "$W/$k.base" ]; then
-        bt=$(med "$k.base") x=$(med "$k.x")
-        lo=$(sort -g "$W/$k.x" | head -1) hi=$(sort -g "$W/$k.x" | tail -1)
-        line="$line; old $(printf %.0f "$bt") tok/s; new/old ${x}x (range $lo-$hi)"
-        j="$j,\"base_tok_per_s\":$bt,\"vs_base\":$x,\"vs_base_min\":$lo,\"vs_base_max\":$hi"
-    fi
-    if [ -f "$W/$cfg.bw" ] && [ "$n" = 1 ]; then
-        wmb=$(cat "$W/$cfg.wmb") bwm=$(med "$cfg.bw") dram=$(med "$cfg.dram")
-        bound=$(awk -v b="$bwm" -v w="$wmb" 'BEGIN {printf "%.0f", b * 1e9 / (w * 1048576)}')
-        dbound=$(awk -v b="$dram" -v w="$wmb" 'BEGIN {printf "%.0f", b * 1e9 / (w * 1048576)}')
-        pct=$(awk -v t="$t" -v b="$bound" 'BEGIN {printf "%.0f", 100 * t / b}')
-        line="$line; $pct% of the weight-read bound $bound tok/s ($wmb MB at $bwm GB/s; DRAM $dram GB/s: $dbound tok/s)"
-        j="$j,\"weight_mb\":$wmb,\"read_gb_per_s\":$bwm,\"dram_gb_per_s\":$dram,\"bound_tok_per_s\":$bound,\"dram_bound_tok_per_s\":$dbound,\"pct_of_bound\":$pct"
+        bt=$(med "$k.base") btc=$(med "$k.basec") x=$(med "$k.x") xc=$(med "$k.xc")
+        line="$line; old $(printf %.0f "$bt") / $(printf %.0f "$btc"): new/old ${x}x wall ($(range "$k.x")), ${xc}x CPU ($(range "$k.xc"))"
+        j="$j,\"base_tok_per_s\":$bt,\"base_tok_per_cpu_s\":$btc,\"vs_base\":$x,\"vs_base_cpu\":$xc"
     fi
     echo "$line"
     emit "$j,\"core\":\"$CORE\"}"
