@@ -37,7 +37,7 @@ LIBOBJ  := $(filter-out $(BUILD)/cmd/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test unit e2e demo fixtures clean asan bench bench-schemes test-mpi
+.PHONY: all test unit e2e demo fixtures clean asan bench bench-sample bench-schemes test-mpi
 all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain, portable or MPI) changes
@@ -110,9 +110,17 @@ $(BUILD)/bench/sgemm_peak: bench/sgemm_peak.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
+$(BUILD)/bench/mem_bw: bench/mem_bw.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
 # Speed and memory, side by side with the PyTorch reference when /usr/bin/python3 has torch.
-bench: $(BIN) $(BUILD)/bench/sgemm_peak
+bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/bench.sh
+
+# Sampling alone, with the memory full (TXL_BASE=old/txl: old and new side by side).
+bench-sample: $(BIN) $(BUILD)/bench/mem_bw
+	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/sample.sh
 
 # What each positional scheme and the anchors cost in training tokens/s, against mlp.
 bench-schemes: $(BIN)

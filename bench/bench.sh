@@ -3,6 +3,9 @@
 # side with the lean PyTorch reference (tests/ref/bench_ref.py) when /usr/bin/python3 has
 # torch, all in one run (the machine is shared and noisy: compare ratios, not absolutes).
 #
+# Sampling runs with the memory full (bench/sample.sh: S at mem_len 128..1024, S with 1, 8
+# and 32 streams, M against the bound of reading its weights once per token).
+#
 # Prints one line per measurement and, at the end, every result as JSON lines
 # (also written to $OUT/bench.jsonl). Environment: THREADS (default: all cores),
 # CONFIGS (default "S M"), S_STEPS, M_STEPS (timed training steps), PAIRS (default 3),
@@ -36,6 +39,12 @@ command -v jq >/dev/null || { echo "bench: needs jq" >&2; exit 2; }
 
 emit() { echo "$1" >> "$OUT/bench.jsonl"; }
 
+# the OpenBLAS core txl runs with (txl picks it when OpenBLAS falls back to a weaker one;
+# `txl info --system`): the bench programs load OpenBLAS themselves
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    ct=$($TXL info --system | sed -n 's/^OPENBLAS_CORETYPE: //p')
+    [ -z "$ct" ] || export OPENBLAS_CORETYPE="$ct"
+fi
 peak_json=$($BUILD/bench/sgemm_peak "$THREADS")
 PEAK=$(echo "$peak_json" | jq .peak_gflops)
 CORE=$(echo "$peak_json" | jq -r .core)
@@ -88,13 +97,6 @@ run_cfg() { # name N d H dh di Lq M B steps
     ratio=$(awk -v a=$etps -v b=$tps 'BEGIN {printf "%.2f", a / b}')
     echo "txl $name eval:  $(printf %.0f $etps) tok/s (${ratio}x training), MFU $emfu%"
     emit "{\"what\":\"eval\",\"impl\":\"txl\",\"config\":\"$name\",\"tok_per_s\":$etps,\"vs_train\":$ratio,\"mfu_pct\":$emfu}"
-    for sm in 128 256 512 1024; do
-        sj=$($TXL sample "$dir/last.safetensors.gz" --prompt "The" -n 400 --mem-len $sm --seed 1 \
-             --stats --threads 1 2>&1 >/dev/null | grep '^{' | tail -1)
-        stps=$(echo "$sj" | jq .tok_per_s)
-        echo "txl $name sample mem_len $sm: $(printf %.0f $stps) tok/s (1 thread)"
-        emit "{\"what\":\"sample\",\"impl\":\"txl\",\"config\":\"$name\",\"mem_len\":$sm,\"tok_per_s\":$stps}"
-    done
     eval "TXL_${name}_TRAIN=$tps TXL_${name}_EVAL=$etps TXL_${name}_RSS=$rss"
 }
 
@@ -109,6 +111,10 @@ for cfg in $CONFIGS; do
     # shellcheck disable=SC2086
     run_cfg $cfg $args
 done
+
+# sampling with the memory full, on the checkpoints just trained (bench/sample.sh)
+S_CKPT=$OUT/S/last.safetensors.gz M_CKPT=$OUT/M/last.safetensors.gz OUT=$OUT BUILD=$BUILD \
+    CONFIGS=$CONFIGS TXL_BIN=$TXL bench/sample.sh
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 

@@ -234,6 +234,9 @@ int cli_cmdline(const char *const **argv);
 int cli_isatty_stderr(void);
 /* Seconds since an arbitrary fixed point (monotonic). */
 double cli_now(void);
+/* CPU seconds of the process so far (all its threads): on a shared machine, where a
+ * process waits for a core at random, a steadier measure of its work than cli_now. */
+double cli_cpu_now(void);
 /* "1h02m", "3m05s", "12s" */
 void cli_fmt_duration(char *buf, size_t cap, double seconds);
 

@@ -157,6 +157,7 @@ typedef struct {
     long consumed;
     units_state us;
     int coords;              /* the scheme reads coordinates */
+    int threads;             /* threads in use */
     txl_tok *tok;            /* a fed text as tokens (grown as needed) */
     int32_t *co;
     size_t cap;
@@ -221,6 +222,15 @@ static void replicate_mem(const model_mem *one, model_mem *many)
 }
 
 #define MARKER_MAX 9 /* "<|para|>" and the like */
+
+/* --stats beyond the totals: the tokens drawn once the memory held mem_len rows and their
+ * time (sampling included; wall and CPU seconds), summed over the streams and over -i's
+ * answers. This is the steady state of a long sample: the prompt and the filling of the
+ * memory are left out. */
+typedef struct {
+    long full_tokens;
+    double full_s, full_cpu_s;
+} full_stats;
 
 /* Where generated text goes: stream 0 straight to stdout (one sample, or interactive),
  * several samples into buffers printed at the end. */
@@ -303,7 +313,7 @@ static int decoder(session *s, int N, decode_state *ds, txl_err *e)
  * memory's keys and values cached, starting from s->logits. Returns the tokens generated
  * (all streams), or -1 with e when the decode state cannot be built. The session's memory
  * and units go on from stream 0's text. */
-static long generate(session *s, const sample_args *a, sink *k, txl_err *e)
+static long generate(session *s, const sample_args *a, sink *k, full_stats *fs, txl_err *e)
 {
     const int V = s->cfg.model.vocab, N = k->N;
     sampler_opts so = {.temperature = a->temperature, .top_k = (int)a->top_k,
@@ -322,9 +332,15 @@ static long generate(session *s, const sample_args *a, sink *k, txl_err *e)
         rng[b].s = rng_key((uint64_t)a->seed, 0x5a3 + (uint64_t)b * 0x10001); /* b = 0: as before */
         us[b] = s->us;
     }
-    long budget = token_budget(a->n);
+    long budget = token_budget(a->n), full_from = -1;
+    double t_full = 0, c_full = 0;
     for (long i = 0; rng && next && us && co && scratch && idx && i < budget; i++) {
         int live = 0;
+        if (full_from < 0 && ds.m == ds.M) { /* the tokens from here attend to a full memory */
+            full_from = generated;
+            t_full = cli_now();
+            c_full = cli_cpu_now();
+        }
         for (int b = 0; b < N; b++) {
             const float *lg = i == 0 ? s->logits : decode_logits(&ds) + (size_t)b * V;
             next[b] = (txl_tok)sampler_pick(lg, V, &so, rng_uniform(&rng[b]), scratch, idx);
@@ -344,6 +360,11 @@ static long generate(session *s, const sample_args *a, sink *k, txl_err *e)
         if (!live)
             break;
     }
+    if (full_from >= 0) {
+        fs->full_tokens += generated - full_from;
+        fs->full_s += cli_now() - t_full;
+        fs->full_cpu_s += cli_cpu_now() - c_full;
+    }
     if (N == 1) { /* the memory goes on from what was generated (interactive) */
         decode_sync_mem(&ds, &s->mem);
         s->consumed += generated;
@@ -361,7 +382,7 @@ static int session_init(session *s, const char *ckpt, const sample_args *a, txl_
     if (cli_load_checkpoint(ckpt, "sample", (int)a->quiet, &f, &s->cfg, &s->mdl, e))
         return -1;
     st_free(&f);
-    cli_threads((int)a->threads);
+    s->threads = cli_threads((int)a->threads);
     s->M = a->mem_len >= 0 ? (int)a->mem_len : s->cfg.model.mem_len;
     s->Lq = s->cfg.model.tgt_len;
     if (acts_init(&s->A, &s->cfg.model, 1, s->Lq, s->M, 0, e) ||
@@ -383,7 +404,7 @@ static void session_free(session *s)
 }
 
 /* Several samples: generated side by side, then printed one after the other. */
-static long sample_batch(session *s, const sample_args *a, txl_err *e)
+static long sample_batch(session *s, const sample_args *a, full_stats *fs, txl_err *e)
 {
     int N = (int)a->num_samples;
     long cap = token_budget(a->n) * (a->show_anchors ? MARKER_MAX : 1);
@@ -397,7 +418,7 @@ static long sample_batch(session *s, const sample_args *a, txl_err *e)
     if (!k.len || !k.done || !k.bytes || (N > 1 && !k.buf))
         err_set(e, ERR_RUNTIME, "out of memory for %d samples of %ld bytes", N, a->n);
     else
-        g = generate(s, a, &k, e);
+        g = generate(s, a, &k, fs, e);
     for (int b = 0; N > 1 && g >= 0 && b < N; b++) {
         fwrite(k.buf + (size_t)b * cap, 1, (size_t)k.len[b], stdout);
         fputs("\n---------------\n", stdout);
@@ -410,7 +431,7 @@ static long sample_batch(session *s, const sample_args *a, txl_err *e)
 }
 
 /* -i: a prompt per line of stdin; after each, text until a newline or -n bytes. */
-static long sample_interactive(session *s, const sample_args *a, txl_err *e)
+static long sample_interactive(session *s, const sample_args *a, full_stats *fs, txl_err *e)
 {
     char *line = NULL;
     size_t cap = 0;
@@ -425,7 +446,7 @@ static long sample_interactive(session *s, const sample_args *a, txl_err *e)
         sink k = {.N = 1, .live = 1, .stop_at_newline = 1, .len = &(long){0}, .done = &done,
                   .bytes = &(long){0}, .max_bytes = a->n, .show_anchors = a->show_anchors,
                   .anchors = (unsigned)s->cfg.data.anchors};
-        long g = generate(s, a, &k, e);
+        long g = generate(s, a, &k, fs, e);
         if (g < 0) {
             free(line);
             return -1;
@@ -473,16 +494,27 @@ int cmd_sample(int argc, char **argv)
         fwrite(text, 1, tlen, stdout);
         fflush(stdout);
     }
-    double t1 = cli_now();
-    long generated = a.interactive ? sample_interactive(&s, &a, &e) : sample_batch(&s, &a, &e);
+    double t1 = cli_now(), c1 = cli_cpu_now();
+    full_stats fs = {0};
+    long generated = a.interactive ? sample_interactive(&s, &a, &fs, &e)
+                                   : sample_batch(&s, &a, &fs, &e);
     rc = generated < 0 ? cli_fail("sample", &e) : 0;
-    double t2 = cli_now();
-    if (a.stats)
+    double t2 = cli_now(), c2 = cli_cpu_now();
+    if (a.stats) { /* tokens are summed over the streams; no rate without full-memory tokens */
+        char full[32] = "null", full_cpu[32] = "null";
+        if (fs.full_tokens > 0) {
+            snprintf(full, sizeof full, "%.1f", fs.full_tokens / (fs.full_s > 0 ? fs.full_s : 1e-9));
+            snprintf(full_cpu, sizeof full_cpu, "%.1f",
+                     fs.full_tokens / (fs.full_cpu_s > 0 ? fs.full_cpu_s : 1e-9));
+        }
         fprintf(stderr, "{\"prompt_tokens\":%zu,\"prompt_s\":%.4f,\"tokens\":%ld,\"seconds\":%.4f,"
-                "\"tok_per_s\":%.1f,\"mem_len\":%d,\"samples\":%ld}\n", tlen, t1 - t0,
-                generated < 0 ? 0 : generated, t2 - t1,
-                (generated < 0 ? 0 : generated) / (t2 - t1 > 0 ? t2 - t1 : 1e-9), s.M,
-                a.num_samples);
+                "\"cpu_s\":%.4f,\"tok_per_s\":%.1f,\"full_tokens\":%ld,\"full_s\":%.4f,"
+                "\"full_cpu_s\":%.4f,\"full_tok_per_s\":%s,\"full_tok_per_cpu_s\":%s,"
+                "\"mem_len\":%d,\"samples\":%ld,\"threads\":%d}\n", tlen, t1 - t0,
+                generated < 0 ? 0 : generated, t2 - t1, c2 - c1,
+                (generated < 0 ? 0 : generated) / (t2 - t1 > 0 ? t2 - t1 : 1e-9), fs.full_tokens,
+                fs.full_s, fs.full_cpu_s, full, full_cpu, s.M, a.num_samples, s.threads);
+    }
     fflush(stdout);
     session_free(&s);
     free(text);

@@ -57,6 +57,14 @@ typedef struct {
     int threads;            /* threads the scratch was sized for (attn_scratch_floats) */
     int row_block;          /* query rows per GEMM block (0 = 64): each block computes only
                                the keys its rows can see */
+    /* attn_decode only: where each head's cached rows are (0 = the layout of kv and rk
+     * above, heads as column blocks of a row). Decoding keeps each head's keys, values and
+     * xl positions as contiguous [rows, dh] blocks, which one-row products stream through. */
+    size_t kv_hstride;      /* floats from head h's keys to head h+1's (0 = dh) */
+    size_t v_offset;        /* floats from a head's keys to its values (0 = H*dh) */
+    int kv_row;             /* floats from key (value) j to j+1 (0 = 2*H*dh) */
+    size_t rk_hstride;      /* xl: floats from head h's position rows to h+1's (0 = dh) */
+    int rk_row;             /* xl: floats from position row p to p+1 (0 = H*dh) */
 } attn_args;
 
 /* Floats of scratch a call needs: the (b, h) pairs run in parallel, each thread with its
@@ -65,6 +73,16 @@ size_t attn_scratch_floats(int Lq, int klen, int dh, int H, int threads);
 
 void attn_forward(float *prob, float *vec, const float *q, const float *kv,
                   const attn_args *a, float *scratch);
+
+/* One-token decoding: attn_forward for Lq = 1 (each of the B streams has one query, row m,
+ * seeing keys 0..m), in inference, with the layout fields above. Per head, xl's position
+ * term of all B streams is one product against the shared position rows; then per stream
+ * the content term, the biases, the softmax and the weighted values, each a one-row
+ * product (gemm() turns it into a matrix-vector product: the cached rows are read once, not
+ * packed). Same scores as attn_forward, summed in another order. */
+size_t attn_decode_scratch_floats(int B, int klen, int dh, int threads);
+void attn_decode(float *vec, const float *q, const float *kv, const attn_args *a,
+                 float *scratch);
 
 void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, float *d_dist_bias,
                    const float *dvec, const float *prob, const float *q, const float *kv,

@@ -10,12 +10,37 @@
 #include "gemm.h"
 #include "layernorm.h"
 
+/* Memory rows projected at a time by decode_prime. */
+#define PRIME_ROWS 64
+
 static size_t hd_of(const decode_state *s) { return (size_t)s->H * s->dh; }
 
-/* Window of layer l, stream b: its row 0. */
+/* Windows of layer l, stream b: [H][2][cap][dh], each head's keys then its values. */
 static float *kv_at(const decode_state *s, int l, int b)
 {
     return s->kv + ((size_t)l * s->B + b) * s->cap * 2 * hd_of(s);
+}
+
+/* Head h's keys in a [H][2][cap][dh] block; its values follow at + cap*dh. */
+static float *head_at(const decode_state *s, float *kv, int h)
+{
+    return kv + (size_t)h * 2 * s->cap * s->dh;
+}
+
+/* Stores rows of [k | v] (stride ld, heads as column blocks) into the window kv of one
+ * stream at row `row`. */
+static void store_rows(const decode_state *s, float *kv, int row, const float *src, int rows,
+                       size_t ld)
+{
+    size_t hd = hd_of(s), dh = (size_t)s->dh, vo = (size_t)s->cap * dh;
+    for (int h = 0; h < s->H; h++) {
+        float *k = head_at(s, kv, h) + (size_t)row * dh;
+        for (int r = 0; r < rows; r++) {
+            const float *x = src + (size_t)r * ld + (size_t)h * dh;
+            memcpy(k + (size_t)r * dh, x, dh * sizeof(float));
+            memcpy(k + vo + (size_t)r * dh, x + hd, dh * sizeof(float));
+        }
+    }
 }
 
 static float *xin_at(const decode_state *s, int l, int b)
@@ -56,12 +81,15 @@ static void layout(decode_state *s, const model_config *c, bump *b)
     s->q = bump_take(b, B * hd);
     s->vec = bump_take(b, B * hd);
     s->logits = bump_take(b, B * (size_t)s->V);
-    s->attn_scratch = bump_take(b, attn_scratch_floats(1, (int)K, s->dh, s->H, s->attn_threads));
+    s->attn_scratch = bump_take(b, attn_decode_scratch_floats(s->B, (int)K, s->dh,
+                                                              s->attn_threads));
     size_t scr = s->pos->decode_scratch ? s->pos->decode_scratch(c, s->M) : 0;
-    s->scratch = bump_take(b, scr > K * d ? scr : K * d);
+    s->scratch = bump_take(b, scr);
+    s->prime_x = bump_take(b, PRIME_ROWS * d);
+    s->prime_kv = bump_take(b, PRIME_ROWS * 2 * hd);
     s->tail = (layer_tail_bufs){.h1 = bump_take(b, B * d), .ffin = bump_take(b, B * d),
                                 .a = bump_take(b, B * (size_t)c->d_inner),
-                                .tmp = bump_take(b, B * d)};
+                                .tmp = bump_take(b, B * d), .few_rows = 1};
     pos_dims pd = {.B = s->B, .Lq = 1, .M = s->M, .training = 0};
     pos_alloc pa = {bump_take, b};
     pos_layer unused;
@@ -103,22 +131,27 @@ void decode_free(decode_state *s)
     memset(s, 0, sizeof *s);
 }
 
-/* k and v of `rows` layer inputs h [rows, d] of layer l into kv [rows, 2hd] (rope: keys
- * rotated at positions pos, pos+1, ...). */
+/* k and v of `rows` layer inputs h [rows, d] of layer l into the window kv of one stream,
+ * from its row 0 (rope: keys rotated at positions pos, pos+1, ...), PRIME_ROWS at a time. */
 static void cache_rows(decode_state *s, const model *mdl, int l, const float *h, int rows,
                        float *kv, long pos)
 {
     const model_config *c = &mdl->cfg;
     const layer_tensors *L = &mdl->W.layer[l];
     size_t hd = hd_of(s);
-    const float *X = h;
-    if (c->pre_lnorm) {
-        layernorm_forward(s->scratch, NULL, NULL, h, L->attn_ln_w, L->attn_ln_b, rows, s->d);
-        X = s->scratch;
+    for (int r0 = 0; r0 < rows; r0 += PRIME_ROWS) {
+        int n = rows - r0 < PRIME_ROWS ? rows - r0 : PRIME_ROWS;
+        const float *X = h + (size_t)r0 * s->d;
+        if (c->pre_lnorm) {
+            layernorm_forward(s->prime_x, NULL, NULL, X, L->attn_ln_w, L->attn_ln_b, n, s->d);
+            X = s->prime_x;
+        }
+        linear_forward(s->prime_kv, X, L->qkv_w + hd * s->d, NULL, n, 2 * (int)hd, s->d, 0);
+        if (s->pos->decode_qk)
+            s->pos->decode_qk(c, NULL, s->prime_kv, n, 2 * (int)hd, pos + r0 + s->pos_offset, 1,
+                              s->scratch);
+        store_rows(s, kv, r0, s->prime_kv, n, 2 * hd);
     }
-    linear_forward(kv, X, L->qkv_w + hd * s->d, NULL, rows, 2 * (int)hd, s->d, 0);
-    if (s->pos->decode_qk)
-        s->pos->decode_qk(c, NULL, kv, rows, 2 * (int)hd, pos + s->pos_offset, 1, s->scratch);
 }
 
 void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long pos)
@@ -155,19 +188,21 @@ static void layer_step(decode_state *s, const model *mdl, int l)
         layernorm_forward(s->xn, NULL, NULL, s->x, L->attn_ln_w, L->attn_ln_b, B, d);
         X = s->xn;
     }
-    linear_forward(s->qkv, X, L->qkv_w, NULL, B, 3 * hd, d, 0);
+    linear_forward_few(s->qkv, X, L->qkv_w, NULL, B, 3 * hd, d);
     for (int b = 0; b < B; b++) {
         float *qkv = s->qkv + (size_t)b * 3 * hd;
         if (s->pos->decode_qk)
             s->pos->decode_qk(c, qkv, qkv + hd, 1, 3 * hd, s->next_pos + s->pos_offset, 0,
                               s->scratch);
         memcpy(s->q + (size_t)b * hd, qkv, (size_t)hd * sizeof(float));
-        memcpy(kv_at(s, l, b) + (size_t)row * 2 * hd, qkv + hd, 2 * (size_t)hd * sizeof(float));
+        store_rows(s, kv_at(s, l, b), row, qkv + hd, 1, 3 * (size_t)hd);
         memcpy(xin_at(s, l, b) + (size_t)row * d, s->x + (size_t)b * d, (size_t)d * sizeof(float));
     }
+    size_t cd = (size_t)s->cap * s->dh;
     attn_args aa = {.B = B, .H = s->H, .dh = s->dh, .Lq = 1, .m = s->m,
                     .scale = (float)(1.0 / sqrt((double)s->dh)),
-                    .kv_bstride = (size_t)s->cap * 2 * hd, .threads = s->attn_threads};
+                    .kv_bstride = (size_t)s->cap * 2 * hd, .kv_hstride = 2 * cd,
+                    .v_offset = cd, .kv_row = s->dh, .threads = s->attn_threads};
     pos_decode pd = {.c = c, .W = L, .MW = &mdl->W, .M = s->M, .m = s->m,
                      .tables = s->tables + (size_t)l * s->tab_floats,
                      .coords = s->coords ? coords_at(s, 0) + (size_t)s->start * TXL_N_COORDS : NULL,
@@ -175,8 +210,7 @@ static void layer_step(decode_state *s, const model *mdl, int l)
                      .bias_state = s->bias_state};
     if (s->pos->decode_args)
         s->pos->decode_args(&pd, &aa);
-    attn_forward(NULL, s->vec, s->q, kv_at(s, l, 0) + (size_t)s->start * 2 * hd, &aa,
-                 s->attn_scratch);
+    attn_decode(s->vec, s->q, kv_at(s, l, 0) + (size_t)s->start * s->dh, &aa, s->attn_scratch);
     layer_tail_forward(c, L, l, B, s->x, s->vec, s->x, &s->tail, 0.0f, 0, 0);
 }
 
@@ -192,11 +226,14 @@ static void advance(decode_state *s)
     s->start++;
     if (s->start + s->M < s->cap)
         return;
-    size_t hd = hd_of(s);
+    size_t dh = (size_t)s->dh;
     for (int l = 0; l < s->n_layer; l++)
         for (int b = 0; b < s->B; b++) {
-            float *kv = kv_at(s, l, b), *xi = xin_at(s, l, b);
-            memmove(kv, kv + (size_t)s->start * 2 * hd, (size_t)s->m * 2 * hd * sizeof(float));
+            float *xi = xin_at(s, l, b);
+            for (int h = 0; h < 2 * s->H; h++) { /* each head's keys, then its values */
+                float *kv = kv_at(s, l, b) + (size_t)h * s->cap * dh;
+                memmove(kv, kv + (size_t)s->start * dh, (size_t)s->m * dh * sizeof(float));
+            }
             memmove(xi, xi + (size_t)s->start * s->d, (size_t)s->m * s->d * sizeof(float));
         }
     for (int b = 0; s->coords && b < s->B; b++) {
@@ -223,7 +260,7 @@ void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const in
         layer_step(s, mdl, l);
     advance(s);
     s->next_pos++;
-    linear_forward(s->logits, s->x, mdl->W.word_emb, mdl->W.out_bias, s->B, c->vocab, s->d, 0);
+    linear_forward_few(s->logits, s->x, mdl->W.word_emb, mdl->W.out_bias, s->B, c->vocab, s->d);
 }
 
 void decode_sync_mem(const decode_state *s, model_mem *mem)

@@ -6,11 +6,16 @@
  * layer and token. The memory rows never change once written, so their k and v are
  * computed once and kept in a window per layer and stream; the scheme's position tables
  * (xl's rk, the mlp/alibi bias) are built once for every distance up to M (pos.h:
- * decode_tables). A step then runs the same code as a layer of model_forward for a
- * 1-token segment: the q/kv projection, the attention kernel (attention.c) over the cached
- * rows, and layer_tail_forward (model.c); it costs O(M*H*dh + d^2) per layer and token,
- * whatever the amount of text generated, and computes what model_forward computes (up to
- * float rounding; tested).
+ * decode_tables). A step then runs a layer of model_forward for a 1-token segment: the
+ * same q/kv projection, attn_decode (attention.c: the attention kernel's scores for one
+ * query per stream) over the cached rows, and the same layer_tail_forward (model.c); it
+ * costs O(M*H*dh + d^2) per layer and token, whatever the amount of text generated, and
+ * computes what model_forward computes (up to float rounding; tested).
+ *
+ * One token is memory-bound: each weight and each cached row is read once per token (B
+ * streams share the weight reads and xl's position rows). So each head's keys, values and
+ * (xl) position rows are contiguous [rows, dh] blocks that the one-row products stream
+ * through, rather than column slices of wider rows.
  *
  * The windows hold 2(M+1) rows: a step appends a row and, once M rows are held, moves the
  * window start by one; every ~M steps the rows are moved back to the front (amortised O(1)
@@ -35,11 +40,13 @@ typedef struct {
     long next_pos;    /* absolute position of the next token (rope) */
     long pos_offset;  /* added to absolute positions (eval-style offsets; 0 as trained) */
     size_t tab_floats;/* per layer */
-    float *kv;        /* [N][B][cap][2*H*dh] keys and values (rope: keys rotated) */
+    float *kv;        /* [N][B][H][2][cap][dh] each head's keys, then its values (rope:
+                         keys rotated) */
     float *xin;       /* [N][B][cap][d] layer inputs: the memory */
     int32_t *coords;  /* [B][cap][TXL_N_COORDS] text coordinates (needs_coords), or NULL */
     float *tables;    /* [N][tab_floats] the scheme's decode tables */
     float *x, *xn, *qkv, *q, *vec, *logits, *attn_scratch, *scratch;
+    float *prime_x, *prime_kv; /* decode_prime's rows: layer norm, then k and v */
     layer_tail_bufs tail;
     pos_acts pos_acts;
     _Alignas(16) unsigned char bias_state[POS_BIAS_STATE]; /* the scheme's score bias */

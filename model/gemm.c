@@ -3,6 +3,7 @@
 #include "gemm.h"
 
 #include <cblas.h>
+#include <string.h>
 
 #include "../common/par.h"
 
@@ -29,6 +30,69 @@ static void gemv(float *C, const float *A, const float *B, int M, int N, int K, 
         cblas_sgemv(CblasRowMajor, CblasTrans, K, M, alpha, A, lda, B, inc_b, beta, C, ldc);
     else         /* A [M, K]: C = A b */
         cblas_sgemv(CblasRowMajor, CblasNoTrans, M, K, alpha, A, lda, B, inc_b, beta, C, ldc);
+}
+
+/* gemm_few for up to SKINNY_MAX rows: each row of B is read once for all rows of A: blocks
+ * of 4 rows of B times 4 rows of A, 16 lanes (GCC vector extensions: zmm with AVX-512,
+ * narrower vectors otherwise), each sum's lanes added in a fixed tree, then the K % 16 tail
+ * in order. A block past the edge repeats the last row and drops its results. FMA
+ * contraction is allowed here (GCC turns it off for -std=c11): each product-sum is rounded
+ * once. */
+#define SKINNY_MAX 16
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+
+static inline float sum_lanes(v16 a)
+{
+    float t[16];
+    memcpy(t, &a, sizeof t);
+    for (int i = 0; i < 8; i++)
+        t[i] += t[i + 8];
+    for (int i = 0; i < 4; i++)
+        t[i] += t[i + 4];
+    return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("fp-contract=fast")))
+#endif
+static void gemm_skinny(float *C, const float *A, const float *B, int M, int N, int K,
+                        float alpha, float beta, int lda, int ldb, int ldc)
+{
+    enum { R = 4, S = 4 };
+    const int K16 = K / 16 * 16;
+    for (int o0 = 0; o0 < N; o0 += R) {
+        const float *w[R];
+        for (int r = 0; r < R; r++)
+            w[r] = B + (size_t)(o0 + r < N ? o0 + r : N - 1) * ldb;
+        for (int b0 = 0; b0 < M; b0 += S) {
+            const float *x[S];
+            for (int t = 0; t < S; t++)
+                x[t] = A + (size_t)(b0 + t < M ? b0 + t : M - 1) * lda;
+            v16 acc[R][S];
+            for (int r = 0; r < R; r++)
+                for (int t = 0; t < S; t++)
+                    acc[r][t] = (v16){0};
+            for (int k = 0; k < K16; k += 16) {
+                v16 wv[R];
+                for (int r = 0; r < R; r++)
+                    wv[r] = *(const v16u *)(w[r] + k);
+                for (int t = 0; t < S; t++) {
+                    v16 xv = *(const v16u *)(x[t] + k);
+                    for (int r = 0; r < R; r++)
+                        acc[r][t] += wv[r] * xv;
+                }
+            }
+            for (int r = 0; r < R && o0 + r < N; r++)
+                for (int t = 0; t < S && b0 + t < M; t++) {
+                    float sum = sum_lanes(acc[r][t]);
+                    for (int k = K16; k < K; k++)
+                        sum += w[r][k] * x[t][k];
+                    float *c = C + (size_t)(b0 + t) * ldc + o0 + r;
+                    *c = alpha * sum + (beta == 0.0f ? 0.0f : beta * *c);
+                }
+        }
+    }
 }
 
 void gemm(float *C, const float *A, const float *B, int M, int N, int K,
@@ -86,6 +150,16 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
     }
 }
 
+void gemm_few(float *C, const float *A, const float *B, int M, int N, int K, float alpha,
+              float beta, int lda, int ldb, int ldc)
+{
+    if (M >= 2 && M <= SKINNY_MAX && N > 0 && K > 0 &&
+        (par_threads() == 1 || (long)M * N * K < GEMM_SPLIT_MIN))
+        gemm_skinny(C, A, B, M, N, K, alpha, beta, lda, ldb, ldc);
+    else
+        gemm(C, A, B, M, N, K, 0, 1, alpha, beta, lda, ldb, ldc);
+}
+
 void gemm_naive(float *C, const float *A, const float *B, int M, int N, int K,
                 int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
 {
@@ -116,6 +190,14 @@ void linear_forward(float *y, const float *x, const float *W, const float *bias,
         beta = 1.0f;
     }
     gemm(y, x, W, rows, out, in, 0, 1, 1.0f, beta, in, in, out);
+}
+
+void linear_forward_few(float *y, const float *x, const float *W, const float *bias, int rows,
+                        int out, int in)
+{
+    for (int r = 0; bias && r < rows; r++)
+        memcpy(y + (size_t)r * out, bias, (size_t)out * sizeof(float));
+    gemm_few(y, x, W, rows, out, in, 1.0f, bias ? 1.0f : 0.0f, in, in, out);
 }
 
 void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,

@@ -15,6 +15,17 @@
 void gemm(float *C, const float *A, const float *B, int M, int N, int K,
           int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc);
 
+/* C[M,N] = alpha A[M,K] B[N,K]^T + beta C for a few rows of A (one-token decoding of M
+ * streams: y = x W^T). sgemm packs all of B for every call, which costs more than the
+ * product when a few rows use it; up to 16 rows (on one thread) take txl's own kernel,
+ * which reads each row of B once for all rows of A (measured, S's weights: 2 rows 2x and
+ * 8 rows 1.9x faster than sgemm, 16 rows 1.3x; at 32 sgemm is ahead and gets them), other
+ * shapes gemm(). A separate entry, not a case of gemm(): the forward and backward of
+ * training and evaluation keep sgemm's rounding (resumed runs repeat their losses bit for
+ * bit). */
+void gemm_few(float *C, const float *A, const float *B, int M, int N, int K, float alpha,
+              float beta, int lda, int ldb, int ldc);
+
 /* Naive triple loop with double accumulation: the test twin of gemm(). */
 void gemm_naive(float *C, const float *A, const float *B, int M, int N, int K,
                 int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc);
@@ -23,6 +34,9 @@ void gemm_naive(float *C, const float *A, const float *B, int M, int N, int K,
  * accumulate = 0 overwrites y, 1 adds to it. Contiguous rows. */
 void linear_forward(float *y, const float *x, const float *W, const float *bias,
                     int rows, int out, int in, int accumulate);
+/* linear_forward (overwriting y) through gemm_few: for decoding. */
+void linear_forward_few(float *y, const float *x, const float *W, const float *bias, int rows,
+                        int out, int in);
 /* Backward of linear_forward: dx[rows,in] (+)= dy @ W (dx may be NULL; accumulate_dx picks
  * = or +=), dW[out,in] += dy^T @ x, dbias[out] += colsum(dy) (dbias may be NULL). */
 void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,

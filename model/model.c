@@ -519,14 +519,23 @@ static attn_args attn_base(const model_acts *A, const pos_seg *s, int l)
                        .row_block = A->attn_row_block};
 }
 
+/* linear_forward overwriting y, with linear_forward_few's signature */
+static void linear_overwrite(float *y, const float *x, const float *W, const float *bias,
+                             int rows, int out, int in)
+{
+    linear_forward(y, x, W, bias, rows, out, in, 0);
+}
+
 void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, int rows,
                         const float *x, const float *vec, float *out, const layer_tail_bufs *t,
                         float p, uint64_t key, size_t base_row)
 {
     int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
     size_t n = (size_t)rows * d;
+    void (*lin)(float *, const float *, const float *, const float *, int, int, int) =
+        t->few_rows ? linear_forward_few : linear_overwrite;
     /* output projection, dropout, residual (+ LN when post) */
-    linear_forward(t->tmp, vec, L->o_w, NULL, rows, d, hd, 0);
+    lin(t->tmp, vec, L->o_w, NULL, rows, d, hd);
     dropout_add(t->h1, x, t->tmp, n, p, pos_site_key(key, l, SITE_ATTN_OUT), base_row * d);
     const float *ffin = t->h1;
     if (!c->pre_lnorm) {
@@ -538,10 +547,10 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
         ffin = t->ffin;
     }
     /* feed-forward: a = drop(relu(ffin W0^T + b0)), out = h1 + drop(a W3^T + b3) */
-    linear_forward(t->a, ffin, L->ff0_w, L->ff0_b, rows, di, d, 0);
+    lin(t->a, ffin, L->ff0_w, L->ff0_b, rows, di, d);
     dropout_relu(t->a, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
                  base_row * di);
-    linear_forward(t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di, 0);
+    lin(t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di);
     dropout_add(out, t->h1, t->tmp, n, p, pos_site_key(key, l, SITE_FF_OUT), base_row * d);
     if (!c->pre_lnorm)
         layernorm_forward(out, t->ln2_xhat, t->ln2_rstd, out, L->ff_ln_w, L->ff_ln_b, rows, d);
@@ -597,7 +606,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
     attn_forward(tr ? lc->prob : NULL, lc->vec, lc->q, lc->kv, &aa, A->attn_scratch);
 
     layer_tail_bufs tb = {lc->h1, lc->ffin, lc->a, A->tmp,
-                          lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd};
+                          lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd, 0};
     layer_tail_forward(c, L, l, B * Lq, x, lc->vec, A->hs + (size_t)(l + 1) * n, &tb, s->dropout,
                        o->drop_key, A->b_offset * (size_t)Lq);
     if (!tr) /* inference shares one cache: advance this layer's memory now */

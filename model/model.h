@@ -186,6 +186,7 @@ void model_mem_update(model_acts *A, model_mem *mem);
 typedef struct {
     float *h1, *ffin, *a, *tmp;
     float *ln1_xhat, *ln1_rstd, *ln2_xhat, *ln2_rstd;
+    int few_rows; /* one token per stream (decoding): products through linear_forward_few */
 } layer_tail_bufs;
 
 /* Everything of layer l after the attention, for rows = B*Lq rows of B streams:

@@ -135,8 +135,9 @@ static void xl_layer_backward(pos_ctx *x, float *d_q, float *d_kv)
          1.0f, hd, d, d);
 }
 
-/* Decoding: rk for klen = M + 1 (distances M .. 0); a query with m memory rows reads its
- * last m + 1 rows. */
+/* Decoding: rk for klen = M + 1 (distances M .. 0), head-major [H][M+1][dh] so that each
+ * head's rows are one contiguous block (attn_decode); a query with m memory rows reads the
+ * last m + 1 rows of each head's block. */
 static size_t xl_decode_floats(const model_config *c, int M)
 {
     return ((size_t)M + 1) * c->n_head * c->d_head;
@@ -144,23 +145,31 @@ static size_t xl_decode_floats(const model_config *c, int M)
 
 static size_t xl_decode_scratch(const model_config *c, int M)
 {
-    return ((size_t)M + 1) * c->d_model;
+    return ((size_t)M + 1) * ((size_t)c->d_model + (size_t)c->n_head * c->d_head);
 }
 
 static void xl_decode_tables(const model_config *c, const layer_tensors *W,
                              const model_tensors *MW, int M, float *tables, float *scratch)
 {
     (void)MW;
-    int K = M + 1;
-    pos_sinusoid(scratch, K, c->d_model, K - 1, -1, c->clamp_len);
-    linear_forward(tables, scratch, W->pos[P_WR], NULL, K, c->n_head * c->d_head, c->d_model, 0);
+    int K = M + 1, H = c->n_head, dh = c->d_head, hd = H * dh;
+    float *R = scratch, *rk = scratch + (size_t)K * c->d_model;
+    pos_sinusoid(R, K, c->d_model, K - 1, -1, c->clamp_len);
+    linear_forward(rk, R, W->pos[P_WR], NULL, K, hd, c->d_model, 0);
+    for (int h = 0; h < H; h++)
+        for (int p = 0; p < K; p++)
+            memcpy(tables + ((size_t)h * K + p) * dh, rk + (size_t)p * hd + (size_t)h * dh,
+                   (size_t)dh * sizeof(float));
 }
 
 static void xl_decode_args(const pos_decode *d, attn_args *a)
 {
     float *u, *v;
+    int dh = d->c->d_head;
     xl_uv(d->c, d->W, d->MW, &u, &v);
-    xl_set_terms(d->c, u, v, d->tables + (size_t)(d->M - d->m) * d->c->n_head * d->c->d_head, a);
+    xl_set_terms(d->c, u, v, d->tables + (size_t)(d->M - d->m) * dh, a);
+    a->rk_hstride = ((size_t)d->M + 1) * dh;
+    a->rk_row = dh;
 }
 
 const pos_ops pos_xl = {

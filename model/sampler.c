@@ -4,18 +4,37 @@
 
 #include <math.h>
 
-/* Insertion sort of token ids by p descending (V is 256 bytes + at most 3 anchors: cheaper
- * than it looks, and no comparator state to share). */
-static void sort_by_prob(int *idx, const double *p, int V)
+/* Token a comes before token b: higher probability first, ties by the lower id (a strict
+ * total order for finite p, so any correct sort gives the same permutation). */
+static int before(const double *p, int a, int b)
 {
-    for (int i = 1; i < V; i++) {
-        int t = idx[i], j = i;
-        while (j > 0 && (p[idx[j - 1]] < p[t] || (p[idx[j - 1]] == p[t] && idx[j - 1] > t))) {
-            idx[j] = idx[j - 1];
-            j--;
+    return p[a] > p[b] || (p[a] == p[b] && a < b);
+}
+
+/* Token ids by p descending: a bottom-up merge sort, O(V log V) (an insertion sort costs
+ * ~V^2/4 moves on the near-flat distributions of sampling: 8% of a 32-stream decoding
+ * step at V = 256). tmp: V ints. */
+static void sort_by_prob(int *idx, const double *p, int V, int *tmp)
+{
+    int *src = idx, *dst = tmp;
+    for (int w = 1; w < V; w *= 2) {
+        for (int lo = 0; lo < V; lo += 2 * w) {
+            int mid = lo + w < V ? lo + w : V, hi = lo + 2 * w < V ? lo + 2 * w : V;
+            int i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                dst[k++] = before(p, src[j], src[i]) ? src[j++] : src[i++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
         }
-        idx[j] = t;
+        int *t = src;
+        src = dst;
+        dst = t;
     }
+    if (src != idx)
+        for (int v = 0; v < V; v++)
+            idx[v] = src[v];
 }
 
 int sampler_pick(const float *logits, int V, const sampler_opts *o, double u, double *scratch,
@@ -36,7 +55,7 @@ int sampler_pick(const float *logits, int V, const sampler_opts *o, double u, do
     }
     for (int v = 0; v < V; v++)
         p[v] /= sum;
-    sort_by_prob(idx, p, V);
+    sort_by_prob(idx, p, V, (int *)(scratch + V));
     int n = V;
     if (o->top_k > 0 && o->top_k < n)
         n = o->top_k;

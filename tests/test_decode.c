@@ -1,7 +1,8 @@
 /* test_decode.c: cached one-token decoding (model/decode.c) computes what model_forward
  * computes for 1-token segments: same logits and same memory, for every positional scheme,
  * post- and pre-LN, one stream and several, through the phase where the memory fills and
- * beyond (it then slides, and the windows move back to the front every ~M tokens).
+ * beyond (it then slides, and the windows move back to the front every ~M tokens), and a
+ * prompt that leaves a memory of 70 rows (decode_prime projects it in blocks of 64).
  * Tolerance 1e-5 norm-relative: the two paths sum the same terms in different orders. */
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@
 #include "../model/model.h"
 #include "testlib.h"
 
-static void run_case(const char *label, pos_scheme pos, int pre, int M, int clamp, int B)
+static void run_case(const char *label, pos_scheme pos, int pre, int M, int clamp, int B, int P)
 {
     model_config c = {.n_layer = 2, .d_model = 16, .n_head = 2, .d_head = 8, .d_inner = 24,
                       .tgt_len = 5, .mem_len = M, .pre_lnorm = pre, .pos = pos,
@@ -20,7 +21,7 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
                       .mlp_num_freqs = 4, .mlp_max_dist = 64,
                       .mlp_hidden = 8, .vocab = 256, .hier_levels = HIER_ALL,
                       .hier_num_freqs = 3};
-    enum { T = 40, P = 7, MAXB = 3 };
+    enum { T = 40, PMAX = 80, MAXB = 3 };
     model mdl;
     model_acts A;
     model_mem mem_a, mem_b;
@@ -41,8 +42,8 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
     /* streams are rows: prompt [B, P], then T tokens per stream: random text with words,
      * sentence ends and blank lines, and its coordinates (data/units.c) */
     static const char alphabet[] = "abcde fgh. ij!\n\n";
-    uint8_t stream[MAXB][P + T];
-    int32_t co[MAXB][P + T][TXL_N_COORDS];
+    uint8_t stream[MAXB][PMAX + T];
+    int32_t co[MAXB][PMAX + T][TXL_N_COORDS];
     for (int b = 0; b < B; b++) {
         for (int i = 0; i < P + T; i++)
             stream[b][i] = (uint8_t)alphabet[(int)((tl_uniform(&r, 0.5f) + 0.5f) * 17) % 17];
@@ -59,10 +60,10 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
             memcpy(tco[t][b], co[b][P + t], sizeof tco[t][b]);
         }
     fwd_opts fo = {.training = 0};
-    /* the prompt: segments of 5 and 2, through the ordinary forward, on both copies */
+    /* the prompt: segments of 5 (the last one shorter), through the ordinary forward */
     txl_tok seg[MAXB * 5];
     int32_t sco[MAXB * 5][TXL_N_COORDS];
-    for (int at = 0, len = 5; at < P; at += len, len = P - at) {
+    for (int at = 0, len = P < 5 ? P : 5; at < P; at += len, len = P - at < 5 ? P - at : 5) {
         for (int b = 0; b < B; b++) {
             for (int i = 0; i < len; i++)
                 seg[b * len + i] = stream[b][at + i];
@@ -93,7 +94,7 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
         for (int l = 0; l < c.n_layer; l++)
             for (int b = 0; b < B; b++) {
                 size_t n = (size_t)mem_a.m * c.d_model, off = (size_t)b * M * c.d_model;
-                static double refm[64 * 16];
+                static double refm[80 * 16];
                 for (size_t k = 0; k < n; k++)
                     refm[k] = mem_layer(&mem_a, l)[off + k];
                 if (n)
@@ -114,18 +115,22 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int clam
 int main(void)
 {
     for (int B = 1; B <= 3; B += 2) {
-        run_case("xl", POS_XL, 0, 12, 0, B);
-        run_case("xl pre", POS_XL, 1, 12, 0, B);
-        run_case("xl clamp", POS_XL, 0, 12, 4, B);
-        run_case("xl nomem", POS_XL, 0, 0, 0, B);
-        run_case("xl terms bd", POS_XL, 0, 12, -(XL_TERM_A | XL_TERM_C), B); /* (clamp < 0: off) */
-        run_case("mlp", POS_MLP, 0, 12, 0, B);
-        run_case("rope", POS_ROPE, 1, 12, 0, B);
-        run_case("alibi", POS_ALIBI, 0, 12, 0, B);
-        run_case("absolute", POS_ABSOLUTE, 0, 12, 0, B);
-        run_case("none", POS_NONE, 1, 12, 0, B);
-        run_case("hier", POS_HIER, 0, 12, 0, B);
-        run_case("hier pre", POS_HIER, 1, 12, 0, B);
+        run_case("xl", POS_XL, 0, 12, 0, B, 7);
+        run_case("xl pre", POS_XL, 1, 12, 0, B, 7);
+        run_case("xl clamp", POS_XL, 0, 12, 4, B, 7);
+        run_case("xl nomem", POS_XL, 0, 0, 0, B, 7);
+        run_case("xl terms bd", POS_XL, 0, 12, -(XL_TERM_A | XL_TERM_C), B, 7); /* (clamp < 0: off) */
+        run_case("mlp", POS_MLP, 0, 12, 0, B, 7);
+        run_case("rope", POS_ROPE, 1, 12, 0, B, 7);
+        run_case("alibi", POS_ALIBI, 0, 12, 0, B, 7);
+        run_case("absolute", POS_ABSOLUTE, 0, 12, 0, B, 7);
+        run_case("none", POS_NONE, 1, 12, 0, B, 7);
+        run_case("hier", POS_HIER, 0, 12, 0, B, 7);
+        run_case("hier pre", POS_HIER, 1, 12, 0, B, 7);
+        /* a memory of 70 rows from the prompt: decode_prime projects it in two blocks */
+        run_case("xl long", POS_XL, 0, 70, 0, B, 75);
+        run_case("rope long", POS_ROPE, 0, 70, 0, B, 75);
+        run_case("hier long", POS_HIER, 1, 70, 0, B, 75);
     }
     return tl_done("test_decode");
 }

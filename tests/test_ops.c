@@ -229,7 +229,8 @@ static void gemm_ref(double *C, const float *C0, const float *A, const float *B,
  * Tolerance 1e-5: float GEMM error grows like sqrt(K) eps32 |a||b| (K <= 96 here: ~1e-6);
  * gemm_naive rounds a double sum once, so it must agree with the double reference to
  * 1e-7 (half an ulp of each element). */
-static void test_gemm_case(int M, int N, int K, int ta, int tb, float alpha, float beta)
+static void test_gemm_case(int M, int N, int K, int ta, int tb, float alpha, float beta,
+                           int few)
 {
     int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
     int lda = ac + 3, ldb = bc + 2, ldc = N + 5;
@@ -248,7 +249,10 @@ static void test_gemm_case(int M, int N, int K, int ta, int tb, float alpha, flo
             C0[(size_t)i * ldc + j] = j < N ? (beta == 0 ? NAN : tl_normal(&rng, 1.0f)) : 777.0f;
     memcpy(C, C0, (size_t)M * ldc * sizeof *C);
     memcpy(Cn, C0, (size_t)M * ldc * sizeof *C);
-    gemm(C, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
+    if (few) /* (ta = 0, tb = 1) */
+        gemm_few(C, A, B, M, N, K, alpha, beta, lda, ldb, ldc);
+    else
+        gemm(C, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
     gemm_naive(Cn, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
     gemm_ref(ref, C0, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
 
@@ -263,8 +267,8 @@ static void test_gemm_case(int M, int N, int K, int ta, int tb, float alpha, flo
     double e = tl_max_rel_err(Cp, ref, (size_t)M * N, 1e-30);
     double en = tl_max_rel_err(Cnp, ref, (size_t)M * N, 1e-30);
     CHECK(e <= 1e-5 && en <= 1e-7 && pad_ok,
-          "gemm %dx%dx%d trans_a=%d trans_b=%d beta=%g lda/ldb/ldc padded: gemm err %.1e, "
-          "gemm_naive err %.1e vs double, padding untouched %s",
+          "%s %dx%dx%d trans_a=%d trans_b=%d beta=%g lda/ldb/ldc padded: gemm err %.1e, "
+          "gemm_naive err %.1e vs double, padding untouched %s", few ? "gemm_few" : "gemm",
           M, N, K, ta, tb, beta, e, en, pad_ok ? "yes" : "NO");
     free(A), free(B), free(C), free(Cn), free(C0), free(ref), free(Cp), free(Cnp);
 }
@@ -273,16 +277,27 @@ static void test_gemm(void)
 {
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
-            test_gemm_case(5, 7, 9, ta, tb, 0.75f, 0.0f);
-            test_gemm_case(5, 7, 9, ta, tb, 1.0f, 1.0f);
-            test_gemm_case(33, 17, 96, ta, tb, -1.25f, 1.0f);
+            test_gemm_case(5, 7, 9, ta, tb, 0.75f, 0.0f, 0);
+            test_gemm_case(5, 7, 9, ta, tb, 1.0f, 1.0f, 0);
+            test_gemm_case(33, 17, 96, ta, tb, -1.25f, 1.0f, 0);
             /* vectors (one row or one column of C): gemm() takes sgemv for them */
-            test_gemm_case(1, 37, 21, ta, tb, 0.75f, 0.0f);
-            test_gemm_case(1, 37, 21, ta, tb, -1.5f, 1.0f);
-            test_gemm_case(29, 1, 18, ta, tb, 0.75f, 0.0f);
-            test_gemm_case(29, 1, 18, ta, tb, 1.0f, 1.0f);
+            test_gemm_case(1, 37, 21, ta, tb, 0.75f, 0.0f, 0);
+            test_gemm_case(1, 37, 21, ta, tb, -1.5f, 1.0f, 0);
+            test_gemm_case(29, 1, 18, ta, tb, 0.75f, 0.0f, 0);
+            test_gemm_case(29, 1, 18, ta, tb, 1.0f, 1.0f, 0);
         }
-    test_gemm_case(1, 1, 1, 0, 0, 1.0f, 0.0f);
+    test_gemm_case(1, 1, 1, 0, 0, 1.0f, 0.0f, 0);
+    /* gemm_few, a few rows times a weight: its own kernel up to 16 rows (16-lane chunks
+     * plus a tail of K, edge blocks of rows of A and of B), else gemm(). On a copy of the
+     * random stream, so the cases after these draw what they always drew. */
+    tl_rng saved = rng;
+    test_gemm_case(6, 37, 50, 0, 1, 0.75f, 0.0f, 1);
+    test_gemm_case(6, 37, 50, 0, 1, -1.0f, 1.0f, 1);
+    test_gemm_case(16, 9, 96, 0, 1, 1.0f, 0.0f, 1);
+    test_gemm_case(2, 4, 16, 0, 1, 1.0f, 1.0f, 1);
+    test_gemm_case(1, 37, 21, 0, 1, 0.75f, 1.0f, 1);
+    test_gemm_case(33, 17, 96, 0, 1, -1.25f, 1.0f, 1);
+    rng = saved;
 
     /* K = 0: an empty sum, so C = beta C (beta 0 clears even a NaN C). M = 0: no-op. */
     float C[6] = {1, 2, 3, NAN, NAN, NAN}, A[1] = {5}, B[1] = {7};
@@ -952,6 +967,14 @@ static void test_attn_case(const attn_case *t)
         float *vec2 = nan_f(nq);
         attn_forward(NULL, vec2, q, kv, &a, scratch);
         CHECK(same_f(vec, vec2, nq), "attn %s: prob = NULL (inference) gives the same vec", lbl);
+        if (Lq == 1) { /* one-token decoding: the same vec, summed in another order */
+            float *dscr = alloc_f(attn_decode_scratch_floats(B, klen, dh, 1));
+            attn_decode(vec2, q, kv, &a, dscr);
+            double ed = tl_max_rel_err(vec2, vref, nq, 1e-30);
+            CHECK(ed <= 1e-5, "attn %s: attn_decode vec vs the double formula: %.1e (tol 1e-5)",
+                  lbl, ed);
+            free(dscr);
+        }
         free(vec2);
     } else {
         attn_args a0 = a;
