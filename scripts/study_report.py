@@ -281,17 +281,19 @@ def plots(R, outdir):
             series = []
             with open(dat, "w") as f:
                 for cell in R.cells:
+                    pts = [(fac, *mean_ci(R.sweep(corpus, cell, mode, fac))) for fac in factors]
+                    pts = [(fac, m, h) for fac, m, h, n in pts if n]
+                    if not pts:
+                        continue  # a cell without results yet
                     f.write(f'"{cell}"\n')
-                    for fac in factors:
-                        m, h, n = mean_ci(R.sweep(corpus, cell, mode, fac))
-                        if n:
-                            f.write(f"{fac} {m} {0 if math.isnan(h) else h}\n")
+                    for fac, m, h in pts:
+                        f.write(f"{fac} {m} {0 if math.isnan(h) else h}\n")
                     f.write("\n\n")
                     series.append(cell)
             png = os.path.join(outdir, f"bpc-{corpus}-{mode}.png")
             plot = ", ".join(f"'{dat}' index {i} using 1:2:3 with yerrorlines title '{c}'"
                              for i, c in enumerate(series))
-            script = (f"set terminal pngcairo size 900,560; set output '{png}'; set logscale x 2;"
+            script = (f"set terminal pngcairo size 900,560 noenhanced; set output '{png}'; set logscale x 2;"
                       f"set xlabel 'evaluated context / trained context ({mode} sweep)';"
                       f"set ylabel 'test bpc (mean, 95% interval)'; set key outside right;"
                       f"set title '{corpus}'; plot {plot}")
@@ -301,18 +303,23 @@ def plots(R, outdir):
         for mem in mems[-1:]:
             dat = os.path.join(outdir, f".recall-{corpus}.dat")
             dists = sorted({r["distance"] for r in R.rows if r["kind"] == "recall" and "distance" in r})
+            series = []
             with open(dat, "w") as f:
                 for cell in R.cells:
+                    pts = [(d, *mean_ci(R.values(corpus, cell, "recall", "gain_bpc", distance=d,
+                                                 probe_mem_len=mem))) for d in dists]
+                    pts = [(d, m, h) for d, m, h, n in pts if n]
+                    if not pts:
+                        continue
                     f.write(f'"{cell}"\n')
-                    for d in dists:
-                        m, h, n = mean_ci(R.values(corpus, cell, "recall", "gain_bpc", distance=d, probe_mem_len=mem))
-                        if n:
-                            f.write(f"{d} {m} {0 if math.isnan(h) else h}\n")
+                    for d, m, h in pts:
+                        f.write(f"{d} {m} {0 if math.isnan(h) else h}\n")
                     f.write("\n\n")
+                    series.append(cell)
             png = os.path.join(outdir, f"recall-{corpus}.png")
             plot = ", ".join(f"'{dat}' index {i} using 1:2:3 with yerrorlines title '{c}'"
-                             for i, c in enumerate(R.cells))
-            script = (f"set terminal pngcairo size 900,560; set output '{png}'; set logscale x 2;"
+                             for i, c in enumerate(series))
+            script = (f"set terminal pngcairo size 900,560 noenhanced; set output '{png}'; set logscale x 2;"
                       f"set xlabel 'distance between the two occurrences (bytes)';"
                       f"set ylabel 'recall gain (bits per byte)'; set key outside right;"
                       f"set title '{corpus}: recall, probe mem_len {mem}'; plot {plot}")
