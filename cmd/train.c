@@ -57,7 +57,12 @@ typedef struct {
     txl_config cfg;
     model mdl;
     float *adam_m, *adam_v;
-    model_acts A;
+    model_acts *A;            /* [R] the activations of each replica (Bl / R streams) */
+    model *rep;               /* [R] replica r > 0: the weights of mdl, its own gradient */
+    double *rep_loss;         /* [R] each replica's loss sum of a micro-batch */
+    int *rep_m;               /* [R] and the memory rows it leaves */
+    int R;                    /* replicas: this rank's threads, each running Bl / R whole
+                               * streams of a micro-batch (1: the threads split each op) */
     model_mem mem;            /* this rank's k x Bl streams (micro-batch j: j Bl .. j Bl + Bl) */
     corpus train_c, valid_c, test_c;
     token_span train_s, valid_s, test_s;
@@ -98,7 +103,15 @@ static void trainer_free(trainer *t)
     free(t->adam_v);
     mem_free(&t->mem);
     mem_free(&t->gmem);
-    acts_free(&t->A);
+    for (int r = 0; t->A && r < t->R; r++) {
+        acts_free(&t->A[r]);
+        if (r > 0)
+            model_replica_free(&t->rep[r]);
+    }
+    free(t->A);
+    free(t->rep);
+    free(t->rep_loss);
+    free(t->rep_m);
     terms_free(&t->terms);
     model_free(&t->mdl);
     corpus_close(&t->train_c);
@@ -586,25 +599,26 @@ static double mem_bytes(const trainer *t)
     return streams * m->n_layer * m->mem_len * m->d_model * 4;
 }
 
-/* Estimated resident memory of this process in MiB: weights, gradients, 2 Adam moments,
+/* Estimated resident memory of this process in MiB: weights, gradients (one per replica),
+ * 2 Adam moments,
  * the planned activations (for one micro-batch), the memory, the term pass's (activations
  * and memory, train.term_stats_interval), and ~20 MiB of code and libraries. */
 static double plan_mib(const trainer *t)
 {
     const model_config *m = &t->cfg.model;
-    double act = (double)t->act_floats * 4, par = (double)t->par_floats * 4;
+    double act = (double)t->act_floats * 4, par = (double)t->par_floats * 4 * (3 + t->R);
     const eval_pass *tp[2] = {&t->terms.plan.p, &t->terms.plan.tail};
     for (int i = 0; i < 2; i++)
         act += ((double)tp[i]->A.arena_floats +
                 (double)m->n_layer * tp[i]->mem.B * tp[i]->mem.M * tp[i]->mem.d) * 4;
-    return (4.0 * par + act + mem_bytes(t)) / 1048576.0 + 20;
+    return (par + act + mem_bytes(t)) / 1048576.0 + 20;
 }
 
 static void print_plan(const trainer *t)
 {
     const txl_config *c = &t->cfg;
     const model_config *m = &c->model;
-    size_t act = t->act_floats * 4, par = t->par_floats * 4;
+    size_t act = t->act_floats * 4, par = t->par_floats * 4 * (size_t)(3 + t->R);
     char accum[48] = "";
     if (t->k > 1)
         snprintf(accum, sizeof accum, " x %d accum", t->k);
@@ -619,7 +633,7 @@ static void print_plan(const trainer *t)
             pos_scheme_name(m->pos), m->n_layer, m->d_model, m->n_head, m->d_head,
             m->d_inner, t->n_weights / 1e6, (long long)t->k * t->B * m->tgt_len,
             t->B, accum, m->tgt_len, m->mem_len, m->pre_lnorm ? "yes" : "no",
-            m->dropout, 4.0 * par / 1048576.0, act / 1048576.0, mem_bytes(t) / 1048576.0,
+            m->dropout, par / 1048576.0, act / 1048576.0, mem_bytes(t) / 1048576.0,
             plan_mib(t), t->train_s.n, t->train_s.path,
             t->valid_s.n, t->test_s.n, cli_blas_core(), c->train.out_dir);
 }
@@ -760,27 +774,74 @@ static void apply_update(trainer *t, const loop_state *ls, long step, double nor
     t->st.norm_mean += w * (norm - t->st.norm_mean);
 }
 
+/* mdl's gradient += those of replicas 1 .. R - 1, in that order, each element summed by
+ * one thread */
+static void sum_replica_grads(trainer *t)
+{
+    size_t n = t->mdl.n_floats;
+    float *g = t->mdl.g;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float s = g[i];
+        for (int r = 1; r < t->R; r++)
+            s += t->rep[r].g[i];
+        g[i] = s;
+    }
+}
+
+/* Replica r's part of micro-batch j: streams r Br .. r Br + Br of this rank's Bl, forward,
+ * backward (into its gradient), its memory advanced. Returns its loss sum (nats). */
+static double replica_pass(trainer *t, const fwd_opts *o0, int j, int r, int len, size_t ntok,
+                           int *m)
+{
+    int Br = t->Bl / t->R;
+    size_t first = (size_t)j * t->B + (size_t)t->b0 + (size_t)r * Br, off = first * (size_t)len;
+    model_mem mj = mem_slice(&t->mem, j * t->Bl + r * Br, Br);
+    mj.m = *m;
+    fwd_opts o = *o0;
+    o.coords = t->co ? t->co + off * TXL_N_COORDS : NULL;
+    model *mdl = r ? &t->rep[r] : &t->mdl;
+    model_acts *A = &t->A[r];
+    A->b_offset = first;
+    double loss = model_forward(mdl, A, &mj, t->x + off, t->y + off, len, &o);
+    model_backward(mdl, A, &mj, 1.0f / (float)ntok);
+    model_mem_update(A, &mj);
+    *m = mj.m;
+    return loss;
+}
+
 /* The forward and backward of every micro-batch of the step (segments of length len),
  * each adding to the gradient scaled by 1 / ntok, the tokens of all k B streams; each
  * micro-batch's memory advances as soon as its backward is done (the update does not change
  * it). Micro-batch j is global streams j B .. j B + B; this rank runs its Bl of them with
- * dropout masks drawn by global stream (A.b_offset). Returns this rank's loss sum (nats). */
-static double accumulate(trainer *t, const fwd_opts *o0, int len, size_t ntok)
+ * dropout masks drawn by global stream (A.b_offset), R replicas side by side, Bl / R
+ * streams each, each with the whole of its thread: the threads meet once per micro-batch,
+ * so a thread the OS deschedules on a busy machine delays the step by its own share only
+ * (one fork and join per op, with a core taken, waits for the slower thread at every op).
+ * The replicas' gradients are then added to mdl's in replica order (the order of MPI's
+ * ranks: R replicas compute what R ranks do). Returns this rank's loss sum (nats). */
+static double accumulate(trainer *t, const fwd_opts *o, int len, size_t ntok)
 {
     double loss = 0;
-    fwd_opts o = *o0;
-    int m = t->mem.m; /* every micro-batch starts from the rows the step started with */
+    int m0 = t->mem.m, m = m0; /* every micro-batch starts from the rows the step started with */
     for (int j = 0; j < t->k; j++) {
-        size_t first = (size_t)j * t->B + (size_t)t->b0, off = first * (size_t)len;
-        model_mem mj = mem_slice(&t->mem, j * t->Bl, t->Bl);
-        o.coords = t->co ? t->co + off * TXL_N_COORDS : NULL;
-        t->A.b_offset = first;
-        loss += model_forward(&t->mdl, &t->A, &mj, t->x + off, t->y + off, len, &o);
-        model_backward(&t->mdl, &t->A, &mj, 1.0f / (float)ntok);
-        model_mem_update(&t->A, &mj);
-        m = mj.m;
+        if (t->R == 1) {
+            m = m0;
+            loss += replica_pass(t, o, j, 0, len, ntok, &m);
+            continue;
+        }
+#pragma omp parallel for schedule(static, 1) num_threads(t->R)
+        for (int r = 0; r < t->R; r++) {
+            t->rep_m[r] = m0;
+            t->rep_loss[r] = replica_pass(t, o, j, r, len, ntok, &t->rep_m[r]);
+        }
+        for (int r = 0; r < t->R; r++)
+            loss += t->rep_loss[r];
+        m = t->rep_m[0];
     }
     t->mem.m = m;
+    if (t->R > 1)
+        sum_replica_grads(t);
     return loss;
 }
 
@@ -795,7 +856,8 @@ static int train_step(trainer *t, loop_state *ls, txl_err *e)
         return stop_keeping_last(t, e);
     long step = t->st.step + 1;
     fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
-    model_zero_grads(&t->mdl); /* once per update: the backward adds to the gradient */
+    for (int r = 0; r < t->R; r++) /* once per update: the backward adds to the gradient */
+        model_zero_grads(r ? &t->rep[r] : &t->mdl);
     size_t ntok = (size_t)t->k * t->B * len; /* all streams of the step: each rank and each
                                               * micro-batch scales by the global count */
     double loss = accumulate(t, &o, len, ntok);
@@ -1214,8 +1276,38 @@ static void set_threads(trainer *t)
     t->threads = cli_threads(threads);
 }
 
+/* Replicas: one per thread when they divide this rank's streams, else 1 (the threads
+ * split each op of the whole batch). */
+static int replicas(const trainer *t)
+{
+    return t->threads > 1 && t->Bl % t->threads == 0 ? t->threads : 1;
+}
+
+/* The replicas (accumulate): the activations of one micro-batch's Bl / R streams each, and
+ * for r > 0 a gradient of its own. */
+static int plan_replicas(trainer *t, txl_err *e)
+{
+    const model_config *m = &t->cfg.model;
+    t->R = replicas(t);
+    t->A = calloc((size_t)t->R, sizeof *t->A);
+    t->rep = calloc((size_t)t->R, sizeof *t->rep);
+    t->rep_loss = calloc((size_t)t->R, sizeof *t->rep_loss);
+    t->rep_m = calloc((size_t)t->R, sizeof *t->rep_m);
+    if (!t->A || !t->rep || !t->rep_loss || !t->rep_m)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    t->act_floats = 0;
+    for (int r = 0; r < t->R; r++) {
+        if (acts_init(&t->A[r], m, t->Bl / t->R, m->tgt_len, m->mem_len, 1, e) ||
+            (r > 0 && model_replica(&t->rep[r], &t->mdl, e)))
+            return -1;
+        t->act_floats += t->A[r].arena_floats;
+    }
+    return 0;
+}
+
 /* Threads, then everything a step touches, planned before step 1: the model and its
- * gradients, activations, memory, Adam moments, batch buffers; the initial weights. */
+ * gradients, the replicas' activations and gradients, memory, Adam moments, batch
+ * buffers; the initial weights. */
 static int plan_model(trainer *t, txl_err *e)
 {
     const txl_config *c = &t->cfg;
@@ -1223,11 +1315,9 @@ static int plan_model(trainer *t, txl_err *e)
     int M = c->model.mem_len, Lq = c->model.tgt_len, B = t->B, k = t->k;
     set_threads(t);
     if (model_init(&t->mdl, &c->model, e) || model_alloc_grads(&t->mdl, e) ||
-        acts_init(&t->A, &c->model, t->Bl, Lq, M, 1, e) || /* one micro-batch */
-        mem_init(&t->mem, &c->model, k * t->Bl, M, e) ||
+        plan_replicas(t, e) || mem_init(&t->mem, &c->model, k * t->Bl, M, e) ||
         (dd->size > 1 && dist_is_root() && mem_init(&t->gmem, &c->model, k * B, M, e)))
         return -1;
-    t->A.b_offset = (size_t)t->b0;
     t->adam_m = calloc(t->mdl.n_floats, sizeof(float));
     t->adam_v = calloc(t->mdl.n_floats, sizeof(float));
     int coords = pos_get(c->model.pos)->needs_coords;
@@ -1239,7 +1329,6 @@ static int plan_model(trainer *t, txl_err *e)
         return err_set(e, ERR_RUNTIME, "out of memory");
     model_init_weights(&t->mdl, c->train.seed);
     t->par_floats = t->mdl.n_floats;
-    t->act_floats = t->A.arena_floats;
     t->n_weights = t->mdl.n_weights;
     t->st.train_tokens = t->train_ts.n;
     t->st.seed = c->train.seed;
@@ -1252,9 +1341,11 @@ static int dry_plan(trainer *t, txl_err *e)
 {
     const model_config *m = &t->cfg.model;
     set_threads(t); /* the attention scratch is per thread */
+    t->R = replicas(t);
     if (model_size(m, &t->par_floats, &t->n_weights, e) ||
-        acts_plan_floats(m, t->Bl, m->tgt_len, m->mem_len, 1, &t->act_floats, e))
+        acts_plan_floats(m, t->Bl / t->R, m->tgt_len, m->mem_len, 1, &t->act_floats, e))
         return -1;
+    t->act_floats *= (size_t)t->R;
     t->st.train_tokens = t->train_ts.n;
     t->st.params = t->n_weights;
     return 0;
@@ -1331,6 +1422,7 @@ static void log_start(trainer *t, int resume)
     cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_s.n);
     cJSON_AddNumberToObject(o, "ranks", dd->size);
     cJSON_AddNumberToObject(o, "threads", t->threads);
+    cJSON_AddNumberToObject(o, "replicas", t->R);
     cJSON_AddNumberToObject(o, "grad_accum", t->k);
     cJSON_AddNumberToObject(o, "estimate_mib", round(plan_mib(t)));
     cJSON_AddStringToObject(o, "version", TXL_VERSION);
@@ -1357,6 +1449,9 @@ static int start_run(trainer *t, int resume, txl_err *e)
     }
     if (!t->quiet && dist_is_root()) {
         print_plan(t);
+        if (t->R > 1)
+            fprintf(stderr, "  threads: %d, each running %d of the batch's streams\n", t->R,
+                    t->Bl / t->R);
         if (dd->size > 1)
             fprintf(stderr, "  data parallel: %d ranks x %d streams, %d threads per rank "
                     "(%d ranks on this machine)\n", dd->size, t->Bl, t->threads,
@@ -1389,7 +1484,7 @@ static void print_dry_run(const trainer *t, const char *cfg_path, const char *re
     cJSON_AddStringToObject(o, "pos_scheme", pos_scheme_name(m->pos));
     cJSON_AddNumberToObject(o, "params", (double)t->n_weights);
     cJSON_AddNumberToObject(o, "estimate_mib", round(plan_mib(t)));
-    add_num(o, "params_grads_adam_mib", "%.1f", 4.0 * t->par_floats * 4 / 1048576.0);
+    add_num(o, "params_grads_adam_mib", "%.1f", (3.0 + t->R) * t->par_floats * 4 / 1048576.0);
     add_num(o, "activations_mib", "%.1f", t->act_floats * 4 / 1048576.0);
     cJSON_AddNumberToObject(o, "tokens_per_step", (double)t->k * t->B * m->tgt_len);
     cJSON_AddNumberToObject(o, "grad_accum", t->k);
@@ -1404,6 +1499,7 @@ static void print_dry_run(const trainer *t, const char *cfg_path, const char *re
     cJSON_AddNumberToObject(o, "steps", (double)steps);
     add_num(o, "epochs", "%.4f", per_epoch ? (double)tc->max_steps / per_epoch : 0);
     cJSON_AddNumberToObject(o, "threads", t->threads);
+    cJSON_AddNumberToObject(o, "replicas", t->R);
     cJSON_AddNumberToObject(o, "ranks", dist_self()->size);
     char *text = cJSON_PrintUnformatted(o);
     if (text)

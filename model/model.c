@@ -248,6 +248,23 @@ void model_zero_grads(model *mdl)
     }
 }
 
+int model_replica(model *r, const model *src, txl_err *e)
+{
+    *r = *src;
+    r->g = NULL;
+    r->G.layer = calloc((size_t)src->cfg.n_layer, sizeof *r->G.layer);
+    if (!r->G.layer)
+        return err_set(e, ERR_RUNTIME, "out of memory allocating a gradient replica");
+    return model_alloc_grads(r, e);
+}
+
+void model_replica_free(model *r)
+{
+    free(r->g);
+    free(r->G.layer);
+    memset(r, 0, sizeof *r);
+}
+
 void model_free(model *mdl)
 {
     free(mdl->table);

@@ -68,6 +68,10 @@ int model_size(const model_config *cfg, size_t *n_floats, size_t *n_weights, txl
 void model_init_weights(model *mdl, uint64_t seed);
 int model_alloc_grads(model *mdl, txl_err *e);
 void model_zero_grads(model *mdl);
+/* A replica of src for data parallelism within a process: src's weights (shared, read
+ * only) with a gradient of its own. Free with model_replica_free. */
+int model_replica(model *r, const model *src, txl_err *e);
+void model_replica_free(model *r);
 void model_free(model *mdl);
 /* Table entry by checkpoint name, or NULL. */
 const param_entry *model_find_param(const model *mdl, const char *name);

@@ -28,6 +28,11 @@ v1=$(jq -s '[.[] | select(.event=="eval")] | last | .loss' $TMP/r1/log.jsonl)
 v2=$(jq -s '[.[] | select(.event=="eval")] | last | .loss' $TMP/r2/log.jsonl)
 check "validation (split over ranks) agrees: $v1 vs $v2" \
     awk -v a="$v1" -v b="$v2" 'BEGIN {d = (a - b) / a; if (d < 0) d = -d; exit !(d < 1e-4)}'
+# one process with 2 threads runs 2 replicas of 4 streams: what 2 ranks compute, bit for bit
+$TXL train -c $CFG $OPTS --set train.threads=2 --set train.out_dir=$TMP/t2 >/dev/null 2>$TMP/t2.err || bad "2 threads: $(cat $TMP/t2.err)"
+step_losses $TMP/t2/log.jsonl > $TMP/lt
+check "1 process x 2 threads (2 replicas) == 2 ranks x 1 thread: 40 step losses bit for bit" \
+    cmp -s $TMP/l2 $TMP/lt
 check "only rank 0 logs (one start event)" test "$(grep -c '"start"' $TMP/r2/log.jsonl)" -eq 1
 check "comm time is logged" jq -s -e 'map(select(.event=="train")) | all(has("comm_s"))' $TMP/r2/log.jsonl
 
