@@ -37,7 +37,7 @@ LIBOBJ  := $(filter-out $(BUILD)/cmd/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test unit e2e demo fixtures clean asan bench bench-sample bench-schemes test-mpi
+.PHONY: all test unit e2e demo fixtures clean asan bench bench-loaded bench-sample bench-schemes test-mpi
 all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain, portable or MPI) changes
@@ -117,6 +117,11 @@ $(BUILD)/bench/mem_bw: bench/mem_bw.c
 # Speed and memory, side by side with the PyTorch reference when /usr/bin/python3 has torch.
 bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/bench.sh
+
+# Training S with one competing CPU-bound process (the bench starts it): default vs the best
+# explicit thread setting, and vs idle.
+bench-loaded: $(BIN)
+	@TXL_BIN=$(abspath $(BIN)) bench/loaded.sh
 
 # Sampling alone, with the memory full (TXL_BASE=old/txl: old and new side by side).
 bench-sample: $(BIN) $(BUILD)/bench/mem_bw

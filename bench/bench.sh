@@ -6,10 +6,13 @@
 # Sampling runs with the memory full (bench/sample.sh: S at mem_len 128..1024, S with 1, 8
 # and 32 streams, M against the bound of reading its weights once per token).
 #
+# The loaded scenario (bench/loaded.sh: S training with one competing CPU-bound process it
+# starts) follows: the default threads against the best explicit setting, and against idle.
+#
 # Prints one line per measurement and, at the end, every result as JSON lines
 # (also written to $OUT/bench.jsonl). Environment: THREADS (default: all cores),
 # CONFIGS (default "S M"), S_STEPS, M_STEPS (timed training steps), PAIRS (default 3),
-# OUT (default runs/bench), SKIP_TORCH=1, TXL_BIN (the binary, default ./txl).
+# OUT (default runs/bench), SKIP_TORCH=1, SKIP_LOADED=1, TXL_BIN (the binary, default ./txl).
 #
 # The ratios against PyTorch come from PAIRS back-to-back pairs per config (txl, then
 # PyTorch at its best thread count, then txl again, ...): each pair shares the machine's
@@ -38,6 +41,7 @@ DATA=tests/data/tinyshakespeare.txt.gz
 command -v jq >/dev/null || { echo "bench: needs jq" >&2; exit 2; }
 
 emit() { echo "$1" >> "$OUT/bench.jsonl"; }
+. bench/lib.sh # txl_train
 
 # the OpenBLAS core txl runs with (txl picks it when OpenBLAS falls back to a weaker one;
 # `txl info --system`): the bench programs load OpenBLAS themselves
@@ -59,20 +63,6 @@ flops() {
         f = N * layer + 2 * d * 256
         if (tr) f *= 3
         printf "%.0f", f }'
-}
-
-# txl_train dir N d H dh di Lq M B steps: trains, then prints the mean tokens/s of the timed
-# steps (the first two warm up caches and page in buffers)
-txl_train() {
-    dir=$1 N=$2 d=$3 H=$4 dh=$5 di=$6 Lq=$7 M=$8 B=$9 steps=${10}
-    $TXL train -q --force -c configs/tiny.yaml --set data.train=$DATA \
-        --set model.n_layer=$N --set model.d_model=$d --set model.n_head=$H --set model.d_head=$dh \
-        --set model.d_inner=$di --set model.tgt_len=$Lq --set model.mem_len=$M \
-        --set model.dropout=0.1 --set train.batch_size=$B --set train.max_steps=$((steps + 2)) \
-        --set train.warmup_steps=0 --set train.eval_interval=0 --set train.ckpt_interval=0 \
-        --set train.log_interval=1 --set train.threads=$THREADS --set train.out_dir="$dir" \
-        > "$dir.train.json" 2> "$dir.train.err" || { cat "$dir.train.err" >&2; exit 1; }
-    jq -s '[.[] | select(.event == "train" and .step > 2)] | (map(.tok_per_s) | add / length)' "$dir/log.jsonl"
 }
 
 txl_eval() { # dir B Lq: tokens/s of `txl eval` on the run's checkpoint
@@ -100,8 +90,8 @@ run_cfg() { # name N d H dh di Lq M B steps
     eval "TXL_${name}_TRAIN=$tps TXL_${name}_EVAL=$etps TXL_${name}_RSS=$rss"
 }
 
-S_ARGS="4 256 4 64 1024 128 128 16 $S_STEPS"
-M_ARGS="8 512 8 64 2048 256 256 8 $M_STEPS"
+S_ARGS="$S_SHAPE $S_STEPS"
+M_ARGS="$M_SHAPE $M_STEPS"
 for cfg in $CONFIGS; do
     case $cfg in
     S) args=$S_ARGS ;;
@@ -115,6 +105,9 @@ done
 # sampling with the memory full, on the checkpoints just trained (bench/sample.sh)
 S_CKPT=$OUT/S/last.safetensors.gz M_CKPT=$OUT/M/last.safetensors.gz OUT=$OUT BUILD=$BUILD \
     CONFIGS=$CONFIGS TXL_BIN=$TXL bench/sample.sh
+
+# one competing CPU-bound process: the default against the best explicit setting and idle
+[ "${SKIP_LOADED:-0}" = 1 ] || OUT=$OUT TXL_BIN=$TXL THREADS=$THREADS bench/loaded.sh
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
