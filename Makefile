@@ -37,7 +37,7 @@ LIBOBJ  := $(filter-out $(BUILD)/cmd/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test unit e2e demo fixtures clean asan bench bench-loaded bench-sample bench-schemes test-mpi
+.PHONY: all test unit e2e demo fixtures clean asan bench bench-loaded bench-quality bench-sample bench-schemes test-mpi
 all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain, portable or MPI) changes
@@ -122,6 +122,11 @@ bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw
 # explicit thread setting, and vs idle.
 bench-loaded: $(BIN)
 	@TXL_BIN=$(abspath $(BIN)) bench/loaded.sh
+
+# Quality per minute: valid bpc of S on enwik8_first3MB after MINUTES (10; QUICK=1: 2) of
+# training, txl and the PyTorch reference (DATA: the corpus directory, ../shared/data).
+bench-quality: $(BIN)
+	@TXL_BIN=$(abspath $(BIN)) bench/quality.sh
 
 # Sampling alone, with the memory full (TXL_BASE=old/txl: old and new side by side).
 bench-sample: $(BIN) $(BUILD)/bench/mem_bw

@@ -49,7 +49,7 @@ DEFAULTS = {
     "model": dict(ref.MODEL_DEFAULTS),
     "data": {"train": "", "valid": "", "test": "", "split": [0.9, 0.05, 0.05],
              "tokenizer": "byte"},
-    "train": {"batch_size": 16, "max_steps": 2000, "max_minutes": 0, "lr": 2.5e-4,
+    "train": {"batch_size": 16, "max_steps": 2000, "max_minutes": 0.0, "lr": 2.5e-4,
               "schedule": "cosine", "warmup_steps": 0, "lr_min": 0.0, "clip": 0.25,
               "beta1": 0.9, "beta2": 0.999, "eps": 1.0e-8, "weight_decay": 0.0,
               "optimizer": "adam", "seed": 1, "log_interval": 10, "eval_interval": 200,
