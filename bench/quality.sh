@@ -1,15 +1,16 @@
 #!/bin/sh
 # make bench-quality: quality per minute, the figure users feel. Trains config S on
 # enwik8_first3MB (split 0.9/0.05/0.05: 2.7M train, 150K valid) for a fixed wall-clock budget
-# with txl and with the PyTorch reference (tests/ref/train_ref.py), same hyperparameters
+# with txl and with the lean PyTorch reference (tests/ref/bench_ref.py --data), the same
+# batching and hyperparameters
 # (lr 5e-4 constant, clip 0.25, no dropout, batch 16, tgt_len = mem_len = 128), each on all
-# cores (the reference: REF_THREADS intra-op threads, default 1, its fastest setting on 2
-# cores, as make bench finds), one after the other. Each run validates every EVAL_INTERVAL steps and once at the end (inside
-# the budget's clock, as a user's run does); reported: steps done and the final valid bpc
-# over the whole valid split.
+# cores (the reference: with REF_THREADS intra-op threads, by default the faster of 1 and
+# all, timed first as make bench does), one after the other. txl validates every
+# EVAL_INTERVAL steps inside the budget's clock (as a user's run does), both once after it;
+# reported: steps done and the final valid bpc over the whole valid split.
 # Environment: MINUTES (the budget, default 10; QUICK=1: 2), DATA (directory of
 # enwik8_first3MB.txt.gz, default ../shared/data), OUT (default runs/bench), TXL_BIN,
-# REF_THREADS, SKIP_TORCH=1.
+# REF_THREADS, SKIP_TXL=1, SKIP_TORCH=1.
 set -eu
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/bench}
@@ -21,6 +22,12 @@ EVAL_INTERVAL=${EVAL_INTERVAL:-500}
 [ -f "$CORPUS" ] || { echo "bench-quality: no $CORPUS (set DATA to the directory holding it)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "bench: needs jq" >&2; exit 2; }
 mkdir -p "$OUT"
+# the OpenBLAS core txl runs with (txl picks it when OpenBLAS falls back to a weaker one;
+# `txl info --system`), for PyTorch's OpenBLAS too
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    ct=$($TXL info --system | sed -n 's/^OPENBLAS_CORETYPE: //p')
+    [ -z "$ct" ] || export OPENBLAS_CORETYPE="$ct"
+fi
 emit() { echo "$1" >> "$OUT/bench.jsonl"; }
 
 # S with the hyperparameters of the comparison, as --set flags both programs read
@@ -45,18 +52,30 @@ report() { # report NAME LOG SECONDS
     emit "{\"what\":\"quality\",\"impl\":\"$1\",\"minutes\":$MINUTES,\"steps\":$(echo "$se" | cut -d' ' -f1),\"valid_bpc\":$(echo "$se" | cut -d' ' -f2),\"seconds\":$3}"
 }
 
+if [ "${SKIP_TXL:-0}" != 1 ]; then
 t0=$(date +%s)
 # shellcheck disable=SC2086
 $TXL train -q --force -c configs/tiny.yaml $SETS --set train.out_dir="$OUT/quality-txl" \
     > "$OUT/quality-txl.json" 2> "$OUT/quality-txl.err" || { cat "$OUT/quality-txl.err" >&2; exit 1; }
 report "txl S" "$OUT/quality-txl/log.jsonl" $(( $(date +%s) - t0 ))
+fi
 
 if [ "${SKIP_TORCH:-0}" != 1 ] && $PY -c 'import torch' 2>/dev/null; then
+    # the reference's faster thread count, as make bench picks it (5 timed steps each)
+    rth=${REF_THREADS:-}
+    if [ -z "$rth" ]; then
+        rth=1 best=0
+        for th in 1 $(nproc); do
+            v=$($PY tests/ref/bench_ref.py --config S --steps 5 --threads $th 2>/dev/null | tail -1 | jq .train_tokens_per_s)
+            if awk -v a="$v" -v b="$best" 'BEGIN {exit !(a > b)}'; then rth=$th best=$v; fi
+        done
+    fi
     t0=$(date +%s)
-    # shellcheck disable=SC2086
-    $PY tests/ref/train_ref.py configs/tiny.yaml $SETS --threads "${REF_THREADS:-1}" \
-        --out "$OUT/quality-torch.jsonl" 2> "$OUT/quality-torch.err" || { cat "$OUT/quality-torch.err" >&2; exit 1; }
-    report "pytorch-ref S" "$OUT/quality-torch.jsonl" $(( $(date +%s) - t0 ))
+    j=$($PY tests/ref/bench_ref.py --config S --data "$CORPUS" --minutes "$MINUTES" --lr 5e-4 \
+        --threads "$rth" 2> "$OUT/quality-torch.err" | tail -1) || { cat "$OUT/quality-torch.err" >&2; exit 1; }
+    sec=$(( $(date +%s) - t0 ))
+    echo "pytorch-ref S ($rth threads): $(echo "$j" | jq .steps) steps in $sec s, valid bpc $(echo "$j" | jq .valid_bpc)"
+    emit "$(echo "$j" | jq -c --argjson m "$MINUTES" --argjson s $sec '{what: "quality", impl: "pytorch-ref S", minutes: $m, steps, valid_bpc, seconds: $s}')"
 else
     echo "(no torch at /usr/bin/python3: apt-get install python3-torch for the reference)"
 fi

@@ -4,6 +4,10 @@ dropout 0.1, Adam, clip 0.25) trained on random bytes.
 
 usage: /usr/bin/python3 tests/ref/bench_ref.py --config S|M --steps N --threads T
        /usr/bin/python3 tests/ref/bench_ref.py --check   # equals txl_ref (float64, dropout 0)
+       /usr/bin/python3 tests/ref/bench_ref.py --config S --data FILE --minutes M [--lr X]
+           # quality per minute (make bench-quality): trains on the bytes of FILE (split
+           # 0.9/0.05/0.05, batch streams and segments as txl, memory carried, no dropout,
+           # constant lr, clip 0.25) for M minutes of wall clock, then prints the valid bpc
 
 Prints one JSON line with tokens/s of training (forward + backward + clip + Adam)
 and of evaluation (no_grad forward), memory carried in both.
@@ -150,6 +154,51 @@ def check():
     return 0 if worst < 1e-12 else 1
 
 
+def quality(a, c):
+    """Trains the lean model on real bytes for a wall-clock budget; the final valid bpc."""
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import train_ref as tr   # its data split, streams and segments: txl's batching
+    train, valid = tr.load_splits({"train": a.data, "valid": "", "split": [0.9, 0.05, 0.05]})
+    B, Lq = c["batch"], c["tgt_len"]
+    trs, vas = tr.make_streams(train, B), tr.make_streams(valid, B)
+    torch.manual_seed(1)
+    net = TXL(256, dropout=0.0, **c)
+    opt = torch.optim.Adam(net.parameters(), lr=a.lr)
+
+    def empty():
+        return [torch.zeros(B, 0, c["d_model"]) for _ in range(c["n_layer"])]
+
+    net.train()
+    t0 = time.perf_counter()
+    step = 0
+    while time.perf_counter() - t0 < 60.0 * a.minutes:
+        mems = empty()
+        for x, y in tr.segments(trs, Lq):
+            logits, mems = net(x, mems)
+            loss = F.cross_entropy(logits.reshape(-1, 256), y.reshape(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 0.25)
+            opt.step()
+            step += 1
+            if time.perf_counter() - t0 >= 60.0 * a.minutes:
+                break
+    t_train = time.perf_counter() - t0
+    net.eval()
+    mems = empty()
+    tot, n = 0.0, 0
+    with torch.no_grad():
+        for x, y in tr.segments(vas, Lq):
+            logits, mems = net(x, mems)
+            tot += float(F.cross_entropy(logits.reshape(-1, 256), y.reshape(-1), reduction="sum"))
+            n += y.numel()
+    print(json.dumps({"impl": "pytorch-ref", "torch": torch.__version__, "config": a.config,
+                      "threads": torch.get_num_threads(), "steps": step, "train_s": t_train,
+                      "valid_tokens": n, "valid_bpc": tot / n / math.log(2)}))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", choices=sorted(CONFIGS), default="S")
@@ -157,12 +206,17 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--lr", type=float, default=5e-4)
     a = ap.parse_args()
     if a.check:
         return check()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     c = CONFIGS[a.config]
+    if a.data:
+        return quality(a, c)
     torch.manual_seed(0)
     net = TXL(256, dropout=0.1, **c)
     opt = torch.optim.Adam(net.parameters(), lr=2.5e-4)
