@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/dist.h"
+#include "../common/par.h"
 #include "cli.h"
 
 typedef eval_pass pass;
@@ -19,16 +20,20 @@ static void pass_free(pass *p)
     memset(p, 0, sizeof *p);
 }
 
+/* A pass over nb streams: with `run`, the activations and memory to run them; with
+ * `buffers`, the batch's token (and coordinate) buffers. */
 static int pass_init(pass *p, model *mdl, const model_config *cfg, const eval_opts *o, int nb,
-                     txl_err *e)
+                     int run, int buffers, txl_err *e)
 {
     memset(p, 0, sizeof *p);
     p->mdl = mdl;
     p->o = o;
     p->nb = nb;
-    if (acts_init(&p->A, cfg, nb, o->tgt_len, o->mem_len, 0, e) ||
-        mem_init(&p->mem, cfg, nb, o->mem_len, e))
+    if (run && (acts_init(&p->A, cfg, nb, o->tgt_len, o->mem_len, 0, e) ||
+                mem_init(&p->mem, cfg, nb, o->mem_len, e)))
         return -1;
+    if (!buffers)
+        return 0;
     size_t BL = (size_t)o->batch * o->tgt_len;
     p->x = malloc(BL * sizeof *p->x);
     p->y = malloc(BL * sizeof *p->y);
@@ -68,21 +73,63 @@ static void run_segment(pass *p, const txl_tok *x, const txl_tok *y, const int32
     p->tokens += rows;
 }
 
-static void progress_line(const pass *p, const eval_result *r, size_t nseg, double t0,
+/* Replica r of the plan's pass (itself when there are none). */
+static pass *replica(eval_plan *ep, int r)
+{
+    return ep->R > 1 ? &ep->rep[r] : &ep->p;
+}
+
+static void progress_line(eval_plan *ep, const eval_result *r, size_t nseg, double t0,
                           double *last_draw)
 {
+    const pass *p = &ep->p;
     double now = cli_now();
     if (!p->o->progress || now - *last_draw <= 0.25)
         return;
     *last_draw = now;
+    double nats = 0;
+    size_t tokens = 0, anchors = 0;
+    for (int i = 0; i < ep->R; i++) {
+        const pass *q = replica(ep, i);
+        nats += q->nats, tokens += q->tokens, anchors += q->anchors;
+    }
     double el = now - t0, eta = el / r->segments * (nseg - r->segments);
     char etas[32];
     cli_fmt_duration(etas, sizeof etas, eta);
-    size_t bytes = p->tokens - p->anchors;
+    size_t bytes = tokens - anchors;
     fprintf(stderr, "\r\033[K%s: segment %zu/%zu  bpc %.4f  %.0f tok/s  ETA %s",
             p->o->label ? p->o->label : "eval", r->segments, nseg,
-            bytes ? p->nats / bytes / M_LN2 : 0.0,
+            bytes ? nats / bytes / M_LN2 : 0.0,
             (double)r->segments * p->o->batch * p->o->tgt_len / (el > 0 ? el : 1e-9), etas);
+}
+
+/* One segment of this rank's rows: by the replicas side by side, each its own streams on
+ * one thread, or by the one pass. */
+static void run_rows(eval_plan *ep, int len)
+{
+    pass *p = &ep->p;
+    if (ep->R == 1) {
+        size_t off = p->b0 * (size_t)len;
+        run_segment(p, p->x + off, p->y + off, p->co ? p->co + off * TXL_N_COORDS : NULL, len);
+        return;
+    }
+#pragma omp parallel for schedule(static, 1) num_threads(ep->R)
+    for (int r = 0; r < ep->R; r++) {
+        pass *q = &ep->rep[r];
+        size_t off = (p->b0 + q->b0) * (size_t)len;
+        run_segment(q, p->x + off, p->y + off, p->co ? p->co + off * TXL_N_COORDS : NULL, len);
+    }
+}
+
+/* The replicas' sums into p, in replica order (the end of the streams' part of a pass). */
+static void gather_sums(eval_plan *ep)
+{
+    pass *p = &ep->p;
+    for (int r = 0; ep->R > 1 && r < ep->R; r++) {
+        const pass *q = &ep->rep[r];
+        p->nats += q->nats, p->anchor_nats += q->anchor_nats;
+        p->tokens += q->tokens, p->anchors += q->anchors;
+    }
 }
 
 /* The tail (data/tokens.h): the last stream goes on alone over the tokens after the
@@ -95,15 +142,17 @@ static int run_tail(eval_plan *ep, const batcher *bt, txl_err *e)
     size_t first, n;
     batcher_tail(bt, &first, &n);
     int last = p->o->batch - 1 - (int)p->b0; /* the last stream: this rank's (eval_plan_init) */
-    size_t rows = (size_t)p->mem.M * p->mem.d;
+    const pass *o = replica(ep, ep->R - 1); /* its pass: the last replica's last stream */
+    last -= (int)(ep->R > 1 ? o->b0 : 0);
+    size_t rows = (size_t)o->mem.M * o->mem.d;
     pass_reset(q); /* then the last stream's memory (states and coordinates) */
     for (int l = 0; l < ep->cfg->n_layer; l++)
-        memcpy(mem_layer(&q->mem, l), mem_layer(&p->mem, l) + (size_t)last * rows,
+        memcpy(mem_layer(&q->mem, l), mem_layer(&o->mem, l) + (size_t)last * rows,
                rows * sizeof(float));
     if (q->mem.coords)
-        memcpy(q->mem.coords, p->mem.coords + (size_t)last * p->mem.M * TXL_N_COORDS,
-               (size_t)p->mem.M * TXL_N_COORDS * sizeof(int32_t));
-    q->mem.m = p->mem.m;
+        memcpy(q->mem.coords, o->mem.coords + (size_t)last * o->mem.M * TXL_N_COORDS,
+               (size_t)o->mem.M * TXL_N_COORDS * sizeof(int32_t));
+    q->mem.m = o->mem.m;
     int rc = 0;
     for (size_t at = 0; !rc && at < n; at += (size_t)p->o->tgt_len) {
         int len = n - at < (size_t)p->o->tgt_len ? (int)(n - at) : p->o->tgt_len;
@@ -133,13 +182,13 @@ static int run_streams(eval_plan *ep, batcher *bt, eval_result *r, txl_err *e)
     double t0 = cli_now(), last_draw = 0;
     int len;
     while ((len = batcher_next(bt, p->x, p->y, p->co, e)) > 0) {
-        size_t off = p->b0 * (size_t)len;
-        run_segment(p, p->x + off, p->y + off, p->co ? p->co + off * TXL_N_COORDS : NULL, len);
+        run_rows(ep, len);
         r->segments++;
         if (p->o->max_segments && r->segments >= p->o->max_segments)
             break;
-        progress_line(p, r, nseg, t0, &last_draw);
+        progress_line(ep, r, nseg, t0, &last_draw);
     }
+    gather_sums(ep);
     if (p->o->progress && last_draw > 0)
         fprintf(stderr, "\r\033[K");
     if (len < 0) /* the corpus could not be read (e.g. truncated meanwhile): e names it */
@@ -174,16 +223,30 @@ int eval_plan_init(eval_plan *ep, model *mdl, const model_config *cfg, const tok
         ep->nr = 1;
         ep->rank = 0;
     }
-    if (pass_init(&ep->p, mdl, cfg, &ep->o, o->batch / ep->nr, e))
+    /* replicas: one per thread when the threads divide this rank's streams; not with the
+     * term statistics (one accumulator) */
+    int nb = o->batch / ep->nr, T = par_threads();
+    ep->R = T > 1 && nb % T == 0 && !o->stats ? T : 1;
+    if (pass_init(&ep->p, mdl, cfg, &ep->o, nb, ep->R == 1, 1, e))
         return -1;
     ep->p.b0 = (size_t)ep->rank * ep->p.nb;
+    if (ep->R > 1) {
+        ep->rep = calloc((size_t)ep->R, sizeof *ep->rep);
+        if (!ep->rep)
+            return err_set(e, ERR_RUNTIME, "out of memory");
+        for (int r = 0; r < ep->R; r++) {
+            if (pass_init(&ep->rep[r], mdl, cfg, &ep->o, nb / ep->R, 1, 0, e))
+                return -1;
+            ep->rep[r].b0 = (size_t)r * (nb / ep->R); /* within this rank's streams */
+        }
+    }
     size_t first, n;
     batcher_tail(&bt, &first, &n);
     int last = o->batch - 1 - (int)ep->p.b0; /* the last stream, if it is this rank's */
     ep->has_tail = reaches_tail(o, &bt) && n > 0 && last >= 0 && last < ep->p.nb;
     ep->o_tail = ep->o;
     ep->o_tail.batch = 1;
-    if (ep->has_tail && pass_init(&ep->tail, mdl, cfg, &ep->o_tail, 1, e))
+    if (ep->has_tail && pass_init(&ep->tail, mdl, cfg, &ep->o_tail, 1, 1, 1, e))
         return -1;
     return 0;
 }
@@ -197,6 +260,8 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
     if (plan_batcher(ep, &bt, e))
         return -1;
     pass_reset(p);
+    for (int i = 0; ep->R > 1 && i < ep->R; i++)
+        pass_reset(&ep->rep[i]);
     int rc = run_streams(ep, &bt, r, e);
     if (ep->nr > 1) {
         double v[4] = {p->nats, p->anchor_nats, (double)p->tokens, (double)p->anchors};
@@ -221,6 +286,10 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
 
 void eval_plan_free(eval_plan *ep)
 {
+    for (int r = 0; ep->rep && r < ep->R; r++)
+        pass_free(&ep->rep[r]);
+    free(ep->rep);
+    ep->rep = NULL;
     pass_free(&ep->p);
     pass_free(&ep->tail);
 }

@@ -68,6 +68,11 @@ typedef struct {
     int nr, rank;         /* ranks the streams are split over, and this one */
     eval_pass p, tail;    /* tail: batch 1, planned only when the pass reaches it */
     int has_tail;
+    int R;                /* replicas: threads each running p.nb / R of this rank's streams
+                             whole (rep[r], its own activations and memory; p holds the
+                             batch buffers and, after the pass, the sums), or 1 (p runs all
+                             streams, the threads split each op) */
+    eval_pass *rep;       /* [R] when R > 1 */
 } eval_plan;
 
 int eval_plan_init(eval_plan *ep, model *mdl, const model_config *cfg, const tok_stream *ts,

@@ -4,7 +4,7 @@
 # round-off of the gradient sum, every scheme's inputs included (hier's coordinates, the
 # anchors), with gradient accumulation, and bit for bit again when resumed on as many
 # threads. A batch the threads do not divide falls back to one replica (the threads split
-# each op). (make test-mpi checks that 2 threads compute what 2 MPI ranks do, bit for bit.)
+# each op). Evaluation splits the streams over the threads alike, with the same losses. (make test-mpi checks that 2 threads compute what 2 MPI ranks do, bit for bit.)
 . tests/e2e/lib.sh
 CFG=tests/configs/micro.yaml
 OPTS="-q --set train.max_steps=30 --set train.eval_interval=0 --set train.ckpt_interval=0"
@@ -51,6 +51,17 @@ run t3 3
 check "3 threads do not divide 8 streams: 1 replica, the threads split each op" test "$(replicas t3)" = 1
 w=$(agree t1 t3 1e-5) || true
 check "3 threads x 1 replica == 1 thread: $w" agree t1 t3 1e-5
+
+# evaluation splits the streams over the threads too (each its own memory; the last stream's
+# memory goes on into the tail): the same losses, every token scored once, on 1, 2 and 4
+# threads, in both sweep modes, for hier with anchors (coordinates follow the streams)
+ev() { $TXL eval $TMP/h2/last.safetensors.gz --split valid --json -q --threads $1 --sweep 1,2,4 \
+    --sweep-mode $2 | jq -r '"\(.loss) \(.tokens)"'; }
+for mode in memory window; do
+    ev 1 $mode > $TMP/e1; ev 2 $mode > $TMP/e2; ev 4 $mode > $TMP/e4
+    check "eval $mode sweep on 2 and 4 threads == 1 thread: $(tr '\n' ' ' < $TMP/e1)" \
+        sh -c "cmp -s $TMP/e1 $TMP/e2 && cmp -s $TMP/e1 $TMP/e4 && test \$(wc -l < $TMP/e1) -eq 3"
+done
 
 # the plan counts a gradient per replica
 DRY="-c configs/tiny.yaml --set data.train=tests/data/tinyshakespeare.txt.gz --dry-run -q"
