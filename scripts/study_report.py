@@ -271,6 +271,40 @@ def write_csv(R, path):
             w.writerow([r.get(k, "") for k in keys])
 
 
+def needle_heatmap(R, corpus, mode, outdir):
+    """The needle grid as a heatmap: one row per cell, one column per (length, depth), the
+    mean retrieval gain (bits) over seeds."""
+    rows = [r for r in R.rows if r["kind"] == "needle" and r["corpus"] == corpus and r.get("mode") == mode]
+    factors = sorted({r["factor"] for r in rows})
+    depths = sorted({r["depth"] for r in rows})
+    cells = [c for c in R.cells if any(r["cell"] == c for r in rows)]
+    if not cells or not factors or not depths:
+        return
+    dat = os.path.join(outdir, f".needle-{corpus}-{mode}.dat")
+    vmax = 1e-9
+    with open(dat, "w") as f:
+        for y, cell in enumerate(cells):
+            for x, (fac, dep) in enumerate((a, b) for a in factors for b in depths):
+                v = [float(r["gain_bits"]) for r in rows if r["cell"] == cell and r["factor"] == fac
+                     and r["depth"] == dep and r.get("gain_bits") is not None]
+                m = sum(v) / len(v) if v else 0
+                vmax = max(vmax, abs(m))
+                f.write(f"{x} {y} {m}\n")
+            f.write("\n")
+    xt = ", ".join(f"'{fac}x {dep}%%' {i}" for i, (fac, dep) in
+                   enumerate((a, b) for a in factors for b in depths))
+    yt = ", ".join(f"'{c}' {i}" for i, c in enumerate(cells))
+    png = os.path.join(outdir, f"needle-{corpus}-{mode}.png")
+    script = (f"set terminal pngcairo size 1000,{160 + 28 * len(cells)} noenhanced; set output '{png}';"
+              f"set xtics ({xt}) rotate by 60 right font ',8'; set ytics ({yt});"
+              f"set cblabel 'retrieval gain (bits, mean over seeds)'; set palette defined "
+              f"(-1 'blue', 0 'white', 1 'red'); set cbrange [{-vmax}:{vmax}]; set title '{corpus}: needle, {mode} mode "
+              f"(context length x trained, depth)'; set view map; unset key;"
+              f"plot '{dat}' using 1:2:3 with image")
+    subprocess.run(["gnuplot", "-e", script], check=False)
+    os.remove(dat)
+
+
 def plots(R, outdir):
     if not shutil.which("gnuplot"):
         return
@@ -299,6 +333,8 @@ def plots(R, outdir):
                       f"set title '{corpus}'; plot {plot}")
             subprocess.run(["gnuplot", "-e", script], check=False)
             os.remove(dat)
+        for mode in ("memory", "window"):
+            needle_heatmap(R, corpus, mode, outdir)
         mems = sorted({r.get("probe_mem_len") for r in R.rows if r["kind"] == "recall"})
         for mem in mems[-1:]:
             dat = os.path.join(outdir, f".recall-{corpus}.dat")
