@@ -100,6 +100,7 @@ typedef struct {
 _Static_assert(sizeof(pos_scheme) == sizeof(int), "pos_scheme must be int-sized");
 _Static_assert(sizeof(lr_schedule) == sizeof(int), "lr_schedule must be int-sized");
 _Static_assert(sizeof(optimizer_kind) == sizeof(int), "optimizer_kind must be int-sized");
+_Static_assert(sizeof(comm_overlap_kind) == sizeof(int), "comm_overlap_kind must be int-sized");
 
 static const char *pos_name(int v) { return v < 0 ? NULL : pos_scheme_name((pos_scheme)v); }
 
@@ -109,6 +110,14 @@ static const char *sched_name(int v)
 {
     static const char *const names[] = {
         [SCHED_CONSTANT] = "constant", [SCHED_COSINE] = "cosine", [SCHED_INV_SQRT] = "inv_sqrt",
+    };
+    return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
+}
+
+static const char *overlap_name(int v)
+{
+    static const char *const names[] = {
+        [OVERLAP_AUTO] = "auto", [OVERLAP_ON] = "on", [OVERLAP_OFF] = "off",
     };
     return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
 }
@@ -224,6 +233,8 @@ static const cfg_key keys[] = {
      * overflowed libgomp's stack; thousands are only slow. */
     { KEY("train", "threads", CT_INT, train.threads), .flags = F_MIN | F_MAX, .min = 0,
       .max = CFG_MAX_THREADS, .def = {0} },
+    { KEY("train", "comm_overlap", CT_ENUM, train.comm_overlap), .en = overlap_name,
+      .def_str = "auto" },
 };
 #define NKEYS COUNT(keys)
 

@@ -25,6 +25,9 @@
 #define CFG_MAX_GRAD_ACCUM 1024
 
 typedef enum { SCHED_CONSTANT, SCHED_COSINE, SCHED_INV_SQRT } lr_schedule;
+/* train.comm_overlap: start each layer's gradient sum over the MPI ranks when its backward
+ * ends (on), after the whole backward (off), or on when the ranks span machines (auto) */
+typedef enum { OVERLAP_AUTO, OVERLAP_ON, OVERLAP_OFF } comm_overlap_kind;
 typedef enum { OPT_ADAM, OPT_ADAMW } optimizer_kind;
 
 typedef struct {
@@ -61,6 +64,7 @@ typedef struct {
     int ckpt_gzip;             /* 1: .safetensors.gz (default), 0: plain .safetensors */
     char out_dir[CFG_PATH_MAX];
     int threads;               /* 0 = all cores; at most CFG_MAX_THREADS */
+    comm_overlap_kind comm_overlap;
 } train_config;
 
 typedef struct {

@@ -61,6 +61,12 @@ typedef struct {
     model *rep;               /* [R] replica r > 0: the weights of mdl, its own gradient */
     double *rep_loss;         /* [R] each replica's loss sum of a micro-batch */
     int *rep_m;               /* [R] and the memory rows it leaves */
+    size_t *layer_at;         /* [n_layer + 1] where layer l's tensors begin in the flat
+                               * gradient (layer_at[n_layer]: its end); before layer 0 the
+                               * model-wide tensors */
+    int overlap;              /* MPI, one replica, train.comm_overlap: each layer's gradient
+                               * sum starts as soon as its backward ends in the last
+                               * micro-batch */
     int R;                    /* replicas: this rank's threads, each running Bl / R whole
                                * streams of a micro-batch (1: the threads split each op) */
     model_mem mem;            /* this rank's k x Bl streams (micro-batch j: j Bl .. j Bl + Bl) */
@@ -112,6 +118,7 @@ static void trainer_free(trainer *t)
     free(t->rep);
     free(t->rep_loss);
     free(t->rep_m);
+    free(t->layer_at);
     terms_free(&t->terms);
     model_free(&t->mdl);
     corpus_close(&t->train_c);
@@ -683,6 +690,7 @@ typedef struct {
     double t_log;          /* time of the last log line */
     long long tok_log;     /* tokens trained since then */
     double comm_log;       /* communication seconds at the last log line */
+    double exposed_log;    /* and exposed ones (dist_exposed_seconds) */
     double loss, norm, lr; /* of the last step: mean loss (nats), gradient norm, lr */
     size_t ntok;           /* tokens of the last step (the whole batch) */
 } loop_state;
@@ -702,6 +710,7 @@ static void loop_init(trainer *t, loop_state *ls)
     ls->first_step = t->st.step;
     ls->t_log = cli_now();
     ls->comm_log = dist_comm_seconds();
+    ls->exposed_log = dist_exposed_seconds();
     ls->loss = ls->norm = NAN;
     t->bt.pos = t->st.data_pos;
 }
@@ -789,6 +798,28 @@ static void sum_replica_grads(trainer *t)
     }
 }
 
+/* model_backward's hook in the last micro-batch of a step (t->overlap): layer l's gradient
+ * is final, so its sum over the ranks starts while the layers below run; the sums started
+ * before it get a chance to progress. */
+static void layer_grads_done(void *ctx, int l)
+{
+    trainer *t = ctx;
+    dist_isum_f32(t->mdl.g + t->layer_at[l], t->layer_at[l + 1] - t->layer_at[l]);
+    dist_poll();
+}
+
+/* The step's gradient summed over the ranks: with overlap, the layers' sums are under way
+ * (accumulate), so the model-wide tensors' sum, then the wait; otherwise one sum. */
+static void sum_over_ranks(trainer *t)
+{
+    if (t->overlap) {
+        dist_sum_f32(t->mdl.g, t->layer_at[0]);
+        dist_wait();
+    } else {
+        dist_sum_f32(t->mdl.g, t->mdl.n_floats);
+    }
+}
+
 /* Replica r's part of micro-batch j: streams r Br .. r Br + Br of this rank's Bl, forward,
  * backward (into its gradient), its memory advanced. Returns its loss sum (nats). */
 static double replica_pass(trainer *t, const fwd_opts *o0, int j, int r, int len, size_t ntok,
@@ -827,6 +858,7 @@ static double accumulate(trainer *t, const fwd_opts *o, int len, size_t ntok)
     for (int j = 0; j < t->k; j++) {
         if (t->R == 1) {
             m = m0;
+            t->A[0].layer_grads_done = t->overlap && j == t->k - 1 ? layer_grads_done : NULL;
             loss += replica_pass(t, o, j, 0, len, ntok, &m);
             continue;
         }
@@ -861,7 +893,7 @@ static int train_step(trainer *t, loop_state *ls, txl_err *e)
     size_t ntok = (size_t)t->k * t->B * len; /* all streams of the step: each rank and each
                                               * micro-batch scales by the global count */
     double loss = accumulate(t, &o, len, ntok);
-    dist_sum_f32(t->mdl.g, t->mdl.n_floats); /* every rank: the global gradient */
+    sum_over_ranks(t); /* every rank: the global gradient */
     dist_sum_f64(&loss, 1);
     loss /= (double)ntok;
     double norm = grad_norm(t->mdl.g, t->mdl.n_floats); /* clipping happens in adam */
@@ -926,10 +958,13 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
         eta = tc->max_minutes * 60 - run_s;
     log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
                 "\"bpc\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
-                "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f}",
+                "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f,"
+                "\"comm_exposed_s\":%.4f}",
              step, t->st.tokens, mean, mean / M_LN2, ls->lr, ls->norm, tps,
-             t->st.elapsed + run_s, ls->loss, dist_comm_seconds() - ls->comm_log);
+             t->st.elapsed + run_s, ls->loss, dist_comm_seconds() - ls->comm_log,
+             dist_exposed_seconds() - ls->exposed_log);
     ls->comm_log = dist_comm_seconds();
+    ls->exposed_log = dist_exposed_seconds();
     if (!t->quiet && dist_is_root()) {
         char etas[32], els[32];
         cli_fmt_duration(etas, sizeof etas, eta);
@@ -1295,6 +1330,19 @@ static int plan_replicas(trainer *t, txl_err *e)
     t->rep_m = calloc((size_t)t->R, sizeof *t->rep_m);
     if (!t->A || !t->rep || !t->rep_loss || !t->rep_m)
         return err_set(e, ERR_RUNTIME, "out of memory");
+    const model *mdl = &t->mdl;
+    t->layer_at = calloc((size_t)m->n_layer + 1, sizeof *t->layer_at);
+    if (!t->layer_at)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    for (int l = 0; l <= m->n_layer; l++)
+        t->layer_at[l] = mdl->n_floats;
+    for (int i = mdl->n_params - 1; i >= 0; i--) /* layer l's first tensor */
+        if (mdl->table[i].layer >= 0)
+            t->layer_at[mdl->table[i].layer] = mdl->table[i].offset;
+    const dist_t *dd = dist_self();
+    comm_overlap_kind ov = t->cfg.train.comm_overlap;
+    t->overlap = dd->size > 1 && t->R == 1 &&
+                 (ov == OVERLAP_ON || (ov == OVERLAP_AUTO && dd->local_size < dd->size));
     t->act_floats = 0;
     for (int r = 0; r < t->R; r++) {
         if (acts_init(&t->A[r], m, t->Bl / t->R, m->tgt_len, m->mem_len, 1, e) ||
@@ -1302,6 +1350,7 @@ static int plan_replicas(trainer *t, txl_err *e)
             return -1;
         t->act_floats += t->A[r].arena_floats;
     }
+    t->A[0].layer_grads_ctx = t;
     return 0;
 }
 

@@ -24,6 +24,12 @@ static inline int dist_is_root(void) { return dist_self()->rank == 0; }
 
 /* In-place sum over all ranks. */
 void dist_sum_f32(float *buf, size_t n);
+/* The same, started now and finished by dist_wait (buf untouched until then); dist_poll
+ * lets the started sums progress (MPI moves them on only inside its calls). */
+void dist_isum_f32(float *buf, size_t n);
+void dist_poll(void);
+/* Waits for every started sum; its time counts as exposed communication. */
+void dist_wait(void);
 void dist_sum_f64(double *buf, size_t n);
 /* Max of an int over all ranks (e.g. "some rank wants to stop"). */
 int dist_max_int(int v);
@@ -32,7 +38,11 @@ int dist_max_int(int v);
 void dist_gather_f32(const float *in, size_t n, float *out);
 /* The same for int32 values (the memory's text coordinates). */
 void dist_gather_i32(const int32_t *in, size_t n, int32_t *out);
-/* Seconds spent inside dist_sum_* so far (communication time, for the logs). */
+/* Seconds spent inside dist_sum_*, dist_isum_f32, dist_poll and dist_wait so far
+ * (communication time, for the logs). */
 double dist_comm_seconds(void);
+/* Of those, the seconds the caller only waited: in the blocking sums and in dist_wait (the
+ * end of sums started earlier, overlapped with work until then). */
+double dist_exposed_seconds(void);
 
 #endif

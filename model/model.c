@@ -842,6 +842,8 @@ void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale)
     float *dout = A->d_out, *din = A->d_in;
     for (int l = N - 1; l >= 0; l--) {
         layer_backward(mdl, A, &s, l, dout, din);
+        if (A->layer_grads_done)
+            A->layer_grads_done(A->layer_grads_ctx, l);
         float *t = dout;
         dout = din;
         din = t;

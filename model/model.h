@@ -145,6 +145,11 @@ typedef struct {
     long cur_pos_offset;
     uint64_t cur_key;
     const txl_tok *cur_x, *cur_y;
+    /* called by model_backward after layer l's backward (l = N-1 .. 0), when that layer's
+     * gradients are final for this pass, or NULL: the trainer starts summing them over the
+     * MPI ranks while the layers below run */
+    void (*layer_grads_done)(void *ctx, int layer);
+    void *layer_grads_ctx;
     float *arena_base;       /* the one allocation every pointer above points into */
     size_t arena_floats;
 } model_acts;

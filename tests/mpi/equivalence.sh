@@ -35,6 +35,22 @@ check "1 process x 2 threads (2 replicas) == 2 ranks x 1 thread: 40 step losses 
     cmp -s $TMP/l2 $TMP/lt
 check "only rank 0 logs (one start event)" test "$(grep -c '"start"' $TMP/r2/log.jsonl)" -eq 1
 check "comm time is logged" jq -s -e 'map(select(.event=="train")) | all(has("comm_s"))' $TMP/r2/log.jsonl
+# train.comm_overlap on: each layer's gradient sum starts when its backward ends (1 replica
+# per rank), the same sums (bit for bit); the time the step then waits (comm_exposed_s) is
+# part of comm_s. Without it (auto on one machine), and with 2 replicas per rank, the one
+# sum after the backward is all exposed
+$MPIRUN -np 2 $TXL train -c $CFG $OPTS --set train.comm_overlap=on --set train.out_dir=$TMP/r2o >/dev/null 2>$TMP/r2o.err || bad "2 ranks, overlap: $(cat $TMP/r2o.err)"
+step_losses $TMP/r2o/log.jsonl > $TMP/lo
+check "2 ranks with the layers' sums overlapping the backward == without: 40 losses bit for bit" \
+    cmp -s $TMP/l2 $TMP/lo
+check "overlap: exposed communication is logged, within comm_s, and less in all" jq -s -e \
+    'map(select(.event=="train")) | all(has("comm_exposed_s") and .comm_exposed_s <= .comm_s + 1e-4)
+     and (map(.comm_s) | add) > (map(.comm_exposed_s) | add)' $TMP/r2o/log.jsonl
+check "auto on one machine: no overlap, all of the communication exposed" jq -s -e \
+    'map(select(.event=="train")) | all(.comm_exposed_s == .comm_s)' $TMP/r2/log.jsonl
+$MPIRUN -np 2 $TXL train -c $CFG $OPTS --set train.threads=2 --set train.out_dir=$TMP/r2t >/dev/null 2>$TMP/r2t.err || bad "2 ranks x 2 threads: $(cat $TMP/r2t.err)"
+check "2 ranks x 2 replicas: one blocking sum, all of it exposed" jq -s -e \
+    'map(select(.event=="train")) | all(.comm_exposed_s == .comm_s)' $TMP/r2t/log.jsonl
 
 # resume across N: 2 ranks for 20 steps, then 1 rank to 40 == the 2-rank run continued
 $MPIRUN -np 2 $TXL train -c $CFG $OPTS --set train.out_dir=$TMP/r3 --steps 20 >/dev/null 2>&1 || bad "r3 part 1"

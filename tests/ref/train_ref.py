@@ -54,7 +54,7 @@ DEFAULTS = {
               "beta1": 0.9, "beta2": 0.999, "eps": 1.0e-8, "weight_decay": 0.0,
               "optimizer": "adam", "seed": 1, "log_interval": 10, "eval_interval": 200,
               "eval_tokens": 0, "ckpt_interval": 200, "ckpt_gzip": True,
-              "out_dir": "runs/NAME", "threads": 0},
+              "out_dir": "runs/NAME", "threads": 0, "comm_overlap": "auto"},
 }
 SCHEDULES = ("constant", "cosine", "inv_sqrt")
 OPTIMIZERS = ("adam", "adamw")
