@@ -232,7 +232,8 @@ def write_claims(R, path):
 
     rel = ["xl", "mlp", "hier", "rope", "alibi"]
     lines += pairs("1. Relative vs absolute positions (test bpc at 1x, memory mode)", bpc1("memory"),
-                   [(r, "absolute") for r in rel] + [("absolute+a", "mlp+a"), ("absolute+a", "absolute")])
+                   [(r, "absolute") for r in rel] + [("absolute+a", "mlp+a"), ("absolute+a", "absolute"),
+                                                       ("absolute", "none"), ("absolute+a", "none")])
     for f in (2, 4, 8):
         for mode in ("memory", "window"):
             lines += pairs(f"2. Extrapolation: rise of bpc from 1x to {f}x ({mode} sweep)", rise(mode, f),
