@@ -12,8 +12,8 @@
 #include <omp.h>
 #endif
 
-/* Sets the number of threads (n <= 0: all online cores) and pins OpenBLAS to 1 thread.
- * Returns the count used. */
+/* Sets the number of threads (n <= 0: all online cores), pins OpenBLAS to 1 thread, and
+ * flushes subnormal floats to zero on every thread (FTZ and DAZ). Returns the count used. */
 int par_set_threads(int n);
 
 static inline int par_threads(void)
