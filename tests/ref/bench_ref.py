@@ -154,6 +154,17 @@ def check():
     return 0 if worst < 1e-12 else 1
 
 
+def train_step(net, opt, x, y, mems):
+    """Forward, backward, clip 0.25, Adam: one step; returns (loss, new mems)."""
+    logits, mems = net(x, mems)
+    loss = F.cross_entropy(logits.reshape(-1, 256), y.reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(net.parameters(), 0.25)
+    opt.step()
+    return loss, mems
+
+
 def quality(a, c):
     """Trains the lean model on real bytes for a wall-clock budget; the final valid bpc."""
     sys.dont_write_bytecode = True
@@ -175,12 +186,7 @@ def quality(a, c):
     while time.perf_counter() - t0 < 60.0 * a.minutes:
         mems = empty()
         for x, y in tr.segments(trs, Lq):
-            logits, mems = net(x, mems)
-            loss = F.cross_entropy(logits.reshape(-1, 256), y.reshape(-1))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 0.25)
-            opt.step()
+            loss, mems = train_step(net, opt, x, y, mems)
             step += 1
             if time.perf_counter() - t0 >= 60.0 * a.minutes:
                 break
@@ -237,12 +243,7 @@ def main():
         if it == a.warmup:
             t0 = time.perf_counter()
         x, y = batch()
-        logits, mems = net(x, mems)
-        loss = F.cross_entropy(logits.reshape(-1, 256), y.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 0.25)
-        opt.step()
+        loss, mems = train_step(net, opt, x, y, mems)
     t_train = time.perf_counter() - t0
 
     net.eval()
