@@ -75,6 +75,17 @@ expect2 "a model the scheme refuses (rope, odd d_head)" "d_head" \
     $TXL train $OPTS --set model.pos_scheme=rope --set model.d_head=31 --set train.out_dir=$TMP/bad --dry-run
 check "  ... no out_dir" test ! -e $TMP/bad
 
+echo "-- the ready configs plan as they stand (only the corpus pointed at the test one)"
+for c in configs/*.yaml; do
+    $TXL train -c "$c" --set data.train=tests/data/enwik8_slice60k.txt.gz \
+        --set train.out_dir=$TMP/ready --dry-run -q > $TMP/ready.json 2>$TMP/ready.err
+    check "$c: exit 0 ($(head -c 200 $TMP/ready.err))" test $? -eq 0
+    check "  ... its scheme and file in the plan" \
+        jq -e --arg s "$(sed -n 's/^  pos_scheme: //p' "$c")" --arg c "$c" \
+        '.params > 0 and .pos_scheme == $s and .config == $c' $TMP/ready.json
+done
+check "  ... no out_dir" test ! -e $TMP/ready
+
 echo "-- a plan far larger than memory"
 # the paper's enwik8 model with batch 256: ~100 GiB of activations, planned in a few MiB
 limit_vm 2000000 $TXL train -c configs/enwik8_base.yaml --set data.train=tests/data/tinyshakespeare.txt.gz \
