@@ -7,10 +7,11 @@
 # cores (the reference: with REF_THREADS intra-op threads, by default the faster of 1 and
 # all, timed first as make bench does), one after the other. txl validates every
 # EVAL_INTERVAL steps inside the budget's clock (as a user's run does), both once after it;
-# reported: steps done and the final valid bpc over the whole valid split.
+# reported: steps done and the final valid bpc over the whole valid split. Then the ready
+# config, configs/enwik8_10min.yaml (the best bpc we found for the budget), alone.
 # Environment: MINUTES (the budget, default 10; QUICK=1: 2), DATA (directory of
 # enwik8_first3MB.txt.gz, default ../shared/data), OUT (default runs/bench), TXL_BIN,
-# REF_THREADS, SKIP_TXL=1, SKIP_TORCH=1.
+# REF_THREADS, SKIP_TXL=1, SKIP_TORCH=1, SKIP_READY=1.
 set -eu
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/bench}
@@ -48,7 +49,7 @@ last_eval() { jq -s -r '[.[] | select(.event == "eval")] | last | "\(.step) \(.b
 
 report() { # report NAME LOG SECONDS
     se=$(last_eval "$2")
-    echo "$1: $(echo "$se" | cut -d' ' -f1) steps in $3 s, valid bpc $(echo "$se" | cut -d' ' -f2)"
+    echo "$1: $(echo "$se" | cut -d' ' -f1) steps in $3 s, valid bpc $(printf %.3f "$(echo "$se" | cut -d' ' -f2)")"
     emit "{\"what\":\"quality\",\"impl\":\"$1\",\"minutes\":$MINUTES,\"steps\":$(echo "$se" | cut -d' ' -f1),\"valid_bpc\":$(echo "$se" | cut -d' ' -f2),\"seconds\":$3}"
 }
 
@@ -58,6 +59,19 @@ t0=$(date +%s)
 $TXL train -q --force -c configs/tiny.yaml $SETS --set train.out_dir="$OUT/quality-txl" \
     > "$OUT/quality-txl.json" 2> "$OUT/quality-txl.err" || { cat "$OUT/quality-txl.err" >&2; exit 1; }
 report "txl S" "$OUT/quality-txl/log.jsonl" $(( $(date +%s) - t0 ))
+fi
+
+# the ready config (configs/enwik8_10min.yaml), tuned for 10 minutes; for another budget its
+# cosine is scaled to end in it (max_steps x MINUTES / 10)
+if [ "${SKIP_READY:-0}" != 1 ]; then
+    rsteps=$(sed -n 's/^  max_steps: //p' configs/enwik8_10min.yaml)
+    rsteps=$(awk -v s="$rsteps" -v m="$MINUTES" 'BEGIN {printf "%d", s * m / 10}')
+    t0=$(date +%s)
+    $TXL train -q --force -c configs/enwik8_10min.yaml --set data.train="$CORPUS" \
+        --set train.max_steps=$rsteps --set train.max_minutes=$MINUTES \
+        --set train.ckpt_interval=0 --set train.out_dir="$OUT/quality-ready" \
+        > "$OUT/quality-ready.json" 2> "$OUT/quality-ready.err" || { cat "$OUT/quality-ready.err" >&2; exit 1; }
+    report "txl enwik8_10min ($rsteps steps)" "$OUT/quality-ready/log.jsonl" $(( $(date +%s) - t0 ))
 fi
 
 if [ "${SKIP_TORCH:-0}" != 1 ] && $PY -c 'import torch' 2>/dev/null; then
@@ -74,7 +88,7 @@ if [ "${SKIP_TORCH:-0}" != 1 ] && $PY -c 'import torch' 2>/dev/null; then
     j=$($PY tests/ref/bench_ref.py --config S --data "$CORPUS" --minutes "$MINUTES" --lr 5e-4 \
         --threads "$rth" 2> "$OUT/quality-torch.err" | tail -1) || { cat "$OUT/quality-torch.err" >&2; exit 1; }
     sec=$(( $(date +%s) - t0 ))
-    echo "pytorch-ref S ($rth threads): $(echo "$j" | jq .steps) steps in $sec s, valid bpc $(echo "$j" | jq .valid_bpc)"
+    echo "pytorch-ref S ($rth threads): $(echo "$j" | jq .steps) steps in $sec s, valid bpc $(echo "$j" | jq '.valid_bpc * 1000 | round / 1000')"
     emit "$(echo "$j" | jq -c --argjson m "$MINUTES" --argjson s $sec '{what: "quality", impl: "pytorch-ref S", minutes: $m, steps, valid_bpc, seconds: $s}')"
 else
     echo "(no torch at /usr/bin/python3: apt-get install python3-torch for the reference)"
