@@ -120,7 +120,7 @@ if [ "${SKIP_TORCH:-0}" != 1 ] && $PY -c 'import torch' 2>/dev/null; then
         best="" bth=1
         for th in 1 $THREADS; do
             j=$($PY tests/ref/bench_ref.py --config $cfg --steps "$steps" --threads $th 2>/dev/null | tail -1)
-            echo "pytorch-ref $cfg ($th threads): train $(echo "$j" | jq '.train_tokens_per_s | floor') tok/s, eval $(echo "$j" | jq '.eval_tokens_per_s | floor') tok/s, peak RSS $(echo "$j" | jq .peak_rss_mb) MB"
+            echo "pytorch-ref $cfg ($th threads): train $(echo "$j" | jq '.train_tokens_per_s | floor') tok/s, eval $(echo "$j" | jq '.eval_tokens_per_s | floor') tok/s, peak RSS $(echo "$j" | jq '.peak_rss_mb * 10 | round / 10') MB"
             emit "$(echo "$j" | jq -c '. + {what: "torch"}')"
             if [ -z "$best" ] || [ "$(echo "$j $best" | jq -s '.[0].train_tokens_per_s > .[1].train_tokens_per_s')" = true ]; then
                 best=$j bth=$th
