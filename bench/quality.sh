@@ -53,12 +53,18 @@ report() { # report NAME LOG SECONDS
     emit "{\"what\":\"quality\",\"impl\":\"$1\",\"minutes\":$MINUTES,\"steps\":$(echo "$se" | cut -d' ' -f1),\"valid_bpc\":$(echo "$se" | cut -d' ' -f2),\"seconds\":$3}"
 }
 
+train_report() { # train_report NAME DIR TRAIN-ARGS...: txl train into OUT/DIR, timed, reported
+    name=$1 d="$OUT/$2"
+    shift 2
+    t0=$(date +%s)
+    $TXL train -q --force "$@" --set train.out_dir="$d" > "$d.json" 2> "$d.err" \
+        || { cat "$d.err" >&2; exit 1; }
+    report "$name" "$d/log.jsonl" $(( $(date +%s) - t0 ))
+}
+
 if [ "${SKIP_TXL:-0}" != 1 ]; then
-t0=$(date +%s)
-# shellcheck disable=SC2086
-$TXL train -q --force -c configs/tiny.yaml $SETS --set train.out_dir="$OUT/quality-txl" \
-    > "$OUT/quality-txl.json" 2> "$OUT/quality-txl.err" || { cat "$OUT/quality-txl.err" >&2; exit 1; }
-report "txl S" "$OUT/quality-txl/log.jsonl" $(( $(date +%s) - t0 ))
+    # shellcheck disable=SC2086
+    train_report "txl S" quality-txl -c configs/tiny.yaml $SETS
 fi
 
 if [ "${SKIP_TORCH:-0}" != 1 ] && $PY -c 'import torch' 2>/dev/null; then
@@ -86,12 +92,9 @@ fi
 if [ "${SKIP_READY:-0}" != 1 ]; then
     scaled() { awk -v s="$(sed -n "s/^  $1: //p" configs/enwik8_10min.yaml)" -v m="$MINUTES" \
         'BEGIN {printf "%d", s * m / 10}'; }
-    rsteps=$(scaled max_steps) rwarm=$(scaled warmup_steps)
-    t0=$(date +%s)
-    $TXL train -q --force -c configs/enwik8_10min.yaml --set data.train="$CORPUS" \
-        --set train.max_steps=$rsteps --set train.warmup_steps=$rwarm \
-        --set train.max_minutes=$MINUTES \
-        --set train.ckpt_interval=0 --set train.out_dir="$OUT/quality-ready" \
-        > "$OUT/quality-ready.json" 2> "$OUT/quality-ready.err" || { cat "$OUT/quality-ready.err" >&2; exit 1; }
-    report "txl enwik8_10min ($rsteps steps)" "$OUT/quality-ready/log.jsonl" $(( $(date +%s) - t0 ))
+    rsteps=$(scaled max_steps)
+    train_report "txl enwik8_10min ($rsteps steps)" quality-ready -c configs/enwik8_10min.yaml \
+        --set data.train="$CORPUS" --set train.max_steps=$rsteps \
+        --set train.warmup_steps="$(scaled warmup_steps)" --set train.max_minutes=$MINUTES \
+        --set train.ckpt_interval=0
 fi
