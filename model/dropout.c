@@ -33,6 +33,18 @@ static inline void drop_out(const drop_op *o, size_t i, float v)
     o->y[i] = o->res ? o->res[i] + v : v;
 }
 
+/* draw[4j + k] = 16-bit lane k (low first) of h[j], j < n: on a little-endian machine the
+ * lanes already lie in that order in memory */
+static inline void split16(uint16_t *draw, const uint64_t *h, int n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(draw, h, (size_t)n * sizeof *h);
+#else
+    for (int j = 0; j < 4 * n; j++)
+        draw[j] = (uint16_t)(h[j >> 2] >> ((j & 3) * 16));
+#endif
+}
+
 static inline __attribute__((always_inline)) void drop_map(drop_op o, size_t n, float p,
                                                            uint64_t key, uint64_t base)
 {
@@ -64,22 +76,24 @@ static inline __attribute__((always_inline)) void drop_map(drop_op o, size_t n, 
         float v = drop_in(&o, idx - base);
         drop_out(&o, idx - base, dropout_draw(key, idx) >= thr ? v * scale : 0.0f);
     }
-    /* chunks of 64 groups: the hashes first (a loop the compiler vectorises), then the
-     * 256 elements they cover */
+    /* chunks of 64 groups: the hashes first, then their 256 16-bit draws as an array, then
+     * the 256 elements they cover; each of the three loops vectorises (the element loop reads
+     * draw[j] where a shift by (j & 3) * 16 would keep it scalar) */
     enum { CG = 64 };
     const long ng = (long)(g1 - g0), nchunk = (ng + CG - 1) / CG;
 #pragma omp parallel for schedule(static) if (n > 16384)
     for (long c = 0; c < nchunk; c++) {
         uint64_t h[CG];
+        uint16_t draw[4 * CG];
         const uint64_t gs = g0 + (uint64_t)c * CG;
         const int cg = (long)(c + 1) * CG <= ng ? CG : (int)(ng - c * CG);
         for (int j = 0; j < cg; j++)
             h[j] = rng_mix64(key + (gs + (uint64_t)j) * DROPOUT_GOLDEN);
+        split16(draw, h, cg);
         const size_t i0 = (size_t)(gs * 4 - base);
         for (int j = 0; j < 4 * cg; j++) {
-            uint32_t draw = (uint32_t)(h[j >> 2] >> ((j & 3) * 16)) & 0xffffu;
             float v = drop_in(&o, i0 + (size_t)j);
-            drop_out(&o, i0 + (size_t)j, draw >= thr ? v * scale : 0.0f);
+            drop_out(&o, i0 + (size_t)j, draw[j] >= thr ? v * scale : 0.0f);
         }
     }
 }
