@@ -66,12 +66,23 @@ static void xl_plan_layer(const model_config *c, const pos_dims *d, pos_alloc *a
     lc->buf[B_RK] = a->take(a->arena, ((size_t)d->Lq + d->M) * c->n_head * c->d_head);
 }
 
+/* R of a segment: without dropout (evaluation, inference) it depends on klen and clamp_len
+ * only, and stays in place from one segment to the next. */
+enum { T_KLEN, T_CLAMP };
+
 static void xl_segment(const pos_seg *s)
 {
-    int klen = s->m + s->Lq, d = s->c->d_model;
-    float *R = s->acts->buf[B_R];
-    pos_sinusoid(R, klen, d, klen - 1, -1, s->c->clamp_len);
+    pos_acts *pa = s->acts;
+    int klen = s->m + s->Lq, d = s->c->d_model, clamp = s->c->clamp_len;
+    int clean = s->dropout <= 0.0f;
+    if (clean && pa->valid && pa->tag[T_KLEN] == klen && pa->tag[T_CLAMP] == clamp)
+        return;
+    float *R = pa->buf[B_R];
+    pos_sinusoid(R, klen, d, klen - 1, -1, clamp);
     dropout_forward(R, R, (size_t)klen * d, s->dropout, pos_site_key(s->drop_key, -1, SITE_R), 0);
+    pa->tag[T_KLEN] = klen;
+    pa->tag[T_CLAMP] = clamp;
+    pa->valid = clean;
 }
 
 /* Some position term is in use: (b) q·rk or (d) v·rk. */

@@ -7,15 +7,15 @@
 void pos_sinusoid(float *out, int n, int d, int pos_first, int pos_step, int clamp_len)
 {
     int half = d / 2;
-    for (int r = 0; r < n; r++) {
-        double pos = (double)pos_first + (double)r * pos_step;
-        if (clamp_len > 0 && pos > clamp_len)
-            pos = clamp_len;
-        float *row = out + (size_t)r * d;
-        for (int t = 0; t < half; t++) {
-            double ang = pos * pow(10000.0, -2.0 * t / d);
-            row[t] = (float)sin(ang);
-            row[half + t] = (float)cos(ang);
+    for (int t = 0; t < half; t++) { /* column pairs: one pow per frequency */
+        double freq = pow(10000.0, -2.0 * t / d);
+        for (int r = 0; r < n; r++) {
+            double pos = (double)pos_first + (double)r * pos_step;
+            if (clamp_len > 0 && pos > clamp_len)
+                pos = clamp_len;
+            double ang = pos * freq;
+            out[(size_t)r * d + t] = (float)sin(ang);
+            out[(size_t)r * d + half + t] = (float)cos(ang);
         }
     }
 }
