@@ -268,8 +268,10 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
     float *dkbh = dkv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
     float *dvalbh = dkbh + hd;
 
-    /* the blocks add into dk and dv: start them at zero */
-    for (int j = 0; j < klen; j++) {
+    /* the blocks add into dk and dv; the first block writes their rows [0, w0), the rest
+     * start at zero */
+    const int w0 = m + (rb < Lq ? rb : Lq);
+    for (int j = w0; j < klen; j++) {
         memset(dkbh + (size_t)j * 2 * hd, 0, (size_t)dh * sizeof(float));
         memset(dvalbh + (size_t)j * 2 * hd, 0, (size_t)dh * sizeof(float));
     }
@@ -282,7 +284,7 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
     for (int i0 = 0; i0 < Lq; i0 += rb) {
         int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
         gemm(dvalbh, Pv + (size_t)i0 * klen, dvbh + (size_t)i0 * hd, w, dh, rows, 1, 0, 1.0f,
-             1.0f, klen, hd, 2 * hd);
+             i0 ? 1.0f : 0.0f, klen, hd, 2 * hd);
         gemm(dS + (size_t)i0 * klen, dvbh + (size_t)i0 * hd, vbh, rows, w, dh, 0, 1, 1.0f, 0.0f,
              hd, 2 * hd, klen);
     }
@@ -312,7 +314,7 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
         gemm(dqa + (size_t)i0 * dh, dS + (size_t)i0 * klen, kbh, rows, dh, w, 0, 0, a->scale,
              0.0f, klen, 2 * hd, dh);
         gemm(dkbh, dS + (size_t)i0 * klen, qu + (size_t)i0 * dh, w, dh, rows, 1, 0, a->scale,
-             1.0f, klen, dh, 2 * hd);
+             i0 ? 1.0f : 0.0f, klen, dh, 2 * hd);
     }
     for (int i = 0; i < Lq; i++)
         for (int c = 0; c < dh; c++)
