@@ -32,25 +32,55 @@ static void gemv(float *C, const float *A, const float *B, int M, int N, int K, 
         cblas_sgemv(CblasRowMajor, CblasNoTrans, M, K, alpha, A, lda, B, inc_b, beta, C, ldc);
 }
 
-/* gemm_few for up to SKINNY_MAX rows: each row of B is read once for all rows of A: blocks
- * of 4 rows of B times 4 rows of A, 16 lanes (GCC vector extensions: zmm with AVX-512,
- * narrower vectors otherwise), each sum's lanes added in a fixed tree, then the K % 16 tail
- * in order. A block past the edge repeats the last row and drops its results. FMA
- * contraction is allowed here (GCC turns it off for -std=c11): each product-sum is rounded
- * once. */
+/* gemm_few for up to SKINNY_MAX rows: each row of B is read once per S rows of A: blocks of
+ * R rows of B times S rows of A, each product a sum of 16 lanes (GCC vector extensions), the
+ * lanes added in a fixed tree, then the K % 16 tail in order. A block past the edge repeats
+ * the last row and drops its results. FMA contraction is allowed here (GCC turns it off for
+ * -std=c11): each product-sum is rounded once. */
+#if defined(__AVX__)
 #define SKINNY_MAX 16
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));
+#else /* a portable build: OpenBLAS, which picks its kernels for the CPU at run time, sampled
+       * S at 1.9-2.8x this kernel's speed on SSE2 (8 and 16 streams) */
+#define SKINNY_MAX 0
+#endif
+/* A 16-lane sum is held as P parts of the CPU's own vector width W: as one 64-byte vector on
+ * AVX2, GCC kept the sums on the stack (8 streams sampled at 0.6x one stream's speed). The
+ * tile, R rows of B times S rows of A, keeps R x S sums and R + 1 loaded parts in registers,
+ * measured (gemm_few, N 1024, K 256, M 4-16): AVX-512 4 x 4 of one zmm each (62-71 GFLOP/s
+ * here; 1 x 4 42-47), AVX 1 x 4 of two ymm (45-49; 2 x 2 25-34), SSE (not used) 1 x 2.
+ * Neither the width nor the tile changes the order of any sum, so every build computes the
+ * bits the AVX-512 one does (FMA contraction aside: a CPU without FMA rounds each product). */
+#if defined(__AVX512F__)
+enum { SK_W = 16, SK_R = 4, SK_S = 4 };
+#elif defined(__AVX__)
+enum { SK_W = 8, SK_R = 1, SK_S = 4 };
+#else
+enum { SK_W = 4, SK_R = 1, SK_S = 2 };
+#endif
+enum { SK_P = 16 / SK_W };
+typedef float vw __attribute__((vector_size(SK_W * 4)));
+typedef float vwu __attribute__((vector_size(SK_W * 4), aligned(4)));
 
-static inline float sum_lanes(v16 a)
+typedef struct {
+    vw part[SK_P]; /* part h: lanes h W .. h W + W-1 */
+} v16s;
+
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v4 __attribute__((vector_size(16)));
+
+/* the 16 lanes added in a fixed tree: lanes i + (i + 8), then i + (i + 4), then
+ * (0 + 2) + (1 + 3), as vector adds of halves */
+static inline float sum_lanes(v16s a)
 {
-    float t[16];
-    memcpy(t, &a, sizeof t);
-    for (int i = 0; i < 8; i++)
-        t[i] += t[i + 8];
-    for (int i = 0; i < 4; i++)
-        t[i] += t[i + 4];
-    return (t[0] + t[2]) + (t[1] + t[3]);
+    v8 lo, hi;
+    memcpy(&lo, (const char *)&a, sizeof lo);
+    memcpy(&hi, (const char *)&a + sizeof lo, sizeof hi);
+    v8 u = lo + hi;
+    v4 ulo, uhi;
+    memcpy(&ulo, (const char *)&u, sizeof ulo);
+    memcpy(&uhi, (const char *)&u + sizeof ulo, sizeof uhi);
+    v4 v = ulo + uhi;
+    return (v[0] + v[2]) + (v[1] + v[3]);
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -59,7 +89,7 @@ __attribute__((optimize("fp-contract=fast")))
 static void gemm_skinny(float *C, const float *A, const float *B, int M, int N, int K,
                         float alpha, float beta, int lda, int ldb, int ldc)
 {
-    enum { R = 4, S = 4 };
+    enum { R = SK_R, S = SK_S, P = SK_P, W = SK_W };
     const int K16 = K / 16 * 16;
     for (int o0 = 0; o0 < N; o0 += R) {
         const float *w[R];
@@ -69,20 +99,22 @@ static void gemm_skinny(float *C, const float *A, const float *B, int M, int N, 
             const float *x[S];
             for (int t = 0; t < S; t++)
                 x[t] = A + (size_t)(b0 + t < M ? b0 + t : M - 1) * lda;
-            v16 acc[R][S];
+            v16s acc[R][S];
             for (int r = 0; r < R; r++)
                 for (int t = 0; t < S; t++)
-                    acc[r][t] = (v16){0};
-            for (int k = 0; k < K16; k += 16) {
-                v16 wv[R];
-                for (int r = 0; r < R; r++)
-                    wv[r] = *(const v16u *)(w[r] + k);
-                for (int t = 0; t < S; t++) {
-                    v16 xv = *(const v16u *)(x[t] + k);
+                    for (int h = 0; h < P; h++)
+                        acc[r][t].part[h] = (vw){0};
+            for (int k = 0; k < K16; k += 16)
+                for (int h = 0; h < P; h++) {
+                    vw wv[R];
                     for (int r = 0; r < R; r++)
-                        acc[r][t] += wv[r] * xv;
+                        wv[r] = *(const vwu *)(w[r] + k + h * W);
+                    for (int t = 0; t < S; t++) {
+                        vw xv = *(const vwu *)(x[t] + k + h * W);
+                        for (int r = 0; r < R; r++)
+                            acc[r][t].part[h] += wv[r] * xv;
+                    }
                 }
-            }
             for (int r = 0; r < R && o0 + r < N; r++)
                 for (int t = 0; t < S && b0 + t < M; t++) {
                     float sum = sum_lanes(acc[r][t]);
