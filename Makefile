@@ -40,7 +40,7 @@ LIBOBJ  := $(filter-out $(BUILD)/cmd/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test unit e2e demo fixtures clean asan bench bench-loaded bench-quality bench-sample bench-schemes test-mpi
+.PHONY: all test unit e2e demo fixtures clean asan bench bench-avx2 bench-loaded bench-quality bench-sample bench-schemes test-mpi
 all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain, portable or MPI) changes
@@ -122,6 +122,15 @@ $(BUILD)/bench/mem_bw: bench/mem_bw.c
 bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/bench.sh
 
+# make bench for an AVX2 build (-march=haswell, in build-avx2/) on OpenBLAS's Haswell kernels,
+# PyTorch held to AVX2 too, the loaded scenario left out: the AVX2 path measured on any x86-64
+# with AVX2 (on an AVX-512 machine, an emulation of an AVX2 CPU at this one's clock).
+bench-avx2:
+	@$(MAKE) --no-print-directory BUILD=build-avx2 BIN=build-avx2/txl CFLAGS="-O3 -march=haswell -g" \
+		build-avx2/txl build-avx2/bench/sgemm_peak build-avx2/bench/mem_bw
+	@OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2 SKIP_LOADED=1 \
+		OUT=runs/bench-avx2 TXL_BIN=$(abspath build-avx2/txl) BUILD=build-avx2 bench/bench.sh
+
 # Training S with one competing CPU-bound process (the bench starts it): default vs the best
 # explicit thread setting, and vs idle.
 bench-loaded: $(BIN)
@@ -181,7 +190,7 @@ test-mpi:
 	TXL_BIN=$(abspath $(BIN)) tests/mpi/equivalence.sh
 
 clean:
-	rm -rf build build-asan build-mpi build-fuzz build-portable $(sort txl $(BIN))
+	rm -rf build build-asan build-mpi build-fuzz build-portable build-avx2 $(sort txl $(BIN))
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the man page (doc/txl.1), the
 # ready configs and the bash completion (contrib/txl.bash). `make uninstall` removes them.
