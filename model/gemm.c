@@ -37,25 +37,21 @@ static void gemv(float *C, const float *A, const float *B, int M, int N, int K, 
  * lanes added in a fixed tree, then the K % 16 tail in order. A block past the edge repeats
  * the last row and drops its results. FMA contraction is allowed here (GCC turns it off for
  * -std=c11): each product-sum is rounded once. */
-#if defined(__AVX__)
+#if defined(__AVX__) /* without it (a portable build), OpenBLAS, which picks its kernels for
+                       * the CPU at run time, sampled S at 1.9-2.8x this kernel's speed on
+                       * SSE2 (8 and 16 streams) */
 #define SKINNY_MAX 16
-#else /* a portable build: OpenBLAS, which picks its kernels for the CPU at run time, sampled
-       * S at 1.9-2.8x this kernel's speed on SSE2 (8 and 16 streams) */
-#define SKINNY_MAX 0
-#endif
 /* A 16-lane sum is held as P parts of the CPU's own vector width W: as one 64-byte vector on
  * AVX2, GCC kept the sums on the stack (8 streams sampled at 0.6x one stream's speed). The
  * tile, R rows of B times S rows of A, keeps R x S sums and R + 1 loaded parts in registers,
  * measured (gemm_few, N 1024, K 256, M 4-16): AVX-512 4 x 4 of one zmm each (62-71 GFLOP/s
- * here; 1 x 4 42-47), AVX 1 x 4 of two ymm (45-49; 2 x 2 25-34), SSE (not used) 1 x 2.
- * Neither the width nor the tile changes the order of any sum, so every build computes the
- * bits the AVX-512 one does (FMA contraction aside: a CPU without FMA rounds each product). */
+ * here; 1 x 4 42-47), AVX 1 x 4 of two ymm (45-49; 2 x 2 25-34). Neither the width nor the
+ * tile changes the order of any sum, so every build computes the bits the AVX-512 one does
+ * (FMA contraction aside: a CPU without FMA rounds each product). */
 #if defined(__AVX512F__)
 enum { SK_W = 16, SK_R = 4, SK_S = 4 };
-#elif defined(__AVX__)
-enum { SK_W = 8, SK_R = 1, SK_S = 4 };
 #else
-enum { SK_W = 4, SK_R = 1, SK_S = 2 };
+enum { SK_W = 8, SK_R = 1, SK_S = 4 };
 #endif
 enum { SK_P = 16 / SK_W };
 typedef float vw __attribute__((vector_size(SK_W * 4)));
@@ -126,6 +122,7 @@ static void gemm_skinny(float *C, const float *A, const float *B, int M, int N, 
         }
     }
 }
+#endif /* __AVX__ */
 
 void gemm(float *C, const float *A, const float *B, int M, int N, int K,
           int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
@@ -185,11 +182,14 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
 void gemm_few(float *C, const float *A, const float *B, int M, int N, int K, float alpha,
               float beta, int lda, int ldb, int ldc)
 {
+#ifdef SKINNY_MAX
     if (M >= 2 && M <= SKINNY_MAX && N > 0 && K > 0 &&
-        (par_threads() == 1 || (long)M * N * K < GEMM_SPLIT_MIN))
+        (par_threads() == 1 || (long)M * N * K < GEMM_SPLIT_MIN)) {
         gemm_skinny(C, A, B, M, N, K, alpha, beta, lda, ldb, ldc);
-    else
-        gemm(C, A, B, M, N, K, 0, 1, alpha, beta, lda, ldb, ldc);
+        return;
+    }
+#endif
+    gemm(C, A, B, M, N, K, 0, 1, alpha, beta, lda, ldb, ldc);
 }
 
 void gemm_naive(float *C, const float *A, const float *B, int M, int N, int K,
