@@ -10,13 +10,13 @@ case "$(uname -m)" in x86_64) ;; *) echo "vectorise.sh: not x86-64, skipped"; fi
 printf '#if defined(__clang__) || !defined(__GNUC__)\n#error not GCC\n#endif\n' |
     cc -E - > /dev/null 2>&1 || { echo "vectorise.sh: cc is not GCC, skipped"; finish; exit; }
 
-# report ARCH SRC: GCC's "loop vectorized" lines for SRC compiled as the Makefile would
-report() {
-    cmd=$(make -n -B BUILD="$TMP/b" CFLAGS="-O3 -march=$1" "$TMP/b/${2%.c}.o" 2>/dev/null |
-          grep -- "-c -o $TMP/b/${2%.c}.o $2\$")
-    [ -n "$cmd" ] || { echo "no compile command for $2"; return 1; }
-    eval "$cmd -fopt-info-vec-optimized" 2>&1 | grep "loop vectorized"
+# compile_cmd ARCH SRC: the Makefile's command line that compiles SRC for ARCH
+compile_cmd() {
+    make -n -B BUILD="$TMP/b" CFLAGS="-O3 -march=$1" "$TMP/b/${2%.c}.o" 2>/dev/null |
+        grep -- "-c -o $TMP/b/${2%.c}.o $2\$"
 }
+# report CMD: GCC's "loop vectorized" lines of compile command CMD
+report() { eval "$1 -fopt-info-vec-optimized" 2>&1 | grep "loop vectorized"; }
 
 # the loop header's line: one line above the line of FILE that holds BODY (fixed string)
 loop_line() { echo $(($(grep -nF -- "$2" "$1" | head -1 | cut -d: -f1) - 1)); }
@@ -30,8 +30,8 @@ check "the loops are found (vmath.h:$exp_loop dropout.c:$drop_loop dropout.c:$re
     test "$exp_loop" -gt 0 -a "$drop_loop" -gt 0 -a "$relu_loop" -gt 0
 
 for arch in haswell skylake-avx512; do
-    report $arch model/attention.c > $TMP/att.$arch
-    report $arch model/dropout.c > $TMP/drop.$arch
+    report "$(compile_cmd $arch model/attention.c)" > $TMP/att.$arch
+    report "$(compile_cmd $arch model/dropout.c)" > $TMP/drop.$arch
     check "$arch: the softmax's exp loop vectorises (attention.c, vmath.h:$exp_loop)" \
         names $TMP/att.$arch vmath.h $exp_loop
     check "$arch: drop_map's element loop vectorises (dropout.c:$drop_loop)" \
@@ -42,9 +42,7 @@ done
 
 # the check itself: without -fno-trapping-math the AVX2 exp loop stays scalar (the failure
 # this test is for), so the report above can tell the two apart
-cmd=$(make -n -B BUILD="$TMP/b" CFLAGS="-O3 -march=haswell" "$TMP/b/model/attention.o" 2>/dev/null |
-      grep -- "-c -o $TMP/b/model/attention.o model/attention.c\$" | sed 's/ -fno-trapping-math//')
-eval "$cmd -fopt-info-vec-optimized" 2>&1 | grep "loop vectorized" > $TMP/att.trapping
+report "$(compile_cmd haswell model/attention.c | sed 's/ -fno-trapping-math//')" > $TMP/att.trapping
 check_not "  ... and with trapping math the AVX2 exp loop is reported scalar" \
     names $TMP/att.trapping vmath.h $exp_loop
 finish
