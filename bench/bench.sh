@@ -67,9 +67,17 @@ flops() {
 
 # tokens/s of `txl eval` on the run's checkpoint over 24 segments, 23 of them with the memory
 # full as the FLOP count assumes (the train split: the corpus's valid split holds fewer than 6)
-txl_eval() { # dir B Lq
+txl_eval_json() { # dir B Lq
     $TXL eval "$1/last.safetensors.gz" --split train --max-tokens $(($2 * $3 * 24)) --json -q \
-        --threads $THREADS | jq .tok_per_s
+        --threads $THREADS
+}
+txl_eval() { txl_eval_json "$@" | jq .tok_per_s; }
+
+# "GEMMs x% of the time: MFU y% with nothing else": the share of the threads' time spent in
+# OpenBLAS calls (its packing included), and the MFU if everything else took no time, the
+# ceiling for work outside the GEMMs.  gemm_note MFU SHARE
+gemm_note() {
+    awk -v m="$1" -v g="$2" 'BEGIN {printf "GEMMs %.1f%% of the time: MFU %.1f%% with nothing else", 100 * g, (g > 0 ? m / g : 0)}'
 }
 
 run_cfg() { # name N d H dh di Lq M B steps
@@ -81,14 +89,17 @@ run_cfg() { # name N d H dh di Lq M B steps
     ftr=$(flops $N $d $H $dh $di $Lq $M $B 1)
     mfu=$(awk -v f=$ftr -v t=$tps -v p=$PEAK 'BEGIN {printf "%.1f", 100 * f * t / (p * 1e9)}')
     ms=$(awk -v t=$tps -v n=$((B * Lq)) 'BEGIN {printf "%.0f", 1000 * n / t}')
+    gs=$(jq -s '[.[] | select(.event == "train" and .step > 2)] | (map(.gemm_share) | add / length)' "$dir/log.jsonl")
     echo "txl $name train: $(printf %.0f $tps) tok/s, $ms ms/step, MFU $mfu% of $PEAK GFLOP/s, peak RSS $rss MB (estimate ${est} MiB)"
-    emit "{\"what\":\"train\",\"impl\":\"txl\",\"config\":\"$name\",\"tok_per_s\":$tps,\"ms_per_step\":$ms,\"mfu_pct\":$mfu,\"peak_rss_mb\":$rss,\"estimate_mib\":${est:-0},\"flops_per_token\":$ftr}"
-    etps=$(txl_eval "$dir" "$B" "$Lq")
+    echo "txl $name train: $(gemm_note "$mfu" "$gs")"
+    emit "{\"what\":\"train\",\"impl\":\"txl\",\"config\":\"$name\",\"tok_per_s\":$tps,\"ms_per_step\":$ms,\"mfu_pct\":$mfu,\"gemm_share\":$gs,\"peak_rss_mb\":$rss,\"estimate_mib\":${est:-0},\"flops_per_token\":$ftr}"
+    ej=$(txl_eval_json "$dir" "$B" "$Lq")
+    etps=$(echo "$ej" | jq .tok_per_s) egs=$(echo "$ej" | jq .gemm_share)
     fev=$(flops $N $d $H $dh $di $Lq $M $B 0)
     emfu=$(awk -v f=$fev -v t=$etps -v p=$PEAK 'BEGIN {printf "%.1f", 100 * f * t / (p * 1e9)}')
     ratio=$(awk -v a=$etps -v b=$tps 'BEGIN {printf "%.2f", a / b}')
-    echo "txl $name eval:  $(printf %.0f $etps) tok/s (${ratio}x training), MFU $emfu%"
-    emit "{\"what\":\"eval\",\"impl\":\"txl\",\"config\":\"$name\",\"tok_per_s\":$etps,\"vs_train\":$ratio,\"mfu_pct\":$emfu}"
+    echo "txl $name eval:  $(printf %.0f $etps) tok/s (${ratio}x training), MFU $emfu%; $(gemm_note "$emfu" "$egs")"
+    emit "{\"what\":\"eval\",\"impl\":\"txl\",\"config\":\"$name\",\"tok_per_s\":$etps,\"vs_train\":$ratio,\"mfu_pct\":$emfu,\"gemm_share\":$egs}"
     eval "TXL_${name}_TRAIN=$tps TXL_${name}_EVAL=$etps TXL_${name}_RSS=$rss"
 }
 

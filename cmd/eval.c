@@ -197,13 +197,14 @@ static void print_row(const eval_run *run, int fct, int T, int Mm, const eval_re
                "\"anchor_tokens\":%zu,\"anchor_bits\":%.6g,\"tgt_len\":%d,"
                "\"mem_len\":%d,\"clamp_len\":%d,\"batch\":%d,\"warmup\":%s,"
                "\"same_length\":false,\"data\":\"%s\",\"split\":\"%s\",\"pos_scheme\":\"%s\","
-               "\"step\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f",
+               "\"step\":%ld,\"seconds\":%.3f,\"tok_per_s\":%.1f,\"gemm_share\":%.4f",
                r->loss, r->loss / M_LN2, exp(r->loss), r->tokens, r->bytes, r->anchor_tokens,
                r->anchor_bits, T, Mm, run->mc->clamp_len,
                run->B, a->warmup ? "true" : "false", run->span.path,
                a->data ? "file" : split_names[a->split], pos_scheme_name(run->mc->pos),
                run->step, r->seconds,
-               r->segments * (double)run->B * T / (r->seconds > 0 ? r->seconds : 1e-9));
+               r->segments * (double)run->B * T / (r->seconds > 0 ? r->seconds : 1e-9),
+               r->gemm_share);
         if (run->is_sweep)
             printf(",\"factor\":%d,\"sweep_mode\":\"%s\"", fct, mode_names[a->sweep_mode]);
         printf("}\n");

@@ -8,6 +8,7 @@
 
 #include "../common/dist.h"
 #include "../common/par.h"
+#include "../model/gemm.h"
 #include "cli.h"
 
 typedef eval_pass pass;
@@ -256,7 +257,7 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
     *r = (eval_result){0};
     batcher bt;
     pass *p = &ep->p;
-    double t0 = cli_now();
+    double t0 = cli_now(), g0 = gemm_thread_seconds();
     if (plan_batcher(ep, &bt, e))
         return -1;
     pass_reset(p);
@@ -272,6 +273,8 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
     if (rc)
         return -1;
     r->seconds = cli_now() - t0;
+    r->gemm_share = (gemm_thread_seconds() - g0) /
+                    ((r->seconds > 1e-9 ? r->seconds : 1e-9) * par_max_threads());
     r->tokens = p->tokens;
     r->anchor_tokens = p->anchors;
     r->bytes = p->tokens - p->anchors;

@@ -33,6 +33,7 @@ typedef struct {
     double anchor_bits;   /* bits spent on the anchors, in all */
     size_t segments;      /* segments run (scored or not) */
     double seconds;
+    double gemm_share;    /* of the threads' time (this rank's), the part spent in GEMMs */
 } eval_result;
 
 /* Plans its own activations and memory (inference mode) for the options' lengths, runs the

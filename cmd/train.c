@@ -29,10 +29,12 @@
 #include <unistd.h>
 
 #include "../common/dist.h"
+#include "../common/par.h"
 #include "../common/rng.h"
 #include "../data/corpus.h"
 #include "../data/units.h"
 #include "../io/checkpoint.h"
+#include "../model/gemm.h"
 #include "../model/model.h"
 #include "../optim/optim.h"
 #include "cli.h"
@@ -691,6 +693,7 @@ typedef struct {
     long long tok_log;     /* tokens trained since then */
     double comm_log;       /* communication seconds at the last log line */
     double exposed_log;    /* and exposed ones (dist_exposed_seconds) */
+    double gemm_log;       /* GEMM thread-seconds at the last log line */
     double loss, norm, lr; /* of the last step: mean loss (nats), gradient norm, lr */
     size_t ntok;           /* tokens of the last step (the whole batch) */
 } loop_state;
@@ -711,6 +714,7 @@ static void loop_init(trainer *t, loop_state *ls)
     ls->t_log = cli_now();
     ls->comm_log = dist_comm_seconds();
     ls->exposed_log = dist_exposed_seconds();
+    ls->gemm_log = gemm_thread_seconds();
     ls->loss = ls->norm = NAN;
     t->bt.pos = t->st.data_pos;
 }
@@ -952,19 +956,22 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     const train_config *tc = &t->cfg.train;
     long step = t->st.step;
     double mean = t->st.log_sum / t->st.log_n;
-    double tps = ls->tok_log / (now - ls->t_log > 1e-9 ? now - ls->t_log : 1e-9);
+    double span = now - ls->t_log > 1e-9 ? now - ls->t_log : 1e-9;
+    double tps = ls->tok_log / span;
+    double gemm_share = (gemm_thread_seconds() - ls->gemm_log) / (span * par_max_threads());
     double eta = (double)(tc->max_steps - step) * ls->ntok / (tps > 0 ? tps : 1);
     if (tc->max_minutes > 0 && tc->max_minutes * 60 - run_s < eta)
         eta = tc->max_minutes * 60 - run_s;
     log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
                 "\"bpc\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
                 "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f,"
-                "\"comm_exposed_s\":%.4f}",
+                "\"comm_exposed_s\":%.4f,\"gemm_share\":%.4f}",
              step, t->st.tokens, mean, mean / M_LN2, ls->lr, ls->norm, tps,
              t->st.elapsed + run_s, ls->loss, dist_comm_seconds() - ls->comm_log,
-             dist_exposed_seconds() - ls->exposed_log);
+             dist_exposed_seconds() - ls->exposed_log, gemm_share);
     ls->comm_log = dist_comm_seconds();
     ls->exposed_log = dist_exposed_seconds();
+    ls->gemm_log = gemm_thread_seconds();
     if (!t->quiet && dist_is_root()) {
         char etas[32], els[32];
         cli_fmt_duration(etas, sizeof etas, eta);

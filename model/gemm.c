@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/par.h"
 
@@ -124,27 +125,58 @@ static void gemm_skinny(float *C, const float *A, const float *B, int M, int N, 
 }
 #endif /* __AVX__ */
 
-void gemm(float *C, const float *A, const float *B, int M, int N, int K,
-          int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
+/* Thread-seconds in gemm() and gemm_few(), one slot per calling thread (a cache line each):
+ * a call split over nt threads counts nt times its wall time, one on a single thread (inside
+ * a parallel region, or small) once. */
+enum { GEMM_SLOTS = 64 };
+static struct {
+    double s;
+    char pad[64 - sizeof(double)];
+} gemm_busy[GEMM_SLOTS];
+
+static double gemm_clock(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void gemm_account(double t0, int nt)
+{
+    gemm_busy[par_thread_id() & (GEMM_SLOTS - 1)].s += (gemm_clock() - t0) * nt;
+}
+
+double gemm_thread_seconds(void)
+{
+    double s = 0;
+    for (int i = 0; i < GEMM_SLOTS; i++)
+        s += gemm_busy[i].s;
+    return s;
+}
+
+/* gemm() without the accounting; returns the threads the call ran on */
+static int gemm_run(float *C, const float *A, const float *B, int M, int N, int K,
+                    int trans_a, int trans_b, float alpha, float beta, int lda, int ldb,
+                    int ldc)
 {
     if (M <= 0 || N <= 0)
-        return;
+        return 1;
     if (K <= 0) { /* empty inner product: C = beta * C */
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++)
                 C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
-        return;
+        return 1;
     }
     if (M == 1 || N == 1) { /* a vector: sgemv reads the matrix once, sgemm would pack it */
         gemv(C, A, B, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb, ldc);
-        return;
+        return 1;
     }
     int nt = par_threads();
     if (nt == 1 || (long)M * N * K < GEMM_SPLIT_MIN) {
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                     trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta,
                     C, ldc);
-        return;
+        return 1;
     }
     /* One block of C per thread, along the longer of M and N, in multiples of 16 so every
      * block keeps the kernel's full register tiles. Each C element is still one dot product
@@ -177,6 +209,14 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
                         beta, c, ldc);
         }
     }
+    return nt;
+}
+
+void gemm(float *C, const float *A, const float *B, int M, int N, int K,
+          int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
+{
+    double t0 = gemm_clock();
+    gemm_account(t0, gemm_run(C, A, B, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb, ldc));
 }
 
 void gemm_few(float *C, const float *A, const float *B, int M, int N, int K, float alpha,
@@ -185,7 +225,9 @@ void gemm_few(float *C, const float *A, const float *B, int M, int N, int K, flo
 #ifdef SKINNY_MAX
     if (M >= 2 && M <= SKINNY_MAX && N > 0 && K > 0 &&
         (par_threads() == 1 || (long)M * N * K < GEMM_SPLIT_MIN)) {
+        double t0 = gemm_clock();
         gemm_skinny(C, A, B, M, N, K, alpha, beta, lda, ldb, ldc);
+        gemm_account(t0, 1);
         return;
     }
 #endif

@@ -26,6 +26,12 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
 void gemm_few(float *C, const float *A, const float *B, int M, int N, int K, float alpha,
               float beta, int lda, int ldb, int ldc);
 
+/* Thread-seconds spent in gemm() and gemm_few() since the start, over all threads (a call
+ * split over n threads counts n times its wall time). Its growth over a stretch of work,
+ * divided by threads x wall seconds, is the GEMM share of that work. Read it outside
+ * parallel regions. */
+double gemm_thread_seconds(void);
+
 /* Naive triple loop with double accumulation: the test twin of gemm(). */
 void gemm_naive(float *C, const float *A, const float *B, int M, int N, int K,
                 int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc);

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/par.h"
 #include "../common/rng.h"
@@ -309,6 +310,45 @@ static void test_gemm(void)
     gemm(C, A, B, 0, 3, 1, 0, 0, 1.0f, 0.0f, 1, 3, 3);
     ok &= C[0] == 1;
     CHECK(ok, "gemm K=0 gives beta*C (NaN cleared when beta=0); M=0 is a no-op");
+}
+
+static double wall_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* gemm_thread_seconds: a call on one thread counts its wall time once, a call split over
+ * three threads three times, and calls made on each thread of a parallel region once each
+ * (so the growth over threads x wall time is the GEMM share of the work). */
+static void test_gemm_accounting(void)
+{
+    const int n = 320, reps = 6;
+    float *A = malloc(sizeof(float) * n * n), *B = malloc(sizeof(float) * n * n);
+    float *C = malloc(sizeof(float) * 3 * n * n);
+    for (int i = 0; i < n * n; i++)
+        A[i] = (float)(i % 13 - 6) * 0.01f, B[i] = (float)(i % 7 - 3) * 0.01f;
+    double ratio[3];
+    for (int k = 0; k < 3; k++) {
+        par_set_threads(k ? 3 : 1);
+        double g0 = gemm_thread_seconds(), t0 = wall_s();
+        if (k < 2)
+            for (int r = 0; r < reps; r++)
+                gemm(C, A, B, n, n, n, 0, 1, 1.0f, 0.0f, n, n, n);
+        else
+#pragma omp parallel num_threads(3)
+            for (int r = 0; r < reps; r++)
+                gemm(C + (size_t)par_thread_id() * n * n, A, B, n, n, n, 0, 1, 1.0f, 0.0f, n,
+                     n, n);
+        ratio[k] = (gemm_thread_seconds() - g0) / (wall_s() - t0);
+    }
+    par_set_threads(1);
+    CHECK(ratio[0] > 0.9 && ratio[0] <= 1.001 && ratio[1] > 2.7 && ratio[1] <= 3.003 &&
+              ratio[2] > 0.9 && ratio[2] <= 3.003,
+          "gemm_thread_seconds / wall: one thread %.3f (0.9-1), split over 3 %.3f (2.7-3), "
+          "3 threads each on its own %.3f (0.9-3)", ratio[0], ratio[1], ratio[2]);
+    free(A), free(B), free(C);
 }
 
 typedef struct {
@@ -1742,6 +1782,7 @@ int main(void)
     par_set_threads(1);
     test_vmath();
     test_gemm();
+    test_gemm_accounting();
     test_linear();
     test_layernorm();
     test_embedding();

@@ -23,13 +23,16 @@ check "loss $final well below the unigram entropy $H (by > 0.8 nats)" \
     awk -v l="$final" -v h="$H" 'BEGIN {exit !(l < h - 0.8)}'
 check "log.jsonl: every line parses" jq -e . $TMP/run/log.jsonl
 check "log.jsonl: train events carry the documented keys" \
-    jq -s -e 'map(select(.event=="train")) | length > 0 and all(has("step") and has("tokens") and has("loss") and has("bpc") and has("lr") and has("grad_norm") and has("tok_per_s") and has("elapsed_s"))' $TMP/run/log.jsonl
+    jq -s -e 'map(select(.event=="train")) | length > 0 and all(has("step") and has("tokens") and has("loss") and has("bpc") and has("lr") and has("grad_norm") and has("tok_per_s") and has("elapsed_s") and has("gemm_share"))' $TMP/run/log.jsonl
+check "log.jsonl: gemm_share, the GEMMs' part of the threads' time, in (0, 1]" \
+    jq -s -e 'map(select(.event=="train")) | all(.gemm_share > 0 and .gemm_share <= 1.001)' $TMP/run/log.jsonl
 check "log.jsonl: eval events" jq -s -e 'map(select(.event=="eval")) | length == 2 and all(.split == "valid" and .tokens > 0 and has("loss") and has("bpc"))' $TMP/run/log.jsonl
 check "config.yaml written and loadable" $TXL train -c $TMP/run/config.yaml --print-config
 check "best and last checkpoints" test -s $TMP/run/best.safetensors.gz -a -s $TMP/run/last.safetensors.gz
 
 $TXL eval $TMP/run/best.safetensors.gz --split test --json > $TMP/e1.json 2>/dev/null
 check "eval --json parses with the documented keys" jq -e 'has("loss") and has("bpc") and has("ppl") and has("tokens") and has("tgt_len") and has("mem_len") and has("clamp_len") and has("batch") and has("data")' $TMP/e1.json
+check "eval: gemm_share in (0, 1]" jq -e '.gemm_share > 0 and .gemm_share <= 1.001' $TMP/e1.json
 check "eval: bpc = loss / ln 2" jq -e '(.bpc - .loss / 0.6931471805599453) | fabs < 1e-6' $TMP/e1.json
 check "eval: every token after the first is scored once (T - 1)" jq -e '.tokens == 55770 - 1 and .bytes == .tokens and .anchor_tokens == 0' $TMP/e1.json
 $TXL eval $TMP/run/best.safetensors.gz --split test --json > $TMP/e2.json 2>/dev/null
