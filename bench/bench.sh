@@ -23,7 +23,8 @@
 # layer: q 2*d*hd, k and v 2*2*d*hd*klen/Lq, r 2*d*hd*klen/(B*Lq) (shared by the batch),
 # scores and position terms and weighted values 3 * 2*hd*(m + (Lq+1)/2) (visible keys only),
 # output projection 2*hd*d, feed-forward 4*d*di; plus the tied softmax 2*d*V. Training
-# counts 3x the forward (backward = 2x).
+# counts 3x the forward (backward = 2x). Eval keeps the memory's keys and values (the
+# kv_cache, doc/design.md): its k and v are the segment rows' only, 2*2*d*hd.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -59,7 +60,8 @@ echo "sgemm peak ($THREADS threads, OpenBLAS core $CORE): $PEAK GFLOP/s"
 flops() {
     awk -v N=$1 -v d=$2 -v H=$3 -v dh=$4 -v di=$5 -v Lq=$6 -v M=$7 -v B=$8 -v tr=$9 'BEGIN {
         hd = H * dh; klen = M + Lq; vis = M + (Lq + 1) / 2
-        layer = 2*d*hd + 4*d*hd*klen/Lq + 2*d*hd*klen/(B*Lq) + 6*hd*vis + 2*hd*d + 4*d*di
+        kv = tr ? 4*d*hd*klen/Lq : 4*d*hd
+        layer = 2*d*hd + kv + 2*d*hd*klen/(B*Lq) + 6*hd*vis + 2*hd*d + 4*d*di
         f = N * layer + 2 * d * 256
         if (tr) f *= 3
         printf "%.0f", f }'

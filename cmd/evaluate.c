@@ -17,6 +17,7 @@ static void pass_free(pass *p)
 {
     free(p->x), free(p->y), free(p->co);
     mem_free(&p->mem);
+    kv_cache_free(&p->kv);
     acts_free(&p->A);
     memset(p, 0, sizeof *p);
 }
@@ -30,8 +31,10 @@ static int pass_init(pass *p, model *mdl, const model_config *cfg, const eval_op
     p->mdl = mdl;
     p->o = o;
     p->nb = nb;
+    p->kv.m = -1;
     if (run && (acts_init(&p->A, cfg, nb, o->tgt_len, o->mem_len, 0, e) ||
-                mem_init(&p->mem, cfg, nb, o->mem_len, e)))
+                mem_init(&p->mem, cfg, nb, o->mem_len, e) ||
+                kv_cache_init(&p->kv, cfg, nb, o->mem_len, o->tgt_len, e)))
         return -1;
     if (!buffers)
         return 0;
@@ -60,7 +63,7 @@ static void run_segment(pass *p, const txl_tok *x, const txl_tok *y, const int32
 {
     int full = p->mem.m >= p->o->mem_len;
     fwd_opts fo = {.training = 0, .stats = p->o->stats, .pos_offset = p->o->pos_offset,
-                   .coords = co};
+                   .coords = co, .kv = &p->kv};
     double l = model_forward(p->mdl, &p->A, &p->mem, x, y, len, &fo);
     if (p->o->warmup && !full)
         return;
@@ -154,6 +157,7 @@ static int run_tail(eval_plan *ep, const batcher *bt, txl_err *e)
         memcpy(q->mem.coords, o->mem.coords + (size_t)last * o->mem.M * TXL_N_COORDS,
                (size_t)o->mem.M * TXL_N_COORDS * sizeof(int32_t));
     q->mem.m = o->mem.m;
+    kv_cache_invalidate(&q->kv); /* its memory was copied in */
     int rc = 0;
     for (size_t at = 0; !rc && at < n; at += (size_t)p->o->tgt_len) {
         int len = n - at < (size_t)p->o->tgt_len ? (int)(n - at) : p->o->tgt_len;

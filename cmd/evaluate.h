@@ -48,6 +48,7 @@ typedef struct eval_pass {
     const eval_opts *o;
     model_acts A;
     model_mem mem;
+    kv_cache kv;          /* the memory's keys and values (buf NULL: none) */
     int nb;               /* streams of this rank */
     size_t b0;            /* its first stream in the batch */
     txl_tok *x, *y;       /* [batch, tgt_len] */

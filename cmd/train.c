@@ -618,7 +618,7 @@ static double plan_mib(const trainer *t)
     double act = (double)t->act_floats * 4, par = (double)t->par_floats * 4 * (3 + t->R);
     const eval_pass *tp[2] = {&t->terms.plan.p, &t->terms.plan.tail};
     for (int i = 0; i < 2; i++)
-        act += ((double)tp[i]->A.arena_floats +
+        act += ((double)tp[i]->A.arena_floats + (double)kv_cache_floats(&tp[i]->kv) +
                 (double)m->n_layer * tp[i]->mem.B * tp[i]->mem.M * tp[i]->mem.d) * 4;
     return (par + act + mem_bytes(t)) / 1048576.0 + 20;
 }

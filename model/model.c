@@ -315,6 +315,87 @@ void mem_free(model_mem *mem)
     memset(mem, 0, sizeof *mem);
 }
 
+/* ---------------------------------------------------------------- key cache */
+
+int kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max, txl_err *e)
+{
+    memset(k, 0, sizeof *k);
+    k->m = -1;
+    if (M <= 0 || pos_get(cfg->pos)->window_keys)
+        return 0;
+    k->n_layer = cfg->n_layer;
+    k->B = B;
+    k->M = M;
+    k->Lq_max = Lq_max;
+    k->cap = M + 2 * Lq_max;
+    k->row = 2 * cfg->n_head * cfg->d_head;
+    size_t n = (size_t)k->n_layer * B * k->cap * k->row;
+    k->buf = aligned_alloc(64, align_up(n ? n : 1) * sizeof(float));
+    if (!k->buf)
+        return err_set(e, ERR_RUNTIME, "out of memory: the memory's keys need %.1f MiB",
+                       n * 4.0 / 1048576.0);
+    return 0;
+}
+
+void kv_cache_invalidate(kv_cache *k) { k->m = -1; }
+
+void kv_cache_free(kv_cache *k)
+{
+    free(k->buf);
+    memset(k, 0, sizeof *k);
+    k->m = -1;
+}
+
+/* Row 0 of stream b's window of layer l. */
+static float *kv_window(const kv_cache *k, int l, int b)
+{
+    return k->buf + ((size_t)l * k->B + b) * k->cap * k->row;
+}
+
+/* Whether k holds the keys of mem's rows (an empty memory: nothing to hold). */
+static int kv_cache_valid(kv_cache *k, const model_mem *mem)
+{
+    if (!k || !k->buf)
+        return 0;
+    assert(k->B == mem->B && k->M == mem->M);
+    if (mem->m == 0) {
+        k->start = 0;
+        return 1;
+    }
+    return k->m == mem->m && k->of == mem->buf;
+}
+
+/* Refill layer l from a window projected whole (kv [B, klen, row]): its last rows that the
+ * memory keeps, at the front. */
+static void kv_cache_fill(kv_cache *k, int l, const float *kv, int klen)
+{
+    int keep = klen < k->M ? klen : k->M;
+#pragma omp parallel for schedule(static) if ((size_t)k->B * keep * k->row > 65536)
+    for (int b = 0; b < k->B; b++)
+        memcpy(kv_window(k, l, b), kv + ((size_t)b * klen + (klen - keep)) * k->row,
+               (size_t)keep * k->row * sizeof(float));
+}
+
+/* After a segment of klen rows ending at start + klen: the memory is its last rows. When
+ * the next segment would not fit behind them, they move to the front of every window. */
+static void kv_cache_advance(kv_cache *k, const model_mem *mem, int klen, int filled)
+{
+    int keep = klen < k->M ? klen : k->M;
+    int s = filled ? 0 : k->start + klen - keep;
+    if (s + keep + k->Lq_max > k->cap) {
+        int n = k->n_layer * k->B;
+#pragma omp parallel for schedule(static) if ((size_t)n * keep * k->row > 65536)
+        for (int i = 0; i < n; i++) {
+            float *w = kv_window(k, i / k->B, i % k->B);
+            memmove(w, w + (size_t)s * k->row, (size_t)keep * k->row * sizeof(float));
+        }
+        s = 0;
+    }
+    k->start = s;
+    k->m = keep;
+    k->of = mem->buf;
+}
+
 /* ---------------------------------------------------------------- activation plan */
 
 /* Two passes over the same layout: the first counts, the second hands out pointers into
@@ -601,8 +682,44 @@ static void layer_project(const model_config *c, const layer_tensors *L, layer_c
     linear_forward(lc->q, Xq, L->qkv_w, NULL, B * Lq, hd, d, 0);
 }
 
+/* new mem[l] = the last M rows of [mem[l]; x] in place (inference with a key cache, which
+ * builds no cat): copy_mem_rows's rows. */
+static void push_mem_rows(model_mem *mem, int l, const float *x, int Lq)
+{
+    int B = mem->B, M = mem->M, d = mem->d, m = mem->m;
+    int keep = m + Lq < M ? m + Lq : M, nx = Lq < keep ? Lq : keep, nm = keep - nx;
+    float *dst = mem_layer(mem, l);
+#pragma omp parallel for schedule(static) if ((size_t)B * keep * d > 65536)
+    for (int b = 0; b < B; b++) {
+        float *w = dst + (size_t)b * M * d;
+        memmove(w, w + (size_t)(m - nm) * d, (size_t)nm * d * sizeof(float));
+        memcpy(w + (size_t)nm * d, x + ((size_t)b * Lq + (Lq - nx)) * d,
+               (size_t)nx * d * sizeof(float));
+    }
+}
+
+/* The projections with the memory's keys and values in k: q and kv of the segment rows
+ * only (LN first when pre-LN), the kv rows written behind the memory's in every window. */
+static void layer_project_cached(const model_config *c, const layer_tensors *L,
+                                 layer_cache *lc, const float *x, kv_cache *k, int l, int B,
+                                 int Lq, int m)
+{
+    int d = c->d_model, hd = c->n_head * c->d_head;
+    const float *X = x;
+    if (c->pre_lnorm) {
+        layernorm_forward(lc->xq, NULL, NULL, x, L->attn_ln_w, L->attn_ln_b, B * Lq, d);
+        X = lc->xq;
+    }
+    linear_forward(lc->q, X, L->qkv_w, NULL, B * Lq, hd, d, 0);
+    linear_forward(lc->kv, X, L->qkv_w + (size_t)hd * d, NULL, B * Lq, 2 * hd, d, 0);
+#pragma omp parallel for schedule(static) if ((size_t)B * Lq * k->row > 65536)
+    for (int b = 0; b < B; b++)
+        memcpy(kv_window(k, l, b) + (size_t)(k->start + m) * k->row,
+               lc->kv + (size_t)b * Lq * k->row, (size_t)Lq * k->row * sizeof(float));
+}
+
 static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_seg *s, int l,
-                          const fwd_opts *o)
+                          const fwd_opts *o, int cached)
 {
     const model_config *c = &A->cfg;
     const layer_tensors *L = &mdl->W.layer[l];
@@ -610,23 +727,38 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
     size_t n = (size_t)B * Lq * c->d_model;
     layer_cache *lc = tr ? &A->lc[l] : &A->lc[0];
     const float *x = A->hs + (size_t)l * n;
+    kv_cache *k = o->kv;
 
-    layer_project(c, L, lc, x, mem, l, B, Lq);
+    const float *kv = lc->kv;
+    if (cached) {
+        layer_project_cached(c, L, lc, x, k, l, B, Lq, mem->m);
+        kv = kv_window(k, l, 0) + (size_t)k->start * k->row;
+    } else {
+        layer_project(c, L, lc, x, mem, l, B, Lq);
+        if (k && k->buf)
+            kv_cache_fill(k, l, lc->kv, klen);
+    }
     pos_ctx pc = layer_ctx(mdl, A, s, l, lc);
+    if (cached)
+        pc.kv = NULL;
     if (A->pos->layer_forward)
         A->pos->layer_forward(&pc);
     attn_args aa = attn_base(A, s, l);
+    if (cached)
+        aa.kv_bstride = (size_t)k->cap * k->row;
     if (A->pos->attn_args)
         A->pos->attn_args(&pc, &aa);
     if (o->stats)
-        attn_term_stats(o->stats[l].acc, &o->stats[l].count, lc->q, lc->kv, &aa);
-    attn_forward(tr ? lc->prob : NULL, lc->vec, lc->q, lc->kv, &aa, A->attn_scratch);
+        attn_term_stats(o->stats[l].acc, &o->stats[l].count, lc->q, kv, &aa);
+    attn_forward(tr ? lc->prob : NULL, lc->vec, lc->q, kv, &aa, A->attn_scratch);
 
     layer_tail_bufs tb = {lc->h1, lc->ffin, lc->a, A->tmp,
                           lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd, 0};
     layer_tail_forward(c, L, l, B * Lq, x, lc->vec, A->hs + (size_t)(l + 1) * n, &tb, s->dropout,
                        o->drop_key, A->b_offset * (size_t)Lq);
-    if (!tr) /* inference shares one cache: advance this layer's memory now */
+    if (cached)
+        push_mem_rows(mem, l, x, Lq);
+    else if (!tr) /* inference shares one cache: advance this layer's memory now */
         copy_mem_rows(mem, l, lc->cat, klen);
 }
 
@@ -660,8 +792,10 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
                     A->b_offset * (n / B));
     if (A->pos->segment)
         A->pos->segment(&s);
+    assert(!o->kv || !o->training);
+    int cached = kv_cache_valid(o->kv, mem);
     for (int l = 0; l < N; l++)
-        layer_forward(mdl, A, mem, &s, l, o);
+        layer_forward(mdl, A, mem, &s, l, o, cached);
 
     dropout_forward(A->hfin, A->hs + (size_t)N * n, n, s.dropout,
                     pos_site_key(o->drop_key, -1, SITE_FINAL), A->b_offset * (n / B));
@@ -676,6 +810,8 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
     if (!o->training) {
         keep_coords(A, mem, klen);
         mem->m = klen < mem->M ? klen : mem->M;
+        if (o->kv && o->kv->buf)
+            kv_cache_advance(o->kv, mem, klen, !cached);
     }
     return loss;
 }

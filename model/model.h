@@ -101,6 +101,31 @@ static inline float *mem_layer(const model_mem *mem, int l)
     return mem->buf + (size_t)l * mem->layer_stride;
 }
 
+/* Inference: the keys and values of a memory's rows, kept from the segment that projected
+ * them (by the same weights, from the same rows: the bits the window's projection would
+ * give), so a segment projects only its own rows. Per layer and stream a window of cap rows,
+ * the memory's at [start, start + m). It mirrors one model_mem: model_forward checks that
+ * the memory is the one it last advanced (buffer and row count; an empty memory always
+ * matches) and else projects the whole window and refills it. A memory written any other
+ * way (rows copied in) needs kv_cache_invalidate. Schemes with window_keys (rope) get no
+ * cache (buf NULL), nor does a memory of 0 rows. */
+typedef struct {
+    float *buf;              /* [n_layer][B][cap][row], or NULL */
+    int n_layer, B, M, Lq_max, cap, row; /* cap = M + 2 Lq_max, row = 2 H dh */
+    int start, m;            /* the memory's rows in each window; m = -1: invalid */
+    const float *of;         /* the memory buffer it mirrors */
+} kv_cache;
+
+/* For a memory of M rows, B streams and segments up to Lq_max rows. */
+int kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max, txl_err *e);
+void kv_cache_invalidate(kv_cache *k);
+void kv_cache_free(kv_cache *k);
+/* The floats it holds (0 without a buffer). */
+static inline size_t kv_cache_floats(const kv_cache *k)
+{
+    return k->buf ? (size_t)k->n_layer * k->B * k->cap * k->row : 0;
+}
+
 /* One layer's cache for the backward (training) or its working buffers (inference). */
 typedef struct {
     float *cat;              /* [B, klen, d]: [mem; layer input] */
@@ -176,6 +201,8 @@ typedef struct {
     long pos_offset;   /* added to every absolute position a scheme uses (0: as trained) */
     const int32_t *coords; /* [B, Lq, TXL_N_COORDS] coordinates of the segment's tokens:
                               required by schemes with needs_coords, else ignored */
+    kv_cache *kv;      /* inference: the memory's keys and values, or NULL (every row of
+                          the window projected) */
 } fwd_opts;
 
 /* Forward of one segment x [B, Lq] (Lq <= A->Lq_max) with memory mem (mem->m rows).

@@ -103,7 +103,8 @@ typedef struct {
     model_tensors *MG;       /* model-wide gradients (backward) */
     pos_layer *lc;           /* this layer's buffers */
     pos_layer *bw;           /* backward scratch buffers (shared by the layers) */
-    float *q, *kv;           /* [B,Lq,hd], [B,klen,2hd]: projections, in place */
+    float *q, *kv;           /* [B,Lq,hd], [B,klen,2hd]: projections, in place (kv NULL
+                                when they come from a kv_cache: schemes without window_keys) */
 } pos_ctx;
 
 typedef struct pos_ops {
@@ -114,6 +115,10 @@ typedef struct pos_ops {
     /* The scheme reads the text's coordinates (pos_seg.coords): the model keeps them for
      * the memory rows and the data layer must provide them for every token. */
     int needs_coords;
+    /* The keys depend on the row's place in the window (rope rotates them by it): a key
+     * projected in one segment is not that row's key in the next, so inference keeps no
+     * kv_cache (model.h) and projects every row of the window. */
+    int window_keys;
 
     /* Parameters: layer -1 adds the model-wide tensors (after out.bias), layer l those of
      * layer l (after its attn.qkv.weight). Their views fill .pos[] in that order. */

@@ -124,6 +124,7 @@ static void rope_decode_qk(const model_config *c, float *q, float *k, int rows, 
 const pos_ops pos_rope = {
     .name = "rope",
     .term_names = rope_terms,
+    .window_keys = 1,
     .validate = rope_validate,
     .plan = rope_plan,
     .segment = rope_segment,
