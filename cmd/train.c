@@ -608,14 +608,36 @@ static double mem_bytes(const trainer *t)
     return streams * m->n_layer * m->mem_len * m->d_model * 4;
 }
 
+static int valid_batch(const trainer *t);
+
+/* Bytes of a validation pass on this rank (planned at each validation, beside everything
+ * else): activations, memory and the memory's keys of its streams. */
+static double valid_bytes(const trainer *t)
+{
+    const model_config *m = &t->cfg.model;
+    int B = valid_batch(t), nr = dist_self()->size;
+    if (t->valid_ts.n < 2)
+        return 0;
+    if (B % nr == 0)
+        B /= nr;
+    size_t act = 0;
+    txl_err e;
+    if (acts_plan_floats(m, B, m->tgt_len, m->mem_len, 0, &act, &e))
+        act = 0;
+    return ((double)act + (double)kv_cache_plan_floats(m, B, m->mem_len, m->tgt_len) +
+            (double)m->n_layer * B * m->mem_len * m->d_model) * 4;
+}
+
 /* Estimated resident memory of this process in MiB: weights, gradients (one per replica),
  * 2 Adam moments,
  * the planned activations (for one micro-batch), the memory, the term pass's (activations
- * and memory, train.term_stats_interval), and ~20 MiB of code and libraries. */
+ * and memory, train.term_stats_interval), a validation pass's, and ~20 MiB of code and
+ * libraries. */
 static double plan_mib(const trainer *t)
 {
     const model_config *m = &t->cfg.model;
-    double act = (double)t->act_floats * 4, par = (double)t->par_floats * 4 * (3 + t->R);
+    double act = (double)t->act_floats * 4 + valid_bytes(t);
+    double par = (double)t->par_floats * 4 * (3 + t->R);
     const eval_pass *tp[2] = {&t->terms.plan.p, &t->terms.plan.tail};
     for (int i = 0; i < 2; i++)
         act += ((double)tp[i]->A.arena_floats + (double)kv_cache_floats(&tp[i]->kv) +

@@ -317,6 +317,13 @@ void mem_free(model_mem *mem)
 
 /* ---------------------------------------------------------------- key cache */
 
+size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max)
+{
+    if (M <= 0 || pos_get(cfg->pos)->window_keys)
+        return 0;
+    return (size_t)cfg->n_layer * B * (M + 2 * Lq_max) * 2 * cfg->n_head * cfg->d_head;
+}
+
 int kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max, txl_err *e)
 {
     memset(k, 0, sizeof *k);
@@ -329,7 +336,7 @@ int kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max
     k->Lq_max = Lq_max;
     k->cap = M + 2 * Lq_max;
     k->row = 2 * cfg->n_head * cfg->d_head;
-    size_t n = (size_t)k->n_layer * B * k->cap * k->row;
+    size_t n = kv_cache_plan_floats(cfg, B, M, Lq_max);
     k->buf = aligned_alloc(64, align_up(n ? n : 1) * sizeof(float));
     if (!k->buf)
         return err_set(e, ERR_RUNTIME, "out of memory: the memory's keys need %.1f MiB",

@@ -120,6 +120,8 @@ typedef struct {
 int kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max, txl_err *e);
 void kv_cache_invalidate(kv_cache *k);
 void kv_cache_free(kv_cache *k);
+/* The floats kv_cache_init would allocate for the same arguments (0: no cache). */
+size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max);
 /* The floats it holds (0 without a buffer). */
 static inline size_t kv_cache_floats(const kv_cache *k)
 {
