@@ -15,7 +15,8 @@ int streams_init(stream_eval *s, model *mdl, const model_config *cfg, int B, int
     s->M = M;
     if (acts_init(&s->A, cfg, B, T, M, 0, e))
         return -1;
-    if (mem_init(&s->mem, cfg, B, M, e)) {
+    if (mem_init(&s->mem, cfg, B, M, e) || kv_cache_init(&s->kv, cfg, B, M, T, e)) {
+        mem_free(&s->mem);
         acts_free(&s->A);
         return -1;
     }
@@ -36,6 +37,7 @@ void streams_free(stream_eval *s)
     free(s->y);
     free(s->co);
     mem_free(&s->mem);
+    kv_cache_free(&s->kv);
     acts_free(&s->A);
     memset(s, 0, sizeof *s);
 }
@@ -77,7 +79,8 @@ void streams_feed(stream_eval *s, const txl_tok *x, const txl_tok *y, const int3
                        co + ((size_t)b * ld + at) * TXL_N_COORDS,
                        (size_t)len * TXL_N_COORDS * sizeof *co);
         }
-        fwd_opts fo = {.training = 0, .pos_offset = s->pos_offset, .coords = co ? s->co : NULL};
+        fwd_opts fo = {.training = 0, .pos_offset = s->pos_offset, .coords = co ? s->co : NULL,
+                       .kv = &s->kv};
         model_forward(s->mdl, &s->A, &s->mem, s->x, y ? s->y : NULL, len, &fo);
         if (y)
             score(s, s->y, len, (size_t)at, ld, loss, hit);
@@ -102,4 +105,9 @@ static void copy_mem(model_mem *dst, const model_mem *src)
 
 void streams_save(const stream_eval *s, model_mem *snap) { copy_mem(snap, &s->mem); }
 
-void streams_restore(stream_eval *s, const model_mem *snap) { copy_mem(&s->mem, snap); }
+/* the keys of the restored rows are not kept: the next feed projects its whole window */
+void streams_restore(stream_eval *s, const model_mem *snap)
+{
+    copy_mem(&s->mem, snap);
+    kv_cache_invalidate(&s->kv);
+}

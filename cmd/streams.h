@@ -17,6 +17,7 @@ typedef struct {
     long pos_offset;      /* added to absolute positions (fwd_opts.pos_offset) */
     model_acts A;
     model_mem mem;
+    kv_cache kv;          /* the memory's keys and values (model.h) */
     txl_tok *x, *y;       /* [B, T] one segment */
     int32_t *co;          /* [B, T, TXL_N_COORDS] its coordinates (schemes that read them) */
     double tokens;        /* tokens fed so far, all streams (for tokens/s) */
