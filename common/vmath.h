@@ -52,6 +52,39 @@ static inline float vm_expf(float x)
     return x != x ? x : y;
 }
 
+/* vm_expf for x <= 0 (or NaN), bit for bit, at about 0.6x the cost: what a softmax takes
+ * (scores minus their maximum). Without results above 1 the upper clamp goes, and since
+ * n = round(x / ln 2) >= -126, 2^n is one normal float: p * 2^n is rounded once, as p 2^e1
+ * 2^e2 is (the first product is exact), also where it is subnormal (or flushed to 0 under
+ * FTZ). test_ops compares the two on every 7th float <= 0. */
+static inline float vm_expf_neg(float x)
+{
+    const float log2e = 1.44269504088896341f;
+    const float ln2_hi = 0.693359375f;
+    const float ln2_lo = -2.12194440054690583e-4f;
+    const float round = 12582912.0f;
+    const float lo = -87.33654f;
+    float xc = x > lo ? x : lo;
+    float t = xc * log2e + round;
+    float n = t - round;
+    float r = xc - n * ln2_hi;
+    r = r - n * ln2_lo;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    uint32_t b = (uint32_t)((int32_t)n + 127) << 23;
+    float s;
+    memcpy(&s, &b, sizeof s);
+    float y = p * s;
+    y = x < lo ? 0.0f : y;
+    return x != x ? x : y;
+}
+
 /* An int32 that orders like the float (sign-magnitude to two's complement); its own inverse
  * on the bits. Integer max vectorises where a float max (NaN and -0 rules) does not; NaNs
  * with the sign bit clear order above +inf, so a NaN score makes the softmax NaN. */
@@ -103,11 +136,12 @@ static inline double vm_sum(const float *x, size_t n)
     return s;
 }
 
-/* x[j] = exp(x[j] - sub) for j < n; returns the sum of the new x in double */
+/* x[j] = exp(x[j] - sub) for j < n, sub >= every x[j] (their maximum); returns the sum of
+ * the new x in double */
 static inline double vm_exp_sum(float *x, int n, float sub)
 {
     for (int j = 0; j < n; j++)
-        x[j] = vm_expf(x[j] - sub);
+        x[j] = vm_expf_neg(x[j] - sub);
     return vm_sum(x, (size_t)n);
 }
 

@@ -1734,6 +1734,20 @@ static void test_vmath(void)
     CHECK(vm_expf(0.0f) == 1.0f && vm_expf(-88.0f) == 0.0f && vm_expf(-INFINITY) == 0.0f &&
               isinf(vm_expf(89.0f)) && isinf(vm_expf(INFINITY)) && isnan(vm_expf(NAN)),
           "vm_expf: e^0 = 1, 0 below ln 2^-126 and at -inf, +inf above ln 2^128, NaN for NaN");
+    /* vm_expf_neg: vm_expf's bits on every 7th float <= 0 (from -0 to -NaN), +0, and
+     * NaN; under FTZ too (par_set_threads sets it: subnormal results flush alike) */
+    long diff = 0, tried = 0;
+    for (uint64_t u = 0x80000000u; u <= 0xffffffffu; u += 7, tried++) {
+        uint32_t w = (uint32_t)u;
+        float x, a, b;
+        memcpy(&x, &w, sizeof x);
+        a = vm_expf(x), b = vm_expf_neg(x);
+        diff += memcmp(&a, &b, sizeof a) != 0 && !(isnan(a) && isnan(b));
+    }
+    float pz = 0.0f, nan = NAN, e0 = vm_expf_neg(pz), en = vm_expf_neg(nan), ref0 = vm_expf(pz);
+    CHECK(diff == 0 && memcmp(&e0, &ref0, sizeof e0) == 0 && isnan(en),
+          "vm_expf_neg == vm_expf bit for bit on %ld floats <= 0 (%ld differ), +0 and NaN",
+          tried, diff);
 
     /* max, exp_sum, dot, sum, sumsq on every length 1..70 (tails and whole lanes) */
     int ok_max = 1, ok_sum = 1, nan_max = 1;
