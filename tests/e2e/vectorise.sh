@@ -23,7 +23,7 @@ loop_line() { echo $(($(grep -nF -- "$2" "$1" | head -1 | cut -d: -f1) - 1)); }
 # REPORT names FILE's loop at line L (GCC names an OpenMP loop by its body's line, L + 1)
 names() { grep -qE "$2:($3|$(($3 + 1))):" "$1"; }
 
-exp_loop=$(loop_line common/vmath.h "x[j] = vm_expf(x[j] - sub);")
+exp_loop=$(loop_line common/vmath.h "x[j] = vm_expf_neg(x[j] - sub);")
 drop_loop=$(loop_line model/dropout.c "float v = drop_in(&o, i0 + (size_t)j);")
 relu_loop=$(loop_line model/dropout.c "dz[i] = a[i] != 0.0f ? da[i] * scale : 0.0f;")
 check "the loops are found (vmath.h:$exp_loop dropout.c:$drop_loop dropout.c:$relu_loop)" \
