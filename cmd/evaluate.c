@@ -33,9 +33,10 @@ static int pass_init(pass *p, model *mdl, const model_config *cfg, const eval_op
     p->nb = nb;
     p->kv.m = -1;
     if (run && (acts_init(&p->A, cfg, nb, o->tgt_len, o->mem_len, 0, e) ||
-                mem_init(&p->mem, cfg, nb, o->mem_len, e) ||
-                kv_cache_init(&p->kv, cfg, nb, o->mem_len, o->tgt_len, e)))
+                mem_init(&p->mem, cfg, nb, o->mem_len, e)))
         return -1;
+    if (run)
+        kv_cache_init(&p->kv, cfg, nb, o->mem_len, o->tgt_len);
     if (!buffers)
         return 0;
     size_t BL = (size_t)o->batch * o->tgt_len;

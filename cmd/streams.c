@@ -15,11 +15,11 @@ int streams_init(stream_eval *s, model *mdl, const model_config *cfg, int B, int
     s->M = M;
     if (acts_init(&s->A, cfg, B, T, M, 0, e))
         return -1;
-    if (mem_init(&s->mem, cfg, B, M, e) || kv_cache_init(&s->kv, cfg, B, M, T, e)) {
-        mem_free(&s->mem);
+    if (mem_init(&s->mem, cfg, B, M, e)) {
         acts_free(&s->A);
         return -1;
     }
+    kv_cache_init(&s->kv, cfg, B, M, T);
     size_t BT = (size_t)B * T;
     s->x = malloc(BT * sizeof *s->x);
     s->y = malloc(BT * sizeof *s->y);
@@ -103,9 +103,15 @@ static void copy_mem(model_mem *dst, const model_mem *src)
     dst->m = src->m;
 }
 
-void streams_save(const stream_eval *s, model_mem *snap) { copy_mem(snap, &s->mem); }
+/* Both drop the kept keys (the next feed projects its whole window): a feed that goes on
+ * from the saved memory then computes what one from the restored memory does, bit for bit
+ * (the needle probe compares the two). */
+void streams_save(stream_eval *s, model_mem *snap)
+{
+    copy_mem(snap, &s->mem);
+    kv_cache_invalidate(&s->kv);
+}
 
-/* the keys of the restored rows are not kept: the next feed projects its whole window */
 void streams_restore(stream_eval *s, const model_mem *snap)
 {
     copy_mem(&s->mem, snap);

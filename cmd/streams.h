@@ -40,7 +40,7 @@ void streams_feed(stream_eval *s, const txl_tok *x, const txl_tok *y, const int3
 
 /* The memory as it stands, into *snap (allocated by streams_snapshot_init), and back. */
 int streams_snapshot_init(const stream_eval *s, model_mem *snap, txl_err *e);
-void streams_save(const stream_eval *s, model_mem *snap);
+void streams_save(stream_eval *s, model_mem *snap);
 void streams_restore(stream_eval *s, const model_mem *snap);
 
 #endif

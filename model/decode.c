@@ -276,4 +276,5 @@ void decode_sync_mem(const decode_state *s, model_mem *mem)
                coords_at(s, b) + (size_t)(s->start + s->m - rows) * TXL_N_COORDS,
                (size_t)rows * TXL_N_COORDS * sizeof(int32_t));
     mem->m = rows;
+    mem->gen++;
 }

@@ -324,12 +324,12 @@ size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max)
     return (size_t)cfg->n_layer * B * (M + 2 * Lq_max) * 2 * cfg->n_head * cfg->d_head;
 }
 
-int kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max, txl_err *e)
+void kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max)
 {
     memset(k, 0, sizeof *k);
     k->m = -1;
     if (M <= 0 || pos_get(cfg->pos)->window_keys)
-        return 0;
+        return;
     k->n_layer = cfg->n_layer;
     k->B = B;
     k->M = M;
@@ -337,11 +337,7 @@ int kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max
     k->cap = M + 2 * Lq_max;
     k->row = 2 * cfg->n_head * cfg->d_head;
     size_t n = kv_cache_plan_floats(cfg, B, M, Lq_max);
-    k->buf = aligned_alloc(64, align_up(n ? n : 1) * sizeof(float));
-    if (!k->buf)
-        return err_set(e, ERR_RUNTIME, "out of memory: the memory's keys need %.1f MiB",
-                       n * 4.0 / 1048576.0);
-    return 0;
+    k->buf = aligned_alloc(64, align_up(n ? n : 1) * sizeof(float)); /* NULL: none */
 }
 
 void kv_cache_invalidate(kv_cache *k) { k->m = -1; }
@@ -360,16 +356,12 @@ static float *kv_window(const kv_cache *k, int l, int b)
 }
 
 /* Whether k holds the keys of mem's rows (an empty memory: nothing to hold). */
-static int kv_cache_valid(kv_cache *k, const model_mem *mem)
+static int kv_cache_valid(const kv_cache *k, const model_mem *mem, int Lq)
 {
     if (!k || !k->buf)
         return 0;
-    assert(k->B == mem->B && k->M == mem->M);
-    if (mem->m == 0) {
-        k->start = 0;
-        return 1;
-    }
-    return k->m == mem->m && k->of == mem->buf;
+    assert(k->B == mem->B && k->M == mem->M && Lq <= k->Lq_max);
+    return mem->m == 0 || (k->m == mem->m && k->of == mem->buf && k->gen == mem->gen);
 }
 
 /* Refill layer l from a window projected whole (kv [B, klen, row]): its last rows that the
@@ -401,6 +393,7 @@ static void kv_cache_advance(kv_cache *k, const model_mem *mem, int klen, int fi
     k->start = s;
     k->m = keep;
     k->of = mem->buf;
+    k->gen = mem->gen;
 }
 
 /* ---------------------------------------------------------------- activation plan */
@@ -800,7 +793,9 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
     if (A->pos->segment)
         A->pos->segment(&s);
     assert(!o->kv || !o->training);
-    int cached = kv_cache_valid(o->kv, mem);
+    int cached = kv_cache_valid(o->kv, mem, Lq);
+    if (cached && mem->m == 0)
+        o->kv->start = 0;
     for (int l = 0; l < N; l++)
         layer_forward(mdl, A, mem, &s, l, o, cached);
 
@@ -817,6 +812,7 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
     if (!o->training) {
         keep_coords(A, mem, klen);
         mem->m = klen < mem->M ? klen : mem->M;
+        mem->gen++;
         if (o->kv && o->kv->buf)
             kv_cache_advance(o->kv, mem, klen, !cached);
     }
@@ -830,6 +826,7 @@ void model_mem_update(model_acts *A, model_mem *mem)
         copy_mem_rows(mem, l, A->lc[l].cat, klen);
     keep_coords(A, mem, klen);
     mem->m = klen < mem->M ? klen : mem->M;
+    mem->gen++;
 }
 
 /* ---------------------------------------------------------------- backward */

@@ -88,6 +88,8 @@ typedef struct {
     int32_t *coords; /* [B][M][TXL_N_COORDS] text coordinates of the rows (schemes that read
                         them), else NULL */
     size_t layer_stride; /* floats from layer l's [B][M][d] to layer l+1's */
+    uint64_t gen;        /* bumped by model_forward (inference), model_mem_update and
+                            decode_sync_mem: a kv_cache serves only the generation it made */
 } model_mem;
 
 int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e);
@@ -102,22 +104,25 @@ static inline float *mem_layer(const model_mem *mem, int l)
 }
 
 /* Inference: the keys and values of a memory's rows, kept from the segment that projected
- * them (by the same weights, from the same rows: the bits the window's projection would
- * give), so a segment projects only its own rows. Per layer and stream a window of cap rows,
- * the memory's at [start, start + m). It mirrors one model_mem: model_forward checks that
- * the memory is the one it last advanced (buffer and row count; an empty memory always
- * matches) and else projects the whole window and refills it. A memory written any other
- * way (rows copied in) needs kv_cache_invalidate. Schemes with window_keys (rope) get no
- * cache (buf NULL), nor does a memory of 0 rows. */
+ * them (the same rows times the same weights; a row may round its last bit differently in a
+ * GEMM of other rows), so a segment projects only its own rows. Per layer and stream a
+ * window of cap rows, the memory's at [start, start + m). It mirrors one model_mem:
+ * model_forward uses it only for the memory and generation it last advanced (buffer, gen
+ * and row count; an empty memory always matches), else projects the whole window and
+ * refills it. Rows copied into that memory by hand need kv_cache_invalidate. Schemes with
+ * window_keys (rope) get no cache (buf NULL), nor does a memory of 0 rows, nor a cache that
+ * could not be allocated (the forward then projects every window whole, as without one). */
 typedef struct {
     float *buf;              /* [n_layer][B][cap][row], or NULL */
     int n_layer, B, M, Lq_max, cap, row; /* cap = M + 2 Lq_max, row = 2 H dh */
     int start, m;            /* the memory's rows in each window; m = -1: invalid */
     const float *of;         /* the memory buffer it mirrors */
+    uint64_t gen;            /* and that memory's generation */
 } kv_cache;
 
-/* For a memory of M rows, B streams and segments up to Lq_max rows. */
-int kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max, txl_err *e);
+/* For a memory of M rows, B streams and segments up to Lq_max rows. Never fails: out of
+ * memory, it keeps no cache. */
+void kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max);
 void kv_cache_invalidate(kv_cache *k);
 void kv_cache_free(kv_cache *k);
 /* The floats kv_cache_init would allocate for the same arguments (0: no cache). */
