@@ -19,17 +19,19 @@
 
 #define VM_LANES 16
 
-static inline float vm_expf(float x)
+#define VM_EXP_LO -87.33654f /* e^lo = 2^-126 */
+#define VM_EXP_HI 88.72283f  /* e^hi = 2^128 */
+
+/* The shared part of vm_expf and vm_expf_neg, for a clamped xc: n, the nearest integer to
+ * xc / ln 2 (as a float), and e^r for r = xc - n ln 2 (returned). */
+static inline float vm_exp_reduce(float xc, float *n_out)
 {
     const float log2e = 1.44269504088896341f;
     const float ln2_hi = 0.693359375f;             /* 9 significant bits: n*ln2_hi is exact */
     const float ln2_lo = -2.12194440054690583e-4f; /* ln 2 - ln2_hi */
     const float round = 12582912.0f;               /* 1.5 * 2^23: adding it rounds to an integer */
-    const float lo = -87.33654f, hi = 88.72283f;   /* e^lo = 2^-126, e^hi = 2^128 */
-    float xc = x > lo ? x : lo;                    /* NaN lands here too (returned below) */
-    xc = xc < hi ? xc : hi;
     float t = xc * log2e + round;
-    float n = t - round;                           /* nearest integer to xc / ln 2 */
+    float n = t - round;
     float r = xc - n * ln2_hi;
     r = r - n * ln2_lo;
     float p = 1.0f / 5040.0f;
@@ -40,6 +42,16 @@ static inline float vm_expf(float x)
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
+    *n_out = n;
+    return p;
+}
+
+static inline float vm_expf(float x)
+{
+    const float lo = VM_EXP_LO, hi = VM_EXP_HI;
+    float xc = x > lo ? x : lo;                    /* NaN lands here too (returned below) */
+    xc = xc < hi ? xc : hi;
+    float n, p = vm_exp_reduce(xc, &n);
     /* 2^n as two factors, so that n = 128 stays representable */
     int32_t e = (int32_t)n, e1 = e / 2, e2 = e - e1;
     uint32_t b1 = (uint32_t)(e1 + 127) << 23, b2 = (uint32_t)(e2 + 127) << 23;
@@ -59,24 +71,9 @@ static inline float vm_expf(float x)
  * FTZ). test_ops compares the two on every 7th float <= 0. */
 static inline float vm_expf_neg(float x)
 {
-    const float log2e = 1.44269504088896341f;
-    const float ln2_hi = 0.693359375f;
-    const float ln2_lo = -2.12194440054690583e-4f;
-    const float round = 12582912.0f;
-    const float lo = -87.33654f;
+    const float lo = VM_EXP_LO;
     float xc = x > lo ? x : lo;
-    float t = xc * log2e + round;
-    float n = t - round;
-    float r = xc - n * ln2_hi;
-    r = r - n * ln2_lo;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
+    float n, p = vm_exp_reduce(xc, &n);
     uint32_t b = (uint32_t)((int32_t)n + 127) << 23;
     float s;
     memcpy(&s, &b, sizeof s);
