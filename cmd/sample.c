@@ -325,7 +325,7 @@ static long generate(session *s, const sample_args *a, sink *k, full_stats *fs, 
     txl_tok *next = malloc((size_t)N * sizeof *next);
     units_state *us = malloc((size_t)N * sizeof *us);
     int32_t *co = malloc((size_t)N * TXL_N_COORDS * sizeof *co);
-    double *scratch = malloc(2 * (size_t)V * sizeof *scratch);
+    double *scratch = malloc(3 * (size_t)V * sizeof *scratch);
     int *idx = malloc((size_t)V * sizeof *idx);
     long generated = 0;
     for (int b = 0; rng && us && b < N; b++) {

@@ -9,7 +9,7 @@ typedef struct {
     double top_p;       /* 1: off */
 } sampler_opts;
 
-/* logits [V]; u uniform in [0, 1); scratch: 2*V doubles, idx: V ints. Returns the token:
+/* logits [V]; u uniform in [0, 1); scratch: 3*V doubles, idx: V ints. Returns the token:
  * candidates in the order of probability (descending, ties by token id), cut to top-k and
  * then to the smallest prefix of mass >= top_p, and the one where the cumulative mass of
  * that order first exceeds u times the prefix's mass. */

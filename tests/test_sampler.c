@@ -3,7 +3,8 @@
  * cut to top-k and top-p, and the first one whose cumulative mass exceeds u times the mass
  * kept. The probabilities and sums are formed in the same order as the sampler's, so the
  * token must be the same for every draw, not just close. Logits with many ties (small
- * integers), peaked and flat, V = 256 and odd V. */
+ * integers), peaked and flat, and probabilities distinct in double but equal in float (the
+ * sampler sorts by the float first), V = 256 and odd V. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,16 +63,20 @@ int main(void)
     tl_rng r = {77};
     static const sampler_opts opts[] = {
         {1.0, 0, 1.0}, {0.7, 0, 1.0}, {1.0, 40, 1.0}, {1.0, 0, 0.9}, {0.8, 10, 0.5},
-        {0.0, 0, 1.0},
+        {0.0, 0, 1.0}, {64.0, 0, 1.0}, {64.0, 30, 0.5},
     };
     for (int V = 255; V <= 256; V++) {
         int mismatches = 0, draws = 0;
         for (int trial = 0; trial < 60; trial++) {
             float logits[256];
             for (int v = 0; v < V; v++) /* ties: integers; peaked or flat by the trial */
-                logits[v] = trial % 3 == 0 ? (float)(int)(tl_uniform(&r, 4.0f))
-                                           : tl_normal(&r, trial % 3 == 1 ? 0.3f : 4.0f);
-            double scratch[2 * 256];
+                logits[v] = trial % 4 == 0 ? (float)(int)(tl_uniform(&r, 4.0f))
+                                           : tl_normal(&r, trial % 4 == 1 ? 0.3f : 4.0f);
+            if (trial % 4 == 3) /* 1 + a few ulps: at temperature 64, probabilities that
+                                 * differ in double and round to the same float, and ties */
+                for (int v = 0; v < V; v++)
+                    logits[v] = 1.0f + (float)(int)tl_uniform(&r, 8.0f) * 0x1p-23f;
+            double scratch[3 * 256];
             int idx[256];
             for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
                 for (int d = 0; d < 20; d++) {
@@ -82,7 +87,7 @@ int main(void)
                 }
         }
         CHECK(mismatches == 0, "sampler_pick == the reference rule, V=%d: %d of %d draws differ "
-              "(temperature, top-k, top-p; tied, peaked and flat logits)", V, mismatches, draws);
+              "(temperature, top-k, top-p; tied, peaked, flat and near-equal logits)", V, mismatches, draws);
     }
     return tl_done("test_sampler");
 }
