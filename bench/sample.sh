@@ -3,7 +3,8 @@
 # S and M configs of make bench. A sample of mem_len*2+200 bytes from a 3-byte prompt: the
 # rates count only the tokens drawn once the memory held mem_len rows (sample --stats
 # full_tok_per_s per wall second, full_tok_per_cpu_s per CPU second), summed over the
-# streams of --num-samples; one thread.
+# streams of --num-samples, decoded as txl groups them by default (--batch 0: the line says
+# how many at a time); one thread.
 #
 # Cells: S at each mem_len of S_MEMS (one stream), S with N streams for each N of S_NS at
 # each mem_len of S_NS_MEMS (the total over the streams, and its ratio to N = 1), M at its
@@ -58,6 +59,7 @@ ckpt() { # name N d H di Lq: a 2-step run (sampling speed does not depend on the
 sample() {
     "$1" sample "$2" --prompt "The" -n $(($3 * 2 + 200)) --mem-len "$3" --num-samples "$4" \
         --seed 1 --stats --threads 1 -q 2> "$W/err" > /dev/null || { cat "$W/err" >&2; exit 1; }
+    grep '^{' "$W/err" | tail -1 | jq -r '.batch // "?"' > "$W/last_batch"
     grep '^{' "$W/err" | tail -1 | jq -e -r '"\(.full_tok_per_s) \(.full_tok_per_cpu_s)"' \
         | grep -v null || {
         echo "bench: $1 reports no full_tok_per_s / full_tok_per_cpu_s (a txl older than" \
@@ -69,10 +71,12 @@ cell() {
     b=""
     if [ -n "$BASE" ] && [ $((r % 2)) -eq 1 ]; then
         b=$(sample "$BASE" "$2" "$3" "$4"); n=$(sample "$TXL" "$2" "$3" "$4")
+        cp "$W/last_batch" "$W/$1.batch"
     elif [ -n "$BASE" ]; then
-        n=$(sample "$TXL" "$2" "$3" "$4"); b=$(sample "$BASE" "$2" "$3" "$4")
+        n=$(sample "$TXL" "$2" "$3" "$4"); cp "$W/last_batch" "$W/$1.batch"
+        b=$(sample "$BASE" "$2" "$3" "$4")
     else
-        n=$(sample "$TXL" "$2" "$3" "$4")
+        n=$(sample "$TXL" "$2" "$3" "$4"); cp "$W/last_batch" "$W/$1.batch"
     fi
     echo "${n% *}" >> "$W/$1.new"
     echo "${n#* }" >> "$W/$1.newc"
@@ -149,8 +153,9 @@ for c in $cells; do
     j="{\"what\":\"sample\",\"config\":\"$cfg\",\"mem_len\":$m,\"samples\":$n,\"tok_per_s\":$t,\"tok_per_cpu_s\":$tc,\"reps\":$REPS"
     if [ "$n" != 1 ] && [ -f "$W/$cfg.$m.1.new" ]; then
         x1=$(ratio "$t" "$(med "$cfg.$m.1.new")") x1c=$(ratio "$tc" "$(med "$cfg.$m.1.newc")")
-        line="$line (${x1}x / ${x1c}x one stream)"
-        j="$j,\"vs_one_stream\":$x1,\"vs_one_stream_cpu\":$x1c"
+        bt=$(cat "$W/$k.batch")
+        line="$line (${x1}x / ${x1c}x one stream; decoded $bt at a time)"
+        j="$j,\"vs_one_stream\":$x1,\"vs_one_stream_cpu\":$x1c,\"batch\":\"$bt\""
     fi
     if [ "$n" = 1 ]; then
         wmb=$(cat "$W/$cfg.wmb")

@@ -17,7 +17,7 @@
 
 typedef struct {
     const char *prompt, *prompt_file;
-    long n, top_k, mem_len, threads, num_samples;
+    long n, top_k, mem_len, threads, num_samples, batch;
     double temperature, top_p;
     unsigned long long seed;
     int echo, stats, quiet, interactive, show_anchors;
@@ -45,6 +45,12 @@ static const cli_opt sample_options[] = {
      .def = 1, .metavar = "N",
      .help = "N samples of the same prompt, generated side by side as a batch; printed one "
              "after the other, each followed by a line of dashes"},
+    {.name = "--batch", .type = CLI_INT, .off = O(batch), .lo = 0, .hi = 4096, .def = 0,
+     .metavar = "B",
+     .help = "decode at most B of the --num-samples side by side, the rest in groups after "
+             "them (each sample draws its own random numbers whatever B, though the products' "
+             "rounding, and rarely a draw, can differ with the group's size); 0 = as many as "
+             "fit a quarter of the CPU's last-level cache with the weights"},
     {.short_name = "-i", .name = "--interactive", .type = CLI_SWITCH, .off = O(interactive),
      .excludes = "--num-samples",
      .help = "read prompts from stdin, one per line; after each, generate until a newline "
@@ -230,6 +236,7 @@ static void replicate_mem(const model_mem *one, model_mem *many)
 typedef struct {
     long full_tokens;
     double full_s, full_cpu_s;
+    int batch; /* samples decoded side by side (the last group may hold fewer) */
 } full_stats;
 
 /* Where generated text goes: stream 0 straight to stdout (one sample, or interactive),
@@ -308,45 +315,72 @@ static int decoder(session *s, int N, decode_state *ds, txl_err *e)
     return 0;
 }
 
-/* Draws tokens for each of the sink's streams until each has a->n bytes (or stopped at a
- * newline, -i), one token at a time with the
- * memory's keys and values cached, starting from s->logits. Returns the tokens generated
- * (all streams), or -1 with e when the decode state cannot be built. The session's memory
- * and units go on from stream 0's text. */
-static long generate(session *s, const sample_args *a, sink *k, full_stats *fs, txl_err *e)
+/* Samples decoded side by side at a time (--batch; 0 = auto). A step reads the weights once
+ * for all its streams and each stream's cached keys and values once: while the weights and
+ * the streams' caches fit the CPU's last-level cache together, more streams share the weight
+ * reads; past it every step streams them from DRAM. On the 2-core Xeon of doc/performance.md
+ * (L3 reported 260 MB, a share of it in practice), S's throughput fell once the working set
+ * passed 70-80 MB: 32 streams at mem_len 1024 (270 MB) ran at 0.65x the rate of 8. So auto
+ * decodes all N together when they fit a quarter of the reported L3, else as few groups as
+ * hold them with each fitting (sizes differing by at most one), one after the other; with
+ * room for fewer than 2 streams (or no L3 reported) grouping would give up the shared weight
+ * reads for nothing, and all N run together. */
+static int batch_streams(const session *s, const sample_args *a, int N)
 {
-    const int V = s->cfg.model.vocab, N = k->N;
+    if (a->batch > 0)
+        return a->batch < N ? (int)a->batch : N;
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 <= 0 || N <= 2)
+        return N;
+    const model_config *c = &s->cfg.model;
+    double budget = 0.25 * (double)l3, weights = 4.0 * (double)s->mdl.n_floats;
+    double per = 4.0 * 2.0 * c->n_layer * (double)s->M * c->n_head * c->d_head; /* k, v rows */
+    if (weights + N * per <= budget)
+        return N;
+    double fit = per > 0 ? (budget - weights) / per : N;
+    return fit >= 2 ? (int)fit : N;
+}
+
+/* Streams b0 .. b0 + n - 1 of the sink (their rng and units state), decoded side by side
+ * from the session's logits and memory until each has a->n bytes (or stopped at a newline,
+ * -i), one token at a time with the memory's keys and values cached. Returns the tokens
+ * generated, or -1 with e when the decode state cannot be built. With the whole sink in one
+ * group of one stream (interactive), the session's memory and units go on from its text. */
+static long generate_group(session *s, const sample_args *a, sink *k, full_stats *fs,
+                           rng_t *rng, units_state *us, int b0, int n, txl_err *e)
+{
+    const int V = s->cfg.model.vocab;
     sampler_opts so = {.temperature = a->temperature, .top_k = (int)a->top_k,
                        .top_p = a->top_p};
     decode_state ds;
-    if (decoder(s, N, &ds, e))
+    if (decoder(s, n, &ds, e))
         return -1;
-    rng_t *rng = malloc((size_t)N * sizeof *rng);
-    txl_tok *next = malloc((size_t)N * sizeof *next);
-    units_state *us = malloc((size_t)N * sizeof *us);
-    int32_t *co = malloc((size_t)N * TXL_N_COORDS * sizeof *co);
+    txl_tok *next = malloc((size_t)n * sizeof *next);
+    int32_t *co = malloc((size_t)n * TXL_N_COORDS * sizeof *co);
     double *scratch = malloc(3 * (size_t)V * sizeof *scratch);
     int *idx = malloc((size_t)V * sizeof *idx);
     long generated = 0;
-    for (int b = 0; rng && us && b < N; b++) {
-        rng[b].s = rng_key((uint64_t)a->seed, 0x5a3 + (uint64_t)b * 0x10001); /* b = 0: as before */
-        us[b] = s->us;
-    }
     long budget = token_budget(a->n), full_from = -1;
     double t_full = 0, c_full = 0;
-    for (long i = 0; rng && next && us && co && scratch && idx && i < budget; i++) {
+    if (!next || !co || !scratch || !idx) {
+        err_set(e, ERR_RUNTIME, "out of memory for the sampler of %d streams", n);
+        generated = -1;
+        budget = 0;
+    }
+    for (long i = 0; i < budget; i++) {
         int live = 0;
         if (full_from < 0 && ds.m == ds.M) { /* the tokens from here attend to a full memory */
             full_from = generated;
             t_full = cli_now();
             c_full = cli_cpu_now();
         }
-        for (int b = 0; b < N; b++) {
-            const float *lg = i == 0 ? s->logits : decode_logits(&ds) + (size_t)b * V;
-            next[b] = (txl_tok)sampler_pick(lg, V, &so, rng_uniform(&rng[b]), scratch, idx);
-            units_push(&us[b], next[b]); /* coordinates and anchors go on */
-            memcpy(co + (size_t)b * TXL_N_COORDS, us[b].count, sizeof us[b].count);
-            int r = put(k, b, next[b], i);
+        for (int j = 0; j < n; j++) {
+            const int b = b0 + j;
+            const float *lg = i == 0 ? s->logits : decode_logits(&ds) + (size_t)j * V;
+            next[j] = (txl_tok)sampler_pick(lg, V, &so, rng_uniform(&rng[b]), scratch, idx);
+            units_push(&us[b], next[j]); /* coordinates and anchors go on */
+            memcpy(co + (size_t)j * TXL_N_COORDS, us[b].count, sizeof us[b].count);
+            int r = put(k, b, next[j], i);
             if (r < 0) {
                 live = 0;
                 break;
@@ -365,16 +399,47 @@ static long generate(session *s, const sample_args *a, sink *k, full_stats *fs, 
         fs->full_s += cli_now() - t_full;
         fs->full_cpu_s += cli_cpu_now() - c_full;
     }
-    if (N == 1) { /* the memory goes on from what was generated (interactive) */
+    if (k->N == 1 && generated >= 0) { /* the memory goes on from the text (interactive) */
         decode_sync_mem(&ds, &s->mem);
         s->consumed += generated;
-        if (us)
-            s->us = us[0];
+        s->us = us[0];
     }
-    free(rng), free(next), free(us), free(co), free(scratch), free(idx);
+    free(next), free(co), free(scratch), free(idx);
     decode_free(&ds);
     return generated;
 }
+
+/* Draws the sink's N streams (stream b's random numbers from the seed and b alone), in
+ * groups of batch_streams. Returns the tokens generated (all streams), or -1 with e. */
+static long generate(session *s, const sample_args *a, sink *k, full_stats *fs, int *batch,
+                     txl_err *e)
+{
+    const int N = k->N, G = batch_streams(s, a, N);
+    rng_t *rng = malloc((size_t)N * sizeof *rng);
+    units_state *us = malloc((size_t)N * sizeof *us);
+    long generated = 0;
+    if (!rng || !us) {
+        err_set(e, ERR_RUNTIME, "out of memory for %d samples", N);
+        generated = -1;
+    }
+    for (int b = 0; rng && us && b < N; b++) {
+        rng[b].s = rng_key((uint64_t)a->seed, 0x5a3 + (uint64_t)b * 0x10001); /* b = 0: as before */
+        us[b] = s->us;
+    }
+    const int ng = (N + G - 1) / G; /* sizes differing by at most one: a small last group
+                                     * would share its weight reads among few streams */
+    for (int g = 0, b0 = 0; rng && us && g < ng && generated >= 0; g++) {
+        int n = N / ng + (g < N % ng);
+        long t = generate_group(s, a, k, fs, rng, us, b0, n, e);
+        generated = t < 0 ? -1 : generated + t;
+        b0 += n;
+    }
+    if (batch)
+        *batch = N / ng + (N % ng > 0);
+    free(rng), free(us);
+    return generated;
+}
+
 static int session_init(session *s, const char *ckpt, const sample_args *a, txl_err *e)
 {
     st_file f;
@@ -418,7 +483,7 @@ static long sample_batch(session *s, const sample_args *a, full_stats *fs, txl_e
     if (!k.len || !k.done || !k.bytes || (N > 1 && !k.buf))
         err_set(e, ERR_RUNTIME, "out of memory for %d samples of %ld bytes", N, a->n);
     else
-        g = generate(s, a, &k, fs, e);
+        g = generate(s, a, &k, fs, &fs->batch, e);
     for (int b = 0; N > 1 && g >= 0 && b < N; b++) {
         fwrite(k.buf + (size_t)b * cap, 1, (size_t)k.len[b], stdout);
         fputs("\n---------------\n", stdout);
@@ -446,7 +511,7 @@ static long sample_interactive(session *s, const sample_args *a, full_stats *fs,
         sink k = {.N = 1, .live = 1, .stop_at_newline = 1, .len = &(long){0}, .done = &done,
                   .bytes = &(long){0}, .max_bytes = a->n, .show_anchors = a->show_anchors,
                   .anchors = (unsigned)s->cfg.data.anchors};
-        long g = generate(s, a, &k, fs, e);
+        long g = generate(s, a, &k, fs, NULL, e);
         if (g < 0) {
             free(line);
             return -1;
@@ -510,10 +575,11 @@ int cmd_sample(int argc, char **argv)
         fprintf(stderr, "{\"prompt_tokens\":%zu,\"prompt_s\":%.4f,\"tokens\":%ld,\"seconds\":%.4f,"
                 "\"cpu_s\":%.4f,\"tok_per_s\":%.1f,\"full_tokens\":%ld,\"full_s\":%.4f,"
                 "\"full_cpu_s\":%.4f,\"full_tok_per_s\":%s,\"full_tok_per_cpu_s\":%s,"
-                "\"mem_len\":%d,\"samples\":%ld,\"threads\":%d}\n", tlen, t1 - t0,
+                "\"mem_len\":%d,\"samples\":%ld,\"batch\":%d,\"threads\":%d}\n", tlen, t1 - t0,
                 generated < 0 ? 0 : generated, t2 - t1, c2 - c1,
                 (generated < 0 ? 0 : generated) / (t2 - t1 > 0 ? t2 - t1 : 1e-9), fs.full_tokens,
-                fs.full_s, fs.full_cpu_s, full, full_cpu, s.M, a.num_samples, s.threads);
+                fs.full_s, fs.full_cpu_s, full, full_cpu, s.M, a.num_samples,
+                fs.batch > 0 ? fs.batch : 1, s.threads);
     }
     fflush(stdout);
     session_free(&s);

@@ -21,6 +21,18 @@ for i in 1 2 3; do cat $TMP/greedy1; printf '\n---------------\n'; done > $TMP/g
 check "  ... greedy: three samples equal to the single one (batched decoding == one stream)" \
     cmp $TMP/greedy3 $TMP/greedy1x3
 
+# --batch: the samples decoded in groups, one after the other, are the samples of one batch
+# (at most 16 streams: each row's products round the same whatever the rows beside it)
+$TXL sample $CK -p "ROMEO:" -n 80 --seed 7 --num-samples 6 --stats -q > $TMP/six 2>$TMP/six.err ||
+    bad "--num-samples 6: $(cat $TMP/six.err)"
+$TXL sample $CK -p "ROMEO:" -n 80 --seed 7 --num-samples 6 --batch 4 --stats -q > $TMP/six4 \
+    2>$TMP/six4.err || bad "--batch 4: $(cat $TMP/six4.err)"
+check "--batch 4 of 6 samples: two groups of 3 (--stats batch 3)" \
+    test "$(grep '^{' $TMP/six4.err | jq .batch)" = 3
+check "  ... the same six samples as one batch of 6, byte for byte" cmp $TMP/six $TMP/six4
+check "  ... auto: the nano model's 6 streams fit the cache, one batch (--stats batch 6)" \
+    test "$(grep '^{' $TMP/six.err | jq .batch)" = 6
+
 # interactive: one answer per line, the memory kept from line to line
 printf 'First Citizen:\nSecond Citizen:\n' | $TXL sample $CK -i -n 40 --seed 3 -q > $TMP/inter 2>$TMP/err ||
     bad "-i: $(cat $TMP/err)"
