@@ -46,7 +46,7 @@ static const cli_opt sample_options[] = {
      .help = "N samples of the same prompt, generated side by side as a batch; printed one "
              "after the other, each followed by a line of dashes"},
     {.name = "--batch", .type = CLI_INT, .off = O(batch), .lo = 0, .hi = 4096, .def = 0,
-     .metavar = "B",
+     .metavar = "B", .excludes = "--interactive",
      .help = "decode at most B of the --num-samples side by side, the rest in groups after "
              "them (each sample draws its own random numbers whatever B, though the products' "
              "rounding, and rarely a draw, can differ with the group's size); 0 = as many as "

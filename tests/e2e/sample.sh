@@ -32,6 +32,8 @@ check "--batch 4 of 6 samples: two groups of 3 (--stats batch 3)" \
 check "  ... the same six samples as one batch of 6, byte for byte" cmp $TMP/six $TMP/six4
 check "  ... auto: the nano model's 6 streams fit the cache, one batch (--stats batch 6)" \
     test "$(grep '^{' $TMP/six.err | jq .batch)" = 6
+$TXL sample $CK -i --batch 2 -q </dev/null >/dev/null 2>$TMP/err; rc=$?
+check "--batch with -i: exit 2, named" sh -c "test $rc = 2 && grep -q -- '--batch' $TMP/err"
 
 # interactive: one answer per line, the memory kept from line to line
 printf 'First Citizen:\nSecond Citizen:\n' | $TXL sample $CK -i -n 40 --seed 3 -q > $TMP/inter 2>$TMP/err ||
