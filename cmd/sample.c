@@ -40,7 +40,9 @@ static const cli_opt sample_options[] = {
     {.name = "--top-p", .type = CLI_NUM, .off = O(top_p), .dlo = 1e-9, .dhi = 1, .ddef = 1.0,
      .metavar = "P", .help = "nucleus sampling: the smallest set with probability >= P"},
     {.name = "--seed", .type = CLI_U64, .off = O(seed), .def = 1, .metavar = "S",
-     .help = "random seed, 0 to 2^64-1 like train.seed: same seed, same text"},
+     .help = "random seed, 0 to 2^64-1 like train.seed: same seed, same text on the same "
+             "machine (the products' rounding follows the CPU's kernels and, past 16 "
+             "--num-samples, its cache through --batch's default)"},
     {.name = "--num-samples", .type = CLI_INT, .off = O(num_samples), .lo = 1, .hi = 4096,
      .def = 1, .metavar = "N",
      .help = "N samples of the same prompt, generated side by side as a batch; printed one "
@@ -564,6 +566,8 @@ int cmd_sample(int argc, char **argv)
     long generated = a.interactive ? sample_interactive(&s, &a, &fs, &e)
                                    : sample_batch(&s, &a, &fs, &e);
     rc = generated < 0 ? cli_fail("sample", &e) : 0;
+    if (generated < 0) /* no rates from the groups that ran before the failure */
+        fs = (full_stats){0};
     double t2 = cli_now(), c2 = cli_cpu_now();
     if (a.stats) { /* tokens are summed over the streams; no rate without full-memory tokens */
         char full[32] = "null", full_cpu[32] = "null";

@@ -17,7 +17,9 @@ static int before(const double *p, int a, int b)
  * from id order, by the float each p rounds to (its bits, complemented, order the floats
  * descending: p >= 0), then each run of equal floats, in id order already, put in the exact
  * order by insertion (rounding to float is monotone, so only such runs can be out of order;
- * they are rare unless the p are tied, and then already in order). 4.7x faster than a merge
+ * they are rare unless the p are tied, and then already in order). The same permutation as
+ * any sort by `before` for p without NaN (NaN logits make every p NaN; the order of NaNs by
+ * their bits then differs from the merge sort this replaced). 2.4x faster than a merge
  * sort by `before` at V = 256 (5.4 vs 12.8 us, AVX-512; whose mispredicted compares were 8%
  * of a 32-stream decoding step). key: 2 V uint32, tmp: V ints. */
 static void sort_by_prob(int *idx, const double *p, int V, uint32_t *key, int *tmp)
