@@ -412,9 +412,9 @@ static long generate_group(session *s, const sample_args *a, sink *k, full_stats
 }
 
 /* Draws the sink's N streams (stream b's random numbers from the seed and b alone), in
- * groups of batch_streams. Returns the tokens generated (all streams), or -1 with e. */
-static long generate(session *s, const sample_args *a, sink *k, full_stats *fs, int *batch,
-                     txl_err *e)
+ * groups of batch_streams (fs->batch: the largest). Returns the tokens generated (all
+ * streams), or -1 with e. */
+static long generate(session *s, const sample_args *a, sink *k, full_stats *fs, txl_err *e)
 {
     const int N = k->N, G = batch_streams(s, a, N);
     rng_t *rng = malloc((size_t)N * sizeof *rng);
@@ -436,8 +436,7 @@ static long generate(session *s, const sample_args *a, sink *k, full_stats *fs, 
         generated = t < 0 ? -1 : generated + t;
         b0 += n;
     }
-    if (batch)
-        *batch = N / ng + (N % ng > 0);
+    fs->batch = N / ng + (N % ng > 0);
     free(rng), free(us);
     return generated;
 }
@@ -485,7 +484,7 @@ static long sample_batch(session *s, const sample_args *a, full_stats *fs, txl_e
     if (!k.len || !k.done || !k.bytes || (N > 1 && !k.buf))
         err_set(e, ERR_RUNTIME, "out of memory for %d samples of %ld bytes", N, a->n);
     else
-        g = generate(s, a, &k, fs, &fs->batch, e);
+        g = generate(s, a, &k, fs, e);
     for (int b = 0; N > 1 && g >= 0 && b < N; b++) {
         fwrite(k.buf + (size_t)b * cap, 1, (size_t)k.len[b], stdout);
         fputs("\n---------------\n", stdout);
@@ -513,7 +512,7 @@ static long sample_interactive(session *s, const sample_args *a, full_stats *fs,
         sink k = {.N = 1, .live = 1, .stop_at_newline = 1, .len = &(long){0}, .done = &done,
                   .bytes = &(long){0}, .max_bytes = a->n, .show_anchors = a->show_anchors,
                   .anchors = (unsigned)s->cfg.data.anchors};
-        long g = generate(s, a, &k, fs, NULL, e);
+        long g = generate(s, a, &k, fs, e);
         if (g < 0) {
             free(line);
             return -1;

@@ -328,7 +328,8 @@ void kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_ma
 {
     memset(k, 0, sizeof *k);
     k->m = -1;
-    if (M <= 0 || pos_get(cfg->pos)->window_keys)
+    size_t n = kv_cache_plan_floats(cfg, B, M, Lq_max);
+    if (!n)
         return;
     k->n_layer = cfg->n_layer;
     k->B = B;
@@ -336,8 +337,7 @@ void kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_ma
     k->Lq_max = Lq_max;
     k->cap = M + 2 * Lq_max;
     k->row = 2 * cfg->n_head * cfg->d_head;
-    size_t n = kv_cache_plan_floats(cfg, B, M, Lq_max);
-    k->buf = aligned_alloc(64, align_up(n ? n : 1) * sizeof(float)); /* NULL: none */
+    k->buf = aligned_alloc(64, align_up(n) * sizeof(float)); /* NULL: none */
 }
 
 void kv_cache_invalidate(kv_cache *k) { k->m = -1; }
