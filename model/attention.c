@@ -16,7 +16,8 @@
 #include "dropout.h"
 #include "gemm.h"
 
-/* Per thread: qu, qv, dqa [Lq, dh]; two [Lq, klen] planes (BDraw / dP, P' / dBDraw); and
+/* Per thread: qu, qv, dqa [Lq, dh]; Lq zeros (the backward's, see position_backward); two
+ * [Lq, klen] planes (BDraw / dP, P'); and
  * the backward's partial sums of the accumulated gradients: drk [klen, H*dh], du and dv
  * [H, dh], d_dist_bias [H, klen]. */
 /* Threads for a call: all of them unless the work is too small to pay for a fork/join
@@ -32,7 +33,7 @@ static int attn_threads(const attn_args *a)
 
 static size_t per_thread(int Lq, int klen, int dh, int H)
 {
-    return (size_t)3 * Lq * dh + (size_t)2 * Lq * klen + (size_t)klen * H * dh +
+    return (size_t)3 * Lq * dh + (size_t)Lq + (size_t)2 * Lq * klen + (size_t)klen * H * dh +
            (size_t)2 * H * dh + (size_t)H * klen;
 }
 
@@ -223,12 +224,15 @@ void attn_decode(float *vec, const float *q, const float *kv, const attn_args *a
     }
 }
 
-/* xl's position terms of one (b, h): scatter dS onto the diagonals of each block's BDraw
- * (columns Lq-i1 ..), then dq += scale dBD rk, drk += scale dBD^T (q+v), dv += colsum.
- * dqa, qv, dbd: scratch [Lq, dh], [Lq, dh], [Lq, klen]. */
+/* xl's position terms of one (b, h): dq += scale dBD rk, drk += scale dBD^T (q+v), dv +=
+ * colsum, where a block's dBDraw (columns p = Lq-i1 ..) holds dS along its diagonals:
+ * dBDraw[i][p] = dS[i][p - (i1-1-i)], zero where that column is negative. That matrix is dS
+ * itself read with a row stride of klen + 1 from i1-1 floats before the block's first row:
+ * a negative column lands on the end of the row above, masked (zero in dS) because
+ * klen - (i1-1-i) >= m + i, and row 0's on the Lq zeros kept before dS. So the products read
+ * the very numbers a shifted copy would hold, without the copy. dqa, qv: scratch [Lq, dh]. */
 static void position_backward(float *dqbh, float *drk, float *dv, float *dqa, float *qv,
-                              float *dbd, const float *dS, const float *qbh,
-                              const attn_args *a, int h)
+                              const float *dS, const float *qbh, const attn_args *a, int h)
 {
     const int H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
     const int hd = H * dh, rb = row_block(a);
@@ -236,17 +240,12 @@ static void position_backward(float *dqbh, float *drk, float *dv, float *dqa, fl
                  dh);
     for (int i0 = 0; i0 < Lq; i0 += rb) {
         int i1 = i0 + rb < Lq ? i0 + rb : Lq, rows = i1 - i0, w = m + i1;
-        for (int i = i0; i < i1; i++) {
-            float *row = dbd + (size_t)i * klen;
-            int sh = i1 - 1 - i;
-            memset(row, 0, (size_t)sh * sizeof *row);
-            memcpy(row + sh, dS + (size_t)i * klen, (size_t)(w - sh) * sizeof *row);
-        }
+        const float *dbd = dS + (size_t)i0 * (klen + 1) - (i1 - 1);
         const float *rkb = a->rk + (size_t)(Lq - i1) * hd + (size_t)h * dh;
-        gemm(dqa + (size_t)i0 * dh, dbd + (size_t)i0 * klen, rkb, rows, dh, w, 0, 0,
-             a->scale, 0.0f, klen, hd, dh);
-        gemm(drk + (size_t)(Lq - i1) * hd + (size_t)h * dh, dbd + (size_t)i0 * klen,
-             qv + (size_t)i0 * dh, w, dh, rows, 1, 0, a->scale, 1.0f, klen, dh, hd);
+        gemm(dqa + (size_t)i0 * dh, dbd, rkb, rows, dh, w, 0, 0, a->scale, 0.0f, klen + 1, hd,
+             dh);
+        gemm(drk + (size_t)(Lq - i1) * hd + (size_t)h * dh, dbd, qv + (size_t)i0 * dh, w, dh,
+             rows, 1, 0, a->scale, 1.0f, klen + 1, dh, hd);
     }
     for (int i = 0; i < Lq && !a->no_q_position; i++)
         for (int c = 0; c < dh; c++)
@@ -265,8 +264,8 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
     const int H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
     const int hd = H * dh, rb = row_block(a);
     float *qu = scratch, *qv = qu + (size_t)Lq * dh, *dqa = qv + (size_t)Lq * dh;
-    float *dS = dqa + (size_t)Lq * dh;         /* dP, then dS in place */
-    float *plane2 = dS + (size_t)Lq * klen;     /* P' (dropatt), then dBDraw */
+    float *dS = dqa + (size_t)Lq * dh + Lq;    /* dP, then dS in place, after Lq zeros */
+    float *plane2 = dS + (size_t)Lq * klen;     /* P' (dropatt) */
     const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
     const float *kbh = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
     const float *vbh = kbh + hd;
@@ -333,7 +332,7 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
                 du[(size_t)h * dh + c] += dqa[(size_t)i * dh + c];
 
     if (a->rk)
-        position_backward(dqbh, drk, dv, dqa, qv, plane2, dS, qbh, a, h);
+        position_backward(dqbh, drk, dv, dqa, qv, dS, qbh, a, h);
     if (d_score_bias)
         a->score_bias->grad(a->score_bias, dS, klen, b, h, Lq, m, d_score_bias);
     if (d_dist_bias) {
@@ -353,7 +352,7 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
     const int H = a->H, dh = a->dh, Lq = a->Lq, klen = a->m + Lq, hd = H * dh;
     const int pairs = a->B * H;
     const size_t per = per_thread(Lq, klen, dh, H);
-    const size_t work = (size_t)3 * Lq * dh + (size_t)2 * Lq * klen;
+    const size_t work = (size_t)3 * Lq * dh + (size_t)Lq + (size_t)2 * Lq * klen;
     const size_t n_rk = (size_t)klen * hd, n_uv = (size_t)H * dh, n_db = (size_t)H * klen;
     int nt = attn_threads(a);
     const attn_bias_fn *sb = a->score_bias;
@@ -365,6 +364,7 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
         float *p_rk = scr + work, *p_u = p_rk + n_rk, *p_v = p_u + n_uv, *p_db = p_v + n_uv;
         float *p_sb = sb ? sb->partials + sb->grad_floats * (size_t)par_thread_id() : NULL;
         memset(p_rk, 0, (n_rk + 2 * n_uv + n_db) * sizeof(float));
+        memset(scr + (size_t)3 * Lq * dh, 0, (size_t)Lq * sizeof(float)); /* before dS */
         if (p_sb)
             memset(p_sb, 0, sb->grad_floats * sizeof(float));
 #pragma omp for schedule(static)
