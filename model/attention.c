@@ -31,10 +31,16 @@ static int attn_threads(const attn_args *a)
     return work < (1 << 18) ? 1 : nt;
 }
 
+/* the part every (b, h) reuses: qu, qv, dqa, the zeros and the two planes */
+static size_t per_pair(int Lq, int klen, int dh)
+{
+    return (size_t)3 * Lq * dh + (size_t)Lq + (size_t)2 * Lq * klen;
+}
+
 static size_t per_thread(int Lq, int klen, int dh, int H)
 {
-    return (size_t)3 * Lq * dh + (size_t)Lq + (size_t)2 * Lq * klen + (size_t)klen * H * dh +
-           (size_t)2 * H * dh + (size_t)H * klen;
+    return per_pair(Lq, klen, dh) + (size_t)klen * H * dh + (size_t)2 * H * dh +
+           (size_t)H * klen;
 }
 
 size_t attn_scratch_floats(int Lq, int klen, int dh, int H, int threads)
@@ -266,6 +272,7 @@ static void backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
     float *qu = scratch, *qv = qu + (size_t)Lq * dh, *dqa = qv + (size_t)Lq * dh;
     float *dS = dqa + (size_t)Lq * dh + Lq;    /* dP, then dS in place, after Lq zeros */
     float *plane2 = dS + (size_t)Lq * klen;     /* P' (dropatt) */
+    memset(dS - Lq, 0, (size_t)Lq * sizeof *dS); /* the forward uses this scratch too */
     const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
     const float *kbh = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
     const float *vbh = kbh + hd;
@@ -352,7 +359,7 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
     const int H = a->H, dh = a->dh, Lq = a->Lq, klen = a->m + Lq, hd = H * dh;
     const int pairs = a->B * H;
     const size_t per = per_thread(Lq, klen, dh, H);
-    const size_t work = (size_t)3 * Lq * dh + (size_t)Lq + (size_t)2 * Lq * klen;
+    const size_t work = per_pair(Lq, klen, dh);
     const size_t n_rk = (size_t)klen * hd, n_uv = (size_t)H * dh, n_db = (size_t)H * klen;
     int nt = attn_threads(a);
     const attn_bias_fn *sb = a->score_bias;
@@ -364,7 +371,6 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
         float *p_rk = scr + work, *p_u = p_rk + n_rk, *p_v = p_u + n_uv, *p_db = p_v + n_uv;
         float *p_sb = sb ? sb->partials + sb->grad_floats * (size_t)par_thread_id() : NULL;
         memset(p_rk, 0, (n_rk + 2 * n_uv + n_db) * sizeof(float));
-        memset(scr + (size_t)3 * Lq * dh, 0, (size_t)Lq * sizeof(float)); /* before dS */
         if (p_sb)
             memset(p_sb, 0, sb->grad_floats * sizeof(float));
 #pragma omp for schedule(static)
