@@ -189,6 +189,7 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/fuzz/fuzz_%.o $(BUILD)/fuzz/replay.o $(BUILD)/f
 test-mpi:
 	$(MAKE) MPI=1 $(BIN)
 	TXL_BIN=$(abspath $(BIN)) tests/mpi/equivalence.sh
+	TXL_BIN=$(abspath $(BIN)) sh tests/mpi/signal_race.sh
 
 clean:
 	rm -rf build build-asan build-mpi build-fuzz build-portable build-avx2 $(sort txl $(BIN))

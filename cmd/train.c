@@ -718,6 +718,9 @@ typedef struct {
     double gemm_log;       /* GEMM thread-seconds at the last log line */
     double loss, norm, lr; /* of the last step: mean loss (nats), gradient norm, lr */
     size_t ntok;           /* tokens of the last step (the whole batch) */
+    int stop;              /* the stop signal all ranks agreed on (0: none yet); every
+                            * collective decision reads this, never stop_signal itself,
+                            * which a signal may change on one rank at any moment */
 } loop_state;
 
 static void loop_init(trainer *t, loop_state *ls)
@@ -950,26 +953,45 @@ static int train_step(trainer *t, loop_state *ls, txl_err *e)
     return 0;
 }
 
-/* Whether a stop signal has come, as all ranks agree (it may reach one rank first). */
-static int stop_requested(void)
+/* Whether a stop signal has come, as all ranks agree (it may reach one rank first): the
+ * agreed signal goes into ls->stop, which is what every later decision of the step reads. */
+static int stop_requested(loop_state *ls)
 {
-    int want_stop = dist_max_int(stop_signal);
-    if (want_stop && !stop_signal)
-        stop_signal = want_stop;
-    return want_stop != 0;
+    int agreed = dist_max_int(stop_signal);
+    if (agreed && !ls->stop)
+        ls->stop = agreed;
+    return ls->stop != 0;
 }
 
+#ifdef TXL_MPI
+/* TXL_TEST_SIGNAL=RANK:STEP (tests/mpi/signal_race.sh): that rank raises SIGTERM right
+ * after the step's stop agreement, the moment at which a real signal reaching one rank
+ * used to split the ranks' decisions. */
+static void test_signal_hook(long step)
+{
+    const char *v = getenv("TXL_TEST_SIGNAL");
+    int rank;
+    long at;
+    if (v && sscanf(v, "%d:%ld", &rank, &at) == 2 && rank == dist_self()->rank && at == step)
+        raise(SIGTERM);
+}
+#else
+static void test_signal_hook(long step) { (void)step; }
+#endif
+
 /* Whether this step ends the invocation: max_steps, the time budget, --steps or a signal.
- * All ranks must agree (a signal or the clock may reach one rank first). */
-static int run_ends(const trainer *t, const loop_state *ls, double run_s)
+ * All ranks must agree (a signal or the clock may reach one rank first): the signal counts
+ * as agreed by stop_requested, the rest by one more reduction. */
+static int run_ends(const trainer *t, loop_state *ls, double run_s)
 {
     const train_config *tc = &t->cfg.train;
     long step = t->st.step;
-    stop_requested();
+    stop_requested(ls);
+    test_signal_hook(step);
     return dist_max_int(step == tc->max_steps ||
                         (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
-                        (t->run_steps > 0 && step - ls->first_step >= t->run_steps) ||
-                        stop_signal);
+                        (t->run_steps > 0 && step - ls->first_step >= t->run_steps)) ||
+           ls->stop;
 }
 
 /* A log line (log.jsonl, and the progress line on stderr) for the steps since the last. */
@@ -1043,12 +1065,12 @@ static int log_terms(trainer *t, txl_err *e)
 /* Validation when due (a new best loss writes best), then `last` when due. A signal that
  * came after run_ends (during validation, say) ends the run here too: *at_end becomes 1 and
  * last holds this step. */
-static int eval_and_save(trainer *t, int *at_end, txl_err *e)
+static int eval_and_save(trainer *t, loop_state *ls, int *at_end, txl_err *e)
 {
     const train_config *tc = &t->cfg.train;
     long step = t->st.step;
     double vloss = NAN;
-    if ((tc->eval_interval > 0 && step % tc->eval_interval == 0) || (*at_end && !stop_signal)) {
+    if ((tc->eval_interval > 0 && step % tc->eval_interval == 0) || (*at_end && !ls->stop)) {
         if (run_valid(t, &vloss, e))
             return stop_keeping_last(t, e);
         if (vloss < t->st.best_valid) {
@@ -1060,7 +1082,7 @@ static int eval_and_save(trainer *t, int *at_end, txl_err *e)
     if (((tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0) || *at_end) &&
         save_checkpoint(t, t->last_path, 1, vloss, e))
         return -1;
-    if (!*at_end && stop_requested()) { /* one more agreement: all ranks stop alike */
+    if (!*at_end && stop_requested(ls)) { /* one more agreement: all ranks stop alike */
         *at_end = 1;
         if (t->last_step != step && save_checkpoint(t, t->last_path, 1, vloss, e))
             return -1;
@@ -1182,10 +1204,10 @@ static int train_loop(trainer *t, txl_err *e)
         int at_end = run_ends(t, &ls, run_s);
         if (t->st.step % t->cfg.train.log_interval == 0 || at_end)
             log_progress(t, &ls, now, run_s);
-        if (log_terms(t, e) || eval_and_save(t, &at_end, e))
+        if (log_terms(t, e) || eval_and_save(t, &ls, &at_end, e))
             return -1;
         if (at_end) {
-            exit_sig = stop_signal; /* 0 at max_steps, the time budget or --steps */
+            exit_sig = ls.stop; /* 0 at max_steps, the time budget or --steps */
             break;
         }
     }
