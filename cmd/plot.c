@@ -158,10 +158,34 @@ const char *str_field(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* Calls fn(obj, line number, ctx) for every JSON line of path. A last line without its
- * newline is a run still writing it and is skipped; any other unparsable line is an error. */
+/* A line that is not a JSON object may be the one a run was writing when it was killed:
+ * the last line of the file, or (once the run resumed, which starts on a new line) the line
+ * before a start event. A line from txl before 0.1.1 may also hold such a cut line with the
+ * resumed run's start event glued to it: the object that begins at the last `{"event":` of
+ * the line is read, the cut part skipped (logs of a txl that appended without that newline). */
+static cJSON *recover_glued(const char *line)
+{
+    const char *p = NULL;
+    for (const char *q = strstr(line + 1, "{\"event\":"); q; q = strstr(q + 1, "{\"event\":"))
+        p = q;
+    cJSON *o = p ? cJSON_Parse(p) : NULL;
+    if (o && !cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return o;
+}
+
+static int is_start(const cJSON *o)
+{
+    const char *ev = str_field(o, "event");
+    return ev && strcmp(ev, "start") == 0;
+}
+
+/* Calls fn(obj, line number, ctx) for every JSON line of path. Damaged lines (see
+ * recover_glued) are skipped and counted on stderr; any other unparsable line is an error. */
 int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), void *ctx,
-                          long *nlines, txl_err *e)
+                   long *nlines, txl_err *e)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -169,31 +193,59 @@ int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), voi
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    long ln = 0;
+    long ln = 0, pending = 0, damaged = 0, first_damaged = 0; /* pending: a bad line's number */
     int rc = 0;
     *nlines = 0;
     while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
         ln++;
-        int complete = len > 0 && line[len - 1] == '\n';
         const char *p = line;
         while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
             p++;
         if (!*p)
             continue;
         cJSON *o = cJSON_Parse(line);
-        if (!o || !cJSON_IsObject(o)) {
+        if (o && !cJSON_IsObject(o)) {
             cJSON_Delete(o);
-            if (!complete)
-                break;
-            rc = err_set(e, ERR_INPUT, "%s:%ld: not a JSON object", path, ln);
+            o = NULL;
+        }
+        int glued = 0;
+        if (!o) {
+            cJSON *r = recover_glued(line);
+            if (r && is_start(r)) {
+                o = r;
+                glued = 1;
+            } else {
+                cJSON_Delete(r);
+            }
+        }
+        if (pending && !(o && is_start(o))) { /* a bad line in the middle of a run */
+            rc = err_set(e, ERR_INPUT, "%s:%ld: not a JSON object", path, pending);
+            cJSON_Delete(o);
             break;
+        }
+        if (pending || glued) {
+            first_damaged = first_damaged ? first_damaged : pending ? pending : ln;
+            damaged++;
+            pending = 0;
+        }
+        if (!o) {
+            pending = ln;
+            continue;
         }
         (*nlines)++;
         rc = fn(o, ln, ctx);
         cJSON_Delete(o);
     }
+    if (rc == 0 && pending) { /* the last line: a run still writing it, or killed */
+        first_damaged = first_damaged ? first_damaged : pending;
+        damaged++;
+    }
     if (rc == 0 && ferror(f))
         rc = err_set(e, ERR_RUNTIME, "%s: read error: %s", path, strerror(errno));
+    if (rc == 0 && damaged)
+        fprintf(stderr, "txl plot: %s: skipped %ld damaged line%s (from line %ld: cut by a "
+                "run that was killed while writing it, or still being written)\n", path,
+                damaged, damaged == 1 ? "" : "s", first_damaged);
     free(line);
     fclose(f);
     return rc;

@@ -48,8 +48,9 @@ char *dupstr(const char *s);
 /* A finite number field, or 0. */
 int num_field(const cJSON *o, const char *key, double *out);
 const char *str_field(const cJSON *o, const char *key);
-/* Calls fn(obj, line number, ctx) for every JSON line of path (a last line without its
- * newline is skipped, any other unparsable line is an error). */
+/* Calls fn(obj, line number, ctx) for every JSON line of path. A damaged line (the last
+ * line, or one before a start event: cut by a killed run; or a cut line with a start event
+ * glued to it) is skipped and counted on stderr; any other unparsable line is an error. */
 int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), void *ctx,
                    long *nlines, txl_err *e);
 /* A gnuplot single-quoted string. */

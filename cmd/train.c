@@ -266,8 +266,18 @@ static FILE *open_log(const char *path, int resume, txl_err *e)
         err_set(e, ERR_RUNTIME, "%s: cannot remove the old log: %s", path, strerror(errno));
         return NULL;
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
+    int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
                             (resume ? 0 : O_EXCL), 0644);
+    /* a run killed while writing a line left it without its newline: the next event starts
+     * on a line of its own (readers skip the cut line) */
+    struct stat sb;
+    char lastc = '\n';
+    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size > 0 &&
+        pread(fd, &lastc, 1, sb.st_size - 1) == 1 && lastc != '\n' && write(fd, "\n", 1) != 1) {
+        err_set(e, ERR_RUNTIME, "%s: cannot append: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
     FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
     if (!f) {
         open_err(e, path);
