@@ -670,29 +670,65 @@ int cli_meta_count(const st_file *f, const char *key, long long def, long long *
     return 0;
 }
 
+long long cli_ckpt_step(const char *path)
+{
+    st_file f;
+    txl_err e = {0};
+    long long step = -1;
+    if (st_read(&f, path, &e) != 0)
+        return -1;
+    if (cli_meta_count(&f, "step", -1, &step, &e) != 0)
+        step = -1;
+    st_free(&f);
+    return step;
+}
+
+int cli_run_ckpt(const char *dir, const char *name, char *buf, size_t cap, txl_err *e)
+{
+    char gz[CFG_PATH_MAX + 64], plain[CFG_PATH_MAX + 64];
+    struct stat sb;
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    snprintf(gz, sizeof gz, "%.*s/%s.safetensors.gz", (int)n, dir, name);
+    snprintf(plain, sizeof plain, "%.*s/%s.safetensors", (int)n, dir, name);
+    int has_gz = stat(gz, &sb) == 0 && S_ISREG(sb.st_mode);
+    int has_plain = stat(plain, &sb) == 0 && S_ISREG(sb.st_mode);
+    if (!has_gz && !has_plain)
+        return 0;
+    /* both: a run that switched train.ckpt_gzip, stopped before its first write of the new
+     * format removed the old one (or a run of an older txl): the later step wins, a tie
+     * the gzip'd file (either holds that step) */
+    const char *pick = has_gz && (!has_plain || cli_ckpt_step(gz) >= cli_ckpt_step(plain)) ? gz : plain;
+    if (strlen(pick) >= cap)
+        return err_set(e, ERR_INPUT, "%s: path too long", dir);
+    snprintf(buf, cap, "%s", pick);
+    return 1;
+}
+
 int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *buf, size_t cap,
                   txl_err *e)
 {
-    static const char *const names[] = { "best.safetensors.gz", "best.safetensors",
-                                         "last.safetensors.gz", "last.safetensors" };
     struct stat sb;
     if (stat(arg, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         snprintf(buf, cap, "%s", arg); /* a file (or an error st_read will name) */
         return 0;
     }
-    size_t n = strlen(arg);
-    while (n > 1 && arg[n - 1] == '/')
-        n--;
-    for (int i = last ? 2 : 0; i < 4; i++) {
-        if ((size_t)snprintf(buf, cap, "%.*s/%s", (int)n, arg, names[i]) >= cap)
-            return err_set(e, ERR_INPUT, "%s: path too long", arg);
-        if (stat(buf, &sb) == 0 && S_ISREG(sb.st_mode)) {
-            if (!quiet)
-                fprintf(stderr, "txl %s: %.*s is a run directory: using %s\n", cmd, (int)n,
-                        arg, buf);
-            return 0;
-        }
+    int found = last ? 0 : cli_run_ckpt(arg, "best", buf, cap, e);
+    if (found == 0)
+        found = cli_run_ckpt(arg, "last", buf, cap, e);
+    if (found < 0)
+        return -1;
+    if (found) {
+        if (!quiet)
+            fprintf(stderr, "txl %s: %s is a run directory: using %s\n", cmd, arg, buf);
+        return 0;
     }
+    char best[CFG_PATH_MAX];
+    if (last && cli_run_ckpt(arg, "best", best, sizeof best, e) > 0)
+        return err_set(e, ERR_INPUT, "%s: a run directory without a last checkpoint, only %s "
+                       "(it holds no optimiser state to resume from): --init-from %s starts a "
+                       "new run from its weights", arg, best, best);
     return err_set(e, ERR_INPUT, "%s: a directory without a checkpoint (expected %s%s in it)",
                    arg, last ? "" : "best.safetensors.gz or ", "last.safetensors.gz");
 }

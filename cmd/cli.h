@@ -195,10 +195,19 @@ int cli_check_config_tensors(const st_file *f, const model_config *m, const char
  * def; else a decimal integer in [0, 2^53], or ERR_INPUT naming the file and the key. */
 int cli_meta_count(const st_file *f, const char *key, long long def, long long *out,
                    txl_err *e);
+/* A run directory's checkpoint NAME ("last" or "best"): NAME.safetensors.gz or
+ * NAME.safetensors, and when both are there (train.ckpt_gzip was switched) the one that
+ * records the later step. 1 with its path in buf, 0 when there is neither, -1 with e. */
+int cli_run_ckpt(const char *dir, const char *name, char *buf, size_t cap, txl_err *e);
+/* The step a checkpoint records (metadata "step"), or -1 when it cannot be read (it then
+ * loses a choice between two formats, and its reader names the problem later). */
+long long cli_ckpt_step(const char *path);
 /* A checkpoint argument: a file as given, or a run directory (train.out_dir): its last
- * checkpoint when `last` (--resume), else its best, or its last when it has no best. The
- * path goes into buf (cap >= CFG_PATH_MAX); when a directory was given, `cmd` says on
- * stderr which file it took (unless quiet). -1 with e when the directory has none. */
+ * checkpoint when `last` (--resume), else its best, or its last when it has no best
+ * (cli_run_ckpt picks between the two formats). The path goes into buf (cap >=
+ * CFG_PATH_MAX); when a directory was given, `cmd` says on stderr which file it took
+ * (unless quiet). -1 with e when the directory has none (for --resume of a directory with
+ * only a best, the message suggests --init-from). */
 int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *buf, size_t cap,
                   txl_err *e);
 /* Reads a checkpoint (a file, or a run directory's best else last: cli_ckpt_path, `cmd`

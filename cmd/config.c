@@ -1587,6 +1587,55 @@ int cfg_set(txl_config *c, const char *assignment, txl_err *e)
     return rc;
 }
 
+int cfg_set_targets(const char *assignment, const char *section, const char *name)
+{
+    cfg_src s = { .flag = assignment };
+    txl_err e = {0};
+    const char *eq = strchr(assignment, '=');
+    return eq && set_key(&s, assignment, eq, &e) == key_find(section, name) &&
+           key_find(section, name) >= 0;
+}
+
+/* 1 when s is well-formed UTF-8 (what every config source is; see check_text). */
+static int is_utf8(const unsigned char *s)
+{
+    while (*s) {
+        int n = *s < 0x80 ? 0 : (*s & 0xE0) == 0xC0 ? 1 : (*s & 0xF0) == 0xE0 ? 2
+                : (*s & 0xF8) == 0xF0 ? 3 : -1;
+        if (n < 0 || (n == 1 && *s < 0xC2) || (n == 3 && *s > 0xF4))
+            return 0;
+        unsigned cp = n == 0 ? *s : *s & (0x3F >> n);
+        for (int i = 1; i <= n; i++) {
+            if ((s[i] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i] & 0x3F);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        s += n + 1;
+    }
+    return 1;
+}
+
+int cfg_set_text(txl_config *c, const char *section, const char *name, const char *value,
+                 const char *origin, txl_err *e)
+{
+    int ki = key_find(section, name);
+    assert(ki >= 0 && (keys[ki].type == CT_PATH || keys[ki].type == CT_NAME));
+    const cfg_key *k = &keys[ki];
+    char why[768], full[64];
+    cfg_value v;
+    key_fullname(k, full, sizeof full);
+    if (!is_utf8((const unsigned char *)value))
+        return err_set(e, ERR_INPUT, "%s: %s: not UTF-8 text", origin, full);
+    if (parse_scalar(k, value, strlen(value), 0, &v, why, sizeof why) ||
+        key_check(k, &v, why, sizeof why))
+        return err_set(e, ERR_INPUT, "%s: %s", origin, why);
+    key_put(k, c, &v);
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Validation */
 

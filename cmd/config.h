@@ -89,6 +89,12 @@ int cfg_load_yaml(txl_config *c, const char *path, txl_err *e);
 /* Applies one "section.key=value" override (value parsed as YAML scalar text).
  * Unknown key or malformed value: -1, message names the flag text. */
 int cfg_set(txl_config *c, const char *assignment, txl_err *e);
+/* 1 when the override text `assignment` sets SECTION.NAME (as cfg_set would read it). */
+int cfg_set_targets(const char *assignment, const char *section, const char *name);
+/* Sets a path or name key to `value` as it is (a string, no YAML parsing), with the key's
+ * checks and UTF-8; -1 with "ORIGIN: ..." in e. */
+int cfg_set_text(txl_config *c, const char *section, const char *name, const char *value,
+                 const char *origin, txl_err *e);
 
 /* Checks ranges and cross-key consistency (d_model even, n_head*d_head > 0, tgt_len >= 1,
  * lr > 0, split sums to <= 1 with a positive train and valid part, ...). `origin` names

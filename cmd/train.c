@@ -91,8 +91,10 @@ typedef struct {
     int quiet, tty;
     long run_steps;       /* --steps: stop after this many steps in this invocation (0 = off) */
     int threads;          /* OpenMP threads of this rank */
-    long last_step;       /* the step last_path holds: written by this run, or the file this
-                           * run resumed from; -1 if neither */
+    long last_step;       /* the step held_path holds: written by this run, or the file this
+                           * run resumed from (out_dir's last, in either format); -1 if neither */
+    char held_path[1100]; /* that file: last_path, or the resumed one */
+    const char *resumed_from; /* --resume's checkpoint (the file), or NULL */
     int lock_fd;          /* out_dir/.txl.lock, flock'ed for the whole run (rank 0); -1 */
     double t_start;
     /* the plan's sizes, in floats: of the model (w, and alike g, m, v) and of the activation
@@ -345,15 +347,39 @@ static int open_data(trainer *t, txl_err *e)
 static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
                             double valid_loss, txl_err *e);
 
+/* After PATH (out_dir/last or best in this run's format) was written, the same checkpoint
+ * in the other format is an older one (train.ckpt_gzip was switched): removed, so that
+ * neither `--resume DIR` nor `eval DIR` can take it. */
+static void remove_other_format(const trainer *t, const char *path)
+{
+    char other[1200];
+    size_t n = strlen(path);
+    if (n > 3 && strcmp(path + n - 3, ".gz") == 0)
+        snprintf(other, sizeof other, "%.*s", (int)(n - 3), path);
+    else
+        snprintf(other, sizeof other, "%s.gz", path);
+    if (unlink(other) == 0) {
+        if (!t->quiet)
+            fprintf(stderr, "%stxl train: removed %s, the older checkpoint in the other format "
+                    "(train.ckpt_gzip changed)\n", t->tty ? "\r\033[K" : "", other);
+    } else if (errno != ENOENT) {
+        fprintf(stderr, "txl train: warning: cannot remove %s, an older checkpoint in the other "
+                "format: %s (readers of the run directory take the later step)\n", other,
+                strerror(errno));
+    }
+}
+
 /* What `last` holds, for messages about a stop: "PATH still holds step N", or that this run
  * wrote none. */
 static void last_desc(const trainer *t, char *buf, size_t cap)
 {
+    char before[CFG_PATH_MAX];
+    txl_err e = {0};
     if (t->last_step >= 0)
-        snprintf(buf, cap, "%s still holds step %ld", t->last_path, t->last_step);
-    else if (access(t->last_path, F_OK) == 0)
+        snprintf(buf, cap, "%s still holds step %ld", t->held_path, t->last_step);
+    else if (cli_run_ckpt(t->cfg.train.out_dir, "last", before, sizeof before, &e) > 0)
         snprintf(buf, cap, "no checkpoint was written (%s is the one from before this run)",
-                 t->last_path);
+                 before);
     else
         snprintf(buf, cap, "no checkpoint was written (there is no %s)", t->last_path);
 }
@@ -431,8 +457,12 @@ static int save_checkpoint(trainer *t, const char *path, int with_state, double 
             err_set(e, ERR_RUNTIME, "%s: rank 0 failed to write the checkpoint", path);
         return -1;
     }
-    if (with_state)
+    if (dist_is_root())
+        remove_other_format(t, path);
+    if (with_state) {
         t->last_step = t->st.step;
+        snprintf(t->held_path, sizeof t->held_path, "%s", path);
+    }
     return 0;
 }
 
@@ -677,6 +707,9 @@ static void print_plan(const trainer *t)
             m->dropout, par / 1048576.0, act / 1048576.0, mem_bytes(t) / 1048576.0,
             plan_mib(t), t->train_s.n, t->train_s.path,
             t->valid_s.n, t->test_s.n, cli_blas_core(), c->train.out_dir);
+    if (t->resumed_from)
+        fprintf(stderr, "  resuming at step %ld of %ld from %s\n", t->st.step,
+                c->train.max_steps, t->resumed_from);
 }
 
 /* The streams of a pass over the valid split: train.batch_size, fewer when the split is
@@ -1227,8 +1260,65 @@ static int train_loop(trainer *t, txl_err *e)
 /* ---------------------------------------------------------------------------------------
  * Setup, in the order cmd_train runs it: config, data, out_dir, model, resume, start. */
 
+/* The directory of a checkpoint file when it is a run directory (it holds config.yaml or
+ * log.jsonl, or the file is a last or best checkpoint): 1 and the directory in dir. */
+static int ckpt_run_dir(const char *ckpt, char *dir, size_t cap)
+{
+    static const char *const names[] = {"last.safetensors.gz", "last.safetensors",
+                                        "best.safetensors.gz", "best.safetensors"};
+    const char *slash = strrchr(ckpt, '/');
+    const char *base = slash ? slash + 1 : ckpt;
+    size_t n = slash ? (size_t)(slash - ckpt) : 0;
+    if (!slash)
+        snprintf(dir, cap, ".");
+    else if ((size_t)snprintf(dir, cap, "%.*s", n ? (int)n : 1, n ? ckpt : "/") >= cap)
+        return 0;
+    int named = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        named |= strcmp(base, names[i]) == 0;
+    char p[CFG_PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/config.yaml", dir);
+    if (named || access(p, F_OK) == 0)
+        return 1;
+    snprintf(p, sizeof p, "%s/log.jsonl", dir);
+    return access(p, F_OK) == 0;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* --resume writes where its checkpoint is: the run directory it came from, whatever out_dir
+ * the checkpoint's config names (a copied or moved run directory still names the original,
+ * which the run would otherwise write over). A config file (-c: its train.out_dir, or
+ * runs/NAME) or --set train.out_dir names the directory explicitly; a checkpoint outside a
+ * run directory keeps its config's. prepare_out_dir then refuses a directory holding
+ * another checkpoint. */
+static int resume_in_place(trainer *t, const char *cfg_path, const char *resume,
+                           const char *const *sets, int nsets, txl_err *e)
+{
+    char dir[CFG_PATH_MAX], was[CFG_PATH_MAX];
+    if (!resume || cfg_path)
+        return 0;
+    for (int i = 0; i < nsets; i++)
+        if (cfg_set_targets(sets[i], "train", "out_dir"))
+            return 0;
+    if (!ckpt_run_dir(resume, dir, sizeof dir) || same_file(dir, t->cfg.train.out_dir))
+        return 0;
+    snprintf(was, sizeof was, "%s", t->cfg.train.out_dir);
+    if (cfg_set_text(&t->cfg, "train", "out_dir", dir, resume, e))
+        return -1;
+    if (!t->quiet && dist_is_root())
+        fprintf(stderr, "txl train: continuing in %s, where %s is (its config names "
+                "train.out_dir %s; --set train.out_dir=DIR continues elsewhere)\n", dir, resume,
+                was);
+    return 0;
+}
+
 /* The config: a YAML file, or (--resume alone) the checkpoint's own; then the --set
- * overrides and validation. */
+ * overrides, where a resumed run writes, and validation. */
 static int load_config(trainer *t, const char *cfg_path, const char *resume,
                        const char *const *sets, int nsets, txl_err *e)
 {
@@ -1250,6 +1340,8 @@ static int load_config(trainer *t, const char *cfg_path, const char *resume,
     for (int i = 0; i < nsets; i++)
         if (cfg_set(&t->cfg, sets[i], e))
             return -1;
+    if (resume_in_place(t, cfg_path, resume, sets, nsets, e))
+        return -1;
     return cfg_validate(&t->cfg, cfg_path ? cfg_path : resume, e);
 }
 
@@ -1327,6 +1419,52 @@ static int holds_run(const trainer *t, txl_err *e)
     return 0;
 }
 
+/* A resumed run writes into out_dir (last, best, log.jsonl): refused, unless --force, when
+ * that writes over another checkpoint: out_dir's last is not the file resumed (another run's,
+ * or a later one of this run: resuming best, or an older copy, would rewind it), or, without
+ * a last, out_dir holds another run's log. 1 with the error set. */
+static int resume_overwrites(const trainer *t, const char *resume, txl_err *e)
+{
+    char cur[CFG_PATH_MAX], dir[CFG_PATH_MAX];
+    const char *out = t->cfg.train.out_dir;
+    struct stat sb;
+    int has = cli_run_ckpt(out, "last", cur, sizeof cur, e);
+    if (has < 0)
+        return 1;
+    if (has && same_file(cur, resume))
+        return 0;
+    if (has) {
+        err_set(e, ERR_INPUT, "train.out_dir %s holds %s (step %lld), not the checkpoint "
+                "resumed (%s, step %lld): continuing there would write over that run's last, "
+                "best and log; --set train.out_dir=DIR continues %s in a new directory, "
+                "--force writes over %s", out, cur, cli_ckpt_step(cur), resume,
+                cli_ckpt_step(resume), resume, out);
+        return 1;
+    }
+    if (lstat(t->log_path, &sb) == 0 &&
+        !(ckpt_run_dir(resume, dir, sizeof dir) && same_file(dir, out))) {
+        err_set(e, ERR_INPUT, "train.out_dir %s holds another run (%s, without a checkpoint): "
+                "--set train.out_dir=DIR continues %s in a new directory, --force writes over "
+                "it", out, t->log_path, resume);
+        return 1;
+    }
+    return 0;
+}
+
+/* resume_overwrites for a real run: under out_dir's lock, after the checkpoint was read (a
+ * damaged one is named first); rank 0 decides for all. */
+static int check_resume_target(const trainer *t, const char *resume, int force, txl_err *e)
+{
+    int rc = resume && !force && dist_is_root() && resume_overwrites(t, resume, e);
+    if (dist_max_int(rc)) {
+        if (!rc)
+            err_set(e, ERR_INPUT, "train.out_dir %s: rank 0 refused to resume into it",
+                    t->cfg.train.out_dir);
+        return -1;
+    }
+    return 0;
+}
+
 /* The run directory: one that holds another run is refused (unless --resume or --force);
  * rank 0 creates it, checks that it is writable, locks it for this run and removes the
  * temp files of a killed run; everyone learns whether it worked. */
@@ -1339,7 +1477,7 @@ static void set_paths(trainer *t)
     snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", dir);
 }
 
-static int prepare_out_dir(trainer *t, int resume, int force, txl_err *e)
+static int prepare_out_dir(trainer *t, const char *resume, int force, txl_err *e)
 {
     const char *dir = t->cfg.train.out_dir;
     set_paths(t);
@@ -1485,13 +1623,16 @@ static int plan_terms(trainer *t, txl_err *e)
 static int restore_run(trainer *t, const char *resume, const char *init_from,
                        const char *origin, int dry, txl_err *e)
 {
-    struct stat a, b;
+    char cur[CFG_PATH_MAX];
     t->last_step = -1;
     if (resume && load_resume(t, resume, dry, e))
         return -1;
-    if (resume && stat(resume, &a) == 0 && stat(t->last_path, &b) == 0 &&
-        a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-        t->last_step = t->st.step; /* resumed from this out_dir's last */
+    t->resumed_from = resume;
+    if (resume && cli_run_ckpt(t->cfg.train.out_dir, "last", cur, sizeof cur, e) > 0 &&
+        same_file(cur, resume)) { /* resumed from this out_dir's last, in either format */
+        t->last_step = t->st.step;
+        snprintf(t->held_path, sizeof t->held_path, "%s", resume);
+    }
     if (init_from && load_init_from(t, init_from, dry, e))
         return -1;
     if (t->st.step >= t->cfg.train.max_steps)
@@ -1628,7 +1769,8 @@ static int dry_run(trainer *t, const char *cfg_path, const char *resume, const c
     const char *origin = cfg_path ? cfg_path : resume;
     set_paths(t);
     if (plan_data(t, origin, e) || (!resume && !force && holds_run(t, e)) || dry_plan(t, e) ||
-        restore_run(t, resume, init_from, origin, 1, e))
+        restore_run(t, resume, init_from, origin, 1, e) ||
+        (resume && !force && resume_overwrites(t, resume, e)))
         return -1;
     if (!t->quiet && dist_is_root())
         print_plan(t);
@@ -1685,7 +1827,8 @@ static const cli_opt train_options[] = {
              "print the plan (parameters, memory estimate, tokens, steps per epoch) on stderr "
              "and as JSON on stdout, and exit without writing anything"},
     {.name = "--force", .type = CLI_SWITCH, .off = O(force),
-     .help = "start a new run in an out_dir that already holds one"},
+     .help = "start a new run in an out_dir that already holds one; with --resume, continue "
+             "into an out_dir that holds another checkpoint (overwriting it)"},
     CLI_OPT_QUIET(O(quiet), "no progress on stderr"),
 };
 #undef O
@@ -1758,9 +1901,9 @@ int cmd_train(int argc, char **argv)
         free(t);
         return 0;
     }
-    if (plan_data(t, origin, &e) || prepare_out_dir(t, resume != NULL, force, &e) ||
+    if (plan_data(t, origin, &e) || prepare_out_dir(t, resume, force, &e) ||
         plan_model(t, &e) || plan_terms(t, &e) ||
-        restore_run(t, resume, init_from, origin, 0, &e) ||
+        restore_run(t, resume, init_from, origin, 0, &e) || check_resume_target(t, resume, force, &e) ||
         start_run(t, resume != NULL, &e))
         goto fail;
     catch_signals();

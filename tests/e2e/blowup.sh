@@ -4,7 +4,8 @@
 #  1. a good run resumed with lr 1e308 (no clipping, a checkpoint after every step): the first
 #     update makes the weights infinite; `last` keeps the resumed step; the same without a
 #     checkpoint at that step (the loss turns NaN a step later): the message names step 5,
-#     not the step the loop had reached;
+#     not the step the loop had reached; and when that last is a plain file while the run
+#     writes gzip'd ones, the message names the plain file;
 #  2. a fresh run whose first update overflows float (lr 1e39): no `last` at all;
 #  3. a fresh run with lr 1e30: the weights stay finite (about 1e30) after step 1, so `last`
 #     holds step 1 and the loss turns NaN at step 2.
@@ -44,6 +45,18 @@ $TXL train $OPTS --set train.clip=0 --set train.out_dir=$TMP/a2 --resume $TMP/a2
 rc=$?
 check "no checkpoint due at the blow-up: exit 1 (got $rc): $(head -c 300 $TMP/a2.err)" test $rc -eq 1
 check "...the message says last holds step 5" grep -q "a2/last.safetensors.gz still holds step 5" $TMP/a2.err
+
+# the run resumed from a plain last (ckpt_gzip false) and writes gzip'd ones: the message names
+# the file that holds step 5, not a .gz this run never wrote
+# shellcheck disable=SC2086
+$TXL train $OPTS --set train.out_dir=$TMP/p --set train.ckpt_gzip=false --steps 5 >/dev/null 2>&1 || bad "the plain run"
+# shellcheck disable=SC2086
+$TXL train $OPTS --set train.clip=0 --set train.out_dir=$TMP/p --resume $TMP/p/last.safetensors \
+    --set train.lr=1e308 >/dev/null 2>$TMP/p.err
+rc=$?
+check "resumed from a plain last, writing .gz: exit 1 (got $rc)" test $rc -eq 1
+check "...the message says the plain last holds step 5: $(head -c 300 $TMP/p.err)" \
+    grep -q "p/last.safetensors still holds step 5" $TMP/p.err
 
 echo "-- a fresh run whose first update overflows (lr 1e39)"
 # shellcheck disable=SC2086

@@ -1,0 +1,122 @@
+#!/bin/sh
+# Where a resumed run writes, and what a run directory's readers take (no run's work is
+# written over):
+#  1. --resume of a copied run directory continues in the copy (its checkpoint's directory),
+#     not in the directory its config names; the original is untouched, byte for byte;
+#     --dry-run and the banner say where the run writes and from which step it resumes;
+#  2. --set train.out_dir (or -c) names the directory; one that holds another checkpoint is
+#     refused (exit 2, nothing written) unless --force; a loose copy of a checkpoint outside
+#     any run directory continues in its config's out_dir, refused there too;
+#  3. a run directory holding both formats of last (train.ckpt_gzip switched) is read at the
+#     later step by --resume DIR and eval DIR; writing one format removes the other;
+#  4. a log.jsonl whose last line was cut (a crash mid-write): the resumed run starts on a new
+#     line, and txl plot skips (and counts) the cut line, also in an old log where the start
+#     event was glued to it;
+#  5. --resume DIR with only a best checkpoint suggests --init-from.
+. tests/e2e/lib.sh
+. tests/e2e/badlib.inc
+OPTS="-c tests/configs/micro.yaml --set train.eval_interval=5 --set train.warmup_steps=1
+      --set train.threads=1"
+step_of() { $TXL info "$1" --json 2>/dev/null | jq -r .step; }
+sums() { (cd "$1" && find . -type f | LC_ALL=C sort | xargs sha256sum); }
+# shellcheck disable=SC2086
+$TXL train -q $OPTS --set train.max_steps=10 --set train.out_dir=$TMP/a >/dev/null 2>$TMP/a.err ||
+    bad "run a: $(cat $TMP/a.err)"
+
+echo "-- a copied run directory continues in the copy"
+cp -r $TMP/a $TMP/b
+sums $TMP/a > $TMP/a.sum
+$TXL train --resume $TMP/b --set train.max_steps=15 --dry-run >$TMP/dry.json 2>$TMP/dry.err
+check "--dry-run says it writes into the copy" test "$(jq -r .out_dir $TMP/dry.json)" = "$TMP/b"
+check "...and names the checkpoint's step" grep -q "resuming at step 10 of 15 from $TMP/b/last.safetensors.gz" $TMP/dry.err
+$TXL train --resume $TMP/b --set train.max_steps=15 >$TMP/b.out 2>$TMP/b.err
+check "resume of the copy: exit 0 (got $?)" test -s $TMP/b.out
+check "...it says it continues in the copy, whose config names the original" \
+    grep -q "continuing in $TMP/b, where $TMP/b/last.safetensors.gz is (its config names train.out_dir $TMP/a" $TMP/b.err
+check "...the banner names out_dir and the resumed step" \
+    sh -c "grep -q '  out_dir $TMP/b\$' $TMP/b.err && grep -q 'resuming at step 10 of 15' $TMP/b.err"
+check "...the copy's last is at step 15" test "$(step_of $TMP/b/last.safetensors.gz)" = 15
+check "...its config.yaml names it" grep -q "out_dir: \"\?$TMP/b\"\?\$" $TMP/b/config.yaml
+check "...the original is untouched, byte for byte" test "$(sums $TMP/a)" = "$(cat $TMP/a.sum)"
+check "...and so with -q" sh -c "cp -r $TMP/a $TMP/c && $TXL train -q --resume $TMP/c --set train.max_steps=12 >/dev/null 2>&1"
+check "...(-q) the original is still untouched" test "$(sums $TMP/a)" = "$(cat $TMP/a.sum)"
+check "...(-q) the copy went on" test "$(step_of $TMP/c/last.safetensors.gz)" = 12
+
+echo "-- a directory holding another checkpoint is refused"
+guard_init $TMP/a $TMP/b
+expect2 "--resume the copy into the original (--set train.out_dir)" \
+    "train.out_dir $TMP/a holds $TMP/a/last.safetensors.gz (step 10), not the checkpoint resumed ($TMP/b/last.safetensors.gz, step 15);;--force" \
+    $TXL train -q --resume $TMP/b --set train.out_dir=$TMP/a --set train.max_steps=20
+expect2 "...also with --dry-run" "train.out_dir $TMP/a holds $TMP/a/last.safetensors.gz" \
+    $TXL train -q --resume $TMP/b --set train.out_dir=$TMP/a --set train.max_steps=20 --dry-run
+mkdir -p $TMP/loose
+cp $TMP/b/last.safetensors.gz $TMP/loose/x.safetensors.gz
+expect2 "a loose copy continues in its config's out_dir, which holds another checkpoint" \
+    "train.out_dir $TMP/b holds $TMP/b/last.safetensors.gz (step 15), not the checkpoint resumed ($TMP/loose/x.safetensors.gz, step 15)" \
+    $TXL train -q --resume $TMP/loose/x.safetensors.gz --set train.max_steps=20
+cp $TMP/a/last.safetensors.gz $TMP/b/old.safetensors.gz
+guard_init $TMP/a $TMP/b
+expect2 "an older copy inside the run directory would rewind its last" \
+    "train.out_dir $TMP/b holds $TMP/b/last.safetensors.gz (step 15), not the checkpoint resumed ($TMP/b/old.safetensors.gz, step 10)" \
+    $TXL train -q --resume $TMP/b/old.safetensors.gz --set train.max_steps=20
+GUARD_DIRS=
+$TXL train -q --resume $TMP/b/old.safetensors.gz --set train.max_steps=11 --force >/dev/null 2>$TMP/f.err
+check "--force writes over it (exit $?)" test "$(step_of $TMP/b/last.safetensors.gz)" = 11
+rm $TMP/b/old.safetensors.gz
+
+echo "-- train.ckpt_gzip switched: the later step wins, the older format goes"
+cp -r $TMP/a $TMP/g
+$TXL train --resume $TMP/g --set train.max_steps=13 --set train.ckpt_gzip=false >/dev/null 2>$TMP/g.err
+check "a run continued with ckpt_gzip=false writes last.safetensors at step 13" \
+    test "$(step_of $TMP/g/last.safetensors)" = 13
+check "...and removes the older last.safetensors.gz" test ! -e $TMP/g/last.safetensors.gz
+check "...and says so" grep -q "removed $TMP/g/last.safetensors.gz, the older checkpoint" $TMP/g.err
+# a directory of a run that stopped before its first write of the new format, or of an
+# older txl: both formats; plant the older step as .gz
+cp $TMP/a/last.safetensors.gz $TMP/g/last.safetensors.gz
+$TXL train --resume $TMP/g --set train.max_steps=14 --set train.ckpt_gzip=false >/dev/null 2>$TMP/g2.err
+check "--resume DIR takes the later step (13, not the .gz's 10)" \
+    grep -q "resuming at step 13 of 14 from $TMP/g/last.safetensors\$" $TMP/g2.err
+check "...and continues from it" test "$(step_of $TMP/g/last.safetensors)" = 14
+cp $TMP/a/best.safetensors.gz $TMP/g/best.safetensors.gz
+$TXL train -q --resume $TMP/g --set train.max_steps=15 --set train.ckpt_gzip=false >/dev/null 2>&1
+bs=$(step_of $TMP/g/best.safetensors)
+$TXL eval $TMP/g --max-tokens 500 --json > $TMP/ge.json 2>$TMP/ge.err
+check "eval DIR takes the later best (step $bs), not the older .gz (step 10)" \
+    grep -q "using $TMP/g/best.safetensors\$" $TMP/ge.err
+check "...and reports its step" test "$(jq .step $TMP/ge.json)" = "$bs"
+
+echo "-- a cut last line in log.jsonl"
+cp -r $TMP/a $TMP/l
+printf '{"event":"train","step":11,"tok' >> $TMP/l/log.jsonl
+$TXL plot $TMP/l -o $TMP/l.svg 2>$TMP/p0.err >/dev/null
+if command -v gnuplot >/dev/null 2>&1; then
+    check "plot of a log cut mid-line draws (exit $?)" test -s $TMP/l.svg
+    check "...and counts the cut line on stderr" grep -q "skipped 1 damaged line (from line" $TMP/p0.err
+fi
+$TXL train -q --resume $TMP/l --set train.max_steps=12 >/dev/null 2>&1
+check "the resumed run's start event is on a line of its own" \
+    sh -c "tail -n +2 $TMP/l/log.jsonl | grep -v '^{\"event\":\"train\",\"step\":11,\"tok\$' | jq -e . >/dev/null"
+check "...right after the cut line" \
+    sh -c "grep -A1 '^{\"event\":\"train\",\"step\":11,\"tok\$' $TMP/l/log.jsonl | tail -1 | jq -e '.event == \"start\"' >/dev/null"
+$TXL plot $TMP/l -o $TMP/l2.svg --script > $TMP/l2.gp 2>$TMP/p1.err
+check "plot reads the whole log, skipping the cut line (exit $?)" grep -q "skipped 1 damaged line" $TMP/p1.err
+check "...with the resumed steps in the data" grep -q '^[0-9.e+]* [0-9.]*' $TMP/l2.gp
+# a log of a txl that glued the start event to the cut line
+cp -r $TMP/a $TMP/o
+printf '{"event":"train","step":11,"tok' >> $TMP/o/log.jsonl
+grep '"event":"start"' $TMP/a/log.jsonl | head -1 | sed 's/"resume":false/"resume":true/; s/"step":0/"step":10/' >> $TMP/o/log.jsonl
+grep '"event":"train"' $TMP/a/log.jsonl | tail -1 | sed 's/"step":10/"step":11/' >> $TMP/o/log.jsonl
+$TXL plot $TMP/o -o $TMP/o.svg --script > $TMP/o.gp 2>$TMP/p2.err
+check "a glued start event is read, the cut part skipped (exit $?)" grep -q "skipped 1 damaged line" $TMP/p2.err
+sed '3a garbage' $TMP/a/log.jsonl > $TMP/mid.jsonl
+expect2 "a damaged line in the middle of a run is still an error" "$TMP/mid.jsonl:4: not a JSON object" \
+    $TXL plot $TMP/mid.jsonl -o $TMP/mid.svg
+
+echo "-- --resume of a directory with only a best"
+mkdir -p $TMP/onlybest
+cp $TMP/a/best.safetensors.gz $TMP/onlybest/
+expect2 "--resume DIR with only best suggests --init-from" \
+    "$TMP/onlybest: a run directory without a last checkpoint, only $TMP/onlybest/best.safetensors.gz;;--init-from $TMP/onlybest/best.safetensors.gz" \
+    $TXL train -q --resume $TMP/onlybest
+finish
