@@ -208,6 +208,20 @@ int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *b
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         txl_config *cfg, model *mdl, txl_err *e);
 
+/* ---- Output files ----------------------------------------------------------------------
+ * export, import and plot write their -o file through a temp file in its directory and a
+ * rename onto it: the rename replaces whatever has that name, whatever it is. */
+
+/* `out`, the file a command is about to write (`flag`: "-o"), can be written there without
+ * losing anything: ERR_INPUT naming the flag when out is "" or a directory, when its
+ * directory does not exist, when it exists as something other than a regular file (a
+ * device, a FIFO, a socket, a symbolic link to one of those or to nothing: the rename would
+ * put a regular file in its place) and when it is one of the n `inputs` (the same device
+ * and inode: another spelling of the path, a symbolic or a hard link). Inputs that do not
+ * exist are skipped: their readers report them. Call it before anything is written. */
+int cli_check_output(const char *flag, const char *out, const char *const *inputs, int n,
+                     txl_err *e);
+
 /* The text a command scores: `data` (a file, whole) when given, else split `split` (SPLIT_*,
  * data/corpus.h) of the checkpoint's data section. *label is "file" or the split's name. */
 int cli_open_text(const char *data, int split, const data_config *d, corpus *c,

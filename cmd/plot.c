@@ -753,6 +753,30 @@ static char *gp_program(const series_list *l, const plot_opts *po, const plot_ar
     return prog;
 }
 
+/* -o OUT can take the image (cli_check_output): not a directory, a device or a FIFO, and
+ * none of the inputs (an argument, or the log.jsonl of a run directory). */
+static int check_out(const plot_args *a, txl_err *e)
+{
+    int n = a->n_inputs;
+    const char **in = calloc(2 * (size_t)n, sizeof *in);
+    char (*logs)[2048] = malloc((size_t)n * sizeof *logs);
+    int rc;
+    if (!in || !logs) {
+        rc = err_set(e, ERR_RUNTIME, "out of memory");
+    } else {
+        txl_err ignored; /* a missing input is its reader's to report */
+        for (int i = 0; i < n; i++) {
+            in[2 * i] = a->inputs[i];
+            if (run_log_path(a->inputs[i], logs[i], sizeof logs[i], &ignored) == 0)
+                in[2 * i + 1] = logs[i];
+        }
+        rc = cli_check_output("-o", a->out, in, 2 * n, e);
+    }
+    free(in);
+    free(logs);
+    return rc;
+}
+
 /* Prints the program (--script), or has gnuplot draw it into a temp file next to OUT,
  * renamed into place when it succeeds. Returns the exit code. */
 static int render(const series_list *l, plot_opts *po, const plot_args *a)
@@ -847,6 +871,8 @@ int cmd_plot(int argc, char **argv)
     txl_err e = {0};
     a.inputs = pos.v;
     a.n_inputs = pos.n;
+    if (!a.script && check_out(&a, &e)) /* --script writes no image */
+        return cli_fail("plot", &e);
     if (a.probe || a.terms)
         rc = render(&l, &po, &a);
     else if (a.sweep ? load_sweeps(&l, pos.v, pos.n, &e) : load_runs(&l, pos.v, pos.n, &e))

@@ -1,7 +1,8 @@
 #!/bin/sh
 # txl plot: learning curves of a real (micro, 40 steps) run and an extrapolation sweep,
 # rendered to PNG and SVG by gnuplot (checked: PNG magic bytes, SVG root element, nonzero
-# size); the gnuplot program (--script) carries the run's points; bad input exits 2, a
+# size); the gnuplot program (--script) carries the run's points; bad input exits 2 (also an
+# -o that is a FIFO, an input, a directory or in a missing directory), a
 # missing gnuplot exits 1 naming the package. Rendering is skipped, with a message, when
 # gnuplot is not installed (apt-get install gnuplot-nox).
 . tests/e2e/lib.sh
@@ -43,6 +44,18 @@ check "unknown extension: exit 2" test "$(code $TXL plot $TMP/run -o $TMP/a.jpg)
 check "  ... names it" grep -q "'.jpg'" $TMP/err
 check "no -o: exit 2" test "$(code $TXL plot $TMP/run)" -eq 2
 check "empty sweep file: exit 2" test "$(code $TXL plot --sweep $TMP/empty/log.jsonl -o $TMP/a.png)" -eq 2
+# -o onto what gnuplot's temp file + rename would wreck: exit 2 before gnuplot is looked for
+mkfifo $TMP/fifo.png
+check "-o a FIFO: exit 2" test "$(code $TXL plot $TMP/run -o $TMP/fifo.png)" -eq 2
+check "  ... says so, and the FIFO is still one" test -p $TMP/fifo.png -a -n "$(grep 'is a FIFO' $TMP/err)"
+ln -s sweep.jsonl $TMP/sweep.png
+check "-o an input (through a link): exit 2" test "$(code $TXL plot --sweep $TMP/sweep.png -o $TMP/sweep.png)" -eq 2
+check "  ... says so, and the link is still one" test -L $TMP/sweep.png -a -n "$(grep '(the same file), an input' $TMP/err)"
+mkdir $TMP/dir.png
+check "-o a directory: exit 2" test "$(code $TXL plot $TMP/run -o $TMP/dir.png)" -eq 2
+check "  ... says so" grep -q "is a directory" $TMP/err
+check "-o in a missing directory: exit 2" test "$(code $TXL plot $TMP/run -o $TMP/nodir/a.png)" -eq 2
+check "  ... says so" grep -q "no directory" $TMP/err
 check "missing gnuplot: exit 1" test "$(TXL_GNUPLOT=/nonexistent/gnuplot code $TXL plot $TMP/run -o $TMP/a.png)" -eq 1
 check "  ... names the package" grep -q "apt-get install gnuplot-nox" $TMP/err
 check "  ... and leaves no file" test ! -e $TMP/a.png
