@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -811,6 +812,47 @@ int cli_cmdline(const char *const **argv)
 {
     *argv = kept_argv;
     return kept_argc;
+}
+
+void cli_std_fds(void)
+{
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int nfd = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (nfd >= 0 && nfd != fd) { /* the lower ones are open: it is fd already */
+            dup2(nfd, fd);
+            close(nfd);
+        }
+    }
+}
+
+static int stdout_errno; /* the first failed write's errno; 0: none failed, or not known */
+
+int cli_stdout_flush(void)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 && !stdout_errno)
+        stdout_errno = errno;
+    /* a write that failed inside printf left only the stream's error flag */
+    return ferror(stdout) ? -1 : 0;
+}
+
+int cli_stdout_close(const char *cmd, int rc)
+{
+    int failed = cli_stdout_flush() != 0;
+    errno = 0;
+    /* EBADF with nothing written: stdout was closed and no /dev/null stood in for it
+     * (cli_std_fds), and a command that prints nothing has nothing to lose */
+    if (fclose(stdout) != 0 && !failed && errno != EBADF) {
+        failed = 1;
+        stdout_errno = errno;
+    }
+    if (!failed)
+        return rc;
+    fprintf(stderr, "txl%s%s: writing the results to stdout: %s\n", cmd ? " " : "",
+            cmd ? cmd : "", stdout_errno ? strerror(stdout_errno) : "a write failed");
+    return rc == 0 ? 1 : rc;
 }
 
 int cli_isatty_stderr(void) { return isatty(2); }

@@ -245,6 +245,26 @@ void cli_keep_cmdline(int argc, char **argv);
 /* The kept arguments (*argv, NULL-terminated) and their count; 0 when none were kept. */
 int cli_cmdline(const char *const **argv);
 
+/* ---- Standard streams ------------------------------------------------------------------
+ * Results go to stdout, and a result that did not get there (a full disk, a closed stdout,
+ * an I/O error) must not pass for success: main checks stdout when the command returns
+ * (cli_stdout_close), and a command that writes as it goes (sample, eval, probe) asks
+ * cli_stdout_flush to stop early. A reader of a pipe that went away ends txl by SIGPIPE, as
+ * it ends any program. */
+
+/* At start: a closed standard descriptor (`>&-`, `<&-`) gets /dev/null opened the other way
+ * round (stdin write-only, stdout and stderr read-only), so a file txl opens never becomes
+ * fd 0, 1 or 2 (results written into a checkpoint, a log read as a prompt), and using the
+ * stream still fails, with EBADF, as it would have. */
+void cli_std_fds(void);
+/* Flushes stdout; -1 once any write to stdout has failed (the first failure's errno is kept
+ * for the message), else 0. */
+int cli_stdout_flush(void);
+/* At exit (main): flushes and closes stdout; when a write failed, prints "txl CMD: writing
+ * the results to stdout: <why>" and returns 1 in place of rc 0 (another rc stands: a usage
+ * error, 128 + a signal). `cmd` may be NULL (no command ran). */
+int cli_stdout_close(const char *cmd, int rc);
+
 int cli_isatty_stderr(void);
 /* Seconds since an arbitrary fixed point (monotonic). */
 double cli_now(void);

@@ -265,9 +265,9 @@ static int put_bytes(sink *k, int b, const char *s, size_t n, long i)
 {
     if (k->live) {
         if (fwrite(s, 1, n, stdout) != n)
-            return -1; /* e.g. the reader of a pipe went away */
-        if ((n && s[n - 1] == '\n') || i % 16 == 15)
-            fflush(stdout);
+            return -1; /* stdout failed: main reports it */
+        if (((n && s[n - 1] == '\n') || i % 16 == 15) && cli_stdout_flush())
+            return -1;
     } else {
         memcpy(k->buf + (size_t)b * k->cap + k->len[b], s, n);
         k->len[b] += (long)n;
@@ -485,9 +485,10 @@ static long sample_batch(session *s, const sample_args *a, full_stats *fs, txl_e
         err_set(e, ERR_RUNTIME, "out of memory for %d samples of %ld bytes", N, a->n);
     else
         g = generate(s, a, &k, fs, e);
-    for (int b = 0; N > 1 && g >= 0 && b < N; b++) {
+    for (int b = 0; N > 1 && g >= 0 && b < N && !ferror(stdout); b++) {
         fwrite(k.buf + (size_t)b * cap, 1, (size_t)k.len[b], stdout);
         fputs("\n---------------\n", stdout);
+        cli_stdout_flush(); /* keeps the reason a write failed for main's message */
     }
     free(k.len);
     free(k.done);
@@ -519,8 +520,9 @@ static long sample_interactive(session *s, const sample_args *a, full_stats *fs,
         }
         if (done != 2) /* stopped by -n: end the answer's line */
             fputc('\n', stdout);
-        fflush(stdout);
         total += g;
+        if (cli_stdout_flush())
+            break; /* no more answers: main reports stdout's failure */
     }
     free(line);
     return total;
@@ -558,7 +560,7 @@ int cmd_sample(int argc, char **argv)
     }
     if (a.echo) { /* after the progress line, which would erase a partly echoed line */
         fwrite(text, 1, tlen, stdout);
-        fflush(stdout);
+        cli_stdout_flush();
     }
     double t1 = cli_now(), c1 = cli_cpu_now();
     full_stats fs = {0};
@@ -584,7 +586,6 @@ int cmd_sample(int argc, char **argv)
                 fs.full_s, fs.full_cpu_s, full, full_cpu, s.M, a.num_samples,
                 fs.batch > 0 ? fs.batch : 1, s.threads);
     }
-    fflush(stdout);
     session_free(&s);
     free(text);
     return rc;
