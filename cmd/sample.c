@@ -3,6 +3,7 @@
  * one-token segment attending to the cached memory (mem_len rows per layer), so the cost
  * per token does not grow with the amount of text generated. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +140,7 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
                            a->prompt_file ? "--prompt-file" : "--prompt", file, strerror(er));
     } else if (!isatty(0) && !a->interactive) {
         if (read_stream(stdin, text, len))
-            return err_set(e, ERR_INPUT, "stdin: read error");
+            return err_set(e, ERR_INPUT, "stdin: read error: %s", strerror(errno));
     }
     if (!*text || *len == 0) { /* no prompt: start from a newline, like a fresh line of text */
         free(*text);
@@ -497,7 +498,16 @@ static long sample_batch(session *s, const sample_args *a, full_stats *fs, txl_e
     return g;
 }
 
-/* -i: a prompt per line of stdin; after each, text until a newline or -n bytes. */
+/* stdin can be read: not closed (`<&-`: main's cli_std_fds put a write-only /dev/null in
+ * its place) nor open for writing only. */
+static int stdin_readable(void)
+{
+    int fl = fcntl(0, F_GETFL);
+    return fl != -1 && (fl & O_ACCMODE) != O_WRONLY;
+}
+
+/* -i: a prompt per line of stdin; after each, text until a newline or -n bytes. A stdin at
+ * its end at once has no prompts: nothing to do, not an error. */
 static long sample_interactive(session *s, const sample_args *a, full_stats *fs, txl_err *e)
 {
     char *line = NULL;
@@ -524,7 +534,11 @@ static long sample_interactive(session *s, const sample_args *a, full_stats *fs,
         if (cli_stdout_flush())
             break; /* no more answers: main reports stdout's failure */
     }
+    int er = errno;
     free(line);
+    if (len < 0 && ferror(stdin))
+        return err_set(e, er == EBADF ? ERR_INPUT : ERR_RUNTIME, "-i: reading the prompts "
+                       "from stdin: %s", strerror(er));
     return total;
 }
 
@@ -541,6 +555,9 @@ int cmd_sample(int argc, char **argv)
     if (a.interactive && (a.prompt_file || (a.prompt && !strcmp(a.prompt, "-"))))
         return cli_usage("sample", "-i reads the prompts from stdin: it cannot read a prompt "
                          "from stdin too");
+    if (a.interactive && !stdin_readable()) /* before loading the model for nothing */
+        return cli_usage("sample", "-i reads the prompts from stdin, which is closed (or open "
+                         "for writing only)");
     txl_err e = {0};
     char *text;
     size_t tlen;
