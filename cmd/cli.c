@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -757,6 +758,62 @@ int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
     return 0;
 }
 
+/* What kind of file sb is, for a message. */
+static const char *file_kind(const struct stat *sb)
+{
+    return S_ISCHR(sb->st_mode) || S_ISBLK(sb->st_mode) ? "a device"
+           : S_ISFIFO(sb->st_mode)                      ? "a FIFO"
+           : S_ISSOCK(sb->st_mode)                      ? "a socket"
+                                                        : "not a regular file";
+}
+
+int cli_check_output(const char *flag, const char *out, const char *const *inputs, int n,
+                     txl_err *e)
+{
+    struct stat sb, lb;
+    if (!*out)
+        return err_set(e, ERR_INPUT, "%s: an empty file name", flag);
+    if (lstat(out, &lb) != 0) {
+        if (errno != ENOENT)
+            return err_set(e, ERR_INPUT, "%s %s: %s", flag, out, strerror(errno));
+        /* a new file: its directory must exist (else the temp file has nowhere to go) */
+        char dir[CFG_PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", out);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == dir)
+            dir[1] = 0; /* "/x" -> "/" */
+        else
+            *slash = 0;
+        if (!is_dir(dir))
+            return err_set(e, ERR_INPUT, "%s %s: no directory '%s' to write it in", flag, out,
+                           dir);
+        return 0;
+    }
+    if (stat(out, &sb) != 0) /* a symbolic link to nothing: the rename would replace it */
+        return err_set(e, ERR_INPUT, "%s %s: a symbolic link to a missing file (%s); txl "
+                       "would replace the link, not create its target", flag, out,
+                       strerror(errno));
+    const char *via = S_ISLNK(lb.st_mode) ? " through a symbolic link" : "";
+    if (S_ISDIR(sb.st_mode))
+        return err_set(e, ERR_INPUT, "%s %s: is a directory%s (expected the name of the file "
+                       "to write)", flag, out, via);
+    if (!S_ISREG(sb.st_mode))
+        return err_set(e, ERR_INPUT, "%s %s: exists and is %s%s; txl writes a new file and "
+                       "renames it into place, which would replace it: give a regular file's "
+                       "name", flag, out, file_kind(&sb), via);
+    for (int i = 0; i < n; i++) {
+        struct stat ib;
+        if (inputs[i] && stat(inputs[i], &ib) == 0 && ib.st_dev == sb.st_dev &&
+            ib.st_ino == sb.st_ino)
+            return err_set(e, ERR_INPUT, "%s %s: is %s (the same file), an input: txl will "
+                           "not write over it; give another name", flag, out,
+                           inputs[i]);
+    }
+    return 0;
+}
+
 int cli_threads(int n) { return par_set_threads(n); }
 
 const char *cli_blas_core(void)
@@ -791,6 +848,47 @@ int cli_cmdline(const char *const **argv)
 {
     *argv = kept_argv;
     return kept_argc;
+}
+
+void cli_std_fds(void)
+{
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int nfd = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (nfd >= 0 && nfd != fd) { /* the lower ones are open: it is fd already */
+            dup2(nfd, fd);
+            close(nfd);
+        }
+    }
+}
+
+static int stdout_errno; /* the first failed write's errno; 0: none failed, or not known */
+
+int cli_stdout_flush(void)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 && !stdout_errno)
+        stdout_errno = errno;
+    /* a write that failed inside printf left only the stream's error flag */
+    return ferror(stdout) ? -1 : 0;
+}
+
+int cli_stdout_close(const char *cmd, int rc)
+{
+    int failed = cli_stdout_flush() != 0;
+    errno = 0;
+    /* EBADF with nothing written: stdout was closed and no /dev/null stood in for it
+     * (cli_std_fds), and a command that prints nothing has nothing to lose */
+    if (fclose(stdout) != 0 && !failed && errno != EBADF) {
+        failed = 1;
+        stdout_errno = errno;
+    }
+    if (!failed)
+        return rc;
+    fprintf(stderr, "txl%s%s: writing the results to stdout: %s\n", cmd ? " " : "",
+            cmd ? cmd : "", stdout_errno ? strerror(stdout_errno) : "a write failed");
+    return rc == 0 ? 1 : rc;
 }
 
 int cli_isatty_stderr(void) { return isatty(2); }

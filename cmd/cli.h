@@ -217,6 +217,20 @@ int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *b
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         txl_config *cfg, model *mdl, txl_err *e);
 
+/* ---- Output files ----------------------------------------------------------------------
+ * export, import and plot write their -o file through a temp file in its directory and a
+ * rename onto it: the rename replaces whatever has that name, whatever it is. */
+
+/* `out`, the file a command is about to write (`flag`: "-o"), can be written there without
+ * losing anything: ERR_INPUT naming the flag when out is "" or a directory, when its
+ * directory does not exist, when it exists as something other than a regular file (a
+ * device, a FIFO, a socket, a symbolic link to one of those or to nothing: the rename would
+ * put a regular file in its place) and when it is one of the n `inputs` (the same device
+ * and inode: another spelling of the path, a symbolic or a hard link). Inputs that do not
+ * exist are skipped: their readers report them. Call it before anything is written. */
+int cli_check_output(const char *flag, const char *out, const char *const *inputs, int n,
+                     txl_err *e);
+
 /* The text a command scores: `data` (a file, whole) when given, else split `split` (SPLIT_*,
  * data/corpus.h) of the checkpoint's data section. *label is "file" or the split's name. */
 int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
@@ -239,6 +253,26 @@ const char *cli_blas_core(void);
 void cli_keep_cmdline(int argc, char **argv);
 /* The kept arguments (*argv, NULL-terminated) and their count; 0 when none were kept. */
 int cli_cmdline(const char *const **argv);
+
+/* ---- Standard streams ------------------------------------------------------------------
+ * Results go to stdout, and a result that did not get there (a full disk, a closed stdout,
+ * an I/O error) must not pass for success: main checks stdout when the command returns
+ * (cli_stdout_close), and a command that writes as it goes (sample, eval, probe) asks
+ * cli_stdout_flush to stop early. A reader of a pipe that went away ends txl by SIGPIPE, as
+ * it ends any program. */
+
+/* At start: a closed standard descriptor (`>&-`, `<&-`) gets /dev/null opened the other way
+ * round (stdin write-only, stdout and stderr read-only), so a file txl opens never becomes
+ * fd 0, 1 or 2 (results written into a checkpoint, a log read as a prompt), and using the
+ * stream still fails, with EBADF, as it would have. */
+void cli_std_fds(void);
+/* Flushes stdout; -1 once any write to stdout has failed (the first failure's errno is kept
+ * for the message), else 0. */
+int cli_stdout_flush(void);
+/* At exit (main): flushes and closes stdout; when a write failed, prints "txl CMD: writing
+ * the results to stdout: <why>" and returns 1 in place of rc 0 (another rc stands: a usage
+ * error, 128 + a signal). `cmd` may be NULL (no command ran). */
+int cli_stdout_close(const char *cmd, int rc);
 
 int cli_isatty_stderr(void);
 /* Seconds since an arbitrary fixed point (monotonic). */

@@ -188,8 +188,8 @@ typedef struct {
     long step;
 } eval_run;
 
-/* One evaluated setting: a JSON object or a table row on stdout. */
-static void print_row(const eval_run *run, int fct, int T, int Mm, const eval_result *r)
+/* One evaluated setting: a JSON object or a table row on stdout; -1 when stdout failed. */
+static int print_row(const eval_run *run, int fct, int T, int Mm, const eval_result *r)
 {
     const eval_args *a = run->a;
     if (a->json) {
@@ -215,7 +215,7 @@ static void print_row(const eval_run *run, int fct, int T, int Mm, const eval_re
         printf("%-7s %8d %8d %10.6f %8.4f %10.4f %12zu\n", fs, T, Mm, r->loss, r->loss / M_LN2,
                exp(r->loss), r->tokens);
     }
-    fflush(stdout);
+    return cli_stdout_flush();
 }
 
 /* Evaluates every sweep factor (one factor 1 without --sweep) and prints its row. */
@@ -242,7 +242,8 @@ static int run_sweep(model *mdl, const eval_run *run, int base_tgt, int base_mem
         eval_result r;
         if (eval_stream(mdl, run->mc, &run->ts, &o, &r, e))
             return -1;
-        print_row(run, fct, T, Mm, &r);
+        if (print_row(run, fct, T, Mm, &r))
+            return 0; /* the rest would be lost too; main reports stdout's failure */
     }
     return 0;
 }

@@ -27,7 +27,8 @@ const cli_spec export_spec = {
     CLI_OPTS(export_options),
     .about = "Writes the model weights of CKPT (no Adam moments, no memory) with its metadata "
              "to OUT: plain safetensors, or gzip'd when OUT ends in .gz. The file is written "
-             "atomically. 'txl import' turns such weights (with a config) back into a "
+             "atomically; OUT may not be CKPT itself, nor a directory, a device or a FIFO. "
+             "'txl import' turns such weights (with a config) back into a "
              "checkpoint. CKPT may be a run directory: its best checkpoint (else last).",
     .example = "example: txl export runs/tiny/best.safetensors.gz -o tiny.safetensors",
     .pos_max = 1,
@@ -47,6 +48,21 @@ int cmd_export(int argc, char **argv)
     if (!ckpt || !out)
         return cli_usage("export", "%s", !ckpt ? "missing the checkpoint to export"
                                             : "missing -o OUT.safetensors[.gz]");
+    /* OUT may not replace the file read, nor, when CKPT is a run directory, the run's other
+     * checkpoint (exporting best onto last would end the run's resumability) */
+    char in[CFG_PATH_MAX], run[4][CFG_PATH_MAX + 24];
+    const char *inputs[5] = {in};
+    int n_in = 1;
+    if (cli_ckpt_path(ckpt, 0, "export", 1, in, sizeof in, &e))
+        return cli_fail("export", &e);
+    if (strcmp(in, ckpt) != 0) /* a run directory */
+        for (int i = 0; i < 4; i++) {
+            snprintf(run[i], sizeof run[i], "%s/%s.safetensors%s", ckpt, i < 2 ? "best" : "last",
+                     i % 2 ? "" : ".gz");
+            inputs[n_in++] = run[i];
+        }
+    if (cli_check_output("-o", out, inputs, n_in, &e))
+        return cli_fail("export", &e);
     st_file f;
     txl_config cfg;
     model mdl;

@@ -44,7 +44,8 @@ const cli_spec import_spec = {
              "present, F32 and of the right shape, and there must be no other tensors; all "
              "problems are listed by name (exit 2) and nothing is written. OUT holds the "
              "weights, the resolved config and step 0; it is gzip'd when its name ends in .gz, "
-             "and written atomically.",
+             "and written atomically; it may not be WEIGHTS or the config, nor a directory, a "
+             "device or a FIFO.",
     .example = "example: txl import tiny.safetensors -c runs/tiny/config.yaml "
                "-o imported.safetensors.gz",
     .pos_max = 1,
@@ -213,6 +214,9 @@ int cmd_import(int argc, char **argv)
     if (cli_config_path(a.config, "import", a.quiet, cfg_path, sizeof cfg_path, &e))
         return cli_fail("import", &e);
     a.config = cfg_path;
+    const char *inputs[] = {in, cfg_path};
+    if (cli_check_output("-o", a.out, inputs, 2, &e))
+        return cli_fail("import", &e);
     if (load_config(&cfg, &a, &e))
         return cli_fail("import", &e);
     st_file f;

@@ -1,5 +1,5 @@
 /* main.c: `txl` entry point: dispatches through the command table (cmds.h) to one file per
- * subcommand. */
+ * subcommand, and fails (exit 1) when a result did not reach stdout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,9 +89,12 @@ static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    cli_std_fds(); /* before anything opens a file */
     ensure_runtime_env(argv);
     dist_init(&argc, &argv, NULL);
     cli_keep_cmdline(argc, argv);
+    /* the command's name for the message about stdout (cli_parse reorders argv) */
+    const char *cmd = argc > 1 && txl_command(argv[1]) ? argv[1] : NULL;
     int rc;
     if (dist_self()->size > 1 && (argc < 2 || strcmp(argv[1], "train") != 0)) {
         if (dist_is_root())
@@ -102,7 +105,8 @@ int main(int argc, char **argv)
         rc = dispatch(argc, argv);
     }
     dist_finalize();
-    return rc;
+    /* results that did not reach stdout are a failure, whatever the command returned */
+    return cli_stdout_close(cmd, rc);
 }
 
 static int dispatch(int argc, char **argv)

@@ -158,9 +158,32 @@ const char *str_field(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+int int_field(const cJSON *o, const char *key, double lo, double hi, const char *path, long ln,
+              long *out, txl_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v)
+        return 0;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (d >= lo && d <= hi && d == floor(d)) { /* false for NaN: not a number */
+        *out = (long)d;
+        return 1;
+    }
+    char found[48];
+    if (cJSON_IsNumber(v))
+        snprintf(found, sizeof found, "%.15g", d);
+    else
+        snprintf(found, sizeof found, "%s", cJSON_IsString(v) ? "a string"
+                                            : cJSON_IsNull(v) ? "null"
+                                            : cJSON_IsBool(v) ? "a boolean"
+                                                              : "an array or object");
+    return err_set(e, ERR_INPUT, "%s:%ld: '%s' must be a whole number in [%.0f, %.0f], found %s",
+                   path, ln, key, lo, hi, found);
+}
+
 /* A line that is not a JSON object may be the one a run was writing when it was killed:
  * the last line of the file, or (once the run resumed, which starts on a new line) the line
- * before a start event. A line from txl before 0.1.1 may also hold such a cut line with the
+ * before a start event. A line may also hold such a cut line with the
  * resumed run's start event glued to it: the object that begins at the last `{"event":` of
  * the line is read, the cut part skipped (logs of a txl that appended without that newline). */
 static cJSON *recover_glued(const char *line)
@@ -265,49 +288,61 @@ static void drop_after(series *s, long step)
         s->n--;
 }
 
+/* The events of a run's log that make its curves. A step that is not a whole number in
+ * [0, 2^53] is an error (txl writes none); an event without a step, tokens or bpc (a
+ * blown-up loss is written as null) is left out. */
 static int log_line(const cJSON *o, long ln, void *vctx)
 {
     log_ctx *c = vctx;
     const char *ev = str_field(o, "event");
-    double step = 0, tokens = 0, bpc = 0;
-    (void)ln;
+    double tokens = 0, bpc = 0;
+    long step = 0;
     if (!ev)
         return 0;
+    int has_step = 0;
+    if (strcmp(ev, "start") == 0 || strcmp(ev, "train") == 0 || strcmp(ev, "eval") == 0)
+        has_step = int_field(o, "step", 0, PLOT_INT_MAX, c->path, ln, &step, c->e);
+    if (has_step < 0)
+        return -1;
     if (strcmp(ev, "start") == 0) {
         const cJSON *res = cJSON_GetObjectItemCaseSensitive(o, "resume");
-        long s = num_field(o, "step", &step) && cJSON_IsTrue(res) ? (long)step : 0;
+        long s = has_step && cJSON_IsTrue(res) ? step : 0;
         drop_after(c->train, s);
         drop_after(c->valid, s);
     } else if (strcmp(ev, "train") == 0) {
-        if (num_field(o, "step", &step) && num_field(o, "tokens", &tokens) &&
-            num_field(o, "bpc", &bpc) && tokens > 0) {
-            drop_after(c->train, (long)step - 1);
-            if (pt_push(c->train, tokens, bpc, (long)step))
+        if (has_step && num_field(o, "tokens", &tokens) && num_field(o, "bpc", &bpc) &&
+            tokens > 0) {
+            drop_after(c->train, step - 1);
+            if (pt_push(c->train, tokens, bpc, step))
                 return err_set(c->e, ERR_RUNTIME, "out of memory");
         }
     } else if (strcmp(ev, "eval") == 0) {
         const char *split = str_field(o, "split");
-        if ((!split || strcmp(split, "valid") == 0) && num_field(o, "step", &step) &&
-            num_field(o, "bpc", &bpc)) {
-            drop_after(c->valid, (long)step - 1);
-            if (pt_push(c->valid, NAN, bpc, (long)step))
+        if ((!split || strcmp(split, "valid") == 0) && has_step && num_field(o, "bpc", &bpc)) {
+            drop_after(c->valid, step - 1);
+            if (pt_push(c->valid, NAN, bpc, step))
                 return err_set(c->e, ERR_RUNTIME, "out of memory");
         }
     }
     return 0;
 }
 
-/* Tokens trained at `step`, from the train points (ascending in step). */
+/* Tokens trained at `step`, from the train points (ascending in step, tokens > 0): before
+ * the first, in proportion to it (0 at step 0); between two, interpolated; past the last, at
+ * the last one's rate. A train point at step 0 (not txl's: its steps count from 1) has no
+ * rate: its own tokens stand. */
 static double tokens_at(const series *t, long step)
 {
     const point *p = t->p;
     size_t n = t->n;
     if (step <= p[0].step)
-        return p[0].x * step / (double)p[0].step;
+        return p[0].step > 0 ? p[0].x * step / (double)p[0].step : p[0].x;
     for (size_t i = 1; i < n; i++)
         if (step <= p[i].step)
             return p[i - 1].x + (p[i].x - p[i - 1].x) * (step - p[i - 1].step) /
                                     (double)(p[i].step - p[i - 1].step);
+    if (p[n - 1].step == 0)
+        return p[n - 1].x;
     return p[n - 1].x + (step - p[n - 1].step) * p[n - 1].x / (double)p[n - 1].step;
 }
 
@@ -383,7 +418,8 @@ typedef struct {
 static int sweep_line(const cJSON *o, long ln, void *vctx)
 {
     sweep_ctx *c = vctx;
-    double tgt, mem, bpc, factor = 1;
+    double tgt, mem, bpc;
+    long factor = 1;
     if (!num_field(o, "bpc", &bpc)) {
         double loss;
         if (!num_field(o, "loss", &loss))
@@ -394,7 +430,8 @@ static int sweep_line(const cJSON *o, long ln, void *vctx)
         return err_set(c->e, ERR_INPUT, "%s:%ld: an evaluation row without tgt_len and "
                        "mem_len (expected the output of 'txl eval --sweep ... --json')",
                        c->path, ln);
-    num_field(o, "factor", &factor);
+    if (int_field(o, "factor", 1, PLOT_INT_MAX, c->path, ln, &factor, c->e) < 0)
+        return -1;
     const char *scheme = str_field(o, "scheme"); /* scripts/extrapolation.sh's label */
     if (!scheme && c->by_scheme)
         scheme = str_field(o, "pos_scheme"); /* txl eval's */
@@ -421,7 +458,7 @@ static int sweep_line(const cJSON *o, long ln, void *vctx)
             return err_set(c->e, ERR_RUNTIME, "out of memory");
         s->group = g;
     }
-    if (pt_push(s, tgt + mem, bpc, (long)factor))
+    if (pt_push(s, tgt + mem, bpc, factor))
         return err_set(c->e, ERR_RUNTIME, "out of memory");
     c->used++;
     return 0;
@@ -488,14 +525,44 @@ void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabe
         fprintf(f, "set yrange [:%g]\n", o->ymax);
 }
 
-static void gp_block(FILE *f, const char *name, const series *s, double xscale)
+/* The points a plot cannot draw are left out of its data (never a nan or an inf for gnuplot)
+ * and counted, for render's note: x <= 0 on a log x axis (an evaluation at step 0, at 0
+ * tokens) and a coordinate that is not finite (token counts so large that the
+ * interpolation overflows). */
+typedef struct {
+    size_t zero_logx, not_finite;
+} dropped_pts;
+
+static int drawable(const point *p, int logx)
+{
+    return isfinite(p->x) && isfinite(p->y) && (!logx || p->x > 0);
+}
+
+static size_t n_drawable(const series *s, int logx)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += drawable(&s->p[i], logx);
+    return n;
+}
+
+static void gp_block(FILE *f, const char *name, const series *s, double xscale, int logx,
+                     dropped_pts *d)
 {
     fprintf(f, "$%s << EOD\n", name);
-    for (size_t i = 0; i < s->n; i++)
-        fprintf(f, "%.9g %.6f\n", s->p[i].x / xscale, s->p[i].y);
+    for (size_t i = 0; i < s->n; i++) {
+        const point *p = &s->p[i];
+        if (drawable(p, logx))
+            fprintf(f, "%.9g %.6f\n", p->x / xscale, p->y);
+        else if (isfinite(p->x) && isfinite(p->y))
+            d->zero_logx++;
+        else
+            d->not_finite++;
+    }
     fputs("EOD\n", f);
 }
 
+/* The smallest positive and the largest finite x; lo = inf when there is none. */
 static void x_range(const series_list *l, double *lo, double *hi)
 {
     *lo = INFINITY;
@@ -503,6 +570,8 @@ static void x_range(const series_list *l, double *lo, double *hi)
     for (size_t i = 0; i < l->n; i++)
         for (size_t k = 0; k < l->s[i].n; k++) {
             double x = l->s[i].p[k].x;
+            if (!isfinite(x))
+                continue;
             if (x > 0 && x < *lo)
                 *lo = x;
             if (x > *hi)
@@ -511,11 +580,11 @@ static void x_range(const series_list *l, double *lo, double *hi)
 }
 
 /* l holds train, valid, train, valid, ... per run. */
-static void gp_curves(FILE *f, const series_list *l, const plot_opts *o)
+static void gp_curves(FILE *f, const series_list *l, const plot_opts *o, dropped_pts *d)
 {
     double lo, hi;
     x_range(l, &lo, &hi);
-    int logx = o->logx >= 0 ? o->logx : hi / lo >= 100;
+    int logx = isfinite(lo) && (o->logx >= 0 ? o->logx : hi / lo >= 100);
     /* short tic labels: 1k 10k 100k 1M on a log axis, x in thousands/millions on a linear one */
     double scale = 1;
     const char *unit = "";
@@ -542,9 +611,9 @@ static void gp_curves(FILE *f, const series_list *l, const plot_opts *o)
     for (size_t r = 0; r < nruns; r++) {
         char name[32];
         snprintf(name, sizeof name, "train%zu", r);
-        gp_block(f, name, &l->s[2 * r], scale);
+        gp_block(f, name, &l->s[2 * r], scale, logx, d);
         snprintf(name, sizeof name, "valid%zu", r);
-        gp_block(f, name, &l->s[2 * r + 1], scale);
+        gp_block(f, name, &l->s[2 * r + 1], scale, logx, d);
     }
     fputs("plot ", f);
     int first = 1;
@@ -552,15 +621,15 @@ static void gp_curves(FILE *f, const series_list *l, const plot_opts *o)
         const char *col = plot_palette[r % PLOT_NPAL];
         int dt = 1 + (int)(r / PLOT_NPAL); /* past 10 runs, dashes tell the cycles apart */
         char t[300];
-        if (l->s[2 * r].n) {
+        size_t nt = n_drawable(&l->s[2 * r], logx);
+        if (nt) {
             snprintf(t, sizeof t, "%s train", l->s[2 * r].label);
             fprintf(f, "%s$train%zu using 1:2 with %s lw 1.6 dt %d lc rgb '%s' title ",
-                    first ? "" : ", \\\n     ", r,
-                    l->s[2 * r].n > 1 ? "lines" : "points pt 7", dt, col);
+                    first ? "" : ", \\\n     ", r, nt > 1 ? "lines" : "points pt 7", dt, col);
             gp_str(f, t);
             first = 0;
         }
-        if (l->s[2 * r + 1].n) {
+        if (n_drawable(&l->s[2 * r + 1], logx)) {
             snprintf(t, sizeof t, "%s valid", l->s[2 * r].label);
             fprintf(f, "%s$valid%zu using 1:2 with linespoints lw 1.2 dt 2 pt 7 ps 1.1 "
                     "lc rgb '%s' title ", first ? "" : ", \\\n     ", r, col);
@@ -571,7 +640,7 @@ static void gp_curves(FILE *f, const series_list *l, const plot_opts *o)
     fputs("\nunset output\n", f);
 }
 
-static void gp_sweep(FILE *f, const series_list *l, const plot_opts *o)
+static void gp_sweep(FILE *f, const series_list *l, const plot_opts *o, dropped_pts *d)
 {
     double lo, hi;
     x_range(l, &lo, &hi);
@@ -598,12 +667,12 @@ static void gp_sweep(FILE *f, const series_list *l, const plot_opts *o)
     }
     gp_header(f, o, "length extrapolation: bits per byte against evaluated context",
               "evaluated context: tgt_len + mem_len (tokens)");
-    int logx = o->logx >= 0 ? o->logx : hi / lo >= 4;
+    int logx = isfinite(lo) && (o->logx >= 0 ? o->logx : hi / lo >= 4);
     if (logx)
         fprintf(f, "set logscale x 2\nset mxtics default\nset xrange [%g:%g]\n", lo / 1.06,
                 hi * 1.06);
     fputs("set key outside right top width 1\n", f);
-    if (agree && isfinite(trained)) {
+    if (agree && isfinite(trained) && (!logx || trained > 0)) {
         fprintf(f, "set arrow from %g, graph 0 to %g, graph 1 nohead dt 3 lw 1.2 "
                 "lc rgb '#777777'\n", trained, trained);
         fprintf(f, "set label 'trained context' at %g, graph 0.97 offset 0.5,0 left "
@@ -612,12 +681,15 @@ static void gp_sweep(FILE *f, const series_list *l, const plot_opts *o)
     for (size_t i = 0; i < l->n; i++) {
         char name[32];
         snprintf(name, sizeof name, "sweep%zu", i);
-        gp_block(f, name, &l->s[i], 1);
+        gp_block(f, name, &l->s[i], 1, logx, d);
     }
     fputs("plot ", f);
+    int first = 1;
     for (size_t i = 0; i < l->n; i++) {
         const series *s = &l->s[i];
         const char *m = s->mode;
+        if (!n_drawable(s, logx))
+            continue;
         int win = strcmp(m, "window") == 0, both = strcmp(m, "both") == 0;
         char t[300];
         if (modes > 1 && *m)
@@ -625,9 +697,10 @@ static void gp_sweep(FILE *f, const series_list *l, const plot_opts *o)
         else
             snprintf(t, sizeof t, "%s", s->label);
         fprintf(f, "%s$sweep%zu using 1:2 with linespoints lw %s dt %d pt %d ps 1.2 "
-                "lc rgb '%s' title ", i ? ", \\\n     " : "", i, win ? "1.4" : "2",
+                "lc rgb '%s' title ", first ? "" : ", \\\n     ", i, win ? "1.4" : "2",
                 win ? 2 : both ? 4 : 1, win ? 6 : both ? 5 : 7, plot_palette[s->group % PLOT_NPAL]);
         gp_str(f, t);
+        first = 0;
     }
     fputs("\nunset output\n", f);
 }
@@ -775,9 +848,10 @@ static int load_sweeps(series_list *l, char **inputs, int nin, txl_err *e)
 }
 
 /* The gnuplot program for l (or the probe files, or a run's terms), in a malloc'd string;
- * NULL with e. *npoints and *npanels: the probe's or the terms' points and panels. */
+ * NULL with e. *npoints and *npanels: the probe's or the terms' points and panels; *d: the
+ * curves' or sweeps' points left out of the data. */
 static char *gp_program(const series_list *l, const plot_opts *po, const plot_args *a,
-                        size_t *len, size_t *npoints, int *npanels, txl_err *e)
+                        size_t *len, size_t *npoints, int *npanels, dropped_pts *d, txl_err *e)
 {
     char *prog = NULL;
     FILE *ms = open_memstream(&prog, len);
@@ -793,9 +867,9 @@ static char *gp_program(const series_list *l, const plot_opts *po, const plot_ar
     else if (a->terms)
         rc = plot_terms_program(ms, a->inputs[0], po, npoints, npanels, e);
     else if (a->sweep)
-        gp_sweep(ms, l, po);
+        gp_sweep(ms, l, po, d);
     else
-        gp_curves(ms, l, po);
+        gp_curves(ms, l, po, d);
     if (fclose(ms) != 0 || rc) {
         if (!rc)
             err_set(e, ERR_RUNTIME, "out of memory");
@@ -803,6 +877,30 @@ static char *gp_program(const series_list *l, const plot_opts *po, const plot_ar
         return NULL;
     }
     return prog;
+}
+
+/* -o OUT can take the image (cli_check_output): not a directory, a device or a FIFO, and
+ * none of the inputs (an argument, or the log.jsonl of a run directory). */
+static int check_out(const plot_args *a, txl_err *e)
+{
+    int n = a->n_inputs;
+    const char **in = calloc(2 * (size_t)n, sizeof *in);
+    char (*logs)[2048] = malloc((size_t)n * sizeof *logs);
+    int rc;
+    if (!in || !logs) {
+        rc = err_set(e, ERR_RUNTIME, "out of memory");
+    } else {
+        txl_err ignored; /* a missing input is its reader's to report */
+        for (int i = 0; i < n; i++) {
+            in[2 * i] = a->inputs[i];
+            if (run_log_path(a->inputs[i], logs[i], sizeof logs[i], &ignored) == 0)
+                in[2 * i + 1] = logs[i];
+        }
+        rc = cli_check_output("-o", a->out, in, 2 * n, e);
+    }
+    free(in);
+    free(logs);
+    return rc;
 }
 
 /* Prints the program (--script), or has gnuplot draw it into a temp file next to OUT,
@@ -832,7 +930,8 @@ static int render(const series_list *l, plot_opts *po, const plot_args *a)
     }
     size_t plen = 0, probe_points = 0;
     int panels = 0;
-    char *prog = gp_program(l, po, a, &plen, &probe_points, &panels, &e);
+    dropped_pts dropped = {0};
+    char *prog = gp_program(l, po, a, &plen, &probe_points, &panels, &dropped, &e);
     po->out = out;
     int bad = prog ? 0 : -1;
     struct stat sb;
@@ -850,10 +949,20 @@ static int render(const series_list *l, plot_opts *po, const plot_args *a)
             unlink(tmp);
         return cli_fail("plot", &e);
     }
+    if (!a->quiet && dropped.zero_logx)
+        fprintf(stderr, "txl plot: %zu point%s at x = 0 (an evaluation at step 0: 0 tokens) "
+                "left out: a logarithmic x axis has no 0 (--no-logx draws %s)\n",
+                dropped.zero_logx, dropped.zero_logx == 1 ? "" : "s",
+                dropped.zero_logx == 1 ? "it" : "them");
+    if (!a->quiet && dropped.not_finite)
+        fprintf(stderr, "txl plot: %zu point%s left out: %s x overflows (the token counts are "
+                "too large)\n", dropped.not_finite, dropped.not_finite == 1 ? "" : "s",
+                dropped.not_finite == 1 ? "its" : "their");
     if (!a->script && !a->quiet) {
         size_t np = probe_points;
         for (size_t i = 0; i < l->n; i++)
             np += l->s[i].n;
+        np -= dropped.zero_logx + dropped.not_finite;
         size_t nc = a->probe ? (size_t)a->n_inputs : a->terms ? (size_t)panels
                     : a->sweep ? l->n : l->n / 2;
         fprintf(stderr, "txl plot: %s (%zu %s%s, %zu points)\n", out, nc,
@@ -899,6 +1008,8 @@ int cmd_plot(int argc, char **argv)
     txl_err e = {0};
     a.inputs = pos.v;
     a.n_inputs = pos.n;
+    if (!a.script && check_out(&a, &e)) /* --script writes no image */
+        return cli_fail("plot", &e);
     if (a.probe || a.terms)
         rc = render(&l, &po, &a);
     else if (a.sweep ? load_sweeps(&l, pos.v, pos.n, &e) : load_runs(&l, pos.v, pos.n, &e))

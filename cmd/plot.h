@@ -48,6 +48,15 @@ char *dupstr(const char *s);
 /* A finite number field, or 0. */
 int num_field(const cJSON *o, const char *key, double *out);
 const char *str_field(const cJSON *o, const char *key);
+/* A whole-number field (a step, a factor, a depth) of the JSON line `ln` of path: 0 when it
+ * is absent (the caller skips the event), 1 with *out when it is a whole number in [lo, hi],
+ * else -1 with ERR_INPUT naming path:line, the key and the value (a fraction, a negative or
+ * huge number, a string: the file is not what txl wrote, and a cast to long would
+ * overflow). lo and hi are at most 2^53 in magnitude. */
+int int_field(const cJSON *o, const char *key, double lo, double hi, const char *path, long ln,
+              long *out, txl_err *e);
+/* The largest step or count a JSON number holds exactly. */
+#define PLOT_INT_MAX 9007199254740992.0
 /* Calls fn(obj, line number, ctx) for every JSON line of path. A damaged line (the last
  * line, or one before a start event: cut by a killed run; or a cut line with a start event
  * glued to it) is skipped and counted on stderr; any other unparsable line is an error. */

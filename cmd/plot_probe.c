@@ -3,6 +3,7 @@
  * accuracy, or with --gain the retrieval gain in bits), one panel per file (or scheme) and
  * mode; recall as the gain in bits per byte against the distance (log scale) with its 95%
  * interval, one color per file or scheme, dashed for the window mode. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,10 +65,14 @@ static heat *panel(probe_data *d, const char *label, const char *mode)
 /* Inserting into a sorted axis moves the cells: they are stored by value, so re-read. */
 static int needle_row(probe_data *d, const cJSON *o, const char *label, long ln)
 {
-    double f, dep, v;
+    double v;
+    long f, dep;
     const char *mode = str_field(o, "mode");
-    if (!num_field(o, "factor", &f) || !num_field(o, "depth", &dep) ||
-        !num_field(o, d->gain ? "gain_bits" : "accuracy", &v))
+    int hf = int_field(o, "factor", 1, INT_MAX, d->path, ln, &f, d->e);
+    int hd = hf < 0 ? 0 : int_field(o, "depth", 0, 100, d->path, ln, &dep, d->e);
+    if (hf < 0 || hd < 0) /* a fraction or a number past int: the file is not txl's */
+        return -1;
+    if (!hf || !hd || !num_field(o, d->gain ? "gain_bits" : "accuracy", &v))
         return err_set(d->e, ERR_INPUT, "%s:%ld: a needle row without factor, depth and %s",
                        d->path, ln, d->gain ? "gain_bits" : "accuracy");
     heat *h = panel(d, label, mode ? mode : "");

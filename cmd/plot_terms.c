@@ -63,22 +63,23 @@ static int terms_line(const cJSON *o, long ln, void *ctx)
 {
     terms_data *d = ctx;
     const char *ev = str_field(o, "event");
-    double step;
-    if (!ev || !num_field(o, "step", &step))
+    long step;
+    if (!ev || (strcmp(ev, "start") && strcmp(ev, "terms")))
         return 0;
+    int has = int_field(o, "step", 0, PLOT_INT_MAX, d->path, ln, &step, d->e);
+    if (has <= 0)
+        return has; /* -1: not a whole number in range; 0: no step, nothing to place */
     if (!strcmp(ev, "start")) { /* a resumed run: its log goes on from the step it resumed */
         const cJSON *res = cJSON_GetObjectItemCaseSensitive(o, "resume");
-        while (d->n > 0 && d->r[d->n - 1].step > (cJSON_IsTrue(res) ? (long)step : 0))
+        while (d->n > 0 && d->r[d->n - 1].step > (cJSON_IsTrue(res) ? step : 0))
             d->n--;
         return 0;
     }
-    if (strcmp(ev, "terms"))
-        return 0;
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(o, "layers");
     if (!cJSON_IsArray(layers))
         return err_set(d->e, ERR_INPUT, "%s:%ld: a terms event without its 'layers' array",
                        d->path, ln);
-    while (d->n > 0 && d->r[d->n - 1].step >= (long)step)
+    while (d->n > 0 && d->r[d->n - 1].step >= step)
         d->n--;
     if (d->n == d->cap) {
         size_t cap = d->cap ? 2 * d->cap : 64;
@@ -89,7 +90,7 @@ static int terms_line(const cJSON *o, long ln, void *ctx)
         d->cap = cap;
     }
     terms_row *row = &d->r[d->n];
-    row->step = (long)step;
+    row->step = step;
     for (int l = 0; l < MAX_LAYERS; l++)
         for (int t = 0; t < MAX_TERMS; t++)
             row->sd[l][t] = NAN, row->flag[l][t] = 0;

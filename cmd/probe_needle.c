@@ -173,7 +173,7 @@ static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode,
                mode == MODE_MEMORY ? "memory" : "window", factor, n->L, depth, acc.mean, acc.lo,
                acc.hi, g.mean, g.lo, g.hi, vb.mean);
     }
-    fflush(stdout);
+    cli_stdout_flush();
 }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -285,9 +285,12 @@ int probe_needle(probe_ctx *p, txl_err *e)
     for (int m = MODE_MEMORY; m <= MODE_WINDOW; m++) {
         if (a->mode != MODE_BOTH && a->mode != m)
             continue;
-        for (int k = 0; k < nl; k++)
+        for (int k = 0; k < nl; k++) {
             if (run_length(p, (probe_mode)m, lengths[k], depths, nd, e))
                 return -1;
+            if (cli_stdout_flush())
+                return 0; /* the rest would be lost too; main reports stdout's failure */
+        }
     }
     return 0;
 }

@@ -141,7 +141,7 @@ static void print_distance(const probe_ctx *p, probe_mode mode, const recall_set
                mode == MODE_MEMORY ? "memory" : "window", s->D, gi.mean, gi.lo, gi.hi, fi.mean,
                se.mean, ci.mean);
     }
-    fflush(stdout);
+    cli_stdout_flush();
 }
 
 /* One distance: every trial once, then its control. Returns the mean gain (bits per
@@ -203,6 +203,8 @@ int probe_recall(probe_ctx *p, txl_err *e)
             g[k] = run_distance(p, (probe_mode)m, d[k], &failed, e);
             if (failed)
                 return -1;
+            if (cli_stdout_flush())
+                return 0; /* the rest would be lost too; main reports stdout's failure */
             if (g[k] >= 0.5 * g[0] && g[0] > 0 && d[k] > eff)
                 eff = d[k];
         }

@@ -48,7 +48,8 @@ int probe_shift(probe_ctx *p, txl_err *e)
         } else {
             printf("%10d %12.8f %12.3e %12.3e\n", off[k], r.loss, d, rel);
         }
-        fflush(stdout);
+        if (cli_stdout_flush())
+            break; /* the rest would be lost too; main reports stdout's failure */
     }
     tok_stream_free(&ts);
     return 0;

@@ -3,6 +3,7 @@
  * one-token segment attending to the cached memory (mem_len rows per layer), so the cost
  * per token does not grow with the amount of text generated. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +140,7 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
                            a->prompt_file ? "--prompt-file" : "--prompt", file, strerror(er));
     } else if (!isatty(0) && !a->interactive) {
         if (read_stream(stdin, text, len))
-            return err_set(e, ERR_INPUT, "stdin: read error");
+            return err_set(e, ERR_INPUT, "stdin: read error: %s", strerror(errno));
     }
     if (!*text || *len == 0) { /* no prompt: start from a newline, like a fresh line of text */
         free(*text);
@@ -265,9 +266,9 @@ static int put_bytes(sink *k, int b, const char *s, size_t n, long i)
 {
     if (k->live) {
         if (fwrite(s, 1, n, stdout) != n)
-            return -1; /* e.g. the reader of a pipe went away */
-        if ((n && s[n - 1] == '\n') || i % 16 == 15)
-            fflush(stdout);
+            return -1; /* stdout failed: main reports it */
+        if (((n && s[n - 1] == '\n') || i % 16 == 15) && cli_stdout_flush())
+            return -1;
     } else {
         memcpy(k->buf + (size_t)b * k->cap + k->len[b], s, n);
         k->len[b] += (long)n;
@@ -485,9 +486,10 @@ static long sample_batch(session *s, const sample_args *a, full_stats *fs, txl_e
         err_set(e, ERR_RUNTIME, "out of memory for %d samples of %ld bytes", N, a->n);
     else
         g = generate(s, a, &k, fs, e);
-    for (int b = 0; N > 1 && g >= 0 && b < N; b++) {
+    for (int b = 0; N > 1 && g >= 0 && b < N && !ferror(stdout); b++) {
         fwrite(k.buf + (size_t)b * cap, 1, (size_t)k.len[b], stdout);
         fputs("\n---------------\n", stdout);
+        cli_stdout_flush(); /* keeps the reason a write failed for main's message */
     }
     free(k.len);
     free(k.done);
@@ -496,7 +498,16 @@ static long sample_batch(session *s, const sample_args *a, full_stats *fs, txl_e
     return g;
 }
 
-/* -i: a prompt per line of stdin; after each, text until a newline or -n bytes. */
+/* stdin can be read: not closed (`<&-`: main's cli_std_fds put a write-only /dev/null in
+ * its place) nor open for writing only. */
+static int stdin_readable(void)
+{
+    int fl = fcntl(0, F_GETFL);
+    return fl != -1 && (fl & O_ACCMODE) != O_WRONLY;
+}
+
+/* -i: a prompt per line of stdin; after each, text until a newline or -n bytes. A stdin at
+ * its end at once has no prompts: nothing to do, not an error. */
 static long sample_interactive(session *s, const sample_args *a, full_stats *fs, txl_err *e)
 {
     char *line = NULL;
@@ -519,10 +530,15 @@ static long sample_interactive(session *s, const sample_args *a, full_stats *fs,
         }
         if (done != 2) /* stopped by -n: end the answer's line */
             fputc('\n', stdout);
-        fflush(stdout);
         total += g;
+        if (cli_stdout_flush())
+            break; /* no more answers: main reports stdout's failure */
     }
+    int er = errno;
     free(line);
+    if (len < 0 && ferror(stdin))
+        return err_set(e, er == EBADF ? ERR_INPUT : ERR_RUNTIME, "-i: reading the prompts "
+                       "from stdin: %s", strerror(er));
     return total;
 }
 
@@ -539,6 +555,9 @@ int cmd_sample(int argc, char **argv)
     if (a.interactive && (a.prompt_file || (a.prompt && !strcmp(a.prompt, "-"))))
         return cli_usage("sample", "-i reads the prompts from stdin: it cannot read a prompt "
                          "from stdin too");
+    if (a.interactive && !stdin_readable()) /* before loading the model for nothing */
+        return cli_usage("sample", "-i reads the prompts from stdin, which is closed (or open "
+                         "for writing only)");
     txl_err e = {0};
     char *text;
     size_t tlen;
@@ -558,7 +577,7 @@ int cmd_sample(int argc, char **argv)
     }
     if (a.echo) { /* after the progress line, which would erase a partly echoed line */
         fwrite(text, 1, tlen, stdout);
-        fflush(stdout);
+        cli_stdout_flush();
     }
     double t1 = cli_now(), c1 = cli_cpu_now();
     full_stats fs = {0};
@@ -584,7 +603,6 @@ int cmd_sample(int argc, char **argv)
                 fs.full_s, fs.full_cpu_s, full, full_cpu, s.M, a.num_samples,
                 fs.batch > 0 ? fs.batch : 1, s.threads);
     }
-    fflush(stdout);
     session_free(&s);
     free(text);
     return rc;

@@ -1192,7 +1192,8 @@ static int put_text(FILE *f, const void *text) { return fputs(text, f) < 0; }
 
 /* The result line on stdout, out_dir/summary.json (the same object) and the end event of
  * log.jsonl; after a signal, where the run stopped. The exit code: 128 + the signal, else
- * 0, or 1 when summary.json could not be written. */
+ * 0, or 1 when summary.json could not be written (main makes a 0 into 1 when the line did
+ * not reach stdout: summary.json still holds it). */
 static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
 {
     if (t->tty && !t->quiet && dist_is_root())
@@ -1212,7 +1213,7 @@ static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
     if (text) {
         sprintf(text, "%s\n", line);
         fputs(text, stdout);
-        fflush(stdout);
+        cli_stdout_flush(); /* a failure makes the exit code 1 (main) */
     }
     if (!text)
         err_set(&e, ERR_RUNTIME, "out of memory writing the summary");

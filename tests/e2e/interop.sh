@@ -4,6 +4,8 @@
 # tensor, a wrong shape, an extra tensor, a wrong dtype) and a config of another model exit 2
 # naming the tensors, and write nothing; the file any safetensors reader sees is standard
 # (header checked with jq); tools/st_reader.py lists the tensors when python3 is available.
+# -o onto an input (any spelling, a link, a run directory's checkpoints), the config, a FIFO,
+# a device, a directory, "" or a missing directory exits 2 and changes nothing.
 . tests/e2e/lib.sh
 
 $TXL train -c tests/configs/micro.yaml --set train.out_dir=$TMP/run --set train.max_steps=20 \
@@ -83,6 +85,59 @@ check "  ... says so" grep -q "txl export" $TMP/err
 check "no -c: exit 2" test "$(code $TXL import $TMP/w.safetensors -o $TMP/bad.st)" -eq 2
 check "missing weights file: exit 2" test "$(code $TXL import $TMP/nope.safetensors -c $TMP/run/config.yaml -o $TMP/bad.st)" -eq 2
 check "truncated weights file: exit 2" test "$(head -c 3000 $TMP/w.safetensors > $TMP/trunc.st; code $TXL import $TMP/trunc.st -c $TMP/run/config.yaml -o $TMP/bad.st)" -eq 2
+
+# -o onto what the temp file + rename would wreck: the input (through any spelling or link),
+# the config, a FIFO, a device; a directory, "" or a missing directory: exit 2, nothing changed
+sum() { sha256sum "$1" | cut -d' ' -f1; }
+cp $TMP/run/config.yaml $TMP/c.yaml
+ckpt_sum=$(sum $CKPT) best_sum=$(sum $TMP/run/best.safetensors.gz) w_sum=$(sum $TMP/w.safetensors)
+c_sum=$(sum $TMP/c.yaml)
+refused() { # refused "description" "message" command...: exit 2 and the message on stderr
+    d=$1; n=$2; shift 2
+    check "$d: exit 2" test "$(code "$@")" -eq 2
+    check "  ... says why ($n)" grep -qF -- "$n" $TMP/err
+}
+refused "export onto its input" "(the same file), an input" $TXL export $CKPT -o $CKPT
+refused "export onto its input, spelt otherwise" "(the same file)" \
+    $TXL export $TMP/run/./last.safetensors.gz -o $TMP/run/../run/last.safetensors.gz
+ln -s $CKPT $TMP/link.safetensors.gz
+refused "export of a symbolic link onto its target" "(the same file)" \
+    $TXL export $TMP/link.safetensors.gz -o $CKPT
+ln $CKPT $TMP/hard.safetensors.gz
+refused "export of a hard link onto the other name" "(the same file)" \
+    $TXL export $TMP/hard.safetensors.gz -o $CKPT
+refused "export of a run directory onto the checkpoint it reads (best)" "(the same file)" \
+    $TXL export $TMP/run -o $TMP/run/best.safetensors.gz
+refused "export of a run directory onto its other checkpoint (last)" "(the same file)" \
+    $TXL export $TMP/run/ -o $CKPT
+check "  ... the checkpoints are untouched" \
+    test "$(sum $CKPT) $(sum $TMP/run/best.safetensors.gz)" = "$ckpt_sum $best_sum"
+$TXL info $CKPT --json > $TMP/info_last.json
+check "  ... and last still resumable" jq -e '.resumable == true' $TMP/info_last.json
+refused "import onto its config" "(the same file), an input" \
+    $TXL import $TMP/w.safetensors -c $TMP/c.yaml -o $TMP/c.yaml
+refused "import onto its weights" "(the same file), an input" \
+    $TXL import $TMP/w.safetensors -c $TMP/c.yaml -o $TMP/./w.safetensors
+check "  ... the config and the weights are untouched" \
+    test "$(sum $TMP/c.yaml) $(sum $TMP/w.safetensors)" = "$c_sum $w_sum"
+mkfifo $TMP/fifo.safetensors
+refused "export onto a FIFO" "is a FIFO" $TXL export $CKPT -o $TMP/fifo.safetensors
+check "  ... the FIFO is still one" test -p $TMP/fifo.safetensors
+ln -s /dev/null $TMP/null.safetensors
+refused "import onto a symbolic link to /dev/null" "is a device through a symbolic link" \
+    $TXL import $TMP/w.safetensors -c $TMP/c.yaml -o $TMP/null.safetensors
+check "  ... the link is still one, to a device" test -L $TMP/null.safetensors -a -c /dev/null
+ln -s $TMP/nothing.safetensors $TMP/dangling.safetensors
+refused "export onto a symbolic link to nothing" "symbolic link to a missing file" \
+    $TXL export $CKPT -o $TMP/dangling.safetensors
+refused "export onto a directory (was exit 1, rename failed)" "is a directory" \
+    $TXL export $CKPT -o $TMP
+refused "import onto a directory" "is a directory" \
+    $TXL import $TMP/w.safetensors -c $TMP/c.yaml -o $TMP/run/
+refused "export -o ''" "-o: an empty file name" $TXL export $CKPT -o ''
+refused "export into a missing directory" "no directory '$TMP/nodir'" \
+    $TXL export $CKPT -o $TMP/nodir/w.safetensors
+check "  ... no temp file left" test -z "$(ls $TMP | grep 'tmp\.')"
 
 # the header any safetensors reader sees
 n=$(od -An -tu8 -N8 $TMP/w.safetensors | tr -d ' ')

@@ -1,7 +1,10 @@
 #!/bin/sh
 # txl plot: learning curves of a real (micro, 40 steps) run and an extrapolation sweep,
 # rendered to PNG and SVG by gnuplot (checked: PNG magic bytes, SVG root element, nonzero
-# size); the gnuplot program (--script) carries the run's points; bad input exits 2, a
+# size); the gnuplot program (--script) carries the run's points; bad input exits 2 (also an
+# -o that is a FIFO, an input, a directory or in a missing directory, and a step or factor
+# that is not a whole number in range); a step-0 point never puts a nan in the data, and on
+# a log x axis it is left out with a note; a
 # missing gnuplot exits 1 naming the package. Rendering is skipped, with a message, when
 # gnuplot is not installed (apt-get install gnuplot-nox).
 . tests/e2e/lib.sh
@@ -43,6 +46,52 @@ check "unknown extension: exit 2" test "$(code $TXL plot $TMP/run -o $TMP/a.jpg)
 check "  ... names it" grep -q "'.jpg'" $TMP/err
 check "no -o: exit 2" test "$(code $TXL plot $TMP/run)" -eq 2
 check "empty sweep file: exit 2" test "$(code $TXL plot --sweep $TMP/empty/log.jsonl -o $TMP/a.png)" -eq 2
+# a step (or a sweep's or probe's factor) that is not a whole number in range: exit 2 naming
+# the file, the line and the value (a cast of 1e300 to long overflowed: UBSan)
+mkdir -p $TMP/steps
+for v in 1e300 2.5 -3 '"7"'; do
+    printf '{"event":"train","step":1,"tokens":256,"bpc":8}\n{"event":"train","step":%s,"tokens":512,"bpc":7}\n' "$v" > $TMP/steps/log.jsonl
+    check "log step $v: exit 2" test "$(code $TXL plot $TMP/steps -o $TMP/a.png --script)" -eq 2
+    check "  ... names the line and the value" grep -q "log.jsonl:2: 'step' must be a whole number in \[0, 9007199254740992\], found" $TMP/err
+done
+printf '{"event":"train","step":1,"tokens":256,"bpc":8}\n{"event":"eval","step":1e300,"bpc":7}\n' > $TMP/steps/log.jsonl
+check "eval event at step 1e300: exit 2" test "$(code $TXL plot $TMP/steps -o $TMP/a.png --script)" -eq 2
+printf '{"event":"terms","step":1e300,"layers":[]}\n' > $TMP/steps/log.jsonl
+check "--terms, terms event at step 1e300: exit 2" test "$(code $TXL plot --terms $TMP/steps -o $TMP/a.png --script)" -eq 2
+check "  ... names it" grep -q "log.jsonl:1: 'step' must be a whole number" $TMP/err
+printf '{"tgt_len":64,"mem_len":64,"bpc":2,"factor":1e300}\n' > $TMP/steps/sweep.jsonl
+check "--sweep, factor 1e300: exit 2" test "$(code $TXL plot --sweep $TMP/steps/sweep.jsonl -o $TMP/a.png --script)" -eq 2
+check "  ... names it" grep -q "sweep.jsonl:1: 'factor' must be a whole number" $TMP/err
+printf '{"probe":"needle","mode":"memory","factor":1e300,"depth":50,"accuracy":1}\n' > $TMP/steps/needle.jsonl
+check "--probe, needle factor 1e300: exit 2" test "$(code $TXL plot --probe $TMP/steps/needle.jsonl -o $TMP/a.png --script)" -eq 2
+check "  ... names it" grep -q "needle.jsonl:1: 'factor' must be a whole number" $TMP/err
+# step 0: no nan in the data; on a log x axis an evaluation at step 0 (0 tokens) is left out
+# with a note, a linear one draws it
+printf '%s\n' '{"event":"train","step":1,"tokens":256,"bpc":8}' '{"event":"train","step":100,"tokens":25600,"bpc":4}' \
+    '{"event":"eval","step":0,"bpc":8.1}' '{"event":"eval","step":100,"bpc":4.2}' > $TMP/steps/log.jsonl
+$TXL plot $TMP/steps -o $TMP/a.png --script > $TMP/step0.gp 2>$TMP/err
+check "eval at step 0, log x axis (auto): no nan in the data" sh -c "grep -q 'set logscale x' $TMP/step0.gp && ! grep -q -i -w nan $TMP/step0.gp"
+check "  ... the step-0 point left out (1 valid point)" test "$(sed -n '/^\$valid0 << EOD/,/^EOD/p' $TMP/step0.gp | grep -c '^[0-9]')" -eq 1
+check "  ... with a note" grep -q "1 point at x = 0 (an evaluation at step 0: 0 tokens) left out" $TMP/err
+$TXL plot $TMP/steps -o $TMP/a.png --script --no-logx > $TMP/step0.gp 2>$TMP/err
+check "  ... --no-logx draws it at 0 tokens" grep -q '^0 8.100000$' $TMP/step0.gp
+printf '%s\n' '{"event":"train","step":0,"tokens":256,"bpc":8}' '{"event":"train","step":100,"tokens":25600,"bpc":4}' \
+    '{"event":"eval","step":0,"bpc":8.1}' > $TMP/steps/log.jsonl
+$TXL plot $TMP/steps -o $TMP/a.png --script > $TMP/step0.gp 2>$TMP/err
+check "train and eval events at step 0: no nan in the data (was -nan)" sh -c "test -s $TMP/step0.gp && ! grep -q -i -w nan $TMP/step0.gp"
+
+# -o onto what gnuplot's temp file + rename would wreck: exit 2 before gnuplot is looked for
+mkfifo $TMP/fifo.png
+check "-o a FIFO: exit 2" test "$(code $TXL plot $TMP/run -o $TMP/fifo.png)" -eq 2
+check "  ... says so, and the FIFO is still one" test -p $TMP/fifo.png -a -n "$(grep 'is a FIFO' $TMP/err)"
+ln -s sweep.jsonl $TMP/sweep.png
+check "-o an input (through a link): exit 2" test "$(code $TXL plot --sweep $TMP/sweep.png -o $TMP/sweep.png)" -eq 2
+check "  ... says so, and the link is still one" test -L $TMP/sweep.png -a -n "$(grep '(the same file), an input' $TMP/err)"
+mkdir $TMP/dir.png
+check "-o a directory: exit 2" test "$(code $TXL plot $TMP/run -o $TMP/dir.png)" -eq 2
+check "  ... says so" grep -q "is a directory" $TMP/err
+check "-o in a missing directory: exit 2" test "$(code $TXL plot $TMP/run -o $TMP/nodir/a.png)" -eq 2
+check "  ... says so" grep -q "no directory" $TMP/err
 check "missing gnuplot: exit 1" test "$(TXL_GNUPLOT=/nonexistent/gnuplot code $TXL plot $TMP/run -o $TMP/a.png)" -eq 1
 check "  ... names the package" grep -q "apt-get install gnuplot-nox" $TMP/err
 check "  ... and leaves no file" test ! -e $TMP/a.png

@@ -1,6 +1,7 @@
 #!/bin/sh
 # txl sample: several samples as one batch (each stream decodes what it would alone),
-# interactive prompts from stdin, --prompt - .
+# interactive prompts from stdin (none when stdin is empty, an error when it is closed),
+# --prompt - .
 . tests/e2e/lib.sh
 $TXL train -c tests/configs/nano.yaml -q --set train.max_steps=30 --set train.out_dir=$TMP/run \
     >/dev/null 2>$TMP/err || bad "training: $(cat $TMP/err)"
@@ -45,6 +46,12 @@ check "  ... the first answer does not depend on what follows" \
 printf 'Second Citizen:\n' | $TXL sample $CK -i -n 40 --seed 3 -q > $TMP/inter2
 check "  ... the second answer sees the first exchange (memory carried): it differs from a fresh start" \
     test "$(sed -n 2p $TMP/inter)" != "$(head -1 $TMP/inter2)"
+# -i with a closed stdin is an error, before the model is loaded; an empty stdin has no prompts
+$TXL sample $CK -i -q <&- >$TMP/out 2>$TMP/err; rc=$?
+check "-i <&- (stdin closed): exit 2 (got $rc)" test $rc = 2
+check "  ... says so" grep -q -- "-i reads the prompts from stdin, which is closed" $TMP/err
+$TXL sample $CK -i -q </dev/null >$TMP/out 2>$TMP/err; rc=$?
+check "-i </dev/null (no prompts): exit 0 (got $rc), nothing printed" test $rc = 0 -a ! -s $TMP/out -a ! -s $TMP/err
 
 # --prompt - reads the prompt from stdin
 printf 'ROMEO:' | $TXL sample $CK -p - -n 80 --seed 7 -q > $TMP/stdin
