@@ -34,6 +34,8 @@ typedef struct {
     uint8_t *hit;
     double *bits, *ctrl;    /* [B] bits of the value with the needle, in the control */
     int *exact;             /* [B] */
+    uint8_t *cut;           /* [B] a token of the trial not fed, needle or control (none) */
+    int pad_max;            /* the most pad tokens of a stream in the cell (probe_tokenize) */
 } needle_set;
 
 static void random_key(rng_t *r, char key[8])
@@ -74,7 +76,7 @@ static void set_free(needle_set *n)
 {
     free(n->hay), free(n->key), free(n->value), free(n->other), free(n->x);
     probe_tokens_free(&n->pt);
-    free(n->loss), free(n->hit), free(n->bits), free(n->ctrl), free(n->exact);
+    free(n->loss), free(n->hit), free(n->bits), free(n->ctrl), free(n->exact), free(n->cut);
 }
 
 /* Draws the trials of one context length: haystacks, keys, values. */
@@ -101,8 +103,9 @@ static int set_init(needle_set *n, const probe_ctx *p, int L, rng_t *r, txl_err 
     n->bits = malloc(B * sizeof *n->bits);
     n->ctrl = malloc(B * sizeof *n->ctrl);
     n->exact = malloc(B * sizeof *n->exact);
+    n->cut = malloc(B);
     if (!n->hay || !n->key || !n->value || !n->other || !n->x || !n->loss || !n->hit ||
-        !n->bits || !n->ctrl || !n->exact)
+        !n->bits || !n->ctrl || !n->exact || !n->cut)
         return err_set(e, ERR_RUNTIME, "out of memory");
     for (int b = 0; b < n->B; b++) {
         if (probe_text(p, r, n->hay + (size_t)b * n->h, (size_t)n->h, e))
@@ -128,12 +131,24 @@ static double value_bits(const needle_set *n, int b, int *exact)
     return s / M_LN2;
 }
 
-/* The streams as laid out (n->x) into tokens; then every stream from token `from` on (the
- * memory holding the tokens before it). */
+/* Starts a cell's count of cut trials and pads. */
+static void cell_start(needle_set *n)
+{
+    memset(n->cut, 0, (size_t)n->B);
+    n->pad_max = 0;
+}
+
+/* The streams as laid out (n->x) into tokens, counted into the cell's cuts and pads; then
+ * every stream from token `from` on (the memory holding the tokens before it). */
 static int tokens_of(const probe_ctx *p, needle_set *n, txl_err *e)
 {
     probe_tokens_free(&n->pt);
-    return probe_tokenize(p, n->x, n->B, n->ld, &n->pt, e);
+    if (probe_tokenize(p, n->x, n->B, n->ld, &n->pt, e))
+        return -1;
+    for (int b = 0; b < n->B; b++)
+        n->cut[b] |= (uint8_t)probe_cut(&n->pt, b);
+    n->pad_max = n->pt.pad_max > n->pad_max ? n->pt.pad_max : n->pad_max;
+    return 0;
 }
 
 static void run_suffix(stream_eval *s, needle_set *n, int from)
@@ -147,10 +162,11 @@ static void run_suffix(stream_eval *s, needle_set *n, int from)
 static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode, int factor,
                        int depth, const stream_eval *s, double seconds)
 {
-    int k = 0;
+    int k = 0, cut = 0;
     double gain[4096];
     for (int b = 0; b < n->B; b++) {
         k += n->exact[b];
+        cut += n->cut[b];
         gain[b] = n->ctrl[b] - n->bits[b];
     }
     stat_ci acc = stat_proportion(k, n->B), vb = stat_mean(n->bits, n->B);
@@ -163,6 +179,7 @@ static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode,
         print_ci("value_bits", vb);
         print_ci("control_bits", cb);
         print_ci("gain_bits", g);
+        printf(",\"cut_trials\":%d,\"pad_max\":%d", cut, n->pad_max);
         printf(",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
                "\"tok_per_s\":%.1f,\"seed\":%llu}\n", s->T, s->M,
                pos_scheme_name(p->cfg.model.pos), p->step, s->tokens / (seconds > 0 ? seconds
@@ -182,6 +199,7 @@ static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(co
  * with anchors (the text before the needle is then not the same tokens in every stream). */
 static int depth_whole(const probe_ctx *p, stream_eval *s, needle_set *n, int depth, txl_err *e)
 {
+    cell_start(n);
     for (int pass = 0; pass < 2; pass++) {
         for (int b = 0; b < n->B; b++)
             layout(n, b, depth, pass ? n->other[b] : n->value[b]);
@@ -209,6 +227,7 @@ static int depths_shared(const probe_ctx *p, stream_eval *s, needle_set *n, mode
     streams_reset(s);
     for (int k = 0; k < nd; k++) {
         int pd = 0;
+        cell_start(n);
         for (int b = 0; b < n->B; b++)
             pd = layout(n, b, depths[k], n->value[b]);
         if (tokens_of(p, n, e))

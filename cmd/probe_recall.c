@@ -12,7 +12,9 @@
  * model that cannot reach back D + S bytes gains nothing, whatever its context length
  * (comparing the second occurrence with the first instead would credit the first's
  * shorter context). The bits of the first occurrence are reported too. The effective
- * context is the largest D whose gain is still at least half the gain at the smallest D.
+ * context is the largest D whose gain is still at least half the gain at the smallest D. The
+ * texts become tokens by the model's rules (probe_tokenize: anchors make their token
+ * counts differ, and the shorter streams are padded, never cut).
  * Trials run side by side as streams, in memory mode (segments of tgt_len through the
  * memory) and/or window mode (one window, no memory). */
 #include <math.h>
@@ -30,6 +32,7 @@ typedef struct {
     probe_tokens pt, ptc;/* as the model's tokens */
     float *loss, *lossc; /* [B][pt.n], [B][ptc.n] per target */
     double *first, *second, *control, *gain; /* [B] bits per byte */
+    int cut, pad_max;    /* trials with a token not fed (probe_cut: none), most pad tokens */
 } recall_set;
 
 static void set_free(recall_set *r)
@@ -112,7 +115,10 @@ static int set_init(recall_set *s, const probe_ctx *p, int D, rng_t *r, txl_err 
 static void score(recall_set *s)
 {
     int second = LEAD + s->S + s->D;
+    s->cut = 0;
+    s->pad_max = s->pt.pad_max > s->ptc.pad_max ? s->pt.pad_max : s->ptc.pad_max;
     for (int b = 0; b < s->B; b++) {
+        s->cut += probe_cut(&s->pt, b) || probe_cut(&s->ptc, b);
         s->first[b] = probe_bits(&s->pt, s->loss, b, LEAD, LEAD + s->S) / s->S;
         s->second[b] = probe_bits(&s->pt, s->loss, b, second, second + s->S) / s->S;
         s->control[b] = probe_bits(&s->ptc, s->lossc, b, second, second + s->S) / s->S;
@@ -132,6 +138,7 @@ static void print_distance(const probe_ctx *p, probe_mode mode, const recall_set
         print_ci("first_bpc", fi);
         print_ci("second_bpc", se);
         print_ci("control_bpc", ci);
+        printf(",\"cut_trials\":%d,\"pad_max\":%d", s->cut, s->pad_max);
         printf(",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
                "\"tok_per_s\":%.1f,\"seed\":%llu}\n", ev->T, ev->M,
                pos_scheme_name(p->cfg.model.pos), p->step,
