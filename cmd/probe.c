@@ -30,10 +30,12 @@ static const cli_opt probe_options[] = {
      .def_doc = "1,2,4,8"},
     {.name = "--depths", .type = CLI_LIST, .off = O(depths), .lo = 0, .hi = 100,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "0,25,50,75,100",
-     .help = "needle: where the needle sits, in percent of the context", .def_doc = "0,25,50,75,100"},
+     .help = "needle: where the needle sits, in percent of the context; sorted, each once",
+     .def_doc = "0,25,50,75,100"},
     {.name = "--distances", .type = CLI_LIST, .off = O(distances), .lo = 1, .hi = 1 << 24,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "16,64,256,1024",
-     .help = "recall: bytes of text between the two occurrences of the string",
+     .help = "recall: bytes of text between the two occurrences of the string; sorted, each "
+             "once",
      .def_doc = "16, 32, ... up to 8x the trained context"},
     {.name = "--string-len", .type = CLI_INT, .off = O(string_len), .lo = 2, .hi = 4096,
      .def = 24, .metavar = "N", .help = "recall: length of the random string"},
@@ -69,10 +71,12 @@ const cli_spec probe_spec = {
              "planted. recall: a random string, then D bytes of text, then the string "
              "again; by distance the bits saved on the second occurrence against a control "
              "with the first one replaced, and the effective context (the largest D that "
-             "keeps half the gain of the smallest). With anchors, trials whose texts make "
-             "fewer tokens are padded on the left with spaces, never cut. shift: the "
+             "keeps half the gain of the smallest; unknown when the gain at the smallest is not "
+             "significantly above 0). With anchors, trials whose texts make fewer tokens are "
+             "padded on the left with spaces, never cut. shift: the "
              "same text evaluated at position offsets K; relative schemes must not change.",
-    .notes = "Every cell reports the mean and a 95% interval over the trials. CKPT may be a "
+    .notes = "Every cell reports the mean and a 95% interval over the trials; a gain is "
+             "significantly above 0 when the interval's lower end is. CKPT may be a "
              "run directory: its best checkpoint (else last).",
     .example = "example: txl probe needle runs/tiny/best.safetensors.gz --trials 20 --json > "
                "needle.jsonl\n         txl plot --probe needle.jsonl -o needle.png",
@@ -259,6 +263,22 @@ int probe_cut(const probe_tokens *pt, int b)
 {
     const int *m = pt->map + (size_t)b * pt->nbytes;
     return pt->pad[b] < 0 || m[pt->nbytes - 1] >= pt->n;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int probe_sort_unique(int *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_int);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (k == 0 || v[i] != v[k - 1])
+            v[k++] = v[i];
+    return k;
 }
 
 int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_eval *s,

@@ -85,6 +85,9 @@ void print_ci(const char *name, stat_ci s);
 /* A finite number, or null (JSON has no NaN or Infinity). */
 void print_num(double x);
 
+/* Sorts v[0..n) ascending and drops repeats; returns the new count. */
+int probe_sort_unique(int *v, int n);
+
 int probe_needle(probe_ctx *p, txl_err *e);
 int probe_recall(probe_ctx *p, txl_err *e);
 int probe_shift(probe_ctx *p, txl_err *e);

@@ -193,8 +193,6 @@ static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode,
     fflush(stdout);
 }
 
-static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
-
 /* One depth from scratch, the needle's run and its control's: window mode, and memory mode
  * with anchors (the text before the needle is then not the same tokens in every stream). */
 static int depth_whole(const probe_ctx *p, stream_eval *s, needle_set *n, int depth, txl_err *e)
@@ -297,7 +295,7 @@ int probe_needle(probe_ctx *p, txl_err *e)
     memcpy(depths, nd ? a->depths.v : def_depths, (nd ? nd : 5) * sizeof(int));
     nl = nl ? nl : 4;
     nd = nd ? nd : 5;
-    qsort(depths, (size_t)nd, sizeof *depths, cmp_int);
+    nd = probe_sort_unique(depths, nd);
     if (!a->json)
         printf("%-7s %4s %7s %6s   %-17s   %-24s   %7s\n", "mode", "len", "bytes", "depth",
                "accuracy [95%]", "gain bits [95%]", "bits");
