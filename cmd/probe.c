@@ -27,7 +27,7 @@ static const cli_opt probe_options[] = {
     {.name = "--lengths", .type = CLI_LIST, .off = O(lengths), .lo = 1, .hi = 1024,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "1,2,4,8",
      .help = "needle: context lengths as factors of the trained context tgt_len + mem_len",
-     .def_doc = "1,2,4,8"},
+     .def_doc = "those of 1,2,4,8 that hold the needle and its question, 75 bytes"},
     {.name = "--depths", .type = CLI_LIST, .off = O(depths), .lo = 0, .hi = 100,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "0,25,50,75,100",
      .help = "needle: where the needle sits, in percent of the context; sorted, each once",

@@ -54,6 +54,9 @@ static int needle_len(void)
 
 static int question_len(void) { return (int)strlen(" The secret number of Kelvard is "); }
 
+/* The shortest context: the needle, the question and a byte of haystack. */
+static int min_context(void) { return needle_len() + question_len() + 1; }
+
 /* Stream b for depth d (percent): hay[0:p] needle(v) hay[p:h] question value. */
 static int layout(needle_set *n, int b, int depth, unsigned v)
 {
@@ -91,7 +94,7 @@ static int set_init(needle_set *n, const probe_ctx *p, int L, rng_t *r, txl_err 
     n->B = (int)p->a->trials;
     if (n->h < 1)
         return err_set(e, ERR_INPUT, "--lengths: a context of %d bytes cannot hold the needle "
-                       "and the question (%d bytes)", L, n->nl + n->ql + 1);
+                       "and the question (%d bytes)", L, min_context());
     size_t B = (size_t)n->B, ld = (size_t)n->ld;
     n->hay = malloc(B * n->h);
     n->key = malloc(B * sizeof *n->key);
@@ -286,16 +289,46 @@ static int run_length(const probe_ctx *p, probe_mode mode, int factor, const int
     return rc;
 }
 
+/* The default lengths: the factors 1, 2, 4, 8 whose context holds the needle and its
+ * question (a model whose context is under 75 bytes skips the shorter ones, and says so);
+ * none of them: an error that says the model's context is too short, and the factor that
+ * would do. Returns the count, or -1. */
+static int default_lengths(const probe_ctx *p, int *lengths, txl_err *e)
+{
+    static const int def[] = {1, 2, 4, 8};
+    int ctx = p->cfg.model.tgt_len + p->cfg.model.mem_len, n = 0, min = min_context();
+    char skipped[64] = "";
+    for (int k = 0; k < 4; k++) {
+        if ((long)def[k] * ctx >= min)
+            lengths[n++] = def[k];
+        else
+            snprintf(skipped + strlen(skipped), sizeof skipped - strlen(skipped), "%s%dx",
+                     k ? ", " : "", def[k]);
+    }
+    if (n == 0)
+        return err_set(e, ERR_INPUT, "%s: the model's context (tgt_len + mem_len = %d bytes) is "
+                       "too short for the needle probe: its default lengths, 1x to 8x that "
+                       "(at most %d bytes), cannot hold the needle and the question (%d bytes "
+                       "at least); ask for longer ones, e.g. --lengths %d", p->a->ckpt, ctx,
+                       8 * ctx, min, (min + ctx - 1) / ctx);
+    if (n < 4 && !p->a->quiet)
+        fprintf(stderr, "txl probe: needle: skipping the default lengths %s: the model's "
+                "context (%d bytes) times that cannot hold the needle and the question (%d "
+                "bytes)\n", skipped, ctx, min);
+    return n;
+}
+
 int probe_needle(probe_ctx *p, txl_err *e)
 {
     const probe_args *a = p->a;
-    static const int def_lengths[] = {1, 2, 4, 8}, def_depths[] = {0, 25, 50, 75, 100};
+    static const int def_depths[] = {0, 25, 50, 75, 100};
     int lengths[CLI_MAX_LIST], depths[CLI_MAX_LIST], nl = a->lengths.n, nd = a->depths.n;
-    memcpy(lengths, nl ? a->lengths.v : def_lengths, (nl ? nl : 4) * sizeof(int));
+    if (nl)
+        memcpy(lengths, a->lengths.v, (size_t)nl * sizeof(int));
+    else if ((nl = default_lengths(p, lengths, e)) < 0)
+        return -1;
     memcpy(depths, nd ? a->depths.v : def_depths, (nd ? nd : 5) * sizeof(int));
-    nl = nl ? nl : 4;
-    nd = nd ? nd : 5;
-    nd = probe_sort_unique(depths, nd);
+    nd = probe_sort_unique(depths, nd ? nd : 5);
     if (!a->json)
         printf("%-7s %4s %7s %6s   %-17s   %-24s   %7s\n", "mode", "len", "bytes", "depth",
                "accuracy [95%]", "gain bits [95%]", "bits");

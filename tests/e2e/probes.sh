@@ -71,6 +71,14 @@ check "anchors, needle: a needle at depth 0 stays in every trial's context (no t
 check "no anchors: no pads and no cuts" \
     jq -s -e 'map(select(has("distance") or has("depth"))) | all(.cut_trials == 0 and .pad_max == 0)' $TMP/needle.jsonl $TMP/recall.jsonl
 
+# --- the needle's default lengths on a short context: nano's 32 bytes cannot hold the needle
+# and its question (75 bytes) at 1x and 2x: the default skips those
+$TXL probe needle $CK --data $D --trials 1 --depths 100 --mode window --json \
+    > $TMP/ndef.jsonl 2>$TMP/err || bad "needle, default lengths: $(cat $TMP/err)"
+check "needle, default lengths on a 32-byte context: 4x and 8x, 1x and 2x skipped" \
+    jq -s -e 'map(.factor) == [4, 8]' $TMP/ndef.jsonl
+check "  ... and it says so on stderr" grep -q "skipping the default lengths 1x, 2x" $TMP/err
+
 if command -v gnuplot >/dev/null; then
     check "plot --probe: a needle heat map" $TXL plot --probe $TMP/needle.jsonl -o $TMP/n.png -q
     check "plot --probe: recall curves" $TXL plot --probe $TMP/recall.jsonl -o $TMP/r.svg -q
@@ -87,4 +95,12 @@ expect2 "unknown probe" $TXL probe echo $CK
 expect2 "no checkpoint" $TXL probe needle
 expect2 "depth over 100" $TXL probe needle $CK --depths 0,101
 expect2 "a context (1 x 32 bytes) too short for the needle" $TXL probe needle $CK --lengths 1 --data $D --trials 1
+$TXL train -c tests/configs/nano.yaml -q --set model.tgt_len=4 --set model.mem_len=4 \
+    --set train.max_steps=2 --set train.warmup_steps=1 --set train.out_dir=$TMP/short >/dev/null \
+    2>$TMP/err || bad "training a model with an 8-byte context: $(cat $TMP/err)"
+expect2 "needle, default lengths on an 8-byte context (8x = 64 bytes, under 75)" \
+    $TXL probe needle $TMP/short/last.safetensors.gz --data $D --trials 1
+check "  ... says the model's context is too short, and what would do, not blaming a flag not given" \
+    sh -c "grep -q \"the model's context (tgt_len + mem_len = 8 bytes) is too short for the needle probe.*75 bytes.*--lengths 10\" $TMP/err &&
+        ! grep -q '^txl probe: --lengths' $TMP/err"
 finish
