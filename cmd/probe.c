@@ -27,13 +27,15 @@ static const cli_opt probe_options[] = {
     {.name = "--lengths", .type = CLI_LIST, .off = O(lengths), .lo = 1, .hi = 1024,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "1,2,4,8",
      .help = "needle: context lengths as factors of the trained context tgt_len + mem_len",
-     .def_doc = "1,2,4,8"},
+     .def_doc = "those of 1,2,4,8 that hold the needle and its question, 75 bytes"},
     {.name = "--depths", .type = CLI_LIST, .off = O(depths), .lo = 0, .hi = 100,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "0,25,50,75,100",
-     .help = "needle: where the needle sits, in percent of the context", .def_doc = "0,25,50,75,100"},
+     .help = "needle: where the needle sits, in percent of the context; sorted, each once",
+     .def_doc = "0,25,50,75,100"},
     {.name = "--distances", .type = CLI_LIST, .off = O(distances), .lo = 1, .hi = 1 << 24,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "16,64,256,1024",
-     .help = "recall: bytes of text between the two occurrences of the string",
+     .help = "recall: bytes of text between the two occurrences of the string; sorted, each "
+             "once",
      .def_doc = "16, 32, ... up to 8x the trained context"},
     {.name = "--string-len", .type = CLI_INT, .off = O(string_len), .lo = 2, .hi = 4096,
      .def = 24, .metavar = "N", .help = "recall: length of the random string"},
@@ -69,9 +71,12 @@ const cli_spec probe_spec = {
              "planted. recall: a random string, then D bytes of text, then the string "
              "again; by distance the bits saved on the second occurrence against a control "
              "with the first one replaced, and the effective context (the largest D that "
-             "keeps half the gain of the smallest). shift: the "
+             "keeps half the gain of the smallest; unknown when the gain at the smallest is not "
+             "significantly above 0). With anchors, trials whose texts make fewer tokens are "
+             "padded on the left with spaces, never cut. shift: the "
              "same text evaluated at position offsets K; relative schemes must not change.",
-    .notes = "Every cell reports the mean and a 95% interval over the trials. CKPT may be a "
+    .notes = "Every cell reports the mean and a 95% interval over the trials; a gain is "
+             "significantly above 0 when the interval's lower end is. CKPT may be a "
              "run directory: its best checkpoint (else last).",
     .example = "example: txl probe needle runs/tiny/best.safetensors.gz --trials 20 --json > "
                "needle.jsonl\n         txl plot --probe needle.jsonl -o needle.png",
@@ -154,10 +159,12 @@ void probe_tokens_free(probe_tokens *pt)
     free(pt->tok);
     free(pt->co);
     free(pt->map);
+    free(pt->pad);
     memset(pt, 0, sizeof *pt);
 }
 
-/* Text b's tokens, coordinates and byte map, uncut; returns its token count. */
+/* Text b's tokens, coordinates and byte map, from a fresh state (a file's start); returns
+ * its token count. */
 static int tokenize_one(const probe_ctx *p, const uint8_t *text, int nbytes, txl_tok *tok,
                         int32_t *co, int *map)
 {
@@ -172,6 +179,30 @@ static int tokenize_one(const probe_ctx *p, const uint8_t *text, int nbytes, txl
     return k;
 }
 
+/* Aligning the streams. They run side by side, so they must have one length n, and they
+ * end together: the probed bytes (a recall string's second occurrence, a needle's question
+ * and value) then sit at the same token index in every stream, against the same segment
+ * boundaries of the memory mode. With anchors the same bytes make different token counts
+ * (one trial's text has more sentences than another's). Cutting the longer streams from the
+ * left to the shortest loses context the probe means the model to have: a recall string's
+ * first occurrence or a needle at depth 0 went, and the trial reported a gain of 0 as if the
+ * model had not used it. So the shorter streams are padded on the left instead, with
+ * PROBE_PAD (a space), to the longest. What the model sees of the text is unchanged:
+ * - the text's own tokens, anchors and coordinates are those of the unpadded text, from a
+ *   fresh state (the pad does not go through the units machine), and the pad's tokens and
+ *   coordinates (0: no unit started) are what that machine gives for leading spaces, so a
+ *   padded stream is the tokenization of the same text after a run of blanks, a text the
+ *   model can meet in training (whitespace before a document's first word);
+ * - the pad comes before everything the probe scores and its control compares: the recall
+ *   trial and its control (the same text but for the first occurrence, the same units,
+ *   hence the same token count and pad), the needle and its control (only the digits of the
+ *   planted number differ), so a gain, a difference between the two, cannot come from the
+ *   pad: spaces carry nothing about the string or the number;
+ * - the distances that matter, from the first occurrence or the needle to the end, are the
+ *   text's own, and the end is aligned as before, so what the segments, the memory or the
+ *   window let the model reach is what it was; the pad only shifts the text's absolute
+ *   positions (cutting did too), which relative schemes do not see.
+ * Without anchors every stream has the same count: no pad, the streams as before. */
 int probe_tokenize(const probe_ctx *p, const uint8_t *bytes, int B, int nbytes,
                    probe_tokens *pt, txl_err *e)
 {
@@ -182,43 +213,72 @@ int probe_tokenize(const probe_ctx *p, const uint8_t *bytes, int B, int nbytes,
     pt->tok = malloc((size_t)B * cap * sizeof *pt->tok);
     pt->co = p->coords ? malloc((size_t)B * cap * TXL_N_COORDS * sizeof *pt->co) : NULL;
     pt->map = malloc((size_t)B * nbytes * sizeof *pt->map);
-    int *len = malloc((size_t)B * sizeof *len);
-    if (!pt->tok || (p->coords && !pt->co) || !pt->map || !len) {
-        free(len);
+    pt->pad = malloc((size_t)B * sizeof *pt->pad);
+    if (!pt->tok || (p->coords && !pt->co) || !pt->map || !pt->pad) {
         probe_tokens_free(pt);
         return err_set(e, ERR_RUNTIME, "out of memory");
     }
-    pt->n = cap;
-    for (int b = 0; b < B; b++) {
-        len[b] = tokenize_one(p, bytes + (size_t)b * nbytes, nbytes, pt->tok + (size_t)b * cap,
-                              pt->co ? pt->co + (size_t)b * cap * TXL_N_COORDS : NULL,
-                              pt->map + (size_t)b * nbytes);
-        pt->n = len[b] < pt->n ? len[b] : pt->n;
+    for (int b = 0; b < B; b++) { /* pad[b] holds the token count until the pads are known */
+        pt->pad[b] = tokenize_one(p, bytes + (size_t)b * nbytes, nbytes,
+                                  pt->tok + (size_t)b * cap,
+                                  pt->co ? pt->co + (size_t)b * cap * TXL_N_COORDS : NULL,
+                                  pt->map + (size_t)b * nbytes);
+        pt->n = pt->pad[b] > pt->n ? pt->pad[b] : pt->n;
     }
-    for (int b = 0; b < B; b++) { /* cut each from the left to n tokens, packed at stride n */
-        int cut = len[b] - pt->n;
-        memmove(pt->tok + (size_t)b * pt->n, pt->tok + (size_t)b * cap + cut,
-                (size_t)pt->n * sizeof *pt->tok);
-        if (pt->co)
-            memmove(pt->co + (size_t)b * pt->n * TXL_N_COORDS,
-                    pt->co + ((size_t)b * cap + cut) * TXL_N_COORDS,
-                    (size_t)pt->n * TXL_N_COORDS * sizeof *pt->co);
+    /* pack at stride n <= cap, each text at the end of its row: row b's tokens move from
+     * [b cap, b cap + len) to [b n + pad, (b + 1) n), which ends before row b + 1's, so
+     * going up the rows never overwrites a row not yet moved; the pad is written after */
+    for (int b = 0; b < B; b++) {
+        int len = pt->pad[b], pad = pt->n - len;
+        txl_tok *t = pt->tok + (size_t)b * pt->n;
+        memmove(t + pad, pt->tok + (size_t)b * cap, (size_t)len * sizeof *t);
+        for (int j = 0; j < pad; j++)
+            t[j] = PROBE_PAD;
+        if (pt->co) {
+            int32_t *c = pt->co + (size_t)b * pt->n * TXL_N_COORDS;
+            memmove(c + (size_t)pad * TXL_N_COORDS, pt->co + (size_t)b * cap * TXL_N_COORDS,
+                    (size_t)len * TXL_N_COORDS * sizeof *c);
+            memset(c, 0, (size_t)pad * TXL_N_COORDS * sizeof *c);
+        }
         int *m = pt->map + (size_t)b * nbytes;
         for (int i = 0; i < nbytes; i++)
-            m[i] = m[i] - cut >= 0 ? m[i] - cut : -1;
+            m[i] += pad;
+        pt->pad[b] = pad;
+        pt->pad_max = pad > pt->pad_max ? pad : pt->pad_max;
     }
-    free(len);
     return 0;
 }
 
 double probe_bits(const probe_tokens *pt, const float *loss, int b, int a, int b_end)
 {
     const int *m = pt->map + (size_t)b * pt->nbytes;
-    int first = a > 0 ? m[a - 1] + 1 : 0, last = m[b_end - 1];
+    int first = a > 0 ? m[a - 1] + 1 : pt->pad[b], last = m[b_end - 1];
     double s = 0;
     for (int j = first < 1 ? 1 : first; j <= last; j++)
         s += loss[(size_t)b * pt->n + j - 1];
     return s / M_LN2;
+}
+
+int probe_cut(const probe_tokens *pt, int b)
+{
+    const int *m = pt->map + (size_t)b * pt->nbytes;
+    return pt->pad[b] < 0 || m[pt->nbytes - 1] >= pt->n;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int probe_sort_unique(int *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_int);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (k == 0 || v[i] != v[k - 1])
+            v[k++] = v[i];
+    return k;
 }
 
 int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_eval *s,

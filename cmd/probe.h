@@ -41,14 +41,19 @@ typedef struct {
 int probe_text(const probe_ctx *p, rng_t *r, uint8_t *buf, size_t n, txl_err *e);
 /* B texts of nbytes bytes as the model's tokens: its anchors inserted (the same rules as
  * training), coordinates when its scheme reads them. Anchors make the streams' token counts
- * differ, so each is cut from the left to the shortest: the texts stay aligned at their
- * end. map[b][i] is the token index of byte i of text b (-1 when cut away); without anchors
- * it is the identity. */
+ * differ; the streams are aligned at their end by padding the shorter ones on the left with
+ * spaces (PROBE_PAD), never by cutting a text: every byte of every text is in its stream
+ * (doc/design.md, "Probes", on why the pad biases nothing). map[b][i] is the token index of
+ * byte i of text b (its last token, the byte itself; an anchor before it sits just before);
+ * without anchors there is no pad and the map is the identity. */
+#define PROBE_PAD ' '
 typedef struct {
     int B, n, nbytes;       /* texts, tokens per stream, bytes per text */
     txl_tok *tok;           /* [B][n] */
     int32_t *co;            /* [B][n][TXL_N_COORDS], or NULL */
     int *map;               /* [B][nbytes] */
+    int *pad;               /* [B] pad tokens before text b: its first token is pad[b] */
+    int pad_max;            /* the largest */
 } probe_tokens;
 
 int probe_tokenize(const probe_ctx *p, const uint8_t *bytes, int B, int nbytes,
@@ -58,6 +63,10 @@ void probe_tokens_free(probe_tokens *pt);
  * among them), from the per-target losses of a feed of the whole stream (loss [B][n-1]:
  * loss[j] is that of token j+1). */
 double probe_bits(const probe_tokens *pt, const float *loss, int b, int a, int b_end);
+/* 1 when a token of text b (its anchors included) is not in its stream: the probe would
+ * score a context it did not feed. The alignment above never cuts, so the cells' JSON
+ * count of such trials (cut_trials) is 0; it is there to be checked. */
+int probe_cut(const probe_tokens *pt, int b);
 /* Plans stream_eval for the lengths of a mode: memory = the trained segments and memory,
  * window = one window of `len` without memory. */
 int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_eval *s,
@@ -75,6 +84,9 @@ stat_ci stat_proportion(int k, int n);
 void print_ci(const char *name, stat_ci s);
 /* A finite number, or null (JSON has no NaN or Infinity). */
 void print_num(double x);
+
+/* Sorts v[0..n) ascending and drops repeats; returns the new count. */
+int probe_sort_unique(int *v, int n);
 
 int probe_needle(probe_ctx *p, txl_err *e);
 int probe_recall(probe_ctx *p, txl_err *e);

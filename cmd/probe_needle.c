@@ -34,6 +34,8 @@ typedef struct {
     uint8_t *hit;
     double *bits, *ctrl;    /* [B] bits of the value with the needle, in the control */
     int *exact;             /* [B] */
+    uint8_t *cut;           /* [B] a token of the trial not fed, needle or control (none) */
+    int pad_max;            /* the most pad tokens of a stream in the cell (probe_tokenize) */
 } needle_set;
 
 static void random_key(rng_t *r, char key[8])
@@ -51,6 +53,9 @@ static int needle_len(void)
 }
 
 static int question_len(void) { return (int)strlen(" The secret number of Kelvard is "); }
+
+/* The shortest context: the needle, the question and a byte of haystack. */
+static int min_context(void) { return needle_len() + question_len() + 1; }
 
 /* Stream b for depth d (percent): hay[0:p] needle(v) hay[p:h] question value. */
 static int layout(needle_set *n, int b, int depth, unsigned v)
@@ -74,7 +79,7 @@ static void set_free(needle_set *n)
 {
     free(n->hay), free(n->key), free(n->value), free(n->other), free(n->x);
     probe_tokens_free(&n->pt);
-    free(n->loss), free(n->hit), free(n->bits), free(n->ctrl), free(n->exact);
+    free(n->loss), free(n->hit), free(n->bits), free(n->ctrl), free(n->exact), free(n->cut);
 }
 
 /* Draws the trials of one context length: haystacks, keys, values. */
@@ -89,7 +94,7 @@ static int set_init(needle_set *n, const probe_ctx *p, int L, rng_t *r, txl_err 
     n->B = (int)p->a->trials;
     if (n->h < 1)
         return err_set(e, ERR_INPUT, "--lengths: a context of %d bytes cannot hold the needle "
-                       "and the question (%d bytes)", L, n->nl + n->ql + 1);
+                       "and the question (%d bytes)", L, min_context());
     size_t B = (size_t)n->B, ld = (size_t)n->ld;
     n->hay = malloc(B * n->h);
     n->key = malloc(B * sizeof *n->key);
@@ -101,8 +106,9 @@ static int set_init(needle_set *n, const probe_ctx *p, int L, rng_t *r, txl_err 
     n->bits = malloc(B * sizeof *n->bits);
     n->ctrl = malloc(B * sizeof *n->ctrl);
     n->exact = malloc(B * sizeof *n->exact);
+    n->cut = malloc(B);
     if (!n->hay || !n->key || !n->value || !n->other || !n->x || !n->loss || !n->hit ||
-        !n->bits || !n->ctrl || !n->exact)
+        !n->bits || !n->ctrl || !n->exact || !n->cut)
         return err_set(e, ERR_RUNTIME, "out of memory");
     for (int b = 0; b < n->B; b++) {
         if (probe_text(p, r, n->hay + (size_t)b * n->h, (size_t)n->h, e))
@@ -128,12 +134,24 @@ static double value_bits(const needle_set *n, int b, int *exact)
     return s / M_LN2;
 }
 
-/* The streams as laid out (n->x) into tokens; then every stream from token `from` on (the
- * memory holding the tokens before it). */
+/* Starts a cell's count of cut trials and pads. */
+static void cell_start(needle_set *n)
+{
+    memset(n->cut, 0, (size_t)n->B);
+    n->pad_max = 0;
+}
+
+/* The streams as laid out (n->x) into tokens, counted into the cell's cuts and pads; then
+ * every stream from token `from` on (the memory holding the tokens before it). */
 static int tokens_of(const probe_ctx *p, needle_set *n, txl_err *e)
 {
     probe_tokens_free(&n->pt);
-    return probe_tokenize(p, n->x, n->B, n->ld, &n->pt, e);
+    if (probe_tokenize(p, n->x, n->B, n->ld, &n->pt, e))
+        return -1;
+    for (int b = 0; b < n->B; b++)
+        n->cut[b] |= (uint8_t)probe_cut(&n->pt, b);
+    n->pad_max = n->pt.pad_max > n->pad_max ? n->pt.pad_max : n->pad_max;
+    return 0;
 }
 
 static void run_suffix(stream_eval *s, needle_set *n, int from)
@@ -147,10 +165,11 @@ static void run_suffix(stream_eval *s, needle_set *n, int from)
 static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode, int factor,
                        int depth, const stream_eval *s, double seconds)
 {
-    int k = 0;
+    int k = 0, cut = 0;
     double gain[4096];
     for (int b = 0; b < n->B; b++) {
         k += n->exact[b];
+        cut += n->cut[b];
         gain[b] = n->ctrl[b] - n->bits[b];
     }
     stat_ci acc = stat_proportion(k, n->B), vb = stat_mean(n->bits, n->B);
@@ -163,6 +182,7 @@ static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode,
         print_ci("value_bits", vb);
         print_ci("control_bits", cb);
         print_ci("gain_bits", g);
+        printf(",\"cut_trials\":%d,\"pad_max\":%d", cut, n->pad_max);
         printf(",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
                "\"tok_per_s\":%.1f,\"seed\":%llu}\n", s->T, s->M,
                pos_scheme_name(p->cfg.model.pos), p->step, s->tokens / (seconds > 0 ? seconds
@@ -176,12 +196,11 @@ static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode,
     cli_stdout_flush();
 }
 
-static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
-
 /* One depth from scratch, the needle's run and its control's: window mode, and memory mode
  * with anchors (the text before the needle is then not the same tokens in every stream). */
 static int depth_whole(const probe_ctx *p, stream_eval *s, needle_set *n, int depth, txl_err *e)
 {
+    cell_start(n);
     for (int pass = 0; pass < 2; pass++) {
         for (int b = 0; b < n->B; b++)
             layout(n, b, depth, pass ? n->other[b] : n->value[b]);
@@ -209,6 +228,7 @@ static int depths_shared(const probe_ctx *p, stream_eval *s, needle_set *n, mode
     streams_reset(s);
     for (int k = 0; k < nd; k++) {
         int pd = 0;
+        cell_start(n);
         for (int b = 0; b < n->B; b++)
             pd = layout(n, b, depths[k], n->value[b]);
         if (tokens_of(p, n, e))
@@ -269,16 +289,46 @@ static int run_length(const probe_ctx *p, probe_mode mode, int factor, const int
     return rc;
 }
 
+/* The default lengths: the factors 1, 2, 4, 8 whose context holds the needle and its
+ * question (a model whose context is under 75 bytes skips the shorter ones, and says so);
+ * none of them: an error that says the model's context is too short, and the factor that
+ * would do. Returns the count, or -1. */
+static int default_lengths(const probe_ctx *p, int *lengths, txl_err *e)
+{
+    static const int def[] = {1, 2, 4, 8};
+    int ctx = p->cfg.model.tgt_len + p->cfg.model.mem_len, n = 0, min = min_context();
+    char skipped[64] = "";
+    for (int k = 0; k < 4; k++) {
+        if ((long)def[k] * ctx >= min)
+            lengths[n++] = def[k];
+        else
+            snprintf(skipped + strlen(skipped), sizeof skipped - strlen(skipped), "%s%dx",
+                     k ? ", " : "", def[k]);
+    }
+    if (n == 0)
+        return err_set(e, ERR_INPUT, "%s: the model's context (tgt_len + mem_len = %d bytes) is "
+                       "too short for the needle probe: its default lengths, 1x to 8x that "
+                       "(at most %d bytes), cannot hold the needle and the question (%d bytes "
+                       "at least); ask for longer ones, e.g. --lengths %d", p->a->ckpt, ctx,
+                       8 * ctx, min, (min + ctx - 1) / ctx);
+    if (n < 4 && !p->a->quiet)
+        fprintf(stderr, "txl probe: needle: skipping the default lengths %s: the model's "
+                "context (%d bytes) times that cannot hold the needle and the question (%d "
+                "bytes)\n", skipped, ctx, min);
+    return n;
+}
+
 int probe_needle(probe_ctx *p, txl_err *e)
 {
     const probe_args *a = p->a;
-    static const int def_lengths[] = {1, 2, 4, 8}, def_depths[] = {0, 25, 50, 75, 100};
+    static const int def_depths[] = {0, 25, 50, 75, 100};
     int lengths[CLI_MAX_LIST], depths[CLI_MAX_LIST], nl = a->lengths.n, nd = a->depths.n;
-    memcpy(lengths, nl ? a->lengths.v : def_lengths, (nl ? nl : 4) * sizeof(int));
+    if (nl)
+        memcpy(lengths, a->lengths.v, (size_t)nl * sizeof(int));
+    else if ((nl = default_lengths(p, lengths, e)) < 0)
+        return -1;
     memcpy(depths, nd ? a->depths.v : def_depths, (nd ? nd : 5) * sizeof(int));
-    nl = nl ? nl : 4;
-    nd = nd ? nd : 5;
-    qsort(depths, (size_t)nd, sizeof *depths, cmp_int);
+    nd = probe_sort_unique(depths, nd ? nd : 5);
     if (!a->json)
         printf("%-7s %4s %7s %6s   %-17s   %-24s   %7s\n", "mode", "len", "bytes", "depth",
                "accuracy [95%]", "gain bits [95%]", "bits");

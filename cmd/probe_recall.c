@@ -12,7 +12,10 @@
  * model that cannot reach back D + S bytes gains nothing, whatever its context length
  * (comparing the second occurrence with the first instead would credit the first's
  * shorter context). The bits of the first occurrence are reported too. The effective
- * context is the largest D whose gain is still at least half the gain at the smallest D.
+ * context is the largest D whose gain is still at least half the gain at the smallest D,
+ * unknown (null) when that gain is not significantly above 0 (effective_context). The
+ * texts become tokens by the model's rules (probe_tokenize: anchors make their token
+ * counts differ, and the shorter streams are padded, never cut).
  * Trials run side by side as streams, in memory mode (segments of tgt_len through the
  * memory) and/or window mode (one window, no memory). */
 #include <math.h>
@@ -30,6 +33,7 @@ typedef struct {
     probe_tokens pt, ptc;/* as the model's tokens */
     float *loss, *lossc; /* [B][pt.n], [B][ptc.n] per target */
     double *first, *second, *control, *gain; /* [B] bits per byte */
+    int cut, pad_max;    /* trials with a token not fed (probe_cut: none), most pad tokens */
 } recall_set;
 
 static void set_free(recall_set *r)
@@ -112,7 +116,10 @@ static int set_init(recall_set *s, const probe_ctx *p, int D, rng_t *r, txl_err 
 static void score(recall_set *s)
 {
     int second = LEAD + s->S + s->D;
+    s->cut = 0;
+    s->pad_max = s->pt.pad_max > s->ptc.pad_max ? s->pt.pad_max : s->ptc.pad_max;
     for (int b = 0; b < s->B; b++) {
+        s->cut += probe_cut(&s->pt, b) || probe_cut(&s->ptc, b);
         s->first[b] = probe_bits(&s->pt, s->loss, b, LEAD, LEAD + s->S) / s->S;
         s->second[b] = probe_bits(&s->pt, s->loss, b, second, second + s->S) / s->S;
         s->control[b] = probe_bits(&s->ptc, s->lossc, b, second, second + s->S) / s->S;
@@ -132,6 +139,7 @@ static void print_distance(const probe_ctx *p, probe_mode mode, const recall_set
         print_ci("first_bpc", fi);
         print_ci("second_bpc", se);
         print_ci("control_bpc", ci);
+        printf(",\"cut_trials\":%d,\"pad_max\":%d", s->cut, s->pad_max);
         printf(",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
                "\"tok_per_s\":%.1f,\"seed\":%llu}\n", ev->T, ev->M,
                pos_scheme_name(p->cfg.model.pos), p->step,
@@ -144,16 +152,16 @@ static void print_distance(const probe_ctx *p, probe_mode mode, const recall_set
     cli_stdout_flush();
 }
 
-/* One distance: every trial once, then its control. Returns the mean gain (bits per
- * byte). */
-static double run_distance(const probe_ctx *p, probe_mode mode, int D, int *failed,
-                           txl_err *e)
+/* One distance: every trial once, then its control. Returns the gain (bits per byte): its
+ * mean and 95% interval over the trials. */
+static stat_ci run_distance(const probe_ctx *p, probe_mode mode, int D, int *failed,
+                            txl_err *e)
 {
     rng_t r = {rng_key(p->a->seed, 0x1000u + (uint64_t)D)};
     recall_set s;
     stream_eval ev;
     *failed = 1;
-    double g = NAN;
+    stat_ci g = {NAN, NAN, NAN};
     if (!set_init(&s, p, D, &r, e) && !probe_tokenize(p, s.x, s.B, s.ld, &s.pt, e) &&
         !probe_tokenize(p, s.xc, s.B, s.ld, &s.ptc, e) &&
         !probe_streams(p, mode, s.B, (s.pt.n > s.ptc.n ? s.pt.n : s.ptc.n) - 1, &ev, e)) {
@@ -164,7 +172,7 @@ static double run_distance(const probe_ctx *p, probe_mode mode, int D, int *fail
         streams_feed(&ev, pc->tok, pc->tok + 1, pc->co, pc->n - 1, (size_t)pc->n, s.lossc, NULL);
         score(&s);
         print_distance(p, mode, &s, &ev, cli_now() - t0);
-        g = stat_mean(s.gain, s.B).mean;
+        g = stat_mean(s.gain, s.B);
         *failed = 0;
         streams_free(&ev);
     }
@@ -172,12 +180,13 @@ static double run_distance(const probe_ctx *p, probe_mode mode, int D, int *fail
     return g;
 }
 
-/* The distances: --distances, or 16, 32, ... up to 8x the trained context. */
+/* The distances, ascending and each once: --distances, or 16, 32, ... up to 8x the trained
+ * context. */
 static int distances(const probe_ctx *p, int *d)
 {
     if (p->a->distances.n) {
         memcpy(d, p->a->distances.v, (size_t)p->a->distances.n * sizeof *d);
-        return p->a->distances.n;
+        return probe_sort_unique(d, p->a->distances.n);
     }
     int n = 0, top = 8 * (p->cfg.model.tgt_len + p->cfg.model.mem_len);
     for (long D = 16; D <= top && n < CLI_MAX_LIST; D *= 2)
@@ -185,6 +194,51 @@ static int distances(const probe_ctx *p, int *d)
     if (n == 0)
         d[n++] = 16;
     return n;
+}
+
+/* The effective context of a mode: the largest distance whose mean gain is at least half
+ * the mean gain at the shortest distance d[0], or -1 (unknown) when the gain at d[0] is not
+ * significantly above 0, i.e. the lower end of its 95% interval (Student's t over the
+ * trials, the interval every row prints) is not above 0: then "half of it" is half of noise
+ * (or of a loss), and any distance would pass. One trial has no interval: unknown too. */
+static int effective_context(const int *d, const stat_ci *g, int nd)
+{
+    if (!(g[0].lo > 0))
+        return -1;
+    int eff = d[0];
+    for (int k = 1; k < nd; k++)
+        if (g[k].mean >= 0.5 * g[0].mean)
+            eff = d[k];
+    return eff;
+}
+
+static void print_summary(const probe_ctx *p, probe_mode mode, const int *d, const stat_ci *g,
+                          int nd)
+{
+    const char *mn = mode == MODE_MEMORY ? "memory" : "window";
+    int eff = effective_context(d, g, nd);
+    if (p->a->json) {
+        printf("{\"probe\":\"recall\",\"mode\":\"%s\",\"effective_context\":", mn);
+        if (eff >= 0)
+            printf("%d", eff);
+        else
+            printf("null");
+        printf(",\"shortest_distance\":%d", d[0]);
+        print_ci("gain_at_shortest", g[0]);
+        if (eff < 0)
+            printf(",\"note\":\"the gain at the shortest distance is not significantly above 0 "
+                   "(the lower end of its 95%% interval is not above 0)\"");
+        printf(",\"pos_scheme\":\"%s\",\"step\":%ld}\n", pos_scheme_name(p->cfg.model.pos),
+               p->step);
+    } else if (eff >= 0) {
+        printf("%s: effective context %d bytes (gain >= half of %.3f bpc, the gain at %d)\n", mn,
+               eff, g[0].mean, d[0]);
+    } else {
+        printf("%s: effective context unknown: the gain at the shortest distance (%d) is not "
+               "significantly above 0 (%.3f bpc, 95%% interval [%.3f, %.3f])\n", mn, d[0],
+               g[0].mean, g[0].lo, g[0].hi);
+    }
+    cli_stdout_flush();
 }
 
 int probe_recall(probe_ctx *p, txl_err *e)
@@ -196,8 +250,7 @@ int probe_recall(probe_ctx *p, txl_err *e)
     for (int m = MODE_MEMORY; m <= MODE_WINDOW; m++) {
         if (p->a->mode != MODE_BOTH && p->a->mode != m)
             continue;
-        double g[CLI_MAX_LIST] = {0};
-        int eff = 0;
+        stat_ci g[CLI_MAX_LIST] = {{0}};
         for (int k = 0; k < nd; k++) {
             int failed;
             g[k] = run_distance(p, (probe_mode)m, d[k], &failed, e);
@@ -205,16 +258,8 @@ int probe_recall(probe_ctx *p, txl_err *e)
                 return -1;
             if (cli_stdout_flush())
                 return 0; /* the rest would be lost too; main reports stdout's failure */
-            if (g[k] >= 0.5 * g[0] && g[0] > 0 && d[k] > eff)
-                eff = d[k];
         }
-        const char *mn = m == MODE_MEMORY ? "memory" : "window";
-        if (p->a->json)
-            printf("{\"probe\":\"recall\",\"mode\":\"%s\",\"effective_context\":%d,"
-                   "\"gain_at_shortest\":%.6g,\"pos_scheme\":\"%s\",\"step\":%ld}\n", mn, eff,
-                   isfinite(g[0]) ? g[0] : 0.0, pos_scheme_name(p->cfg.model.pos), p->step);
-        else
-            printf("%s: effective context %d bytes (gain >= half of %.3f bpc)\n", mn, eff, g[0]);
+        print_summary(p, (probe_mode)m, d, g, nd);
     }
     return 0;
 }

@@ -43,6 +43,42 @@ $TXL probe recall $CK --data $D --trials 4 --distances 8,64 --json -q > $TMP/rec
     2>$TMP/err || bad "recall: $(cat $TMP/err)"
 check "recall: two distances and a summary per mode" \
     jq -s -e 'length == 6 and (map(select(has("effective_context"))) | length == 2)' $TMP/recall.jsonl
+
+# --- anchors: the same bytes make different token counts; no trial's text may be cut.
+# The text alternates 750-byte stretches of "x. x. x. " (a sentence, so a sent anchor, every
+# 3 bytes) and "ab ab ab " (none): a trial whose 512 bytes between the occurrences fall in
+# the first kind has ~170 tokens more than one in the second, more than the 64-byte lead,
+# and cutting every stream to the shortest (as txl once did) took its first occurrence away.
+awk 'BEGIN { for (i = 0; i < 40; i++) for (j = 0; j < 250; j++) printf "%s", (i % 2 ? "ab " : "x. ") }' \
+    > $TMP/stops.txt
+$TXL train -c tests/configs/nano.yaml -q --set data.anchors=[bos,para,sent] \
+    --set train.max_steps=3 --set train.warmup_steps=1 --set train.out_dir=$TMP/anc >/dev/null \
+    2>$TMP/err || bad "anchors: training: $(cat $TMP/err)"
+ACK=$TMP/anc/last.safetensors.gz
+$TXL probe recall $ACK --data $TMP/stops.txt --trials 8 --distances 512 --json -q \
+    > $TMP/arecall.jsonl 2>$TMP/err || bad "anchors: recall: $(cat $TMP/err)"
+ashow() { jq -c "select(.distance) | {mode, cut_trials, pad_max, first_bpc, control_bpc}" $TMP/arecall.jsonl | tr '\n' ' '; }
+check "anchors, recall: the trials' token counts differ by more than the lead (pads > 64 tokens), yet no trial is cut: $(ashow)" \
+    jq -s -e 'map(select(.distance)) | length == 2 and all(.cut_trials == 0 and .pad_max > 64)' $TMP/arecall.jsonl
+# a model after 3 steps has learned little: a random string costs about the same bits at
+# either occurrence; a first occurrence cut away would score 0 bits (its mean fell to 3 of 8)
+check "anchors, recall: every first occurrence is scored in full (first_bpc within 10% of control_bpc)" \
+    jq -s -e 'map(select(.distance)) | all(.first_bpc > 0.9 * .control_bpc)' $TMP/arecall.jsonl
+$TXL probe needle $ACK --data $TMP/stops.txt --trials 8 --lengths 16 --depths 0,100 --json -q \
+    > $TMP/aneedle.jsonl 2>$TMP/err || bad "anchors: needle: $(cat $TMP/err)"
+check "anchors, needle: a needle at depth 0 stays in every trial's context (no trial cut, pads used): $(jq -c '{mode, depth, cut_trials, pad_max}' $TMP/aneedle.jsonl | tr '\n' ' ')" \
+    jq -s -e 'length == 4 and all(.cut_trials == 0) and (map(select(.depth == 0)) | all(.pad_max > 0))' $TMP/aneedle.jsonl
+check "no anchors: no pads and no cuts" \
+    jq -s -e 'map(select(has("distance") or has("depth"))) | all(.cut_trials == 0 and .pad_max == 0)' $TMP/needle.jsonl $TMP/recall.jsonl
+
+# --- the needle's default lengths on a short context: nano's 32 bytes cannot hold the needle
+# and its question (75 bytes) at 1x and 2x: the default skips those
+$TXL probe needle $CK --data $D --trials 1 --depths 100 --mode window --json \
+    > $TMP/ndef.jsonl 2>$TMP/err || bad "needle, default lengths: $(cat $TMP/err)"
+check "needle, default lengths on a 32-byte context: 4x and 8x, 1x and 2x skipped" \
+    jq -s -e 'map(.factor) == [4, 8]' $TMP/ndef.jsonl
+check "  ... and it says so on stderr" grep -q "skipping the default lengths 1x, 2x" $TMP/err
+
 if command -v gnuplot >/dev/null; then
     check "plot --probe: a needle heat map" $TXL plot --probe $TMP/needle.jsonl -o $TMP/n.png -q
     check "plot --probe: recall curves" $TXL plot --probe $TMP/recall.jsonl -o $TMP/r.svg -q
@@ -59,4 +95,12 @@ expect2 "unknown probe" $TXL probe echo $CK
 expect2 "no checkpoint" $TXL probe needle
 expect2 "depth over 100" $TXL probe needle $CK --depths 0,101
 expect2 "a context (1 x 32 bytes) too short for the needle" $TXL probe needle $CK --lengths 1 --data $D --trials 1
+$TXL train -c tests/configs/nano.yaml -q --set model.tgt_len=4 --set model.mem_len=4 \
+    --set train.max_steps=2 --set train.warmup_steps=1 --set train.out_dir=$TMP/short >/dev/null \
+    2>$TMP/err || bad "training a model with an 8-byte context: $(cat $TMP/err)"
+expect2 "needle, default lengths on an 8-byte context (8x = 64 bytes, under 75)" \
+    $TXL probe needle $TMP/short/last.safetensors.gz --data $D --trials 1
+check "  ... says the model's context is too short, and what would do, not blaming a flag not given" \
+    sh -c "grep -q \"the model's context (tgt_len + mem_len = 8 bytes) is too short for the needle probe.*75 bytes.*--lengths 10\" $TMP/err &&
+        ! grep -q '^txl probe: --lengths' $TMP/err"
 finish

@@ -52,6 +52,28 @@ for D in 32 64; do
         $R "$(row $D) | .gain_bpc == 0 and .gain_bpc_ci == [0, 0] and .second_bpc == .control_bpc" \
         $TMP/quick.jsonl
 done
+sum_q() { jq -c 'select(has("effective_context")) | {effective_context, shortest_distance, gain_at_shortest, note}' $1; }
+check "quick copier: the effective context is 4 bytes (no gain at 32): $(sum_q $TMP/quick.jsonl)" \
+    $R 'map(select(has("effective_context")))[0] | .effective_context == 4 and .shortest_distance == 4' \
+    $TMP/quick.jsonl
+# the effective context is measured against the shortest distance, however they are listed
+$TXL probe recall $TMP/quick --data $TMP/text.txt --mode memory --string-len 12 \
+    --distances 64,4,32,4 --trials 30 --json -q --threads 1 > $TMP/quick_order.jsonl 2>$TMP/err ||
+    bad "recall on the quick copier, distances 64,4,32,4: $(cat $TMP/err)"
+check "quick copier, --distances 64,4,32,4: the rows of 4,32,64 in that order, the same numbers and effective context: $(sum_q $TMP/quick_order.jsonl)" \
+    sh -c "jq -c 'del(.tok_per_s)' $TMP/quick.jsonl > $TMP/a && jq -c 'del(.tok_per_s)' $TMP/quick_order.jsonl > $TMP/b && cmp -s $TMP/a $TMP/b"
+# no gain at the shortest distance: half of it says nothing, so no effective context
+$TXL probe recall $TMP/quick --data $TMP/text.txt --mode memory --string-len 12 \
+    --distances 64,32 --trials 30 --json -q --threads 1 > $TMP/quick_far.jsonl 2>$TMP/err ||
+    bad "recall on the quick copier, distances 64,32: $(cat $TMP/err)"
+check "quick copier, --distances 64,32 (no gain at either): the effective context is null with a note, not 0: $(sum_q $TMP/quick_far.jsonl)" \
+    $R 'map(select(has("effective_context")))[0] | .effective_context == null and .shortest_distance == 32
+        and .gain_at_shortest == 0 and (.note | test("not significantly above 0"))' $TMP/quick_far.jsonl
+$TXL probe recall $TMP/quick --data $TMP/text.txt --mode memory --string-len 12 \
+    --distances 64,32 --trials 30 -q --threads 1 > $TMP/quick_far.txt 2>$TMP/err
+check "  ... and the table says so: $(tail -1 $TMP/quick_far.txt)" \
+    grep -q "^memory: effective context unknown: the gain at the shortest distance (32) is not significantly above 0" \
+    $TMP/quick_far.txt
 
 # --- the committed copier (an induction head), tgt_len 32 and mem_len 32
 CK=tests/fixtures/copy/copy_xl.safetensors.gz
