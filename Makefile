@@ -40,7 +40,7 @@ LIBOBJ  := $(filter-out $(BUILD)/cmd/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test unit e2e demo fixtures clean asan bench bench-avx2 bench-loaded bench-quality bench-sample bench-schemes test-mpi
+.PHONY: all test check unit e2e demo fixtures clean asan bench bench-avx2 bench-loaded bench-quality bench-sample bench-schemes test-mpi
 all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain, portable or MPI) changes
@@ -92,10 +92,16 @@ $(BUILD)/tests/test_fuzz_replay: tests/test_fuzz_replay.c $(FUZZLIB) $(LIBOBJ) $
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZLIB) $(LIBOBJ) $(BUILD)/tests/testlib.o $(LDLIBS)
 
-# Unit tests (C programs, one per file) then end-to-end CLI scripts (tests/e2e/*.sh).
-# TXL_SKIP="a.sh b.sh" skips those end-to-end scripts (make asan uses ASAN_SKIP).
+# Unit tests (C programs, one per file) and end-to-end CLI scripts (tests/e2e/*.sh), in
+# parallel (TXL_TEST_JOBS at a time, default the cores; the longest first). `make check`: the
+# unit tests and the fast end-to-end scripts (tests/run_all.sh lists them), for the
+# edit-compile-test loop. TXL_SKIP="a.sh b.sh" skips those end-to-end scripts (make asan
+# uses ASAN_SKIP).
 test: $(BIN) $(TESTBIN)
 	@TXL_BIN=$(abspath $(BIN)) tests/run_all.sh $(BUILD)
+
+check: $(BIN) $(TESTBIN)
+	@TXL_BIN=$(abspath $(BIN)) tests/run_all.sh $(BUILD) check
 
 unit: $(TESTBIN)
 	@for t in $(TESTBIN); do echo "== $$t"; $$t || exit 1; done

@@ -13,6 +13,9 @@ check_not() { # check_not "description" command...: passes when the command fail
     d=$1; shift
     if "$@" >/dev/null 2>&1; then bad "$d"; else ok "$d"; fi
 }
+# schemes: every positional scheme txl knows, from its own registry (the completion's list of
+# model.pos_scheme values), so a new scheme is tested without editing the scripts
+schemes() { $TXL __complete -- train --set model.pos_scheme= | sed -n 's/^model\.pos_scheme=//p'; }
 finish() { echo "$(basename "$0"): $fails failed"; [ "$fails" -eq 0 ]; }
 # step_losses LOG: "step loss" per training step (log_interval 1)
 step_losses() { jq -r 'select(.event=="train") | "\(.step) \(.step_loss)"' "$1"; }

@@ -61,7 +61,7 @@ check "...and leaves last untouched" test "$before" = "$(sha256sum $TMP/a/last.s
 # stopped between evals (step 13) and resumed, and the final weights agree too; hier keeps
 # the text coordinates of its memory rows in the checkpoint (state.coords), with and
 # without anchor tokens
-for s in xl mlp rope alibi absolute none hier hier+anchors xl+anchors; do
+for s in $(schemes) hier+anchors xl+anchors; do
     case $s in
     *+anchors) SO="--set model.pos_scheme=${s%+anchors} --set data.anchors=[bos,para,sent]" ;;
     *) SO="--set model.pos_scheme=$s" ;;
