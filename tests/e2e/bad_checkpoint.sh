@@ -151,6 +151,15 @@ st_edit $P $B/entrykey.safetensors '.["out.bias"].dtypes = "F32"'
 both "an unknown key inside a tensor entry" "tensor 'out.bias': unexpected key 'dtypes'" $B/entrykey.safetensors
 st_edit $P $B/meta_num.safetensors '.__metadata__.step = 5'
 both "non-string metadata" "__metadata__.step must be a string" $B/meta_num.safetensors
+# a NUL inside a header string: the JSON reader keeps C strings, so "out.bias\u0000zz" was
+# read as out.bias, and a config starting with \u0000 as an empty one ("data.train is
+# required"); a raw 0 byte inside a string did the same
+st_edit $P $B/nulname.safetensors '.["out.bias\u0000zz"] = .["out.bias"] | del(.["out.bias"])'
+both "a tensor name holding \\u0000" 'header key "out.bias\u0000zz" holds a NUL character' $B/nulname.safetensors
+st_edit $P $B/nulmeta.safetensors '.__metadata__.config |= "\u0000" + .'
+both "metadata holding \\u0000" 'the value of header key "config" holds a NUL character' $B/nulmeta.safetensors
+st_header $P | sed 's/"out\.bias":/"out.bias\x00zz":/' > $TMP/h; st_build $B/nulraw.safetensors $TMP/h $TMP/d
+both "a tensor name holding a raw 0 byte" 'header key "out.bias?zz" holds a NUL character' $B/nulraw.safetensors
 
 echo "-- tensor entries"
 st_edit $P $B/past.safetensors '.["layers.1.ff.3.bias"].data_offsets |= [.[0] + 100000000, .[1] + 100000000]'
