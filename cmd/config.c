@@ -971,7 +971,7 @@ typedef struct {
     yaml_document_t doc;
     int parser_ok, doc_ok;
     unsigned char *tagged; /* [node index - 1] */
-    size_t n_nodes;
+    size_t n_nodes;        /* of the first document, counted by scan_events */
 } cfg_doc;
 
 static void doc_free(cfg_doc *d)
@@ -983,52 +983,78 @@ static void doc_free(cfg_doc *d)
     free(d->tagged);
 }
 
-/* Marks the nodes that carry an explicit tag. yaml_parser_load gives an untagged scalar the
- * tag !!str, the same as `!!str 3`, so the difference shows only in the events; the loader
- * adds one node per scalar, sequence start and mapping start (aliases add none), in event
- * order, so the n-th such event is node n. */
-static int mark_tags(cfg_doc *d, const char *text, size_t len)
+/* CFG_MAX_DEPTH (config.h): a txl config nests 3 levels (the root mapping, a section, a
+ * list such as data.split), so anything deeper is an error anyway; and libyaml's time
+ * grows with the square of the depth (its scanner checks every open flow level's possible
+ * simple key at every token): 40,000 nested '[' took 24 s, 100,000 two minutes, inside
+ * libyaml, before txl saw a node. So the events are counted first and the first one past
+ * that depth stops the parse: the cost stays linear. */
+
+/* The pass over the events before yaml_parser_load builds anything (doc_load): the depth
+ * of every document of the text against CFG_MAX_DEPTH, and the nodes of the first one that
+ * carry an explicit tag. yaml_parser_load gives an untagged scalar the tag !!str, the same
+ * as `!!str 3`, so the difference shows only in the events; the loader adds one node per
+ * scalar, sequence start and mapping start (aliases add none), in event order, so the n-th
+ * such event is node n. A syntax error ends this pass quietly: the loader, which reads the
+ * same events up to it, reports it in its place. */
+static int scan_events(cfg_doc *d, const cfg_src *s, const char *text, size_t len, txl_err *e)
 {
     yaml_parser_t p;
     yaml_event_t ev;
-    d->n_nodes = (size_t)(d->doc.nodes.top - d->doc.nodes.start);
-    d->tagged = calloc(d->n_nodes + 1, 1);
+    size_t cap = 64;
+    d->tagged = calloc(cap, 1);
     if (!d->tagged || !yaml_parser_initialize(&p))
-        return -1;
+        return src_fail(e, s, "out of memory while parsing YAML");
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-    size_t i = 0;
-    for (int done = 0; !done && i < d->n_nodes;) {
+    int depth = 0, docs = 0, rc = 0;
+    for (int done = 0; !done && rc == 0;) {
         if (!yaml_parser_parse(&p, &ev))
-            break; /* cannot happen: the loader read the same text */
+            break;
         const yaml_char_t *tag = NULL;
         int node = 1;
         switch (ev.type) {
         case YAML_SCALAR_EVENT: tag = ev.data.scalar.tag; break;
-        case YAML_SEQUENCE_START_EVENT: tag = ev.data.sequence_start.tag; break;
-        case YAML_MAPPING_START_EVENT: tag = ev.data.mapping_start.tag; break;
-        case YAML_DOCUMENT_END_EVENT: case YAML_STREAM_END_EVENT: done = 1; node = 0; break;
+        case YAML_SEQUENCE_START_EVENT: tag = ev.data.sequence_start.tag; depth++; break;
+        case YAML_MAPPING_START_EVENT: tag = ev.data.mapping_start.tag; depth++; break;
+        case YAML_SEQUENCE_END_EVENT: case YAML_MAPPING_END_EVENT: depth--; node = 0; break;
+        case YAML_DOCUMENT_END_EVENT: docs++; node = 0; break;
+        case YAML_STREAM_END_EVENT: done = 1; node = 0; break;
         default: node = 0; break;
         }
-        if (node)
-            d->tagged[i++] = tag != NULL;
+        if (depth > CFG_MAX_DEPTH) {
+            char why[160];
+            snprintf(why, sizeof why, "nested deeper than %d levels (a txl config has 3: "
+                     "sections, keys, lists)", CFG_MAX_DEPTH);
+            rc = src_err(e, s, &ev.start_mark, why);
+        } else if (node && docs == 0) {
+            if (d->n_nodes == cap) {
+                unsigned char *t = realloc(d->tagged, 2 * cap);
+                if (!t)
+                    rc = src_fail(e, s, "out of memory while parsing YAML");
+                else
+                    memset(t + cap, 0, cap), d->tagged = t, cap *= 2;
+            }
+            if (rc == 0)
+                d->tagged[d->n_nodes++] = tag != NULL;
+        }
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&p);
-    return 0;
+    return rc;
 }
 
 /* Parses the first document of text into d (the caller frees d in any case). */
 static int doc_load(cfg_doc *d, const cfg_src *s, const char *text, size_t len, txl_err *e)
 {
     memset(d, 0, sizeof *d);
+    if (scan_events(d, s, text, len, e))
+        return -1;
     if (!(d->parser_ok = yaml_parser_initialize(&d->p)))
         return src_fail(e, s, "cannot initialize the YAML parser");
     yaml_parser_set_input_string(&d->p, (const unsigned char *)text, len);
     if (!yaml_parser_load(&d->p, &d->doc))
         return parser_err(e, s, &d->p); /* the loader freed the document */
     d->doc_ok = 1;
-    if (mark_tags(d, text, len) != 0)
-        return src_fail(e, s, "out of memory while parsing YAML");
     return 0;
 }
 
@@ -1508,6 +1534,13 @@ int cfg_load_meta(txl_config *c, const char *text, const char *ckpt, txl_err *e)
 {
     cfg_src s = { .meta = ckpt };
     char *json = NULL;
+    size_t n = strlen(text);
+    if (n > CFG_FILE_MAX) { /* what a config file may hold; txl writes a few KiB */
+        char why[128];
+        snprintf(why, sizeof why, "%zu bytes, more than a config may hold (%d)", n,
+                 CFG_FILE_MAX);
+        return src_err(e, &s, NULL, why);
+    }
     if (text[strspn(text, " \t\r\n")] == '{' && !(json = json_as_yaml(text)))
         return err_set(e, ERR_RUNTIME, "%s: out of memory reading the config", ckpt);
     const char *t = json ? json : text;

@@ -581,6 +581,92 @@ static void test_set(void)
     }
 }
 
+/* A text of n nested flow lists at data.split: "data: {split: [[[...]]]}". */
+static char *nested(int n)
+{
+    char *t = malloc((size_t)n * 2 + 64);
+    if (!t)
+        return NULL;
+    size_t o = (size_t)sprintf(t, "data: {split: ");
+    memset(t + o, '[', (size_t)n);
+    o += (size_t)n;
+    memset(t + o, ']', (size_t)n);
+    o += (size_t)n;
+    strcpy(t + o, "}\n");
+    return t;
+}
+
+/* Nesting is bounded (CFG_MAX_DEPTH) before libyaml builds anything: libyaml's time grows
+ * with the square of the depth (100,000 nested '[' took two minutes). Brackets inside
+ * quoted strings and comments are text, not nesting. */
+static void test_depth(void)
+{
+    txl_config c, before;
+    txl_err e = { 0 };
+    /* the root mapping and data's: 2 levels, so 14 lists make 16 (the limit), 15 make 17 */
+    char *t = nested(CFG_MAX_DEPTH - 2);
+    cfg_defaults(&c);
+    int rc = t ? cfg_load_meta(&c, t, "ck", &e) : 0;
+    CHECK(rc == -1 && has(e.msg, "data.split: expected a list of 3 numbers"),
+          "depth %d: read (and refused by the schema): %s", CFG_MAX_DEPTH, e.msg);
+    free(t);
+    static const int deep[] = { CFG_MAX_DEPTH - 1, 100000 };
+    for (int i = 0; i < 2; i++) {
+        t = nested(deep[i]);
+        cfg_defaults(&c);
+        memcpy(&before, &c, sizeof c);
+        rc = t ? cfg_load_meta(&c, t, "ck", &e) : 0;
+        CHECK(rc == -1 && e.kind == ERR_INPUT &&
+                  has(e.msg, "ck: metadata 'config' at 1:29: nested deeper than 16 levels") &&
+                  same(&c, &before),
+              "%d + 2 levels refused at the 17th: %s", deep[i], e.msg);
+        free(t);
+    }
+    /* block style nests too: "- - - ... x" */
+    char path[512];
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/txl-test-config-deep-%ld.yaml", dir && *dir ? dir : "/tmp",
+             (long)getpid());
+    FILE *f = fopen(path, "w");
+    for (int i = 0; f && i < 40000; i++)
+        fputs("- ", f);
+    if (f)
+        fputs("x\n", f), fclose(f);
+    cfg_defaults(&c);
+    rc = cfg_load_yaml(&c, path, &e);
+    CHECK(rc == -1 && has(e.msg, ".yaml:1:33: nested deeper than 16 levels"),
+          "40,000 nested block lists in a file: %s", e.msg);
+    unlink(path);
+    char set[60000];
+    size_t o = (size_t)sprintf(set, "model.n_layer=");
+    memset(set + o, '{', 50000);
+    set[o + 50000] = 0;
+    rc = cfg_set(&c, set, &e);
+    CHECK(rc == -1 && has(e.msg, "--set model.n_layer={{{") && has(e.msg, "nested deeper than 16"),
+          "--set with 50,000 nested mappings: %.120s", e.msg);
+    /* brackets in quoted text and comments are no nesting */
+    char ok[2048];
+    o = (size_t)sprintf(ok, "data:  # [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n"
+                            "  doc_separator: \"");
+    memset(ok + o, '[', 60);
+    o += 60;
+    sprintf(ok + o, "{{{\"\n  test: '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[{{{{{'\n");
+    cfg_defaults(&c);
+    rc = cfg_load_meta(&c, ok, "ck", &e);
+    CHECK(rc == 0 && strlen(c.data.doc_separator) == 63 && c.data.test[0] == '[',
+          "brackets in quoted strings and comments: %s", rc ? e.msg : "ok");
+    /* the metadata holds no more than a config file may */
+    t = malloc(CFG_FILE_MAX + 64);
+    if (t) {
+        memset(t, ' ', CFG_FILE_MAX + 1);
+        strcpy(t + CFG_FILE_MAX + 1, "model: {}\n");
+        rc = cfg_load_meta(&c, t, "ck", &e);
+        CHECK(rc == -1 && has(e.msg, "ck: metadata 'config': 1048587 bytes, more than a config "
+                              "may hold (1048576)"), "metadata over 1 MiB: %s", e.msg);
+        free(t);
+    }
+}
+
 static void test_validate(void)
 {
     txl_config c;
@@ -670,6 +756,7 @@ int main(void)
     test_yaml_roundtrip();
     test_meta();
     test_set();
+    test_depth();
     test_validate();
     test_diff();
     return tl_done("test_config");

@@ -240,6 +240,20 @@ both "config YAML malformed" "metadata 'config' at;;YAML syntax error" $B/cfg_ya
 cfg $B/cfg_huge.safetensors batch_size 1000000 tgt_len 1000000
 RESUME_NEEDLES="model.tgt_len: 1000000 vs 32" \
 both "config with an absurd plan" "a training step is too large" $B/cfg_huge.safetensors
+# a config nested 100,000 deep (info took 117 s, inside libyaml) and one of more than 1 MiB
+# (a config file's limit): refused at once (timeout 10: a regression fails, not hangs)
+st_edit $P $B/cfg_deep.safetensors '.__metadata__.config = "model: " + ([range(100000)] | map("[") | join(""))'
+for c in info eval; do
+    expect2 "$c: config nested 100,000 deep (at once)" "$B/cfg_deep.safetensors;;metadata 'config' at 1:23: nested deeper than 16 levels" \
+        timeout 10 $TXL $c $B/cfg_deep.safetensors
+done
+expect2 "train --resume: config nested 100,000 deep (at once)" "$B/cfg_deep.safetensors;;metadata 'config' at 1:23: nested deeper than 16 levels" \
+    timeout 10 $TXL train -q --resume $B/cfg_deep.safetensors --set train.out_dir=$RUN
+st_edit $P $B/cfg_json_deep.safetensors '.__metadata__.config = "{\"model\": " + ([range(100000)] | map("[") | join(""))'
+expect2 "info: a JSON config nested 100,000 deep (at once)" "$B/cfg_json_deep.safetensors;;nested deeper than 16 levels" \
+    timeout 10 $TXL info $B/cfg_json_deep.safetensors
+st_edit $P $B/cfg_big.safetensors '.__metadata__.config |= ([range(1048576)] | map(" ") | join("")) + .'
+both "config metadata over 1 MiB" "metadata 'config': $((1048576 + $(st_header $P | jq -j '.__metadata__.config' | wc -c))) bytes, more than a config may hold (1048576)" $B/cfg_big.safetensors
 st_edit $P $B/cfg_syntax.safetensors '.__metadata__.config = "{\"model\": {"'
 both "config JSON malformed" "metadata 'config' at 2:1: YAML syntax error" $B/cfg_syntax.safetensors
 st_edit $P $B/cfg_none.safetensors 'del(.__metadata__.config)'

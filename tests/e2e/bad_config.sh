@@ -39,6 +39,21 @@ expect2 "a NUL byte" "$C/nul.yaml: invalid YAML input at byte;;control character
 datacase bad_multi_doc "3:1: expected a single YAML document, found a second one"
 cfgcase list_root "1:1: expected a mapping of sections (model, data, train), found a list" '- model\n- data\n'
 cfgcase alias_key "YAML syntax error" "${D}model: {*a: 2}\n"
+# deep nesting: libyaml's time grows with the square of the depth (40,000 levels took 24 s
+# inside it); a config has 3 levels, and the 17th stops the parse at once (timeout 10: a
+# regression fails here instead of hanging)
+{ printf "${D}model: "; head -c 40000 /dev/zero | tr '\0' '['; } > $C/deep_flow.yaml
+expect2 "40,000 nested flow lists (at once)" "$C/deep_flow.yaml:2:23: nested deeper than 16 levels (a txl config has 3" \
+    timeout 10 $TXL train -c $C/deep_flow.yaml --set train.out_dir=$RUN
+{ printf "${D}model:\n"; i=0; while [ $i -lt 40000 ]; do printf -- '- '; i=$((i + 1)); done; printf 'x\n'; } > $C/deep_block.yaml
+expect2 "40,000 nested block lists (at once)" "$C/deep_block.yaml:3:31: nested deeper than 16 levels" \
+    timeout 10 $TXL train -c $C/deep_block.yaml --set train.out_dir=$RUN
+expect2 "--set with 40,000 nested mappings (at once)" "--set model.n_layer={{{{;;nested deeper than 16 levels" \
+    timeout 10 $TXL train -c $CFG --set "model.n_layer=$(head -c 40000 /dev/zero | tr '\0' '{')" --set train.out_dir=$RUN
+printf "model: {n_layer: 2}  # [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\ndata: {train: tests/data/tinyshakespeare.txt.gz, doc_separator: \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}\n" > $C/brackets.yaml
+$TXL train -c $C/brackets.yaml --print-config > $TMP/brackets.out 2>&1
+check "brackets in a comment and a quoted string are text, not nesting ($(grep -m1 -e doc_separator -e "txl train" $TMP/brackets.out))" \
+    grep -qF 'doc_separator: "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["' $TMP/brackets.out
 
 echo "-- unknown keys and sections"
 datacase bad_unknown_key "3:3: unknown key 'model.d_modle' (did you mean 'model.d_model'?)"
