@@ -28,7 +28,8 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * and `txl __complete` completes from it, so parsing, help and completion cannot drift.
  *
  * Parsing rules: `--opt v`, `--opt=v` and `-o v` (a value may start with '-', so
- * `--clamp-len -5` works); options and positional arguments in any order; an option given
+ * `--clamp-len -5` reaches the range check instead of being taken for an option); options
+ * and positional arguments in any order; an option given
  * twice counts once, the last one winning, except CLI_REPEAT (all values collected) and
  * CLI_ONCE (an error); -h/--help prints the help and stops. Errors print
  * "txl CMD: <message>" and a hint, exit code 2: "unknown option 'X'", "X needs ...",

@@ -155,8 +155,9 @@ static const cfg_key keys[] = {
     { KEY("model", "dropatt", CT_FLOAT, model.dropatt), .flags = F_MIN | F_MAX | F_MAX_EXCL,
       .min = 0, .max = 1, .def = {0.0} },
     { KEY("model", "pos_scheme", CT_ENUM, model.pos), .en = pos_name, .def_str = "xl" },
-    /* any int: <= 0 turns clamping off */
-    { KEY("model", "clamp_len", CT_INT, model.clamp_len), .def = {0} },
+    /* 0 turns clamping off (a negative length meant off too, silently: now an error) */
+    { KEY("model", "clamp_len", CT_INT, model.clamp_len), .flags = F_MIN, .min = 0,
+      .def = {0} },
     { KEY("model", "untie_r", CT_BOOL, model.untie_r), .def = {0} },
     { KEY("model", "mlp_num_freqs", CT_INT, model.mlp_num_freqs), .flags = F_MIN, .min = 1,
       .def = {16} },

@@ -92,7 +92,7 @@ static void test_good_block(void)
           "block: model shape");
     CHECK(m->pre_lnorm == 1 && m->untie_r == 1, "block: bools true and yes");
     CHECK(m->dropout == 0.2f && m->dropatt == 0.05f, "block: dropout 0.2 dropatt 0.05");
-    CHECK(m->pos == POS_MLP && m->clamp_len == -1, "block: mlp, clamp_len -1");
+    CHECK(m->pos == POS_MLP && m->clamp_len == 100, "block: mlp, clamp_len 100");
     CHECK(m->mlp_num_freqs == 8 && m->mlp_max_dist == 512.5f && m->mlp_hidden == 16,
           "block: mlp params");
     CHECK(m->vocab == 256, "block: vocab stays 256");
@@ -233,7 +233,7 @@ static void tricky_config(txl_config *c)
     c->train.lr_min = 5e-324; /* smallest subnormal */
     c->model.dropout = 0.1f / 3.0f;
     c->model.mlp_max_dist = 3.4e38f;
-    c->model.clamp_len = INT_MIN;
+    c->model.clamp_len = INT_MAX;
     c->model.pos = POS_ALIBI;
     c->train.seed = ULLONG_MAX;
     c->train.max_steps = 9007199254740992L; /* 2^53, the largest long key */
@@ -439,6 +439,9 @@ static void test_meta(void)
           "model.n_layer: expected an integer, found 'four'" },
         { "model: {}\n---\nmodel: {}\n", "at 3:1: ", "expected a single YAML document" },
         { "model: {n_layer: 2}\x7f\n", "invalid YAML input at byte 19", "control characters" },
+        /* txl 6d30971 wrote any int; a negative clamp_len meant off, silently */
+        { "{\"model\":{\"clamp_len\":-2147483648}}", "model.clamp_len must be >= 0",
+          "found -2147483648" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         txl_config before;
@@ -465,7 +468,7 @@ static void test_set(void)
         "data.train=\"a b: c\"", "train.seed=18446744073709551615", " model.n_layer = 6",
         "model.dropout=0", "train.schedule=constant", "model.mlp_max_dist=1.5",
         "train.out_dir=runs/x=y", "train.optimizer=adamw", "train.ckpt_gzip=off",
-        "model.clamp_len=-5", "train.grad_accum=8",
+        "model.clamp_len=5", "train.grad_accum=8",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         int rc = cfg_set(&c, good[i], &e);
@@ -482,7 +485,7 @@ static void test_set(void)
           "set seed, spaced assignment, dropout 0");
     CHECK(c.train.schedule == SCHED_CONSTANT && c.model.mlp_max_dist == 1.5f &&
               strcmp(c.train.out_dir, "runs/x=y") == 0 && c.train.optimizer == OPT_ADAMW &&
-              c.train.ckpt_gzip == 0 && c.model.clamp_len == -5,
+              c.train.ckpt_gzip == 0 && c.model.clamp_len == 5,
           "set schedule, max_dist, out_dir with '=', optimizer, ckpt_gzip, clamp_len");
     CHECK(c.train.grad_accum == 8, "set grad_accum 8");
     /* a YAML tag that agrees with the key's type is fine */
@@ -563,6 +566,7 @@ static void test_set(void)
         { "data.train=!!int 123", "data.train: expected a path, found a value tagged !!int" },
         { "data.split=[0.8, !!str 0.1, 0.1]", "data.split[1]: expected a number, found a value tagged !!str" },
         { "data.split=!!map {a: 1}", "data.split: expected a list of 3 numbers [train, valid, test], found a value tagged !!map" },
+        { "model.clamp_len=-5", "model.clamp_len must be >= 0, found -5" },
     };
     cfg_defaults(&c);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

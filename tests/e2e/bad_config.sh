@@ -90,6 +90,9 @@ cfgcase lr_negative "2:13: train.lr must be > 0, found -0.001" "${D}train: {lr: 
 cfgcase lr_zero "2:13: train.lr must be > 0, found 0" "${D}train: {lr: 0}\n"
 datacase bad_out_of_range "3:12: model.dropout must be in [0, 1), found 1.5"
 cfgcase mem_len_negative "2:18: model.mem_len must be >= 0, found -1" "${D}model: {mem_len: -1}\n"
+cfgcase clamp_len_negative "2:20: model.clamp_len must be >= 0, found -5" "${D}model: {clamp_len: -5}\n"
+expect2 "--set clamp_len -5 (a negative length meant off, silently)" "--set model.clamp_len=-5: model.clamp_len must be >= 0, found -5" \
+    $TXL train -c $CFG --set model.clamp_len=-5 --set train.out_dir=$RUN
 cfgcase beta2_one "2:16: train.beta2 must be in [0, 1), found 1" "${D}train: {beta2: 1.0}\n"
 cfgcase batch_0 "2:21: train.batch_size must be >= 1, found 0" "${D}train: {batch_size: 0}\n"
 cfgcase grad_accum_0 "2:21: train.grad_accum must be in [1, 1024], found 0" "${D}train: {grad_accum: 0}\n"

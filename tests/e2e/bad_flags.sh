@@ -80,6 +80,7 @@ expect2 "--batch 0" "--batch: 0 is out of range [1, 65536]" $E --batch 0
 expect2 "--batch 1e3" "--batch: expected an integer, found '1e3'" $E --batch 1e3
 expect2 "--max-tokens 1" "--max-tokens: 1 is out of range [2," $E --max-tokens 1
 expect2 "--clamp-len not a number" "--clamp-len: expected an integer, found 'x'" $E --clamp-len x
+expect2 "--clamp-len negative (meant off, silently)" "--clamp-len: -5 is out of range [0, 1073741824]" $E --clamp-len -5
 expect2 "--threads negative" "--threads: -1 is out of range [0, 1024]" $E --threads -1
 expect2 "--split unknown" "--split: expected valid, test or train, found 'bogus'" $E --split bogus
 # --split names a part of the checkpoint's corpus, --data another file: not both
