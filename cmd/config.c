@@ -65,7 +65,8 @@ typedef enum {
     CT_BOOL,   /* int field holding 0 or 1 */
     CT_ENUM,   /* int-sized C enum, named by a function (value -> name, NULL past the end) */
     CT_U64,    /* unsigned long long (train.seed) */
-    CT_PATH,   /* char[cap], text verbatim */
+    CT_PATH,   /* char[cap], a file's name verbatim */
+    CT_TEXT,   /* char[cap], any text verbatim (data.doc_separator) */
     CT_NAME,   /* char[cap] restricted to a list of names (data.tokenizer) */
     CT_SPLIT,  /* double[3]: train/valid/test fractions */
     CT_SET,    /* int field: a set of names (bit i = names[i]), a YAML list: [para, sent] */
@@ -87,11 +88,11 @@ typedef struct {
     const char *name;         /* key within the section */
     cfg_type type;
     size_t off;               /* offsetof(txl_config, ...) */
-    size_t cap;               /* CT_PATH, CT_NAME: buffer size including the NUL */
+    size_t cap;               /* CT_PATH, CT_TEXT, CT_NAME: buffer size including the NUL */
     unsigned flags;
     double min, max;
     double def[3];            /* numeric default; CT_SPLIT uses all three */
-    const char *def_str;      /* default of CT_ENUM, CT_PATH, CT_NAME */
+    const char *def_str;      /* default of CT_ENUM, CT_PATH, CT_TEXT, CT_NAME */
     const char *(*en)(int v); /* CT_ENUM: the name of value v, NULL past the last */
     const char *const *names; /* CT_NAME, CT_SET: NULL-terminated */
 } cfg_key;
@@ -183,8 +184,9 @@ static const cfg_key keys[] = {
     { KEY("data", "tokenizer", CT_NAME, data.tokenizer), .cap = CAP(data.tokenizer),
       .names = tokenizer_names, .def_str = "byte" },
     { KEY("data", "anchors", CT_SET, data.anchors), .names = anchor_names, .def = {0} },
-    { KEY("data", "doc_separator", CT_PATH, data.doc_separator), .cap = CAP(data.doc_separator),
-      .def_str = "" },
+    /* "" (or null: `--set data.doc_separator=`) = none */
+    { KEY("data", "doc_separator", CT_TEXT, data.doc_separator), .cap = CAP(data.doc_separator),
+      .flags = F_NULL_OK, .def_str = "" },
 
     { KEY("train", "batch_size", CT_INT, train.batch_size), .flags = F_MIN, .min = 1,
       .def = {16} },
@@ -246,7 +248,7 @@ typedef struct {
     long long i;          /* CT_INT, CT_LONG, CT_BOOL, CT_ENUM */
     unsigned long long u; /* CT_U64 */
     double x[3];          /* CT_DOUBLE, CT_FLOAT (x[0]), CT_SPLIT */
-    const char *s;        /* CT_PATH, CT_NAME; not owned */
+    const char *s;        /* CT_PATH, CT_TEXT, CT_NAME; not owned */
 } cfg_value;
 
 /* ---------------------------------------------------------------------------------------
@@ -267,7 +269,7 @@ static void key_get(const cfg_key *k, const txl_config *c, cfg_value *v)
     case CT_DOUBLE: memcpy(&v->x[0], p, sizeof(double)); break;
     case CT_FLOAT: { float x; memcpy(&x, p, sizeof x); v->x[0] = x; break; }
     case CT_U64: memcpy(&v->u, p, sizeof v->u); break;
-    case CT_PATH: case CT_NAME: v->s = p; break;
+    case CT_PATH: case CT_TEXT: case CT_NAME: v->s = p; break;
     case CT_SPLIT: memcpy(v->x, p, 3 * sizeof(double)); break;
     }
 }
@@ -286,7 +288,7 @@ static void key_put(const cfg_key *k, txl_config *c, const cfg_value *v)
     case CT_DOUBLE: memcpy(p, &v->x[0], sizeof(double)); break;
     case CT_FLOAT: { float x = (float)v->x[0]; memcpy(p, &x, sizeof x); break; }
     case CT_U64: memcpy(p, &v->u, sizeof v->u); break;
-    case CT_PATH: case CT_NAME: {
+    case CT_PATH: case CT_TEXT: case CT_NAME: {
         size_t n = strnlen(v->s, k->cap - 1);
         if (v->s != p) {
             memmove(p, v->s, n);
@@ -373,7 +375,7 @@ static void fmt_value(const cfg_key *k, const cfg_value *v, char *buf, size_t ca
         break;
     }
     case CT_U64: snprintf(buf, cap, "%llu", v->u); break;
-    case CT_PATH: case CT_NAME: show(buf, cap, v->s, strlen(v->s), '"'); break;
+    case CT_PATH: case CT_TEXT: case CT_NAME: show(buf, cap, v->s, strlen(v->s), '"'); break;
     case CT_SET: { /* [para, sent]; bits past the names as numbers */
         size_t o = (size_t)snprintf(buf, cap, "[");
         for (int i = 0, first = 1; i < 31 && o < cap; i++) {
@@ -443,6 +445,7 @@ static const char *type_expect(const cfg_key *k, char *buf, size_t cap)
     case CT_BOOL: return "true or false";
     case CT_U64: return "a non-negative integer";
     case CT_PATH: return "a path";
+    case CT_TEXT: return "a string";
     case CT_SPLIT: return "a list of 3 numbers [train, valid, test]";
     case CT_ENUM: case CT_NAME: choices_desc(k, buf, cap); return buf;
     case CT_SET: {
@@ -609,7 +612,7 @@ static int key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap
         return 0;
     case CT_U64:
         return 0;
-    case CT_PATH: case CT_NAME:
+    case CT_PATH: case CT_TEXT: case CT_NAME:
         return check_text(k, v, full, found, why, cap);
     case CT_SPLIT:
         return check_split(v, full, found, why, cap);
@@ -839,7 +842,8 @@ static int parse_scalar(const cfg_key *k, const char *text, size_t len, int plai
         return -1;
     }
     if (is_null_text(text, plain)) {
-        if ((k->flags & F_NULL_OK) && (k->type == CT_PATH || k->type == CT_NAME)) {
+        if ((k->flags & F_NULL_OK) &&
+            (k->type == CT_PATH || k->type == CT_TEXT || k->type == CT_NAME)) {
             v->s = "";
             return 0;
         }
@@ -877,7 +881,7 @@ static int parse_scalar(const cfg_key *k, const char *text, size_t len, int plai
     case CT_ENUM:
         ok = (v->i = enum_parse(k, text)) >= 0;
         break;
-    case CT_PATH: case CT_NAME:
+    case CT_PATH: case CT_TEXT: case CT_NAME:
         v->s = text;
         return 0;
     case CT_SET: { /* one bare name: a set of one */
@@ -1092,7 +1096,7 @@ static const char *const *key_tags(const cfg_key *k)
     case CT_DOUBLE: case CT_FLOAT: return tags_num;
     case CT_BOOL: return tags_bool;
     case CT_ENUM: case CT_NAME: return tags_str;
-    case CT_PATH: return (k->flags & F_NULL_OK) ? tags_path : tags_str;
+    case CT_PATH: case CT_TEXT: return (k->flags & F_NULL_OK) ? tags_path : tags_str;
     case CT_SPLIT: return tags_seq;
     case CT_SET: return tags_set;
     case CT_TERMS: return tags_str;
@@ -1503,7 +1507,7 @@ void cfg_defaults(txl_config *c)
             v.i = enum_parse(k, k->def_str);
             assert(v.i >= 0 && "enum default must be a valid name");
             break;
-        case CT_PATH: case CT_NAME: v.s = k->def_str; break;
+        case CT_PATH: case CT_TEXT: case CT_NAME: v.s = k->def_str; break;
         case CT_SPLIT: memcpy(v.x, k->def, sizeof v.x); break;
         case CT_SET: case CT_TERMS: v.i = (long long)k->def[0]; break;
         }
@@ -1794,7 +1798,7 @@ int cfg_walk(const txl_config *c, int (*visit)(const cfg_item *it, void *ctx), v
         key_get(k, c, &v);
         fmt_value(k, &v, buf[0], sizeof buf[0]);
         switch (k->type) {
-        case CT_PATH: case CT_NAME: it.kind = CFG_TEXT; it.text[0] = v.s; break;
+        case CT_PATH: case CT_TEXT: case CT_NAME: it.kind = CFG_TEXT; it.text[0] = v.s; break;
         case CT_ENUM:
             if (v.i < INT_MIN || v.i > INT_MAX || !k->en((int)v.i))
                 return -1; /* a struct built in code with an invalid enum */

@@ -505,6 +505,15 @@ static void test_set(void)
               d.data.split[0] == 0.8 && d.data.split[1] == 0.1 && d.data.split[2] == 0 &&
               d.train.schedule == SCHED_CONSTANT,
           "tags that agree with the keys' types");
+    /* data.doc_separator is text, "" (also null: nothing after '=') meaning none */
+    int sep = cfg_set(&d, "data.doc_separator=<doc>", &e) == 0 &&
+              strcmp(d.data.doc_separator, "<doc>") == 0 &&
+              cfg_set(&d, "data.doc_separator=", &e) == 0 && d.data.doc_separator[0] == 0 &&
+              cfg_set(&d, "data.doc_separator=\"~\"", &e) == 0 &&
+              strcmp(d.data.doc_separator, "~") == 0 &&
+              cfg_set(&d, "data.doc_separator=~", &e) == 0 && d.data.doc_separator[0] == 0;
+    CHECK(sep, "--set data.doc_separator=<doc>, then = (none), \"~\" (text), ~ (none): %s",
+          sep ? "ok" : e.msg);
     /* an empty data.train is a legal value; cfg_validate is what requires a path */
     int rc = cfg_set(&c, "data.train=\"\"", &e);
     CHECK(rc == 0 && c.data.train[0] == 0 && cfg_validate(&c, NULL, &e) == -1 &&
@@ -567,6 +576,8 @@ static void test_set(void)
         { "data.split=[0.8, !!str 0.1, 0.1]", "data.split[1]: expected a number, found a value tagged !!str" },
         { "data.split=!!map {a: 1}", "data.split: expected a list of 3 numbers [train, valid, test], found a value tagged !!map" },
         { "model.clamp_len=-5", "model.clamp_len must be >= 0, found -5" },
+        { "data.doc_separator={a: b}", "data.doc_separator: expected a string, found a mapping" },
+        { "data.doc_separator=!!int 3", "data.doc_separator: expected a string, found a value tagged !!int" },
     };
     cfg_defaults(&c);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

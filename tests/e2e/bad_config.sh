@@ -74,6 +74,7 @@ cfgcase quoted_int "2:18: model.n_layer: expected an integer, found the string \
 cfgcase hex "2:13: train.lr: expected a number, found '0x10'" "${D}train: {lr: 0x10}\n"
 cfgcase nan "2:13: train.lr: expected a number, found '.nan'" "${D}train: {lr: .nan}\n"
 cfgcase list_for_path "1:15: data.train: expected a path, found a list" 'data: {train: [a, b]}\n'
+cfgcase list_for_separator "1:65: data.doc_separator: expected a string, found a list" "data: {train: tests/data/tinyshakespeare.txt.gz, doc_separator: [a]}\n"
 cfgcase big_int "2:18: model.n_layer: expected an integer, found '99999999999999999999' (too large)" "${D}model: {n_layer: 99999999999999999999}\n"
 cfgcase big_float "2:13: train.lr: expected a number, found '1e999' (too large for a double)" "${D}train: {lr: 1e999}\n"
 cfgcase tag_str "2:18: model.n_layer: expected an integer, found a value tagged !!str" "${D}model: {n_layer: !!str 3}\n"
@@ -176,6 +177,9 @@ expect2 "--set negative lr" "--set train.lr=-1: train.lr must be > 0, found -1" 
     $TXL train -c $CFG --set train.lr=-1 --set train.out_dir=$RUN
 expect2 "--set of a mapping" "--set model={n_layer: 2}: unknown key 'model'" \
     $TXL train -c $CFG --set 'model={n_layer: 2}' --set train.out_dir=$RUN
+$TXL train -c $CFG --set data.doc_separator='<doc>' --set data.doc_separator= --print-config > $TMP/sep.out 2>&1
+check "--set data.doc_separator= (empty) means no separator ($(grep -m1 -e doc_separator -e 'txl train' $TMP/sep.out))" \
+    grep -qx '  doc_separator: ""' $TMP/sep.out
 expect2 "--set missing corpus" "data.train;;$C/nope.txt: cannot open corpus: No such file or directory" \
     $TXL train -c $CFG --set data.train=$C/nope.txt --set train.out_dir=$TMP/r_missing
 check "...and no run directory was created for it" test ! -e $TMP/r_missing
