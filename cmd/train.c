@@ -743,17 +743,23 @@ static void loop_init(trainer *t, loop_state *ls)
 
 /* The next segment of every stream (its length); at the end of a pass over the train
  * split the next epoch starts over with fresh memory. -1 (every rank alike) when the corpus
- * cannot be read (truncated under txl, say). */
+ * cannot be read (truncated under txl, say): the state is then the last step's (epoch and
+ * memory untouched, so the checkpoint stop_keeping_last writes resumes at this same end and
+ * holds the memory, which a checkpoint to resume always does: ckpt_check_header). */
 static int next_batch(trainer *t, txl_err *e)
 {
-    int len = batcher_next(&t->bt, t->x, t->y, t->co, e);
-    if (len == 0) {
-        t->st.epoch++;
+    int len = batcher_next(&t->bt, t->x, t->y, t->co, e), wrapped = len == 0;
+    if (wrapped) {
         t->bt.pos = 0;
-        mem_reset(&t->mem);
         len = batcher_next(&t->bt, t->x, t->y, t->co, e);
     }
-    return dist_max_int(len < 0) ? -1 : len;
+    if (dist_max_int(len < 0))
+        return -1;
+    if (wrapped) {
+        t->st.epoch++;
+        mem_reset(&t->mem);
+    }
+    return len;
 }
 
 /* Reading the data failed mid-run (the batcher or the validation pass). The weights are
