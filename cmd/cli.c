@@ -17,6 +17,7 @@
 #include "../common/dist.h"
 #include "../common/par.h"
 #include "../io/checkpoint.h"
+#include "train_state.h"
 
 /* TXL_PATHS: the header the Makefile writes with TXL_CONFIG_DIR for its PREFIX */
 #ifdef TXL_PATHS
@@ -697,12 +698,24 @@ int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *b
                    arg, last ? "" : "best.safetensors.gz or ", "last.safetensors.gz");
 }
 
+int cli_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_err *e)
+{
+    const char *fmt = st_meta(f, "format");
+    if (fmt && strcmp(fmt, "txl/1") != 0)
+        return err_set(e, ERR_INPUT, "%s: metadata 'format' is '%.40s', expected 'txl/1' (a "
+                       "checkpoint of another program, or of a later txl)", f->path, fmt);
+    train_run r = {.params = params,
+                   .streams = cfg->train.batch_size * cfg->train.grad_accum,
+                   .tgt_len = cfg->model.tgt_len};
+    return train_state_check(f, &r, e);
+}
+
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         txl_config *cfg, model *mdl, txl_err *e)
 {
     char path[CFG_PATH_MAX];
     memset(mdl, 0, sizeof *mdl);
-    if (cli_ckpt_path(arg, 0, cmd, quiet, path, sizeof path, e) || st_read(f, path, e))
+    if (cli_ckpt_path(arg, 0, cmd, quiet, path, sizeof path, e) || st_open(f, path, e))
         return -1;
     const char *text = st_meta(f, "config");
     if (!text) {
@@ -710,10 +723,20 @@ int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
         return err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint; "
                        "use 'txl import' for plain weights)", path);
     }
+    /* the header against the model of its config before any data is read: the data can
+     * then hold no more than the model and its state */
     cfg_defaults(cfg);
-    if (cfg_load_meta(cfg, text, path, e) || cfg_validate(cfg, path, e) ||
-        cli_check_config_tensors(f, &cfg->model, path, e) ||
-        model_init(mdl, &cfg->model, e) || ckpt_load_weights(mdl, f, e)) {
+    const model_config *m = &cfg->model;
+    ckpt_state st = {0};
+    int rc = cfg_load_meta(cfg, text, path, e) || cfg_validate(cfg, path, e) ||
+             cli_check_config_tensors(f, m, path, e) || model_init_table(mdl, m, e);
+    if (!rc) {
+        st = (ckpt_state){.streams = cfg->train.batch_size * cfg->train.grad_accum,
+                          .mem_len = m->mem_len, .coords = pos_get(m->pos)->needs_coords};
+        rc = ckpt_check_header(mdl, f, &st, e) || cli_check_meta(f, cfg, mdl->n_weights, e) ||
+             st_read_data(f, e) || model_alloc_weights(mdl, e) || ckpt_load_weights(mdl, f, e);
+    }
+    if (rc) {
         model_free(mdl);
         st_free(f);
         return -1;

@@ -192,6 +192,11 @@ int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size
  * the file holds. ERR_INPUT naming the file, the tensor and the keys. */
 int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,
                              txl_err *e);
+/* The metadata of a checkpoint whose config is cfg and whose model has `params`
+ * parameters: 'format', when present, is txl/1, and the training state's keys present are
+ * valid and consistent (cmd/train_state.h, train_state_check), so every command refuses
+ * what --resume refuses. ERR_INPUT naming the file and the key. */
+int cli_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_err *e);
 /* A count in the metadata ("step", "tokens", "epoch", "data_pos", "log_steps"): absent ->
  * def; else a decimal integer in [0, 2^53], or ERR_INPUT naming the file and the key. */
 int cli_meta_count(const st_file *f, const char *key, long long def, long long *out,
@@ -204,8 +209,9 @@ int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *b
                   txl_err *e);
 /* Reads a checkpoint (a file, or a run directory's best else last: cli_ckpt_path, `cmd`
  * and `quiet` for its note), its config (metadata "config"), builds the model and loads
- * weights. On success the caller owns f (f->path: the file read), cfg and mdl (st_free /
- * model_free). */
+ * weights. The header is held to the model of that config (ckpt_check_header) and the
+ * metadata checked (cli_check_meta) before any tensor data is read. On success the caller
+ * owns f (f->path: the file read), cfg and mdl (st_free / model_free). */
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         txl_config *cfg, model *mdl, txl_err *e);
 

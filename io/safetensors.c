@@ -542,26 +542,48 @@ static int read_data(st_file *f, instream *in, size_t size, size_t data_len, txl
     return 0;
 }
 
-int st_read(st_file *f, const char *path, txl_err *e)
+int st_open(st_file *f, const char *path, txl_err *e)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
-    instream in;
-    size_t size = 0, data_len = 0;
-    if (open_regular(path, &in, &size, e)) {
+    instream *in = malloc(sizeof *in);
+    if (!in)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", path);
+    if (open_regular(path, in, &f->file_size, e)) {
+        free(in);
+        return -1;
+    }
+    f->in = in;
+    if (read_header(f, in, f->file_size, e) || parse_header(f, &f->data_len, e)) {
         st_free(f);
         return -1;
     }
-    int rc = read_header(f, &in, size, e) || parse_header(f, &data_len, e) ||
-             read_data(f, &in, size, data_len, e) ? -1 : 0;
-    ins_close(&in);
+    return 0;
+}
+
+int st_read_data(st_file *f, txl_err *e)
+{
+    instream *in = f->in;
+    int rc = read_data(f, in, f->file_size, f->data_len, e);
+    ins_close(in);
+    free(in);
+    f->in = NULL;
     if (rc)
         st_free(f);
     return rc;
 }
 
+int st_read(st_file *f, const char *path, txl_err *e)
+{
+    return st_open(f, path, e) || st_read_data(f, e) ? -1 : 0;
+}
+
 void st_free(st_file *f)
 {
+    if (f->in) {
+        ins_close(f->in);
+        free(f->in);
+    }
     if (f->t)
         for (int i = 0; i < f->n; i++)
             free(f->t[i].name);

@@ -184,7 +184,7 @@ int model_size(const model_config *cfg, size_t *n_floats, size_t *n_weights, txl
     return 0;
 }
 
-int model_init(model *mdl, const model_config *cfg, txl_err *e)
+int model_init_table(model *mdl, const model_config *cfg, txl_err *e)
 {
     memset(mdl, 0, sizeof *mdl);
     mdl->cfg = *cfg;
@@ -195,6 +195,17 @@ int model_init(model *mdl, const model_config *cfg, txl_err *e)
     mdl->n_params = b.n;
     mdl->n_floats = b.off;
     mdl->n_weights = b.count;
+    return 0;
+}
+
+int model_init(model *mdl, const model_config *cfg, txl_err *e)
+{
+    return model_init_table(mdl, cfg, e) || model_alloc_weights(mdl, e) ? -1 : 0;
+}
+
+int model_alloc_weights(model *mdl, txl_err *e)
+{
+    const model_config *cfg = &mdl->cfg;
     mdl->w = aligned_alloc(64, align_up(mdl->n_floats) * sizeof(float));
     mdl->W.layer = calloc((size_t)cfg->n_layer, sizeof(layer_tensors));
     mdl->G.layer = calloc((size_t)cfg->n_layer, sizeof(layer_tensors));

@@ -60,6 +60,11 @@ typedef struct {
 
 /* Builds the table for cfg and allocates zeroed weights. cfg must be validated. */
 int model_init(model *mdl, const model_config *cfg, txl_err *e);
+/* model_init in two steps: the table alone (no arrays: w, W and G stay NULL; model_free
+ * frees it), so a checkpoint's header can be held to the table before anything of the
+ * model's size is allocated or read, then the zeroed weights and their views. */
+int model_init_table(model *mdl, const model_config *cfg, txl_err *e);
+int model_alloc_weights(model *mdl, txl_err *e);
 /* The sizes model_init would allocate for cfg, without allocating them (txl train
  * --dry-run): n_floats (with padding) and n_weights (the parameter count). */
 int model_size(const model_config *cfg, size_t *n_floats, size_t *n_weights, txl_err *e);

@@ -84,6 +84,19 @@ gzip -1 -c $TMP/claim.safetensors > $B/claim.safetensors.gz
 end=$((1125899906842624 + $(st_header $P | jq '.["out.bias"].data_offsets[1]')))
 expect2 "gzip'd, a header that claims 1 PiB of data (refused before reading it)" "$B/claim.safetensors.gz;;the header's tensors hold $end bytes, more than half this machine's memory" \
     limit_vm 1000000 timeout 60 $TXL info $B/claim.safetensors.gz
+# a tensor the model does not have, of 1.5 GiB, whose bytes are there (24 gzip members of 64
+# MiB of zeros: 1.5 MB on disk): the header is held to the model of its config before any
+# data is read, so it costs nothing (it was read whole, then refused as "unexpected tensor")
+dl=$(st_header $P | jq '[.[] | .data_offsets? // empty | .[1]] | max')
+st_edit $P $TMP/extra.safetensors ".extra = {\"dtype\": \"F32\", \"shape\": [402653184], \"data_offsets\": [$dl, $((dl + 1610612736))]}"
+{ gzip -1 -c $TMP/extra.safetensors; i=0; while [ $i -lt 24 ]; do cat $TMP/zeros64m.gz; i=$((i + 1)); done; } > $B/extra.safetensors.gz
+for c in info eval; do
+    expect2 "$c: gzip'd, a 1.5 GiB tensor the model lacks (refused from the header; 1 GB memory limit)" "$B/extra.safetensors.gz;;unexpected tensor 'extra'" \
+        limit_vm 1000000 timeout 60 $TXL $c $B/extra.safetensors.gz
+done
+expect2 "train --resume: the same (1 GB memory limit)" "$B/extra.safetensors.gz;;unexpected tensor 'extra'" \
+    limit_vm 1000000 timeout 60 $TXL train -q --resume $B/extra.safetensors.gz --set train.out_dir=$RUN
+rm -f $B/extra.safetensors.gz
 
 echo "-- truncated gzip'd file, at every structural boundary"
 s=$(wc -c < $GZ)
@@ -274,7 +287,7 @@ expect2 "train --resume from weights only" "$TMP/w.safetensors;;missing tensor '
 state() { # state "description" KEY VALUE "needles" (VALUE null deletes the key)
     if [ "$3" = null ]; then st_edit $P $B/state.safetensors "del(.__metadata__.$2)"
     else st_edit $P $B/state.safetensors ".__metadata__.$2 = \"$3\""; fi
-    expect2 "train --resume: $1" "$B/state.safetensors;;metadata '$2';;$4" \
+    expect2 "train --resume: $1" "$B/state.safetensors;;metadata ;;'$2';;$4" \
         $TXL train -q --resume $B/state.safetensors --set train.out_dir=$RUN --set train.max_steps=10
 }
 state "step 1e23" step 1e23 "must be an integer in [0, 2^53], found '1e23'"
@@ -305,6 +318,37 @@ state "elapsed_s 0x1p3" elapsed_s 0x1p3 "found '0x1p3'"
 state "grad_norm_mean nan" grad_norm_mean nan "found 'nan'"
 state "params that are not the model's" params 5 "is 5, but the model of its config has"
 state "data_pos past the end of the streams" data_pos 9000000 "9000000 is past the end of the streams"
+# the counters agree: each step is applied or skipped, an epoch takes a step, each step feeds
+# the 8 streams one segment of 1 to 32 tokens (the run: 5 steps, 1280 tokens)
+state "step 7, but 5 applied and 0 skipped" step 7 "metadata 'grad_norm_count' 5 + 'skipped_steps' 0 is not 'step' 7"
+state "skipped_steps 1 (6 steps counted)" skipped_steps 1 "'grad_norm_count' 5 + 'skipped_steps' 1 is not 'step' 5"
+state "epoch past step" epoch 6 "'epoch' 6 is more than 'step' 5"
+state "log_steps past step" log_steps 6 "'log_steps' 6 is more than 'step' 5"
+state "tokens past step x streams x tgt_len" tokens 1281 "'tokens' 1281 does not fit 'step' 5;;(so 40 to 1280 tokens)"
+state "tokens under step x streams" tokens 39 "'tokens' 39 does not fit 'step' 5"
+# every reader applies these checks (info printed "step: -5" and "step: 1e400")
+for v in -5 1e400; do
+    st_edit $P $B/step.safetensors ".__metadata__.step = \"$v\""
+    both "step '$v'" "metadata 'step' must be an integer in [0, 2^53], found '$v'" $B/step.safetensors
+done
+st_edit $P $B/valid.safetensors '.__metadata__.valid_loss = "abc"'
+expect2 "info: valid_loss 'abc'" "$B/valid.safetensors;;metadata 'valid_loss' must be a number >= 0, inf or nan, found 'abc'" $TXL info $B/valid.safetensors
+st_edit $P $B/format.safetensors '.__metadata__.format = "txl/2"'
+both "format txl/2" "metadata 'format' is 'txl/2', expected 'txl/1'" $B/format.safetensors
+st_edit $P $B/noformat.safetensors 'del(.__metadata__.format)'
+check "format absent: accepted (it is informative; the config says the rest)" $TXL info $B/noformat.safetensors
+# a resumable checkpoint's state is complete: the memory of every layer (the model has
+# mem_len 32, and a checkpoint with state is written after a step, which leaves rows)
+st_edit $P $B/nomem0.safetensors 'del(.["state.mem.0"])'
+expect2 "train --resume: state.mem.1 without state.mem.0 (it resumed with an empty memory)" "$B/nomem0.safetensors;;memory tensor 'state.mem.0' missing or not [8, 32, 64] F32" \
+    $TXL train -q -c $CFG --resume $B/nomem0.safetensors --set train.out_dir=$RUN
+st_drop $P $B/nomem.safetensors 'del(.["state.mem.0"], .["state.mem.1"])'
+expect2 "train --resume: no memory at all with mem_len 32" "$B/nomem.safetensors;;missing tensor 'state.mem.0': a checkpoint to resume from holds the memory of every layer (state.mem.0 to state.mem.1) when model.mem_len > 0 (32)" \
+    $TXL train -q -c $CFG --resume $B/nomem.safetensors --set train.out_dir=$RUN
+check "eval of it is fine (it does not read the memory)" $TXL eval $B/nomem.safetensors --data $TMP/last.safetensors --max-tokens 3000
+st_edit $P $B/mem64.safetensors '.["state.mem.0"].dtype = "F64" | .["state.mem.0"].shape |= [.[0], .[1], .[2] / 2]'
+RESUME_NEEDLES="memory tensor 'state.mem.0' missing or not [8, 32, 64] F32" \
+both "a memory tensor of another dtype (read by no reader, refused from the header by all)" "tensor 'state.mem.0' is not the layer input of this config's memory (F32 [8, <= 32, 64]" $B/mem64.safetensors
 check "eval still works on a file with only a damaged memory tensor" $TXL eval $B/mem.safetensors --data $TMP/last.safetensors --max-tokens 3000
 
 echo "-- non-finite values (each would make every loss nan)"
@@ -377,6 +421,13 @@ for v in zero max; do
     check "...and logs its 5 steps" test "$(jq -s '[.[] | select(.event=="train")] | length' \
         $TMP/hier_$v/log.jsonl)" -eq 5
 done
+# the coordinates go with the memory: both or neither (hier reads them)
+st_drop $TMP/hier.safetensors $B/nocoords.safetensors 'del(.["state.coords"])'
+expect2 "train --resume: hier memory without its state.coords" "$B/nocoords.safetensors;;tensor 'state.coords' missing or not [8, 32, 3] I32" \
+    $TXL train -q --resume $B/nocoords.safetensors --set train.out_dir=$TMP/hier_nc
+st_edit $TMP/hier.safetensors $B/coords_short.safetensors '.["state.coords"].shape = [8, 16, 6]'
+expect2 "train --resume: hier state.coords of fewer rows than the memory" "$B/coords_short.safetensors;;tensor 'state.coords' missing or not [8, 32, 3] I32" \
+    $TXL train -q --resume $B/coords_short.safetensors --set train.out_dir=$TMP/hier_nc
 
 guard_sum > $TMP/guard.end
 check "the run directory is untouched after all of the above" cmp -s $TMP/guard.sum $TMP/guard.end
