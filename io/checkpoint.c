@@ -3,6 +3,7 @@
 #include "checkpoint.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,26 +88,30 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
 
 /* Every value of a tensor is finite: one NaN or infinity makes every loss nan (eval
  * printed "nan" and exited 0, `eval --json` wrote "loss":nan, sample emitted 0xFF bytes,
- * export passed it on). The message names the tensor and the first bad value's index.
+ * export passed it on). With `nonneg`, none is negative either (-0 is fine): Adam's second
+ * moment is a running mean of squared gradients, and a negative one turned into NaN two
+ * steps after a resume. The message names the tensor and the first bad value's index.
  * x: n floats, any alignment (a tensor's bytes in the file need not be aligned). Blocks
  * of 4096 are OR-reduced first (no early exit, so the loop vectorises). */
-static int check_finite(const st_file *f, const st_tensor *t, const void *x, size_t n,
-                        txl_err *e)
+static int check_values(const st_file *f, const st_tensor *t, const void *x, size_t n,
+                        int nonneg, txl_err *e)
 {
     const uint8_t *p = x;
+    /* inf or nan: exponent all ones; negative: the sign bit and a non-zero magnitude */
+    const uint32_t neg = nonneg ? 0x80000000u : 0xffffffffu;
     for (size_t b = 0; b < n; b += 4096) {
         size_t end = n - b < 4096 ? n : b + 4096;
         uint32_t bad = 0, u = 0;
         for (size_t i = b; i < end; i++) {
             memcpy(&u, p + 4 * i, 4);
-            bad |= (u & 0x7f800000u) == 0x7f800000u; /* exponent all ones: inf or nan */
+            bad |= ((u & 0x7f800000u) == 0x7f800000u) | (u > neg);
         }
         if (!bad)
             continue;
         size_t i = b;
         for (;; i++) {
             memcpy(&u, p + 4 * i, 4);
-            if ((u & 0x7f800000u) == 0x7f800000u)
+            if ((u & 0x7f800000u) == 0x7f800000u || u > neg)
                 break;
         }
         float v;
@@ -121,10 +126,21 @@ static int check_finite(const st_file *f, const st_tensor *t, const void *x, siz
         size_t o = 0;
         for (int k = 0; k < t->ndim && o < sizeof at - 24; k++)
             o += (size_t)snprintf(at + o, sizeof at - o, "%s%zu", k ? ", " : "", idx[k]);
+        if (isfinite(v))
+            return err_set(e, ERR_INPUT, "%s: tensor '%s' holds a negative value (%g) at index "
+                           "[%s] (element %zu of %zu): an Adam second moment is a running mean "
+                           "of squared gradients, never negative", f->path, t->name, v, at, i,
+                           n);
         return err_set(e, ERR_INPUT, "%s: tensor '%s' holds a non-finite value (%g) at index "
                        "[%s] (element %zu of %zu)", f->path, t->name, v, at, i, n);
     }
     return 0;
+}
+
+static int check_finite(const st_file *f, const st_tensor *t, const void *x, size_t n,
+                        txl_err *e)
+{
+    return check_values(f, t, x, n, 0, e);
 }
 
 static int check_shape(const st_file *f, const st_tensor *t, const param_entry *p, txl_err *e)
@@ -218,7 +234,7 @@ int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_
                                "run from its weights)", f->path, nm);
             if (check_shape(f, t, p, e))
                 return -1;
-            if (check_finite(f, t, st_data(f, t), p->numel, e))
+            if (check_values(f, t, st_data(f, t), p->numel, pass, e))
                 return -1;
             memcpy((pass ? v : m) + p->offset, st_data(f, t), p->numel * sizeof(float));
         }

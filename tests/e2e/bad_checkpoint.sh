@@ -367,6 +367,9 @@ check "...and nothing on stdout" test ! -s $TMP/out
 put_f32 $P $B/nan_v.safetensors optim.v.out.bias 3 "$NAN"
 expect2 "train --resume: a NaN Adam moment" "$B/nan_v.safetensors;;tensor 'optim.v.out.bias' holds a non-finite value (nan) at index [3]" \
     $TXL train -q -c $CFG --resume $B/nan_v.safetensors --set train.out_dir=$RUN
+put_f32 $P $B/neg_v.safetensors optim.v.out.bias 3 '\000\000\200\277'   # -1.0
+expect2 "train --resume: a negative Adam second moment (NaN two steps later)" "$B/neg_v.safetensors;;tensor 'optim.v.out.bias' holds a negative value (-1) at index [3] (element 3 of 256): an Adam second moment is a running mean of squared gradients" \
+    $TXL train -q -c $CFG --resume $B/neg_v.safetensors --set train.out_dir=$RUN
 put_f32 $P $B/inf_mem.safetensors state.mem.1 100 "$INF"
 expect2 "train --resume: an infinite memory value" "$B/inf_mem.safetensors;;tensor 'state.mem.1' holds a non-finite value (inf) at index [0, 1, 36]" \
     $TXL train -q -c $CFG --resume $B/inf_mem.safetensors --set train.out_dir=$RUN
