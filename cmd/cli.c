@@ -10,11 +10,13 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../common/dist.h"
+#include "../common/instream.h"
 #include "../common/par.h"
 #include "../io/checkpoint.h"
 #include "train_state.h"
@@ -742,6 +744,43 @@ int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
         return -1;
     }
     return 0;
+}
+
+/* This process's virtual size and resident set in bytes (Linux: /proc/self/statm); 0 when
+ * unknown. */
+static void proc_sizes(double *vm, double *rss)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long pages = 0, res = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    *vm = *rss = 0;
+    if (f && fscanf(f, "%llu %llu", &pages, &res) == 2 && page > 0) {
+        *vm = (double)pages * (double)page;
+        *rss = (double)res * (double)page;
+    }
+    if (f)
+        fclose(f);
+}
+
+int cli_check_memory(const char *what, double bytes, txl_err *e)
+{
+    const double mib = 1048576.0;
+    double phys = (double)ins_phys_mem(), as = 0, vm, rss;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        as = (double)rl.rlim_cur;
+    proc_sizes(&vm, &rss);
+    if ((phys <= 0 || rss + bytes <= phys) && (as <= 0 || vm + bytes <= as))
+        return 0;
+    char lim[160];
+    if (as > 0)
+        snprintf(lim, sizeof lim, "an address-space limit (ulimit -v) of %.0f MiB, %.0f MiB of "
+                 "it in use", as / mib, vm / mib);
+    else
+        snprintf(lim, sizeof lim, "no address-space limit (ulimit -v)");
+    return err_set(e, ERR_INPUT, "%s needs about %.0f MiB of memory, more than this machine "
+                   "allows: %.0f MiB of physical memory (txl holds %.0f MiB already), %s", what,
+                   bytes / mib, phys / mib, rss / mib, lim);
 }
 
 int cli_threads(int n) { return par_set_threads(n); }

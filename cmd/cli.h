@@ -226,6 +226,15 @@ int cli_tokens(const txl_config *cfg, token_span span, tok_stream *ts, txl_err *
 /* The units (anchors, document separator) of a config's data section. */
 units_config cli_units(const txl_config *cfg);
 
+/* Memory a command is about to allocate (`bytes`, estimated from the plans it will make:
+ * model.h's acts_plan_floats, mem_plan_bytes, kv_cache_plan_floats, decode_plan_floats)
+ * against what this machine allows: with what the process holds already, at most its
+ * physical memory and its address-space limit (RLIMIT_AS, `ulimit -v`). Otherwise
+ * ERR_INPUT (exit 2, before anything is allocated): "WHAT needs about N MiB of memory, more
+ * than this machine allows: ..." with both. Better than being killed by the OOM killer
+ * after minutes, or failing at a malloc half-way. */
+int cli_check_memory(const char *what, double bytes, txl_err *e);
+
 /* Sets txl's threads (common/par.h: OpenMP, OpenBLAS pinned to one thread); n <= 0 means
  * all cores. Returns the count used. */
 int cli_threads(int n);

@@ -441,7 +441,32 @@ static long generate(session *s, const sample_args *a, sink *k, full_stats *fs, 
     return generated;
 }
 
-static int session_init(session *s, const char *ckpt, const sample_args *a, txl_err *e)
+/* What sampling will allocate, from the same plans (model.h, decode.h): the prompt's
+ * activations and memory, its tokens (feed), the decode state and the memory copies of the
+ * largest group of samples, the samples' text (sample_batch). Checked against the machine
+ * before any of it is allocated. */
+static int check_memory(const session *s, const sample_args *a, size_t prompt, txl_err *e)
+{
+    const model_config *c = &s->cfg.model;
+    int N = (int)a->num_samples, G = batch_streams(s, a, N);
+    size_t act;
+    if (acts_plan_floats(c, 1, s->Lq, s->M, 0, &act, e))
+        return -1;
+    double bytes = 4.0 * act + (double)mem_plan_bytes(c, 1, s->M) +
+                   (2.0 * prompt + 1) * (sizeof(txl_tok) + TXL_N_COORDS * sizeof(int32_t)) +
+                   4.0 * decode_plan_floats(c, G, s->M) +
+                   (G > 1 ? (double)mem_plan_bytes(c, G, s->M) : 0) +
+                   (N > 1 ? (double)N * token_budget(a->n) *
+                                (a->show_anchors ? MARKER_MAX : 1) : 0);
+    char who[160];
+    snprintf(who, sizeof who, "sampling with mem_len %d: %ld sample%s, %d side by side, after "
+             "a prompt of %zu bytes,", s->M, a->num_samples, a->num_samples > 1 ? "s" : "", G,
+             prompt);
+    return cli_check_memory(who, bytes, e);
+}
+
+static int session_init(session *s, const char *ckpt, const sample_args *a, size_t prompt,
+                        txl_err *e)
 {
     st_file f;
     memset(s, 0, sizeof *s);
@@ -451,7 +476,8 @@ static int session_init(session *s, const char *ckpt, const sample_args *a, txl_
     s->threads = cli_threads((int)a->threads);
     s->M = a->mem_len >= 0 ? (int)a->mem_len : s->cfg.model.mem_len;
     s->Lq = s->cfg.model.tgt_len;
-    if (acts_init(&s->A, &s->cfg.model, 1, s->Lq, s->M, 0, e) ||
+    if (check_memory(s, a, prompt, e) ||
+        acts_init(&s->A, &s->cfg.model, 1, s->Lq, s->M, 0, e) ||
         mem_init(&s->mem, &s->cfg.model, 1, s->M, e))
         return -1;
     units_config u = cli_units(&s->cfg);
@@ -545,7 +571,7 @@ int cmd_sample(int argc, char **argv)
     if (read_prompt(&a, &text, &tlen, &e))
         return cli_fail("sample", &e);
     session s;
-    if (session_init(&s, ckpt, &a, &e)) {
+    if (session_init(&s, ckpt, &a, tlen, &e)) {
         session_free(&s);
         free(text);
         return cli_fail("sample", &e);

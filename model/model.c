@@ -288,6 +288,13 @@ void model_free(model *mdl)
 
 /* ---------------------------------------------------------------- memory */
 
+size_t mem_plan_bytes(const model_config *cfg, int B, int M)
+{
+    size_t rows = (size_t)B * M;
+    return rows * cfg->n_layer * cfg->d_model * sizeof(float) +
+           (pos_get(cfg->pos)->needs_coords ? rows * TXL_N_COORDS * sizeof(int32_t) : 0);
+}
+
 int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e)
 {
     memset(mem, 0, sizeof *mem);

@@ -98,6 +98,8 @@ typedef struct {
 } model_mem;
 
 int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e);
+/* The bytes mem_init allocates for the same arguments (the rows and their coordinates). */
+size_t mem_plan_bytes(const model_config *cfg, int B, int M);
 void mem_reset(model_mem *mem);
 void mem_free(model_mem *mem);
 /* Streams [b0, b0 + B) of whole, in place (gradient accumulation: one micro-batch's
