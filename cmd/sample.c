@@ -85,6 +85,14 @@ const cli_spec sample_spec = {
     .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
+/* The longest prompt, and line of -i: 16 MiB. A model attends to tgt_len + mem_len tokens
+ * (a few thousand; what came before reaches it only through the memory), so a longer
+ * prompt is a mistake, such as --prompt-file /dev/zero, which grew to 6.4 GB in 8 s; feed
+ * holds up to 2 tokens of 14 bytes per byte. */
+#define PROMPT_MAX ((size_t)16 << 20)
+
+/* All of f into *out (malloc'd) and *len: 0; 1 when f holds more than PROMPT_MAX bytes
+ * (read no further); -1 on a read error or out of memory. */
 static int read_stream(FILE *f, char **out, size_t *len)
 {
     size_t cap = 4096, n = 0;
@@ -94,14 +102,19 @@ static int read_stream(FILE *f, char **out, size_t *len)
     size_t got;
     while ((got = fread(b + n, 1, cap - n, f)) > 0) {
         n += got;
+        if (n > PROMPT_MAX) {
+            free(b);
+            return 1;
+        }
         if (n == cap) {
-            char *nb = realloc(b, cap * 2);
+            size_t nc = cap * 2 > PROMPT_MAX + 1 ? PROMPT_MAX + 1 : cap * 2;
+            char *nb = realloc(b, nc);
             if (!nb) {
                 free(b);
                 return -1;
             }
             b = nb;
-            cap *= 2;
+            cap = nc;
         }
     }
     if (ferror(f)) {
@@ -120,6 +133,8 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
     *text = NULL;
     *len = 0;
     const char *file = a->prompt && strcmp(a->prompt, "-") == 0 ? "-" : a->prompt_file;
+    const char *flag = a->prompt_file ? "--prompt-file" : "--prompt";
+    int rr = 0;
     if (a->prompt && !file) {
         *len = strlen(a->prompt);
         *text = malloc(*len + 1);
@@ -130,17 +145,23 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
         if (!pf)
             return err_set(e, ERR_INPUT, "--prompt-file %s: cannot open: %s", file,
                            strerror(errno));
-        int rr = read_stream(pf, text, len);
+        rr = read_stream(pf, text, len);
         int er = errno;
         if (pf != stdin)
             fclose(pf);
-        if (rr)
-            return err_set(e, ERR_INPUT, "%s %s: read error: %s",
-                           a->prompt_file ? "--prompt-file" : "--prompt", file, strerror(er));
+        if (rr < 0)
+            return err_set(e, ERR_INPUT, "%s %s: read error: %s", flag, file, strerror(er));
     } else if (!isatty(0) && !a->interactive) {
-        if (read_stream(stdin, text, len))
+        file = "stdin";
+        flag = "the prompt from";
+        rr = read_stream(stdin, text, len);
+        if (rr < 0)
             return err_set(e, ERR_INPUT, "stdin: read error");
     }
+    if (rr > 0)
+        return err_set(e, ERR_INPUT, "%s %s: longer than %zu MiB, the most a prompt may be (the "
+                       "model attends to its last tgt_len + mem_len tokens: give it the end of "
+                       "the text)", flag, file, PROMPT_MAX >> 20);
     if (!*text || *len == 0) { /* no prompt: start from a newline, like a fresh line of text */
         free(*text);
         *text = malloc(2);
@@ -150,6 +171,34 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
         *len = 1;
     }
     return 0;
+}
+
+/* One line of f (with its newline) into *buf (grown as needed, *cap its size), -i's
+ * prompts: its length, 0 at the end of f, -1 past PROMPT_MAX bytes (getline has no cap:
+ * `-i < /dev/zero` grew without end), -2 on a read error or out of memory. */
+static long read_line(FILE *f, char **buf, size_t *cap)
+{
+    size_t n = 0;
+    for (int ch; (ch = getc(f)) != EOF;) {
+        if (n == PROMPT_MAX)
+            return -1;
+        if (n + 2 > *cap) {
+            size_t nc = *cap ? 2 * *cap : 256;
+            char *nb = realloc(*buf, nc);
+            if (!nb)
+                return -2;
+            *buf = nb;
+            *cap = nc;
+        }
+        (*buf)[n++] = (char)ch;
+        if (ch == '\n')
+            break;
+    }
+    if (ferror(f))
+        return -2;
+    if (*buf)
+        (*buf)[n] = '\0';
+    return (long)n;
 }
 
 /* What sampling keeps from prompt to prompt: the model, one stream's activations and
@@ -527,9 +576,8 @@ static long sample_interactive(session *s, const sample_args *a, full_stats *fs,
 {
     char *line = NULL;
     size_t cap = 0;
-    ssize_t len;
-    long total = 0;
-    while ((len = getline(&line, &cap, stdin)) > 0) {
+    long len, total = 0;
+    while ((len = read_line(stdin, &line, &cap)) > 0) {
         if (feed(s, (const uint8_t *)line, (size_t)len, 0, e)) {
             free(line);
             return -1;
@@ -549,6 +597,11 @@ static long sample_interactive(session *s, const sample_args *a, full_stats *fs,
         total += g;
     }
     free(line);
+    if (len == -1)
+        return err_set(e, ERR_INPUT, "-i: stdin: a line longer than %zu MiB, the most a prompt "
+                       "may be", PROMPT_MAX >> 20);
+    if (len < 0)
+        return err_set(e, ERR_INPUT, "-i: stdin: read error: %s", strerror(errno));
     return total;
 }
 

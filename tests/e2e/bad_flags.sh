@@ -177,6 +177,13 @@ else
         limit_vm 1000000 timeout 60 $S --mem-len 1048576 -n 5
     expect2 "sample --mem-len 65536 --num-samples 64" "sampling with mem_len 65536: 64 samples, 64 side by side;;$N" \
         limit_vm 1000000 timeout 60 $S --mem-len 65536 --num-samples 64 -n 5
+    # prompts: at most 16 MiB (/dev/zero grew to 6.4 GB in 8 s)
+    expect2 "sample --prompt-file /dev/zero" "--prompt-file /dev/zero: longer than 16 MiB, the most a prompt may be" \
+        limit_vm 1000000 timeout 60 $S --prompt-file /dev/zero
+    expect2 "sample with /dev/zero as stdin" "the prompt from stdin: longer than 16 MiB" \
+        limit_vm 1000000 timeout 60 sh -c "exec $S < /dev/zero"
+    expect2 "sample -i with /dev/zero as stdin (one endless line)" "-i: stdin: a line longer than 16 MiB" \
+        limit_vm 1000000 timeout 60 sh -c "exec $S -i < /dev/zero"
 fi
 
 echo "-- info and export"
