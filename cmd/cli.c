@@ -595,8 +595,9 @@ int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size
  * size, so a damaged config cannot make txl allocate a model far larger than the file
  * (doc/design.md, "Checkpoints": validate everything before touching the model). word_emb.weight
  * gives d_model, the last layer's qkv gives n_layer, and the weights every scheme has (qkv, o,
- * ff.0, ff.3 of each layer) must fit in the file's parameter bytes. ckpt_load_weights then
- * checks every name, dtype and shape exactly. */
+ * ff.0, ff.3 of each layer) must fit in the file's parameter bytes. These cheap checks bound
+ * the parameter table before it is built; ckpt_check_header then holds every name, dtype and
+ * shape to the table exactly, still before any data is read. */
 int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,
                              txl_err *e)
 {
@@ -628,9 +629,9 @@ int cli_check_config_tensors(const st_file *f, const model_config *m, const char
     /* The tensor count, exactly: the parameters of model.c's table (word_emb, out.bias,
      * shared r_w_bias/r_r_bias; per layer qkv, o, 2 layernorms, ff.0 and ff.3 with biases,
      * plus r (xl), untied r_w_bias/r_r_bias, the bias MLP's 4 (mlp)), each with at most one
-     * optim.m and one optim.v, and one state.mem per layer. ckpt_load_weights names any
-     * other tensor, so more than P of those fail there, naming one; optim.* and state.*
-     * it does not see (eval, sample, info and export never load them): counted here. */
+     * optim.m and one optim.v, and one state.mem per layer. ckpt_check_header names any
+     * other tensor, so more than P of those fail there, naming one; a header far larger
+     * than the config's model is refused here first, by its counts. */
     int xl = m->pos == POS_XL, untie = xl && m->untie_r;
     long long P = 2 + (xl && !untie ? 2 : 0) +
                   (long long)m->n_layer * (10 + xl + 2 * untie + (m->pos == POS_MLP ? 4 : 0));
