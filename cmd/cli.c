@@ -11,13 +11,16 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../common/dist.h"
+#include "../common/instream.h"
 #include "../common/par.h"
 #include "../io/checkpoint.h"
+#include "train_state.h"
 
 /* TXL_PATHS: the header the Makefile writes with TXL_CONFIG_DIR for its PREFIX */
 #ifdef TXL_PATHS
@@ -593,8 +596,9 @@ int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size
  * size, so a damaged config cannot make txl allocate a model far larger than the file
  * (doc/design.md, "Checkpoints": validate everything before touching the model). word_emb.weight
  * gives d_model, the last layer's qkv gives n_layer, and the weights every scheme has (qkv, o,
- * ff.0, ff.3 of each layer) must fit in the file's parameter bytes. ckpt_load_weights then
- * checks every name, dtype and shape exactly. */
+ * ff.0, ff.3 of each layer) must fit in the file's parameter bytes. These cheap checks bound
+ * the parameter table before it is built; ckpt_check_header then holds every name, dtype and
+ * shape to the table exactly, still before any data is read. */
 int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,
                              txl_err *e)
 {
@@ -626,9 +630,9 @@ int cli_check_config_tensors(const st_file *f, const model_config *m, const char
     /* The tensor count, exactly: the parameters of model.c's table (word_emb, out.bias,
      * shared r_w_bias/r_r_bias; per layer qkv, o, 2 layernorms, ff.0 and ff.3 with biases,
      * plus r (xl), untied r_w_bias/r_r_bias, the bias MLP's 4 (mlp)), each with at most one
-     * optim.m and one optim.v, and one state.mem per layer. ckpt_load_weights names any
-     * other tensor, so more than P of those fail there, naming one; optim.* and state.*
-     * it does not see (eval, sample, info and export never load them): counted here. */
+     * optim.m and one optim.v, and one state.mem per layer. ckpt_check_header names any
+     * other tensor, so more than P of those fail there, naming one; a header far larger
+     * than the config's model is refused here first, by its counts. */
     int xl = m->pos == POS_XL, untie = xl && m->untie_r;
     long long P = 2 + (xl && !untie ? 2 : 0) +
                   (long long)m->n_layer * (10 + xl + 2 * untie + (m->pos == POS_MLP ? 4 : 0));
@@ -734,12 +738,24 @@ int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *b
                    arg, last ? "" : "best.safetensors.gz or ", "last.safetensors.gz");
 }
 
+int cli_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_err *e)
+{
+    const char *fmt = st_meta(f, "format");
+    if (fmt && strcmp(fmt, "txl/1") != 0)
+        return err_set(e, ERR_INPUT, "%s: metadata 'format' is '%.40s', expected 'txl/1' (a "
+                       "checkpoint of another program, or of a later txl)", f->path, fmt);
+    train_run r = {.params = params,
+                   .streams = cfg->train.batch_size * cfg->train.grad_accum,
+                   .tgt_len = cfg->model.tgt_len};
+    return train_state_check(f, &r, e);
+}
+
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         txl_config *cfg, model *mdl, txl_err *e)
 {
     char path[CFG_PATH_MAX];
     memset(mdl, 0, sizeof *mdl);
-    if (cli_ckpt_path(arg, 0, cmd, quiet, path, sizeof path, e) || st_read(f, path, e))
+    if (cli_ckpt_path(arg, 0, cmd, quiet, path, sizeof path, e) || st_open(f, path, e))
         return -1;
     const char *text = st_meta(f, "config");
     if (!text) {
@@ -747,10 +763,20 @@ int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
         return err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint; "
                        "use 'txl import' for plain weights)", path);
     }
+    /* the header against the model of its config before any data is read: the data can
+     * then hold no more than the model and its state */
     cfg_defaults(cfg);
-    if (cfg_load_meta(cfg, text, path, e) || cfg_validate(cfg, path, e) ||
-        cli_check_config_tensors(f, &cfg->model, path, e) ||
-        model_init(mdl, &cfg->model, e) || ckpt_load_weights(mdl, f, e)) {
+    const model_config *m = &cfg->model;
+    ckpt_state st = {0};
+    int rc = cfg_load_meta(cfg, text, path, e) || cfg_validate(cfg, path, e) ||
+             cli_check_config_tensors(f, m, path, e) || model_init_table(mdl, m, e);
+    if (!rc) {
+        st = (ckpt_state){.streams = cfg->train.batch_size * cfg->train.grad_accum,
+                          .mem_len = m->mem_len, .coords = pos_get(m->pos)->needs_coords};
+        rc = ckpt_check_header(mdl, f, &st, e) || cli_check_meta(f, cfg, mdl->n_weights, e) ||
+             st_read_data(f, e) || model_alloc_weights(mdl, e) || ckpt_load_weights(mdl, f, e);
+    }
+    if (rc) {
         model_free(mdl);
         st_free(f);
         return -1;
@@ -812,6 +838,43 @@ int cli_check_output(const char *flag, const char *out, const char *const *input
                            inputs[i]);
     }
     return 0;
+}
+
+/* This process's virtual size and resident set in bytes (Linux: /proc/self/statm); 0 when
+ * unknown. */
+static void proc_sizes(double *vm, double *rss)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long pages = 0, res = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    *vm = *rss = 0;
+    if (f && fscanf(f, "%llu %llu", &pages, &res) == 2 && page > 0) {
+        *vm = (double)pages * (double)page;
+        *rss = (double)res * (double)page;
+    }
+    if (f)
+        fclose(f);
+}
+
+int cli_check_memory(const char *what, double bytes, txl_err *e)
+{
+    const double mib = 1048576.0;
+    double phys = (double)ins_phys_mem(), as = 0, vm, rss;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        as = (double)rl.rlim_cur;
+    proc_sizes(&vm, &rss);
+    if ((phys <= 0 || rss + bytes <= phys) && (as <= 0 || vm + bytes <= as))
+        return 0;
+    char lim[160];
+    if (as > 0)
+        snprintf(lim, sizeof lim, "an address-space limit (ulimit -v) of %.0f MiB, %.0f MiB of "
+                 "it in use", as / mib, vm / mib);
+    else
+        snprintf(lim, sizeof lim, "no address-space limit (ulimit -v)");
+    return err_set(e, ERR_INPUT, "%s needs about %.0f MiB of memory, more than this machine "
+                   "allows: %.0f MiB of physical memory (txl holds %.0f MiB already), %s", what,
+                   bytes / mib, phys / mib, rss / mib, lim);
 }
 
 int cli_threads(int n) { return par_set_threads(n); }

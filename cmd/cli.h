@@ -28,7 +28,8 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * and `txl __complete` completes from it, so parsing, help and completion cannot drift.
  *
  * Parsing rules: `--opt v`, `--opt=v` and `-o v` (a value may start with '-', so
- * `--clamp-len -5` works); options and positional arguments in any order; an option given
+ * `--clamp-len -5` reaches the range check instead of being taken for an option); options
+ * and positional arguments in any order; an option given
  * twice counts once, the last one winning, except CLI_REPEAT (all values collected) and
  * CLI_ONCE (an error); -h/--help prints the help and stops. Errors print
  * "txl CMD: <message>" and a hint, exit code 2: "unknown option 'X'", "X needs ...",
@@ -191,6 +192,11 @@ int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size
  * the file holds. ERR_INPUT naming the file, the tensor and the keys. */
 int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,
                              txl_err *e);
+/* The metadata of a checkpoint whose config is cfg and whose model has `params`
+ * parameters: 'format', when present, is txl/1, and the training state's keys present are
+ * valid and consistent (cmd/train_state.h, train_state_check), so every command refuses
+ * what --resume refuses. ERR_INPUT naming the file and the key. */
+int cli_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_err *e);
 /* A count in the metadata ("step", "tokens", "epoch", "data_pos", "log_steps"): absent ->
  * def; else a decimal integer in [0, 2^53], or ERR_INPUT naming the file and the key. */
 int cli_meta_count(const st_file *f, const char *key, long long def, long long *out,
@@ -212,8 +218,9 @@ int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *b
                   txl_err *e);
 /* Reads a checkpoint (a file, or a run directory's best else last: cli_ckpt_path, `cmd`
  * and `quiet` for its note), its config (metadata "config"), builds the model and loads
- * weights. On success the caller owns f (f->path: the file read), cfg and mdl (st_free /
- * model_free). */
+ * weights. The header is held to the model of that config (ckpt_check_header) and the
+ * metadata checked (cli_check_meta) before any tensor data is read. On success the caller
+ * owns f (f->path: the file read), cfg and mdl (st_free / model_free). */
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         txl_config *cfg, model *mdl, txl_err *e);
 
@@ -241,6 +248,15 @@ int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
 int cli_tokens(const txl_config *cfg, token_span span, tok_stream *ts, txl_err *e);
 /* The units (anchors, document separator) of a config's data section. */
 units_config cli_units(const txl_config *cfg);
+
+/* Memory a command is about to allocate (`bytes`, estimated from the plans it will make:
+ * model.h's acts_plan_floats, mem_plan_bytes, kv_cache_plan_floats, decode_plan_floats)
+ * against what this machine allows: with what the process holds already, at most its
+ * physical memory and its address-space limit (RLIMIT_AS, `ulimit -v`). Otherwise
+ * ERR_INPUT (exit 2, before anything is allocated): "WHAT needs about N MiB of memory, more
+ * than this machine allows: ..." with both. Better than being killed by the OOM killer
+ * after minutes, or failing at a malloc half-way. */
+int cli_check_memory(const char *what, double bytes, txl_err *e);
 
 /* Sets txl's threads (common/par.h: OpenMP, OpenBLAS pinned to one thread); n <= 0 means
  * all cores. Returns the count used. */

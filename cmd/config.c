@@ -65,7 +65,8 @@ typedef enum {
     CT_BOOL,   /* int field holding 0 or 1 */
     CT_ENUM,   /* int-sized C enum, named by a function (value -> name, NULL past the end) */
     CT_U64,    /* unsigned long long (train.seed) */
-    CT_PATH,   /* char[cap], text verbatim */
+    CT_PATH,   /* char[cap], a file's name verbatim */
+    CT_TEXT,   /* char[cap], any text verbatim (data.doc_separator) */
     CT_NAME,   /* char[cap] restricted to a list of names (data.tokenizer) */
     CT_SPLIT,  /* double[3]: train/valid/test fractions */
     CT_SET,    /* int field: a set of names (bit i = names[i]), a YAML list: [para, sent] */
@@ -87,11 +88,11 @@ typedef struct {
     const char *name;         /* key within the section */
     cfg_type type;
     size_t off;               /* offsetof(txl_config, ...) */
-    size_t cap;               /* CT_PATH, CT_NAME: buffer size including the NUL */
+    size_t cap;               /* CT_PATH, CT_TEXT, CT_NAME: buffer size including the NUL */
     unsigned flags;
     double min, max;
     double def[3];            /* numeric default; CT_SPLIT uses all three */
-    const char *def_str;      /* default of CT_ENUM, CT_PATH, CT_NAME */
+    const char *def_str;      /* default of CT_ENUM, CT_PATH, CT_TEXT, CT_NAME */
     const char *(*en)(int v); /* CT_ENUM: the name of value v, NULL past the last */
     const char *const *names; /* CT_NAME, CT_SET: NULL-terminated */
 } cfg_key;
@@ -155,8 +156,9 @@ static const cfg_key keys[] = {
     { KEY("model", "dropatt", CT_FLOAT, model.dropatt), .flags = F_MIN | F_MAX | F_MAX_EXCL,
       .min = 0, .max = 1, .def = {0.0} },
     { KEY("model", "pos_scheme", CT_ENUM, model.pos), .en = pos_name, .def_str = "xl" },
-    /* any int: <= 0 turns clamping off */
-    { KEY("model", "clamp_len", CT_INT, model.clamp_len), .def = {0} },
+    /* 0 turns clamping off (a negative length meant off too, silently: now an error) */
+    { KEY("model", "clamp_len", CT_INT, model.clamp_len), .flags = F_MIN, .min = 0,
+      .def = {0} },
     { KEY("model", "untie_r", CT_BOOL, model.untie_r), .def = {0} },
     { KEY("model", "mlp_num_freqs", CT_INT, model.mlp_num_freqs), .flags = F_MIN, .min = 1,
       .def = {16} },
@@ -182,8 +184,9 @@ static const cfg_key keys[] = {
     { KEY("data", "tokenizer", CT_NAME, data.tokenizer), .cap = CAP(data.tokenizer),
       .names = tokenizer_names, .def_str = "byte" },
     { KEY("data", "anchors", CT_SET, data.anchors), .names = anchor_names, .def = {0} },
-    { KEY("data", "doc_separator", CT_PATH, data.doc_separator), .cap = CAP(data.doc_separator),
-      .def_str = "" },
+    /* "" (or null: `--set data.doc_separator=`) = none */
+    { KEY("data", "doc_separator", CT_TEXT, data.doc_separator), .cap = CAP(data.doc_separator),
+      .flags = F_NULL_OK, .def_str = "" },
 
     { KEY("train", "batch_size", CT_INT, train.batch_size), .flags = F_MIN, .min = 1,
       .def = {16} },
@@ -245,7 +248,7 @@ typedef struct {
     long long i;          /* CT_INT, CT_LONG, CT_BOOL, CT_ENUM */
     unsigned long long u; /* CT_U64 */
     double x[3];          /* CT_DOUBLE, CT_FLOAT (x[0]), CT_SPLIT */
-    const char *s;        /* CT_PATH, CT_NAME; not owned */
+    const char *s;        /* CT_PATH, CT_TEXT, CT_NAME; not owned */
 } cfg_value;
 
 /* ---------------------------------------------------------------------------------------
@@ -266,7 +269,7 @@ static void key_get(const cfg_key *k, const txl_config *c, cfg_value *v)
     case CT_DOUBLE: memcpy(&v->x[0], p, sizeof(double)); break;
     case CT_FLOAT: { float x; memcpy(&x, p, sizeof x); v->x[0] = x; break; }
     case CT_U64: memcpy(&v->u, p, sizeof v->u); break;
-    case CT_PATH: case CT_NAME: v->s = p; break;
+    case CT_PATH: case CT_TEXT: case CT_NAME: v->s = p; break;
     case CT_SPLIT: memcpy(v->x, p, 3 * sizeof(double)); break;
     }
 }
@@ -285,7 +288,7 @@ static void key_put(const cfg_key *k, txl_config *c, const cfg_value *v)
     case CT_DOUBLE: memcpy(p, &v->x[0], sizeof(double)); break;
     case CT_FLOAT: { float x = (float)v->x[0]; memcpy(p, &x, sizeof x); break; }
     case CT_U64: memcpy(p, &v->u, sizeof v->u); break;
-    case CT_PATH: case CT_NAME: {
+    case CT_PATH: case CT_TEXT: case CT_NAME: {
         size_t n = strnlen(v->s, k->cap - 1);
         if (v->s != p) {
             memmove(p, v->s, n);
@@ -372,7 +375,7 @@ static void fmt_value(const cfg_key *k, const cfg_value *v, char *buf, size_t ca
         break;
     }
     case CT_U64: snprintf(buf, cap, "%llu", v->u); break;
-    case CT_PATH: case CT_NAME: show(buf, cap, v->s, strlen(v->s), '"'); break;
+    case CT_PATH: case CT_TEXT: case CT_NAME: show(buf, cap, v->s, strlen(v->s), '"'); break;
     case CT_SET: { /* [para, sent]; bits past the names as numbers */
         size_t o = (size_t)snprintf(buf, cap, "[");
         for (int i = 0, first = 1; i < 31 && o < cap; i++) {
@@ -442,6 +445,7 @@ static const char *type_expect(const cfg_key *k, char *buf, size_t cap)
     case CT_BOOL: return "true or false";
     case CT_U64: return "a non-negative integer";
     case CT_PATH: return "a path";
+    case CT_TEXT: return "a string";
     case CT_SPLIT: return "a list of 3 numbers [train, valid, test]";
     case CT_ENUM: case CT_NAME: choices_desc(k, buf, cap); return buf;
     case CT_SET: {
@@ -608,7 +612,7 @@ static int key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap
         return 0;
     case CT_U64:
         return 0;
-    case CT_PATH: case CT_NAME:
+    case CT_PATH: case CT_TEXT: case CT_NAME:
         return check_text(k, v, full, found, why, cap);
     case CT_SPLIT:
         return check_split(v, full, found, why, cap);
@@ -838,7 +842,8 @@ static int parse_scalar(const cfg_key *k, const char *text, size_t len, int plai
         return -1;
     }
     if (is_null_text(text, plain)) {
-        if ((k->flags & F_NULL_OK) && (k->type == CT_PATH || k->type == CT_NAME)) {
+        if ((k->flags & F_NULL_OK) &&
+            (k->type == CT_PATH || k->type == CT_TEXT || k->type == CT_NAME)) {
             v->s = "";
             return 0;
         }
@@ -876,7 +881,7 @@ static int parse_scalar(const cfg_key *k, const char *text, size_t len, int plai
     case CT_ENUM:
         ok = (v->i = enum_parse(k, text)) >= 0;
         break;
-    case CT_PATH: case CT_NAME:
+    case CT_PATH: case CT_TEXT: case CT_NAME:
         v->s = text;
         return 0;
     case CT_SET: { /* one bare name: a set of one */
@@ -971,7 +976,7 @@ typedef struct {
     yaml_document_t doc;
     int parser_ok, doc_ok;
     unsigned char *tagged; /* [node index - 1] */
-    size_t n_nodes;
+    size_t n_nodes;        /* of the first document, counted by scan_events */
 } cfg_doc;
 
 static void doc_free(cfg_doc *d)
@@ -983,52 +988,78 @@ static void doc_free(cfg_doc *d)
     free(d->tagged);
 }
 
-/* Marks the nodes that carry an explicit tag. yaml_parser_load gives an untagged scalar the
- * tag !!str, the same as `!!str 3`, so the difference shows only in the events; the loader
- * adds one node per scalar, sequence start and mapping start (aliases add none), in event
- * order, so the n-th such event is node n. */
-static int mark_tags(cfg_doc *d, const char *text, size_t len)
+/* CFG_MAX_DEPTH (config.h): a txl config nests 3 levels (the root mapping, a section, a
+ * list such as data.split), so anything deeper is an error anyway; and libyaml's time
+ * grows with the square of the depth (its scanner checks every open flow level's possible
+ * simple key at every token): 40,000 nested '[' took 24 s, 100,000 two minutes, inside
+ * libyaml, before txl saw a node. So the events are counted first and the first one past
+ * that depth stops the parse: the cost stays linear. */
+
+/* The pass over the events before yaml_parser_load builds anything (doc_load): the depth
+ * of every document of the text against CFG_MAX_DEPTH, and the nodes of the first one that
+ * carry an explicit tag. yaml_parser_load gives an untagged scalar the tag !!str, the same
+ * as `!!str 3`, so the difference shows only in the events; the loader adds one node per
+ * scalar, sequence start and mapping start (aliases add none), in event order, so the n-th
+ * such event is node n. A syntax error ends this pass quietly: the loader, which reads the
+ * same events up to it, reports it in its place. */
+static int scan_events(cfg_doc *d, const cfg_src *s, const char *text, size_t len, txl_err *e)
 {
     yaml_parser_t p;
     yaml_event_t ev;
-    d->n_nodes = (size_t)(d->doc.nodes.top - d->doc.nodes.start);
-    d->tagged = calloc(d->n_nodes + 1, 1);
+    size_t cap = 64;
+    d->tagged = calloc(cap, 1);
     if (!d->tagged || !yaml_parser_initialize(&p))
-        return -1;
+        return src_fail(e, s, "out of memory while parsing YAML");
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-    size_t i = 0;
-    for (int done = 0; !done && i < d->n_nodes;) {
+    int depth = 0, docs = 0, rc = 0;
+    for (int done = 0; !done && rc == 0;) {
         if (!yaml_parser_parse(&p, &ev))
-            break; /* cannot happen: the loader read the same text */
+            break;
         const yaml_char_t *tag = NULL;
         int node = 1;
         switch (ev.type) {
         case YAML_SCALAR_EVENT: tag = ev.data.scalar.tag; break;
-        case YAML_SEQUENCE_START_EVENT: tag = ev.data.sequence_start.tag; break;
-        case YAML_MAPPING_START_EVENT: tag = ev.data.mapping_start.tag; break;
-        case YAML_DOCUMENT_END_EVENT: case YAML_STREAM_END_EVENT: done = 1; node = 0; break;
+        case YAML_SEQUENCE_START_EVENT: tag = ev.data.sequence_start.tag; depth++; break;
+        case YAML_MAPPING_START_EVENT: tag = ev.data.mapping_start.tag; depth++; break;
+        case YAML_SEQUENCE_END_EVENT: case YAML_MAPPING_END_EVENT: depth--; node = 0; break;
+        case YAML_DOCUMENT_END_EVENT: docs++; node = 0; break;
+        case YAML_STREAM_END_EVENT: done = 1; node = 0; break;
         default: node = 0; break;
         }
-        if (node)
-            d->tagged[i++] = tag != NULL;
+        if (depth > CFG_MAX_DEPTH) {
+            char why[160];
+            snprintf(why, sizeof why, "nested deeper than %d levels (a txl config has 3: "
+                     "sections, keys, lists)", CFG_MAX_DEPTH);
+            rc = src_err(e, s, &ev.start_mark, why);
+        } else if (node && docs == 0) {
+            if (d->n_nodes == cap) {
+                unsigned char *t = realloc(d->tagged, 2 * cap);
+                if (!t)
+                    rc = src_fail(e, s, "out of memory while parsing YAML");
+                else
+                    memset(t + cap, 0, cap), d->tagged = t, cap *= 2;
+            }
+            if (rc == 0)
+                d->tagged[d->n_nodes++] = tag != NULL;
+        }
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&p);
-    return 0;
+    return rc;
 }
 
 /* Parses the first document of text into d (the caller frees d in any case). */
 static int doc_load(cfg_doc *d, const cfg_src *s, const char *text, size_t len, txl_err *e)
 {
     memset(d, 0, sizeof *d);
+    if (scan_events(d, s, text, len, e))
+        return -1;
     if (!(d->parser_ok = yaml_parser_initialize(&d->p)))
         return src_fail(e, s, "cannot initialize the YAML parser");
     yaml_parser_set_input_string(&d->p, (const unsigned char *)text, len);
     if (!yaml_parser_load(&d->p, &d->doc))
         return parser_err(e, s, &d->p); /* the loader freed the document */
     d->doc_ok = 1;
-    if (mark_tags(d, text, len) != 0)
-        return src_fail(e, s, "out of memory while parsing YAML");
     return 0;
 }
 
@@ -1065,7 +1096,7 @@ static const char *const *key_tags(const cfg_key *k)
     case CT_DOUBLE: case CT_FLOAT: return tags_num;
     case CT_BOOL: return tags_bool;
     case CT_ENUM: case CT_NAME: return tags_str;
-    case CT_PATH: return (k->flags & F_NULL_OK) ? tags_path : tags_str;
+    case CT_PATH: case CT_TEXT: return (k->flags & F_NULL_OK) ? tags_path : tags_str;
     case CT_SPLIT: return tags_seq;
     case CT_SET: return tags_set;
     case CT_TERMS: return tags_str;
@@ -1476,7 +1507,7 @@ void cfg_defaults(txl_config *c)
             v.i = enum_parse(k, k->def_str);
             assert(v.i >= 0 && "enum default must be a valid name");
             break;
-        case CT_PATH: case CT_NAME: v.s = k->def_str; break;
+        case CT_PATH: case CT_TEXT: case CT_NAME: v.s = k->def_str; break;
         case CT_SPLIT: memcpy(v.x, k->def, sizeof v.x); break;
         case CT_SET: case CT_TERMS: v.i = (long long)k->def[0]; break;
         }
@@ -1508,6 +1539,13 @@ int cfg_load_meta(txl_config *c, const char *text, const char *ckpt, txl_err *e)
 {
     cfg_src s = { .meta = ckpt };
     char *json = NULL;
+    size_t n = strlen(text);
+    if (n > CFG_FILE_MAX) { /* what a config file may hold; txl writes a few KiB */
+        char why[128];
+        snprintf(why, sizeof why, "%zu bytes, more than a config may hold (%d)", n,
+                 CFG_FILE_MAX);
+        return src_err(e, &s, NULL, why);
+    }
     if (text[strspn(text, " \t\r\n")] == '{' && !(json = json_as_yaml(text)))
         return err_set(e, ERR_RUNTIME, "%s: out of memory reading the config", ckpt);
     const char *t = json ? json : text;
@@ -1809,7 +1847,7 @@ int cfg_walk(const txl_config *c, int (*visit)(const cfg_item *it, void *ctx), v
         key_get(k, c, &v);
         fmt_value(k, &v, buf[0], sizeof buf[0]);
         switch (k->type) {
-        case CT_PATH: case CT_NAME: it.kind = CFG_TEXT; it.text[0] = v.s; break;
+        case CT_PATH: case CT_TEXT: case CT_NAME: it.kind = CFG_TEXT; it.text[0] = v.s; break;
         case CT_ENUM:
             if (v.i < INT_MIN || v.i > INT_MAX || !k->en((int)v.i))
                 return -1; /* a struct built in code with an invalid enum */

@@ -84,6 +84,9 @@ void cfg_defaults(txl_config *c);
  * here (with line:col); required keys (data.train) and cross-key rules only in cfg_validate,
  * so an empty file loads as all defaults and then fails validation. */
 #define CFG_FILE_MAX (1 << 20)
+/* Every config text (a file, a --set value, a checkpoint's metadata) nests at most this
+ * deep (a config has 3 levels), refused before libyaml builds anything. */
+#define CFG_MAX_DEPTH 16
 int cfg_load_yaml(txl_config *c, const char *path, txl_err *e);
 
 /* Applies one "section.key=value" override (value parsed as YAML scalar text).
@@ -111,7 +114,8 @@ double cfg_plan_floats(const model_config *m, int B, int Lq, int M);
 
 /* Loads the config stored in a checkpoint's metadata (`text`, the YAML of cfg_to_yaml, or
  * the JSON of txl before the YAML metadata, read by the same YAML reader: JSON is YAML flow
- * syntax) over *c. Keys missing from it keep their value; unknown keys are errors. Messages
+ * syntax) over *c. The text is held to a config file's limits: at most CFG_FILE_MAX bytes
+ * and, as every config text, nested at most CFG_MAX_DEPTH (16) levels deep. Keys missing from it keep their value; unknown keys are errors. Messages
  * read "CKPT: metadata 'config' at LINE:COL: ...". In this text (only), train.seed may be a
  * quoted decimal: the JSON form stored seeds >= 2^53 as strings. */
 int cfg_load_meta(txl_config *c, const char *text, const char *ckpt, txl_err *e);

@@ -41,9 +41,9 @@ static const cli_opt eval_options[] = {
      .def = -1, .metavar = "N", .help = "segment length", .def_doc = "the trained tgt_len"},
     {.name = "--mem-len", .type = CLI_INT, .off = O(mem_len), .lo = 0, .hi = 1 << 22,
      .def = -1, .metavar = "N", .help = "memory length", .def_doc = "the trained mem_len"},
-    {.name = "--clamp-len", .type = CLI_INT, .off = O(clamp_len), .lo = -(1L << 30),
-     .hi = 1L << 30, .def = CLAMP_UNSET, .metavar = "N",
-     .help = "xl: clamp relative distances; <= 0: off", .def_doc = "the trained value"},
+    {.name = "--clamp-len", .type = CLI_INT, .off = O(clamp_len), .lo = 0, .hi = 1L << 30,
+     .def = CLAMP_UNSET, .metavar = "N",
+     .help = "xl: clamp relative distances; 0: off", .def_doc = "the trained value"},
     {.name = "--batch", .type = CLI_INT, .off = O(batch), .lo = 1, .hi = 1 << 16, .def = -1,
      .metavar = "N", .help = "number of parallel streams",
      .def_doc = "the trained batch_size"},
@@ -107,9 +107,11 @@ static void sweep_lengths(sweep_mode mode, int fct, int base_tgt, int base_mem, 
 }
 
 /* Refuses a setting whose lengths or activation plan are beyond what txl can represent
- * (flags and sweep factors multiply the trained lengths), before any work. */
-static int check_setting(const model_config *mc, int B, long long T, long long Mm,
-                         const char *what, txl_err *e)
+ * (flags and sweep factors multiply the trained lengths), or whose pass (eval_plan_bytes:
+ * the same plan eval_stream makes) does not fit this machine, before any work. */
+static int check_setting(const eval_args *a, const model_config *mc, const tok_stream *ts,
+                         const char *label, int B, long long T, long long Mm, const char *what,
+                         txl_err *e)
 {
     if (T + Mm > INT_MAX / 2)
         return err_set(e, ERR_INPUT, "%s: tgt_len %lld + mem_len %lld is too long (at most %d)",
@@ -119,7 +121,16 @@ static int check_setting(const model_config *mc, int B, long long T, long long M
         return err_set(e, ERR_INPUT, "%s: batch %d x tgt_len %lld with mem_len %lld needs about "
                        "%.3g floats of activations, more than txl's limit of %.3g", what, B, T,
                        Mm, p, CFG_MAX_PLAN);
-    return 0;
+    term_stats one; /* --term-stats: one pass without replicas (only whether it is set counts) */
+    eval_opts o = {.batch = B, .tgt_len = (int)T, .mem_len = (int)Mm,
+                   .max_tokens = (size_t)a->max_tokens, .label = label,
+                   .max_segments = (size_t)(a->term_stats > 0 ? a->term_stats : 0),
+                   .stats = a->term_stats > 0 ? &one : NULL};
+    double bytes;
+    char who[160];
+    snprintf(who, sizeof who, "%s: the evaluation at batch %d x tgt_len %lld with mem_len %lld",
+             what, B, T, Mm);
+    return eval_plan_bytes(mc, ts, &o, &bytes, e) || cli_check_memory(who, bytes, e) ? -1 : 0;
 }
 
 /* --term-stats: the score terms' mean and standard deviation per layer, with a verdict. */
@@ -158,20 +169,16 @@ static int open_span(const eval_args *a, const data_config *d, corpus *c, token_
 static int check_settings(const eval_args *a, const model_config *mc, const tok_stream *ts,
                           int B, int base_tgt, int base_mem, const char *label, txl_err *e)
 {
-    if (check_setting(mc, B, base_tgt, base_mem, "--batch/--tgt-len/--mem-len", e))
-        return -1;
-    batcher probe; /* too few tokens for B streams fails here */
-    tok_stream ps = *ts;
-    if (a->max_tokens > 0 && ps.n > (size_t)a->max_tokens)
-        ps.n = (size_t)a->max_tokens;
-    if (batcher_init(&probe, &ps, B, base_tgt, 1, 2, label, e))
+    /* too few tokens for B streams fails here (eval_plan_bytes lays out the batches) */
+    if (check_setting(a, mc, ts, label, B, base_tgt, base_mem, "--batch/--tgt-len/--mem-len",
+                      e))
         return -1;
     for (int k = 0; k < a->sweep.n; k++) {
         long long T, Mm;
         char what[48];
         sweep_lengths(a->sweep_mode, a->sweep.v[k], base_tgt, base_mem, &T, &Mm);
         snprintf(what, sizeof what, "--sweep factor %d", a->sweep.v[k]);
-        if (check_setting(mc, B, T, Mm, what, e))
+        if (check_setting(a, mc, ts, label, B, T, Mm, what, e))
             return -1;
     }
     return 0;

@@ -202,11 +202,78 @@ static int run_streams(eval_plan *ep, batcher *bt, eval_result *r, txl_err *e)
     return reaches_tail(p->o, bt) ? run_tail(ep, bt, e) : 0;
 }
 
-static int plan_batcher(const eval_plan *ep, batcher *bt, txl_err *e)
+static int plan_batcher(const tok_stream *ts, const eval_opts *o, batcher *bt, txl_err *e)
 {
-    const eval_opts *o = &ep->o;
-    return batcher_init(bt, &ep->ts, o->batch, o->tgt_len, 1, 2,
-                        o->label ? o->label : "evaluation", e);
+    return batcher_init(bt, ts, o->batch, o->tgt_len, 1, 2, o->label ? o->label : "evaluation",
+                        e);
+}
+
+/* How a pass of o over ts (the view of its first max_tokens tokens) is laid out on this
+ * rank: eval_plan_init follows it, eval_plan_bytes sizes it. */
+typedef struct {
+    int nr, rank; /* the ranks the streams are split over, and this one */
+    int nb, R;    /* this rank's streams, and the replicas running them */
+    int has_tail; /* this rank runs the tail (the last stream's) */
+} plan_layout;
+
+static int layout_of(const tok_stream *ts, const eval_opts *o, plan_layout *L, txl_err *e)
+{
+    batcher bt;
+    if (plan_batcher(ts, o, &bt, e))
+        return -1;
+    /* distributed: each rank runs its share of the streams (all of them when the batch does
+     * not split evenly), and the sums are combined at the end */
+    L->nr = o->distributed ? dist_self()->size : 1;
+    L->rank = o->distributed ? dist_self()->rank : 0;
+    if (o->batch % L->nr) {
+        L->nr = 1;
+        L->rank = 0;
+    }
+    /* replicas: one per thread when the threads divide this rank's streams; not with the
+     * term statistics (one accumulator) */
+    int T = par_threads();
+    L->nb = o->batch / L->nr;
+    L->R = T > 1 && L->nb % T == 0 && !o->stats ? T : 1;
+    size_t first, n;
+    batcher_tail(&bt, &first, &n);
+    int last = o->batch - 1 - L->rank * L->nb; /* the last stream, if it is this rank's */
+    L->has_tail = reaches_tail(o, &bt) && n > 0 && last >= 0 && last < L->nb;
+    return 0;
+}
+
+/* The bytes pass_init allocates for the same arguments. */
+static int pass_bytes(const model_config *cfg, const eval_opts *o, int nb, int run, int buffers,
+                      double *bytes, txl_err *e)
+{
+    size_t act = 0;
+    if (run && acts_plan_floats(cfg, nb, o->tgt_len, o->mem_len, 0, &act, e))
+        return -1;
+    if (run)
+        *bytes += 4.0 * act + 4.0 * kv_cache_plan_floats(cfg, nb, o->mem_len, o->tgt_len) +
+                  (double)mem_plan_bytes(cfg, nb, o->mem_len);
+    if (buffers)
+        *bytes += (double)o->batch * o->tgt_len *
+                  (2 * sizeof(txl_tok) +
+                   (pos_get(cfg->pos)->needs_coords ? TXL_N_COORDS * sizeof(int32_t) : 0));
+    return 0;
+}
+
+int eval_plan_bytes(const model_config *cfg, const tok_stream *ts, const eval_opts *o,
+                    double *bytes, txl_err *e)
+{
+    tok_stream view = *ts;
+    plan_layout L;
+    *bytes = 0;
+    if (o->max_tokens && view.n > o->max_tokens)
+        view.n = o->max_tokens;
+    eval_opts one = *o;
+    one.batch = 1;
+    if (layout_of(&view, o, &L, e) || pass_bytes(cfg, o, L.nb, L.R == 1, 1, bytes, e))
+        return -1;
+    for (int r = 0; L.R > 1 && r < L.R; r++)
+        if (pass_bytes(cfg, o, L.nb / L.R, 1, 0, bytes, e))
+            return -1;
+    return L.has_tail ? pass_bytes(cfg, &one, 1, 1, 1, bytes, e) : 0;
 }
 
 int eval_plan_init(eval_plan *ep, model *mdl, const model_config *cfg, const tok_stream *ts,
@@ -218,21 +285,13 @@ int eval_plan_init(eval_plan *ep, model *mdl, const model_config *cfg, const tok
     if (o->max_tokens && ep->ts.n > o->max_tokens)
         ep->ts.n = o->max_tokens;
     ep->o = *o;
-    batcher bt;
-    if (plan_batcher(ep, &bt, e))
+    plan_layout L;
+    if (layout_of(&ep->ts, o, &L, e))
         return -1;
-    /* distributed: each rank runs its share of the streams (all of them when the batch does
-     * not split evenly), and the sums are combined at the end */
-    ep->nr = o->distributed ? dist_self()->size : 1;
-    ep->rank = o->distributed ? dist_self()->rank : 0;
-    if (o->batch % ep->nr) {
-        ep->nr = 1;
-        ep->rank = 0;
-    }
-    /* replicas: one per thread when the threads divide this rank's streams; not with the
-     * term statistics (one accumulator) */
-    int nb = o->batch / ep->nr, T = par_threads();
-    ep->R = T > 1 && nb % T == 0 && !o->stats ? T : 1;
+    ep->nr = L.nr;
+    ep->rank = L.rank;
+    ep->R = L.R;
+    int nb = L.nb;
     if (pass_init(&ep->p, mdl, cfg, &ep->o, nb, ep->R == 1, 1, e))
         return -1;
     ep->p.b0 = (size_t)ep->rank * ep->p.nb;
@@ -246,10 +305,7 @@ int eval_plan_init(eval_plan *ep, model *mdl, const model_config *cfg, const tok
             ep->rep[r].b0 = (size_t)r * (nb / ep->R); /* within this rank's streams */
         }
     }
-    size_t first, n;
-    batcher_tail(&bt, &first, &n);
-    int last = o->batch - 1 - (int)ep->p.b0; /* the last stream, if it is this rank's */
-    ep->has_tail = reaches_tail(o, &bt) && n > 0 && last >= 0 && last < ep->p.nb;
+    ep->has_tail = L.has_tail;
     ep->o_tail = ep->o;
     ep->o_tail.batch = 1;
     if (ep->has_tail && pass_init(&ep->tail, mdl, cfg, &ep->o_tail, 1, 1, 1, e))
@@ -263,7 +319,7 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
     batcher bt;
     pass *p = &ep->p;
     double t0 = cli_now(), g0 = gemm_thread_seconds();
-    if (plan_batcher(ep, &bt, e))
+    if (plan_batcher(&ep->ts, &ep->o, &bt, e))
         return -1;
     pass_reset(p);
     for (int i = 0; ep->R > 1 && i < ep->R; i++)

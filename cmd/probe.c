@@ -284,9 +284,16 @@ int probe_sort_unique(int *v, int n)
 int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_eval *s,
                   txl_err *e)
 {
-    if (mode == MODE_WINDOW)
-        return streams_init(s, &((probe_ctx *)p)->mdl, &p->cfg.model, B, len, 0, e);
-    return streams_init(s, &((probe_ctx *)p)->mdl, &p->cfg.model, B, p->T, p->M, e);
+    int T = mode == MODE_WINDOW ? len : p->T, M = mode == MODE_WINDOW ? 0 : p->M;
+    double bytes;
+    char who[160];
+    snprintf(who, sizeof who, "probe %s, %s mode: %d trials x tgt_len %d with mem_len %d",
+             p->a->kind, mode == MODE_WINDOW ? "window" : "memory", B, T, M);
+    /* and a snapshot of the memory (needle's shared prefixes) */
+    if (streams_plan_bytes(&p->cfg.model, B, T, M, &bytes, e) ||
+        cli_check_memory(who, bytes + (double)mem_plan_bytes(&p->cfg.model, B, M), e))
+        return -1;
+    return streams_init(s, &((probe_ctx *)p)->mdl, &p->cfg.model, B, T, M, e);
 }
 
 /* The probe's text: --data FILE, or a split of the checkpoint's corpus. */

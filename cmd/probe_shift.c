@@ -21,6 +21,15 @@ int probe_shift(probe_ctx *p, txl_err *e)
     tok_stream ts;
     if (cli_tokens(&p->cfg, sp, &ts, e))
         return -1;
+    eval_opts o0 = {.batch = 1, .tgt_len = p->T, .mem_len = p->M, .label = "shift"};
+    double bytes;
+    char who[128];
+    snprintf(who, sizeof who, "probe shift: the evaluation at tgt_len %d with mem_len %d",
+             p->T, p->M);
+    if (eval_plan_bytes(&p->cfg.model, &ts, &o0, &bytes, e) || cli_check_memory(who, bytes, e)) {
+        tok_stream_free(&ts);
+        return -1;
+    }
     if (!p->a->json)
         printf("%10s %12s %12s %12s\n", "offset", "loss", "delta", "relative");
     double base = NAN;

@@ -86,6 +86,14 @@ const cli_spec sample_spec = {
     .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
+/* The longest prompt, and line of -i: 16 MiB. A model attends to tgt_len + mem_len tokens
+ * (a few thousand; what came before reaches it only through the memory), so a longer
+ * prompt is a mistake, such as --prompt-file /dev/zero, which grew to 6.4 GB in 8 s; feed
+ * holds up to 2 tokens of 14 bytes per byte. */
+#define PROMPT_MAX ((size_t)16 << 20)
+
+/* All of f into *out (malloc'd) and *len: 0; 1 when f holds more than PROMPT_MAX bytes
+ * (read no further); -1 on a read error or out of memory. */
 static int read_stream(FILE *f, char **out, size_t *len)
 {
     size_t cap = 4096, n = 0;
@@ -95,14 +103,19 @@ static int read_stream(FILE *f, char **out, size_t *len)
     size_t got;
     while ((got = fread(b + n, 1, cap - n, f)) > 0) {
         n += got;
+        if (n > PROMPT_MAX) {
+            free(b);
+            return 1;
+        }
         if (n == cap) {
-            char *nb = realloc(b, cap * 2);
+            size_t nc = cap * 2 > PROMPT_MAX + 1 ? PROMPT_MAX + 1 : cap * 2;
+            char *nb = realloc(b, nc);
             if (!nb) {
                 free(b);
                 return -1;
             }
             b = nb;
-            cap *= 2;
+            cap = nc;
         }
     }
     if (ferror(f)) {
@@ -121,6 +134,8 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
     *text = NULL;
     *len = 0;
     const char *file = a->prompt && strcmp(a->prompt, "-") == 0 ? "-" : a->prompt_file;
+    const char *flag = a->prompt_file ? "--prompt-file" : "--prompt";
+    int rr = 0;
     if (a->prompt && !file) {
         *len = strlen(a->prompt);
         *text = malloc(*len + 1);
@@ -131,17 +146,23 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
         if (!pf)
             return err_set(e, ERR_INPUT, "--prompt-file %s: cannot open: %s", file,
                            strerror(errno));
-        int rr = read_stream(pf, text, len);
+        rr = read_stream(pf, text, len);
         int er = errno;
         if (pf != stdin)
             fclose(pf);
-        if (rr)
-            return err_set(e, ERR_INPUT, "%s %s: read error: %s",
-                           a->prompt_file ? "--prompt-file" : "--prompt", file, strerror(er));
+        if (rr < 0)
+            return err_set(e, ERR_INPUT, "%s %s: read error: %s", flag, file, strerror(er));
     } else if (!isatty(0) && !a->interactive) {
-        if (read_stream(stdin, text, len))
+        file = "stdin";
+        flag = "the prompt from";
+        rr = read_stream(stdin, text, len);
+        if (rr < 0)
             return err_set(e, ERR_INPUT, "stdin: read error: %s", strerror(errno));
     }
+    if (rr > 0)
+        return err_set(e, ERR_INPUT, "%s %s: longer than %zu MiB, the most a prompt may be (the "
+                       "model attends to its last tgt_len + mem_len tokens: give it the end of "
+                       "the text)", flag, file, PROMPT_MAX >> 20);
     if (!*text || *len == 0) { /* no prompt: start from a newline, like a fresh line of text */
         free(*text);
         *text = malloc(2);
@@ -151,6 +172,34 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
         *len = 1;
     }
     return 0;
+}
+
+/* One line of f (with its newline) into *buf (grown as needed, *cap its size), -i's
+ * prompts: its length, 0 at the end of f, -1 past PROMPT_MAX bytes (getline has no cap:
+ * `-i < /dev/zero` grew without end), -2 on a read error or out of memory. */
+static long read_line(FILE *f, char **buf, size_t *cap)
+{
+    size_t n = 0;
+    for (int ch; (ch = getc(f)) != EOF;) {
+        if (n == PROMPT_MAX)
+            return -1;
+        if (n + 2 > *cap) {
+            size_t nc = *cap ? 2 * *cap : 256;
+            char *nb = realloc(*buf, nc);
+            if (!nb)
+                return -2;
+            *buf = nb;
+            *cap = nc;
+        }
+        (*buf)[n++] = (char)ch;
+        if (ch == '\n')
+            break;
+    }
+    if (ferror(f))
+        return -2;
+    if (*buf)
+        (*buf)[n] = '\0';
+    return (long)n;
 }
 
 /* What sampling keeps from prompt to prompt: the model, one stream's activations and
@@ -442,7 +491,32 @@ static long generate(session *s, const sample_args *a, sink *k, full_stats *fs, 
     return generated;
 }
 
-static int session_init(session *s, const char *ckpt, const sample_args *a, txl_err *e)
+/* What sampling will allocate, from the same plans (model.h, decode.h): the prompt's
+ * activations and memory, its tokens (feed), the decode state and the memory copies of the
+ * largest group of samples, the samples' text (sample_batch). Checked against the machine
+ * before any of it is allocated. */
+static int check_memory(const session *s, const sample_args *a, size_t prompt, txl_err *e)
+{
+    const model_config *c = &s->cfg.model;
+    int N = (int)a->num_samples, G = batch_streams(s, a, N);
+    size_t act;
+    if (acts_plan_floats(c, 1, s->Lq, s->M, 0, &act, e))
+        return -1;
+    double bytes = 4.0 * act + (double)mem_plan_bytes(c, 1, s->M) +
+                   (2.0 * prompt + 1) * (sizeof(txl_tok) + TXL_N_COORDS * sizeof(int32_t)) +
+                   4.0 * decode_plan_floats(c, G, s->M) +
+                   (G > 1 ? (double)mem_plan_bytes(c, G, s->M) : 0) +
+                   (N > 1 ? (double)N * token_budget(a->n) *
+                                (a->show_anchors ? MARKER_MAX : 1) : 0);
+    char who[160];
+    snprintf(who, sizeof who, "sampling with mem_len %d: %ld sample%s, %d side by side, after "
+             "a prompt of %zu bytes,", s->M, a->num_samples, a->num_samples > 1 ? "s" : "", G,
+             prompt);
+    return cli_check_memory(who, bytes, e);
+}
+
+static int session_init(session *s, const char *ckpt, const sample_args *a, size_t prompt,
+                        txl_err *e)
 {
     st_file f;
     memset(s, 0, sizeof *s);
@@ -452,7 +526,8 @@ static int session_init(session *s, const char *ckpt, const sample_args *a, txl_
     s->threads = cli_threads((int)a->threads);
     s->M = a->mem_len >= 0 ? (int)a->mem_len : s->cfg.model.mem_len;
     s->Lq = s->cfg.model.tgt_len;
-    if (acts_init(&s->A, &s->cfg.model, 1, s->Lq, s->M, 0, e) ||
+    if (check_memory(s, a, prompt, e) ||
+        acts_init(&s->A, &s->cfg.model, 1, s->Lq, s->M, 0, e) ||
         mem_init(&s->mem, &s->cfg.model, 1, s->M, e))
         return -1;
     units_config u = cli_units(&s->cfg);
@@ -512,9 +587,8 @@ static long sample_interactive(session *s, const sample_args *a, full_stats *fs,
 {
     char *line = NULL;
     size_t cap = 0;
-    ssize_t len;
-    long total = 0;
-    while ((len = getline(&line, &cap, stdin)) > 0) {
+    long len, total = 0;
+    while ((len = read_line(stdin, &line, &cap)) > 0) {
         if (feed(s, (const uint8_t *)line, (size_t)len, 0, e)) {
             free(line);
             return -1;
@@ -536,7 +610,10 @@ static long sample_interactive(session *s, const sample_args *a, full_stats *fs,
     }
     int er = errno;
     free(line);
-    if (len < 0 && ferror(stdin))
+    if (len == -1)
+        return err_set(e, ERR_INPUT, "-i: stdin: a line longer than %zu MiB, the most a prompt "
+                       "may be", PROMPT_MAX >> 20);
+    if (len < 0)
         return err_set(e, er == EBADF ? ERR_INPUT : ERR_RUNTIME, "-i: reading the prompts "
                        "from stdin: %s", strerror(er));
     return total;
@@ -564,7 +641,7 @@ int cmd_sample(int argc, char **argv)
     if (read_prompt(&a, &text, &tlen, &e))
         return cli_fail("sample", &e);
     session s;
-    if (session_init(&s, ckpt, &a, &e)) {
+    if (session_init(&s, ckpt, &a, tlen, &e)) {
         session_free(&s);
         free(text);
         return cli_fail("sample", &e);

@@ -26,6 +26,9 @@ typedef struct {
 /* Plans activations and memory for B streams, segments of T, memory M. */
 int streams_init(stream_eval *s, model *mdl, const model_config *cfg, int B, int T, int M,
                  txl_err *e);
+/* The bytes streams_init allocates for the same arguments (without allocating them). */
+int streams_plan_bytes(const model_config *cfg, int B, int T, int M, double *bytes,
+                       txl_err *e);
 void streams_free(stream_eval *s);
 /* Forgets the memory: the next feed starts the streams. */
 void streams_reset(stream_eval *s);

@@ -565,7 +565,7 @@ static int load_mem(trainer *t, const st_file *f, txl_err *e)
 static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
 {
     st_file f;
-    if (st_read(&f, path, e))
+    if (st_open(&f, path, e))
         return -1;
     txl_config ck;
     cfg_defaults(&ck);
@@ -589,10 +589,20 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
             rc = err_set(e, ERR_INPUT, "--resume %s: the train split has %zu tokens, the "
                          "checkpoint was trained on %zu (different corpus or split?)", path,
                          t->train_ts.n, st.train_tokens);
-        else if (st.params != t->n_weights)
-            rc = err_set(e, ERR_INPUT, "%s: metadata 'params' is %zu, but the model of its "
-                         "config has %zu parameters", path, st.params, t->n_weights);
+        else if (cli_check_meta(&f, &t->cfg, t->n_weights, e))
+            rc = -1;
     }
+    /* the header against the model and its whole state before the data is read (dry: the
+     * table alone) */
+    model tab = {0};
+    const model_config *m = &t->cfg.model;
+    ckpt_state cs = {.streams = t->k * t->B, .mem_len = m->mem_len,
+                     .coords = pos_get(m->pos)->needs_coords, .exact = 1};
+    if (rc == 0 && ((dry && model_init_table(&tab, m, e)) ||
+                    ckpt_check_header(dry ? &tab : &t->mdl, &f, &cs, e) ||
+                    st_read_data(&f, e)))
+        rc = -1;
+    model_free(&tab);
     if (rc == 0 && !dry && (ckpt_load_weights(&t->mdl, &f, e) ||
                             ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
                             load_mem(t, &f, e)))
@@ -789,17 +799,23 @@ static void loop_init(trainer *t, loop_state *ls)
 
 /* The next segment of every stream (its length); at the end of a pass over the train
  * split the next epoch starts over with fresh memory. -1 (every rank alike) when the corpus
- * cannot be read (truncated under txl, say). */
+ * cannot be read (truncated under txl, say): the state is then the last step's (epoch and
+ * memory untouched, so the checkpoint stop_keeping_last writes resumes at this same end and
+ * holds the memory, which a checkpoint to resume always does: ckpt_check_header). */
 static int next_batch(trainer *t, txl_err *e)
 {
-    int len = batcher_next(&t->bt, t->x, t->y, t->co, e);
-    if (len == 0) {
-        t->st.epoch++;
+    int len = batcher_next(&t->bt, t->x, t->y, t->co, e), wrapped = len == 0;
+    if (wrapped) {
         t->bt.pos = 0;
-        mem_reset(&t->mem);
         len = batcher_next(&t->bt, t->x, t->y, t->co, e);
     }
-    return dist_max_int(len < 0) ? -1 : len;
+    if (dist_max_int(len < 0))
+        return -1;
+    if (wrapped) {
+        t->st.epoch++;
+        mem_reset(&t->mem);
+    }
+    return len;
 }
 
 /* Reading the data failed mid-run (the batcher or the validation pass). The weights are
@@ -1327,9 +1343,9 @@ static int load_config(trainer *t, const char *cfg_path, const char *resume,
     if (cfg_path) {
         if (cfg_load_yaml(&t->cfg, cfg_path, e))
             return -1;
-    } else { /* --resume alone: the checkpoint's own config */
+    } else { /* --resume alone: the checkpoint's own config (its header is enough) */
         st_file f;
-        if (st_read(&f, resume, e))
+        if (st_open(&f, resume, e))
             return -1;
         const char *text = st_meta(&f, "config");
         int rc = text ? cfg_load_meta(&t->cfg, text, resume, e)

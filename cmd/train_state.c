@@ -53,6 +53,15 @@ _Static_assert(sizeof skeys / sizeof skeys[0] == TRAIN_STATE_KEYS, "TRAIN_STATE_
 
 #define MAX_COUNT (1ULL << 53)
 
+/* The index of a key in skeys (one of the table's keys). */
+static int key_index(const char *key)
+{
+    int i = 0;
+    while (i < TRAIN_STATE_KEYS - 1 && strcmp(skeys[i].key, key) != 0)
+        i++;
+    return i;
+}
+
 static unsigned long long get_int(const state_key *k, const train_state *s)
 {
     const char *p = (const char *)s + k->off;
@@ -119,6 +128,31 @@ static int parse_real(const char *s, unsigned flags, double *x)
     return 0;
 }
 
+/* Key k of f's metadata into *w: 0, 1 when absent, -1 with e when it is not valid. */
+static int read_key(const state_key *k, const st_file *f, train_state *w, txl_err *e)
+{
+    const char *v = st_meta(f, k->key);
+    if (!v)
+        return 1;
+    const char *want;
+    int rc;
+    if (k->type == SK_REAL) {
+        want = k->flags & SK_NAN ? "a number >= 0, inf or nan"
+               : k->flags & SK_INF ? "a number >= 0 or inf" : "a finite number >= 0";
+        rc = parse_real(v, k->flags, (double *)((char *)w + k->off));
+    } else {
+        unsigned long long x;
+        want = k->type == SK_U64 ? "an integer in [0, 2^64)" : "an integer in [0, 2^53]";
+        rc = parse_int(v, k->type == SK_U64 ? ~0ULL : MAX_COUNT, &x);
+        if (rc == 0)
+            put_int(k, w, x);
+    }
+    if (rc != 0)
+        return err_set(e, ERR_INPUT, "%s: metadata '%s' must be %s, found '%.40s'", f->path,
+                       k->key, want, v);
+    return 0;
+}
+
 int train_state_read(train_state *s, const st_file *f, txl_err *e)
 {
     train_state w = *s;
@@ -126,26 +160,52 @@ int train_state_read(train_state *s, const st_file *f, txl_err *e)
         const state_key *k = &skeys[i];
         if (k->flags & SK_WRITE_ONLY)
             continue;
-        const char *v = st_meta(f, k->key);
-        if (!v)
+        int rc = read_key(k, f, &w, e);
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
             return err_set(e, ERR_INPUT, "%s: metadata '%s' is missing (not a checkpoint txl "
                            "wrote for --resume?)", f->path, k->key);
-        const char *want;
-        int rc;
-        if (k->type == SK_REAL) {
-            want = k->flags & SK_INF ? "a number >= 0 or inf" : "a finite number >= 0";
-            rc = parse_real(v, k->flags, (double *)((char *)&w + k->off));
-        } else {
-            unsigned long long x;
-            want = k->type == SK_U64 ? "an integer in [0, 2^64)" : "an integer in [0, 2^53]";
-            rc = parse_int(v, k->type == SK_U64 ? ~0ULL : MAX_COUNT, &x);
-            if (rc == 0)
-                put_int(k, &w, x);
-        }
-        if (rc != 0)
-            return err_set(e, ERR_INPUT, "%s: metadata '%s' must be %s, found '%.40s'", f->path,
-                           k->key, want, v);
     }
     *s = w;
+    return 0;
+}
+
+int train_state_check(const st_file *f, const train_run *r, txl_err *e)
+{
+    train_state w = {0};
+    unsigned have = 0; /* bit i: skeys[i] is present */
+    for (int i = 0; i < TRAIN_STATE_KEYS; i++) {
+        int rc = read_key(&skeys[i], f, &w, e);
+        if (rc < 0)
+            return -1;
+        have |= (rc == 0 ? 1u : 0u) << i;
+    }
+#define HAS(k) (have >> key_index(k) & 1)
+    if (HAS("params") && w.params != r->params)
+        return err_set(e, ERR_INPUT, "%s: metadata 'params' is %zu, but the model of its config "
+                       "has %zu parameters", f->path, w.params, r->params);
+    if (!HAS("step"))
+        return 0;
+    /* every step is either applied (counted in the gradient norm's running mean) or
+     * skipped as an outlier */
+    if (HAS("grad_norm_count") && HAS("skipped_steps") && w.norm_count + w.skipped != w.step)
+        return err_set(e, ERR_INPUT, "%s: metadata 'grad_norm_count' %ld + 'skipped_steps' %ld "
+                       "is not 'step' %ld (every step is applied or skipped)", f->path,
+                       w.norm_count, w.skipped, w.step);
+    if (HAS("epoch") && w.epoch > w.step)
+        return err_set(e, ERR_INPUT, "%s: metadata 'epoch' %ld is more than 'step' %ld (an "
+                       "epoch takes a step at least)", f->path, w.epoch, w.step);
+    if (HAS("log_steps") && w.log_n > w.step)
+        return err_set(e, ERR_INPUT, "%s: metadata 'log_steps' %ld is more than 'step' %ld",
+                       f->path, w.log_n, w.step);
+    /* each step feeds every stream one segment of 1 to tgt_len tokens */
+    double lo = (double)w.step * r->streams, hi = lo * r->tgt_len;
+    if (HAS("tokens") && ((double)w.tokens < lo || (double)w.tokens > hi))
+        return err_set(e, ERR_INPUT, "%s: metadata 'tokens' %lld does not fit 'step' %ld: each "
+                       "step feeds train.batch_size x grad_accum = %d streams 1 to model.tgt_len "
+                       "= %d tokens each (so %.0f to %.0f tokens)", f->path, w.tokens, w.step,
+                       r->streams, r->tgt_len, lo, hi);
+#undef HAS
     return 0;
 }

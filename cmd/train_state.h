@@ -49,4 +49,20 @@ void train_state_format(const train_state *s, train_state_meta *m);
  * unchanged and e names f->path and the key. */
 int train_state_read(train_state *s, const st_file *f, txl_err *e);
 
+/* What a checkpoint's state must agree with: its model's parameter count, and the streams
+ * (train.batch_size x grad_accum) and segment length (model.tgt_len) it was trained with. */
+typedef struct {
+    size_t params;
+    int streams, tgt_len;
+} train_run;
+
+/* Every key of the table present in f's metadata (exports and imports hold some of them)
+ * valid as train_state_read reads it (valid_loss too: a number >= 0, inf or nan), and the
+ * keys agreeing with each other and with r: params is r's, step = grad_norm_count +
+ * skipped_steps (a step is applied or skipped), epoch <= step, log_steps <= step, and
+ * step x streams <= tokens <= step x streams x tgt_len (a step feeds every stream one
+ * segment). What every reader of a checkpoint checks (cmd/cli.c, --resume); ERR_INPUT
+ * naming the file and the key. */
+int train_state_check(const st_file *f, const train_run *r, txl_err *e);
+
 #endif

@@ -3,6 +3,7 @@
 #include "checkpoint.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,26 +88,30 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
 
 /* Every value of a tensor is finite: one NaN or infinity makes every loss nan (eval
  * printed "nan" and exited 0, `eval --json` wrote "loss":nan, sample emitted 0xFF bytes,
- * export passed it on). The message names the tensor and the first bad value's index.
+ * export passed it on). With `nonneg`, none is negative either (-0 is fine): Adam's second
+ * moment is a running mean of squared gradients, and a negative one turned into NaN two
+ * steps after a resume. The message names the tensor and the first bad value's index.
  * x: n floats, any alignment (a tensor's bytes in the file need not be aligned). Blocks
  * of 4096 are OR-reduced first (no early exit, so the loop vectorises). */
-static int check_finite(const st_file *f, const st_tensor *t, const void *x, size_t n,
-                        txl_err *e)
+static int check_values(const st_file *f, const st_tensor *t, const void *x, size_t n,
+                        int nonneg, txl_err *e)
 {
     const uint8_t *p = x;
+    /* inf or nan: exponent all ones; negative: the sign bit and a non-zero magnitude */
+    const uint32_t neg = nonneg ? 0x80000000u : 0xffffffffu;
     for (size_t b = 0; b < n; b += 4096) {
         size_t end = n - b < 4096 ? n : b + 4096;
         uint32_t bad = 0, u = 0;
         for (size_t i = b; i < end; i++) {
             memcpy(&u, p + 4 * i, 4);
-            bad |= (u & 0x7f800000u) == 0x7f800000u; /* exponent all ones: inf or nan */
+            bad |= ((u & 0x7f800000u) == 0x7f800000u) | (u > neg);
         }
         if (!bad)
             continue;
         size_t i = b;
         for (;; i++) {
             memcpy(&u, p + 4 * i, 4);
-            if ((u & 0x7f800000u) == 0x7f800000u)
+            if ((u & 0x7f800000u) == 0x7f800000u || u > neg)
                 break;
         }
         float v;
@@ -121,10 +126,21 @@ static int check_finite(const st_file *f, const st_tensor *t, const void *x, siz
         size_t o = 0;
         for (int k = 0; k < t->ndim && o < sizeof at - 24; k++)
             o += (size_t)snprintf(at + o, sizeof at - o, "%s%zu", k ? ", " : "", idx[k]);
+        if (isfinite(v))
+            return err_set(e, ERR_INPUT, "%s: tensor '%s' holds a negative value (%g) at index "
+                           "[%s] (element %zu of %zu): an Adam second moment is a running mean "
+                           "of squared gradients, never negative", f->path, t->name, v, at, i,
+                           n);
         return err_set(e, ERR_INPUT, "%s: tensor '%s' holds a non-finite value (%g) at index "
                        "[%s] (element %zu of %zu)", f->path, t->name, v, at, i, n);
     }
     return 0;
+}
+
+static int check_finite(const st_file *f, const st_tensor *t, const void *x, size_t n,
+                        txl_err *e)
+{
+    return check_values(f, t, x, n, 0, e);
 }
 
 static int check_shape(const st_file *f, const st_tensor *t, const param_entry *p, txl_err *e)
@@ -218,7 +234,7 @@ int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_
                                "run from its weights)", f->path, nm);
             if (check_shape(f, t, p, e))
                 return -1;
-            if (check_finite(f, t, st_data(f, t), p->numel, e))
+            if (check_values(f, t, st_data(f, t), p->numel, pass, e))
                 return -1;
             memcpy((pass ? v : m) + p->offset, st_data(f, t), p->numel * sizeof(float));
         }
@@ -237,22 +253,104 @@ static long mem_layer_of(const char *name)
     return *d ? -1 : l;
 }
 
-/* state.coords [B_total, m, 3] I32: with the memory of a scheme that reads coordinates
- * (and only then); counts of units, so >= 0 and non-decreasing along the rows. */
-static int load_coords(const st_file *f, model_mem *mem, size_t b_offset, int B_total,
-                       txl_err *e)
+/* The state tensors of f against what a model of n_layer layers of width d may hold (see
+ * ckpt_state). Every state.* is state.mem.<l> (l < n_layer) or state.coords. Loaded
+ * (s->exact): the memory of every layer or of none, each F32 [streams, m, d] with the same
+ * m <= mem_len; none only without memory (mem_len 0: a training step always leaves rows in
+ * it, and a checkpoint with state is written after a step); state.coords I32 [streams, m,
+ * 3] exactly when there is memory and the scheme reads coordinates. Not loaded: each of its
+ * dtype and rank, and no larger than that memory. */
+static int check_state(const st_file *f, int n_layer, int d, const ckpt_state *s, txl_err *e)
+{
+    int n_mem = 0, m = -1;
+    for (int i = 0; i < f->n; i++) {
+        const st_tensor *t = &f->t[i];
+        if (strncmp(t->name, "state.", 6) != 0)
+            continue;
+        int coords = strcmp(t->name, "state.coords") == 0;
+        long l = coords ? 0 : mem_layer_of(t->name);
+        if (l < 0 || l >= n_layer)
+            return err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (the memory of a %d-layer "
+                           "model is state.mem.0 to state.mem.%d)", f->path, t->name, n_layer,
+                           n_layer - 1);
+        if (!coords && m < 0 && t->ndim == 3)
+            m = (int)(t->shape[1] < INT_MAX ? t->shape[1] : INT_MAX);
+        n_mem += !coords;
+        int w = coords ? TXL_N_COORDS : d;
+        if (!s->exact && (t->dtype != (coords ? ST_I32 : ST_F32) || t->ndim != 3 ||
+                          t->shape[2] != w ||
+                          (double)t->numel > (double)s->streams * s->mem_len * w))
+            return err_set(e, ERR_INPUT, "%s: tensor '%s' is not the %s of this config's memory "
+                           "(%s [%d, <= %d, %d]: train.batch_size x grad_accum streams, at most "
+                           "model.mem_len rows, %s)", f->path, t->name,
+                           coords ? "text coordinates" : "layer input",
+                           coords ? "I32" : "F32", s->streams, s->mem_len, w,
+                           coords ? "3 coordinates" : "d_model");
+    }
+    if (!s->exact)
+        return 0;
+    const st_tensor *tc = st_find(f, "state.coords");
+    if (n_mem == 0 && s->mem_len > 0)
+        return err_set(e, ERR_INPUT, "%s: missing tensor 'state.mem.0': a checkpoint to resume "
+                       "from holds the memory of every layer (state.mem.0 to state.mem.%d) "
+                       "when model.mem_len > 0 (%d), and this one has none", f->path,
+                       n_layer - 1, s->mem_len);
+    for (int l = 0; n_mem > 0 && l < n_layer; l++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "state.mem.%d", l);
+        const st_tensor *t = st_find(f, nm);
+        if (!t || t->dtype != ST_F32 || t->ndim != 3 || t->shape[0] != s->streams ||
+            t->shape[1] != m || m > s->mem_len || t->shape[2] != d)
+            return err_set(e, ERR_INPUT, "%s: memory tensor '%s' missing or not [%d, %d, %d] "
+                           "F32 (batch, rows <= mem_len %d, d_model)", f->path, nm, s->streams,
+                           m, d, s->mem_len);
+    }
+    if (!s->coords || n_mem == 0 || m == 0)
+        return tc ? err_set(e, ERR_INPUT, "%s: unexpected tensor 'state.coords' (the model "
+                            "reads no text coordinates, or the checkpoint has no memory)",
+                            f->path) : 0;
+    if (!tc || tc->dtype != ST_I32 || tc->ndim != 3 || tc->shape[0] != s->streams ||
+        tc->shape[1] != m || tc->shape[2] != TXL_N_COORDS)
+        return err_set(e, ERR_INPUT, "%s: tensor 'state.coords' missing or not [%d, %d, %d] I32 "
+                       "(the text coordinates of the memory rows)", f->path, s->streams, m,
+                       TXL_N_COORDS);
+    return 0;
+}
+
+int ckpt_check_header(const model *mdl, const st_file *f, const ckpt_state *s, txl_err *e)
+{
+    char nm[128];
+    for (int i = 0; i < mdl->n_params; i++) {
+        const param_entry *p = &mdl->table[i];
+        const st_tensor *t = st_find(f, p->name);
+        if (!t)
+            return err_set(e, ERR_INPUT, "%s: missing tensor '%s' (required by pos_scheme %s "
+                           "with this config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
+        if (check_shape(f, t, p, e))
+            return -1;
+        for (int pass = 0; pass < 2; pass++) { /* its Adam moments: all of them to resume */
+            snprintf(nm, sizeof nm, "optim.%c.%s", pass ? 'v' : 'm', p->name);
+            const st_tensor *o = st_find(f, nm);
+            if (!o && s->exact)
+                return err_set(e, ERR_INPUT, "%s: missing tensor '%s': this checkpoint has no "
+                               "optimiser state to resume from (use --init-from to start a new "
+                               "run from its weights)", f->path, nm);
+            if (o && check_shape(f, o, p, e))
+                return -1;
+        }
+    }
+    return check_names(mdl, f, NULL, e) || check_names(mdl, f, "optim.", e) ||
+           check_state(f, mdl->cfg.n_layer, mdl->cfg.d_model, s, e) ? -1 : 0;
+}
+
+/* state.coords [B_total, m, 3] I32 (check_state has checked its shape): counts of units, so
+ * >= 0 and non-decreasing along the rows. */
+static int load_coords(const st_file *f, model_mem *mem, size_t b_offset, txl_err *e)
 {
     const st_tensor *t = st_find(f, "state.coords");
     int m = mem->m;
-    if (!mem->coords || m == 0)
-        return t ? err_set(e, ERR_INPUT, "%s: unexpected tensor 'state.coords' (the model "
-                           "reads no text coordinates, or the checkpoint has no memory)",
-                           f->path) : 0;
-    if (!t || t->dtype != ST_I32 || t->ndim != 3 || t->shape[0] != B_total ||
-        t->shape[1] != m || t->shape[2] != TXL_N_COORDS)
-        return err_set(e, ERR_INPUT, "%s: tensor 'state.coords' missing or not [%d, %d, %d] I32 "
-                       "(the text coordinates of the memory rows)", f->path, B_total, m,
-                       TXL_N_COORDS);
+    if (!t)
+        return 0;
     const unsigned char *src = (const unsigned char *)st_data(f, t);
     for (size_t i = 0; i < (size_t)t->numel; i++) { /* any alignment: byte copies */
         int32_t x, prev = 0;
@@ -273,30 +371,22 @@ static int load_coords(const st_file *f, model_mem *mem, size_t b_offset, int B_
 
 int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total, txl_err *e)
 {
-    char nm[32];
+    ckpt_state s = {.streams = B_total, .mem_len = mem->M, .coords = mem->coords != NULL,
+                    .exact = 1};
     mem_reset(mem);
-    for (int i = 0; i < f->n; i++) { /* state.* is state.mem.<l> for l < n_layer */
-        const char *s = f->t[i].name;
-        long l = strncmp(s, "state.", 6) == 0 && strcmp(s, "state.coords") != 0
-                 ? mem_layer_of(s) : 0;
-        if (l < 0 || l >= mem->n_layer)
-            return err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (the memory of a %d-layer "
-                           "model is state.mem.0 to state.mem.%d)", f->path, s, mem->n_layer,
-                           mem->n_layer - 1);
-    }
+    if (b_offset + (size_t)mem->B > (size_t)B_total)
+        return err_set(e, ERR_RUNTIME, "%s: streams %zu to %zu of a memory of %d", f->path,
+                       b_offset, b_offset + (size_t)mem->B, B_total);
+    if (check_state(f, mem->n_layer, mem->d, &s, e))
+        return -1;
     const st_tensor *t0 = st_find(f, "state.mem.0");
     if (!t0)
         return 0;
-    int m = t0->ndim == 3 ? (int)t0->shape[1] : -1;
+    int m = (int)t0->shape[1];
     for (int l = 0; l < mem->n_layer; l++) {
+        char nm[32];
         snprintf(nm, sizeof nm, "state.mem.%d", l);
         const st_tensor *t = st_find(f, nm);
-        if (!t || t->dtype != ST_F32 || t->ndim != 3 || t->shape[0] != B_total ||
-            t->shape[1] != m || m > mem->M || t->shape[2] != mem->d ||
-            b_offset + (size_t)mem->B > (size_t)B_total)
-            return err_set(e, ERR_INPUT, "%s: memory tensor '%s' missing or not [%d, %d, %d] "
-                           "F32 (batch, rows <= mem_len %d, d_model)", f->path, nm, B_total,
-                           m, mem->d, mem->M);
         if (check_finite(f, t, st_data(f, t), t->numel, e))
             return -1;
         const float *src = (const float *)st_data(f, t) + b_offset * (size_t)m * mem->d;
@@ -305,5 +395,5 @@ int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total
                    src + (size_t)b * m * mem->d, (size_t)m * mem->d * sizeof(float));
     }
     mem->m = m;
-    return load_coords(f, mem, b_offset, B_total, e);
+    return load_coords(f, mem, b_offset, e);
 }

@@ -20,7 +20,26 @@ int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e);
 /* Loads the Adam moments (all of them, or fails). */
 int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_err *e);
 /* Loads streams [b_offset, b_offset + mem->B) of state.mem.* (stored [B_total, m, d]) into
- * mem (m <= M). Absent: mem reset, returns 0. */
+ * mem (m <= M), and their state.coords. The state must be complete (ckpt_state's exact
+ * rules): absent only when M is 0 (then mem is reset). */
 int ckpt_load_mem(const st_file *f, model_mem *mem, size_t b_offset, int B_total, txl_err *e);
+
+/* The state a checkpoint of a config may hold beside the parameters (doc/design.md,
+ * "Checkpoints"): the memory of `streams` streams (train.batch_size x grad_accum) of at most
+ * mem_len rows per layer, and their text coordinates when the scheme reads them (`coords`).
+ * `exact`: the reader loads it (--resume), so it must be complete: every Adam moment, the
+ * memory of every layer (or none when mem_len is 0), coordinates iff there is memory and
+ * the scheme reads them, all of the shapes above. Otherwise (eval, sample, info, ...) each
+ * state tensor need only be of its dtype, rank and width and no larger than that memory. */
+typedef struct {
+    int streams, mem_len, coords, exact;
+} ckpt_state;
+
+/* The header of f (st_open: before its data is read or allocated) against mdl's table
+ * (model_init_table suffices) and the state s allows: every parameter present, F32 of its
+ * shape; every other tensor an Adam moment of a parameter (optim.m.<name>, optim.v.<name>,
+ * F32 of the parameter's shape) or a state tensor as above. So the data read is at most
+ * what the model and its state take. ERR_INPUT naming the file and the tensor. */
+int ckpt_check_header(const model *mdl, const st_file *f, const ckpt_state *s, txl_err *e);
 
 #endif

@@ -160,30 +160,73 @@ static int cmp_begin(const void *a, const void *b)
     return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
-/* Members of the top-level object, counted on the text (a ':' outside strings at depth
- * 1), so that an absurd header is refused before cJSON builds a tree for it. */
-static size_t count_entries(const char *s, size_t n)
+/* Shows a header string (its JSON text, escapes as written, so "out.bias\u0000zz" reads
+ * as such) for a message: at most 60 bytes, control bytes as '?'. */
+static void show_json(char *buf, size_t cap, const char *s, size_t n)
 {
-    size_t count = 0;
-    int depth = 0, in_str = 0;
+    size_t o = 0;
+    for (size_t i = 0; i < n && i < 60 && o + 4 < cap; i++)
+        buf[o++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+    if (n > 60 && o + 4 < cap) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
+}
+
+/* One pass over the header text, before cJSON builds a tree for it: counts the members of
+ * the top-level object (a ':' outside strings at depth 1), so an absurd header is refused
+ * first, and refuses a string holding a NUL (a raw 0 byte or the escape \u0000): cJSON
+ * keeps C strings, so a tensor "out.bias\u0000zz" would read as out.bias and a metadata
+ * value would end at the NUL. The message shows the string (a key) or the key whose value
+ * it is. */
+static int scan_header(const st_file *f, const char *s, size_t n, size_t *count, txl_err *e)
+{
+    int depth = 0;
+    size_t key_at = 0, key_len = 0; /* the last key seen */
+    *count = 0;
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
-        if (in_str) {
-            if (ch == '\\')
-                i++;
-            else if (ch == '"')
-                in_str = 0;
-        } else if (ch == '"') {
-            in_str = 1;
+        if (ch == '"') {
+            size_t start = ++i;
+            int nul = 0;
+            for (; i < n && s[i] != '"'; i++) {
+                if (s[i] == '\0')
+                    nul = 1;
+                else if (s[i] == '\\' && i + 1 < n) {
+                    i++;
+                    nul |= s[i] == 'u' && n - i > 4 && memcmp(s + i + 1, "0000", 4) == 0;
+                }
+            }
+            size_t j = i + 1, len = i - start;
+            while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r'))
+                j++;
+            int is_key = j < n && s[j] == ':';
+            if (nul) {
+                char shown[80], key[80];
+                show_json(shown, sizeof shown, s + start, len);
+                show_json(key, sizeof key, s + key_at, key_len);
+                if (is_key)
+                    return err_set(e, ERR_INPUT, "%s: header key \"%s\" holds a NUL character "
+                                   "(\\u0000 or a 0 byte), which would cut the name short",
+                                   f->path, shown);
+                return err_set(e, ERR_INPUT, "%s: the value of header key \"%s\" holds a NUL "
+                               "character (\\u0000 or a 0 byte), which would cut the text short",
+                               f->path, key);
+            }
+            if (is_key) {
+                key_at = start;
+                key_len = len;
+            }
         } else if (ch == '{' || ch == '[') {
             depth++;
         } else if (ch == '}' || ch == ']') {
             depth--;
         } else if (ch == ':' && depth == 1) {
-            count++;
+            ++*count;
         }
     }
-    return count;
+    return 0;
 }
 
 /* The header's JSON: an object, followed by nothing but blanks (the padding). */
@@ -192,7 +235,9 @@ static int parse_json(const st_file *f, const char *hdr, size_t hlen, cJSON **ro
     if (hdr[0] != '{')
         return err_set(e, ERR_INPUT, "%s: header does not start with '{' (not a safetensors "
                        "file?)", f->path);
-    size_t n = count_entries(hdr, hlen);
+    size_t n;
+    if (scan_header(f, hdr, hlen, &n, e))
+        return -1;
     if (n > ST_MAX_TENSORS)
         return err_set(e, ERR_INPUT, "%s: the header lists %zu entries, more than txl reads "
                        "(%d; a txl checkpoint has a few per layer)", f->path, n, ST_MAX_TENSORS);
@@ -497,26 +542,48 @@ static int read_data(st_file *f, instream *in, size_t size, size_t data_len, txl
     return 0;
 }
 
-int st_read(st_file *f, const char *path, txl_err *e)
+int st_open(st_file *f, const char *path, txl_err *e)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
-    instream in;
-    size_t size = 0, data_len = 0;
-    if (open_regular(path, &in, &size, e)) {
+    instream *in = malloc(sizeof *in);
+    if (!in)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory", path);
+    if (open_regular(path, in, &f->file_size, e)) {
+        free(in);
+        return -1;
+    }
+    f->in = in;
+    if (read_header(f, in, f->file_size, e) || parse_header(f, &f->data_len, e)) {
         st_free(f);
         return -1;
     }
-    int rc = read_header(f, &in, size, e) || parse_header(f, &data_len, e) ||
-             read_data(f, &in, size, data_len, e) ? -1 : 0;
-    ins_close(&in);
+    return 0;
+}
+
+int st_read_data(st_file *f, txl_err *e)
+{
+    instream *in = f->in;
+    int rc = read_data(f, in, f->file_size, f->data_len, e);
+    ins_close(in);
+    free(in);
+    f->in = NULL;
     if (rc)
         st_free(f);
     return rc;
 }
 
+int st_read(st_file *f, const char *path, txl_err *e)
+{
+    return st_open(f, path, e) || st_read_data(f, e) ? -1 : 0;
+}
+
 void st_free(st_file *f)
 {
+    if (f->in) {
+        ins_close(f->in);
+        free(f->in);
+    }
     if (f->t)
         for (int i = 0; i < f->n; i++)
             free(f->t[i].name);

@@ -46,6 +46,9 @@ typedef struct {
     st_tensor **by_name; /* the same, sorted by name (st_find: binary search) */
     char **meta_keys, **meta_vals;
     int n_meta;
+    void *in;          /* between st_open and st_read_data: the open stream (instream) */
+    size_t file_size;  /* on disk */
+    size_t data_len;   /* bytes of tensor data the header describes */
 } st_file;
 
 /* Reads and validates a whole file, a regular file only (a FIFO or a device is refused
@@ -54,6 +57,14 @@ typedef struct {
  * describes (also after the gzip stream), and tensor data over half the physical memory
  * (ERR_RUNTIME for out of memory). Never reads more than the header describes. */
 int st_read(st_file *f, const char *path, txl_err *e);
+/* st_read in two steps, so a reader can hold the header to what it expects (names, dtypes,
+ * shapes: io/checkpoint.h, ckpt_check_header) before the data is read or allocated: st_open
+ * reads and validates the header only (f->data_len says how much data it describes; the
+ * tensors' data is not there yet: no st_data), st_read_data then reads the data and checks
+ * the end of the file. Either fails as st_read does, freeing f; after st_open, st_free
+ * alone is fine too (it closes the file). */
+int st_open(st_file *f, const char *path, txl_err *e);
+int st_read_data(st_file *f, txl_err *e);
 void st_free(st_file *f);
 const st_tensor *st_find(const st_file *f, const char *name);
 const char *st_meta(const st_file *f, const char *key);

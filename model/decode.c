@@ -98,9 +98,9 @@ static void layout(decode_state *s, const model_config *c, bump *b)
         s->pos->plan(c, &pd, &pa, &s->pos_acts, &unused);
 }
 
-int decode_init(decode_state *s, const model *mdl, int B, int M, txl_err *e)
+/* The sizes of s for B streams and memory M, before layout() places the buffers. */
+static void decode_begin(decode_state *s, const model_config *c, int B, int M)
 {
-    const model_config *c = &mdl->cfg;
     memset(s, 0, sizeof *s);
     s->pos = pos_get(c->pos);
     s->n_layer = c->n_layer;
@@ -113,6 +113,21 @@ int decode_init(decode_state *s, const model *mdl, int B, int M, txl_err *e)
     s->cap = 2 * (M + 1);
     s->tab_floats = s->pos->decode_floats ? s->pos->decode_floats(c, M) : 0;
     s->attn_threads = par_max_threads();
+}
+
+size_t decode_plan_floats(const model_config *c, int B, int M)
+{
+    decode_state s;
+    decode_begin(&s, c, B, M);
+    bump b = {NULL, 0};
+    layout(&s, c, &b);
+    return b.used + 16;
+}
+
+int decode_init(decode_state *s, const model *mdl, int B, int M, txl_err *e)
+{
+    const model_config *c = &mdl->cfg;
+    decode_begin(s, c, B, M);
     bump b = {NULL, 0};
     layout(s, c, &b);
     s->buf = aligned_alloc(64, (b.used + 16) * sizeof(float));

@@ -56,6 +56,8 @@ typedef struct {
 
 /* Plans the caches for B streams and memory length M. */
 int decode_init(decode_state *s, const model *mdl, int B, int M, txl_err *e);
+/* The floats decode_init allocates for the same arguments (without allocating them). */
+size_t decode_plan_floats(const model_config *c, int B, int M);
 void decode_free(decode_state *s);
 /* Builds the position tables from the weights and the caches from the memory as it stands
  * (mem->B == B, e.g. after a prompt ran through model_forward); `pos` = tokens consumed so

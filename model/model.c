@@ -184,7 +184,7 @@ int model_size(const model_config *cfg, size_t *n_floats, size_t *n_weights, txl
     return 0;
 }
 
-int model_init(model *mdl, const model_config *cfg, txl_err *e)
+int model_init_table(model *mdl, const model_config *cfg, txl_err *e)
 {
     memset(mdl, 0, sizeof *mdl);
     mdl->cfg = *cfg;
@@ -195,6 +195,17 @@ int model_init(model *mdl, const model_config *cfg, txl_err *e)
     mdl->n_params = b.n;
     mdl->n_floats = b.off;
     mdl->n_weights = b.count;
+    return 0;
+}
+
+int model_init(model *mdl, const model_config *cfg, txl_err *e)
+{
+    return model_init_table(mdl, cfg, e) || model_alloc_weights(mdl, e) ? -1 : 0;
+}
+
+int model_alloc_weights(model *mdl, txl_err *e)
+{
+    const model_config *cfg = &mdl->cfg;
     mdl->w = aligned_alloc(64, align_up(mdl->n_floats) * sizeof(float));
     mdl->W.layer = calloc((size_t)cfg->n_layer, sizeof(layer_tensors));
     mdl->G.layer = calloc((size_t)cfg->n_layer, sizeof(layer_tensors));
@@ -276,6 +287,13 @@ void model_free(model *mdl)
 }
 
 /* ---------------------------------------------------------------- memory */
+
+size_t mem_plan_bytes(const model_config *cfg, int B, int M)
+{
+    size_t rows = (size_t)B * M;
+    return rows * cfg->n_layer * cfg->d_model * sizeof(float) +
+           (pos_get(cfg->pos)->needs_coords ? rows * TXL_N_COORDS * sizeof(int32_t) : 0);
+}
 
 int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e)
 {

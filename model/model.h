@@ -60,6 +60,11 @@ typedef struct {
 
 /* Builds the table for cfg and allocates zeroed weights. cfg must be validated. */
 int model_init(model *mdl, const model_config *cfg, txl_err *e);
+/* model_init in two steps: the table alone (no arrays: w, W and G stay NULL; model_free
+ * frees it), so a checkpoint's header can be held to the table before anything of the
+ * model's size is allocated or read, then the zeroed weights and their views. */
+int model_init_table(model *mdl, const model_config *cfg, txl_err *e);
+int model_alloc_weights(model *mdl, txl_err *e);
 /* The sizes model_init would allocate for cfg, without allocating them (txl train
  * --dry-run): n_floats (with padding) and n_weights (the parameter count). */
 int model_size(const model_config *cfg, size_t *n_floats, size_t *n_weights, txl_err *e);
@@ -93,6 +98,8 @@ typedef struct {
 } model_mem;
 
 int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e);
+/* The bytes mem_init allocates for the same arguments (the rows and their coordinates). */
+size_t mem_plan_bytes(const model_config *cfg, int B, int M);
 void mem_reset(model_mem *mem);
 void mem_free(model_mem *mem);
 /* Streams [b0, b0 + B) of whole, in place (gradient accumulation: one micro-batch's

@@ -46,7 +46,7 @@ typedef struct {
     float dropout;      /* in [0, 1) */
     float dropatt;      /* in [0, 1) */
     pos_scheme pos;     /* positional scheme */
-    int clamp_len;      /* xl: clamp relative positions to this (<= 0: off) */
+    int clamp_len;      /* xl: clamp relative positions to this (0: off) */
     int untie_r;        /* xl: per-layer u, v instead of shared */
     int xl_off;         /* xl: score terms switched off (ablations), bits of XL_TERM_A.. */
     int mlp_num_freqs;  /* mlp: K */

@@ -92,7 +92,7 @@ static void test_good_block(void)
           "block: model shape");
     CHECK(m->pre_lnorm == 1 && m->untie_r == 1, "block: bools true and yes");
     CHECK(m->dropout == 0.2f && m->dropatt == 0.05f, "block: dropout 0.2 dropatt 0.05");
-    CHECK(m->pos == POS_MLP && m->clamp_len == -1, "block: mlp, clamp_len -1");
+    CHECK(m->pos == POS_MLP && m->clamp_len == 100, "block: mlp, clamp_len 100");
     CHECK(m->mlp_num_freqs == 8 && m->mlp_max_dist == 512.5f && m->mlp_hidden == 16,
           "block: mlp params");
     CHECK(m->vocab == 256, "block: vocab stays 256");
@@ -233,7 +233,7 @@ static void tricky_config(txl_config *c)
     c->train.lr_min = 5e-324; /* smallest subnormal */
     c->model.dropout = 0.1f / 3.0f;
     c->model.mlp_max_dist = 3.4e38f;
-    c->model.clamp_len = INT_MIN;
+    c->model.clamp_len = INT_MAX;
     c->model.pos = POS_ALIBI;
     c->train.seed = ULLONG_MAX;
     c->train.max_steps = 9007199254740992L; /* 2^53, the largest long key */
@@ -439,6 +439,9 @@ static void test_meta(void)
           "model.n_layer: expected an integer, found 'four'" },
         { "model: {}\n---\nmodel: {}\n", "at 3:1: ", "expected a single YAML document" },
         { "model: {n_layer: 2}\x7f\n", "invalid YAML input at byte 19", "control characters" },
+        /* txl 6d30971 wrote any int; a negative clamp_len meant off, silently */
+        { "{\"model\":{\"clamp_len\":-2147483648}}", "model.clamp_len must be >= 0",
+          "found -2147483648" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         txl_config before;
@@ -465,7 +468,7 @@ static void test_set(void)
         "data.train=\"a b: c\"", "train.seed=18446744073709551615", " model.n_layer = 6",
         "model.dropout=0", "train.schedule=constant", "model.mlp_max_dist=1.5",
         "train.out_dir=runs/x=y", "train.optimizer=adamw", "train.ckpt_gzip=off",
-        "model.clamp_len=-5", "train.grad_accum=8",
+        "model.clamp_len=5", "train.grad_accum=8",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         int rc = cfg_set(&c, good[i], &e);
@@ -482,7 +485,7 @@ static void test_set(void)
           "set seed, spaced assignment, dropout 0");
     CHECK(c.train.schedule == SCHED_CONSTANT && c.model.mlp_max_dist == 1.5f &&
               strcmp(c.train.out_dir, "runs/x=y") == 0 && c.train.optimizer == OPT_ADAMW &&
-              c.train.ckpt_gzip == 0 && c.model.clamp_len == -5,
+              c.train.ckpt_gzip == 0 && c.model.clamp_len == 5,
           "set schedule, max_dist, out_dir with '=', optimizer, ckpt_gzip, clamp_len");
     CHECK(c.train.grad_accum == 8, "set grad_accum 8");
     /* a YAML tag that agrees with the key's type is fine */
@@ -502,6 +505,15 @@ static void test_set(void)
               d.data.split[0] == 0.8 && d.data.split[1] == 0.1 && d.data.split[2] == 0 &&
               d.train.schedule == SCHED_CONSTANT,
           "tags that agree with the keys' types");
+    /* data.doc_separator is text, "" (also null: nothing after '=') meaning none */
+    int sep = cfg_set(&d, "data.doc_separator=<doc>", &e) == 0 &&
+              strcmp(d.data.doc_separator, "<doc>") == 0 &&
+              cfg_set(&d, "data.doc_separator=", &e) == 0 && d.data.doc_separator[0] == 0 &&
+              cfg_set(&d, "data.doc_separator=\"~\"", &e) == 0 &&
+              strcmp(d.data.doc_separator, "~") == 0 &&
+              cfg_set(&d, "data.doc_separator=~", &e) == 0 && d.data.doc_separator[0] == 0;
+    CHECK(sep, "--set data.doc_separator=<doc>, then = (none), \"~\" (text), ~ (none): %s",
+          sep ? "ok" : e.msg);
     /* an empty data.train is a legal value; cfg_validate is what requires a path */
     int rc = cfg_set(&c, "data.train=\"\"", &e);
     CHECK(rc == 0 && c.data.train[0] == 0 && cfg_validate(&c, NULL, &e) == -1 &&
@@ -563,6 +575,9 @@ static void test_set(void)
         { "data.train=!!int 123", "data.train: expected a path, found a value tagged !!int" },
         { "data.split=[0.8, !!str 0.1, 0.1]", "data.split[1]: expected a number, found a value tagged !!str" },
         { "data.split=!!map {a: 1}", "data.split: expected a list of 3 numbers [train, valid, test], found a value tagged !!map" },
+        { "model.clamp_len=-5", "model.clamp_len must be >= 0, found -5" },
+        { "data.doc_separator={a: b}", "data.doc_separator: expected a string, found a mapping" },
+        { "data.doc_separator=!!int 3", "data.doc_separator: expected a string, found a value tagged !!int" },
     };
     cfg_defaults(&c);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -578,6 +593,92 @@ static void test_set(void)
         CHECK(rc == -1 && e.kind == ERR_INPUT && has(e.msg, prefix) && has(e.msg, bad[i].want) &&
                   same(&c, &before),
               "bad %s-> %s", prefix, e.msg);
+    }
+}
+
+/* A text of n nested flow lists at data.split: "data: {split: [[[...]]]}". */
+static char *nested(int n)
+{
+    char *t = malloc((size_t)n * 2 + 64);
+    if (!t)
+        return NULL;
+    size_t o = (size_t)sprintf(t, "data: {split: ");
+    memset(t + o, '[', (size_t)n);
+    o += (size_t)n;
+    memset(t + o, ']', (size_t)n);
+    o += (size_t)n;
+    strcpy(t + o, "}\n");
+    return t;
+}
+
+/* Nesting is bounded (CFG_MAX_DEPTH) before libyaml builds anything: libyaml's time grows
+ * with the square of the depth (100,000 nested '[' took two minutes). Brackets inside
+ * quoted strings and comments are text, not nesting. */
+static void test_depth(void)
+{
+    txl_config c, before;
+    txl_err e = { 0 };
+    /* the root mapping and data's: 2 levels, so 14 lists make 16 (the limit), 15 make 17 */
+    char *t = nested(CFG_MAX_DEPTH - 2);
+    cfg_defaults(&c);
+    int rc = t ? cfg_load_meta(&c, t, "ck", &e) : 0;
+    CHECK(rc == -1 && has(e.msg, "data.split: expected a list of 3 numbers"),
+          "depth %d: read (and refused by the schema): %s", CFG_MAX_DEPTH, e.msg);
+    free(t);
+    static const int deep[] = { CFG_MAX_DEPTH - 1, 100000 };
+    for (int i = 0; i < 2; i++) {
+        t = nested(deep[i]);
+        cfg_defaults(&c);
+        memcpy(&before, &c, sizeof c);
+        rc = t ? cfg_load_meta(&c, t, "ck", &e) : 0;
+        CHECK(rc == -1 && e.kind == ERR_INPUT &&
+                  has(e.msg, "ck: metadata 'config' at 1:29: nested deeper than 16 levels") &&
+                  same(&c, &before),
+              "%d + 2 levels refused at the 17th: %s", deep[i], e.msg);
+        free(t);
+    }
+    /* block style nests too: "- - - ... x" */
+    char path[512];
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/txl-test-config-deep-%ld.yaml", dir && *dir ? dir : "/tmp",
+             (long)getpid());
+    FILE *f = fopen(path, "w");
+    for (int i = 0; f && i < 40000; i++)
+        fputs("- ", f);
+    if (f)
+        fputs("x\n", f), fclose(f);
+    cfg_defaults(&c);
+    rc = cfg_load_yaml(&c, path, &e);
+    CHECK(rc == -1 && has(e.msg, ".yaml:1:33: nested deeper than 16 levels"),
+          "40,000 nested block lists in a file: %s", e.msg);
+    unlink(path);
+    char set[60000];
+    size_t o = (size_t)sprintf(set, "model.n_layer=");
+    memset(set + o, '{', 50000);
+    set[o + 50000] = 0;
+    rc = cfg_set(&c, set, &e);
+    CHECK(rc == -1 && has(e.msg, "--set model.n_layer={{{") && has(e.msg, "nested deeper than 16"),
+          "--set with 50,000 nested mappings: %.120s", e.msg);
+    /* brackets in quoted text and comments are no nesting */
+    char ok[2048];
+    o = (size_t)sprintf(ok, "data:  # [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n"
+                            "  doc_separator: \"");
+    memset(ok + o, '[', 60);
+    o += 60;
+    sprintf(ok + o, "{{{\"\n  test: '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[{{{{{'\n");
+    cfg_defaults(&c);
+    rc = cfg_load_meta(&c, ok, "ck", &e);
+    CHECK(rc == 0 && strlen(c.data.doc_separator) == 63 && c.data.test[0] == '[',
+          "brackets in quoted strings and comments: %s", rc ? e.msg : "ok");
+    /* the metadata holds no more than a config file may */
+    t = malloc(CFG_FILE_MAX + 64);
+    if (t) {
+        memset(t, ' ', CFG_FILE_MAX + 1);
+        strcpy(t + CFG_FILE_MAX + 1, "model: {}\n");
+        rc = cfg_load_meta(&c, t, "ck", &e);
+        CHECK(rc == -1 && has(e.msg, "ck: metadata 'config': 1048587 bytes, more than a config "
+                              "may hold (1048576)"), "metadata over 1 MiB: %s", e.msg);
+        free(t);
     }
 }
 
@@ -670,6 +771,7 @@ int main(void)
     test_yaml_roundtrip();
     test_meta();
     test_set();
+    test_depth();
     test_validate();
     test_diff();
     return tl_done("test_config");

@@ -84,6 +84,19 @@ gzip -1 -c $TMP/claim.safetensors > $B/claim.safetensors.gz
 end=$((1125899906842624 + $(st_header $P | jq '.["out.bias"].data_offsets[1]')))
 expect2 "gzip'd, a header that claims 1 PiB of data (refused before reading it)" "$B/claim.safetensors.gz;;the header's tensors hold $end bytes, more than half this machine's memory" \
     limit_vm 1000000 timeout 60 $TXL info $B/claim.safetensors.gz
+# a tensor the model does not have, of 1.5 GiB, whose bytes are there (24 gzip members of 64
+# MiB of zeros: 1.5 MB on disk): the header is held to the model of its config before any
+# data is read, so it costs nothing (it was read whole, then refused as "unexpected tensor")
+dl=$(st_header $P | jq '[.[] | .data_offsets? // empty | .[1]] | max')
+st_edit $P $TMP/extra.safetensors ".extra = {\"dtype\": \"F32\", \"shape\": [402653184], \"data_offsets\": [$dl, $((dl + 1610612736))]}"
+{ gzip -1 -c $TMP/extra.safetensors; i=0; while [ $i -lt 24 ]; do cat $TMP/zeros64m.gz; i=$((i + 1)); done; } > $B/extra.safetensors.gz
+for c in info eval; do
+    expect2 "$c: gzip'd, a 1.5 GiB tensor the model lacks (refused from the header; 1 GB memory limit)" "$B/extra.safetensors.gz;;unexpected tensor 'extra'" \
+        limit_vm 1000000 timeout 60 $TXL $c $B/extra.safetensors.gz
+done
+expect2 "train --resume: the same (1 GB memory limit)" "$B/extra.safetensors.gz;;unexpected tensor 'extra'" \
+    limit_vm 1000000 timeout 60 $TXL train -q --resume $B/extra.safetensors.gz --set train.out_dir=$RUN
+rm -f $B/extra.safetensors.gz
 
 echo "-- truncated gzip'd file, at every structural boundary"
 s=$(wc -c < $GZ)
@@ -151,6 +164,15 @@ st_edit $P $B/entrykey.safetensors '.["out.bias"].dtypes = "F32"'
 both "an unknown key inside a tensor entry" "tensor 'out.bias': unexpected key 'dtypes'" $B/entrykey.safetensors
 st_edit $P $B/meta_num.safetensors '.__metadata__.step = 5'
 both "non-string metadata" "__metadata__.step must be a string" $B/meta_num.safetensors
+# a NUL inside a header string: the JSON reader keeps C strings, so "out.bias\u0000zz" was
+# read as out.bias, and a config starting with \u0000 as an empty one ("data.train is
+# required"); a raw 0 byte inside a string did the same
+st_edit $P $B/nulname.safetensors '.["out.bias\u0000zz"] = .["out.bias"] | del(.["out.bias"])'
+both "a tensor name holding \\u0000" 'header key "out.bias\u0000zz" holds a NUL character' $B/nulname.safetensors
+st_edit $P $B/nulmeta.safetensors '.__metadata__.config |= "\u0000" + .'
+both "metadata holding \\u0000" 'the value of header key "config" holds a NUL character' $B/nulmeta.safetensors
+st_header $P | sed 's/"out\.bias":/"out.bias\x00zz":/' > $TMP/h; st_build $B/nulraw.safetensors $TMP/h $TMP/d
+both "a tensor name holding a raw 0 byte" 'header key "out.bias?zz" holds a NUL character' $B/nulraw.safetensors
 
 echo "-- tensor entries"
 st_edit $P $B/past.safetensors '.["layers.1.ff.3.bias"].data_offsets |= [.[0] + 100000000, .[1] + 100000000]'
@@ -231,6 +253,20 @@ both "config YAML malformed" "metadata 'config' at;;YAML syntax error" $B/cfg_ya
 cfg $B/cfg_huge.safetensors batch_size 1000000 tgt_len 1000000
 RESUME_NEEDLES="model.tgt_len: 1000000 vs 32" \
 both "config with an absurd plan" "a training step is too large" $B/cfg_huge.safetensors
+# a config nested 100,000 deep (info took 117 s, inside libyaml) and one of more than 1 MiB
+# (a config file's limit): refused at once (timeout 10: a regression fails, not hangs)
+st_edit $P $B/cfg_deep.safetensors '.__metadata__.config = "model: " + ([range(100000)] | map("[") | join(""))'
+for c in info eval; do
+    expect2 "$c: config nested 100,000 deep (at once)" "$B/cfg_deep.safetensors;;metadata 'config' at 1:23: nested deeper than 16 levels" \
+        timeout 10 $TXL $c $B/cfg_deep.safetensors
+done
+expect2 "train --resume: config nested 100,000 deep (at once)" "$B/cfg_deep.safetensors;;metadata 'config' at 1:23: nested deeper than 16 levels" \
+    timeout 10 $TXL train -q --resume $B/cfg_deep.safetensors --set train.out_dir=$RUN
+st_edit $P $B/cfg_json_deep.safetensors '.__metadata__.config = "{\"model\": " + ([range(100000)] | map("[") | join(""))'
+expect2 "info: a JSON config nested 100,000 deep (at once)" "$B/cfg_json_deep.safetensors;;nested deeper than 16 levels" \
+    timeout 10 $TXL info $B/cfg_json_deep.safetensors
+st_edit $P $B/cfg_big.safetensors '.__metadata__.config |= ([range(1048576)] | map(" ") | join("")) + .'
+both "config metadata over 1 MiB" "metadata 'config': $((1048576 + $(st_header $P | jq -j '.__metadata__.config' | wc -c))) bytes, more than a config may hold (1048576)" $B/cfg_big.safetensors
 st_edit $P $B/cfg_syntax.safetensors '.__metadata__.config = "{\"model\": {"'
 both "config JSON malformed" "metadata 'config' at 2:1: YAML syntax error" $B/cfg_syntax.safetensors
 st_edit $P $B/cfg_none.safetensors 'del(.__metadata__.config)'
@@ -251,7 +287,7 @@ expect2 "train --resume from weights only" "$TMP/w.safetensors;;missing tensor '
 state() { # state "description" KEY VALUE "needles" (VALUE null deletes the key)
     if [ "$3" = null ]; then st_edit $P $B/state.safetensors "del(.__metadata__.$2)"
     else st_edit $P $B/state.safetensors ".__metadata__.$2 = \"$3\""; fi
-    expect2 "train --resume: $1" "$B/state.safetensors;;metadata '$2';;$4" \
+    expect2 "train --resume: $1" "$B/state.safetensors;;metadata ;;'$2';;$4" \
         $TXL train -q --resume $B/state.safetensors --set train.out_dir=$RUN --set train.max_steps=10
 }
 state "step 1e23" step 1e23 "must be an integer in [0, 2^53], found '1e23'"
@@ -282,6 +318,37 @@ state "elapsed_s 0x1p3" elapsed_s 0x1p3 "found '0x1p3'"
 state "grad_norm_mean nan" grad_norm_mean nan "found 'nan'"
 state "params that are not the model's" params 5 "is 5, but the model of its config has"
 state "data_pos past the end of the streams" data_pos 9000000 "9000000 is past the end of the streams"
+# the counters agree: each step is applied or skipped, an epoch takes a step, each step feeds
+# the 8 streams one segment of 1 to 32 tokens (the run: 5 steps, 1280 tokens)
+state "step 7, but 5 applied and 0 skipped" step 7 "metadata 'grad_norm_count' 5 + 'skipped_steps' 0 is not 'step' 7"
+state "skipped_steps 1 (6 steps counted)" skipped_steps 1 "'grad_norm_count' 5 + 'skipped_steps' 1 is not 'step' 5"
+state "epoch past step" epoch 6 "'epoch' 6 is more than 'step' 5"
+state "log_steps past step" log_steps 6 "'log_steps' 6 is more than 'step' 5"
+state "tokens past step x streams x tgt_len" tokens 1281 "'tokens' 1281 does not fit 'step' 5;;(so 40 to 1280 tokens)"
+state "tokens under step x streams" tokens 39 "'tokens' 39 does not fit 'step' 5"
+# every reader applies these checks (info printed "step: -5" and "step: 1e400")
+for v in -5 1e400; do
+    st_edit $P $B/step.safetensors ".__metadata__.step = \"$v\""
+    both "step '$v'" "metadata 'step' must be an integer in [0, 2^53], found '$v'" $B/step.safetensors
+done
+st_edit $P $B/valid.safetensors '.__metadata__.valid_loss = "abc"'
+expect2 "info: valid_loss 'abc'" "$B/valid.safetensors;;metadata 'valid_loss' must be a number >= 0, inf or nan, found 'abc'" $TXL info $B/valid.safetensors
+st_edit $P $B/format.safetensors '.__metadata__.format = "txl/2"'
+both "format txl/2" "metadata 'format' is 'txl/2', expected 'txl/1'" $B/format.safetensors
+st_edit $P $B/noformat.safetensors 'del(.__metadata__.format)'
+check "format absent: accepted (it is informative; the config says the rest)" $TXL info $B/noformat.safetensors
+# a resumable checkpoint's state is complete: the memory of every layer (the model has
+# mem_len 32, and a checkpoint with state is written after a step, which leaves rows)
+st_edit $P $B/nomem0.safetensors 'del(.["state.mem.0"])'
+expect2 "train --resume: state.mem.1 without state.mem.0 (it resumed with an empty memory)" "$B/nomem0.safetensors;;memory tensor 'state.mem.0' missing or not [8, 32, 64] F32" \
+    $TXL train -q -c $CFG --resume $B/nomem0.safetensors --set train.out_dir=$RUN
+st_drop $P $B/nomem.safetensors 'del(.["state.mem.0"], .["state.mem.1"])'
+expect2 "train --resume: no memory at all with mem_len 32" "$B/nomem.safetensors;;missing tensor 'state.mem.0': a checkpoint to resume from holds the memory of every layer (state.mem.0 to state.mem.1) when model.mem_len > 0 (32)" \
+    $TXL train -q -c $CFG --resume $B/nomem.safetensors --set train.out_dir=$RUN
+check "eval of it is fine (it does not read the memory)" $TXL eval $B/nomem.safetensors --data $TMP/last.safetensors --max-tokens 3000
+st_edit $P $B/mem64.safetensors '.["state.mem.0"].dtype = "F64" | .["state.mem.0"].shape |= [.[0], .[1], .[2] / 2]'
+RESUME_NEEDLES="memory tensor 'state.mem.0' missing or not [8, 32, 64] F32" \
+both "a memory tensor of another dtype (read by no reader, refused from the header by all)" "tensor 'state.mem.0' is not the layer input of this config's memory (F32 [8, <= 32, 64]" $B/mem64.safetensors
 check "eval still works on a file with only a damaged memory tensor" $TXL eval $B/mem.safetensors --data $TMP/last.safetensors --max-tokens 3000
 
 echo "-- non-finite values (each would make every loss nan)"
@@ -300,6 +367,9 @@ check "...and nothing on stdout" test ! -s $TMP/out
 put_f32 $P $B/nan_v.safetensors optim.v.out.bias 3 "$NAN"
 expect2 "train --resume: a NaN Adam moment" "$B/nan_v.safetensors;;tensor 'optim.v.out.bias' holds a non-finite value (nan) at index [3]" \
     $TXL train -q -c $CFG --resume $B/nan_v.safetensors --set train.out_dir=$RUN
+put_f32 $P $B/neg_v.safetensors optim.v.out.bias 3 '\000\000\200\277'   # -1.0
+expect2 "train --resume: a negative Adam second moment (NaN two steps later)" "$B/neg_v.safetensors;;tensor 'optim.v.out.bias' holds a negative value (-1) at index [3] (element 3 of 256): an Adam second moment is a running mean of squared gradients" \
+    $TXL train -q -c $CFG --resume $B/neg_v.safetensors --set train.out_dir=$RUN
 put_f32 $P $B/inf_mem.safetensors state.mem.1 100 "$INF"
 expect2 "train --resume: an infinite memory value" "$B/inf_mem.safetensors;;tensor 'state.mem.1' holds a non-finite value (inf) at index [0, 1, 36]" \
     $TXL train -q -c $CFG --resume $B/inf_mem.safetensors --set train.out_dir=$RUN
@@ -354,6 +424,13 @@ for v in zero max; do
     check "...and logs its 5 steps" test "$(jq -s '[.[] | select(.event=="train")] | length' \
         $TMP/hier_$v/log.jsonl)" -eq 5
 done
+# the coordinates go with the memory: both or neither (hier reads them)
+st_drop $TMP/hier.safetensors $B/nocoords.safetensors 'del(.["state.coords"])'
+expect2 "train --resume: hier memory without its state.coords" "$B/nocoords.safetensors;;tensor 'state.coords' missing or not [8, 32, 3] I32" \
+    $TXL train -q --resume $B/nocoords.safetensors --set train.out_dir=$TMP/hier_nc
+st_edit $TMP/hier.safetensors $B/coords_short.safetensors '.["state.coords"].shape = [8, 16, 6]'
+expect2 "train --resume: hier state.coords of fewer rows than the memory" "$B/coords_short.safetensors;;tensor 'state.coords' missing or not [8, 32, 3] I32" \
+    $TXL train -q --resume $B/coords_short.safetensors --set train.out_dir=$TMP/hier_nc
 
 guard_sum > $TMP/guard.end
 check "the run directory is untouched after all of the above" cmp -s $TMP/guard.sum $TMP/guard.end

@@ -39,6 +39,21 @@ expect2 "a NUL byte" "$C/nul.yaml: invalid YAML input at byte;;control character
 datacase bad_multi_doc "3:1: expected a single YAML document, found a second one"
 cfgcase list_root "1:1: expected a mapping of sections (model, data, train), found a list" '- model\n- data\n'
 cfgcase alias_key "YAML syntax error" "${D}model: {*a: 2}\n"
+# deep nesting: libyaml's time grows with the square of the depth (40,000 levels took 24 s
+# inside it); a config has 3 levels, and the 17th stops the parse at once (timeout 10: a
+# regression fails here instead of hanging)
+{ printf "${D}model: "; head -c 40000 /dev/zero | tr '\0' '['; } > $C/deep_flow.yaml
+expect2 "40,000 nested flow lists (at once)" "$C/deep_flow.yaml:2:23: nested deeper than 16 levels (a txl config has 3" \
+    timeout 10 $TXL train -c $C/deep_flow.yaml --set train.out_dir=$RUN
+{ printf "${D}model:\n"; i=0; while [ $i -lt 40000 ]; do printf -- '- '; i=$((i + 1)); done; printf 'x\n'; } > $C/deep_block.yaml
+expect2 "40,000 nested block lists (at once)" "$C/deep_block.yaml:3:31: nested deeper than 16 levels" \
+    timeout 10 $TXL train -c $C/deep_block.yaml --set train.out_dir=$RUN
+expect2 "--set with 40,000 nested mappings (at once)" "--set model.n_layer={{{{;;nested deeper than 16 levels" \
+    timeout 10 $TXL train -c $CFG --set "model.n_layer=$(head -c 40000 /dev/zero | tr '\0' '{')" --set train.out_dir=$RUN
+printf "model: {n_layer: 2}  # [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\ndata: {train: tests/data/tinyshakespeare.txt.gz, doc_separator: \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}\n" > $C/brackets.yaml
+$TXL train -c $C/brackets.yaml --print-config > $TMP/brackets.out 2>&1
+check "brackets in a comment and a quoted string are text, not nesting ($(grep -m1 -e doc_separator -e "txl train" $TMP/brackets.out))" \
+    grep -qF 'doc_separator: "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["' $TMP/brackets.out
 
 echo "-- unknown keys and sections"
 datacase bad_unknown_key "3:3: unknown key 'model.d_modle' (did you mean 'model.d_model'?)"
@@ -59,6 +74,7 @@ cfgcase quoted_int "2:18: model.n_layer: expected an integer, found the string \
 cfgcase hex "2:13: train.lr: expected a number, found '0x10'" "${D}train: {lr: 0x10}\n"
 cfgcase nan "2:13: train.lr: expected a number, found '.nan'" "${D}train: {lr: .nan}\n"
 cfgcase list_for_path "1:15: data.train: expected a path, found a list" 'data: {train: [a, b]}\n'
+cfgcase list_for_separator "1:65: data.doc_separator: expected a string, found a list" "data: {train: tests/data/tinyshakespeare.txt.gz, doc_separator: [a]}\n"
 cfgcase big_int "2:18: model.n_layer: expected an integer, found '99999999999999999999' (too large)" "${D}model: {n_layer: 99999999999999999999}\n"
 cfgcase big_float "2:13: train.lr: expected a number, found '1e999' (too large for a double)" "${D}train: {lr: 1e999}\n"
 cfgcase tag_str "2:18: model.n_layer: expected an integer, found a value tagged !!str" "${D}model: {n_layer: !!str 3}\n"
@@ -75,6 +91,9 @@ cfgcase lr_negative "2:13: train.lr must be > 0, found -0.001" "${D}train: {lr: 
 cfgcase lr_zero "2:13: train.lr must be > 0, found 0" "${D}train: {lr: 0}\n"
 datacase bad_out_of_range "3:12: model.dropout must be in [0, 1), found 1.5"
 cfgcase mem_len_negative "2:18: model.mem_len must be >= 0, found -1" "${D}model: {mem_len: -1}\n"
+cfgcase clamp_len_negative "2:20: model.clamp_len must be >= 0, found -5" "${D}model: {clamp_len: -5}\n"
+expect2 "--set clamp_len -5 (a negative length meant off, silently)" "--set model.clamp_len=-5: model.clamp_len must be >= 0, found -5" \
+    $TXL train -c $CFG --set model.clamp_len=-5 --set train.out_dir=$RUN
 cfgcase beta2_one "2:16: train.beta2 must be in [0, 1), found 1" "${D}train: {beta2: 1.0}\n"
 cfgcase batch_0 "2:21: train.batch_size must be >= 1, found 0" "${D}train: {batch_size: 0}\n"
 cfgcase grad_accum_0 "2:21: train.grad_accum must be in [1, 1024], found 0" "${D}train: {grad_accum: 0}\n"
@@ -158,6 +177,9 @@ expect2 "--set negative lr" "--set train.lr=-1: train.lr must be > 0, found -1" 
     $TXL train -c $CFG --set train.lr=-1 --set train.out_dir=$RUN
 expect2 "--set of a mapping" "--set model={n_layer: 2}: unknown key 'model'" \
     $TXL train -c $CFG --set 'model={n_layer: 2}' --set train.out_dir=$RUN
+$TXL train -c $CFG --set data.doc_separator='<doc>' --set data.doc_separator= --print-config > $TMP/sep.out 2>&1
+check "--set data.doc_separator= (empty) means no separator ($(grep -m1 -e doc_separator -e 'txl train' $TMP/sep.out))" \
+    grep -qx '  doc_separator: ""' $TMP/sep.out
 expect2 "--set missing corpus" "data.train;;$C/nope.txt: cannot open corpus: No such file or directory" \
     $TXL train -c $CFG --set data.train=$C/nope.txt --set train.out_dir=$TMP/r_missing
 check "...and no run directory was created for it" test ! -e $TMP/r_missing

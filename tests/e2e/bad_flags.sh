@@ -80,6 +80,7 @@ expect2 "--batch 0" "--batch: 0 is out of range [1, 65536]" $E --batch 0
 expect2 "--batch 1e3" "--batch: expected an integer, found '1e3'" $E --batch 1e3
 expect2 "--max-tokens 1" "--max-tokens: 1 is out of range [2," $E --max-tokens 1
 expect2 "--clamp-len not a number" "--clamp-len: expected an integer, found 'x'" $E --clamp-len x
+expect2 "--clamp-len negative (meant off, silently)" "--clamp-len: -5 is out of range [0, 1073741824]" $E --clamp-len -5
 expect2 "--threads negative" "--threads: -1 is out of range [0, 1024]" $E --threads -1
 expect2 "--split unknown" "--split: expected valid, test or train, found 'bogus'" $E --split bogus
 # --split names a part of the checkpoint's corpus, --data another file: not both
@@ -145,6 +146,45 @@ expect2 "--mem-len negative" "--mem-len: -1 is out of range [0, 1048576]" $S --m
 expect2 "--prompt with --prompt-file" "--prompt and --prompt-file exclude each other" $S --prompt a --prompt-file $CFG
 expect2 "--prompt-file missing" "--prompt-file $TMP/nope.txt: cannot open: No such file or directory" $S --prompt-file $TMP/nope.txt
 expect2 "--prompt-file a directory" "--prompt-file $TMP: read error: Is a directory" $S --prompt-file $TMP
+
+echo "-- more memory than the machine allows: refused before it is allocated"
+# eval --mem-len 4194304 (the flag allows it) grew to 24 GB before the OOM killer came; every
+# setting is now estimated from the plans the pass will make and refused (exit 2) when it
+# does not fit, naming the need, the physical memory and the address-space limit. Run under
+# a 1 GB limit (ulimit -v) so that a regression fails at a malloc instead of taking the
+# machine's memory, and not under a sanitizer, which reserves terabytes of address space
+# (limit_vm would run them unlimited).
+if ldd "$TXL" 2>/dev/null | grep -q 'lib[atl]*san'; then
+    echo "  skipped: a sanitizer build"
+else
+    N="MiB of memory, more than this machine allows: ;;MiB of physical memory (txl holds;;an address-space limit (ulimit -v) of 977 MiB"
+    expect2 "eval --mem-len 4194304" "--batch/--tgt-len/--mem-len: the evaluation at batch 8 x tgt_len 32 with mem_len 4194304 needs about;;$N" \
+        limit_vm 1000000 timeout 60 $E --mem-len 4194304 --max-tokens 3000
+    expect2 "eval --mem-len 100000 (fits the machine, not the limit)" "mem_len 100000 needs about;;$N" \
+        limit_vm 1000000 timeout 60 $E --mem-len 100000 --max-tokens 3000
+    expect2 "eval --sweep 1,1024 --batch 64: the factor that does not fit" "--sweep factor 1024: the evaluation at batch 64 x tgt_len 32 with mem_len 32768 needs about;;$N" \
+        limit_vm 1000000 timeout 60 $E --sweep 1,1024 --batch 64 --max-tokens 3000
+    check "...refused before the first row is printed" test ! -s $TMP/out
+    expect2 "eval --term-stats --mem-len 4194304" "mem_len 4194304 needs about;;$N" \
+        limit_vm 1000000 timeout 60 $E --term-stats --mem-len 4194304 --max-tokens 3000
+    for k in needle recall; do
+        expect2 "probe $k --mem-len 4194304" "probe $k, memory mode: 4 trials x tgt_len 32 with mem_len 4194304 needs about;;$N" \
+            limit_vm 1000000 timeout 60 $TXL probe $k $CK --mem-len 4194304 --trials 4 --lengths 2
+    done
+    expect2 "probe shift --mem-len 4194304" "probe shift: the evaluation at tgt_len 32 with mem_len 4194304 needs about;;$N" \
+        limit_vm 1000000 timeout 60 $TXL probe shift $CK --mem-len 4194304
+    expect2 "sample --mem-len 1048576" "sampling with mem_len 1048576: 1 sample, 1 side by side, after a prompt of 1 bytes, needs about;;$N" \
+        limit_vm 1000000 timeout 60 $S --mem-len 1048576 -n 5
+    expect2 "sample --mem-len 65536 --num-samples 64" "sampling with mem_len 65536: 64 samples, 64 side by side;;$N" \
+        limit_vm 1000000 timeout 60 $S --mem-len 65536 --num-samples 64 -n 5
+    # prompts: at most 16 MiB (/dev/zero grew to 6.4 GB in 8 s)
+    expect2 "sample --prompt-file /dev/zero" "--prompt-file /dev/zero: longer than 16 MiB, the most a prompt may be" \
+        limit_vm 1000000 timeout 60 $S --prompt-file /dev/zero
+    expect2 "sample with /dev/zero as stdin" "the prompt from stdin: longer than 16 MiB" \
+        limit_vm 1000000 timeout 60 sh -c "exec $S < /dev/zero"
+    expect2 "sample -i with /dev/zero as stdin (one endless line)" "-i: stdin: a line longer than 16 MiB" \
+        limit_vm 1000000 timeout 60 sh -c "exec $S -i < /dev/zero"
+fi
 
 echo "-- info and export"
 expect2 "info: unknown flag" "unknown option '--bogus'" $TXL info $CK --bogus

@@ -33,6 +33,33 @@ $TXL train $OPTS --set train.max_steps=$((s + 3)) --set train.out_dir=$RUN \
 check "with the corpus whole again, --resume continues (exit $?: $(head -c 200 $TMP/resume.err))" \
     test "$(step_of $RUN/last.safetensors.gz)" = $((s + 3))
 
+# an epoch of one segment (8 streams of 33 tokens): every step after the first starts an
+# epoch, so the read that fails is an epoch's first. The state stays the last step's: it
+# counted the epoch and emptied the memory before the read, so `last` had epoch = step and
+# no memory (which a resume refuses: a checkpoint to resume holds the memory)
+E1=$TMP/epoch
+mkdir -p $E1
+gunzip -c tests/data/tinyshakespeare.txt.gz | head -c 300 > $E1/c.txt
+# shellcheck disable=SC2086
+$TXL train $OPTS --set data.train=$E1/c.txt --set train.max_steps=1000000 \
+    --set train.out_dir=$E1/run >/dev/null 2>$E1/err &
+pid=$!
+wait_trained $E1/run/log.jsonl 5 || bad "the one-segment run did not get going: $(head -c 300 $E1/err)"
+truncate -s 100 $E1/c.txt
+wait $pid
+rc=$?
+$TXL info $E1/run/last.safetensors.gz --json > $E1/info.json 2>&1
+check "one-segment epochs, truncated: exit 2 (exit $rc), last written" test $rc -eq 2 -a -s $E1/info.json
+check "...holding the last step's memory and epoch (epoch = step - 1): $(jq -c '{step, epoch, has_memory}' $E1/info.json)" \
+    jq -e '.has_memory and .epoch == .step - 1' $E1/info.json
+gunzip -c tests/data/tinyshakespeare.txt.gz | head -c 300 > $E1/c.txt
+s=$(step_of $E1/run/last.safetensors.gz)
+# shellcheck disable=SC2086
+$TXL train $OPTS --set data.train=$E1/c.txt --set train.max_steps=$((s + 3)) \
+    --set train.out_dir=$E1/run --resume $E1/run/last.safetensors.gz >/dev/null 2>$E1/resume.err
+check "...and --resume continues from it (exit $?: $(head -c 200 $E1/resume.err))" \
+    test "$(step_of $E1/run/last.safetensors.gz)" = $((s + 3))
+
 # a corpus that shrank between runs: refused before any step (the split no longer matches
 # the checkpoint's), and last stays as it was
 before=$(sha256sum < $RUN/last.safetensors.gz)

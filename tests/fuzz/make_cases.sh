@@ -3,7 +3,11 @@
 # (make_seeds.sh runs it; it also runs alone). Needs ./txl, jq and gzip.
 #   checkpoint: a key twice (a second __metadata__, a metadata key, a tensor name, a key in
 #               a tensor entry), 1000 Adam moments too many, NaN / inf in a weight, an Adam
-#               moment and the memory, bytes after the gzip stream, two gzip members
+#               moment and the memory, bytes after the gzip stream, two gzip members, a
+#               config nested 100,000 deep, a NUL in a tensor name, a layer's memory
+#               missing, a negative Adam second moment, a tensor the model lacks
+#   config:     nesting 40,000 deep (flow, block, and in a --set), brackets in quoted text
+#               and comments, a null data.doc_separator, a negative clamp_len
 #   corpus:     bytes after the gzip data, two gzip members
 set -eu
 cd "$(dirname "$0")/../.."
@@ -38,10 +42,24 @@ st_edit $P $K/case-many-moments '. + ([range(1000)] | map({key: "optim.m.x.\(.)"
 put_f32 $P $K/case-nan-weight layers.0.attn.o.weight 3 '\000\000\300\177'
 put_f32 $P $K/case-inf-moment optim.v.out.bias 7 '\000\000\200\177'
 put_f32 $P $K/case-nan-memory state.mem.0 5 '\000\000\300\377'
+st_edit $P $K/case-deep-config '.__metadata__.config = "model: " + ([range(100000)] | map("[") | join(""))'
+st_edit $P $K/case-nul-name '.["out.bias\u0000zz"] = .["out.bias"] | del(.["out.bias"])'
+st_edit $P $K/case-no-mem0 'del(.["state.mem.0"])'
+put_f32 $P $K/case-negative-moment optim.v.out.bias 2 '\000\000\200\277'
+st_edit $P $K/case-extra-tensor '.extra = {dtype: "F32", shape: [0], data_offsets: [0, 0]}'
 { gzip -c $P; printf 'junk'; } > $K/case-gzip-garbage
 { head -c 1000 $P | gzip -1; tail -c +1001 $P | gzip -9; } > $K/case-gzip-members
+
+# config: YAML, then NUL-separated --set texts
+F=$C/config
+{ printf 'model: '; head -c 40000 /dev/zero | tr '\0' '['; } > $F/case-deep-flow
+{ printf 'model:\n'; i=0; while [ $i -lt 20000 ]; do printf -- '- '; i=$((i + 1)); done; printf 'x\n'; } > $F/case-deep-block
+{ printf 'model: {n_layer: 2}\n\000model.n_layer='; head -c 30000 /dev/zero | tr '\0' '{'; } > $F/case-deep-set
+printf 'data: {train: "[[[[[[[[[[[[[[[[[[[[[[", doc_separator: "{{{{{{{{{{{{{{{{{{{{{{{{"}  # [[[[[[[[[[[[[[[[[[[[\n' > $F/case-brackets-quoted
+printf 'data: {train: a.txt, doc_separator: }\n\000data.doc_separator=\000data.doc_separator="~"' > $F/case-separator-null
+printf 'data: {train: a.txt}\nmodel: {clamp_len: -5}\n' > $F/case-clamp-negative
 
 # corpus: 4 parameter bytes (B 4, tgt_len 8, eval, split 0.9/0.05), then the file
 { printf '\003\007\000\010'; gzip -c $TMP/text.txt; printf 'junk'; } > $C/corpus/case-gzip-garbage
 { printf '\003\007\000\010'; head -c 1000 $TMP/text.txt | gzip -1; tail -c +1001 $TMP/text.txt | gzip -9; } > $C/corpus/case-gzip-members
-echo "cases: $(ls $K/case-* | wc -l) checkpoint, $(ls $C/corpus/case-* | wc -l) corpus"
+echo "cases: $(ls $K/case-* | wc -l) checkpoint, $(ls $F/case-* | wc -l) config, $(ls $C/corpus/case-* | wc -l) corpus"
