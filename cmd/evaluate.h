@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "../data/tokens.h"
+#include "../model/kv_cache.h"
 #include "../model/model.h"
 
 typedef struct {

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../model/kv_cache.h"
 #include "../model/model.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* checkpoint.c: model <-> safetensors (see checkpoint.h). The table of model.c is walked
+/* checkpoint.c: model <-> safetensors (see checkpoint.h). The table of params.c is walked
  * in order, so the checkpoint lists tensors in the order of doc/design.md, "Checkpoints". */
 #include "checkpoint.h"
 

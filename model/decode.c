@@ -1,4 +1,4 @@
-/* decode.c: see decode.h. The layer is model.c's: the same projection, attention kernel
+/* decode.c: see decode.h. The layer is forward.c's: the same projection, attention kernel
  * and layer tail, for B rows of one token each (Lq = 1, i = 0). */
 #include "decode.h"
 

@@ -8,7 +8,7 @@
  * (xl's rk, the mlp/alibi bias) are built once for every distance up to M (pos.h:
  * decode_tables). A step then runs a layer of model_forward for a 1-token segment: the
  * same q/kv projection, attn_decode (attention.c: the attention kernel's scores for one
- * query per stream) over the cached rows, and the same layer_tail_forward (model.c); it
+ * query per stream) over the cached rows, and the same layer_tail_forward (forward.c); it
  * costs O(M*H*dh + d^2) per layer and token, whatever the amount of text generated, and
  * computes what model_forward computes (up to float rounding; tested).
  *

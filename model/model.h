@@ -1,7 +1,7 @@
 /* model.h: the Transformer-XL of doc/design.md, "The model": parameters, activations, memory, and
  * the forward/backward of one segment.
  *
- * Parameters live in ONE table (model.c: param table): every tensor's checkpoint name,
+ * Parameters live in ONE table (params.c): every tensor's checkpoint name,
  * shape, init and offset into a single float array. Gradients and Adam moments use the same
  * offsets, so optimisers and checkpoints are loops over flat arrays. model_tensors gives
  * named views into any such array (weights or gradients).
@@ -20,6 +20,8 @@
 #include "../common/err.h"
 #include "model_config.h"
 #include "pos.h"
+
+typedef struct kv_cache kv_cache; /* kv_cache.h: inference's keys and values of the memory */
 
 /* Named views of one layer's tensors (every member a float *: the table fills them by
  * index). pos[] are the positional scheme's, in the order its params hook added them. */
@@ -108,36 +110,6 @@ model_mem mem_slice(const model_mem *whole, int b0, int B);
 static inline float *mem_layer(const model_mem *mem, int l)
 {
     return mem->buf + (size_t)l * mem->layer_stride;
-}
-
-/* Inference: the keys and values of a memory's rows, kept from the segment that projected
- * them (the same rows times the same weights; a row may round its last bit differently in a
- * GEMM of other rows), so a segment projects only its own rows. Per layer and stream a
- * window of cap rows, the memory's at [start, start + m). It mirrors one model_mem:
- * model_forward uses it only for the memory and generation it last advanced (buffer, gen
- * and row count; an empty memory always matches), else projects the whole window and
- * refills it. Rows copied into that memory by hand need kv_cache_invalidate. Schemes with
- * window_keys (rope) get no cache (buf NULL), nor does a memory of 0 rows, nor a cache that
- * could not be allocated (the forward then projects every window whole, as without one). */
-typedef struct {
-    float *buf;              /* [n_layer][B][cap][row], or NULL */
-    int n_layer, B, M, Lq_max, cap, row; /* cap = M + 2 Lq_max, row = 2 H dh */
-    int start, m;            /* the memory's rows in each window; m = -1: invalid */
-    const float *of;         /* the memory buffer it mirrors */
-    uint64_t gen;            /* and that memory's generation */
-} kv_cache;
-
-/* For a memory of M rows, B streams and segments up to Lq_max rows. Never fails: out of
- * memory, it keeps no cache. */
-void kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max);
-void kv_cache_invalidate(kv_cache *k);
-void kv_cache_free(kv_cache *k);
-/* The floats kv_cache_init would allocate for the same arguments (0: no cache). */
-size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max);
-/* The floats it holds (0 without a buffer). */
-static inline size_t kv_cache_floats(const kv_cache *k)
-{
-    return k->buf ? (size_t)k->n_layer * k->B * k->cap * k->row : 0;
 }
 
 /* One layer's cache for the backward (training) or its working buffers (inference). */

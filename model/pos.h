@@ -3,7 +3,7 @@
  * Everything one scheme needs lives in one file, model/pos_<name>.c, behind the hooks of a
  * pos_ops: its parameters (table entries and their views), its buffers in the activation
  * plan, what it does to the embeddings, to each layer's queries and keys and to the
- * attention scores, its backward, and its one-token decode step. model.c and decode.c call
+ * attention scores, its backward, and its one-token decode step. forward.c, backward.c and decode.c call
  * the hooks and never ask which scheme runs; the registry (pos.c) maps the config's
  * pos_scheme to its pos_ops. Adding a scheme: one file, one line in POS_SCHEMES
  * (model_config.h), its tests.
@@ -33,7 +33,7 @@ typedef struct param_table param_table;
 typedef struct attn_grads attn_grads;
 
 /* Adds one parameter tensor (shape [d0] when d1 == 0, else [d0, d1]) named by fmt to the
- * table (model.c) with the given init (N(0, 0.02) for INIT_NORMAL). Returns 0, or -1 when
+ * table (params.c) with the given init (N(0, 0.02) for INIT_NORMAL). Returns 0, or -1 when
  * out of memory or when the scheme has used all POS_SLOTS views of this layer. */
 typedef enum {
     INIT_NORMAL, INIT_ZERO, INIT_ONE,
@@ -48,7 +48,7 @@ typedef struct {
     int training;        /* keep what the backward needs, plan its scratch */
 } pos_dims;
 
-/* Hands out `n` floats of the activation plan (model.c's arena): called twice with the
+/* Hands out `n` floats of the activation plan (plan.c's arena): called twice with the
  * same sequence, first to count, then for real (then the pointers are valid). */
 typedef struct {
     float *(*take)(void *arena, size_t n);
@@ -166,7 +166,7 @@ void pos_decode_dist_bias(const pos_decode *d, attn_args *a);
 /* The registry: the ops of a scheme (never NULL for a valid pos_scheme). */
 const pos_ops *pos_get(pos_scheme p);
 
-/* Dropout sites of the model (model.c) and the schemes share one key space. */
+/* Dropout sites of the model (forward.c, backward.c) and the schemes share one key space. */
 enum { SITE_EMB, SITE_R, SITE_ATTN_OUT, SITE_DROPATT, SITE_FF_ACT, SITE_FF_OUT, SITE_FINAL };
 uint64_t pos_site_key(uint64_t key, int layer, int site);
 

@@ -1,4 +1,4 @@
-/* test_kvcache.c: inference with the memory's keys and values kept (kv_cache, model.h)
+/* test_kvcache.c: inference with the memory's keys and values kept (kv_cache, kv_cache.h)
  * computes what projecting the whole window computes: the same logits and the same memory
  * for every positional scheme (rope keeps none: its keys move with the window),
  * post- and pre-LN, one stream and several, memories longer and shorter than a segment,
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "../data/units.h"
+#include "../model/kv_cache.h"
 #include "../model/model.h"
 #include "testlib.h"
 

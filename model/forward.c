@@ -1,0 +1,284 @@
+/* forward.c: the forward of one segment (doc/design.md, "The model"); backward.c is its
+ * backward, params.c the parameter table, plan.c the buffers. The positional scheme is a pos_ops (pos.h): its hooks add
+ * its tensors, buffers and terms around the shared attention kernel; nothing here asks
+ * which scheme runs.
+ *
+ * Per layer l (x = input [B,Lq,d], cat = [mem[l]; x] [B,klen,d]):
+ *   X    = cat (post-LN) or LN_attn(cat) (pre-LN)
+ *   kv   = X @ Wkv^T (all klen rows);  q = X[m:] @ Wq^T (segment rows)
+ *   vec  = attention(q, kv) (attention.c; the scheme prepares rk / bias / rotations)
+ *   post: h1 = LN_attn(x + drop(vec @ Wo^T));  out = LN_ff(h1 + drop(FF(h1)))
+ *   pre:  h1 = x + drop(vec @ Wo^T);           out = h1 + drop(FF(LN_ff(h1)))
+ *   FF(z) = W3 drop(relu(W0 z + b0)) + b3
+ * Gradients are added into mdl->g (+= rule; the trainer zeroes them once per step). */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "dropout.h"
+#include "embedding.h"
+#include "gemm.h"
+#include "layernorm.h"
+#include "xent.h"
+#include "model_impl.h"
+
+static void copy_mem_rows(model_mem *mem, int l, const float *cat, int klen)
+{
+    int B = mem->B, M = mem->M, d = mem->d;
+    int keep = klen < M ? klen : M;
+    float *dst = mem_layer(mem, l);
+#pragma omp parallel for schedule(static) if ((size_t)B * keep * d > 65536)
+    for (int b = 0; b < B; b++)
+        memcpy(dst + (size_t)b * M * d, cat + ((size_t)b * klen + (klen - keep)) * d,
+               (size_t)keep * d * sizeof(float));
+}
+
+
+/* cat_coords = [memory rows' coordinates; the segment's], per stream. Along a stream a
+ * coordinate grows by 0 or 1 from one token to the next (a token starts at most one unit of
+ * each level, data/units.c). Damaged input (a checkpoint's memory that does not continue
+ * the text) is brought to that rule: a row below its predecessor stays level with it, a row
+ * further above it is one above. So every difference a scheme reads is >= 0 and below the
+ * window's span (klen), which the schemes' tables are planned for; valid rows are kept. */
+static void gather_coords(model_acts *A, const model_mem *mem, const int32_t *seg, int Lq)
+{
+    const int NC = TXL_N_COORDS, m = mem->m, klen = m + Lq;
+    for (int b = 0; b < A->B; b++) {
+        int32_t *dst = A->cat_coords + (size_t)b * klen * NC;
+        memcpy(dst, mem->coords + (size_t)b * mem->M * NC, (size_t)m * NC * sizeof *dst);
+        memcpy(dst + (size_t)m * NC, seg + (size_t)b * Lq * NC, (size_t)Lq * NC * sizeof *dst);
+        for (int k = 0; k < NC; k++) {
+            int32_t in_prev = dst[k]; /* the predecessor as it came */
+            for (int j = 1; j < klen; j++) {
+                int32_t *v = &dst[(size_t)j * NC + k], in = *v;
+                int64_t step = (int64_t)in - in_prev, out = (int64_t)v[-NC] + (step > 0);
+                *v = out > INT32_MAX ? INT32_MAX : (int32_t)out;
+                in_prev = in;
+            }
+        }
+    }
+}
+
+/* The memory keeps the coordinates of its last rows, like their states. */
+static void keep_coords(const model_acts *A, model_mem *mem, int klen)
+{
+    const int NC = TXL_N_COORDS, keep = klen < mem->M ? klen : mem->M;
+    for (int b = 0; A->cat_coords && b < A->B; b++)
+        memcpy(mem->coords + (size_t)b * mem->M * NC,
+               A->cat_coords + ((size_t)b * klen + (klen - keep)) * NC,
+               (size_t)keep * NC * sizeof(int32_t));
+}
+
+
+
+/* linear_forward overwriting y, with linear_forward_few's signature */
+static void linear_overwrite(float *y, const float *x, const float *W, const float *bias,
+                             int rows, int out, int in)
+{
+    linear_forward(y, x, W, bias, rows, out, in, 0);
+}
+
+void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, int rows,
+                        const float *x, const float *vec, float *out, const layer_tail_bufs *t,
+                        float p, uint64_t key, size_t base_row)
+{
+    int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
+    size_t n = (size_t)rows * d;
+    void (*lin)(float *, const float *, const float *, const float *, int, int, int) =
+        t->few_rows ? linear_forward_few : linear_overwrite;
+    /* output projection, dropout, residual (+ LN when post) */
+    lin(t->tmp, vec, L->o_w, NULL, rows, d, hd);
+    dropout_add(t->h1, x, t->tmp, n, p, pos_site_key(key, l, SITE_ATTN_OUT), base_row * d);
+    const float *ffin = t->h1;
+    if (!c->pre_lnorm) {
+        layernorm_forward(t->h1, t->ln1_xhat, t->ln1_rstd, t->h1, L->attn_ln_w, L->attn_ln_b,
+                          rows, d);
+    } else {
+        layernorm_forward(t->ffin, t->ln1_xhat, t->ln1_rstd, t->h1, L->ff_ln_w, L->ff_ln_b,
+                          rows, d);
+        ffin = t->ffin;
+    }
+    /* feed-forward: a = drop(relu(ffin W0^T + b0)), out = h1 + drop(a W3^T + b3) */
+    lin(t->a, ffin, L->ff0_w, L->ff0_b, rows, di, d);
+    dropout_relu(t->a, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
+                 base_row * di);
+    lin(t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di);
+    dropout_add(out, t->h1, t->tmp, n, p, pos_site_key(key, l, SITE_FF_OUT), base_row * d);
+    if (!c->pre_lnorm)
+        layernorm_forward(out, t->ln2_xhat, t->ln2_rstd, out, L->ff_ln_w, L->ff_ln_b, rows, d);
+}
+
+/* cat = [mem[l]; x], its LN (pre-LN), and the projections kv (all klen rows) and q (the
+ * segment rows). */
+static void layer_project(const model_config *c, const layer_tensors *L, layer_cache *lc,
+                          const float *x, const model_mem *mem, int l, int B, int Lq)
+{
+    int d = c->d_model, hd = c->n_head * c->d_head, m = mem->m, klen = m + Lq, M = mem->M;
+    const float *ml = mem_layer(mem, l);
+#pragma omp parallel for schedule(static) if ((size_t)B * klen * d > 65536)
+    for (int b = 0; b < B; b++) {
+        memcpy(lc->cat + (size_t)b * klen * d, ml + (size_t)b * M * d, (size_t)m * d * sizeof(float));
+        memcpy(lc->cat + ((size_t)b * klen + m) * d, x + (size_t)b * Lq * d, (size_t)Lq * d * sizeof(float));
+    }
+    const float *X = lc->cat, *Xq = x;
+    if (c->pre_lnorm) {
+        layernorm_forward(lc->catn, lc->ln0_xhat, lc->ln0_rstd, lc->cat, L->attn_ln_w,
+                          L->attn_ln_b, B * klen, d);
+        X = lc->catn;
+        /* queries come from the segment rows [m, klen) of each stream: a contiguous copy of
+         * those rows of LN(cat), so q is one GEMM */
+        for (int b = 0; b < B; b++)
+            memcpy(lc->xq + (size_t)b * Lq * d, X + ((size_t)b * klen + m) * d,
+                   (size_t)Lq * d * sizeof(float));
+        Xq = lc->xq;
+    }
+    linear_forward(lc->kv, X, L->qkv_w + (size_t)hd * d, NULL, B * klen, 2 * hd, d, 0);
+    linear_forward(lc->q, Xq, L->qkv_w, NULL, B * Lq, hd, d, 0);
+}
+
+/* new mem[l] = the last M rows of [mem[l]; x] in place (inference with a key cache, which
+ * builds no cat): copy_mem_rows's rows. */
+static void push_mem_rows(model_mem *mem, int l, const float *x, int Lq)
+{
+    int B = mem->B, M = mem->M, d = mem->d, m = mem->m;
+    int keep = m + Lq < M ? m + Lq : M, nx = Lq < keep ? Lq : keep, nm = keep - nx;
+    float *dst = mem_layer(mem, l);
+#pragma omp parallel for schedule(static) if ((size_t)B * keep * d > 65536)
+    for (int b = 0; b < B; b++) {
+        float *w = dst + (size_t)b * M * d;
+        memmove(w, w + (size_t)(m - nm) * d, (size_t)nm * d * sizeof(float));
+        memcpy(w + (size_t)nm * d, x + ((size_t)b * Lq + (Lq - nx)) * d,
+               (size_t)nx * d * sizeof(float));
+    }
+}
+
+/* The projections with the memory's keys and values in k: q and kv of the segment rows
+ * only (LN first when pre-LN), the kv rows written behind the memory's in every window. */
+static void layer_project_cached(const model_config *c, const layer_tensors *L,
+                                 layer_cache *lc, const float *x, kv_cache *k, int l, int B,
+                                 int Lq, int m)
+{
+    int d = c->d_model, hd = c->n_head * c->d_head;
+    const float *X = x;
+    if (c->pre_lnorm) {
+        layernorm_forward(lc->xq, NULL, NULL, x, L->attn_ln_w, L->attn_ln_b, B * Lq, d);
+        X = lc->xq;
+    }
+    linear_forward(lc->q, X, L->qkv_w, NULL, B * Lq, hd, d, 0);
+    linear_forward(lc->kv, X, L->qkv_w + (size_t)hd * d, NULL, B * Lq, 2 * hd, d, 0);
+#pragma omp parallel for schedule(static) if ((size_t)B * Lq * k->row > 65536)
+    for (int b = 0; b < B; b++)
+        memcpy(kv_window(k, l, b) + (size_t)(k->start + m) * k->row,
+               lc->kv + (size_t)b * Lq * k->row, (size_t)Lq * k->row * sizeof(float));
+}
+
+static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_seg *s, int l,
+                          const fwd_opts *o, int cached)
+{
+    const model_config *c = &A->cfg;
+    const layer_tensors *L = &mdl->W.layer[l];
+    int tr = o->training, B = A->B, Lq = s->Lq, klen = mem->m + Lq;
+    size_t n = (size_t)B * Lq * c->d_model;
+    layer_cache *lc = tr ? &A->lc[l] : &A->lc[0];
+    const float *x = A->hs + (size_t)l * n;
+    kv_cache *k = o->kv;
+
+    const float *kv = lc->kv;
+    if (cached) {
+        layer_project_cached(c, L, lc, x, k, l, B, Lq, mem->m);
+        kv = kv_window(k, l, 0) + (size_t)k->start * k->row;
+    } else {
+        layer_project(c, L, lc, x, mem, l, B, Lq);
+        if (k && k->buf)
+            kv_cache_fill(k, l, lc->kv, klen);
+    }
+    pos_ctx pc = layer_ctx(mdl, A, s, l, lc);
+    if (cached)
+        pc.kv = NULL;
+    if (A->pos->layer_forward)
+        A->pos->layer_forward(&pc);
+    attn_args aa = attn_base(A, s, l);
+    if (cached)
+        aa.kv_bstride = (size_t)k->cap * k->row;
+    if (A->pos->attn_args)
+        A->pos->attn_args(&pc, &aa);
+    if (o->stats)
+        attn_term_stats(o->stats[l].acc, &o->stats[l].count, lc->q, kv, &aa);
+    attn_forward(tr ? lc->prob : NULL, lc->vec, lc->q, kv, &aa, A->attn_scratch);
+
+    layer_tail_bufs tb = {lc->h1, lc->ffin, lc->a, A->tmp,
+                          lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd, 0};
+    layer_tail_forward(c, L, l, B * Lq, x, lc->vec, A->hs + (size_t)(l + 1) * n, &tb, s->dropout,
+                       o->drop_key, A->b_offset * (size_t)Lq);
+    if (cached)
+        push_mem_rows(mem, l, x, Lq);
+    else if (!tr) /* inference shares one cache: advance this layer's memory now */
+        copy_mem_rows(mem, l, lc->cat, klen);
+}
+
+void model_embed(const model *mdl, const pos_ops *ops, pos_acts *pa, float *h,
+                 const txl_tok *tok, int B, int Lq, int m, long pos_offset)
+{
+    const model_config *c = &mdl->cfg;
+    embedding_forward(h, mdl->W.word_emb, tok, B * Lq, c->d_model, sqrtf((float)c->d_model));
+    if (ops->embed) {
+        pos_seg s = {.c = c, .B = B, .Lq = Lq, .m = m, .pos_offset = pos_offset, .acts = pa};
+        ops->embed(&s, h);
+    }
+}
+
+double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x,
+                     const txl_tok *y, int Lq, const fwd_opts *o)
+{
+    const model_config *c = &A->cfg;
+    int B = A->B, d = c->d_model, N = c->n_layer, m = mem->m, klen = m + Lq;
+    assert(A->training || !o->training);
+    assert(Lq >= 1 && Lq <= A->Lq_max && m <= A->M && mem->B == B);
+    size_t BL = (size_t)B * Lq, n = BL * d;
+    assert(!A->pos->needs_coords || (o->coords && mem->coords));
+    if (A->cat_coords)
+        gather_coords(A, mem, o->coords, Lq);
+    pos_seg s = segment_of(A, Lq, m, o);
+
+    float *h0 = A->hs;
+    model_embed(mdl, A->pos, &A->pos_acts, h0, x, B, Lq, m, o->pos_offset);
+    dropout_forward(h0, h0, n, s.dropout, pos_site_key(o->drop_key, -1, SITE_EMB),
+                    A->b_offset * (n / B));
+    if (A->pos->segment)
+        A->pos->segment(&s);
+    assert(!o->kv || !o->training);
+    int cached = kv_cache_valid(o->kv, mem, Lq);
+    if (cached && mem->m == 0)
+        o->kv->start = 0;
+    for (int l = 0; l < N; l++)
+        layer_forward(mdl, A, mem, &s, l, o, cached);
+
+    dropout_forward(A->hfin, A->hs + (size_t)N * n, n, s.dropout,
+                    pos_site_key(o->drop_key, -1, SITE_FINAL), A->b_offset * (n / B));
+    double loss = xent_forward(A->logits, A->lse, A->row_loss, A->hfin, mdl->W.word_emb,
+                               mdl->W.out_bias, y, (int)BL, d, c->vocab);
+    A->cur_Lq = Lq;
+    A->cur_m = m;
+    A->cur_pos_offset = o->pos_offset;
+    A->cur_key = o->drop_key;
+    A->cur_x = x;
+    A->cur_y = y;
+    if (!o->training) {
+        keep_coords(A, mem, klen);
+        mem->m = klen < mem->M ? klen : mem->M;
+        mem->gen++;
+        if (o->kv && o->kv->buf)
+            kv_cache_advance(o->kv, mem, klen, !cached);
+    }
+    return loss;
+}
+
+void model_mem_update(model_acts *A, model_mem *mem)
+{
+    int klen = A->cur_m + A->cur_Lq;
+    for (int l = 0; l < A->cfg.n_layer; l++)
+        copy_mem_rows(mem, l, A->lc[l].cat, klen);
+    keep_coords(A, mem, klen);
+    mem->m = klen < mem->M ? klen : mem->M;
+    mem->gen++;
+}

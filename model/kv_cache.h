@@ -1,0 +1,41 @@
+/* kv_cache.h: inference's cache of the memory rows' keys and values (kv_cache.c). model_forward
+ * (forward.c) keeps it in step with the memory; evaluation, the probes and decoding own one. */
+#ifndef TXL_KV_CACHE_H
+#define TXL_KV_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* Inference: the keys and values of a memory's rows, kept from the segment that projected
+ * them (the same rows times the same weights; a row may round its last bit differently in a
+ * GEMM of other rows), so a segment projects only its own rows. Per layer and stream a
+ * window of cap rows, the memory's at [start, start + m). It mirrors one model_mem:
+ * model_forward uses it only for the memory and generation it last advanced (buffer, gen
+ * and row count; an empty memory always matches), else projects the whole window and
+ * refills it. Rows copied into that memory by hand need kv_cache_invalidate. Schemes with
+ * window_keys (rope) get no cache (buf NULL), nor does a memory of 0 rows, nor a cache that
+ * could not be allocated (the forward then projects every window whole, as without one). */
+struct kv_cache {
+    float *buf;              /* [n_layer][B][cap][row], or NULL */
+    int n_layer, B, M, Lq_max, cap, row; /* cap = M + 2 Lq_max, row = 2 H dh */
+    int start, m;            /* the memory's rows in each window; m = -1: invalid */
+    const float *of;         /* the memory buffer it mirrors */
+    uint64_t gen;            /* and that memory's generation */
+};
+
+/* For a memory of M rows, B streams and segments up to Lq_max rows. Never fails: out of
+ * memory, it keeps no cache. */
+void kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max);
+void kv_cache_invalidate(kv_cache *k);
+void kv_cache_free(kv_cache *k);
+/* The floats kv_cache_init would allocate for the same arguments (0: no cache). */
+size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max);
+/* The floats it holds (0 without a buffer). */
+static inline size_t kv_cache_floats(const kv_cache *k)
+{
+    return k->buf ? (size_t)k->n_layer * k->B * k->cap * k->row : 0;
+}
+
+#endif

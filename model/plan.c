@@ -1,0 +1,204 @@
+/* plan.c: the activation plan and the memory (doc/design.md, "The model"): every buffer of a
+ * segment's forward and backward planned once for (B, max Lq, M) in one arena, before the
+ * first step, so the step allocates nothing; and the per-layer memory model_mem, state
+ * without a gradient. */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/par.h"
+#include "model_impl.h"
+
+/* ---- memory */
+
+size_t mem_plan_bytes(const model_config *cfg, int B, int M)
+{
+    size_t rows = (size_t)B * M;
+    return rows * cfg->n_layer * cfg->d_model * sizeof(float) +
+           (pos_get(cfg->pos)->needs_coords ? rows * TXL_N_COORDS * sizeof(int32_t) : 0);
+}
+
+int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e)
+{
+    memset(mem, 0, sizeof *mem);
+    mem->n_layer = cfg->n_layer;
+    mem->B = B;
+    mem->M = M;
+    mem->d = cfg->d_model;
+    mem->layer_stride = (size_t)B * M * cfg->d_model;
+    size_t n = (size_t)cfg->n_layer * B * M * cfg->d_model;
+    mem->buf = calloc(n ? n : 1, sizeof(float));
+    if (pos_get(cfg->pos)->needs_coords)
+        mem->coords = calloc((size_t)B * M * TXL_N_COORDS + 1, sizeof(int32_t));
+    if (!mem->buf || (pos_get(cfg->pos)->needs_coords && !mem->coords)) {
+        mem_free(mem);
+        return err_set(e, ERR_RUNTIME, "out of memory allocating the memory (%zu floats)", n);
+    }
+    return 0;
+}
+
+void mem_reset(model_mem *mem) { mem->m = 0; }
+
+model_mem mem_slice(const model_mem *whole, int b0, int B)
+{
+    assert(b0 >= 0 && B >= 0 && b0 + B <= whole->B);
+    model_mem v = *whole;
+    v.B = B;
+    v.buf = whole->buf + (size_t)b0 * whole->M * whole->d;
+    v.coords = whole->coords ? whole->coords + (size_t)b0 * whole->M * TXL_N_COORDS : NULL;
+    return v;
+}
+
+void mem_free(model_mem *mem)
+{
+    free(mem->buf);
+    free(mem->coords);
+    memset(mem, 0, sizeof *mem);
+}
+
+/* ---- activations */
+
+
+/* Two passes over the same layout: the first counts, the second hands out pointers into
+ * one allocation. */
+typedef struct {
+    float *base;
+    size_t used;
+} arena;
+
+static float *take(arena *a, size_t n)
+{
+    float *p = a->base ? a->base + a->used : NULL;
+    a->used += align_up(n ? n : 1);
+    return p;
+}
+
+static float *take_cb(void *a, size_t n) { return take(a, n); }
+
+static void plan_layer(model_acts *A, arena *ar, layer_cache *lc, pos_alloc *pa,
+                       const pos_dims *pd)
+{
+    const model_config *c = &A->cfg;
+    int B = A->B, Lq = A->Lq_max, klen = Lq + A->M, d = c->d_model;
+    int H = c->n_head, hd = H * c->d_head, di = c->d_inner, tr = A->training;
+    size_t BL = (size_t)B * Lq, BK = (size_t)B * klen;
+    lc->cat = take(ar, BK * d);
+    if (c->pre_lnorm) {
+        lc->catn = take(ar, BK * d);
+        lc->ln0_xhat = tr ? take(ar, BK * d) : NULL;
+        lc->ln0_rstd = tr ? take(ar, BK) : NULL;
+        lc->ffin = take(ar, BL * d);
+        lc->xq = take(ar, BL * d);
+    }
+    lc->q = take(ar, BL * hd);
+    lc->kv = take(ar, BK * 2 * hd);
+    lc->prob = tr ? take(ar, (size_t)B * H * Lq * klen) : NULL;
+    lc->vec = take(ar, BL * hd);
+    lc->h1 = take(ar, BL * d);
+    lc->ln1_xhat = tr ? take(ar, BL * d) : NULL;
+    lc->ln1_rstd = tr ? take(ar, BL) : NULL;
+    lc->a = take(ar, BL * di);
+    lc->ln2_xhat = tr && !c->pre_lnorm ? take(ar, BL * d) : NULL;
+    lc->ln2_rstd = tr && !c->pre_lnorm ? take(ar, BL) : NULL;
+    memset(&lc->pos, 0, sizeof lc->pos);
+    if (A->pos->plan_layer)
+        A->pos->plan_layer(c, pd, pa, &lc->pos);
+}
+
+static void plan(model_acts *A, arena *ar)
+{
+    const model_config *c = &A->cfg;
+    int B = A->B, Lq = A->Lq_max, M = A->M, klen = Lq + M, d = c->d_model;
+    int H = c->n_head, hd = H * c->d_head, di = c->d_inner, N = c->n_layer, V = c->vocab;
+    int tr = A->training;
+    size_t BL = (size_t)B * Lq, BK = (size_t)B * klen;
+    pos_dims pd = {.B = B, .Lq = Lq, .M = M, .training = tr};
+    pos_alloc pa = {take_cb, ar};
+    int nc = tr ? N : 1;
+    for (int l = 0; l < nc; l++)
+        plan_layer(A, ar, &A->lc[l], &pa, &pd);
+    A->hs = take(ar, (size_t)(N + 1) * BL * d);
+    A->hfin = take(ar, BL * d);
+    A->logits = take(ar, BL * V);
+    A->lse = take(ar, BL);
+    A->row_loss = take(ar, BL);
+    A->tmp = take(ar, BL * d);
+    A->attn_scratch = take(ar, attn_scratch_floats(Lq, klen, c->d_head, H, A->threads));
+    /* int32 coordinates in float-sized slots of the arena (only ever accessed as int32) */
+    A->cat_coords = A->pos->needs_coords ? (int32_t *)take(ar, BK * TXL_N_COORDS) : NULL;
+    memset(&A->pos_acts, 0, sizeof A->pos_acts);
+    memset(&A->pos_bw, 0, sizeof A->pos_bw);
+    if (A->pos->plan)
+        A->pos->plan(c, &pd, &pa, &A->pos_acts, &A->pos_bw);
+    if (tr) {
+        A->d_out = take(ar, BL * d);
+        A->d_in = take(ar, BL * d);
+        A->d_h1 = take(ar, BL * d);
+        A->d_tmp = take(ar, BL * d);
+        A->d_a = take(ar, BL * di);
+        A->d_vec = take(ar, BL * hd);
+        A->d_q = take(ar, BL * hd);
+        A->d_kv = take(ar, BK * 2 * hd);
+        A->d_cat = c->pre_lnorm ? take(ar, BK * d) : NULL; /* post-LN needs no d(memory) */
+    }
+}
+
+/* The sizes of A and its layer caches, before plan() lays out the buffers. */
+static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max, int M,
+                      int training, txl_err *e)
+{
+    memset(A, 0, sizeof *A);
+    A->cfg = *cfg;
+    A->pos = pos_get(cfg->pos);
+    A->B = B;
+    A->Lq_max = Lq_max;
+    A->M = M;
+    A->training = training;
+    A->threads = par_max_threads();
+    A->lc = calloc(training ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
+    if (!A->lc)
+        return err_set(e, ERR_RUNTIME, "out of memory planning activations");
+    return 0;
+}
+
+int acts_plan_floats(const model_config *cfg, int B, int Lq_max, int M, int training,
+                     size_t *floats, txl_err *e)
+{
+    model_acts A;
+    if (acts_begin(&A, cfg, B, Lq_max, M, training, e))
+        return -1;
+    arena ar = {NULL, 0}; /* no base: plan() only counts */
+    plan(&A, &ar);
+    *floats = ar.used;
+    free(A.lc);
+    return 0;
+}
+
+int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, int training,
+              txl_err *e)
+{
+    if (acts_begin(A, cfg, B, Lq_max, M, training, e))
+        return -1;
+    arena ar = {NULL, 0};
+    plan(A, &ar);
+    size_t total = ar.used;
+    ar.base = aligned_alloc(64, total * sizeof(float));
+    if (!ar.base) {
+        acts_free(A);
+        return err_set(e, ERR_RUNTIME, "out of memory: activations need %.1f MiB",
+                       total * 4.0 / 1048576.0);
+    }
+    memset(ar.base, 0, total * sizeof(float));
+    ar.used = 0;
+    plan(A, &ar);
+    A->arena_base = ar.base;
+    A->arena_floats = total;
+    return 0;
+}
+
+void acts_free(model_acts *A)
+{
+    free(A->arena_base);
+    free(A->lc);
+    memset(A, 0, sizeof *A);
+}
