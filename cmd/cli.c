@@ -616,26 +616,28 @@ int cli_check_config_tensors(const st_file *f, const model_config *m, const char
     if (!st_find(f, nm))
         return err_set(e, ERR_INPUT, "%s: missing tensor '%s', which the config in the "
                        "checkpoint (model.n_layer %d) requires", path, nm, m->n_layer);
+    /* the table's counts (model_counts): its tensors each hold 4 bytes a parameter, each
+     * has at most one optim.m and one optim.v, and there is one state.mem per layer (and
+     * state.coords for a scheme that reads coordinates).
+     * ckpt_check_header names any other tensor, so more than P of those fail there, naming
+     * one; a header far larger than the config's model is refused here first, by its
+     * counts, and so is a config that needs more than twice the bytes the file's weights
+     * hold (it cannot describe this file; the table is not even built for it), while a
+     * tensor or two missing is left to ckpt_check_header, which names them. */
+    model_count mc;
+    if (model_counts(m, &mc, e))
+        return err_wrap(e, "%s: the config in the checkpoint", path);
     size_t have = 0;
     for (int i = 0; i < f->n; i++)
         if (strncmp(f->t[i].name, "optim.", 6) != 0 && strncmp(f->t[i].name, "state.", 6) != 0)
             have += f->t[i].end - f->t[i].begin;
-    double d = m->d_model, hd = (double)m->n_head * m->d_head, di = m->d_inner;
-    double need = 4.0 * m->n_layer * (4 * hd * d + 2 * di * d);
-    if (need > (double)have)
+    double need = 4.0 * mc.weights;
+    if (need > 2.0 * (double)have)
         return err_set(e, ERR_INPUT, "%s: the config in the checkpoint (model.n_layer %d, "
-                       "d_model %d, n_head %d, d_head %d, d_inner %d) needs at least %.0f bytes "
-                       "of weights, but the file's tensors hold %zu", path, m->n_layer,
+                       "d_model %d, n_head %d, d_head %d, d_inner %d) needs %.0f bytes of "
+                       "weights, but the file's tensors hold %zu", path, m->n_layer,
                        m->d_model, m->n_head, m->d_head, m->d_inner, need, have);
-    /* The tensor count, exactly: the parameters of model.c's table (word_emb, out.bias,
-     * shared r_w_bias/r_r_bias; per layer qkv, o, 2 layernorms, ff.0 and ff.3 with biases,
-     * plus r (xl), untied r_w_bias/r_r_bias, the bias MLP's 4 (mlp)), each with at most one
-     * optim.m and one optim.v, and one state.mem per layer. ckpt_check_header names any
-     * other tensor, so more than P of those fail there, naming one; a header far larger
-     * than the config's model is refused here first, by its counts. */
-    int xl = m->pos == POS_XL, untie = xl && m->untie_r;
-    long long P = 2 + (xl && !untie ? 2 : 0) +
-                  (long long)m->n_layer * (10 + xl + 2 * untie + (m->pos == POS_MLP ? 4 : 0));
+    double P = mc.tensors;
     long long n_m = 0, n_v = 0, n_s = 0, n_p = 0;
     for (int i = 0; i < f->n; i++) {
         const char *s = f->t[i].name;
@@ -648,12 +650,13 @@ int cli_check_config_tensors(const st_file *f, const model_config *m, const char
         n_s += strncmp(s, "state.", 6) == 0;
         n_p += strncmp(s, "optim.", 6) != 0 && strncmp(s, "state.", 6) != 0;
     }
-    if (n_p <= P && (n_m > P || n_v > P || n_s > m->n_layer))
+    int n_state = m->n_layer + (pos_get(m->pos)->needs_coords ? 1 : 0); /* + state.coords */
+    if (n_p <= P && (n_m > P || n_v > P || n_s > n_state))
         return err_set(e, ERR_INPUT, "%s: the header lists %lld optim.m.*, %lld optim.v.* and "
                        "%lld state.* tensors, but a pos_scheme %s model with the config in the "
-                       "checkpoint (model.n_layer %d) has %lld parameters (one Adam moment "
-                       "each) and %d memory tensors", path, n_m, n_v, n_s,
-                       pos_scheme_name(m->pos), m->n_layer, P, m->n_layer);
+                       "checkpoint (model.n_layer %d) has %.0f parameters (one Adam moment "
+                       "each) and %d state tensors", path, n_m, n_v, n_s,
+                       pos_scheme_name(m->pos), m->n_layer, P, n_state);
     return 0;
 }
 

@@ -36,6 +36,7 @@
  *   the two differ, and train.seed >= 2^53 was a decimal string there). */
 #include "config.h"
 #include "../data/units.h"
+#include "../model/model.h"
 #include "../model/pos.h"
 
 #include <assert.h>
@@ -1746,13 +1747,19 @@ static int check_sizes(const txl_config *c, char *why, size_t cap)
                  INT_MAX, m->tgt_len, m->mem_len);
         return -1;
     }
-    double params = cfg_param_floats(m);
-    if (params > CFG_MAX_PARAMS) {
+    /* the parameter table and the activation plan, counted (model/params.c, plan.c) */
+    model_count mc;
+    txl_err me = {0};
+    if (model_counts(m, &mc, &me) != 0) {
+        snprintf(why, cap, "%.700s", me.msg);
+        return -1;
+    }
+    if (mc.weights > CFG_MAX_PARAMS) {
         snprintf(why, cap,
-                 "the model is too large: about %.3g parameters (model.n_layer %d, d_model %d, "
-                 "n_head %d, d_head %d, d_inner %d%s), more than txl's limit of %.3g",
-                 params, m->n_layer, m->d_model, m->n_head, m->d_head, m->d_inner,
-                 m->pos == POS_MLP ? ", mlp_num_freqs, mlp_hidden" : "", CFG_MAX_PARAMS);
+                 "the model is too large: %.3g parameters (model.n_layer %d, d_model %d, "
+                 "n_head %d, d_head %d, d_inner %d, and the scheme's), more than txl's limit "
+                 "of %.3g", mc.weights, m->n_layer, m->d_model, m->n_head, m->d_head,
+                 m->d_inner, CFG_MAX_PARAMS);
         return -1;
     }
     /* gradient accumulation: batch_size x grad_accum streams, each with its memory */
@@ -1762,10 +1769,14 @@ static int check_sizes(const txl_config *c, char *why, size_t cap)
                  "must be <= %d, found %d x %d", INT_MAX, t->batch_size, t->grad_accum);
         return -1;
     }
-    double acts = cfg_plan_floats(m, t->batch_size, m->tgt_len, m->mem_len);
+    double acts;
+    if (acts_plan_floats(m, t->batch_size, m->tgt_len, m->mem_len, 1, &acts, &me) != 0) {
+        snprintf(why, cap, "%.700s", me.msg);
+        return -1;
+    }
     if (acts > CFG_MAX_PLAN) {
         snprintf(why, cap,
-                 "a training step is too large: about %.3g floats of activations (train."
+                 "a training step is too large: %.3g floats of activations (train."
                  "batch_size %d x model.tgt_len %d, model.mem_len %d, n_layer %d, d_model %d), "
                  "more than txl's limit of %.3g", acts, t->batch_size, m->tgt_len, m->mem_len,
                  m->n_layer, m->d_model, CFG_MAX_PLAN);
@@ -1773,7 +1784,7 @@ static int check_sizes(const txl_config *c, char *why, size_t cap)
     }
     /* every stream of an update keeps its memory (with grad_accum 1 the activations
      * above bound it, so only accumulation gets here) */
-    double memf = streams * m->n_layer * m->mem_len * m->d_model;
+    double memf = mem_plan_bytes(m, (int)streams, m->mem_len) / sizeof(float);
     if (memf > CFG_MAX_PLAN) {
         snprintf(why, cap,
                  "the memory is too large: about %.3g floats (train.batch_size %d x "
@@ -1806,31 +1817,6 @@ int cfg_validate(const txl_config *c, const char *origin, txl_err *e)
     if (check_cross(c, why, sizeof why) != 0 || check_sizes(c, why, sizeof why) != 0)
         return validate_fail(e, origin, why);
     return 0;
-}
-
-/* Upper bounds in doubles (never overflow): they mirror model.c's parameter table and
- * activation plan with generous constants. */
-double cfg_param_floats(const model_config *m)
-{
-    double d = m->d_model, H = m->n_head, hd = H * m->d_head, di = m->d_inner;
-    double V = m->vocab > 0 ? m->vocab : TXL_BYTES, per = 5 * hd * d + 2 * di * d + di + 5 * d + 2 * hd;
-    if (m->pos == POS_MLP)
-        per += (double)m->mlp_hidden * (2.0 * m->mlp_num_freqs + H + 1) + H;
-    if (m->pos == POS_HIER) /* one MLP per level */
-        per += 4 * ((double)m->mlp_hidden * (2.0 * m->hier_num_freqs + H + 1) + H);
-    return V * d + V + 2 * hd + (double)m->n_layer * per;
-}
-
-double cfg_plan_floats(const model_config *m, int B, int Lq, int M)
-{
-    double d = m->d_model, H = m->n_head, dh = m->d_head, hd = H * dh, di = m->d_inner;
-    double V = m->vocab > 0 ? m->vocab : TXL_BYTES, klen = (double)Lq + M;
-    double hid = m->pos == POS_MLP ? m->mlp_hidden : m->pos == POS_HIER ? 4.0 * m->mlp_hidden
-                 : 0;
-    double K2 = m->pos == POS_HIER ? 8.0 * m->hier_num_freqs : 2.0 * m->mlp_num_freqs;
-    double per = (double)B * klen * (6 * d + 6 * hd + 2 * di + H * Lq) +
-                 klen * (2 * hd + 2 * d + 3 * hid + K2 + 3 * H + dh);
-    return ((double)m->n_layer + 3) * per + 3.0 * B * Lq * V;
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -105,12 +105,11 @@ int cfg_set_text(txl_config *c, const char *section, const char *name, const cha
 int cfg_validate(const txl_config *c, const char *origin, txl_err *e);
 /* cfg_validate also bounds sizes, so no size computation downstream can overflow: at most
  * CFG_MAX_PARAMS parameters and CFG_MAX_PLAN floats of activations for a training step
- * (both far beyond any machine). The estimates are upper bounds, in doubles; `txl eval`
- * checks its own lengths with cfg_plan_floats. */
+ * (both far beyond any machine), counted from the parameter table and the activation plan
+ * themselves (model_counts, acts_plan_floats: doubles, so an absurd config counts too);
+ * `txl eval` checks its own lengths with acts_plan_floats. */
 #define CFG_MAX_PARAMS 0x1p38
 #define CFG_MAX_PLAN 0x1p40
-double cfg_param_floats(const model_config *m);
-double cfg_plan_floats(const model_config *m, int B, int Lq, int M);
 
 /* Loads the config stored in a checkpoint's metadata (`text`, the YAML of cfg_to_yaml, or
  * the JSON of txl before the YAML metadata, read by the same YAML reader: JSON is YAML flow

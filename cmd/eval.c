@@ -116,7 +116,9 @@ static int check_setting(const eval_args *a, const model_config *mc, const tok_s
     if (T + Mm > INT_MAX / 2)
         return err_set(e, ERR_INPUT, "%s: tgt_len %lld + mem_len %lld is too long (at most %d)",
                        what, T, Mm, INT_MAX / 2);
-    double p = cfg_plan_floats(mc, B, (int)T, (int)Mm);
+    double p;
+    if (acts_plan_floats(mc, B, (int)T, (int)Mm, 0, &p, e))
+        return -1;
     if (p > CFG_MAX_PLAN)
         return err_set(e, ERR_INPUT, "%s: batch %d x tgt_len %lld with mem_len %lld needs about "
                        "%.3g floats of activations, more than txl's limit of %.3g", what, B, T,

@@ -245,12 +245,12 @@ static int layout_of(const tok_stream *ts, const eval_opts *o, plan_layout *L, t
 static int pass_bytes(const model_config *cfg, const eval_opts *o, int nb, int run, int buffers,
                       double *bytes, txl_err *e)
 {
-    size_t act = 0;
+    double act = 0;
     if (run && acts_plan_floats(cfg, nb, o->tgt_len, o->mem_len, 0, &act, e))
         return -1;
     if (run)
         *bytes += 4.0 * act + 4.0 * kv_cache_plan_floats(cfg, nb, o->mem_len, o->tgt_len) +
-                  (double)mem_plan_bytes(cfg, nb, o->mem_len);
+                  mem_plan_bytes(cfg, nb, o->mem_len);
     if (buffers)
         *bytes += (double)o->batch * o->tgt_len *
                   (2 * sizeof(txl_tok) +

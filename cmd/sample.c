@@ -499,13 +499,13 @@ static int check_memory(const session *s, const sample_args *a, size_t prompt, t
 {
     const model_config *c = &s->cfg.model;
     int N = (int)a->num_samples, G = batch_streams(s, a, N);
-    size_t act;
+    double act;
     if (acts_plan_floats(c, 1, s->Lq, s->M, 0, &act, e))
         return -1;
-    double bytes = 4.0 * act + (double)mem_plan_bytes(c, 1, s->M) +
+    double bytes = 4.0 * act + mem_plan_bytes(c, 1, s->M) +
                    (2.0 * prompt + 1) * (sizeof(txl_tok) + TXL_N_COORDS * sizeof(int32_t)) +
                    4.0 * decode_plan_floats(c, G, s->M) +
-                   (G > 1 ? (double)mem_plan_bytes(c, G, s->M) : 0) +
+                   (G > 1 ? mem_plan_bytes(c, G, s->M) : 0) +
                    (N > 1 ? (double)N * token_budget(a->n) *
                                 (a->show_anchors ? MARKER_MAX : 1) : 0);
     char who[160];

@@ -34,10 +34,10 @@ int streams_init(stream_eval *s, model *mdl, const model_config *cfg, int B, int
 int streams_plan_bytes(const model_config *cfg, int B, int T, int M, double *bytes,
                        txl_err *e)
 {
-    size_t act;
+    double act;
     if (acts_plan_floats(cfg, B, T, M, 0, &act, e))
         return -1;
-    *bytes = 4.0 * act + (double)mem_plan_bytes(cfg, B, M) +
+    *bytes = 4.0 * act + mem_plan_bytes(cfg, B, M) +
              4.0 * kv_cache_plan_floats(cfg, B, M, T) +
              (double)B * T * (2 * sizeof(txl_tok) + TXL_N_COORDS * sizeof(int32_t));
     return 0;

@@ -654,8 +654,8 @@ static int load_init_from(trainer *t, const char *path, int dry, txl_err *e)
 static double mem_bytes(const trainer *t)
 {
     const model_config *m = &t->cfg.model;
-    double streams = (double)t->k * t->Bl + (t->gmem.buf ? (double)t->k * t->B : 0);
-    return streams * m->n_layer * m->mem_len * m->d_model * 4;
+    return mem_plan_bytes(m, t->k * t->Bl, m->mem_len) +
+           (t->gmem.buf ? mem_plan_bytes(m, t->k * t->B, m->mem_len) : 0);
 }
 
 static int valid_batch(const trainer *t);
@@ -670,12 +670,12 @@ static double valid_bytes(const trainer *t)
         return 0;
     if (B % nr == 0)
         B /= nr;
-    size_t act = 0;
+    double act = 0;
     txl_err e;
     if (acts_plan_floats(m, B, m->tgt_len, m->mem_len, 0, &act, &e))
         act = 0;
-    return ((double)act + (double)kv_cache_plan_floats(m, B, m->mem_len, m->tgt_len) +
-            (double)m->n_layer * B * m->mem_len * m->d_model) * 4;
+    return (act + (double)kv_cache_plan_floats(m, B, m->mem_len, m->tgt_len)) * 4 +
+           mem_plan_bytes(m, B, m->mem_len);
 }
 
 /* Estimated resident memory of this process in MiB: weights, gradients (one per replica),
@@ -690,8 +690,8 @@ static double plan_mib(const trainer *t)
     double par = (double)t->par_floats * 4 * (3 + t->R);
     const eval_pass *tp[2] = {&t->terms.plan.p, &t->terms.plan.tail};
     for (int i = 0; i < 2; i++)
-        act += ((double)tp[i]->A.arena_floats + (double)kv_cache_floats(&tp[i]->kv) +
-                (double)m->n_layer * tp[i]->mem.B * tp[i]->mem.M * tp[i]->mem.d) * 4;
+        act += ((double)tp[i]->A.arena_floats + (double)kv_cache_floats(&tp[i]->kv)) * 4 +
+               (tp[i]->mem.buf ? mem_plan_bytes(m, tp[i]->mem.B, tp[i]->mem.M) : 0);
     return (par + act + mem_bytes(t)) / 1048576.0 + 20;
 }
 
@@ -1607,10 +1607,14 @@ static int dry_plan(trainer *t, txl_err *e)
     const model_config *m = &t->cfg.model;
     set_threads(t); /* the attention scratch is per thread */
     t->R = replicas(t);
-    if (model_size(m, &t->par_floats, &t->n_weights, e) ||
-        acts_plan_floats(m, t->Bl / t->R, m->tgt_len, m->mem_len, 1, &t->act_floats, e))
+    model_count mc;
+    double act;
+    if (model_counts(m, &mc, e) ||
+        acts_plan_floats(m, t->Bl / t->R, m->tgt_len, m->mem_len, 1, &act, e))
         return -1;
-    t->act_floats *= (size_t)t->R;
+    t->par_floats = (size_t)mc.floats; /* cfg_validate bounds both */
+    t->n_weights = (size_t)mc.weights;
+    t->act_floats = (size_t)act * (size_t)t->R;
     t->st.train_tokens = t->train_ts.n;
     t->st.params = t->n_weights;
     return 0;

@@ -43,9 +43,12 @@ static size_t per_thread(int Lq, int klen, int dh, int H)
            (size_t)H * klen;
 }
 
-size_t attn_scratch_floats(int Lq, int klen, int dh, int H, int threads)
+double attn_scratch_floats(int Lq, int klen, int dh, int H, int threads)
 {
-    return per_thread(Lq, klen, dh, H) * (size_t)(threads > 0 ? threads : 1);
+    /* per_thread's sum in doubles: the plan counts configs far too large too */
+    double pair = 3.0 * Lq * dh + Lq + 2.0 * Lq * klen;
+    return (pair + (double)klen * H * dh + 2.0 * H * dh + (double)H * klen) *
+           (threads > 0 ? threads : 1);
 }
 
 /* x[Lq, dh] (row stride ld; NULL: zeros) + bias[dh] (or + 0) -> out [Lq, dh] contiguous. */

@@ -69,7 +69,7 @@ typedef struct {
 
 /* Floats of scratch a call needs: the (b, h) pairs run in parallel, each thread with its
  * own working planes and partial gradient sums. */
-size_t attn_scratch_floats(int Lq, int klen, int dh, int H, int threads);
+double attn_scratch_floats(int Lq, int klen, int dh, int H, int threads);
 
 void attn_forward(float *prob, float *vec, const float *q, const float *kv,
                   const attn_args *a, float *scratch);

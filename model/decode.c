@@ -58,11 +58,11 @@ typedef struct {
     size_t used;
 } bump;
 
-static float *bump_take(void *a, size_t n)
+static float *bump_take(void *a, double n)
 {
     bump *b = a;
     float *p = b->base ? b->base + b->used : NULL;
-    b->used += (n + 15) / 16 * 16;
+    b->used += ((n > 0 ? (size_t)n : 0) + 15) / 16 * 16;
     return p;
 }
 

@@ -67,9 +67,16 @@ int model_init(model *mdl, const model_config *cfg, txl_err *e);
  * model's size is allocated or read, then the zeroed weights and their views. */
 int model_init_table(model *mdl, const model_config *cfg, txl_err *e);
 int model_alloc_weights(model *mdl, txl_err *e);
-/* The sizes model_init would allocate for cfg, without allocating them (txl train
- * --dry-run): n_floats (with padding) and n_weights (the parameter count). */
-int model_size(const model_config *cfg, size_t *n_floats, size_t *n_weights, txl_err *e);
+/* What the table holds for cfg, counted from the table itself without building it (its
+ * model-wide part, and one layer times n_layer: every layer has the same shapes), in
+ * doubles so that a config far too large still counts: the parameter tensors, the
+ * parameters, and the floats of a flat array laid out by it (w, g, an Adam moment; with
+ * the tensors' alignment). The one source of these numbers (config validation, --dry-run,
+ * a checkpoint's tensor count); -1 with e when the scheme refuses cfg. */
+typedef struct {
+    double tensors, weights, floats;
+} model_count;
+int model_counts(const model_config *cfg, model_count *out, txl_err *e);
 /* Init from a seed (doc/design.md, "The model"): weights N(0, 0.02), biases 0, LN gain 1, u/v N(0,
  * 0.02). */
 void model_init_weights(model *mdl, uint64_t seed);
@@ -101,7 +108,7 @@ typedef struct {
 
 int mem_init(model_mem *mem, const model_config *cfg, int B, int M, txl_err *e);
 /* The bytes mem_init allocates for the same arguments (the rows and their coordinates). */
-size_t mem_plan_bytes(const model_config *cfg, int B, int M);
+double mem_plan_bytes(const model_config *cfg, int B, int M);
 void mem_reset(model_mem *mem);
 void mem_free(model_mem *mem);
 /* Streams [b0, b0 + B) of whole, in place (gradient accumulation: one micro-batch's
@@ -170,9 +177,10 @@ typedef struct {
 int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, int training,
               txl_err *e);
 void acts_free(model_acts *A);
-/* The arena floats acts_init would allocate for the same arguments, without allocating it. */
+/* The arena floats acts_init would allocate for the same arguments, counted without
+ * allocating (a double: a config far too large is counted, not overflowed). */
 int acts_plan_floats(const model_config *cfg, int B, int Lq_max, int M, int training,
-                     size_t *floats, txl_err *e);
+                     double *floats, txl_err *e);
 
 /* Per-layer score-term statistics (attn_term_stats), accumulated when fwd_opts asks. */
 typedef struct {

@@ -1,7 +1,8 @@
 /* params.c: the parameter table (doc/design.md, "The model"): every tensor's checkpoint name,
  * shape, init and offset into one float array, built from the config and the positional
  * scheme's params hook; the weights and gradients laid out by it, and their lifetimes. The
- * table is the one source of tensor counts and sizes (model_size, model_counts). */
+ * table is the one source of tensor counts and sizes (model_counts). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@ struct param_table {
     int n, cap;
     size_t off, count;
     int layer, n_pos;
+    int counting;              /* model_counts: no entries, the sums in doubles */
+    double n_d, off_d, count_d;
 };
 
 #define LAYER_FIELD(f) ((int)(offsetof(layer_tensors, f) / sizeof(float *)))
@@ -25,6 +28,13 @@ struct param_table {
 static int table_add(param_table *b, int field, int d0, int d1, param_init init,
                      const char *fmt, va_list ap)
 {
+    if (b->counting) {
+        double numel = (double)d0 * (d1 > 0 ? d1 : 1);
+        b->n_d += 1;
+        b->off_d += ceil(numel / ALIGN_FLOATS) * ALIGN_FLOATS;
+        b->count_d += numel;
+        return 0;
+    }
     if (b->n == b->cap) {
         int cap = b->cap ? b->cap * 2 : 64;
         param_entry *t = realloc(b->t, (size_t)cap * sizeof *t);
@@ -83,30 +93,45 @@ static int scheme_params(param_table *b, const model_config *c, int layer)
     return ops->params ? ops->params(b, c, layer) : 0;
 }
 
-/* Builds the table in checkpoint order (doc/design.md, "Checkpoints"). */
-static int build_table(param_table *b, const model_config *c)
+/* The model-wide tensors, in checkpoint order (doc/design.md, "Checkpoints"). */
+static int build_model_wide(param_table *b, const model_config *c)
+{
+    int rc = 0;
+    b->layer = -1;
+    rc |= core_add(b, MODEL_FIELD(word_emb), c->vocab, c->d_model, INIT_NORMAL,
+                   "word_emb.weight");
+    rc |= core_add(b, MODEL_FIELD(out_bias), c->vocab, 0, INIT_ZERO, "out.bias");
+    rc |= scheme_params(b, c, -1);
+    return rc;
+}
+
+/* Layer l's tensors, in checkpoint order; every layer has the same shapes. */
+static int build_layer(param_table *b, const model_config *c, int l)
 {
     int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
     int rc = 0;
-    b->layer = -1;
-    rc |= core_add(b, MODEL_FIELD(word_emb), c->vocab, d, INIT_NORMAL, "word_emb.weight");
-    rc |= core_add(b, MODEL_FIELD(out_bias), c->vocab, 0, INIT_ZERO, "out.bias");
-    rc |= scheme_params(b, c, -1);
-    for (int l = 0; l < c->n_layer; l++) {
-        b->layer = l;
-        rc |= core_add(b, LAYER_FIELD(qkv_w), 3 * hd, d, INIT_NORMAL, "layers.%d.attn.qkv.weight", l);
-        rc |= scheme_params(b, c, l);
-        b->layer = l;
-        rc |= core_add(b, LAYER_FIELD(o_w), d, hd, INIT_NORMAL, "layers.%d.attn.o.weight", l);
-        rc |= core_add(b, LAYER_FIELD(attn_ln_w), d, 0, INIT_ONE, "layers.%d.attn.ln.weight", l);
-        rc |= core_add(b, LAYER_FIELD(attn_ln_b), d, 0, INIT_ZERO, "layers.%d.attn.ln.bias", l);
-        rc |= core_add(b, LAYER_FIELD(ff0_w), di, d, INIT_NORMAL, "layers.%d.ff.0.weight", l);
-        rc |= core_add(b, LAYER_FIELD(ff0_b), di, 0, INIT_ZERO, "layers.%d.ff.0.bias", l);
-        rc |= core_add(b, LAYER_FIELD(ff3_w), d, di, INIT_NORMAL, "layers.%d.ff.3.weight", l);
-        rc |= core_add(b, LAYER_FIELD(ff3_b), d, 0, INIT_ZERO, "layers.%d.ff.3.bias", l);
-        rc |= core_add(b, LAYER_FIELD(ff_ln_w), d, 0, INIT_ONE, "layers.%d.ff.ln.weight", l);
-        rc |= core_add(b, LAYER_FIELD(ff_ln_b), d, 0, INIT_ZERO, "layers.%d.ff.ln.bias", l);
-    }
+    b->layer = l;
+    rc |= core_add(b, LAYER_FIELD(qkv_w), 3 * hd, d, INIT_NORMAL, "layers.%d.attn.qkv.weight", l);
+    rc |= scheme_params(b, c, l);
+    b->layer = l;
+    rc |= core_add(b, LAYER_FIELD(o_w), d, hd, INIT_NORMAL, "layers.%d.attn.o.weight", l);
+    rc |= core_add(b, LAYER_FIELD(attn_ln_w), d, 0, INIT_ONE, "layers.%d.attn.ln.weight", l);
+    rc |= core_add(b, LAYER_FIELD(attn_ln_b), d, 0, INIT_ZERO, "layers.%d.attn.ln.bias", l);
+    rc |= core_add(b, LAYER_FIELD(ff0_w), di, d, INIT_NORMAL, "layers.%d.ff.0.weight", l);
+    rc |= core_add(b, LAYER_FIELD(ff0_b), di, 0, INIT_ZERO, "layers.%d.ff.0.bias", l);
+    rc |= core_add(b, LAYER_FIELD(ff3_w), d, di, INIT_NORMAL, "layers.%d.ff.3.weight", l);
+    rc |= core_add(b, LAYER_FIELD(ff3_b), d, 0, INIT_ZERO, "layers.%d.ff.3.bias", l);
+    rc |= core_add(b, LAYER_FIELD(ff_ln_w), d, 0, INIT_ONE, "layers.%d.ff.ln.weight", l);
+    rc |= core_add(b, LAYER_FIELD(ff_ln_b), d, 0, INIT_ZERO, "layers.%d.ff.ln.bias", l);
+    return rc;
+}
+
+/* The whole table, in checkpoint order. */
+static int build_table(param_table *b, const model_config *c)
+{
+    int rc = build_model_wide(b, c);
+    for (int l = 0; l < c->n_layer; l++)
+        rc |= build_layer(b, c, l);
     return rc;
 }
 
@@ -131,8 +156,8 @@ void model_tensors_view(const model *mdl, float *base, model_tensors *t)
     }
 }
 
-/* The scheme's own checks of cfg, then the parameter table (b->t is the caller's to free). */
-static int make_table(param_table *b, const model_config *cfg, txl_err *e)
+/* The scheme's own checks of cfg. */
+static int check_scheme(const model_config *cfg, txl_err *e)
 {
     const pos_ops *ops = pos_get(cfg->pos);
     char why[256];
@@ -140,6 +165,29 @@ static int make_table(param_table *b, const model_config *cfg, txl_err *e)
         return err_set(e, ERR_INPUT, "model.pos_scheme: unknown scheme %d", (int)cfg->pos);
     if (ops->validate && ops->validate(cfg, why, sizeof why))
         return err_set(e, ERR_INPUT, "%s", why);
+    return 0;
+}
+
+int model_counts(const model_config *cfg, model_count *out, txl_err *e)
+{
+    param_table b = {.counting = 1};
+    if (check_scheme(cfg, e))
+        return -1;
+    build_model_wide(&b, cfg);
+    model_count wide = {b.n_d, b.count_d, b.off_d};
+    build_layer(&b, cfg, 0);
+    double L = cfg->n_layer;
+    *out = (model_count){.tensors = wide.tensors + L * (b.n_d - wide.tensors),
+                         .weights = wide.weights + L * (b.count_d - wide.weights),
+                         .floats = wide.floats + L * (b.off_d - wide.floats)};
+    return 0;
+}
+
+/* The scheme's own checks of cfg, then the parameter table (b->t is the caller's to free). */
+static int make_table(param_table *b, const model_config *cfg, txl_err *e)
+{
+    if (check_scheme(cfg, e))
+        return -1;
     if (build_table(b, cfg)) {
         free(b->t);
         b->t = NULL;
@@ -148,16 +196,6 @@ static int make_table(param_table *b, const model_config *cfg, txl_err *e)
     return 0;
 }
 
-int model_size(const model_config *cfg, size_t *n_floats, size_t *n_weights, txl_err *e)
-{
-    param_table b = {0};
-    if (make_table(&b, cfg, e))
-        return -1;
-    *n_floats = b.off;
-    *n_weights = b.count;
-    free(b.t);
-    return 0;
-}
 
 int model_init_table(model *mdl, const model_config *cfg, txl_err *e)
 {

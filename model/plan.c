@@ -11,9 +11,9 @@
 
 /* ---- memory */
 
-size_t mem_plan_bytes(const model_config *cfg, int B, int M)
+double mem_plan_bytes(const model_config *cfg, int B, int M)
 {
-    size_t rows = (size_t)B * M;
+    double rows = (double)B * M;
     return rows * cfg->n_layer * cfg->d_model * sizeof(float) +
            (pos_get(cfg->pos)->needs_coords ? rows * TXL_N_COORDS * sizeof(int32_t) : 0);
 }
@@ -59,21 +59,27 @@ void mem_free(model_mem *mem)
 /* ---- activations */
 
 
-/* Two passes over the same layout: the first counts, the second hands out pointers into
- * one allocation. */
+/* Two passes over the same layout: the first counts (in doubles, so that a config far too
+ * large is counted, then refused, rather than overflowing), the second hands out pointers
+ * into one allocation. */
 typedef struct {
     float *base;
-    size_t used;
+    size_t used;   /* the second pass */
+    double count;  /* the first */
 } arena;
 
-static float *take(arena *a, size_t n)
+static float *take(arena *a, double n)
 {
-    float *p = a->base ? a->base + a->used : NULL;
-    a->used += align_up(n ? n : 1);
+    if (!a->base) {
+        a->count += n > 1 ? ceil(n / ALIGN_FLOATS) * ALIGN_FLOATS : ALIGN_FLOATS;
+        return NULL;
+    }
+    float *p = a->base + a->used;
+    a->used += align_up(n > 1 ? (size_t)n : 1);
     return p;
 }
 
-static float *take_cb(void *a, size_t n) { return take(a, n); }
+static float *take_cb(void *a, double n) { return take(a, n); }
 
 static void plan_layer(model_acts *A, arena *ar, layer_cache *lc, pos_alloc *pa,
                        const pos_dims *pd)
@@ -81,7 +87,7 @@ static void plan_layer(model_acts *A, arena *ar, layer_cache *lc, pos_alloc *pa,
     const model_config *c = &A->cfg;
     int B = A->B, Lq = A->Lq_max, klen = Lq + A->M, d = c->d_model;
     int H = c->n_head, hd = H * c->d_head, di = c->d_inner, tr = A->training;
-    size_t BL = (size_t)B * Lq, BK = (size_t)B * klen;
+    double BL = (double)B * Lq, BK = (double)B * klen; /* doubles: see arena */
     lc->cat = take(ar, BK * d);
     if (c->pre_lnorm) {
         lc->catn = take(ar, BK * d);
@@ -92,7 +98,7 @@ static void plan_layer(model_acts *A, arena *ar, layer_cache *lc, pos_alloc *pa,
     }
     lc->q = take(ar, BL * hd);
     lc->kv = take(ar, BK * 2 * hd);
-    lc->prob = tr ? take(ar, (size_t)B * H * Lq * klen) : NULL;
+    lc->prob = tr ? take(ar, BL * H * klen) : NULL;
     lc->vec = take(ar, BL * hd);
     lc->h1 = take(ar, BL * d);
     lc->ln1_xhat = tr ? take(ar, BL * d) : NULL;
@@ -111,13 +117,19 @@ static void plan(model_acts *A, arena *ar)
     int B = A->B, Lq = A->Lq_max, M = A->M, klen = Lq + M, d = c->d_model;
     int H = c->n_head, hd = H * c->d_head, di = c->d_inner, N = c->n_layer, V = c->vocab;
     int tr = A->training;
-    size_t BL = (size_t)B * Lq, BK = (size_t)B * klen;
+    double BL = (double)B * Lq, BK = (double)B * klen; /* doubles: see arena */
     pos_dims pd = {.B = B, .Lq = Lq, .M = M, .training = tr};
     pos_alloc pa = {take_cb, ar};
     int nc = tr ? N : 1;
-    for (int l = 0; l < nc; l++)
-        plan_layer(A, ar, &A->lc[l], &pa, &pd);
-    A->hs = take(ar, (size_t)(N + 1) * BL * d);
+    if (!ar->base) { /* counting: every layer's cache has the same size */
+        double before = ar->count;
+        plan_layer(A, ar, &A->lc[0], &pa, &pd);
+        ar->count = before + (ar->count - before) * nc;
+    } else {
+        for (int l = 0; l < nc; l++)
+            plan_layer(A, ar, &A->lc[l], &pa, &pd);
+    }
+    A->hs = take(ar, ((double)N + 1) * BL * d);
     A->hfin = take(ar, BL * d);
     A->logits = take(ar, BL * V);
     A->lse = take(ar, BL);
@@ -145,7 +157,7 @@ static void plan(model_acts *A, arena *ar)
 
 /* The sizes of A and its layer caches, before plan() lays out the buffers. */
 static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max, int M,
-                      int training, txl_err *e)
+                      int training, int counting, txl_err *e)
 {
     memset(A, 0, sizeof *A);
     A->cfg = *cfg;
@@ -155,21 +167,21 @@ static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max,
     A->M = M;
     A->training = training;
     A->threads = par_max_threads();
-    A->lc = calloc(training ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
+    A->lc = calloc(training && !counting ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
     if (!A->lc)
         return err_set(e, ERR_RUNTIME, "out of memory planning activations");
     return 0;
 }
 
 int acts_plan_floats(const model_config *cfg, int B, int Lq_max, int M, int training,
-                     size_t *floats, txl_err *e)
+                     double *floats, txl_err *e)
 {
     model_acts A;
-    if (acts_begin(&A, cfg, B, Lq_max, M, training, e))
+    if (acts_begin(&A, cfg, B, Lq_max, M, training, 1, e))
         return -1;
-    arena ar = {NULL, 0}; /* no base: plan() only counts */
+    arena ar = {0}; /* no base: plan() only counts */
     plan(&A, &ar);
-    *floats = ar.used;
+    *floats = ar.count;
     free(A.lc);
     return 0;
 }
@@ -177,11 +189,15 @@ int acts_plan_floats(const model_config *cfg, int B, int Lq_max, int M, int trai
 int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, int training,
               txl_err *e)
 {
-    if (acts_begin(A, cfg, B, Lq_max, M, training, e))
+    if (acts_begin(A, cfg, B, Lq_max, M, training, 0, e))
         return -1;
-    arena ar = {NULL, 0};
+    arena ar = {0};
     plan(A, &ar);
-    size_t total = ar.used;
+    if (ar.count > 0x1p60) { /* no machine holds it; the size would not fit a size_t */
+        acts_free(A);
+        return err_set(e, ERR_RUNTIME, "out of memory: activations need %.3g floats", ar.count);
+    }
+    size_t total = (size_t)ar.count;
     ar.base = aligned_alloc(64, total * sizeof(float));
     if (!ar.base) {
         acts_free(A);

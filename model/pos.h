@@ -49,9 +49,11 @@ typedef struct {
 } pos_dims;
 
 /* Hands out `n` floats of the activation plan (plan.c's arena): called twice with the
- * same sequence, first to count, then for real (then the pointers are valid). */
+ * same sequence, first to count, then for real (then the pointers are valid). n is a double
+ * so that the count of a config far too large (refused by the count) cannot overflow:
+ * compute it in doubles. */
 typedef struct {
-    float *(*take)(void *arena, size_t n);
+    float *(*take)(void *arena, double n);
     void *arena;
 } pos_alloc;
 

@@ -15,7 +15,7 @@ static void abs_plan(const model_config *c, const pos_dims *d, pos_alloc *a, pos
                      pos_layer *bw)
 {
     (void)bw;
-    acts->buf[B_P] = a->take(a->arena, (size_t)d->Lq * c->d_model);
+    acts->buf[B_P] = a->take(a->arena, (double)d->Lq * c->d_model);
 }
 
 static void abs_embed(const pos_seg *s, float *h0)

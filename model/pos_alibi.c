@@ -44,7 +44,7 @@ static void alibi_plan(const model_config *c, const pos_dims *d, pos_alloc *a, p
                        pos_layer *bw)
 {
     (void)bw;
-    acts->buf[B_BIAS] = a->take(a->arena, ((size_t)d->Lq + d->M) * c->n_head);
+    acts->buf[B_BIAS] = a->take(a->arena, ((double)d->Lq + d->M) * c->n_head);
 }
 
 static void alibi_segment(const pos_seg *s)

@@ -149,9 +149,9 @@ static int hier_validate(const model_config *c, char *why, size_t cap)
 }
 
 /* Per level, the layer block holds b [H, klen], pre and act [klen, hidden], T [H, klen]. */
-static size_t level_floats(const model_config *c, size_t klen)
+static double level_floats(const model_config *c, double klen)
 {
-    return klen * (2 * (size_t)c->n_head + 2 * (size_t)c->mlp_hidden);
+    return klen * (2.0 * c->n_head + 2.0 * c->mlp_hidden); /* a double: pos_alloc */
 }
 
 typedef struct {
@@ -160,7 +160,7 @@ typedef struct {
 
 static level_bufs level_at(const model_config *c, float *block, size_t klen, int k)
 {
-    float *p = block + (size_t)k * level_floats(c, klen);
+    float *p = block + (size_t)k * (size_t)level_floats(c, (double)klen);
     size_t H = (size_t)c->n_head, hid = (size_t)c->mlp_hidden;
     return (level_bufs){p, p + H * klen, p + H * klen + hid * klen, p + H * klen + 2 * hid * klen};
 }
@@ -170,14 +170,14 @@ static void hier_plan(const model_config *c, const pos_dims *d, pos_alloc *a, po
 {
     levels L;
     levels_of(c, &L);
-    size_t klen = (size_t)d->Lq + d->M, H = (size_t)c->n_head;
+    double klen = (double)d->Lq + d->M, H = c->n_head; /* doubles: pos_alloc */
     acts->buf[B_PHI] = a->take(a->arena, klen * 2 * c->hier_num_freqs);
     acts->buf[B_CTX] = a->take(a->arena, ctx_floats());
     if (!d->training)
         return;
     acts->buf[B_DT] = a->take(a->arena, klen * H);
-    acts->buf[B_PARTIALS] = a->take(a->arena, (size_t)par_max_threads() * L.n * H * klen);
-    bw->buf[B_DTAB] = a->take(a->arena, (size_t)L.n * H * klen);
+    acts->buf[B_PARTIALS] = a->take(a->arena, (double)par_max_threads() * L.n * H * klen);
+    bw->buf[B_DTAB] = a->take(a->arena, L.n * H * klen);
     bw->buf[B_DB] = a->take(a->arena, H * klen);
     bw->buf[B_DACT] = a->take(a->arena, klen * c->mlp_hidden);
 }
@@ -187,7 +187,7 @@ static void hier_plan_layer(const model_config *c, const pos_dims *d, pos_alloc 
 {
     levels L;
     levels_of(c, &L);
-    lc->buf[B_TABLES] = a->take(a->arena, L.n * level_floats(c, (size_t)d->Lq + d->M));
+    lc->buf[B_TABLES] = a->take(a->arena, L.n * level_floats(c, (double)d->Lq + d->M));
 }
 
 /* The window's span per level, D_l = 1 + the largest delta (coordinates only grow along a
@@ -313,7 +313,7 @@ static size_t hier_decode_floats(const model_config *c, int M)
 {
     levels L;
     levels_of(c, &L);
-    return (size_t)L.n * level_floats(c, (size_t)M + 1);
+    return (size_t)L.n * (size_t)level_floats(c, (double)M + 1);
 }
 
 static size_t hier_decode_scratch(const model_config *c, int M)

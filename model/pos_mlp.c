@@ -94,7 +94,7 @@ static int mlp_params(param_table *t, const model_config *c, int layer)
 static void mlp_plan(const model_config *c, const pos_dims *d, pos_alloc *a, pos_acts *acts,
                      pos_layer *bw)
 {
-    size_t klen = (size_t)d->Lq + d->M;
+    double klen = (double)d->Lq + d->M; /* doubles: pos_alloc */
     acts->buf[B_PHI] = a->take(a->arena, klen * 2 * c->mlp_num_freqs);
     acts->buf[B_DT] = d->training ? a->take(a->arena, klen * c->n_head) : NULL;
     if (d->training) {
@@ -106,7 +106,7 @@ static void mlp_plan(const model_config *c, const pos_dims *d, pos_alloc *a, pos
 static void mlp_plan_layer(const model_config *c, const pos_dims *d, pos_alloc *a,
                            pos_layer *lc)
 {
-    size_t klen = (size_t)d->Lq + d->M;
+    double klen = (double)d->Lq + d->M; /* doubles: pos_alloc */
     lc->buf[B_BIAS] = a->take(a->arena, klen * c->n_head);
     lc->buf[B_PRE] = a->take(a->arena, klen * c->mlp_hidden);
     lc->buf[B_ACT] = a->take(a->arena, klen * c->mlp_hidden);

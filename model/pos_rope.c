@@ -64,7 +64,7 @@ static void rope_plan(const model_config *c, const pos_dims *d, pos_alloc *a, po
                       pos_layer *bw)
 {
     (void)bw;
-    size_t n = ((size_t)d->Lq + d->M) * (c->d_head / 2);
+    double n = ((double)d->Lq + d->M) * (c->d_head / 2); /* doubles: pos_alloc */
     acts->buf[B_COS] = a->take(a->arena, n);
     acts->buf[B_SIN] = a->take(a->arena, n);
 }

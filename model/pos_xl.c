@@ -55,7 +55,7 @@ static void xl_uv(const model_config *c, const layer_tensors *L, const model_ten
 static void xl_plan(const model_config *c, const pos_dims *d, pos_alloc *a, pos_acts *acts,
                     pos_layer *bw)
 {
-    size_t klen = (size_t)d->Lq + d->M;
+    double klen = (double)d->Lq + d->M; /* doubles: pos_alloc */
     acts->buf[B_R] = a->take(a->arena, klen * c->d_model);
     if (d->training)
         bw->buf[B_DRK] = a->take(a->arena, klen * c->n_head * c->d_head);
@@ -63,7 +63,7 @@ static void xl_plan(const model_config *c, const pos_dims *d, pos_alloc *a, pos_
 
 static void xl_plan_layer(const model_config *c, const pos_dims *d, pos_alloc *a, pos_layer *lc)
 {
-    lc->buf[B_RK] = a->take(a->arena, ((size_t)d->Lq + d->M) * c->n_head * c->d_head);
+    lc->buf[B_RK] = a->take(a->arena, ((double)d->Lq + d->M) * c->n_head * c->d_head);
 }
 
 /* R of a segment: without dropout (evaluation, inference) it depends on klen and clamp_len

@@ -967,7 +967,7 @@ static void test_attn_case(const attn_case *t)
     float *prob = nan_f(np), *vec = nan_f(nq), *g = rand_f(nq, 1.0f);
     /* scratch sized exactly (valgrind sees overruns) for up to 3 threads; the main run is
      * single-threaded, threads 2 and 3 are compared with it at the end */
-    float *scratch = alloc_f(attn_scratch_floats(Lq, klen, dh, H, 3));
+    float *scratch = alloc_f((size_t)attn_scratch_floats(Lq, klen, dh, H, 3));
     attn_args a = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
                    .scale = (float)(1.0 / sqrt((double)dh)), .dropatt = t->dropatt,
                    .drop_key = 0xabcdef, .u = u, .v = v, .rk = rk, .dist_bias = bias,

@@ -232,7 +232,7 @@ RESUME_NEEDLES="model.n_layer: 1000 vs 2" \
 both "config disagrees: n_layer 1000" "missing tensor 'layers.999.attn.qkv.weight'" $B/cfg_many.safetensors
 cfg $B/cfg_big.safetensors d_inner 10000000
 RESUME_NEEDLES="model.d_inner: 10000000 vs 128" \
-both "config disagrees: a model far larger than the file" "d_inner 10000000) needs at least;;bytes of weights, but the file's tensors hold" $B/cfg_big.safetensors
+both "config disagrees: a model far larger than the file" "d_inner 10000000) needs ;;bytes of weights, but the file's tensors hold" $B/cfg_big.safetensors
 cfg $B/cfg_huge_model.safetensors n_layer 1000000 d_inner 1000000
 RESUME_NEEDLES="model.n_layer: 1000000 vs 2, model.d_inner: 1000000 vs 128" \
 both "config with an absurd model size" "the model is too large" $B/cfg_huge_model.safetensors
@@ -424,6 +424,12 @@ for v in zero max; do
     check "...and logs its 5 steps" test "$(jq -s '[.[] | select(.event=="train")] | length' \
         $TMP/hier_$v/log.jsonl)" -eq 5
 done
+# a state tensor too many in a hier checkpoint (its state.coords is one of its 3): the
+# count of the parameter table (model_counts) holds hier's tensors too, so the guard fires
+st_edit $TMP/hier.safetensors $B/hier_state.safetensors ".[\"state.mem.9\"] = $empty_t"
+expect2 "info: hier, a state tensor too many (counted with its coordinates)" \
+    "$B/hier_state.safetensors;;and 4 state.* tensors, but a pos_scheme hier model with the config in the checkpoint (model.n_layer 2) has;;and 3 state tensors" \
+    $TXL info $B/hier_state.safetensors
 # the coordinates go with the memory: both or neither (hier reads them)
 st_drop $TMP/hier.safetensors $B/nocoords.safetensors 'del(.["state.coords"])'
 expect2 "train --resume: hier memory without its state.coords" "$B/nocoords.safetensors;;tensor 'state.coords' missing or not [8, 32, 3] I32" \

@@ -118,7 +118,7 @@ cfgcase lr_min "train.lr_min must be <= train.lr (0.001), found 0.01" "${D}train
 cfgcase warmup "train.warmup_steps must be < train.max_steps (10) with schedule cosine, found 10" "${D}train: {max_steps: 10, warmup_steps: 10}\n"
 cfgcase valid_0 "data.split: the valid fraction must be > 0 when data.valid is empty" "data: {train: x.txt, split: [1, 0, 0]}\n"
 cfgcase rope_odd "model.d_head must be even with pos_scheme rope (rotations pair its halves), found 3" "${D}model: {pos_scheme: rope, d_head: 3}\n"
-cfgcase huge_model "the model is too large: about;;model.n_layer 2000000000" "${D}model: {n_layer: 2000000000, d_model: 4096, d_inner: 16384}\n"
+cfgcase huge_model "the model is too large: ;;model.n_layer 2000000000" "${D}model: {n_layer: 2000000000, d_model: 4096, d_inner: 16384}\n"
 cfgcase huge_step "a training step is too large;;train.batch_size 1000000 x model.tgt_len 1000000" "${D}model: {tgt_len: 1000000}\ntrain: {batch_size: 1000000}\n"
 cfgcase huge_accum_mem "the memory is too large: about;;train.batch_size 1000 x grad_accum 1024 streams" "${D}model: {tgt_len: 1, mem_len: 2000}\ntrain: {batch_size: 1000, grad_accum: 1024}\n"
 cfgcase accum_streams "train.batch_size x train.grad_accum (the streams of one update) must be <= 2147483647, found 3000000 x 1000" "${D}train: {batch_size: 3000000, grad_accum: 1000}\n"
