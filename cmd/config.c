@@ -100,7 +100,7 @@ typedef struct {
 
 /* Enums are stored through int-sized accesses. */
 _Static_assert(sizeof(pos_scheme) == sizeof(int), "pos_scheme must be int-sized");
-_Static_assert(sizeof(lr_schedule) == sizeof(int), "lr_schedule must be int-sized");
+_Static_assert(sizeof(lr_kind) == sizeof(int), "lr_kind must be int-sized");
 _Static_assert(sizeof(optimizer_kind) == sizeof(int), "optimizer_kind must be int-sized");
 _Static_assert(sizeof(comm_overlap_kind) == sizeof(int), "comm_overlap_kind must be int-sized");
 
@@ -111,7 +111,7 @@ static const char *pos_name(int v) { return v < 0 ? NULL : pos_scheme_name((pos_
 static const char *sched_name(int v)
 {
     static const char *const names[] = {
-        [SCHED_CONSTANT] = "constant", [SCHED_COSINE] = "cosine", [SCHED_INV_SQRT] = "inv_sqrt",
+        [LR_CONSTANT] = "constant", [LR_COSINE] = "cosine", [LR_INV_SQRT] = "inv_sqrt",
     };
     return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
 }
@@ -1703,7 +1703,7 @@ static int check_cross(const txl_config *c, char *why, size_t cap)
                  "mean gradient norm), found %s", a);
         return -1;
     }
-    if (t->schedule == SCHED_COSINE && t->warmup_steps >= t->max_steps) {
+    if (t->schedule == LR_COSINE && t->warmup_steps >= t->max_steps) {
         snprintf(why, cap, "train.warmup_steps must be < train.max_steps (%ld) with schedule "
                  "cosine, found %ld", t->max_steps, t->warmup_steps);
         return -1;

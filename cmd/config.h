@@ -17,6 +17,7 @@
 
 #include "../common/err.h"
 #include "../model/model_config.h"
+#include "../optim/optim.h"
 
 #define CFG_PATH_MAX 1024
 /* train.threads: at most 1024, the cap of eval's and sample's --threads */
@@ -24,7 +25,6 @@
 /* train.grad_accum: at most 1024 micro-batches per update */
 #define CFG_MAX_GRAD_ACCUM 1024
 
-typedef enum { SCHED_CONSTANT, SCHED_COSINE, SCHED_INV_SQRT } lr_schedule;
 /* train.comm_overlap: start each layer's gradient sum over the MPI ranks when its backward
  * ends (on), after the whole backward (off), or on when the ranks span machines (auto) */
 typedef enum { OVERLAP_AUTO, OVERLAP_ON, OVERLAP_OFF } comm_overlap_kind;
@@ -46,7 +46,7 @@ typedef struct {
     long max_steps;
     double max_minutes;        /* 0 = no time limit */
     double lr;
-    lr_schedule schedule;
+    lr_kind schedule;          /* optim.h: the one enum of the schedules */
     long warmup_steps;
     double lr_min;
     double clip;               /* global grad-norm clip; 0 = off */

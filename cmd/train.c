@@ -761,7 +761,7 @@ static int run_valid(trainer *t, double *loss, txl_err *e)
 
 /* The loop's bookkeeping: the schedule, Adam's settings, and what the log lines need. */
 typedef struct {
-    lr_schedule_t sched;
+    lr_schedule sched;
     adam_hparams ah;
     long first_step;       /* where this invocation started (--steps counts from here) */
     double t_log;          /* time of the last log line */
@@ -780,11 +780,8 @@ static void loop_init(trainer *t, loop_state *ls)
 {
     const train_config *tc = &t->cfg.train;
     memset(ls, 0, sizeof *ls);
-    ls->sched = (lr_schedule_t){.kind = tc->schedule == SCHED_COSINE     ? LR_COSINE
-                                        : tc->schedule == SCHED_INV_SQRT ? LR_INV_SQRT
-                                                                         : LR_CONSTANT,
-                                .lr = tc->lr, .lr_min = tc->lr_min, .warmup = tc->warmup_steps,
-                                .max_steps = tc->max_steps};
+    ls->sched = (lr_schedule){.kind = tc->schedule, .lr = tc->lr, .lr_min = tc->lr_min,
+                              .warmup = tc->warmup_steps, .max_steps = tc->max_steps};
     ls->ah = (adam_hparams){.beta1 = tc->beta1, .beta2 = tc->beta2, .eps = tc->eps,
                             .weight_decay = tc->weight_decay,
                             .decoupled = tc->optimizer == OPT_ADAMW};

@@ -75,7 +75,7 @@ double grad_clip(float *g, size_t n, double max_norm)
     return norm;
 }
 
-double lr_at(const lr_schedule_t *s, long t)
+double lr_at(const lr_schedule *s, long t)
 {
     if (s->warmup > 0 && t <= s->warmup)
         return s->lr * (double)t / (double)s->warmup;

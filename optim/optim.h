@@ -32,19 +32,20 @@ float clip_coef(double norm, double max_norm);
 /* g *= clip_coef(grad_norm(g), max_norm). Returns the norm before clipping. */
 double grad_clip(float *g, size_t n, double max_norm);
 
+/* train.schedule: the config holds this enum too (one for the config and the optimiser). */
 typedef enum { LR_CONSTANT, LR_COSINE, LR_INV_SQRT } lr_kind;
 
 typedef struct {
     lr_kind kind;
     double lr, lr_min;
     long warmup, max_steps;
-} lr_schedule_t;
+} lr_schedule;
 
 /* Learning rate of step t (1-based):
  *   warmup (t <= warmup): lr * t / warmup                    (every schedule)
  *   constant: lr
  *   cosine:   lr_min + (lr - lr_min) * (1 + cos(pi * (t - warmup) / (max_steps - warmup))) / 2
  *   inv_sqrt: lr * sqrt(max(warmup, 1) / t)   (peak lr at the end of warmup) */
-double lr_at(const lr_schedule_t *s, long t);
+double lr_at(const lr_schedule *s, long t);
 
 #endif

@@ -57,7 +57,7 @@ static void test_defaults(void)
     CHECK(c.train.batch_size == 16 && c.train.max_steps == 2000 && c.train.max_minutes == 0,
           "defaults: batch 16, 2000 steps, no time limit");
     CHECK(c.train.grad_accum == 1, "defaults: grad_accum 1 (no accumulation)");
-    CHECK(c.train.lr == 2.5e-4 && c.train.schedule == SCHED_COSINE && c.train.warmup_steps == 0 &&
+    CHECK(c.train.lr == 2.5e-4 && c.train.schedule == LR_COSINE && c.train.warmup_steps == 0 &&
               c.train.lr_min == 0.0,
           "defaults: lr 2.5e-4 cosine, no warmup, lr_min 0");
     CHECK(c.train.clip == 0.25 && c.train.beta1 == 0.9 && c.train.beta2 == 0.999 &&
@@ -104,7 +104,7 @@ static void test_good_block(void)
           "block: split");
     const train_config *t = &c.train;
     CHECK(t->batch_size == 4 && t->max_steps == 100 && t->max_minutes == 1.5, "block: budget");
-    CHECK(t->lr == 1e-3 && t->schedule == SCHED_INV_SQRT && t->warmup_steps == 10 &&
+    CHECK(t->lr == 1e-3 && t->schedule == LR_INV_SQRT && t->warmup_steps == 10 &&
               t->lr_min == 1e-5,
           "block: lr 1e-3 inv_sqrt warmup 10 lr_min 1e-5");
     CHECK(t->clip == 1.0 && t->beta1 == 0.85 && t->beta2 == 0.99 && t->eps == 1e-6 &&
@@ -237,7 +237,7 @@ static void tricky_config(txl_config *c)
     c->model.pos = POS_ALIBI;
     c->train.seed = ULLONG_MAX;
     c->train.max_steps = 9007199254740992L; /* 2^53, the largest long key */
-    c->train.schedule = SCHED_CONSTANT;
+    c->train.schedule = LR_CONSTANT;
     c->data.split[0] = 0.7;
     c->data.split[1] = 0.2;
     c->data.split[2] = 0.1;
@@ -483,7 +483,7 @@ static void test_set(void)
     CHECK(strcmp(c.data.train, "a b: c") == 0, "set quoted path: '%s'", c.data.train);
     CHECK(c.train.seed == ULLONG_MAX && c.model.n_layer == 6 && c.model.dropout == 0.0f,
           "set seed, spaced assignment, dropout 0");
-    CHECK(c.train.schedule == SCHED_CONSTANT && c.model.mlp_max_dist == 1.5f &&
+    CHECK(c.train.schedule == LR_CONSTANT && c.model.mlp_max_dist == 1.5f &&
               strcmp(c.train.out_dir, "runs/x=y") == 0 && c.train.optimizer == OPT_ADAMW &&
               c.train.ckpt_gzip == 0 && c.model.clamp_len == 5,
           "set schedule, max_dist, out_dir with '=', optimizer, ckpt_gzip, clamp_len");
@@ -503,7 +503,7 @@ static void test_set(void)
     CHECK(d.train.lr == 1e-3 && d.train.max_minutes == 2 && d.train.seed == 5 &&
               d.model.untie_r == 1 && strcmp(d.data.test, "123") == 0 && d.data.valid[0] == 0 &&
               d.data.split[0] == 0.8 && d.data.split[1] == 0.1 && d.data.split[2] == 0 &&
-              d.train.schedule == SCHED_CONSTANT,
+              d.train.schedule == LR_CONSTANT,
           "tags that agree with the keys' types");
     /* data.doc_separator is text, "" (also null: nothing after '=') meaning none */
     int sep = cfg_set(&d, "data.doc_separator=<doc>", &e) == 0 &&
@@ -726,7 +726,7 @@ static void test_validate(void)
     cfg_defaults(&c);
     set_str(c.data.train, sizeof c.data.train, "t.txt");
     c.train.warmup_steps = 5000;
-    c.train.schedule = SCHED_CONSTANT;
+    c.train.schedule = LR_CONSTANT;
     CHECK(cfg_validate(&c, "cfg.yaml", &e) == 0, "warmup >= max_steps is fine without cosine");
     c.data.split[1] = 0;
     set_str(c.data.valid, sizeof c.data.valid, "v.txt");

@@ -1512,13 +1512,13 @@ static int close_rel(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(fa
 
 static void test_lr(void)
 {
-    lr_schedule_t c = {LR_CONSTANT, 1e-3, 0, 10, 100};
+    lr_schedule c = {LR_CONSTANT, 1e-3, 0, 10, 100};
     CHECK(close_rel(lr_at(&c, 1), 1e-4) && close_rel(lr_at(&c, 5), 5e-4) &&
               close_rel(lr_at(&c, 10), 1e-3) && close_rel(lr_at(&c, 11), 1e-3) &&
               close_rel(lr_at(&c, 5000), 1e-3),
           "lr constant warmup 10: t=1 lr/10, t=5 lr/2, t=10 lr, t=11 lr, t=5000 lr");
 
-    lr_schedule_t s = {LR_COSINE, 1e-3, 1e-5, 10, 110};
+    lr_schedule s = {LR_COSINE, 1e-3, 1e-5, 10, 110};
     double t11 = 1e-5 + (1e-3 - 1e-5) * (1 + cos(PI / 100)) / 2;
     CHECK(close_rel(lr_at(&s, 10), 1e-3) && close_rel(lr_at(&s, 11), t11) &&
               close_rel(lr_at(&s, 60), (1e-3 + 1e-5) / 2) && close_rel(lr_at(&s, 110), 1e-5),
@@ -1526,19 +1526,19 @@ static void test_lr(void)
           "t=max lr_min (%.6g)", lr_at(&s, 10), lr_at(&s, 11), lr_at(&s, 60), lr_at(&s, 110));
     CHECK(close_rel(lr_at(&s, 500), 1e-5), "lr cosine after max_steps stays at lr_min: %.6g "
           "(header formula silent; cos would rise again)", lr_at(&s, 500));
-    lr_schedule_t s0 = {LR_COSINE, 2e-3, 0, 0, 50};
+    lr_schedule s0 = {LR_COSINE, 2e-3, 0, 0, 50};
     CHECK(close_rel(lr_at(&s0, 1), 2e-3 * (1 + cos(PI / 50)) / 2) &&
               fabs(lr_at(&s0, 50)) <= 1e-18 && close_rel(lr_at(&s0, 25), 1e-3),
           "lr cosine warmup 0: t=1 %.8g, t=25 lr/2, t=max %.1e (lr_min 0)", lr_at(&s0, 1),
           lr_at(&s0, 50));
 
-    lr_schedule_t q = {LR_INV_SQRT, 1e-3, 0, 100, 0};
+    lr_schedule q = {LR_INV_SQRT, 1e-3, 0, 100, 0};
     CHECK(close_rel(lr_at(&q, 50), 5e-4) && close_rel(lr_at(&q, 100), 1e-3) &&
               close_rel(lr_at(&q, 400), 5e-4) &&
               close_rel(lr_at(&q, 101), 1e-3 * sqrt(100.0 / 101)),
           "lr inv_sqrt warmup 100: t=50 lr/2, t=100 lr (peak), t=101 lr*sqrt(100/101), t=400 "
           "lr/2");
-    lr_schedule_t q0 = {LR_INV_SQRT, 1e-3, 0, 0, 0};
+    lr_schedule q0 = {LR_INV_SQRT, 1e-3, 0, 0, 0};
     CHECK(close_rel(lr_at(&q0, 1), 1e-3) && close_rel(lr_at(&q0, 4), 5e-4),
           "lr inv_sqrt warmup 0: t=1 lr, t=4 lr/2");
 }
