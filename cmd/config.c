@@ -299,9 +299,12 @@ static void key_put(const cfg_key *k, txl_config *c, const cfg_value *v)
     }
     case CT_SPLIT: memcpy(p, v->x, 3 * sizeof(double)); break;
     }
+}
+
+void cfg_derive(txl_config *c)
+{
     /* the vocabulary is not a key: bytes, then one token per anchor kind */
-    if (k->off == OFF(data.anchors))
-        c->model.vocab = TXL_BYTES + units_n_anchors((unsigned)c->data.anchors);
+    c->model.vocab = TXL_BYTES + units_n_anchors((unsigned)c->data.anchors);
 }
 
 /* Shortest "%.Ng" that reads back to exactly x. */
@@ -1514,6 +1517,7 @@ void cfg_defaults(txl_config *c)
         }
         key_put(k, c, &v);
     }
+    cfg_derive(c);
 }
 
 int cfg_load_yaml(txl_config *c, const char *path, txl_err *e)
@@ -1531,6 +1535,7 @@ int cfg_load_yaml(txl_config *c, const char *path, txl_err *e)
     if (rc == 0) {
         if (!seen[key_find("train", "out_dir")])
             derive_out_dir(w.train.out_dir, sizeof w.train.out_dir, path);
+        cfg_derive(&w);
         memcpy(c, &w, sizeof w);
     }
     return rc;
@@ -1555,8 +1560,10 @@ int cfg_load_meta(txl_config *c, const char *text, const char *ckpt, txl_err *e)
     unsigned char seen[NKEYS] = { 0 };
     int rc = load_text(&w, &s, t, strlen(t), seen, e);
     free(json);
-    if (rc == 0)
+    if (rc == 0) {
+        cfg_derive(&w);
         memcpy(c, &w, sizeof w);
+    }
     return rc;
 }
 
@@ -1619,8 +1626,10 @@ int cfg_set(txl_config *c, const char *assignment, txl_err *e)
             rc = key_check(k, &v, why, sizeof why);
         if (rc != 0)
             src_err(e, &s, NULL, why);
-        else if ((rc = doc_expect_end(&d, &s, e)) == 0)
+        else if ((rc = doc_expect_end(&d, &s, e)) == 0) {
             key_put(k, c, &v); /* v may point into the document: store before freeing it */
+            cfg_derive(c);
+        }
     }
     doc_free(&d);
     return rc;
@@ -1672,6 +1681,7 @@ int cfg_set_text(txl_config *c, const char *section, const char *name, const cha
         key_check(k, &v, why, sizeof why))
         return err_set(e, ERR_INPUT, "%s: %s", origin, why);
     key_put(k, c, &v);
+    cfg_derive(c);
     return 0;
 }
 

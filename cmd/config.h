@@ -75,6 +75,10 @@ typedef struct {
 
 /* Fills every key with its default (doc/design.md, "Configuration"; out_dir "runs/default"). */
 void cfg_defaults(txl_config *c);
+/* The values that are not keys, from the keys: model.vocab (256 bytes + one token per
+ * anchor kind of data.anchors). Every loader and setter below ends with it; code that
+ * writes a key's field directly calls it after. */
+void cfg_derive(txl_config *c);
 
 /* Loads YAML over the current contents of *c (call cfg_defaults first). Unknown keys,
  * duplicate keys, wrong types, syntax errors: -1 with "PATH:LINE:COL: ..." in e. The file
