@@ -12,7 +12,7 @@
 #include "../io/safetensors.h"
 #include "../data/corpus.h"
 #include "../data/tokens.h"
-#include "config.h"
+#include "../config/config.h"
 
 #define TXL_VERSION "0.1.0"
 

@@ -20,7 +20,7 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "config.h"
+#include "../config/config.h"
 
 /* Prints prefix+word when it extends cur. */
 static void offer(const char *prefix, const char *word, const char *cur)

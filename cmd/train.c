@@ -39,7 +39,7 @@
 #include "../optim/optim.h"
 #include "cli.h"
 #include "cmds.h"
-#include "config.h"
+#include "../config/config.h"
 #include "evaluate.h"
 #include "terms.h"
 #include "train_state.h"

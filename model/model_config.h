@@ -1,5 +1,5 @@
 /* model_config.h: the model's hyperparameters (doc/design.md, "Configuration", `model:` section).
- * Plain data; cmd/config.c fills and validates it, model/ only reads it. */
+ * Plain data; config/ fills and validates it, model/ only reads it. */
 #ifndef TXL_MODEL_CONFIG_H
 #define TXL_MODEL_CONFIG_H
 

@@ -1,4 +1,4 @@
-/* test_config.c: unit test of cmd/config.c.
+/* test_config.c: unit test of config/ (the key table, reader, writer, checks).
  *
  * Loads the good configs in tests/data/config/ (block and flow style) and checks values;
  * round-trips the YAML dump (cfg_write_yaml -> cfg_load_yaml) and the checkpoint metadata
@@ -7,7 +7,7 @@
  * that each fails with ERR_INPUT and a message naming "file:line:col" and the key; runs
  * good and bad --set overrides, cross-key validation and cfg_diff_model.
  * Paths are relative: run from the repository root (as `make test` does). */
-#include "../cmd/config.h"
+#include "../config/config.h"
 #include "testlib.h"
 
 #include <limits.h>

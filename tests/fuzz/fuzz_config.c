@@ -8,7 +8,7 @@
  * exactly. */
 #include <string.h>
 
-#include "../../cmd/config.h"
+#include "../../config/config.h"
 #include "fuzz.h"
 
 #define MAX_SETS 8
