@@ -30,9 +30,6 @@
 #define TXL_CONFIG_DIR "/usr/local/share/txl/configs"
 #endif
 
-/* OpenBLAS extensions (declared here: cblas.h of some versions lacks them). */
-char *openblas_get_corename(void);
-
 int cli_fail(const char *cmd, const txl_err *e)
 {
     if (dist_is_root()) /* under MPI every rank fails alike: say it once */
@@ -843,56 +840,9 @@ int cli_check_output(const char *flag, const char *out, const char *const *input
     return 0;
 }
 
-/* This process's virtual size and resident set in bytes (Linux: /proc/self/statm); 0 when
- * unknown. */
-static void proc_sizes(double *vm, double *rss)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long pages = 0, res = 0;
-    long page = sysconf(_SC_PAGESIZE);
-    *vm = *rss = 0;
-    if (f && fscanf(f, "%llu %llu", &pages, &res) == 2 && page > 0) {
-        *vm = (double)pages * (double)page;
-        *rss = (double)res * (double)page;
-    }
-    if (f)
-        fclose(f);
-}
-
-int cli_check_memory(const char *what, double bytes, txl_err *e)
-{
-    const double mib = 1048576.0;
-    double phys = (double)ins_phys_mem(), as = 0, vm, rss;
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        as = (double)rl.rlim_cur;
-    proc_sizes(&vm, &rss);
-    if ((phys <= 0 || rss + bytes <= phys) && (as <= 0 || vm + bytes <= as))
-        return 0;
-    char lim[160];
-    if (as > 0)
-        snprintf(lim, sizeof lim, "an address-space limit (ulimit -v) of %.0f MiB, %.0f MiB of "
-                 "it in use", as / mib, vm / mib);
-    else
-        snprintf(lim, sizeof lim, "no address-space limit (ulimit -v)");
-    return err_set(e, ERR_INPUT, "%s needs about %.0f MiB of memory, more than this machine "
-                   "allows: %.0f MiB of physical memory (txl holds %.0f MiB already), %s", what,
-                   bytes / mib, phys / mib, rss / mib, lim);
-}
 
 int cli_threads(int n) { return par_set_threads(n); }
 
-const char *cli_blas_core(void)
-{
-    static char buf[160];
-    const char *c = openblas_get_corename();
-    const char *was = getenv("TXL_BLAS_DETECTED");
-    if (was && *was)
-        snprintf(buf, sizeof buf, "%s (chosen by txl; OpenBLAS detected %s)", c ? c : "?", was);
-    else
-        snprintf(buf, sizeof buf, "%s", c ? c : "unknown");
-    return buf;
-}
 
 static const char **kept_argv;
 static int kept_argc;
@@ -959,31 +909,6 @@ int cli_stdout_close(const char *cmd, int rc)
 
 int cli_isatty_stderr(void) { return isatty(2); }
 
-double cli_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double cli_cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void cli_fmt_duration(char *buf, size_t cap, double s)
-{
-    if (!(s >= 0) || s > 1e8)
-        snprintf(buf, cap, "?");
-    else if (s >= 3600)
-        snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    else if (s >= 60)
-        snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else
-        snprintf(buf, cap, "%.0fs", s);
-}
 
 int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
                   token_span *span, const char **label, txl_err *e)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "../common/err.h"
+#include "../common/sys.h"
 #include "../model/model.h"
 #include "../io/safetensors.h"
 #include "../data/corpus.h"
@@ -249,20 +250,10 @@ int cli_tokens(const txl_config *cfg, token_span span, tok_stream *ts, txl_err *
 /* The units (anchors, document separator) of a config's data section. */
 units_config cli_units(const txl_config *cfg);
 
-/* Memory a command is about to allocate (`bytes`, estimated from the plans it will make:
- * model.h's acts_plan_floats, mem_plan_bytes, kv_cache_plan_floats, decode_plan_floats)
- * against what this machine allows: with what the process holds already, at most its
- * physical memory and its address-space limit (RLIMIT_AS, `ulimit -v`). Otherwise
- * ERR_INPUT (exit 2, before anything is allocated): "WHAT needs about N MiB of memory, more
- * than this machine allows: ..." with both. Better than being killed by the OOM killer
- * after minutes, or failing at a malloc half-way. */
-int cli_check_memory(const char *what, double bytes, txl_err *e);
 
 /* Sets txl's threads (common/par.h: OpenMP, OpenBLAS pinned to one thread); n <= 0 means
  * all cores. Returns the count used. */
 int cli_threads(int n);
-/* The OpenBLAS core in use ("Cooperlake", "Haswell", ...). */
-const char *cli_blas_core(void);
 
 /* The command line as main received it (argv[0] first): main keeps a copy before a command
  * parses (cli_parse reorders the pointers), for the training log's start event. */
@@ -291,12 +282,5 @@ int cli_stdout_flush(void);
 int cli_stdout_close(const char *cmd, int rc);
 
 int cli_isatty_stderr(void);
-/* Seconds since an arbitrary fixed point (monotonic). */
-double cli_now(void);
-/* CPU seconds of the process so far (all its threads): on a shared machine, where a
- * process waits for a core at random, a steadier measure of its work than cli_now. */
-double cli_cpu_now(void);
-/* "1h02m", "3m05s", "12s" */
-void cli_fmt_duration(char *buf, size_t cap, double seconds);
 
 #endif

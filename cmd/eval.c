@@ -132,7 +132,7 @@ static int check_setting(const eval_args *a, const model_config *mc, const tok_s
     char who[160];
     snprintf(who, sizeof who, "%s: the evaluation at batch %d x tgt_len %lld with mem_len %lld",
              what, B, T, Mm);
-    return eval_plan_bytes(mc, ts, &o, &bytes, e) || cli_check_memory(who, bytes, e) ? -1 : 0;
+    return eval_plan_bytes(mc, ts, &o, &bytes, e) || sys_check_memory(who, bytes, e) ? -1 : 0;
 }
 
 /* --term-stats: the score terms' mean and standard deviation per layer, with a verdict. */

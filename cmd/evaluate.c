@@ -88,7 +88,7 @@ static void progress_line(eval_plan *ep, const eval_result *r, size_t nseg, doub
                           double *last_draw)
 {
     const pass *p = &ep->p;
-    double now = cli_now();
+    double now = sys_now();
     if (!p->o->progress || now - *last_draw <= 0.25)
         return;
     *last_draw = now;
@@ -100,7 +100,7 @@ static void progress_line(eval_plan *ep, const eval_result *r, size_t nseg, doub
     }
     double el = now - t0, eta = el / r->segments * (nseg - r->segments);
     char etas[32];
-    cli_fmt_duration(etas, sizeof etas, eta);
+    sys_fmt_duration(etas, sizeof etas, eta);
     size_t bytes = tokens - anchors;
     fprintf(stderr, "\r\033[K%s: segment %zu/%zu  bpc %.4f  %.0f tok/s  ETA %s",
             p->o->label ? p->o->label : "eval", r->segments, nseg,
@@ -185,7 +185,7 @@ static int run_streams(eval_plan *ep, batcher *bt, eval_result *r, txl_err *e)
     size_t nseg = batcher_segments(bt);
     if (p->o->max_segments && nseg > p->o->max_segments)
         nseg = p->o->max_segments;
-    double t0 = cli_now(), last_draw = 0;
+    double t0 = sys_now(), last_draw = 0;
     int len;
     while ((len = batcher_next(bt, p->x, p->y, p->co, e)) > 0) {
         run_rows(ep, len);
@@ -318,7 +318,7 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
     *r = (eval_result){0};
     batcher bt;
     pass *p = &ep->p;
-    double t0 = cli_now(), g0 = gemm_thread_seconds();
+    double t0 = sys_now(), g0 = gemm_thread_seconds();
     if (plan_batcher(&ep->ts, &ep->o, &bt, e))
         return -1;
     pass_reset(p);
@@ -333,7 +333,7 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
     }
     if (rc)
         return -1;
-    r->seconds = cli_now() - t0;
+    r->seconds = sys_now() - t0;
     r->gemm_share = (gemm_thread_seconds() - g0) /
                     ((r->seconds > 1e-9 ? r->seconds : 1e-9) * par_max_threads());
     r->tokens = p->tokens;

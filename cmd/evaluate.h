@@ -83,7 +83,7 @@ int eval_plan_init(eval_plan *ep, model *mdl, const model_config *cfg, const tok
 /* The bytes eval_plan_init (so eval_stream) would allocate for the same arguments, without
  * allocating them: this rank's pass (activations, memory, the memory's keys, the batch's
  * buffers), its replicas, the tail's one-stream pass when it reaches the tail. What a
- * command checks against the machine (cli_check_memory) before the pass. */
+ * command checks against the machine (sys_check_memory) before the pass. */
 int eval_plan_bytes(const model_config *cfg, const tok_stream *ts, const eval_opts *o,
                     double *bytes, txl_err *e);
 int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e);

@@ -79,7 +79,7 @@ static int info_system(int json)
             return 1;
         }
         cJSON_AddStringToObject(o, "version", TXL_VERSION);
-        cJSON_AddStringToObject(o, "blas_core", cli_blas_core());
+        cJSON_AddStringToObject(o, "blas_core", sys_blas_core());
         cJSON_AddStringToObject(o, "blas_config", cfg ? cfg : "");
         cJSON_AddNumberToObject(o, "cores", (double)cores);
         cJSON_AddStringToObject(o, "openblas_coretype_env", env ? env : "");
@@ -94,7 +94,7 @@ static int info_system(int json)
         return 0;
     }
     printf("txl %s\nOpenBLAS core: %s\nOpenBLAS build: %s\ncores: %ld\n"
-           "OPENBLAS_CORETYPE: %s\n", TXL_VERSION, cli_blas_core(), cfg ? cfg : "?", cores,
+           "OPENBLAS_CORETYPE: %s\n", TXL_VERSION, sys_blas_core(), cfg ? cfg : "?", cores,
            env ? env : "(unset)");
     for (int i = 0; i < nd; i++)
         printf("configs: %s\n", dirs[i]);

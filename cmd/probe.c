@@ -291,7 +291,7 @@ int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_ev
              p->a->kind, mode == MODE_WINDOW ? "window" : "memory", B, T, M);
     /* and a snapshot of the memory (needle's shared prefixes) */
     if (streams_plan_bytes(&p->cfg.model, B, T, M, &bytes, e) ||
-        cli_check_memory(who, bytes + mem_plan_bytes(&p->cfg.model, B, M), e))
+        sys_check_memory(who, bytes + mem_plan_bytes(&p->cfg.model, B, M), e))
         return -1;
     return streams_init(s, &((probe_ctx *)p)->mdl, &p->cfg.model, B, T, M, e);
 }

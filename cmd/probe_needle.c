@@ -251,7 +251,7 @@ static int depths_shared(const probe_ctx *p, stream_eval *s, needle_set *n, mode
         for (int b = 0; b < n->B; b++)
             n->ctrl[b] = value_bits(n, b, NULL);
         streams_restore(s, snap);
-        print_cell(p, n, MODE_MEMORY, factor, depths[k], s, cli_now() - t0);
+        print_cell(p, n, MODE_MEMORY, factor, depths[k], s, sys_now() - t0);
     }
     return 0;
 }
@@ -269,7 +269,7 @@ static int run_length(const probe_ctx *p, probe_mode mode, int factor, const int
     /* a window holds the whole stream: with anchors up to two tokens a byte */
     int win = (p->units.anchors ? 2 : 1) * n.ld;
     if (!rc && (rc = probe_streams(p, mode, n.B, win, &s, e)) == 0) {
-        double t0 = cli_now();
+        double t0 = sys_now();
         if (mode == MODE_MEMORY && !p->units.anchors) {
             if (!(rc = streams_snapshot_init(&s, &snap, e)))
                 rc = depths_shared(p, &s, &n, &snap, depths, nd, factor, t0, e);
@@ -277,12 +277,12 @@ static int run_length(const probe_ctx *p, probe_mode mode, int factor, const int
         } else {
             for (int k = 0; !rc && k < nd; k++)
                 if (!(rc = depth_whole(p, &s, &n, depths[k], e)))
-                    print_cell(p, &n, mode, factor, depths[k], &s, cli_now() - t0);
+                    print_cell(p, &n, mode, factor, depths[k], &s, sys_now() - t0);
         }
         if (p->progress)
             fprintf(stderr, "needle %s %dx: %d cells in %.1fs, %.0f tok/s\n",
-                    mode == MODE_MEMORY ? "memory" : "window", factor, nd, cli_now() - t0,
-                    s.tokens / (cli_now() - t0 > 0 ? cli_now() - t0 : 1e-9));
+                    mode == MODE_MEMORY ? "memory" : "window", factor, nd, sys_now() - t0,
+                    s.tokens / (sys_now() - t0 > 0 ? sys_now() - t0 : 1e-9));
         streams_free(&s);
     }
     set_free(&n);

@@ -165,13 +165,13 @@ static stat_ci run_distance(const probe_ctx *p, probe_mode mode, int D, int *fai
     if (!set_init(&s, p, D, &r, e) && !probe_tokenize(p, s.x, s.B, s.ld, &s.pt, e) &&
         !probe_tokenize(p, s.xc, s.B, s.ld, &s.ptc, e) &&
         !probe_streams(p, mode, s.B, (s.pt.n > s.ptc.n ? s.pt.n : s.ptc.n) - 1, &ev, e)) {
-        double t0 = cli_now();
+        double t0 = sys_now();
         const probe_tokens *pt = &s.pt, *pc = &s.ptc;
         streams_feed(&ev, pt->tok, pt->tok + 1, pt->co, pt->n - 1, (size_t)pt->n, s.loss, NULL);
         streams_reset(&ev);
         streams_feed(&ev, pc->tok, pc->tok + 1, pc->co, pc->n - 1, (size_t)pc->n, s.lossc, NULL);
         score(&s);
-        print_distance(p, mode, &s, &ev, cli_now() - t0);
+        print_distance(p, mode, &s, &ev, sys_now() - t0);
         g = stat_mean(s.gain, s.B);
         *failed = 0;
         streams_free(&ev);

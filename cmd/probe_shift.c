@@ -26,7 +26,7 @@ int probe_shift(probe_ctx *p, txl_err *e)
     char who[128];
     snprintf(who, sizeof who, "probe shift: the evaluation at tgt_len %d with mem_len %d",
              p->T, p->M);
-    if (eval_plan_bytes(&p->cfg.model, &ts, &o0, &bytes, e) || cli_check_memory(who, bytes, e)) {
+    if (eval_plan_bytes(&p->cfg.model, &ts, &o0, &bytes, e) || sys_check_memory(who, bytes, e)) {
         tok_stream_free(&ts);
         return -1;
     }

@@ -241,16 +241,16 @@ static int feed(session *s, const uint8_t *text, size_t tlen, int progress, txl_
     size_t n = units_tokenize(&s->us, text, tlen, s->tok, s->co);
     fwd_opts fo = {.training = 0};
     int last_len = 0;
-    double p_start = cli_now(), p_drawn = 0;
+    double p_start = sys_now(), p_drawn = 0;
     for (size_t at = 0; at < n; at += (size_t)last_len) {
         last_len = n - at < (size_t)s->Lq ? (int)(n - at) : s->Lq;
         fo.coords = s->coords ? s->co + at * TXL_N_COORDS : NULL;
         model_forward(&s->mdl, &s->A, &s->mem, s->tok + at, NULL, last_len, &fo);
         size_t done = at + (size_t)last_len;
-        double now = cli_now(), el = now - p_start;
+        double now = sys_now(), el = now - p_start;
         if (progress && el > 0.5 && now - p_drawn > 0.25 && done < n) {
             char etas[32];
-            cli_fmt_duration(etas, sizeof etas, el / done * (n - done));
+            sys_fmt_duration(etas, sizeof etas, el / done * (n - done));
             fprintf(stderr, "\r\033[Kprompt: %zu/%zu tokens (%.0f%%)  %.0f tokens/s  ETA %s",
                     done, n, 100.0 * done / n, done / el, etas);
             p_drawn = now;
@@ -423,8 +423,8 @@ static long generate_group(session *s, const sample_args *a, sink *k, full_stats
         int live = 0;
         if (full_from < 0 && ds.m == ds.M) { /* the tokens from here attend to a full memory */
             full_from = generated;
-            t_full = cli_now();
-            c_full = cli_cpu_now();
+            t_full = sys_now();
+            c_full = sys_cpu_now();
         }
         for (int j = 0; j < n; j++) {
             const int b = b0 + j;
@@ -448,8 +448,8 @@ static long generate_group(session *s, const sample_args *a, sink *k, full_stats
     }
     if (full_from >= 0) {
         fs->full_tokens += generated - full_from;
-        fs->full_s += cli_now() - t_full;
-        fs->full_cpu_s += cli_cpu_now() - c_full;
+        fs->full_s += sys_now() - t_full;
+        fs->full_cpu_s += sys_cpu_now() - c_full;
     }
     if (k->N == 1 && generated >= 0) { /* the memory goes on from the text (interactive) */
         decode_sync_mem(&ds, &s->mem);
@@ -512,7 +512,7 @@ static int check_memory(const session *s, const sample_args *a, size_t prompt, t
     snprintf(who, sizeof who, "sampling with mem_len %d: %ld sample%s, %d side by side, after "
              "a prompt of %zu bytes,", s->M, a->num_samples, a->num_samples > 1 ? "s" : "", G,
              prompt);
-    return cli_check_memory(who, bytes, e);
+    return sys_check_memory(who, bytes, e);
 }
 
 static int session_init(session *s, const char *ckpt, const sample_args *a, size_t prompt,
@@ -646,7 +646,7 @@ int cmd_sample(int argc, char **argv)
         free(text);
         return cli_fail("sample", &e);
     }
-    double t0 = cli_now();
+    double t0 = sys_now();
     if (feed(&s, (const uint8_t *)text, tlen, !a.quiet && cli_isatty_stderr(), &e)) {
         session_free(&s);
         free(text);
@@ -656,14 +656,14 @@ int cmd_sample(int argc, char **argv)
         fwrite(text, 1, tlen, stdout);
         cli_stdout_flush();
     }
-    double t1 = cli_now(), c1 = cli_cpu_now();
+    double t1 = sys_now(), c1 = sys_cpu_now();
     full_stats fs = {0};
     long generated = a.interactive ? sample_interactive(&s, &a, &fs, &e)
                                    : sample_batch(&s, &a, &fs, &e);
     rc = generated < 0 ? cli_fail("sample", &e) : 0;
     if (generated < 0) /* no rates from the groups that ran before the failure */
         fs = (full_stats){0};
-    double t2 = cli_now(), c2 = cli_cpu_now();
+    double t2 = sys_now(), c2 = sys_cpu_now();
     if (a.stats) { /* tokens are summed over the streams; no rate without full-memory tokens */
         char full[32] = "null", full_cpu[32] = "null";
         if (fs.full_tokens > 0) {

@@ -473,7 +473,7 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     if (!cfg_yaml)
         return err_set(e, ERR_RUNTIME, "out of memory serialising the config");
     train_state s = t->st;
-    s.elapsed += cli_now() - t->t_start;
+    s.elapsed += sys_now() - t->t_start;
     s.valid_loss = valid_loss;
     train_state_meta sm;
     train_state_format(&s, &sm);
@@ -716,7 +716,7 @@ static void print_plan(const trainer *t)
             t->B, accum, m->tgt_len, m->mem_len, m->pre_lnorm ? "yes" : "no",
             m->dropout, par / 1048576.0, act / 1048576.0, mem_bytes(t) / 1048576.0,
             plan_mib(t), t->train_s.n, t->train_s.path,
-            t->valid_s.n, t->test_s.n, cli_blas_core(), c->train.out_dir);
+            t->valid_s.n, t->test_s.n, sys_blas_core(), c->train.out_dir);
     if (t->resumed_from)
         fprintf(stderr, "  resuming at step %ld of %ld from %s\n", t->st.step,
                 c->train.max_steps, t->resumed_from);
@@ -750,7 +750,7 @@ static int run_valid(trainer *t, double *loss, txl_err *e)
                 "\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"bytes\":%zu,\"anchor_tokens\":%zu,"
                 "\"anchor_bits\":%.2f,\"elapsed_s\":%.1f}",
              t->st.step, r.loss, r.loss / M_LN2, exp(r.loss), r.tokens, r.bytes,
-             r.anchor_tokens, r.anchor_bits, t->st.elapsed + cli_now() - t->t_start);
+             r.anchor_tokens, r.anchor_bits, t->st.elapsed + sys_now() - t->t_start);
     if (!t->quiet && dist_is_root())
         fprintf(stderr, "%sstep %ld: valid loss %.4f, bpc %.4f (%zu bytes, %.1fs)\n",
                 t->tty ? "\r\033[K" : "", t->st.step, r.loss, r.loss / M_LN2, r.bytes,
@@ -786,7 +786,7 @@ static void loop_init(trainer *t, loop_state *ls)
                             .weight_decay = tc->weight_decay,
                             .decoupled = tc->optimizer == OPT_ADAMW};
     ls->first_step = t->st.step;
-    ls->t_log = cli_now();
+    ls->t_log = sys_now();
     ls->comm_log = dist_comm_seconds();
     ls->exposed_log = dist_exposed_seconds();
     ls->gemm_log = gemm_thread_seconds();
@@ -1074,8 +1074,8 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     ls->gemm_log = gemm_thread_seconds();
     if (!t->quiet && dist_is_root()) {
         char etas[32], els[32];
-        cli_fmt_duration(etas, sizeof etas, eta);
-        cli_fmt_duration(els, sizeof els, t->st.elapsed + run_s);
+        sys_fmt_duration(etas, sizeof etas, eta);
+        sys_fmt_duration(els, sizeof els, t->st.elapsed + run_s);
         fprintf(stderr, "%sstep %ld/%ld | loss %.4f | bpc %.4f | lr %.3g | %.0f tok/s | "
                 "ETA %s | %s%s", t->tty ? "\r\033[K" : "", step, tc->max_steps, mean,
                 mean / M_LN2, ls->lr, tps, etas, els, t->tty ? "" : "\n");
@@ -1098,7 +1098,7 @@ static int log_terms(trainer *t, txl_err *e)
     long step = t->st.step;
     if (c->train.term_stats_interval <= 0 || step % c->train.term_stats_interval != 0)
         return 0;
-    double t0 = cli_now();
+    double t0 = sys_now();
     int rc = dist_is_root() ? terms_run(&t->terms, e) : 0;
     if (dist_max_int(rc ? 1 : 0)) /* the valid split could not be read */
         return stop_keeping_last(t, e);
@@ -1107,7 +1107,7 @@ static int log_terms(trainer *t, txl_err *e)
     const eval_opts *o = &t->terms.plan.o;
     fprintf(t->log, "{\"event\":\"terms\",\"step\":%ld,\"split\":\"valid\",\"batch\":%d,"
             "\"tgt_len\":%d,\"mem_len\":%d,\"segments\":%zu,\"seconds\":%.3f,\"layers\":[",
-            step, o->batch, o->tgt_len, o->mem_len, t->terms.segments, cli_now() - t0);
+            step, o->batch, o->tgt_len, o->mem_len, t->terms.segments, sys_now() - t0);
     for (int l = 0; l < c->model.n_layer; l++) {
         if (l)
             fputc(',', t->log);
@@ -1197,7 +1197,7 @@ static void add_summary(cJSON *o, const trainer *t, const loop_state *ls, const 
     add_num(o, "best_valid_bpc", "%.6f", t->st.best_valid / M_LN2);
     cJSON_AddStringToObject(o, "checkpoint", t->last_path);
     add_num(o, "peak_rss_mb", "%.1f", ru.ru_maxrss / 1024.0);
-    add_num(o, "elapsed_s", "%.1f", t->st.elapsed + cli_now() - t->t_start);
+    add_num(o, "elapsed_s", "%.1f", t->st.elapsed + sys_now() - t->t_start);
     cJSON_AddStringToObject(o, "reason", reason);
 }
 
@@ -1257,7 +1257,7 @@ static int train_loop(trainer *t, txl_err *e)
     while (t->st.step < t->cfg.train.max_steps) {
         if (train_step(t, &ls, e))
             return -1;
-        double now = cli_now(), run_s = now - t->t_start;
+        double now = sys_now(), run_s = now - t->t_start;
         int at_end = run_ends(t, &ls, run_s);
         if (t->st.step % t->cfg.train.log_interval == 0 || at_end)
             log_progress(t, &ls, now, run_s);
@@ -1686,7 +1686,7 @@ static void log_start(trainer *t, int resume)
     cJSON_AddNumberToObject(o, "step", (double)t->st.step);
     cJSON_AddBoolToObject(o, "resume", resume);
     cJSON_AddNumberToObject(o, "params", (double)t->n_weights);
-    cJSON_AddStringToObject(o, "blas_core", cli_blas_core());
+    cJSON_AddStringToObject(o, "blas_core", sys_blas_core());
     cJSON_AddNumberToObject(o, "train_tokens", (double)t->train_s.n);
     cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_s.n);
     cJSON_AddNumberToObject(o, "ranks", dd->size);
@@ -1925,7 +1925,7 @@ int cmd_train(int argc, char **argv)
         start_run(t, resume != NULL, &e))
         goto fail;
     catch_signals();
-    t->t_start = cli_now();
+    t->t_start = sys_now();
     rc = train_loop(t, &e);
     if (rc < 0)
         goto fail;

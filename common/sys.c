@@ -1,0 +1,89 @@
+/* sys.c: see sys.h. */
+#include "sys.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "instream.h"
+
+double sys_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double sys_cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void sys_fmt_duration(char *buf, size_t cap, double s)
+{
+    if (!(s >= 0) || s > 1e8)
+        snprintf(buf, cap, "?");
+    else if (s >= 3600)
+        snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else if (s >= 60)
+        snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else
+        snprintf(buf, cap, "%.0fs", s);
+}
+
+/* This process's virtual size and resident set in bytes (Linux: /proc/self/statm); 0 when
+ * unknown. */
+static void proc_sizes(double *vm, double *rss)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long pages = 0, res = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    *vm = *rss = 0;
+    if (f && fscanf(f, "%llu %llu", &pages, &res) == 2 && page > 0) {
+        *vm = (double)pages * (double)page;
+        *rss = (double)res * (double)page;
+    }
+    if (f)
+        fclose(f);
+}
+
+int sys_check_memory(const char *what, double bytes, txl_err *e)
+{
+    const double mib = 1048576.0;
+    double phys = (double)ins_phys_mem(), as = 0, vm, rss;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        as = (double)rl.rlim_cur;
+    proc_sizes(&vm, &rss);
+    if ((phys <= 0 || rss + bytes <= phys) && (as <= 0 || vm + bytes <= as))
+        return 0;
+    char lim[160];
+    if (as > 0)
+        snprintf(lim, sizeof lim, "an address-space limit (ulimit -v) of %.0f MiB, %.0f MiB of "
+                 "it in use", as / mib, vm / mib);
+    else
+        snprintf(lim, sizeof lim, "no address-space limit (ulimit -v)");
+    return err_set(e, ERR_INPUT, "%s needs about %.0f MiB of memory, more than this machine "
+                   "allows: %.0f MiB of physical memory (txl holds %.0f MiB already), %s", what,
+                   bytes / mib, phys / mib, rss / mib, lim);
+}
+
+/* OpenBLAS's own (libopenblas exports it; cblas.h of some versions does not declare it) */
+char *openblas_get_corename(void);
+
+const char *sys_blas_core(void)
+{
+    static char buf[160];
+    const char *c = openblas_get_corename();
+    const char *was = getenv("TXL_BLAS_DETECTED");
+    if (was && *was)
+        snprintf(buf, sizeof buf, "%s (chosen by txl; OpenBLAS detected %s)", c ? c : "?", was);
+    else
+        snprintf(buf, sizeof buf, "%s", c ? c : "unknown");
+    return buf;
+}

@@ -1,0 +1,28 @@
+/* sys.h: what txl asks of the machine: clocks, a duration for people, and whether a plan of
+ * so many bytes fits this process (physical memory and its address-space limit). */
+#ifndef TXL_SYS_H
+#define TXL_SYS_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+/* Seconds on the monotonic clock, and this process's CPU seconds (all threads). */
+double sys_now(void);
+double sys_cpu_now(void);
+/* "1h02m", "3m05s", "12s"; "?" for a negative, NaN or absurd value. */
+void sys_fmt_duration(char *buf, size_t cap, double s);
+/* Memory a command is about to allocate (`bytes`, estimated from the plans it will make:
+ * model.h's acts_plan_floats, mem_plan_bytes, kv_cache_plan_floats, decode_plan_floats)
+ * against what this machine allows: with what the process holds already, at most its
+ * physical memory and its address-space limit (RLIMIT_AS, `ulimit -v`). Otherwise
+ * ERR_INPUT (exit 2, before anything is allocated): "WHAT needs about N MiB of memory, more
+ * than this machine allows: ..." with both. Better than being killed by the OOM killer
+ * after minutes, or failing at a malloc half-way. */
+int sys_check_memory(const char *what, double bytes, txl_err *e);
+
+/* The OpenBLAS core in use ("Haswell", "SkylakeX", ...), with the one OpenBLAS detected when
+ * txl chose another (TXL_BLAS_DETECTED, set by main's re-exec). A static buffer. */
+const char *sys_blas_core(void);
+
+#endif
