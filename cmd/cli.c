@@ -20,7 +20,7 @@
 #include "../common/instream.h"
 #include "../common/par.h"
 #include "../io/checkpoint.h"
-#include "train_state.h"
+#include "../io/train_state.h"
 
 /* TXL_PATHS: the header the Makefile writes with TXL_CONFIG_DIR for its PREFIX */
 #ifdef TXL_PATHS
@@ -589,198 +589,25 @@ int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size
                    names);
 }
 
-/* Before the model is built: the config in the metadata must agree with the tensors in
- * size, so a damaged config cannot make txl allocate a model far larger than the file
- * (doc/design.md, "Checkpoints": validate everything before touching the model). word_emb.weight
- * gives d_model, the last layer's qkv gives n_layer, and the weights every scheme has (qkv, o,
- * ff.0, ff.3 of each layer) must fit in the file's parameter bytes. These cheap checks bound
- * the parameter table before it is built; ckpt_check_header then holds every name, dtype and
- * shape to the table exactly, still before any data is read. */
-int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,
-                             txl_err *e)
-{
-    const st_tensor *t = st_find(f, "word_emb.weight");
-    if (!t)
-        return err_set(e, ERR_INPUT, "%s: missing tensor 'word_emb.weight'", path);
-    if (t->ndim != 2 || t->shape[0] != m->vocab || t->shape[1] != m->d_model)
-        return err_set(e, ERR_INPUT, "%s: tensor 'word_emb.weight' has %d dimensions [%lld, "
-                       "%lld%s], but the config in the checkpoint (model.d_model %d) implies "
-                       "[%d, %d]", path, t->ndim, (long long)(t->ndim > 0 ? t->shape[0] : 0),
-                       (long long)(t->ndim > 1 ? t->shape[1] : 0), t->ndim > 2 ? ", ..." : "",
-                       m->d_model, m->vocab, m->d_model);
-    char nm[64];
-    snprintf(nm, sizeof nm, "layers.%d.attn.qkv.weight", m->n_layer - 1);
-    if (!st_find(f, nm))
-        return err_set(e, ERR_INPUT, "%s: missing tensor '%s', which the config in the "
-                       "checkpoint (model.n_layer %d) requires", path, nm, m->n_layer);
-    /* the table's counts (model_counts): its tensors each hold 4 bytes a parameter, each
-     * has at most one optim.m and one optim.v, and there is one state.mem per layer (and
-     * state.coords for a scheme that reads coordinates).
-     * ckpt_check_header names any other tensor, so more than P of those fail there, naming
-     * one; a header far larger than the config's model is refused here first, by its
-     * counts, and so is a config that needs more than twice the bytes the file's weights
-     * hold (it cannot describe this file; the table is not even built for it), while a
-     * tensor or two missing is left to ckpt_check_header, which names them. */
-    model_count mc;
-    if (model_counts(m, &mc, e))
-        return err_wrap(e, "%s: the config in the checkpoint", path);
-    size_t have = 0;
-    for (int i = 0; i < f->n; i++)
-        if (strncmp(f->t[i].name, "optim.", 6) != 0 && strncmp(f->t[i].name, "state.", 6) != 0)
-            have += f->t[i].end - f->t[i].begin;
-    double need = 4.0 * mc.weights;
-    if (need > 2.0 * (double)have)
-        return err_set(e, ERR_INPUT, "%s: the config in the checkpoint (model.n_layer %d, "
-                       "d_model %d, n_head %d, d_head %d, d_inner %d) needs %.0f bytes of "
-                       "weights, but the file's tensors hold %zu", path, m->n_layer,
-                       m->d_model, m->n_head, m->d_head, m->d_inner, need, have);
-    double P = mc.tensors;
-    long long n_m = 0, n_v = 0, n_s = 0, n_p = 0;
-    for (int i = 0; i < f->n; i++) {
-        const char *s = f->t[i].name;
-        if (strncmp(s, "optim.", 6) == 0 && strncmp(s, "optim.m.", 8) != 0 &&
-            strncmp(s, "optim.v.", 8) != 0)
-            return err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (Adam moments are "
-                           "optim.m.<name> and optim.v.<name>)", path, s);
-        n_m += strncmp(s, "optim.m.", 8) == 0;
-        n_v += strncmp(s, "optim.v.", 8) == 0;
-        n_s += strncmp(s, "state.", 6) == 0;
-        n_p += strncmp(s, "optim.", 6) != 0 && strncmp(s, "state.", 6) != 0;
-    }
-    int n_state = m->n_layer + (pos_get(m->pos)->needs_coords ? 1 : 0); /* + state.coords */
-    if (n_p <= P && (n_m > P || n_v > P || n_s > n_state))
-        return err_set(e, ERR_INPUT, "%s: the header lists %lld optim.m.*, %lld optim.v.* and "
-                       "%lld state.* tensors, but a pos_scheme %s model with the config in the "
-                       "checkpoint (model.n_layer %d) has %.0f parameters (one Adam moment "
-                       "each) and %d state tensors", path, n_m, n_v, n_s,
-                       pos_scheme_name(m->pos), m->n_layer, P, n_state);
-    return 0;
-}
-
-int cli_meta_count(const st_file *f, const char *key, long long def, long long *out,
-                   txl_err *e)
-{
-    const char *s = st_meta(f, key);
-    *out = def;
-    if (!s)
-        return 0;
-    const char *p = s;
-    long long v = 0;
-    for (; *p >= '0' && *p <= '9' && v <= (1LL << 53); p++)
-        v = v * 10 + (*p - '0');
-    if (p == s || *p || v > (1LL << 53))
-        return err_set(e, ERR_INPUT, "%s: metadata '%s' must be an integer in [0, 2^53], found "
-                       "'%.40s'", f->path, key, s);
-    *out = v;
-    return 0;
-}
-
-long long cli_ckpt_step(const char *path)
-{
-    st_file f;
-    txl_err e = {0};
-    long long step = -1;
-    if (st_read(&f, path, &e) != 0)
-        return -1;
-    if (cli_meta_count(&f, "step", -1, &step, &e) != 0)
-        step = -1;
-    st_free(&f);
-    return step;
-}
-
-int cli_run_ckpt(const char *dir, const char *name, char *buf, size_t cap, txl_err *e)
-{
-    char gz[CFG_PATH_MAX + 64], plain[CFG_PATH_MAX + 64];
-    struct stat sb;
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    snprintf(gz, sizeof gz, "%.*s/%s.safetensors.gz", (int)n, dir, name);
-    snprintf(plain, sizeof plain, "%.*s/%s.safetensors", (int)n, dir, name);
-    int has_gz = stat(gz, &sb) == 0 && S_ISREG(sb.st_mode);
-    int has_plain = stat(plain, &sb) == 0 && S_ISREG(sb.st_mode);
-    if (!has_gz && !has_plain)
-        return 0;
-    /* both: a run that switched train.ckpt_gzip, stopped before its first write of the new
-     * format removed the old one (or a run of an older txl): the later step wins, a tie
-     * the gzip'd file (either holds that step) */
-    const char *pick = has_gz && (!has_plain || cli_ckpt_step(gz) >= cli_ckpt_step(plain)) ? gz : plain;
-    if (strlen(pick) >= cap)
-        return err_set(e, ERR_INPUT, "%s: path too long", dir);
-    snprintf(buf, cap, "%s", pick);
-    return 1;
-}
-
 int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *buf, size_t cap,
                   txl_err *e)
 {
-    struct stat sb;
-    if (stat(arg, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        snprintf(buf, cap, "%s", arg); /* a file (or an error st_read will name) */
-        return 0;
-    }
-    int found = last ? 0 : cli_run_ckpt(arg, "best", buf, cap, e);
-    if (found == 0)
-        found = cli_run_ckpt(arg, "last", buf, cap, e);
-    if (found < 0)
+    int from_dir;
+    if (ckpt_resolve(arg, last, buf, cap, &from_dir, e))
         return -1;
-    if (found) {
-        if (!quiet)
-            fprintf(stderr, "txl %s: %s is a run directory: using %s\n", cmd, arg, buf);
-        return 0;
-    }
-    char best[CFG_PATH_MAX];
-    if (last && cli_run_ckpt(arg, "best", best, sizeof best, e) > 0)
-        return err_set(e, ERR_INPUT, "%s: a run directory without a last checkpoint, only %s "
-                       "(it holds no optimiser state to resume from): --init-from %s starts a "
-                       "new run from its weights", arg, best, best);
-    return err_set(e, ERR_INPUT, "%s: a directory without a checkpoint (expected %s%s in it)",
-                   arg, last ? "" : "best.safetensors.gz or ", "last.safetensors.gz");
-}
-
-int cli_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_err *e)
-{
-    const char *fmt = st_meta(f, "format");
-    if (fmt && strcmp(fmt, "txl/1") != 0)
-        return err_set(e, ERR_INPUT, "%s: metadata 'format' is '%.40s', expected 'txl/1' (a "
-                       "checkpoint of another program, or of a later txl)", f->path, fmt);
-    train_run r = {.params = params,
-                   .streams = cfg->train.batch_size * cfg->train.grad_accum,
-                   .tgt_len = cfg->model.tgt_len};
-    return train_state_check(f, &r, e);
+    if (from_dir && !quiet)
+        fprintf(stderr, "txl %s: %s is a run directory: using %s\n", cmd, arg, buf);
+    return 0;
 }
 
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         txl_config *cfg, model *mdl, txl_err *e)
 {
-    char path[CFG_PATH_MAX];
-    memset(mdl, 0, sizeof *mdl);
-    if (cli_ckpt_path(arg, 0, cmd, quiet, path, sizeof path, e) || st_open(f, path, e))
+    int from_dir;
+    if (ckpt_open(arg, &from_dir, f, cfg, mdl, e))
         return -1;
-    const char *text = st_meta(f, "config");
-    if (!text) {
-        st_free(f);
-        return err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint; "
-                       "use 'txl import' for plain weights)", path);
-    }
-    /* the header against the model of its config before any data is read: the data can
-     * then hold no more than the model and its state */
-    cfg_defaults(cfg);
-    const model_config *m = &cfg->model;
-    ckpt_state st = {0};
-    int rc = cfg_load_meta(cfg, text, path, e) || cfg_validate(cfg, path, e) ||
-             cli_check_config_tensors(f, m, path, e) || model_init_table(mdl, m, e);
-    if (!rc) {
-        st = (ckpt_state){.streams = cfg->train.batch_size * cfg->train.grad_accum,
-                          .mem_len = m->mem_len, .coords = pos_get(m->pos)->needs_coords};
-        rc = ckpt_check_header(mdl, f, &st, e) || cli_check_meta(f, cfg, mdl->n_weights, e) ||
-             st_read_data(f, e) || model_alloc_weights(mdl, e) || ckpt_load_weights(mdl, f, e);
-    }
-    if (rc) {
-        model_free(mdl);
-        st_free(f);
-        return -1;
-    }
+    if (from_dir && !quiet)
+        fprintf(stderr, "txl %s: %s is a run directory: using %s\n", cmd, arg, f->path);
     return 0;
 }
 

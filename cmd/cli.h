@@ -10,6 +10,7 @@
 #include "../common/err.h"
 #include "../common/sys.h"
 #include "../model/model.h"
+#include "../io/ckpt_open.h"
 #include "../io/safetensors.h"
 #include "../data/corpus.h"
 #include "../data/tokens.h"
@@ -186,42 +187,10 @@ int cli_config_list(const char *dir, void (*visit)(const char *name, void *ctx),
 int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size_t cap,
                     txl_err *e);
 
-/* The checkpoint's tensors agree in size with the model config taken from its metadata
- * (word_emb.weight's shape, the last layer present, enough weight bytes, no more Adam
- * moments and memory tensors than the config has): call it before
- * building a model from that config, so a damaged config cannot allocate far more than
- * the file holds. ERR_INPUT naming the file, the tensor and the keys. */
-int cli_check_config_tensors(const st_file *f, const model_config *m, const char *path,
-                             txl_err *e);
-/* The metadata of a checkpoint whose config is cfg and whose model has `params`
- * parameters: 'format', when present, is txl/1, and the training state's keys present are
- * valid and consistent (cmd/train_state.h, train_state_check), so every command refuses
- * what --resume refuses. ERR_INPUT naming the file and the key. */
-int cli_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_err *e);
-/* A count in the metadata ("step", "tokens", "epoch", "data_pos", "log_steps"): absent ->
- * def; else a decimal integer in [0, 2^53], or ERR_INPUT naming the file and the key. */
-int cli_meta_count(const st_file *f, const char *key, long long def, long long *out,
-                   txl_err *e);
-/* A run directory's checkpoint NAME ("last" or "best"): NAME.safetensors.gz or
- * NAME.safetensors, and when both are there (train.ckpt_gzip was switched) the one that
- * records the later step. 1 with its path in buf, 0 when there is neither, -1 with e. */
-int cli_run_ckpt(const char *dir, const char *name, char *buf, size_t cap, txl_err *e);
-/* The step a checkpoint records (metadata "step"), or -1 when it cannot be read (it then
- * loses a choice between two formats, and its reader names the problem later). */
-long long cli_ckpt_step(const char *path);
-/* A checkpoint argument: a file as given, or a run directory (train.out_dir): its last
- * checkpoint when `last` (--resume), else its best, or its last when it has no best
- * (cli_run_ckpt picks between the two formats). The path goes into buf (cap >=
- * CFG_PATH_MAX); when a directory was given, `cmd` says on stderr which file it took
- * (unless quiet). -1 with e when the directory has none (for --resume of a directory with
- * only a best, the message suggests --init-from). */
+/* ckpt_resolve and ckpt_open (io/ckpt_open.h) with the note a command prints when it was
+ * given a run directory: "txl CMD: DIR is a run directory: using FILE" (unless quiet). */
 int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *buf, size_t cap,
                   txl_err *e);
-/* Reads a checkpoint (a file, or a run directory's best else last: cli_ckpt_path, `cmd`
- * and `quiet` for its note), its config (metadata "config"), builds the model and loads
- * weights. The header is held to the model of that config (ckpt_check_header) and the
- * metadata checked (cli_check_meta) before any tensor data is read. On success the caller
- * owns f (f->path: the file read), cfg and mdl (st_free / model_free). */
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         txl_config *cfg, model *mdl, txl_err *e);
 

@@ -275,7 +275,7 @@ int cmd_eval(int argc, char **argv)
     if (cli_load_checkpoint(ckpt, "eval", a.quiet, &f, &cfg, &mdl, &e))
         return cli_fail("eval", &e);
     long long step_ll;
-    int bad_step = cli_meta_count(&f, "step", 0, &step_ll, &e);
+    int bad_step = ckpt_meta_count(&f, "step", 0, &step_ll, &e);
     st_free(&f);
     if (bad_step) {
         model_free(&mdl);

@@ -310,7 +310,7 @@ static int run(probe_ctx *p, txl_err *e)
     if (cli_load_checkpoint(p->a->ckpt, "probe", p->a->quiet, &f, &p->cfg, &p->mdl, e))
         return -1;
     long long step = 0;
-    int rc = cli_meta_count(&f, "step", 0, &step, e);
+    int rc = ckpt_meta_count(&f, "step", 0, &step, e);
     st_free(&f);
     if (rc)
         return -1;

@@ -42,7 +42,7 @@
 #include "../config/config.h"
 #include "evaluate.h"
 #include "terms.h"
-#include "train_state.h"
+#include "../io/train_state.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 
@@ -377,7 +377,7 @@ static void last_desc(const trainer *t, char *buf, size_t cap)
     txl_err e = {0};
     if (t->last_step >= 0)
         snprintf(buf, cap, "%s still holds step %ld", t->held_path, t->last_step);
-    else if (cli_run_ckpt(t->cfg.train.out_dir, "last", before, sizeof before, &e) > 0)
+    else if (ckpt_in_run(t->cfg.train.out_dir, "last", before, sizeof before, &e) > 0)
         snprintf(buf, cap, "no checkpoint was written (%s is the one from before this run)",
                  before);
     else
@@ -589,7 +589,7 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
             rc = err_set(e, ERR_INPUT, "--resume %s: the train split has %zu tokens, the "
                          "checkpoint was trained on %zu (different corpus or split?)", path,
                          t->train_ts.n, st.train_tokens);
-        else if (cli_check_meta(&f, &t->cfg, t->n_weights, e))
+        else if (ckpt_check_meta(&f, &t->cfg, t->n_weights, e))
             rc = -1;
     }
     /* the header against the model and its whole state before the data is read (dry: the
@@ -1442,7 +1442,7 @@ static int resume_overwrites(const trainer *t, const char *resume, txl_err *e)
     char cur[CFG_PATH_MAX], dir[CFG_PATH_MAX];
     const char *out = t->cfg.train.out_dir;
     struct stat sb;
-    int has = cli_run_ckpt(out, "last", cur, sizeof cur, e);
+    int has = ckpt_in_run(out, "last", cur, sizeof cur, e);
     if (has < 0)
         return 1;
     if (has && same_file(cur, resume))
@@ -1451,8 +1451,8 @@ static int resume_overwrites(const trainer *t, const char *resume, txl_err *e)
         err_set(e, ERR_INPUT, "train.out_dir %s holds %s (step %lld), not the checkpoint "
                 "resumed (%s, step %lld): continuing there would write over that run's last, "
                 "best and log; --set train.out_dir=DIR continues %s in a new directory, "
-                "--force writes over %s", out, cur, cli_ckpt_step(cur), resume,
-                cli_ckpt_step(resume), resume, out);
+                "--force writes over %s", out, cur, ckpt_file_step(cur), resume,
+                ckpt_file_step(resume), resume, out);
         return 1;
     }
     if (lstat(t->log_path, &sb) == 0 &&
@@ -1646,7 +1646,7 @@ static int restore_run(trainer *t, const char *resume, const char *init_from,
     if (resume && load_resume(t, resume, dry, e))
         return -1;
     t->resumed_from = resume;
-    if (resume && cli_run_ckpt(t->cfg.train.out_dir, "last", cur, sizeof cur, e) > 0 &&
+    if (resume && ckpt_in_run(t->cfg.train.out_dir, "last", cur, sizeof cur, e) > 0 &&
         same_file(cur, resume)) { /* resumed from this out_dir's last, in either format */
         t->last_step = t->st.step;
         snprintf(t->held_path, sizeof t->held_path, "%s", resume);

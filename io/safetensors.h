@@ -22,7 +22,7 @@ typedef enum { ST_F32, ST_F64, ST_I32, ST_I64, ST_U8, ST_F16, ST_BF16 } st_dtype
 #define ST_MAX_DIMS 8
 /* The most entries (tensors and __metadata__) a header may list, whatever its config says:
  * generous (a 1000-layer model with its Adam moments and memory has about 52,000 tensors);
- * cli_check_config_tensors then holds a txl checkpoint to what its config needs. */
+ * ckpt_check_config then holds a txl checkpoint to what its config needs. */
 #define ST_MAX_TENSORS (1 << 20)
 /* The longest JSON header read (the limit of the safetensors reference implementation). */
 #define ST_MAX_HEADER 100000000

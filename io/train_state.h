@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "../common/err.h"
-#include "../io/safetensors.h"
+#include "safetensors.h"
 
 typedef struct {
     long step;                /* steps completed */

@@ -1,0 +1,52 @@
+/* ckpt_open.h: a txl checkpoint as the commands read it: a file or a run directory's best or
+ * last, its config from the metadata, the header held to that config's model and the
+ * metadata checked before any data is read (doc/design.md, "Checkpoints"). Above io/'s
+ * format code, it uses the config (config/) and the model's parameter table (model/). */
+#ifndef TXL_CKPT_OPEN_H
+#define TXL_CKPT_OPEN_H
+
+#include <stddef.h>
+
+#include "../common/err.h"
+#include "../config/config.h"
+#include "../model/model.h"
+#include "safetensors.h"
+
+/* The checkpoint's tensors agree in size with the model config taken from its metadata
+ * (word_emb.weight's shape, the last layer present, enough weight bytes, no more Adam
+ * moments and memory tensors than the config has): call it before
+ * building a model from that config, so a damaged config cannot allocate far more than
+ * the file holds. ERR_INPUT naming the file, the tensor and the keys. */
+int ckpt_check_config(const st_file *f, const model_config *m, const char *path, txl_err *e);
+/* The metadata of a checkpoint whose config is cfg and whose model has `params`
+ * parameters: 'format', when present, is txl/1, and the training state's keys present are
+ * valid and consistent (io/train_state.h, train_state_check), so every command refuses
+ * what --resume refuses. ERR_INPUT naming the file and the key. */
+int ckpt_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_err *e);
+/* A count in the metadata ("step", "tokens", "epoch", "data_pos", "log_steps"): absent ->
+ * def; else a decimal integer in [0, 2^53], or ERR_INPUT naming the file and the key. */
+int ckpt_meta_count(const st_file *f, const char *key, long long def, long long *out,
+                    txl_err *e);
+/* A run directory's checkpoint NAME ("last" or "best"): NAME.safetensors.gz or
+ * NAME.safetensors, and when both are there (train.ckpt_gzip was switched) the one that
+ * records the later step. 1 with its path in buf, 0 when there is neither, -1 with e. */
+int ckpt_in_run(const char *dir, const char *name, char *buf, size_t cap, txl_err *e);
+/* The step a checkpoint records (metadata "step"), or -1 when it cannot be read (it then
+ * loses a choice between two formats, and its reader names the problem later). */
+long long ckpt_file_step(const char *path);
+/* A checkpoint argument: a file as given, or a run directory (train.out_dir): its last
+ * checkpoint when `last` (--resume), else its best, or its last when it has no best
+ * (ckpt_in_run picks between the two formats). The path goes into buf (cap >=
+ * CFG_PATH_MAX); *from_dir says whether a directory was given (the command tells the user
+ * which file it took). -1 with e when the directory has none (for --resume of a directory
+ * with only a best, the message suggests --init-from). */
+int ckpt_resolve(const char *arg, int last, char *buf, size_t cap, int *from_dir, txl_err *e);
+/* Reads a checkpoint (a file, or a run directory's best else last: ckpt_resolve; from_dir,
+ * when not NULL, says which), its config (metadata "config"), builds the model and loads
+ * weights. The header is held to the model of that config (ckpt_check_header) and the
+ * metadata checked (ckpt_check_meta) before any tensor data is read. On success the caller
+ * owns f (f->path: the file read), cfg and mdl (st_free / model_free). */
+int ckpt_open(const char *arg, int *from_dir, st_file *f, txl_config *cfg, model *mdl,
+              txl_err *e);
+
+#endif
