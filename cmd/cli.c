@@ -601,7 +601,7 @@ int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *b
 }
 
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
-                        txl_config *cfg, model *mdl, txl_err *e)
+                        run_config *cfg, model *mdl, txl_err *e)
 {
     int from_dir;
     if (ckpt_open(arg, &from_dir, f, cfg, mdl, e))
@@ -757,14 +757,14 @@ int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
     return 0;
 }
 
-units_config cli_units(const txl_config *cfg)
+units_config cli_units(const run_config *cfg)
 {
     units_config u = {.anchors = (unsigned)cfg->data.anchors};
     snprintf(u.sep, sizeof u.sep, "%s", cfg->data.doc_separator);
     return u;
 }
 
-int cli_tokens(const txl_config *cfg, token_span span, tok_stream *ts, txl_err *e)
+int cli_tokens(const run_config *cfg, token_span span, tok_stream *ts, txl_err *e)
 {
     units_config u = cli_units(cfg);
     return tok_stream_open(ts, span, &u, pos_get(cfg->model.pos)->needs_coords, e);

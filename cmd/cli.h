@@ -16,7 +16,6 @@
 #include "../data/tokens.h"
 #include "../config/config.h"
 
-#define TXL_VERSION "0.1.0"
 
 /* Prints "txl <cmd>: <msg>" to stderr and returns the exit code for the error's kind. */
 int cli_fail(const char *cmd, const txl_err *e);
@@ -192,7 +191,7 @@ int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size
 int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *buf, size_t cap,
                   txl_err *e);
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
-                        txl_config *cfg, model *mdl, txl_err *e);
+                        run_config *cfg, model *mdl, txl_err *e);
 
 /* ---- Output files ----------------------------------------------------------------------
  * export, import and plot write their -o file through a temp file in its directory and a
@@ -215,9 +214,9 @@ int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
 
 /* The tokens of a split for a model of config cfg: its bytes with cfg's anchors inserted,
  * and coordinates when the scheme reads them (data/tokens.h). */
-int cli_tokens(const txl_config *cfg, token_span span, tok_stream *ts, txl_err *e);
+int cli_tokens(const run_config *cfg, token_span span, tok_stream *ts, txl_err *e);
 /* The units (anchors, document separator) of a config's data section. */
-units_config cli_units(const txl_config *cfg);
+units_config cli_units(const run_config *cfg);
 
 
 /* Sets txl's threads (common/par.h: OpenMP, OpenBLAS pinned to one thread); n <= 0 means

@@ -270,7 +270,7 @@ int cmd_eval(int argc, char **argv)
 
     txl_err e = {0};
     st_file f;
-    txl_config cfg;
+    run_config cfg;
     model mdl;
     if (cli_load_checkpoint(ckpt, "eval", a.quiet, &f, &cfg, &mdl, &e))
         return cli_fail("eval", &e);

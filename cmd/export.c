@@ -64,7 +64,7 @@ int cmd_export(int argc, char **argv)
     if (cli_check_output("-o", out, inputs, n_in, &e))
         return cli_fail("export", &e);
     st_file f;
-    txl_config cfg;
+    run_config cfg;
     model mdl;
     if (cli_load_checkpoint(ckpt, "export", a.quiet, &f, &cfg, &mdl, &e))
         return cli_fail("export", &e);

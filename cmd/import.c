@@ -141,7 +141,7 @@ static int check_tensors(const model *mdl, const st_file *f, const char *cfg_pat
 }
 
 /* The config the weights belong to: the YAML file, the --set overrides, validated. */
-static int load_config(txl_config *cfg, const import_args *a, txl_err *e)
+static int load_config(run_config *cfg, const import_args *a, txl_err *e)
 {
     cfg_defaults(cfg);
     if (cfg_load_yaml(cfg, a->config, e))
@@ -168,7 +168,7 @@ static int check_finite(const model *mdl, const char *in, txl_err *e)
 }
 
 /* The checkpoint: the weights, the resolved config and step 0. */
-static int write_imported(const model *mdl, const txl_config *cfg, const char *in,
+static int write_imported(const model *mdl, const run_config *cfg, const char *in,
                           const char *out, txl_err *e)
 {
     char *cfg_yaml = cfg_to_yaml(cfg);
@@ -208,7 +208,7 @@ int cmd_import(int argc, char **argv)
     if (!a.out)
         return cli_usage("import", "missing -o OUT.safetensors.gz");
 
-    txl_config cfg;
+    run_config cfg;
     txl_err e = {0};
     char cfg_path[CFG_PATH_MAX];
     if (cli_config_path(a.config, "import", a.quiet, cfg_path, sizeof cfg_path, &e))

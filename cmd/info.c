@@ -193,7 +193,7 @@ int cmd_info(int argc, char **argv)
     if (!ckpt)
         return cli_usage("info", "missing the checkpoint (or --system)");
     st_file f;
-    txl_config cfg;
+    run_config cfg;
     model mdl;
     txl_err e = {0};
     if (cli_load_checkpoint(ckpt, "info", a.json, &f, &cfg, &mdl, &e))

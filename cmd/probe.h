@@ -25,7 +25,7 @@ typedef struct {
 /* What a probe runs on. */
 typedef struct {
     const probe_args *a;
-    txl_config cfg;
+    run_config cfg;
     model mdl;
     units_config units;     /* the model's anchors (data/units.h) */
     int coords;             /* its scheme reads coordinates */

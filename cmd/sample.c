@@ -207,7 +207,7 @@ static long read_line(FILE *f, char **buf, size_t *cap)
  * units (anchors and coordinates go on from what was fed and generated, data/units.h). */
 typedef struct {
     model mdl;
-    txl_config cfg;
+    run_config cfg;
     model_acts A;
     model_mem mem;
     int M, Lq;

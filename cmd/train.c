@@ -56,7 +56,7 @@ static void on_signal(int sig) { stop_signal = sig; }
 enum { NORM_WINDOW = 50 };
 
 typedef struct {
-    txl_config cfg;
+    run_config cfg;
     model mdl;
     float *adam_m, *adam_v;
     model_acts *A;            /* [R] the activations of each replica (Bl / R streams) */
@@ -320,7 +320,7 @@ static int write_out_file(const char *dir, const char *name,
 
 static int put_config(FILE *f, const void *c) { return cfg_write_yaml(c, f); }
 
-static int write_config_yaml(const txl_config *c, txl_err *e)
+static int write_config_yaml(const run_config *c, txl_err *e)
 {
     return write_out_file(c->train.out_dir, "config.yaml", put_config, c, e);
 }
@@ -505,7 +505,7 @@ static void log_json(trainer *t, const char *fmt, ...)
 /* The tokens' meaning: anchors and the document separator decide what the ids and the
  * coordinates are, so a checkpoint continues only with the same ones. 1 and the message
  * when they differ. */
-static int data_tokens_differ(const txl_config *ck, const txl_config *now, char *why,
+static int data_tokens_differ(const run_config *ck, const run_config *now, char *why,
                               size_t cap)
 {
     char a[32], b[32];
@@ -567,7 +567,7 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
     st_file f;
     if (st_open(&f, path, e))
         return -1;
-    txl_config ck;
+    run_config ck;
     cfg_defaults(&ck);
     train_state st = t->st;
     const char *text = st_meta(&f, "config");
@@ -623,7 +623,7 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
 static int load_init_from(trainer *t, const char *path, int dry, txl_err *e)
 {
     st_file f;
-    txl_config ck;
+    run_config ck;
     model src;
     if (cli_load_checkpoint(path, "train", t->quiet, &f, &ck, &src, e))
         return -1;
@@ -697,7 +697,7 @@ static double plan_mib(const trainer *t)
 
 static void print_plan(const trainer *t)
 {
-    const txl_config *c = &t->cfg;
+    const run_config *c = &t->cfg;
     const model_config *m = &c->model;
     size_t act = t->act_floats * 4, par = t->par_floats * 4 * (size_t)(3 + t->R);
     char accum[48] = "";
@@ -1094,7 +1094,7 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
  * pass has its own activations and memory: training's state is not touched. */
 static int log_terms(trainer *t, txl_err *e)
 {
-    const txl_config *c = &t->cfg;
+    const run_config *c = &t->cfg;
     long step = t->st.step;
     if (c->train.term_stats_interval <= 0 || step % c->train.term_stats_interval != 0)
         return 0;
@@ -1572,7 +1572,7 @@ static int plan_replicas(trainer *t, txl_err *e)
  * buffers; the initial weights. */
 static int plan_model(trainer *t, txl_err *e)
 {
-    const txl_config *c = &t->cfg;
+    const run_config *c = &t->cfg;
     const dist_t *dd = dist_self();
     int M = c->model.mem_len, Lq = c->model.tgt_len, B = t->B, k = t->k;
     set_threads(t);
@@ -1620,7 +1620,7 @@ static int dry_plan(trainer *t, txl_err *e)
 /* Rank 0 plans the pass of the terms events (train.term_stats_interval) before step 1. */
 static int plan_terms(trainer *t, txl_err *e)
 {
-    const txl_config *c = &t->cfg;
+    const run_config *c = &t->cfg;
     int rc = 0;
     if (c->train.term_stats_interval > 0 && dist_is_root())
         rc = t->valid_ts.n < 2

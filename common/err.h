@@ -7,12 +7,11 @@
 #ifndef TXL_ERR_H
 #define TXL_ERR_H
 
-enum { ERR_RUNTIME = 1, ERR_INPUT = 2 };
+/* The record is the public API's (include/txl.h: txl_err {kind, msg[1024]}): the library
+ * fills the same struct its callers own. */
+#include "../include/txl.h"
 
-typedef struct {
-    int kind;          /* ERR_INPUT (bad config, flag, corpus, checkpoint) or ERR_RUNTIME */
-    char msg[1024];
-} txl_err;
+enum { ERR_RUNTIME = TXL_ERR_RUNTIME, ERR_INPUT = TXL_ERR_INPUT };
 
 /* Formats msg, sets kind, returns -1 so callers can `return err_set(...)`. */
 int err_set(txl_err *e, int kind, const char *fmt, ...)

@@ -32,7 +32,7 @@ static int validate_fail(txl_err *e, const char *origin, const char *why)
 }
 
 /* Rules between keys (each key alone is fine): 0, or -1 with the message in why. */
-static int check_cross(const txl_config *c, char *why, size_t cap)
+static int check_cross(const run_config *c, char *why, size_t cap)
 {
     char a[64], b[64];
     const model_config *m = &c->model;
@@ -78,7 +78,7 @@ static int check_cross(const txl_config *c, char *why, size_t cap)
 
 /* Sizes: each key may be in range while their product is absurd (and would overflow the
  * size arithmetic of the model's plan); such configs are errors, not crashes. */
-static int check_sizes(const txl_config *c, char *why, size_t cap)
+static int check_sizes(const run_config *c, char *why, size_t cap)
 {
     const model_config *m = &c->model;
     const train_config *t = &c->train;
@@ -142,7 +142,7 @@ static int check_sizes(const txl_config *c, char *why, size_t cap)
     return 0;
 }
 
-int cfg_validate(const txl_config *c, const char *origin, txl_err *e)
+int cfg_validate(const run_config *c, const char *origin, txl_err *e)
 {
     char why[768], a[64];
     for (size_t i = 0; i < CFG_NKEYS; i++) {
@@ -186,7 +186,7 @@ static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
 
 int cfg_diff_model(const model_config *a, const model_config *b, char *buf, size_t cap)
 {
-    txl_config ca, cb;
+    run_config ca, cb;
     char va[128], vb[128];
     size_t used = 0;
     int n = 0;

@@ -71,14 +71,14 @@ typedef struct {
     model_config model;
     data_config data;
     train_config train;
-} txl_config;
+} run_config;
 
 /* Fills every key with its default (doc/design.md, "Configuration"; out_dir "runs/default"). */
-void cfg_defaults(txl_config *c);
+void cfg_defaults(run_config *c);
 /* The values that are not keys, from the keys: model.vocab (256 bytes + one token per
  * anchor kind of data.anchors). Every loader and setter below ends with it; code that
  * writes a key's field directly calls it after. */
-void cfg_derive(txl_config *c);
+void cfg_derive(run_config *c);
 
 /* Loads YAML over the current contents of *c (call cfg_defaults first). Unknown keys,
  * duplicate keys, wrong types, syntax errors: -1 with "PATH:LINE:COL: ..." in e. The file
@@ -91,22 +91,22 @@ void cfg_derive(txl_config *c);
 /* Every config text (a file, a --set value, a checkpoint's metadata) nests at most this
  * deep (a config has 3 levels), refused before libyaml builds anything. */
 #define CFG_MAX_DEPTH 16
-int cfg_load_yaml(txl_config *c, const char *path, txl_err *e);
+int cfg_load_yaml(run_config *c, const char *path, txl_err *e);
 
 /* Applies one "section.key=value" override (value parsed as YAML scalar text).
  * Unknown key or malformed value: -1, message names the flag text. */
-int cfg_set(txl_config *c, const char *assignment, txl_err *e);
+int cfg_set(run_config *c, const char *assignment, txl_err *e);
 /* 1 when the override text `assignment` sets SECTION.NAME (as cfg_set would read it). */
 int cfg_set_targets(const char *assignment, const char *section, const char *name);
 /* Sets a path or name key to `value` as it is (a string, no YAML parsing), with the key's
  * checks and UTF-8; -1 with "ORIGIN: ..." in e. */
-int cfg_set_text(txl_config *c, const char *section, const char *name, const char *value,
+int cfg_set_text(run_config *c, const char *section, const char *name, const char *value,
                  const char *origin, txl_err *e);
 
 /* Checks ranges and cross-key consistency (d_model even, n_head*d_head > 0, tgt_len >= 1,
  * lr > 0, split sums to <= 1 with a positive train and valid part, ...). `origin` names
  * the file for the message (e.g. the YAML path). */
-int cfg_validate(const txl_config *c, const char *origin, txl_err *e);
+int cfg_validate(const run_config *c, const char *origin, txl_err *e);
 /* cfg_validate also bounds sizes, so no size computation downstream can overflow: at most
  * CFG_MAX_PARAMS parameters and CFG_MAX_PLAN floats of activations for a training step
  * (both far beyond any machine), counted from the parameter table and the activation plan
@@ -121,17 +121,17 @@ int cfg_validate(const txl_config *c, const char *origin, txl_err *e);
  * and, as every config text, nested at most CFG_MAX_DEPTH (16) levels deep. Keys missing from it keep their value; unknown keys are errors. Messages
  * read "CKPT: metadata 'config' at LINE:COL: ...". In this text (only), train.seed may be a
  * quoted decimal: the JSON form stored seeds >= 2^53 as strings. */
-int cfg_load_meta(txl_config *c, const char *text, const char *ckpt, txl_err *e);
+int cfg_load_meta(run_config *c, const char *text, const char *ckpt, txl_err *e);
 
 /* The one writer: the fully resolved config as YAML (a comment line, then every key in
  * table order, block style, emitted by libyaml), as a malloc'd string (caller frees); NULL
  * when out of memory or a string is not UTF-8 (nothing the reader returns). Loading it back
  * gives an identical struct. out_dir/config.yaml, --print-config and the checkpoint
  * metadata "config" are this text. */
-char *cfg_to_yaml(const txl_config *c);
+char *cfg_to_yaml(const run_config *c);
 /* Writes cfg_to_yaml's text to f. Returns 0, or -1 on a write error (errno/ferror tell why)
  * or when cfg_to_yaml fails. */
-int cfg_write_yaml(const txl_config *c, FILE *f);
+int cfg_write_yaml(const run_config *c, FILE *f);
 
 /* 1 when s is a decimal number as configs write them: [+-](digits[.digits]|.digits)
  * ([eE][+-]digits), nothing else (no hex, inf, nan or blanks). */
@@ -154,7 +154,7 @@ typedef struct {
     int n;               /* texts: 3 for CFG_LIST, 0..4 for CFG_NAMES, else 1 */
     const char *text[4]; /* valid during the call */
 } cfg_item;
-int cfg_walk(const txl_config *c, int (*visit)(const cfg_item *it, void *ctx), void *ctx);
+int cfg_walk(const run_config *c, int (*visit)(const cfg_item *it, void *ctx), void *ctx);
 
 /* Lists the model keys whose values differ ("model.d_model: 256 vs 512, ...") into buf;
  * returns the number of differing keys. Used to refuse a resume with another shape. */

@@ -40,7 +40,7 @@ typedef struct {
     const char *section;      /* "model", "data", "train" */
     const char *name;         /* key within the section */
     cfg_type type;
-    size_t off;               /* offsetof(txl_config, ...) */
+    size_t off;               /* offsetof(run_config, ...) */
     size_t cap;               /* CT_PATH, CT_TEXT, CT_NAME: buffer size including the NUL */
     unsigned flags;
     double min, max;
@@ -64,8 +64,8 @@ extern const char *const cfg_sections[CFG_NSECTIONS];
 
 /* keys.c's helpers for the other files (documented at their definitions): a key's value in
  * and out of the struct, formatting, checks, lookup with "did you mean", scalar parsing */
-void cfg_key_get(const cfg_key *k, const txl_config *c, cfg_value *v);
-void cfg_key_put(const cfg_key *k, txl_config *c, const cfg_value *v);
+void cfg_key_get(const cfg_key *k, const run_config *c, cfg_value *v);
+void cfg_key_put(const cfg_key *k, run_config *c, const cfg_value *v);
 void cfg_fmt_double(char *buf, size_t cap, double x);
 void cfg_show(char *buf, size_t cap, const char *s, size_t len, char quote);
 const char *cfg_set_item_name(const cfg_key *k, int i);

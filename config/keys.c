@@ -2,7 +2,7 @@
  * below) drives the defaults, the one reader, the one writer and validation.
  *
  * Conventions
- * - Each key has a type, an offset into txl_config, a range and a default. Every value,
+ * - Each key has a type, an offset into run_config, a range and a default. Every value,
  *   whatever its source (YAML file, --set, checkpoint metadata, a struct built in code), goes
  *   through the same check (cfg_key_check), so a range error reads the same everywhere; only
  *   the location prefix differs ("PATH:LINE:COL: ", "--set TEXT: ",
@@ -97,8 +97,8 @@ static const char *const tokenizer_names[] = { "byte", NULL };
 static const char *const anchor_names[] = { "bos", "para", "sent", NULL };
 static const char *const level_names[] = { "token", "word", "sent", "para", NULL };
 
-#define OFF(f) offsetof(txl_config, f)
-#define CAP(f) sizeof(((txl_config *)0)->f)
+#define OFF(f) offsetof(run_config, f)
+#define CAP(f) sizeof(((run_config *)0)->f)
 #define KEY(sec, nm, ty, f) .section = sec, .name = nm, .type = ty, .off = OFF(f)
 #define TWO53 9007199254740992.0
 
@@ -211,7 +211,7 @@ const char *const cfg_sections[CFG_NSECTIONS] = { "model", "data", "train" };
 /* ---------------------------------------------------------------------------------------
  * Struct access and formatting */
 
-void cfg_key_get(const cfg_key *k, const txl_config *c, cfg_value *v)
+void cfg_key_get(const cfg_key *k, const run_config *c, cfg_value *v)
 {
     const char *p = (const char *)c + k->off;
     memset(v, 0, sizeof *v);
@@ -232,7 +232,7 @@ void cfg_key_get(const cfg_key *k, const txl_config *c, cfg_value *v)
 }
 
 /* Stores a value that passed key_check (strings fit, integers are in the type's range). */
-void cfg_key_put(const cfg_key *k, txl_config *c, const cfg_value *v)
+void cfg_key_put(const cfg_key *k, run_config *c, const cfg_value *v)
 {
     char *p = (char *)c + k->off;
     switch (k->type) {
@@ -257,7 +257,7 @@ void cfg_key_put(const cfg_key *k, txl_config *c, const cfg_value *v)
     }
 }
 
-void cfg_derive(txl_config *c)
+void cfg_derive(run_config *c)
 {
     /* the vocabulary is not a key: bytes, then one token per anchor kind */
     c->model.vocab = TXL_BYTES + units_n_anchors((unsigned)c->data.anchors);
@@ -863,7 +863,7 @@ int cfg_parse_scalar(const cfg_key *k, const char *text, size_t len, int plain, 
     return -1;
 }
 
-void cfg_defaults(txl_config *c)
+void cfg_defaults(run_config *c)
 {
     memset(c, 0, sizeof *c);
     for (size_t i = 0; i < CFG_NKEYS; i++) {

@@ -377,7 +377,7 @@ static int value_from_node(const cfg_key *k, const cfg_src *s, const cfg_doc *d,
 }
 
 /* Applies one section mapping; seen[] marks keys already set in this document. */
-static int load_section(txl_config *w, const cfg_src *s, const cfg_doc *d, const char *sec,
+static int load_section(run_config *w, const cfg_src *s, const cfg_doc *d, const char *sec,
                         const yaml_node_t *map, unsigned char *seen, yaml_mark_t *seen_at,
                         txl_err *e)
 {
@@ -446,7 +446,7 @@ static int section_of(const cfg_src *s, const yaml_node_t *kn, txl_err *e)
 }
 
 /* Applies the root mapping {model: {...}, data: {...}, train: {...}}. */
-static int load_root(txl_config *w, const cfg_src *s, const cfg_doc *d, unsigned char *seen,
+static int load_root(run_config *w, const cfg_src *s, const cfg_doc *d, unsigned char *seen,
                      txl_err *e)
 {
     char why[512], desc[64];
@@ -498,7 +498,7 @@ static int load_root(txl_config *w, const cfg_src *s, const cfg_doc *d, unsigned
 }
 
 /* Applies a whole config text (a file, or a checkpoint's metadata) to w. */
-static int load_text(txl_config *w, const cfg_src *s, const char *text, size_t len,
+static int load_text(run_config *w, const cfg_src *s, const char *text, size_t len,
                      unsigned char *seen, txl_err *e)
 {
     cfg_doc d;
@@ -612,14 +612,14 @@ static void derive_out_dir(char *out, size_t cap, const char *path)
  * Public API: defaults and the three sources */
 
 
-int cfg_load_yaml(txl_config *c, const char *path, txl_err *e)
+int cfg_load_yaml(run_config *c, const char *path, txl_err *e)
 {
     cfg_src s = { .path = path };
     char *text;
     size_t len;
     if (read_config_file(path, &text, &len, e) != 0)
         return -1;
-    txl_config w;
+    run_config w;
     memcpy(&w, c, sizeof w);
     unsigned char seen[CFG_NKEYS] = { 0 };
     int rc = load_text(&w, &s, text, len, seen, e);
@@ -633,7 +633,7 @@ int cfg_load_yaml(txl_config *c, const char *path, txl_err *e)
     return rc;
 }
 
-int cfg_load_meta(txl_config *c, const char *text, const char *ckpt, txl_err *e)
+int cfg_load_meta(run_config *c, const char *text, const char *ckpt, txl_err *e)
 {
     cfg_src s = { .meta = ckpt };
     char *json = NULL;
@@ -647,7 +647,7 @@ int cfg_load_meta(txl_config *c, const char *text, const char *ckpt, txl_err *e)
     if (text[strspn(text, " \t\r\n")] == '{' && !(json = json_as_yaml(text)))
         return err_set(e, ERR_RUNTIME, "%s: out of memory reading the config", ckpt);
     const char *t = json ? json : text;
-    txl_config w;
+    run_config w;
     memcpy(&w, c, sizeof w);
     unsigned char seen[CFG_NKEYS] = { 0 };
     int rc = load_text(&w, &s, t, strlen(t), seen, e);
@@ -691,7 +691,7 @@ static int set_key(const cfg_src *s, const char *assignment, const char *eq, txl
     return ki;
 }
 
-int cfg_set(txl_config *c, const char *assignment, txl_err *e)
+int cfg_set(run_config *c, const char *assignment, txl_err *e)
 {
     cfg_src s = { .flag = assignment };
     char why[768];
@@ -758,7 +758,7 @@ static int is_utf8(const unsigned char *s)
     return 1;
 }
 
-int cfg_set_text(txl_config *c, const char *section, const char *name, const char *value,
+int cfg_set_text(run_config *c, const char *section, const char *name, const char *value,
                  const char *origin, txl_err *e)
 {
     int ki = cfg_key_find(section, name);

@@ -25,7 +25,7 @@
 /* ---------------------------------------------------------------------------------------
  * The writer */
 
-int cfg_walk(const txl_config *c, int (*visit)(const cfg_item *it, void *ctx), void *ctx)
+int cfg_walk(const run_config *c, int (*visit)(const cfg_item *it, void *ctx), void *ctx)
 {
     char buf[3][40];
     for (size_t i = 0; i < CFG_NKEYS; i++) {
@@ -137,7 +137,7 @@ static int emit_item(const cfg_item *it, void *ctx)
     return emit(&y->em, &ev, yaml_sequence_end_event_initialize(&ev));
 }
 
-char *cfg_to_yaml(const txl_config *c)
+char *cfg_to_yaml(const run_config *c)
 {
     static const char header[] =
         "# txl configuration, fully resolved: every key (man txl: CONFIGURATION)\n";
@@ -170,7 +170,7 @@ char *cfg_to_yaml(const txl_config *c)
     return t.buf;
 }
 
-int cfg_write_yaml(const txl_config *c, FILE *f)
+int cfg_write_yaml(const run_config *c, FILE *f)
 {
     char *s = cfg_to_yaml(c);
     if (!s)

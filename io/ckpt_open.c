@@ -159,7 +159,7 @@ int ckpt_resolve(const char *arg, int last, char *buf, size_t cap, int *from_dir
                    arg, last ? "" : "best.safetensors.gz or ", "last.safetensors.gz");
 }
 
-int ckpt_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_err *e)
+int ckpt_check_meta(const st_file *f, const run_config *cfg, size_t params, txl_err *e)
 {
     const char *fmt = st_meta(f, "format");
     if (fmt && strcmp(fmt, "txl/1") != 0)
@@ -171,7 +171,7 @@ int ckpt_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_
     return train_state_check(f, &r, e);
 }
 
-int ckpt_open(const char *arg, int *from_dir, st_file *f, txl_config *cfg, model *mdl,
+int ckpt_open(const char *arg, int *from_dir, st_file *f, run_config *cfg, model *mdl,
               txl_err *e)
 {
     char path[CFG_PATH_MAX];

@@ -22,7 +22,7 @@ int ckpt_check_config(const st_file *f, const model_config *m, const char *path,
  * parameters: 'format', when present, is txl/1, and the training state's keys present are
  * valid and consistent (io/train_state.h, train_state_check), so every command refuses
  * what --resume refuses. ERR_INPUT naming the file and the key. */
-int ckpt_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_err *e);
+int ckpt_check_meta(const st_file *f, const run_config *cfg, size_t params, txl_err *e);
 /* A count in the metadata ("step", "tokens", "epoch", "data_pos", "log_steps"): absent ->
  * def; else a decimal integer in [0, 2^53], or ERR_INPUT naming the file and the key. */
 int ckpt_meta_count(const st_file *f, const char *key, long long def, long long *out,
@@ -46,7 +46,7 @@ int ckpt_resolve(const char *arg, int last, char *buf, size_t cap, int *from_dir
  * weights. The header is held to the model of that config (ckpt_check_header) and the
  * metadata checked (ckpt_check_meta) before any tensor data is read. On success the caller
  * owns f (f->path: the file read), cfg and mdl (st_free / model_free). */
-int ckpt_open(const char *arg, int *from_dir, st_file *f, txl_config *cfg, model *mdl,
+int ckpt_open(const char *arg, int *from_dir, st_file *f, run_config *cfg, model *mdl,
               txl_err *e);
 
 #endif

@@ -27,14 +27,14 @@ static void set_str(char *dst, size_t cap, const char *s)
     strncpy(dst, s, cap - 1);
 }
 
-static int same(const txl_config *a, const txl_config *b)
+static int same(const run_config *a, const run_config *b)
 {
     return memcmp(a, b, sizeof *a) == 0;
 }
 
 static void test_defaults(void)
 {
-    txl_config c;
+    run_config c;
     txl_err e = { 0 };
     cfg_defaults(&c);
     CHECK(c.model.n_layer == 4 && c.model.d_model == 256 && c.model.n_head == 4 &&
@@ -80,7 +80,7 @@ static void test_defaults(void)
 
 static void test_good_block(void)
 {
-    txl_config c;
+    run_config c;
     txl_err e = { 0 };
     cfg_defaults(&c);
     int rc = cfg_load_yaml(&c, DIR "good_block.yaml", &e);
@@ -119,7 +119,7 @@ static void test_good_block(void)
 
 static void test_good_flow(void)
 {
-    txl_config c, want;
+    run_config c, want;
     txl_err e = { 0 };
     cfg_defaults(&c);
     int rc = cfg_load_yaml(&c, DIR "good_flow.yaml", &e);
@@ -190,7 +190,7 @@ static void test_bad_files(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const bad_case *bc = &cases[i];
         char path[256];
-        txl_config c, before;
+        run_config c, before;
         txl_err e = { 0 };
         snprintf(path, sizeof path, DIR "%s", bc->file);
         cfg_defaults(&c);
@@ -210,7 +210,7 @@ static void test_bad_files(void)
               bc->detail, e.msg);
     }
 
-    txl_config c;
+    run_config c;
     txl_err e = { 0 };
     cfg_defaults(&c);
     int rc = cfg_load_yaml(&c, DIR "does_not_exist.yaml", &e);
@@ -219,7 +219,7 @@ static void test_bad_files(void)
 }
 
 /* A config that exercises quoting and shortest-double formatting. */
-static void tricky_config(txl_config *c)
+static void tricky_config(run_config *c)
 {
     cfg_defaults(c);
     set_str(c->data.train, sizeof c->data.train,
@@ -247,7 +247,7 @@ static void tricky_config(txl_config *c)
  * PS, BOM, U+FFFE, U+FFFF), astral and control characters, JSON escapes, and numbers in
  * exponent form. tests/data/config/legacy_controls.json is this config as cfg_to_json of txl
  * 6d30971 wrote it. */
-static void controls_config(txl_config *c)
+static void controls_config(run_config *c)
 {
     cfg_defaults(c);
     set_str(c->data.train, sizeof c->data.train,
@@ -264,7 +264,7 @@ static void controls_config(txl_config *c)
     c->train.max_minutes = 1e-320;
 }
 
-static void yaml_roundtrip(const txl_config *a, const char *what)
+static void yaml_roundtrip(const run_config *a, const char *what)
 {
     char path[] = "/tmp/txl_test_config_XXXXXX";
     int fd = mkstemp(path);
@@ -281,7 +281,7 @@ static void yaml_roundtrip(const txl_config *a, const char *what)
     int rc = cfg_write_yaml(a, f);
     CHECK(fclose(f) == 0 && rc == 0, "%s: cfg_write_yaml", what);
 
-    txl_config b;
+    run_config b;
     txl_err e = { 0 };
     cfg_defaults(&b);
     rc = cfg_load_yaml(&b, path, &e);
@@ -301,7 +301,7 @@ static void yaml_roundtrip(const txl_config *a, const char *what)
 
 static void test_yaml_roundtrip(void)
 {
-    txl_config a;
+    run_config a;
     txl_err e = { 0 };
     cfg_defaults(&a);
     yaml_roundtrip(&a, "defaults");
@@ -349,7 +349,7 @@ static char *slurp(const char *path)
  * JSON that txl before the YAML metadata stored, read by the same reader. */
 static void test_meta(void)
 {
-    txl_config a, b;
+    run_config a, b;
     txl_err e = { 0 };
 
     tricky_config(&a);
@@ -382,7 +382,7 @@ static void test_meta(void)
     free(y);
 
     /* the JSON of txl 6d30971 (cfg_to_json), byte for byte */
-    static const struct { const char *file; void (*make)(txl_config *); } legacy[] = {
+    static const struct { const char *file; void (*make)(run_config *); } legacy[] = {
         { DIR "legacy_tricky.json", tricky_config },
         { DIR "legacy_controls.json", controls_config },
     };
@@ -444,7 +444,7 @@ static void test_meta(void)
           "found -2147483648" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        txl_config before;
+        run_config before;
         cfg_defaults(&b);
         memcpy(&before, &b, sizeof b);
         e.msg[0] = 0;
@@ -459,7 +459,7 @@ static void test_meta(void)
 
 static void test_set(void)
 {
-    txl_config c, before;
+    run_config c, before;
     txl_err e = { 0 };
     cfg_defaults(&c);
     static const char *good[] = {
@@ -494,7 +494,7 @@ static void test_set(void)
         "model.untie_r=!!bool yes", "data.test=!!str 123", "data.valid=!!null",
         "data.split=!!seq [0.8, !!float 0.1, !!int 0]", "train.schedule=!!str constant",
     };
-    txl_config d;
+    run_config d;
     cfg_defaults(&d);
     for (size_t i = 0; i < sizeof tagged / sizeof tagged[0]; i++) {
         int rc = cfg_set(&d, tagged[i], &e);
@@ -616,7 +616,7 @@ static char *nested(int n)
  * quoted strings and comments are text, not nesting. */
 static void test_depth(void)
 {
-    txl_config c, before;
+    run_config c, before;
     txl_err e = { 0 };
     /* the root mapping and data's: 2 levels, so 14 lists make 16 (the limit), 15 make 17 */
     char *t = nested(CFG_MAX_DEPTH - 2);
@@ -684,7 +684,7 @@ static void test_depth(void)
 
 static void test_validate(void)
 {
-    txl_config c;
+    run_config c;
     txl_err e = { 0 };
     static const struct { int field; const char *want; } cases[] = {
         { 0, "cfg.yaml: model.d_model must be even, found 255" },
@@ -740,7 +740,7 @@ static void test_validate(void)
 
 static void test_diff(void)
 {
-    txl_config a, b;
+    run_config a, b;
     char buf[512];
     cfg_defaults(&a);
     cfg_defaults(&b);

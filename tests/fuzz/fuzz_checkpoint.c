@@ -72,7 +72,7 @@ static void check_file(const st_file *f)
 }
 
 /* --resume: moments and memory, when the buffers are small. */
-static void load_state(const model *mdl, const st_file *f, const txl_config *cfg,
+static void load_state(const model *mdl, const st_file *f, const run_config *cfg,
                        const char *path)
 {
     txl_err e = {0};
@@ -103,7 +103,7 @@ static void load_state(const model *mdl, const st_file *f, const txl_config *cfg
 }
 
 /* eval and sample on a few tokens: 2 segments of at most 4, then 3 decoding steps. */
-static void run_small(model *mdl, const txl_config *cfg, const uint8_t *tok, size_t ntok)
+static void run_small(model *mdl, const run_config *cfg, const uint8_t *tok, size_t ntok)
 {
     const model_config *c = &cfg->model;
     if (mdl->n_weights > (1u << 20) || (double)c->n_layer * c->d_inner > (1 << 20) ||
@@ -162,7 +162,7 @@ int txl_fuzz_checkpoint(const uint8_t *data, size_t size)
     check_file(&f);
     st_free(&f);
 
-    txl_config cfg;
+    run_config cfg;
     model mdl;
     if (cli_load_checkpoint(path, "fuzz", 1, &f, &cfg, &mdl, &e)) {
         check_err(&e, path);

@@ -29,7 +29,7 @@ int txl_fuzz_config(const uint8_t *data, size_t size)
     const char *path = fuzz_file("config", ".yaml", data, ylen);
     if (!path)
         return 0;
-    txl_config c, before;
+    run_config c, before;
     txl_err e = {0};
     cfg_defaults(&c);
     before = c;
@@ -70,7 +70,7 @@ int txl_fuzz_config(const uint8_t *data, size_t size)
     /* checkpoint metadata round trip */
     char *text = cfg_to_yaml(&c);
     FUZZ_CHECK(text != NULL, "cfg_to_yaml failed on a valid config");
-    txl_config j;
+    run_config j;
     cfg_defaults(&j);
     int rc = cfg_load_meta(&j, text, "roundtrip", &e);
     FUZZ_CHECK(rc == 0, "metadata round trip failed: %s\n%s", e.msg, text);
@@ -88,7 +88,7 @@ int txl_fuzz_config(const uint8_t *data, size_t size)
     fclose(mf);
     const char *dpath = fuzz_file("config-dump", ".yaml", (const uint8_t *)dump, dlen);
     if (dpath) {
-        txl_config y;
+        run_config y;
         cfg_defaults(&y);
         rc = cfg_load_yaml(&y, dpath, &e);
         FUZZ_CHECK(rc == 0, "dump does not load back: %s\n%s", e.msg, dump);

@@ -1,0 +1,304 @@
+/* txl.h: the public API of libtxl, the library under the `txl` command.
+ *
+ * libtxl trains Transformer-XL language models (Dai et al., 2019) on text, evaluates them
+ * (bits per byte and perplexity, at the trained context length and beyond it), probes
+ * whether their memory is used, and samples text from them. Everything the `txl` command
+ * does, it does through this header (doc/design.md, "Library").
+ *
+ * Conventions
+ * - Handles are opaque (txl_config, txl_model, txl_trainer, txl_decoder): created by a
+ *   _new/_load function, released by the matching _free, which accepts NULL. A handle is
+ *   used by one thread at a time; the library runs its own threads inside a call
+ *   (txl_set_threads).
+ * - Errors: every call that can fail takes a caller-owned txl_err and returns 0 (or a
+ *   handle), or -1 (or NULL) after writing a whole message for a person: what was expected,
+ *   what was found, and where (the file and line:col, the key, the tensor). `kind` tells bad
+ *   input (TXL_ERR_INPUT: a config, flag, corpus or checkpoint; `txl` exits 2) from a
+ *   failure of the machine (TXL_ERR_RUNTIME: memory, disk; `txl` exits 1). Nothing prints,
+ *   exits or aborts on bad input.
+ * - No global state beyond the thread count and the process's memory limits; results come
+ *   back through callbacks or caller-owned structs, in the order they are computed.
+ * - Strings the library returns (paths, names, JSON rows) stay valid for the life of the
+ *   handle, or of the callback, as each function says. Lengths are in tokens unless named
+ *   bytes; losses in nats, bits per byte in bits.
+ *
+ * Versioning: TXL_VERSION_* are the header's, txl_version() the library's; a program built
+ * against one minor version runs with a later library of the same major version. */
+#ifndef TXL_H
+#define TXL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TXL_VERSION_MAJOR 0
+#define TXL_VERSION_MINOR 2
+#define TXL_VERSION_PATCH 0
+#define TXL_VERSION "0.2.0"
+
+/* The library's version ("0.2.0"). */
+const char *txl_version(void);
+
+/* ---- Errors ----------------------------------------------------------------------------- */
+
+enum { TXL_ERR_RUNTIME = 1, TXL_ERR_INPUT = 2 };
+
+typedef struct txl_err {
+    int kind;          /* TXL_ERR_INPUT or TXL_ERR_RUNTIME; 0 while nothing failed */
+    char msg[1024];    /* the message, without a trailing newline */
+} txl_err;
+
+/* ---- Threads ---------------------------------------------------------------------------- */
+
+/* The threads every later call uses (OpenMP; OpenBLAS is kept at one thread per caller);
+ * n <= 0 means all cores. Returns the count in use. */
+int txl_set_threads(int n);
+
+/* ---- Configs ---------------------------------------------------------------------------
+ * A config holds every key of doc/design.md, "Configuration" (model, data and train
+ * sections). Keys are named "section.key" ("model.d_model"); values are written as in YAML. */
+
+typedef struct txl_config txl_config;
+
+/* Every key at its default (data.train is empty: set it before training). */
+txl_config *txl_config_new(void);
+/* A YAML config file; errors name PATH:LINE:COL. train.out_dir, when the file does not set
+ * it, is runs/<the file's name without .yaml>. */
+txl_config *txl_config_load(const char *path, txl_err *e);
+/* One override, "section.key=value" (the value is YAML: 512, [bos, para], "text"). On error
+ * the config is unchanged. */
+int txl_config_set(txl_config *c, const char *assignment, txl_err *e);
+/* The rules between keys and the sizes they imply (a model or a step too large for txl);
+ * `origin` (a file name, or NULL) prefixes the message. Training checks this itself. */
+int txl_config_check(const txl_config *c, const char *origin, txl_err *e);
+/* The value of one key as the YAML writer writes it ("512", "xl", "[bos, para]", a path),
+ * into buf: 0, or -1 for an unknown key. */
+int txl_config_get(const txl_config *c, const char *key, char *buf, size_t cap);
+/* The whole config as YAML (the text of a run's config.yaml), malloc'd: free() it. NULL when
+ * out of memory. */
+char *txl_config_yaml(const txl_config *c);
+txl_config *txl_config_copy(const txl_config *c);
+void txl_config_free(txl_config *c);
+/* The keys, for tools (completion, docs): key i's name ("model.d_model") into name and its
+ * allowed values ("xl mlp rope ..."; "" when free) into values. Returns 1 when the key is a
+ * file path, 0 for another key, -1 past the last key. */
+int txl_config_key(int i, char *name, size_t name_cap, char *values, size_t values_cap);
+
+/* ---- Models ----------------------------------------------------------------------------
+ * A model: its config, weights, and (read from a checkpoint) the checkpoint's metadata and
+ * tensor list. Checkpoints are safetensors files, gzip'd when their name ends in .gz
+ * (doc/design.md, "Checkpoints"). */
+
+typedef struct txl_model txl_model;
+
+/* A checkpoint: a file, or a run directory (its best checkpoint, else its last). Every
+ * tensor is held to the model of the config in its metadata before any data is read. */
+txl_model *txl_model_load(const char *ckpt, txl_err *e);
+/* A new model of config c, its weights drawn from train.seed. */
+txl_model *txl_model_new(const txl_config *c, txl_err *e);
+/* Plain safetensors weights named as in txl checkpoints (the output of txl_model_save, or
+ * of tools/convert_official.py) with the model config c: every tensor present, F32, of the
+ * right shape, nothing else; every problem is named in the message. */
+txl_model *txl_model_import(const char *weights, const txl_config *c, txl_err *e);
+/* Writes the weights with the metadata (config, and a loaded checkpoint's training state)
+ * atomically to path: gzip'd when it ends in .gz. */
+int txl_model_save(const txl_model *m, const char *path, txl_err *e);
+
+/* The model's config (owned by the model). */
+const txl_config *txl_model_config(const txl_model *m);
+/* The checkpoint file it was read from (NULL for a new model), and whether that file was
+ * found in a run directory (a command says which file it took). */
+const char *txl_model_path(const txl_model *m);
+int txl_model_from_dir(const txl_model *m);
+size_t txl_model_params(const txl_model *m);
+int txl_model_vocab(const txl_model *m);
+/* The training step the checkpoint records (0 when it records none). */
+long txl_model_step(const txl_model *m);
+/* The checkpoint's metadata value for key ("step", "best_valid_loss", ...), or NULL. */
+const char *txl_model_meta(const txl_model *m, const char *key);
+/* The checkpoint's tensors, i from 0: name, dtype ("F32", "I32") and shape; -1 past the
+ * last. A new model lists its parameters. */
+typedef struct {
+    const char *name, *dtype;
+    int ndim;
+    int64_t shape[4];
+} txl_tensor;
+int txl_model_tensor(const txl_model *m, int i, txl_tensor *t);
+void txl_model_free(txl_model *m);
+
+/* ---- Results: rows -----------------------------------------------------------------------
+ * Evaluations, probes and training report as they go, one row at a time, to a callback.
+ * A row is one JSON object (the line `txl ... --json` prints) and, for rows whose shape is
+ * fixed, a typed view. The callback returns 0 to go on; anything else stops the call,
+ * which then returns that value (a caller stops early, e.g. when its output went away). */
+
+/* ---- Evaluation ------------------------------------------------------------------------ */
+
+typedef enum { TXL_SWEEP_MEMORY, TXL_SWEEP_WINDOW, TXL_SWEEP_BOTH } txl_sweep_mode;
+
+typedef struct {
+    const char *data;         /* a text file, plain or gzip'd ("-": stdin), scored whole; or
+                                 NULL: the split of the model's data config */
+    const char *split;        /* "valid" (NULL), "test" or "train" */
+    int tgt_len, mem_len;     /* <= 0 (tgt_len) or < 0 (mem_len): as trained */
+    int clamp_len;            /* < 0: as trained; 0: off */
+    int batch;                /* streams; <= 0: train.batch_size */
+    int warmup;               /* score only segments whose memory is full */
+    long max_tokens;          /* only the first max_tokens (0: all) */
+    const int *factors;       /* the sweep: factors of the trained length; NULL: factor 1 */
+    int n_factors;
+    txl_sweep_mode mode;      /* memory: mem_len x factor; window: tgt_len x factor, no
+                                 memory; both */
+    int progress;             /* redraw a progress line on stderr (a terminal) */
+} txl_eval_opts;
+
+typedef struct {
+    double loss;              /* nats per byte of text (anchors' bits included) */
+    double bpc, ppl;          /* bits per byte, exp(loss) */
+    size_t tokens, bytes, anchor_tokens;
+    double anchor_bits;
+    int tgt_len, mem_len, clamp_len, batch, factor, is_sweep;
+    const char *mode;         /* "memory", "window", "both" */
+    double seconds, tok_per_s;
+    const char *json;         /* the row as txl eval --json prints it */
+} txl_eval_row;
+
+typedef int (*txl_eval_fn)(void *ctx, const txl_eval_row *row);
+
+/* Scores the data once per setting (one, or one per sweep factor), calling fn after each.
+ * Every setting is checked (lengths, the tokens for the streams, memory against the
+ * machine) before the first runs. Returns 0, fn's non-zero value, or -1 with e. */
+int txl_eval(txl_model *m, const txl_eval_opts *o, txl_eval_fn fn, void *ctx, txl_err *e);
+
+/* The score terms' statistics per layer over the first `segments` segments (xl's four
+ * terms, the distance bias of the others): one row per layer; the rows' JSON is what
+ * `txl eval --term-stats --json` prints, `text` the table line. */
+typedef struct {
+    int layer, n_layer;
+    const char *json, *text;
+    const char *head;         /* the table's heading (the same for every row) */
+} txl_terms_row;
+int txl_eval_terms(txl_model *m, const txl_eval_opts *o, long segments,
+                   int (*fn)(void *ctx, const txl_terms_row *row), void *ctx, txl_err *e);
+
+/* ---- Probes ----------------------------------------------------------------------------
+ * Whether the memory is used (doc/design.md, "Probes"): "needle" (a fact early, the
+ * question late), "recall" (a string repeated at a distance), "shift" (the same text at
+ * other absolute positions). */
+
+typedef struct {
+    const char *kind;         /* "needle", "recall", "shift" */
+    const char *data, *split; /* as txl_eval_opts */
+    int trials;
+    const int *lengths; int n_lengths;     /* needle: context lengths as factors */
+    const int *depths; int n_depths;       /* needle: depths in percent */
+    const int *distances; int n_distances; /* recall: distances in bytes */
+    int string_len;                        /* recall */
+    const long *offsets; int n_offsets;    /* shift */
+    long max_tokens;
+    const char *mode;         /* "memory", "window", "both" */
+    int tgt_len, mem_len;     /* <= 0 / < 0: as trained */
+    uint64_t seed;
+    int progress;
+} txl_probe_opts;
+
+typedef struct {
+    const char *kind, *mode;
+    int summary;              /* a summary row (recall's effective context) */
+    const char *json;         /* the row as txl probe --json prints it */
+    const char *text;         /* a table line for people */
+    const char *head;         /* the table's heading, on the first row of a table, else NULL */
+    const char *note;         /* a remark for stderr, or NULL */
+} txl_probe_row;
+
+int txl_probe(txl_model *m, const txl_probe_opts *o,
+              int (*fn)(void *ctx, const txl_probe_row *row), void *ctx, txl_err *e);
+
+/* ---- Decoding and sampling -------------------------------------------------------------
+ * A decoder holds `streams` texts generated side by side with the model's memory. Feeding
+ * text runs it through the model (anchors inserted as in training); each step draws one
+ * token per stream and feeds it back. Bytes are tokens 0..255; anchor tokens, from 256, are
+ * named by txl_token_name. */
+
+typedef struct txl_decoder txl_decoder;
+
+typedef struct {
+    int streams;              /* texts side by side (1) */
+    int mem_len;              /* < 0: as trained */
+    double temperature;       /* 0: greedy */
+    int top_k;                /* 0: all */
+    double top_p;             /* 1: all */
+    uint64_t seed;            /* stream b draws from (seed, b) alone */
+} txl_decode_opts;
+
+txl_decoder *txl_decoder_new(txl_model *m, const txl_decode_opts *o, txl_err *e);
+/* Runs text through the model into every stream's memory (a prompt; -i's lines). */
+int txl_decoder_feed(txl_decoder *d, const char *text, size_t len, txl_err *e);
+/* Draws the next token of every stream into tokens[streams] and feeds it back. */
+int txl_decoder_step(txl_decoder *d, int *tokens, txl_err *e);
+/* The name of an anchor token ("bos", "para", "sent"), or NULL for a byte. */
+const char *txl_token_name(const txl_model *m, int token);
+/* Tokens drawn once the memory was full, and their wall and CPU seconds (the steady state
+ * of a long sample; txl sample --stats). */
+void txl_decoder_stats(const txl_decoder *d, long *tokens, double *seconds, double *cpu);
+void txl_decoder_free(txl_decoder *d);
+
+/* ---- Training --------------------------------------------------------------------------
+ * A trainer runs a config to train.max_steps in its run directory (train.out_dir:
+ * config.yaml, log.jsonl, last and best checkpoints, summary.json; one run per directory),
+ * or continues one. It reports events to callbacks: the JSONL log is written by the
+ * library; a progress line is a callback of the caller's. */
+
+typedef enum {
+    TXL_EV_START,             /* the plan: json is the log's start event, text the banner */
+    TXL_EV_STEP,              /* a logged training step (every train.log_interval) */
+    TXL_EV_EVAL,              /* a validation */
+    TXL_EV_CHECKPOINT,        /* a checkpoint was written (path) */
+    TXL_EV_NOTE,              /* a remark for people (text) */
+    TXL_EV_END                /* the result (json: the summary) */
+} txl_event_kind;
+
+typedef struct {
+    txl_event_kind kind;
+    long step, max_steps;
+    double loss, bpc, lr, grad_norm, tok_per_s, elapsed_s, eta_s;
+    const char *path;         /* TXL_EV_CHECKPOINT: the file written */
+    const char *json;         /* the event as log.jsonl holds it, or NULL */
+    const char *text;         /* a line for people, or NULL */
+} txl_event;
+
+typedef struct {
+    const char *resume;       /* continue this checkpoint or run directory (its last) */
+    const char *init_from;    /* or start from these weights with a fresh optimiser */
+    int explicit_out_dir;     /* the config names train.out_dir (a resume then writes there,
+                                 not where its checkpoint is) */
+    long steps;               /* stop after this many steps in this call (0: to max_steps) */
+    int force;                /* start over in (or resume into) a directory holding a run */
+    void (*on_event)(void *ctx, const txl_event *ev);
+    void *ctx;
+} txl_train_opts;
+
+typedef struct txl_trainer txl_trainer;
+
+/* Checks everything a run checks before it writes (the config, the data, the run
+ * directory, a --resume/--init-from checkpoint), plans it, and takes the run directory. */
+txl_trainer *txl_trainer_new(const txl_config *c, const txl_train_opts *o, txl_err *e);
+/* The same checks and plan without taking or writing anything: the plan as JSON
+ * (txl train --dry-run), malloc'd. */
+char *txl_train_plan(const txl_config *c, const txl_train_opts *o, txl_err *e);
+/* Trains; returns 0 at the end (max_steps, the time budget or opts.steps), 128 + the signal
+ * after txl_trainer_stop, or -1 with e. The last checkpoint holds the last step either way. */
+int txl_trainer_run(txl_trainer *t, txl_err *e);
+/* Asks the run to stop after the current step (async-signal-safe: call it from a signal
+ * handler); `sig` is reported in the result. */
+void txl_trainer_stop(int sig);
+void txl_trainer_free(txl_trainer *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
