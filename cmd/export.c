@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/checkpoint.h"
 #include "cli.h"
 #include "cmds.h"
 
@@ -48,45 +47,25 @@ int cmd_export(int argc, char **argv)
     if (!ckpt || !out)
         return cli_usage("export", "%s", !ckpt ? "missing the checkpoint to export"
                                             : "missing -o OUT.safetensors[.gz]");
+    txl_model *m = txl_model_load(ckpt, &e);
+    if (!m)
+        return cli_fail("export", &e);
     /* OUT may not replace the file read, nor, when CKPT is a run directory, the run's other
      * checkpoint (exporting best onto last would end the run's resumability) */
-    char in[CFG_PATH_MAX], run[4][CFG_PATH_MAX + 24];
-    const char *inputs[5] = {in};
+    char run[4][CFG_PATH_MAX + 24];
+    const char *inputs[5] = {txl_model_path(m)};
     int n_in = 1;
-    if (cli_ckpt_path(ckpt, 0, "export", 1, in, sizeof in, &e))
-        return cli_fail("export", &e);
-    if (strcmp(in, ckpt) != 0) /* a run directory */
+    if (txl_model_from_dir(m))
         for (int i = 0; i < 4; i++) {
             snprintf(run[i], sizeof run[i], "%s/%s.safetensors%s", ckpt, i < 2 ? "best" : "last",
                      i % 2 ? "" : ".gz");
             inputs[n_in++] = run[i];
         }
-    if (cli_check_output("-o", out, inputs, n_in, &e))
-        return cli_fail("export", &e);
-    st_file f;
-    run_config cfg;
-    model mdl;
-    if (cli_load_checkpoint(ckpt, "export", a.quiet, &f, &cfg, &mdl, &e))
-        return cli_fail("export", &e);
-    /* keep every metadata entry of the source */
-    const char **meta = calloc((size_t)f.n_meta * 2 + 1, sizeof *meta);
-    rc = 0;
-    if (!meta) {
-        err_set(&e, ERR_RUNTIME, "out of memory");
-        rc = -1;
-    } else {
-        for (int i = 0; i < f.n_meta; i++) {
-            meta[2 * i] = f.meta_keys[i];
-            meta[2 * i + 1] = f.meta_vals[i];
-        }
-        size_t n = strlen(out);
-        int gz = n > 3 && strcmp(out + n - 3, ".gz") == 0;
-        rc = ckpt_save(out, &mdl, NULL, NULL, NULL, meta, gz ? 6 : 0, &e);
-    }
-    size_t params = mdl.n_weights;
-    free(meta);
-    model_free(&mdl);
-    st_free(&f);
+    if (txl_model_from_dir(m) && !a.quiet)
+        fprintf(stderr, "txl export: %s is a run directory: using %s\n", ckpt, txl_model_path(m));
+    rc = cli_check_output("-o", out, inputs, n_in, &e) || txl_model_save(m, out, &e) ? -1 : 0;
+    size_t params = txl_model_params(m);
+    txl_model_free(m);
     if (rc)
         return cli_fail("export", &e);
     if (!a.quiet)

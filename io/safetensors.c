@@ -600,6 +600,13 @@ void st_free(st_file *f)
     memset(f, 0, sizeof *f);
 }
 
+void st_drop_data(st_file *f)
+{
+    free(f->buf);
+    f->buf = NULL;
+    f->len = 0;
+}
+
 const st_tensor *st_find(const st_file *f, const char *name)
 {
     int lo = 0, hi = f->by_name ? f->n : 0;

@@ -66,6 +66,9 @@ int st_read(st_file *f, const char *path, txl_err *e);
 int st_open(st_file *f, const char *path, txl_err *e);
 int st_read_data(st_file *f, txl_err *e);
 void st_free(st_file *f);
+/* Releases the file's bytes, keeping the header (tensor names, dtypes, shapes, metadata):
+ * st_data is then invalid. For a reader that has copied the data out. */
+void st_drop_data(st_file *f);
 const st_tensor *st_find(const st_file *f, const char *name);
 const char *st_meta(const st_file *f, const char *key);
 const void *st_data(const st_file *f, const st_tensor *t);

@@ -1,0 +1,104 @@
+/* config.c: include/txl.h's version, threads and configs, over config/ (the key table, the
+ * reader, the writer, the checks). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/par.h"
+#include "api.h"
+
+const char *txl_version(void) { return TXL_VERSION; }
+
+int txl_set_threads(int n) { return par_set_threads(n); }
+
+txl_config *txl_config_new(void)
+{
+    txl_config *c = calloc(1, sizeof *c);
+    if (c)
+        cfg_defaults(&c->c);
+    return c;
+}
+
+txl_config *txl_config_load(const char *path, txl_err *e)
+{
+    api_err_clear(e);
+    txl_config *c = txl_config_new();
+    if (!c) {
+        err_set(e, ERR_RUNTIME, "out of memory");
+        return NULL;
+    }
+    if (cfg_load_yaml(&c->c, path, e)) {
+        free(c);
+        return NULL;
+    }
+    snprintf(c->origin, sizeof c->origin, "%s", path);
+    return c;
+}
+
+int txl_config_set(txl_config *c, const char *assignment, txl_err *e)
+{
+    api_err_clear(e);
+    return cfg_set(&c->c, assignment, e);
+}
+
+int txl_config_check(const txl_config *c, const char *origin, txl_err *e)
+{
+    api_err_clear(e);
+    return cfg_validate(&c->c, origin ? origin : c->origin[0] ? c->origin : NULL, e);
+}
+
+/* cfg_walk's visitor for txl_config_get: the item named ctx->key, as its YAML text. */
+typedef struct {
+    const char *key;
+    char *buf;
+    size_t cap;
+    int found;
+} get_ctx;
+
+static int get_item(const cfg_item *it, void *ctx)
+{
+    get_ctx *g = ctx;
+    char name[96];
+    snprintf(name, sizeof name, "%s.%s", it->section, it->name);
+    if (strcmp(name, g->key) != 0)
+        return 0;
+    g->found = 1;
+    if (it->kind != CFG_LIST && it->kind != CFG_NAMES) {
+        snprintf(g->buf, g->cap, "%s", it->text[0]);
+        return 1;
+    }
+    size_t o = (size_t)snprintf(g->buf, g->cap, "[");
+    for (int i = 0; i < it->n && o < g->cap; i++)
+        o += (size_t)snprintf(g->buf + o, g->cap - o, "%s%s", i ? ", " : "", it->text[i]);
+    if (o < g->cap)
+        snprintf(g->buf + o, g->cap - o, "]");
+    return 1;
+}
+
+int txl_config_get(const txl_config *c, const char *key, char *buf, size_t cap)
+{
+    get_ctx g = {key, buf, cap, 0};
+    if (cap)
+        buf[0] = '\0';
+    cfg_walk(&c->c, get_item, &g);
+    return g.found ? 0 : -1;
+}
+
+char *txl_config_yaml(const txl_config *c) { return cfg_to_yaml(&c->c); }
+
+txl_config *txl_config_copy(const txl_config *c)
+{
+    txl_config *d = malloc(sizeof *d);
+    if (d)
+        memcpy(d, c, sizeof *d);
+    return d;
+}
+
+void txl_config_free(txl_config *c) { free(c); }
+
+int txl_config_key(int i, char *name, size_t name_cap, char *values, size_t values_cap)
+{
+    if (cfg_key_name(i, name, name_cap) < 0)
+        return -1;
+    return cfg_key_values(i, values, values_cap);
+}
