@@ -737,35 +737,3 @@ int cli_stdout_close(const char *cmd, int rc)
 int cli_isatty_stderr(void) { return isatty(2); }
 
 
-int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
-                  token_span *span, const char **label, txl_err *e)
-{
-    static const char *const names[] = {[SPLIT_TRAIN] = "train", [SPLIT_VALID] = "valid",
-                                        [SPLIT_TEST] = "test"};
-    if (data) {
-        *label = "file";
-        if (corpus_open(c, data, e))
-            return -1;
-        *span = corpus_all(c);
-        return 0;
-    }
-    *label = names[split];
-    data_paths p = {d->train, d->valid, d->test, d->split};
-    if (data_open_split(&p, split, c, span, e))
-        return err_wrap(e, "--split %s (from the checkpoint's data config; pass --data FILE to "
-                        "score another file)", names[split]);
-    return 0;
-}
-
-units_config cli_units(const run_config *cfg)
-{
-    units_config u = {.anchors = (unsigned)cfg->data.anchors};
-    snprintf(u.sep, sizeof u.sep, "%s", cfg->data.doc_separator);
-    return u;
-}
-
-int cli_tokens(const run_config *cfg, token_span span, tok_stream *ts, txl_err *e)
-{
-    units_config u = cli_units(cfg);
-    return tok_stream_open(ts, span, &u, pos_get(cfg->model.pos)->needs_coords, e);
-}

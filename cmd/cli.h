@@ -207,16 +207,6 @@ int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
 int cli_check_output(const char *flag, const char *out, const char *const *inputs, int n,
                      txl_err *e);
 
-/* The text a command scores: `data` (a file, whole) when given, else split `split` (SPLIT_*,
- * data/corpus.h) of the checkpoint's data section. *label is "file" or the split's name. */
-int cli_open_text(const char *data, int split, const data_config *d, corpus *c,
-                  token_span *span, const char **label, txl_err *e);
-
-/* The tokens of a split for a model of config cfg: its bytes with cfg's anchors inserted,
- * and coordinates when the scheme reads them (data/tokens.h). */
-int cli_tokens(const run_config *cfg, token_span span, tok_stream *ts, txl_err *e);
-/* The units (anchors, document separator) of a config's data section. */
-units_config cli_units(const run_config *cfg);
 
 
 /* Sets txl's threads (common/par.h: OpenMP, OpenBLAS pinned to one thread); n <= 0 means

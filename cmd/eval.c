@@ -12,8 +12,8 @@
 #include "../io/checkpoint.h"
 #include "cli.h"
 #include "cmds.h"
-#include "evaluate.h"
-#include "terms.h"
+#include "../eval/evaluate.h"
+#include "../eval/terms.h"
 
 typedef enum { SWEEP_MEMORY, SWEEP_WINDOW, SWEEP_BOTH } sweep_mode;
 
@@ -163,7 +163,7 @@ static int open_span(const eval_args *a, const data_config *d, corpus *c, token_
                      const char **label, txl_err *e)
 {
     static const int split_ids[] = {SPLIT_VALID, SPLIT_TEST, SPLIT_TRAIN}; /* split_names */
-    return cli_open_text(a->data, split_ids[a->split], d, c, span, label, e);
+    return cfg_open_text(a->data, split_ids[a->split], d, c, span, label, e);
 }
 
 /* Every setting (the base lengths and each sweep factor) fits txl's limits, and the tokens
@@ -298,7 +298,7 @@ int cmd_eval(int argc, char **argv)
     }
     run.is_sweep = a.sweep.n > 1 || a.sweep.v[0] != 1 || a.sweep_mode != SWEEP_MEMORY;
     if (open_span(&a, &cfg.data, &c, &run.span, &run.label, &e) ||
-        cli_tokens(&cfg, run.span, &run.ts, &e) ||
+        cfg_tokens(&cfg, run.span, &run.ts, &e) ||
         check_settings(&a, &mc, &run.ts, run.B, base_tgt, base_mem, run.label, &e))
         goto fail;
     if (a.term_stats > 0)

@@ -300,7 +300,7 @@ int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_ev
 static int open_text(probe_ctx *p, txl_err *e)
 {
     static const int split_ids[] = {SPLIT_VALID, SPLIT_TEST, SPLIT_TRAIN}; /* split_names */
-    return cli_open_text(p->a->data, split_ids[p->a->split], &p->cfg.data, &p->c, &p->span,
+    return cfg_open_text(p->a->data, split_ids[p->a->split], &p->cfg.data, &p->c, &p->span,
                          &p->label, e);
 }
 
@@ -319,7 +319,7 @@ static int run(probe_ctx *p, txl_err *e)
     p->T = p->a->tgt_len > 0 ? (int)p->a->tgt_len : p->cfg.model.tgt_len;
     p->M = p->a->mem_len >= 0 ? (int)p->a->mem_len : p->cfg.model.mem_len;
     p->progress = !p->a->quiet && cli_isatty_stderr();
-    p->units = cli_units(&p->cfg);
+    p->units = cfg_units(&p->cfg);
     p->coords = pos_get(p->cfg.model.pos)->needs_coords;
     if (open_text(p, e))
         return -1;

@@ -9,7 +9,7 @@
 #include "../data/corpus.h"
 #include "../data/units.h"
 #include "cli.h"
-#include "streams.h"
+#include "../eval/streams.h"
 
 typedef enum { MODE_MEMORY, MODE_WINDOW, MODE_BOTH } probe_mode;
 

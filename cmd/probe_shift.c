@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "evaluate.h"
+#include "../eval/evaluate.h"
 #include "probe.h"
 
 int probe_shift(probe_ctx *p, txl_err *e)
@@ -19,7 +19,7 @@ int probe_shift(probe_ctx *p, txl_err *e)
     if (sp.n > (size_t)p->a->max_tokens)
         sp.n = (size_t)p->a->max_tokens;
     tok_stream ts;
-    if (cli_tokens(&p->cfg, sp, &ts, e))
+    if (cfg_tokens(&p->cfg, sp, &ts, e))
         return -1;
     eval_opts o0 = {.batch = 1, .tgt_len = p->T, .mem_len = p->M, .label = "shift"};
     double bytes;

@@ -530,7 +530,7 @@ static int session_init(session *s, const char *ckpt, const sample_args *a, size
         acts_init(&s->A, &s->cfg.model, 1, s->Lq, s->M, 0, e) ||
         mem_init(&s->mem, &s->cfg.model, 1, s->M, e))
         return -1;
-    units_config u = cli_units(&s->cfg);
+    units_config u = cfg_units(&s->cfg);
     units_init(&s->us, &u); /* the prompt starts a text (a document) */
     s->coords = pos_get(s->cfg.model.pos)->needs_coords;
     return 0;

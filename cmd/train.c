@@ -40,8 +40,8 @@
 #include "cli.h"
 #include "cmds.h"
 #include "../config/config.h"
-#include "evaluate.h"
-#include "terms.h"
+#include "../eval/evaluate.h"
+#include "../eval/terms.h"
 #include "../io/train_state.h"
 
 static volatile sig_atomic_t stop_signal = 0;
@@ -337,9 +337,9 @@ static int open_data(trainer *t, txl_err *e)
     t->train_s = sp[SPLIT_TRAIN];
     t->valid_s = sp[SPLIT_VALID];
     t->test_s = sp[SPLIT_TEST];
-    if (cli_tokens(&t->cfg, t->train_s, &t->train_ts, e))
+    if (cfg_tokens(&t->cfg, t->train_s, &t->train_ts, e))
         return err_wrap(e, "data.train");
-    if (t->valid_s.n && cli_tokens(&t->cfg, t->valid_s, &t->valid_ts, e))
+    if (t->valid_s.n && cfg_tokens(&t->cfg, t->valid_s, &t->valid_ts, e))
         return err_wrap(e, "the valid split");
     return 0;
 }

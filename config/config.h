@@ -16,6 +16,9 @@
 #include <stdio.h>
 
 #include "../common/err.h"
+#include "../data/corpus.h"
+#include "../data/tokens.h"
+#include "../data/units.h"
 #include "../model/model_config.h"
 #include "../optim/optim.h"
 
@@ -165,5 +168,18 @@ int cfg_diff_model(const model_config *a, const model_config *b, char *buf, size
  * returning 1 for a path key. */
 int cfg_key_name(int i, char *buf, size_t cap);
 int cfg_key_values(int i, char *buf, size_t cap);
+
+/* ---- The data a config names (corpora.c) */
+
+/* The text a command scores: `data` (a file, whole) when given, else split `split` (SPLIT_*,
+ * data/corpus.h) of the checkpoint's data section. *label is "file" or the split's name. */
+int cfg_open_text(const char *data, int split, const data_config *d, corpus *c,
+                  token_span *span, const char **label, txl_err *e);
+
+/* The tokens of a split for a model of config cfg: its bytes with cfg's anchors inserted,
+ * and coordinates when the scheme reads them (data/tokens.h). */
+int cfg_tokens(const run_config *cfg, token_span span, tok_stream *ts, txl_err *e);
+/* The units (anchors, document separator) of a config's data section. */
+units_config cfg_units(const run_config *cfg);
 
 #endif

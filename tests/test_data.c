@@ -4,7 +4,7 @@
  * gzip'd corpus is held in memory and unaffected; the train/valid/test split rule, with
  * eval's one-split entry point agreeing with training's. Files live in $TMPDIR (default
  * /tmp). */
-#include "../cmd/evaluate.h"
+#include "../eval/evaluate.h"
 #include "../data/corpus.h"
 #include "testlib.h"
 

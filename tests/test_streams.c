@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "../cmd/probe.h"
-#include "../cmd/streams.h"
+#include "../eval/streams.h"
 #include "testlib.h"
 
 static void test_bias_model(void)

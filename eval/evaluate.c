@@ -9,7 +9,7 @@
 #include "../common/dist.h"
 #include "../common/par.h"
 #include "../model/gemm.h"
-#include "cli.h"
+#include "../common/sys.h"
 
 typedef eval_pass pass;
 
