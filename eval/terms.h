@@ -11,7 +11,7 @@
 #include "evaluate.h"
 
 /* Segments a term pass runs: eval --term-stats without N, and training's terms events. */
-#define TERM_STATS_SEGMENTS 4
+#define TERM_STATS_SEGMENTS TXL_TERM_SEGMENTS
 
 /* A term pass planned once (eval_plan) and run with the weights of the moment; running it
  * allocates nothing. */

@@ -163,6 +163,8 @@ typedef struct {
     int tgt_len, mem_len, clamp_len, batch, factor, is_sweep;
     const char *mode;         /* "memory", "window", "both" */
     double seconds, tok_per_s;
+    const char *data;         /* the file scored */
+    const char *split;        /* "valid", "test", "train", or "file" (opts.data) */
     const char *json;         /* the row as txl eval --json prints it */
 } txl_eval_row;
 
@@ -172,6 +174,9 @@ typedef int (*txl_eval_fn)(void *ctx, const txl_eval_row *row);
  * Every setting is checked (lengths, the tokens for the streams, memory against the
  * machine) before the first runs. Returns 0, fn's non-zero value, or -1 with e. */
 int txl_eval(txl_model *m, const txl_eval_opts *o, txl_eval_fn fn, void *ctx, txl_err *e);
+
+/* The segments txl eval --term-stats and training's terms events take by default. */
+#define TXL_TERM_SEGMENTS 4
 
 /* The score terms' statistics per layer over the first `segments` segments (xl's four
  * terms, the distance bias of the others): one row per layer; the rows' JSON is what

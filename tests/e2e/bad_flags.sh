@@ -97,9 +97,9 @@ expect2 "--sweep 2000" "found '2000'" $E --sweep 2000
 expect2 "--sweep too many values" "--sweep: at most 32 values" $E --sweep 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33
 expect2 "--sweep-mode unknown" "--sweep-mode: expected memory, window or both, found 'bogus'" $E --sweep-mode bogus
 expect2 "--term-stats 0" "--term-stats: 0 is out of range" $E --term-stats 0
-expect2 "lengths beyond what txl can plan" "--batch/--tgt-len/--mem-len: batch 65536 x tgt_len 1048576 with mem_len 32 needs about" \
+expect2 "lengths beyond what txl can plan" "the setting: batch 65536 x tgt_len 1048576 with mem_len 32 needs about" \
     $E --batch 65536 --tgt-len 1048576
-expect2 "a sweep factor beyond what txl can plan" "--sweep factor 1024: batch 8 x tgt_len 1048576 with mem_len 1048576 needs about" \
+expect2 "a sweep factor beyond what txl can plan" "sweep factor 1024: batch 8 x tgt_len 1048576 with mem_len 1048576 needs about" \
     $E --sweep 1,1024 --sweep-mode both --tgt-len 1024 --mem-len 1024
 expect2 "--batch larger than the data allows" "$CFG: the file has 512 tokens, too few for 65536 streams;;use a batch of at most 511" $E --data $CFG --batch 65536
 
@@ -158,11 +158,11 @@ if ldd "$TXL" 2>/dev/null | grep -q 'lib[atl]*san'; then
     echo "  skipped: a sanitizer build"
 else
     N="MiB of memory, more than this machine allows: ;;MiB of physical memory (txl holds;;an address-space limit (ulimit -v) of 977 MiB"
-    expect2 "eval --mem-len 4194304" "--batch/--tgt-len/--mem-len: the evaluation at batch 8 x tgt_len 32 with mem_len 4194304 needs about;;$N" \
+    expect2 "eval --mem-len 4194304" "the setting: the evaluation at batch 8 x tgt_len 32 with mem_len 4194304 needs about;;$N" \
         limit_vm 1000000 timeout 60 $E --mem-len 4194304 --max-tokens 3000
     expect2 "eval --mem-len 100000 (fits the machine, not the limit)" "mem_len 100000 needs about;;$N" \
         limit_vm 1000000 timeout 60 $E --mem-len 100000 --max-tokens 3000
-    expect2 "eval --sweep 1,1024 --batch 64: the factor that does not fit" "--sweep factor 1024: the evaluation at batch 64 x tgt_len 32 with mem_len 32768 needs about;;$N" \
+    expect2 "eval --sweep 1,1024 --batch 64: the factor that does not fit" "sweep factor 1024: the evaluation at batch 64 x tgt_len 32 with mem_len 32768 needs about;;$N" \
         limit_vm 1000000 timeout 60 $E --sweep 1,1024 --batch 64 --max-tokens 3000
     check "...refused before the first row is printed" test ! -s $TMP/out
     expect2 "eval --term-stats --mem-len 4194304" "mem_len 4194304 needs about;;$N" \
