@@ -1,5 +1,6 @@
 /* config.c: include/txl.h's version, threads and configs, over config/ (the key table, the
  * reader, the writer, the checks). */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,41 @@ int txl_config_get(const txl_config *c, const char *key, char *buf, size_t cap)
 }
 
 char *txl_config_yaml(const txl_config *c) { return cfg_to_yaml(&c->c); }
+
+/* cfg_walk's visitor: the config as a JSON object of sections, with the writer's value
+ * texts (numbers as written to config.yaml; names, paths and integers past 2^53 as
+ * strings, since JSON readers hold numbers in doubles). */
+typedef struct {
+    cJSON *root, *sec;
+    const char *sec_name;
+} json_cfg;
+
+static int json_item(const cfg_item *it, void *ctx)
+{
+    json_cfg *j = ctx;
+    if (!j->sec || strcmp(j->sec_name, it->section) != 0) {
+        j->sec_name = it->section;
+        if (!(j->sec = cJSON_AddObjectToObject(j->root, it->section)))
+            return -1;
+    }
+    int list = it->kind == CFG_LIST || it->kind == CFG_NAMES;
+    cJSON *v = it->kind == CFG_LITERAL ? cJSON_CreateRaw(it->text[0])
+               : list                  ? cJSON_CreateArray()
+                                       : cJSON_CreateString(it->text[0]);
+    for (int i = 0; v && list && i < it->n; i++)
+        cJSON_AddItemToArray(v, it->kind == CFG_LIST ? cJSON_CreateRaw(it->text[i])
+                                                     : cJSON_CreateString(it->text[i]));
+    return cJSON_AddItemToObject(j->sec, it->name, v) ? 0 : -1;
+}
+
+char *txl_config_json(const txl_config *c)
+{
+    json_cfg jc = {.root = cJSON_CreateObject()};
+    char *s = jc.root && cfg_walk(&c->c, json_item, &jc) == 0 ? cJSON_PrintUnformatted(jc.root)
+                                                              : NULL;
+    cJSON_Delete(jc.root);
+    return s;
+}
 
 txl_config *txl_config_copy(const txl_config *c)
 {

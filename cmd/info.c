@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../data/units.h"
 #include "cmds.h"
 
 typedef struct {
@@ -36,32 +35,6 @@ const cli_spec info_spec = {
 };
 
 char *openblas_get_config(void);
-
-/* cfg_walk's visitor: the config as a JSON object of sections, with the writer's value
- * texts (numbers as written to config.yaml; names, paths and integers past 2^53 as
- * strings, since JSON readers hold numbers in doubles). */
-typedef struct {
-    cJSON *root, *sec;
-    const char *sec_name;
-} json_cfg;
-
-static int json_item(const cfg_item *it, void *ctx)
-{
-    json_cfg *j = ctx;
-    if (!j->sec || strcmp(j->sec_name, it->section) != 0) {
-        j->sec_name = it->section;
-        if (!(j->sec = cJSON_AddObjectToObject(j->root, it->section)))
-            return -1;
-    }
-    int list = it->kind == CFG_LIST || it->kind == CFG_NAMES;
-    cJSON *v = it->kind == CFG_LITERAL ? cJSON_CreateRaw(it->text[0])
-               : list                  ? cJSON_CreateArray()
-                                       : cJSON_CreateString(it->text[0]);
-    for (int i = 0; v && list && i < it->n; i++)
-        cJSON_AddItemToArray(v, it->kind == CFG_LIST ? cJSON_CreateRaw(it->text[i])
-                                                     : cJSON_CreateString(it->text[i]));
-    return cJSON_AddItemToObject(j->sec, it->name, v) ? 0 : -1;
-}
 
 static int info_system(int json)
 {
@@ -104,10 +77,10 @@ static int info_system(int json)
 }
 
 /* A metadata value as a finite number: 1 and *out, or 0 when absent, "nan", "inf" or not a
- * number (info shows what it finds; --resume is the strict reader, train_state.c). */
-static int meta_number(const st_file *f, const char *key, double *out)
+ * number (info shows what it finds; --resume is the strict reader). */
+static int meta_number(const txl_model *m, const char *key, double *out)
 {
-    const char *v = st_meta(f, key);
+    const char *v = txl_model_meta(m, key);
     char *end;
     if (!v || !*v)
         return 0;
@@ -116,12 +89,12 @@ static int meta_number(const st_file *f, const char *key, double *out)
 }
 
 /* --json: the loss in bits (bpc = loss / ln 2), null when the loss is; absent with it. */
-static void add_bpc(cJSON *o, const st_file *f, const char *loss_key, const char *bpc_key)
+static void add_bpc(cJSON *o, const txl_model *m, const char *loss_key, const char *bpc_key)
 {
     double d;
-    if (!st_meta(f, loss_key))
+    if (!txl_model_meta(m, loss_key))
         return;
-    if (meta_number(f, loss_key, &d))
+    if (meta_number(m, loss_key, &d))
         cJSON_AddNumberToObject(o, bpc_key, d / M_LN2);
     else
         cJSON_AddNullToObject(o, bpc_key);
@@ -140,13 +113,13 @@ static void fmt_trained(char *buf, size_t cap, double s)
 
 /* "best valid: loss 2.9009 nats/byte, 4.1851 bpc"; `none` when the value is inf or nan
  * (no validation yet, or none at this step). */
-static void print_loss(const st_file *f, const char *key, const char *label, const char *none)
+static void print_loss(const txl_model *m, const char *key, const char *label, const char *none)
 {
     double d;
-    const char *v = st_meta(f, key);
+    const char *v = txl_model_meta(m, key);
     if (!v)
         return;
-    if (meta_number(f, key, &d))
+    if (meta_number(m, key, &d))
         printf("%s: loss %.4f nats/byte, %.4f bpc\n", label, d, d / M_LN2);
     else if (strcmp(v, "inf") == 0 || strcmp(v, "nan") == 0)
         printf("%s: %s\n", label, none);
@@ -156,27 +129,109 @@ static void print_loss(const st_file *f, const char *key, const char *label, con
 
 /* The training state of the metadata, for people: counts as integers, losses in nats and
  * bits, the training time in seconds and minutes. */
-static void print_state(const st_file *f)
+static void print_state(const txl_model *m)
 {
     static const char *const counts[] = {"step", "tokens", "epoch"};
     double d;
     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
-        const char *v = st_meta(f, counts[k]);
-        if (v && meta_number(f, counts[k], &d) && d >= 0 && d < 9e15 && d == floor(d))
+        const char *v = txl_model_meta(m, counts[k]);
+        if (v && meta_number(m, counts[k], &d) && d >= 0 && d < 9e15 && d == floor(d))
             printf("%s: %.0f\n", counts[k], d);
         else if (v)
             printf("%s: %s\n", counts[k], v);
     }
-    print_loss(f, "best_valid_loss", "best valid", "none yet");
-    print_loss(f, "valid_loss", "last valid", "none at this step");
-    const char *v = st_meta(f, "elapsed_s");
-    if (v && meta_number(f, "elapsed_s", &d) && d >= 0) {
+    print_loss(m, "best_valid_loss", "best valid", "none yet");
+    print_loss(m, "valid_loss", "last valid", "none at this step");
+    const char *v = txl_model_meta(m, "elapsed_s");
+    if (v && meta_number(m, "elapsed_s", &d) && d >= 0) {
         char buf[64];
         fmt_trained(buf, sizeof buf, d);
         printf("trained: %s\n", buf);
     } else if (v) {
         printf("trained: %s s\n", v);
     }
+}
+
+/* Whether the checkpoint holds a tensor, and how many it holds. */
+static int tensors(const txl_model *m, const char *name, int *has)
+{
+    txl_tensor t;
+    int n = 0;
+    *has = 0;
+    for (; txl_model_tensor(m, n, &t) == 0; n++)
+        *has |= strcmp(t.name, name) == 0;
+    return n;
+}
+
+static void print_json(const txl_model *m)
+{
+    static const char *keys[] = {"step", "tokens", "best_valid_loss", "valid_loss", "epoch",
+                                 "elapsed_s"};
+    int has_optim, has_mem;
+    int n = tensors(m, "optim.m.word_emb.weight", &has_optim);
+    tensors(m, "state.mem.0", &has_mem);
+    cJSON *o = cJSON_CreateObject();
+    char *cj = txl_config_json(txl_model_config(m));
+    cJSON_AddStringToObject(o, "path", txl_model_path(m));
+    cJSON_AddNumberToObject(o, "params", (double)txl_model_params(m));
+    cJSON_AddNumberToObject(o, "vocab", txl_model_vocab(m));
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        double d;
+        if (!txl_model_meta(m, keys[k]))
+            continue;
+        if (meta_number(m, keys[k], &d))
+            cJSON_AddNumberToObject(o, keys[k], d);
+        else
+            cJSON_AddNullToObject(o, keys[k]);
+    }
+    add_bpc(o, m, "best_valid_loss", "best_valid_bpc");
+    add_bpc(o, m, "valid_loss", "valid_bpc");
+    cJSON_AddBoolToObject(o, "resumable", has_optim);
+    cJSON_AddBoolToObject(o, "has_memory", has_mem);
+    cJSON_AddNumberToObject(o, "tensors", n);
+    if (cj)
+        cJSON_AddRawToObject(o, "config", cj);
+    char *s = cJSON_PrintUnformatted(o);
+    if (s)
+        printf("%s\n", s);
+    free(s);
+    free(cj);
+    cJSON_Delete(o);
+}
+
+/* A config value by key (the model's), for the text view. */
+static const char *get(const txl_model *m, const char *key, char *buf, size_t cap)
+{
+    txl_config_get(txl_model_config(m), key, buf, cap);
+    return buf;
+}
+
+static void print_text(const txl_model *m)
+{
+    char v[8][64];
+    int has_optim;
+    int n = tensors(m, "optim.m.word_emb.weight", &has_optim);
+    printf("checkpoint: %s\n", txl_model_path(m));
+    printf("model: %s, %s layers, d_model %s, %s heads x %s, d_inner %s, %zu params\n",
+           get(m, "model.pos_scheme", v[0], 64), get(m, "model.n_layer", v[1], 64),
+           get(m, "model.d_model", v[2], 64), get(m, "model.n_head", v[3], 64),
+           get(m, "model.d_head", v[4], 64), get(m, "model.d_inner", v[5], 64),
+           txl_model_params(m));
+    printf("lengths: tgt_len %s, mem_len %s, clamp_len %s; %s\n",
+           get(m, "model.tgt_len", v[0], 64), get(m, "model.mem_len", v[1], 64),
+           get(m, "model.clamp_len", v[2], 64),
+           strcmp(get(m, "model.pre_lnorm", v[3], 64), "true") == 0 ? "pre-LN" : "post-LN");
+    const char *an = get(m, "data.anchors", v[4], 64);
+    int anchors = strcmp(an, "[]") != 0;
+    printf("vocabulary: %d tokens (256 bytes%s%s)\n", txl_model_vocab(m),
+           anchors ? " + anchors " : "", anchors ? an : "");
+    print_state(m);
+    printf("resumable: %s (%d tensors)\n", has_optim ? "yes" : "no", n);
+    printf("config:\n");
+    char *yaml = txl_config_yaml(txl_model_config(m));
+    if (yaml)
+        fputs(yaml, stdout);
+    free(yaml);
 }
 
 int cmd_info(int argc, char **argv)
@@ -187,70 +242,20 @@ int cmd_info(int argc, char **argv)
     if (rc >= 0)
         return rc;
     const char *ckpt = pos.n ? pos.v[0] : NULL;
-    int json = a.json, sys = a.system;
-    if (sys)
-        return info_system(json);
+    if (a.system)
+        return info_system(a.json);
     if (!ckpt)
         return cli_usage("info", "missing the checkpoint (or --system)");
-    st_file f;
-    run_config cfg;
-    model mdl;
     txl_err e = {0};
-    if (cli_load_checkpoint(ckpt, "info", a.json, &f, &cfg, &mdl, &e))
+    txl_model *m = txl_model_load(ckpt, &e);
+    if (!m)
         return cli_fail("info", &e);
-    static const char *keys[] = {"step", "tokens", "best_valid_loss", "valid_loss", "epoch",
-                                 "elapsed_s"};
-    int has_optim = st_find(&f, "optim.m.word_emb.weight") != NULL;
-    int has_mem = st_find(&f, "state.mem.0") != NULL;
-    if (json) {
-        cJSON *o = cJSON_CreateObject();
-        json_cfg jc = {.root = cJSON_CreateObject()};
-        if (jc.root && cfg_walk(&cfg, json_item, &jc) != 0) {
-            cJSON_Delete(jc.root);
-            jc.root = NULL;
-        }
-        cJSON_AddStringToObject(o, "path", f.path);
-        cJSON_AddNumberToObject(o, "params", (double)mdl.n_weights);
-        cJSON_AddNumberToObject(o, "vocab", cfg.model.vocab);
-        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-            double d;
-            if (!st_meta(&f, keys[k]))
-                continue;
-            if (meta_number(&f, keys[k], &d))
-                cJSON_AddNumberToObject(o, keys[k], d);
-            else
-                cJSON_AddNullToObject(o, keys[k]);
-        }
-        add_bpc(o, &f, "best_valid_loss", "best_valid_bpc");
-        add_bpc(o, &f, "valid_loss", "valid_bpc");
-        cJSON_AddBoolToObject(o, "resumable", has_optim);
-        cJSON_AddBoolToObject(o, "has_memory", has_mem);
-        cJSON_AddNumberToObject(o, "tensors", f.n);
-        if (jc.root)
-            cJSON_AddItemToObject(o, "config", jc.root);
-        char *s = cJSON_PrintUnformatted(o);
-        if (s)
-            printf("%s\n", s);
-        free(s);
-        cJSON_Delete(o);
-    } else {
-        const model_config *m = &cfg.model;
-        printf("checkpoint: %s\n", f.path);
-        printf("model: %s, %d layers, d_model %d, %d heads x %d, d_inner %d, %zu params\n",
-               pos_scheme_name(m->pos), m->n_layer, m->d_model, m->n_head, m->d_head,
-               m->d_inner, mdl.n_weights);
-        printf("lengths: tgt_len %d, mem_len %d, clamp_len %d; %s\n", m->tgt_len, m->mem_len,
-               m->clamp_len, m->pre_lnorm ? "pre-LN" : "post-LN");
-        char an[32];
-        units_anchor_list((unsigned)cfg.data.anchors, an, sizeof an);
-        printf("vocabulary: %d tokens (%d bytes%s%s)\n", m->vocab, TXL_BYTES,
-               cfg.data.anchors ? " + anchors " : "", cfg.data.anchors ? an : "");
-        print_state(&f);
-        printf("resumable: %s (%d tensors)\n", has_optim ? "yes" : "no", f.n);
-        printf("config:\n");
-        cfg_write_yaml(&cfg, stdout);
-    }
-    model_free(&mdl);
-    st_free(&f);
+    if (txl_model_from_dir(m) && !a.json)
+        fprintf(stderr, "txl info: %s is a run directory: using %s\n", ckpt, txl_model_path(m));
+    if (a.json)
+        print_json(m);
+    else
+        print_text(m);
+    txl_model_free(m);
     return 0;
 }

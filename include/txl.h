@@ -80,6 +80,9 @@ int txl_config_get(const txl_config *c, const char *key, char *buf, size_t cap);
 /* The whole config as YAML (the text of a run's config.yaml), malloc'd: free() it. NULL when
  * out of memory. */
 char *txl_config_yaml(const txl_config *c);
+/* The config as one JSON object of sections (txl info --json's "config"): numbers as the
+ * YAML writer writes them; names, paths and integers past 2^53 as strings. malloc'd. */
+char *txl_config_json(const txl_config *c);
 txl_config *txl_config_copy(const txl_config *c);
 void txl_config_free(txl_config *c);
 /* The keys, for tools (completion, docs): key i's name ("model.d_model") into name and its
