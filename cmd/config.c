@@ -156,7 +156,8 @@ static const cfg_key keys[] = {
     { KEY("model", "dropatt", CT_FLOAT, model.dropatt), .flags = F_MIN | F_MAX | F_MAX_EXCL,
       .min = 0, .max = 1, .def = {0.0} },
     { KEY("model", "pos_scheme", CT_ENUM, model.pos), .en = pos_name, .def_str = "xl" },
-    /* 0 turns clamping off (a negative length meant off too, silently: now an error) */
+    /* 0 turns clamping off (a negative length meant off too, silently: now an error, but
+     * in a checkpoint's metadata it reads as 0: value_from_node) */
     { KEY("model", "clamp_len", CT_INT, model.clamp_len), .flags = F_MIN, .min = 0,
       .def = {0} },
     { KEY("model", "untie_r", CT_BOOL, model.untie_r), .def = {0} },
@@ -1253,8 +1254,14 @@ static int value_from_node(const cfg_key *k, const cfg_src *s, const cfg_doc *d,
     /* the JSON form of older checkpoints stored seeds >= 2^53 as decimal strings */
     if (s->meta && k->type == CT_U64)
         plain = 1;
-    return parse_scalar(k, (const char *)n->data.scalar.value, n->data.scalar.length, plain, v,
-                        why, cap);
+    int rc = parse_scalar(k, (const char *)n->data.scalar.value, n->data.scalar.length, plain,
+                          v, why, cap);
+    /* txl before clamp_len had a minimum documented "<= 0: off" and wrote any int: in a
+     * checkpoint's config a negative value is that off, 0 (the same numerics); a config
+     * file and --set must say 0 */
+    if (rc == 0 && s->meta && k->off == offsetof(txl_config, model.clamp_len) && v->i < 0)
+        v->i = 0;
+    return rc;
 }
 
 /* Applies one section mapping; seen[] marks keys already set in this document. */
