@@ -675,17 +675,24 @@ int cli_meta_count(const st_file *f, const char *key, long long def, long long *
     return 0;
 }
 
-long long cli_ckpt_step(const char *path)
+/* The step a checkpoint's header records (-1: none), reading the header only: 0, or -1
+ * with e when the header cannot be read. */
+static int header_step(const char *path, long long *step, txl_err *e)
 {
     st_file f;
-    txl_err e = {0};
-    long long step = -1;
-    if (st_read(&f, path, &e) != 0)
+    *step = -1;
+    if (st_open(&f, path, e))
         return -1;
-    if (cli_meta_count(&f, "step", -1, &step, &e) != 0)
-        step = -1;
+    int rc = cli_meta_count(&f, "step", -1, step, e);
     st_free(&f);
-    return step;
+    return rc;
+}
+
+long long cli_ckpt_step(const char *path)
+{
+    long long step;
+    txl_err e = {0};
+    return header_step(path, &step, &e) ? -1 : step;
 }
 
 int cli_run_ckpt(const char *dir, const char *name, char *buf, size_t cap, txl_err *e)
@@ -703,8 +710,23 @@ int cli_run_ckpt(const char *dir, const char *name, char *buf, size_t cap, txl_e
         return 0;
     /* both: a run that switched train.ckpt_gzip, stopped before its first write of the new
      * format removed the old one (or a run of an older txl): the later step wins, a tie
-     * the gzip'd file (either holds that step) */
-    const char *pick = has_gz && (!has_plain || cli_ckpt_step(gz) >= cli_ckpt_step(plain)) ? gz : plain;
+     * the gzip'd file (either holds that step). The steps come from the headers: a file
+     * whose data is damaged still wins by its step and its reader names the damage; one
+     * whose header cannot be read is named here, since taking the other silently could
+     * rewind a run (and the run would then delete the newer file as the older format). */
+    const char *pick = has_gz ? gz : plain;
+    if (has_gz && has_plain) {
+        long long sg, sp;
+        txl_err why = {0};
+        const char *bad = header_step(gz, &sg, &why)      ? gz
+                          : header_step(plain, &sp, &why) ? plain
+                                                          : NULL;
+        if (bad)
+            return err_set(e, ERR_INPUT, "%s (%.*s/%s.safetensors[.gz]: both formats, so txl "
+                           "cannot tell which holds the later step; move the damaged one "
+                           "away)", why.msg, (int)n, dir, name);
+        pick = sg >= sp ? gz : plain;
+    }
     if (strlen(pick) >= cap)
         return err_set(e, ERR_INPUT, "%s: path too long", dir);
     snprintf(buf, cap, "%s", pick);

@@ -202,11 +202,12 @@ int cli_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_e
 int cli_meta_count(const st_file *f, const char *key, long long def, long long *out,
                    txl_err *e);
 /* A run directory's checkpoint NAME ("last" or "best"): NAME.safetensors.gz or
- * NAME.safetensors, and when both are there (train.ckpt_gzip was switched) the one that
- * records the later step. 1 with its path in buf, 0 when there is neither, -1 with e. */
+ * NAME.safetensors, and when both are there (train.ckpt_gzip was switched) the one whose
+ * header records the later step (a tie: the .gz). 1 with its path in buf, 0 when there is
+ * neither, -1 with e (too long a path; both formats and a header that cannot be read). */
 int cli_run_ckpt(const char *dir, const char *name, char *buf, size_t cap, txl_err *e);
-/* The step a checkpoint records (metadata "step"), or -1 when it cannot be read (it then
- * loses a choice between two formats, and its reader names the problem later). */
+/* The step a checkpoint's header records (metadata "step"), or -1 when there is none or the
+ * header cannot be read (for messages). */
 long long cli_ckpt_step(const char *path);
 /* A checkpoint argument: a file as given, or a run directory (train.out_dir): its last
  * checkpoint when `last` (--resume), else its best, or its last when it has no best

@@ -1641,11 +1641,12 @@ static int restore_run(trainer *t, const char *resume, const char *init_from,
                        const char *origin, int dry, txl_err *e)
 {
     char cur[CFG_PATH_MAX];
+    txl_err ignored; /* a damaged other format is resume_overwrites' to name */
     t->last_step = -1;
     if (resume && load_resume(t, resume, dry, e))
         return -1;
     t->resumed_from = resume;
-    if (resume && cli_run_ckpt(t->cfg.train.out_dir, "last", cur, sizeof cur, e) > 0 &&
+    if (resume && cli_run_ckpt(t->cfg.train.out_dir, "last", cur, sizeof cur, &ignored) > 0 &&
         same_file(cur, resume)) { /* resumed from this out_dir's last, in either format */
         t->last_step = t->st.step;
         snprintf(t->held_path, sizeof t->held_path, "%s", resume);

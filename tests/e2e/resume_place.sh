@@ -86,6 +86,32 @@ check "eval DIR takes the later best (step $bs), not the older .gz (step 10)" \
     grep -q "using $TMP/g/best.safetensors\$" $TMP/ge.err
 check "...and reports its step" test "$(jq .step $TMP/ge.json)" = "$bs"
 
+echo "-- both formats, one of them damaged: named, never passed over for the other"
+# the newer (plain, step 13) next to the older .gz (step 10): skipping a damaged newer file
+# would rewind the run, which would then delete that file as "the older format"
+cp -r $TMP/a $TMP/dm
+$TXL train -q --resume $TMP/dm --set train.max_steps=13 --set train.ckpt_gzip=false >/dev/null 2>&1
+cp $TMP/a/last.safetensors.gz $TMP/dm/
+cp $TMP/dm/last.safetensors $TMP/dm.good
+head -c 500000 $TMP/dm.good > $TMP/dm/last.safetensors
+guard_init $TMP/dm
+expect2 "--resume DIR: the newer last with its data cut is taken by its header's step, and named" \
+    "$TMP/dm/last.safetensors: ;;past the end of the data" \
+    $TXL train -q --resume $TMP/dm --set train.max_steps=20
+head -c 100 $TMP/dm.good > $TMP/dm/last.safetensors
+guard_init $TMP/dm
+expect2 "--resume DIR: a last whose header is cut (no step to compare) is named, both formats said" \
+    "$TMP/dm/last.safetensors: header length;;$TMP/dm/last.safetensors[.gz]: both formats" \
+    $TXL train -q --resume $TMP/dm --set train.max_steps=20
+expect2 "...also with --dry-run" "$TMP/dm/last.safetensors: header length" \
+    $TXL train -q --resume $TMP/dm --set train.max_steps=20 --dry-run
+head -c 100 $TMP/a/best.safetensors.gz > $TMP/dm/best.safetensors.gz
+guard_init $TMP/dm
+expect2 "eval DIR: a best.safetensors.gz cut short next to best.safetensors is named" \
+    "$TMP/dm/best.safetensors.gz: ;;$TMP/dm/best.safetensors[.gz]: both formats" \
+    $TXL eval $TMP/dm --max-tokens 500
+GUARD_DIRS=
+
 echo "-- a cut last line in log.jsonl"
 cp -r $TMP/a $TMP/l
 printf '{"event":"train","step":11,"tok' >> $TMP/l/log.jsonl
