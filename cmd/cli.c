@@ -695,6 +695,14 @@ long long cli_ckpt_step(const char *path)
     return header_step(path, &step, &e) ? -1 : step;
 }
 
+/* A path too long for txl's buffers: the reason first (the message holds 1 KiB, and a path
+ * near it would push the reason out), then the path's ends. -1. */
+static int path_too_long(const char *what, const char *path, size_t len, size_t cap, txl_err *e)
+{
+    return err_set(e, ERR_INPUT, "%s of %zu bytes, more than txl takes (%zu): '%.100s ... %s'",
+                   what, len, cap - 1, path, path + (len > 60 ? len - 60 : 0));
+}
+
 int cli_run_ckpt(const char *dir, const char *name, char *buf, size_t cap, txl_err *e)
 {
     char gz[CFG_PATH_MAX + 64], plain[CFG_PATH_MAX + 64];
@@ -728,7 +736,7 @@ int cli_run_ckpt(const char *dir, const char *name, char *buf, size_t cap, txl_e
         pick = sg >= sp ? gz : plain;
     }
     if (strlen(pick) >= cap)
-        return err_set(e, ERR_INPUT, "%s: path too long", dir);
+        return path_too_long("the run directory's checkpoint path", pick, strlen(pick), cap, e);
     snprintf(buf, cap, "%s", pick);
     return 1;
 }
@@ -737,6 +745,9 @@ int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *b
                   txl_err *e)
 {
     struct stat sb;
+    size_t len = strlen(arg);
+    if (len >= cap) /* cut, it would name another file (or a missing one) */
+        return path_too_long("a checkpoint path", arg, len, cap, e);
     if (stat(arg, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         snprintf(buf, cap, "%s", arg); /* a file (or an error st_read will name) */
         return 0;
