@@ -225,7 +225,8 @@ static int is_stale_temp(const char *name)
     static const char *const prefix[] = {"last.safetensors.gz.tmp.", "last.safetensors.tmp.",
                                          "best.safetensors.gz.tmp.", "best.safetensors.tmp.",
                                          ".txl-write-test."};
-    if (strcmp(name, "config.yaml.tmp") == 0 || strcmp(name, "summary.json.tmp") == 0)
+    if (strcmp(name, "config.yaml.tmp") == 0 || strcmp(name, "summary.json.tmp") == 0 ||
+        strcmp(name, "log.jsonl.tmp") == 0)
         return 1;
     for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
         size_t n = strlen(prefix[i]);
@@ -260,10 +261,64 @@ static int open_err(txl_err *e, const char *path)
     return err_set(e, ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
 }
 
-/* log.jsonl: appended to on --resume; a new run starts a new file (an old one, or a link,
- * is removed first). */
+/* A resumed run appends to log.jsonl. When that file has other names (a run directory
+ * copied with `cp -al` or an `rsync --link-dest` snapshot shares its files with the
+ * original), appending would write into the other run's log too: the run continues in a
+ * copy of its own, written beside it and renamed into place (the other files of out_dir
+ * are renamed into place anyway). */
+static int unshare_log(const char *path, txl_err *e)
+{
+    struct stat sb;
+    int in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0)
+        return errno == ENOENT ? 0 : open_err(e, path);
+    if (fstat(in, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink <= 1) {
+        close(in);
+        return 0;
+    }
+    char tmp[1200], buf[65536];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    unlink(tmp); /* ours: out_dir is locked */
+    int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int rc = out < 0 ? -1 : 0;
+    while (rc == 0) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -1 : 0;
+            break;
+        }
+        for (ssize_t w = 0, k; rc == 0 && w < n;)
+            if ((k = write(out, buf + w, (size_t)(n - w))) >= 0)
+                w += k;
+            else if (errno != EINTR)
+                rc = -1;
+    }
+    int err = errno;
+    if (rc == 0 && fsync(out) != 0)
+        rc = -1, err = errno;
+    if (out >= 0 && close(out) != 0 && rc == 0)
+        rc = -1, err = errno;
+    close(in);
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -1, err = errno;
+    if (rc) {
+        if (out >= 0)
+            unlink(tmp);
+        return err_set(e, ERR_RUNTIME, "%s: it has %ld other names (a copy made with hard "
+                       "links), and a copy of its own could not be written: %s", path,
+                       (long)sb.st_nlink - 1, strerror(err));
+    }
+    return 0;
+}
+
+/* log.jsonl: appended to on --resume (in a file of its own: unshare_log); a new run starts a
+ * new file (an old one, or a link, is removed first). */
 static FILE *open_log(const char *path, int resume, txl_err *e)
 {
+    if (resume && unshare_log(path, e))
+        return NULL;
     if (!resume && unlink(path) != 0 && errno != ENOENT) {
         err_set(e, ERR_RUNTIME, "%s: cannot remove the old log: %s", path, strerror(errno));
         return NULL;

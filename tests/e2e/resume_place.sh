@@ -41,6 +41,15 @@ check "...the original is untouched, byte for byte" test "$(sums $TMP/a)" = "$(c
 check "...and so with -q" sh -c "cp -r $TMP/a $TMP/c && $TXL train -q --resume $TMP/c --set train.max_steps=12 >/dev/null 2>&1"
 check "...(-q) the original is still untouched" test "$(sums $TMP/a)" = "$(cat $TMP/a.sum)"
 check "...(-q) the copy went on" test "$(step_of $TMP/c/last.safetensors.gz)" = 12
+# cp -al (or an rsync --link-dest snapshot): the copy's files are the original's, by inode;
+# checkpoints are renamed into place, but the log was appended to through the shared inode
+cp -al $TMP/a $TMP/hl
+$TXL train -q --resume $TMP/hl --set train.max_steps=12 >/dev/null 2>$TMP/hl.err
+check "resume of a copy made with hard links (cp -al): exit $?" test -s $TMP/hl/last.safetensors.gz
+check "...the original is untouched, byte for byte (its log.jsonl too)" test "$(sums $TMP/a)" = "$(cat $TMP/a.sum)"
+check "...the copy's log: the original's lines, then the resumed run's" sh -c \
+    "head -c $(wc -c < $TMP/a/log.jsonl) $TMP/hl/log.jsonl | cmp -s - $TMP/a/log.jsonl &&
+     jq -s -e 'map(select(.event == \"end\")) | .[-1].step == 12' $TMP/hl/log.jsonl"
 
 echo "-- a directory holding another checkpoint is refused"
 guard_init $TMP/a $TMP/b
