@@ -86,6 +86,9 @@ typedef struct {
     model_mem gmem;           /* rank 0 of several: all k B streams' memory, for `last` */
     terms_pass terms;         /* rank 0, train.term_stats_interval > 0: the terms events' pass */
     FILE *log;
+    int log_errno;            /* rank 0: why an event could not be written to log (the first
+                               * failure; 0: none): the run stops (run_ends) and exits 1 */
+    long log_fail_step;       /* the step of that event */
     char last_path[1100], best_path[1100], log_path[1100];
     train_state st;
     int quiet, tty;
@@ -544,6 +547,18 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     return rc;
 }
 
+/* After an event was written to log: a failed write (a full disk, an I/O error) is kept,
+ * and the run stops at the next step's agreement (run_ends) rather than go on losing
+ * events with exit 0. */
+static void log_flush(trainer *t)
+{
+    errno = 0;
+    if ((fflush(t->log) != 0 || ferror(t->log)) && !t->log_errno) {
+        t->log_errno = errno ? errno : EIO;
+        t->log_fail_step = t->st.step;
+    }
+}
+
 static void log_json(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_json(trainer *t, const char *fmt, ...)
 {
@@ -554,7 +569,7 @@ static void log_json(trainer *t, const char *fmt, ...)
     vfprintf(t->log, fmt, ap);
     va_end(ap);
     fputc('\n', t->log);
-    fflush(t->log);
+    log_flush(t);
 }
 
 /* The tokens' meaning: anchors and the document separator decide what the ids and the
@@ -1093,9 +1108,10 @@ static void test_signal_hook(long step)
 static void test_signal_hook(long step) { (void)step; }
 #endif
 
-/* Whether this step ends the invocation: max_steps, the time budget, --steps or a signal.
- * All ranks must agree (a signal or the clock may reach one rank first): the signal counts
- * as agreed by stop_requested, the rest by one more reduction. */
+/* Whether this step ends the invocation: max_steps, the time budget, --steps, a signal, or
+ * an event that could not be written to log.jsonl (rank 0's). All ranks must agree (a
+ * signal or the clock may reach one rank first): the signal counts as agreed by
+ * stop_requested, the rest by one more reduction. */
 static int run_ends(const trainer *t, loop_state *ls, double run_s)
 {
     const train_config *tc = &t->cfg.train;
@@ -1104,7 +1120,8 @@ static int run_ends(const trainer *t, loop_state *ls, double run_s)
     test_signal_hook(step);
     return dist_max_int(step == tc->max_steps ||
                         (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
-                        (t->run_steps > 0 && step - ls->first_step >= t->run_steps)) ||
+                        (t->run_steps > 0 && step - ls->first_step >= t->run_steps) ||
+                        t->log_errno != 0) ||
            ls->stop;
 }
 
@@ -1172,7 +1189,7 @@ static int log_terms(trainer *t, txl_err *e)
         terms_print_layer(t->log, &c->model, &t->terms.st[l], l, 1);
     }
     fputs("]}\n", t->log);
-    fflush(t->log);
+    log_flush(t);
     return 0;
 }
 
@@ -1223,17 +1240,19 @@ static void log_obj(trainer *t, const cJSON *o)
     char *s = o && t->log && dist_is_root() ? cJSON_PrintUnformatted(o) : NULL;
     if (s) {
         fprintf(t->log, "%s\n", s);
-        fflush(t->log);
+        log_flush(t);
     }
     free(s);
 }
 
-/* Why the run ended: "max_steps", "--steps", "max_minutes" (the time budget) or the signal
- * ("SIGINT", "SIGTERM", "SIGHUP"). */
+/* Why the run ended: "max_steps", "--steps", "max_minutes" (the time budget), the signal
+ * ("SIGINT", "SIGTERM", "SIGHUP"), or "log_error" (log.jsonl could not be written). */
 static const char *end_reason(const trainer *t, const loop_state *ls, int exit_sig)
 {
     if (exit_sig)
         return exit_sig == SIGINT ? "SIGINT" : exit_sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+    if (t->log_errno)
+        return "log_error";
     if (t->st.step >= t->cfg.train.max_steps)
         return "max_steps";
     if (t->run_steps > 0 && t->st.step - ls->first_step >= t->run_steps)
@@ -1263,8 +1282,8 @@ static int put_text(FILE *f, const void *text) { return fputs(text, f) < 0; }
 
 /* The result line on stdout, out_dir/summary.json (the same object) and the end event of
  * log.jsonl; after a signal, where the run stopped. The exit code: 128 + the signal, else
- * 0, or 1 when summary.json could not be written (main makes a 0 into 1 when the line did
- * not reach stdout: summary.json still holds it). */
+ * 0, or 1 when summary.json or an event of log.jsonl could not be written (main makes a 0
+ * into 1 when the line did not reach stdout: summary.json still holds it). */
 static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
 {
     if (t->tty && !t->quiet && dist_is_root())
@@ -1294,6 +1313,15 @@ static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
             rc = 1;
     }
     log_obj(t, end);
+    if (t->log_errno) { /* events are missing from the log: not a success */
+        char held[1300];
+        last_desc(t, held, sizeof held);
+        fprintf(stderr, "txl train: %s: cannot append the events from step %ld on: %s; the run "
+                "stopped so that its log loses no more (%s)\n", t->log_path, t->log_fail_step,
+                strerror(t->log_errno), held);
+        if (!exit_sig)
+            rc = 1;
+    }
     free(text);
     free(line);
     cJSON_Delete(sum);
