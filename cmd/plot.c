@@ -14,6 +14,7 @@
  * from an earlier checkpoint describes one timeline, not two. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -903,8 +904,41 @@ static int check_out(const plot_args *a, txl_err *e)
     return rc;
 }
 
+/* Whether gnuplot's image at path (size bytes) is whole, and on disk: gnuplot's terminals
+ * do not report a failed write (a full disk leaves a cut PNG and exit 0), so the end is
+ * checked (a PNG ends with its IEND chunk, an SVG with </svg>) and the file synced before
+ * it is renamed into place. 0, or -1 with e. */
+static int image_complete(const char *path, const char *out, int svg, off_t size, txl_err *e)
+{
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+    char tail[64];
+    size_t want = svg ? sizeof tail : sizeof iend;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd < 0 || size < (off_t)want ? -1 : pread(fd, tail, want, size - (off_t)want);
+    int whole = got == (ssize_t)want;
+    if (whole && !svg)
+        whole = memcmp(tail, iend, sizeof iend) == 0;
+    else if (whole) {
+        size_t n = want;
+        while (n > 0 && (tail[n - 1] == '\n' || tail[n - 1] == '\r' || tail[n - 1] == ' '))
+            n--;
+        whole = n >= 6 && memcmp(tail + n - 6, "</svg>", 6) == 0;
+    }
+    int synced = fd >= 0 && fsync(fd) == 0;
+    int err = errno;
+    if (fd >= 0)
+        close(fd);
+    if (!whole)
+        return err_set(e, ERR_RUNTIME, "-o %s: gnuplot wrote an incomplete image (%lld bytes, "
+                       "without the end of %s file); is the disk full?", out, (long long)size,
+                       svg ? "an SVG" : "a PNG");
+    if (!synced)
+        return err_set(e, ERR_RUNTIME, "-o %s: %s", out, strerror(err));
+    return 0;
+}
+
 /* Prints the program (--script), or has gnuplot draw it into a temp file next to OUT,
- * renamed into place when it succeeds. Returns the exit code. */
+ * renamed into place when it is whole (image_complete). Returns the exit code. */
 static int render(const series_list *l, plot_opts *po, const plot_args *a)
 {
     txl_err e = {0};
@@ -941,6 +975,8 @@ static int render(const series_list *l, plot_opts *po, const plot_args *a)
         bad = -1;
     else if (!bad && (stat(tmp, &sb) != 0 || sb.st_size == 0))
         bad = err_set(&e, ERR_RUNTIME, "gnuplot (%s) wrote no image", gp);
+    else if (!bad && image_complete(tmp, out, po->svg, sb.st_size, &e))
+        bad = -1;
     else if (!bad && (chmod(tmp, 0666 & ~current_umask()) != 0 || rename(tmp, out) != 0))
         bad = err_set(&e, ERR_INPUT, "-o %s: %s", out, strerror(errno));
     free(prog);

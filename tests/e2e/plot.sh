@@ -5,7 +5,8 @@
 # -o that is a FIFO, an input, a directory or in a missing directory, and a step or factor
 # that is not a whole number in range); a step-0 point never puts a nan in the data, and on
 # a log x axis it is left out with a note; a
-# missing gnuplot exits 1 naming the package. Rendering is skipped, with a message, when
+# missing gnuplot exits 1 naming the package, an image gnuplot cut short (a full disk) exits 1
+# and leaves no file. Rendering is skipped, with a message, when
 # gnuplot is not installed (apt-get install gnuplot-nox).
 . tests/e2e/lib.sh
 
@@ -119,4 +120,20 @@ $TXL plot --sweep $TMP/schemes.jsonl -o $TMP/extrap.svg -q --title "xl, memory v
 check "plot --sweep SVG: root element and title" grep -q 'xl, memory vs window' $TMP/extrap.svg
 check "TXL_GNUPLOT=/bin/false: exit 1" test "$(TXL_GNUPLOT=/bin/false code $TXL plot $TMP/run -o $TMP/b.png)" -eq 1
 check "  ... and no half-written file" test -z "$(ls $TMP | grep '^b.png')"
+# gnuplot on a disk that fills mid-write: its terminals do not check their writes, so the
+# image is cut short and gnuplot exits 0 (as on a full tmpfs); txl passed the cut file on
+cat > $TMP/cutplot <<'EOF'
+#!/bin/sh
+prog=$(cat)
+out=$(printf '%s\n' "$prog" | sed -n "s/^set output '\(.*\)'$/\1/p" | head -1)
+printf '%s\n' "$prog" | gnuplot || exit
+head -c 2000 "$out" > "$out.cut" && mv "$out.cut" "$out"
+EOF
+chmod +x $TMP/cutplot
+for x in png svg; do
+    check "gnuplot cut the $x short: exit 1 (was 0)" \
+        test "$(TXL_GNUPLOT=$TMP/cutplot code $TXL plot $TMP/run -o $TMP/cut.$x)" -eq 1
+    check "  ... says so" grep -q "cut.$x: gnuplot wrote an incomplete image (2000 bytes" $TMP/err
+    check "  ... and leaves no file" test -z "$(ls $TMP | grep "^cut.$x")"
+done
 finish
