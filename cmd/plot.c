@@ -206,8 +206,45 @@ static int is_start(const cJSON *o)
     return ev && strcmp(ev, "start") == 0;
 }
 
+/* The most a line of a log may hold: txl's longest events (a start event's argv, a terms
+ * event of many layers) are far below it. The bound keeps a file without newlines
+ * (/dev/zero, a binary) from taking all memory. */
+#define PLOT_LINE_MAX (64L << 20)
+
+/* One line of f into *buf (NUL-terminated, with its newline): its length, 0 at the end of
+ * the file, -1 past PLOT_LINE_MAX bytes, -2 on a read error or out of memory (errno).
+ * getline has no bound, and its ENOMEM looked like the end of the file: the events after
+ * a long line were dropped with exit 0. */
+static long read_line(FILE *f, char **buf, size_t *cap)
+{
+    size_t n = 0;
+    int ch;
+    errno = 0;
+    while ((ch = getc_unlocked(f)) != EOF) {
+        if (n == PLOT_LINE_MAX)
+            return -1;
+        if (n + 2 > *cap) {
+            size_t nc = *cap ? 2 * *cap : 4096;
+            char *nb = realloc(*buf, nc);
+            if (!nb)
+                return -2;
+            *buf = nb;
+            *cap = nc;
+        }
+        (*buf)[n++] = (char)ch;
+        if (ch == '\n')
+            break;
+    }
+    if (ferror(f))
+        return -2;
+    if (*buf)
+        (*buf)[n] = 0;
+    return (long)n;
+}
+
 /* Calls fn(obj, line number, ctx) for every JSON line of path. Damaged lines (see
- * recover_glued) are skipped and counted on stderr; any other unparsable line is an error. */
+ * recover_glued) are skipped and counted on stderr; any other unparsable line is an error,
+ * and so is a line longer than PLOT_LINE_MAX. */
 int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), void *ctx,
                    long *nlines, txl_err *e)
 {
@@ -216,11 +253,11 @@ int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), voi
         return err_set(e, ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
     char *line = NULL;
     size_t cap = 0;
-    ssize_t len;
+    long len;
     long ln = 0, pending = 0, damaged = 0, first_damaged = 0; /* pending: a bad line's number */
     int rc = 0;
     *nlines = 0;
-    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+    while (rc == 0 && (len = read_line(f, &line, &cap)) > 0) {
         ln++;
         const char *p = line;
         while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
@@ -264,8 +301,12 @@ int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), voi
         first_damaged = first_damaged ? first_damaged : pending;
         damaged++;
     }
-    if (rc == 0 && ferror(f))
-        rc = err_set(e, ERR_RUNTIME, "%s: read error: %s", path, strerror(errno));
+    if (rc == 0 && len == -1)
+        rc = err_set(e, ERR_INPUT, "%s:%ld: a line longer than %ld MiB (not a log or a result "
+                     "file that txl writes)", path, ln + 1, PLOT_LINE_MAX >> 20);
+    else if (rc == 0 && len == -2)
+        rc = err_set(e, ERR_RUNTIME, "%s:%ld: cannot read: %s", path, ln + 1,
+                     strerror(errno ? errno : EIO));
     if (rc == 0 && damaged)
         fprintf(stderr, "txl plot: %s: skipped %ld damaged line%s (from line %ld: cut by a "
                 "run that was killed while writing it, or still being written)\n", path,

@@ -5,6 +5,7 @@
 # -o that is a FIFO, an input, a directory or in a missing directory, and a step or factor
 # that is not a whole number in range); a step-0 point never puts a nan in the data, and on
 # a log x axis it is left out with a note; a
+# a line over 64 MiB (/dev/zero as a log) exits 2 naming it;
 # missing gnuplot exits 1 naming the package, an image gnuplot cut short (a full disk) exits 1
 # and leaves no file. Rendering is skipped, with a message, when
 # gnuplot is not installed (apt-get install gnuplot-nox).
@@ -80,6 +81,20 @@ printf '%s\n' '{"event":"train","step":0,"tokens":256,"bpc":8}' '{"event":"train
     '{"event":"eval","step":0,"bpc":8.1}' > $TMP/steps/log.jsonl
 $TXL plot $TMP/steps -o $TMP/a.png --script > $TMP/step0.gp 2>$TMP/err
 check "train and eval events at step 0: no nan in the data (was -nan)" sh -c "test -s $TMP/step0.gp && ! grep -q -i -w nan $TMP/step0.gp"
+
+# a line of at most 64 MiB: getline read any line whole, however long (/dev/zero took all the
+# memory there was), and an allocation that failed passed for the end of the file, so the
+# events after a long line were left out with exit 0. 1 GB address space (not in sanitizer
+# builds, which reserve terabytes).
+vm() { if ldd "$TXL" 2>/dev/null | grep -q 'lib[atl]*san'; then "$@"; else (ulimit -v 1000000 && exec "$@"); fi; }
+check "/dev/zero as a log: exit 2 (was 'empty log' after taking all the memory)" \
+    test "$(code vm timeout 20 $TXL plot /dev/zero -o $TMP/z.png --script)" -eq 2
+check "  ... a line longer than 64 MiB, named" grep -q "/dev/zero:1: a line longer than 64 MiB" $TMP/err
+{ cat $TMP/run/log.jsonl; head -c 67108865 /dev/zero | tr '\0' x; echo; cat $TMP/run/log.jsonl; } > $TMP/long.jsonl
+check "a log with a line of 64 MiB + 1 byte: exit 2" \
+    test "$(code vm timeout 20 $TXL plot $TMP/long.jsonl -o $TMP/z.png --script)" -eq 2
+check "  ... naming the line" grep -q "long.jsonl:$(($(wc -l < $TMP/run/log.jsonl) + 1)): a line longer than 64 MiB" $TMP/err
+rm $TMP/long.jsonl
 
 # -o onto what gnuplot's temp file + rename would wreck: exit 2 before gnuplot is looked for
 mkfifo $TMP/fifo.png
