@@ -20,6 +20,7 @@
 #include "../common/instream.h"
 #include "../common/par.h"
 #include "../io/checkpoint.h"
+#include "../model/gemm.h"
 #include "train_state.h"
 
 /* TXL_PATHS: the header the Makefile writes with TXL_CONFIG_DIR for its PREFIX */
@@ -916,6 +917,12 @@ static void proc_sizes(double *vm, double *rss)
         fclose(f);
 }
 
+/* The address space a thread takes at its first GEMM and its first malloc: OpenBLAS's
+ * buffer (BUFFER_SIZE, 128 MiB in the x86-64 builds: Debian's mallocs 128 MiB + 4 KiB), and
+ * for a thread other than the first, glibc's arena (it maps 128 MiB to keep 64 aligned). */
+#define BLAS_BUFFER (128.0 * 1048576.0)
+#define MALLOC_ARENA (128.0 * 1048576.0)
+
 int cli_check_memory(const char *what, double bytes, txl_err *e)
 {
     const double mib = 1048576.0;
@@ -924,12 +931,22 @@ int cli_check_memory(const char *what, double bytes, txl_err *e)
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         as = (double)rl.rlim_cur;
     proc_sizes(&vm, &rss);
-    if ((phys <= 0 || rss + bytes <= phys) && (as <= 0 || vm + bytes <= as))
+    /* OpenBLAS maps its buffer at a thread's first call, and when the address-space limit
+     * leaves no room it retries forever (OpenBLAS issue 5289; 0.3.30 exits instead): a plan
+     * that fit the limit with 50 MiB to spare (1 thread; 300 with 2) hung, in OpenBLAS or
+     * in malloc making a thread's arena. Until txl's first GEMM these are not in the
+     * process's size, so the limit must leave room for them (they touch little: the
+     * physical memory is not charged). */
+    int T = par_max_threads();
+    double blas = as > 0 && gemm_thread_seconds() == 0
+                      ? T * BLAS_BUFFER + (T - 1) * MALLOC_ARENA : 0;
+    if ((phys <= 0 || rss + bytes <= phys) && (as <= 0 || vm + blas + bytes <= as))
         return 0;
-    char lim[160];
+    char lim[200];
     if (as > 0)
         snprintf(lim, sizeof lim, "an address-space limit (ulimit -v) of %.0f MiB, %.0f MiB of "
-                 "it in use", as / mib, vm / mib);
+                 "it in use%s", as / mib, (vm + blas) / mib,
+                 blas > 0 ? " or kept for the threads' buffers (OpenBLAS's, malloc's)" : "");
     else
         snprintf(lim, sizeof lim, "no address-space limit (ulimit -v)");
     return err_set(e, ERR_INPUT, "%s needs about %.0f MiB of memory, more than this machine "

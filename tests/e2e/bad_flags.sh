@@ -162,6 +162,21 @@ else
         limit_vm 1000000 timeout 60 $E --mem-len 4194304 --max-tokens 3000
     expect2 "eval --mem-len 100000 (fits the machine, not the limit)" "mem_len 100000 needs about;;$N" \
         limit_vm 1000000 timeout 60 $E --mem-len 100000 --max-tokens 3000
+    # just under the limit: OpenBLAS maps a 128 MiB buffer at a thread's first GEMM (and a
+    # second thread's first malloc maps an arena), and when the limit leaves no room it
+    # retries forever: the plans the check let through with less than ~300 MiB to spare hung.
+    # The largest --mem-len accepted (bisection, 2 threads) must run to its end.
+    lo=1000 hi=200000 hung=
+    while [ $((hi - lo)) -gt 200 ]; do
+        mid=$(((lo + hi) / 2))
+        limit_vm 1000000 timeout 20 $E --mem-len $mid --max-tokens 300 --threads 2 >/dev/null 2>&1
+        case $? in 2) hi=$mid ;; 124) hung="$hung $mid"; lo=$mid ;; *) lo=$mid ;; esac
+    done
+    check "eval near the limit: no --mem-len the check accepts hangs (hung:${hung:- none})" test -z "$hung"
+    check "...the largest accepted, $lo, runs to its end" \
+        limit_vm 1000000 timeout 20 $E --mem-len $lo --max-tokens 300 --threads 2
+    expect2 "...and $hi is refused, naming the threads' buffers" "kept for the threads' buffers (OpenBLAS's, malloc's)" \
+        limit_vm 1000000 timeout 20 $E --mem-len $hi --max-tokens 300 --threads 2
     expect2 "eval --sweep 1,1024 --batch 64: the factor that does not fit" "--sweep factor 1024: the evaluation at batch 64 x tgt_len 32 with mem_len 32768 needs about;;$N" \
         limit_vm 1000000 timeout 60 $E --sweep 1,1024 --batch 64 --max-tokens 3000
     check "...refused before the first row is printed" test ! -s $TMP/out
