@@ -763,7 +763,7 @@ int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *b
             fprintf(stderr, "txl %s: %s is a run directory: using %s\n", cmd, arg, buf);
         return 0;
     }
-    char best[CFG_PATH_MAX];
+    char best[CLI_CKPT_PATH_MAX];
     if (last && cli_run_ckpt(arg, "best", best, sizeof best, e) > 0)
         return err_set(e, ERR_INPUT, "%s: a run directory without a last checkpoint, only %s "
                        "(it holds no optimiser state to resume from): --init-from %s starts a "
@@ -787,7 +787,8 @@ int cli_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_e
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         txl_config *cfg, model *mdl, txl_err *e)
 {
-    char path[CFG_PATH_MAX];
+    char path[CLI_CKPT_PATH_MAX];
+    _Static_assert(sizeof f->path >= CLI_CKPT_PATH_MAX, "st_file holds a checkpoint path");
     memset(mdl, 0, sizeof *mdl);
     if (cli_ckpt_path(arg, 0, cmd, quiet, path, sizeof path, e) || st_open(f, path, e))
         return -1;

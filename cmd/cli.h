@@ -201,6 +201,10 @@ int cli_check_meta(const st_file *f, const txl_config *cfg, size_t params, txl_e
  * def; else a decimal integer in [0, 2^53], or ERR_INPUT naming the file and the key. */
 int cli_meta_count(const st_file *f, const char *key, long long def, long long *out,
                    txl_err *e);
+/* The longest checkpoint path txl takes: a run directory's (train.out_dir, shorter than
+ * CFG_PATH_MAX) with "/last.safetensors.gz", so every run txl writes can be read back by
+ * the path it reports. */
+#define CLI_CKPT_PATH_MAX (CFG_PATH_MAX + 32)
 /* A run directory's checkpoint NAME ("last" or "best"): NAME.safetensors.gz or
  * NAME.safetensors, and when both are there (train.ckpt_gzip was switched) the one whose
  * header records the later step (a tie: the .gz). 1 with its path in buf, 0 when there is
@@ -211,8 +215,8 @@ int cli_run_ckpt(const char *dir, const char *name, char *buf, size_t cap, txl_e
 long long cli_ckpt_step(const char *path);
 /* A checkpoint argument: a file as given, or a run directory (train.out_dir): its last
  * checkpoint when `last` (--resume), else its best, or its last when it has no best
- * (cli_run_ckpt picks between the two formats). The path goes into buf (cap >=
- * CFG_PATH_MAX); when a directory was given, `cmd` says on stderr which file it took
+ * (cli_run_ckpt picks between the two formats). The path goes into buf (cap:
+ * CLI_CKPT_PATH_MAX; a longer one is refused, never cut); when a directory was given, `cmd` says on stderr which file it took
  * (unless quiet). -1 with e when the directory has none (for --resume of a directory with
  * only a best, the message suggests --init-from). */
 int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *buf, size_t cap,

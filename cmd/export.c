@@ -50,7 +50,7 @@ int cmd_export(int argc, char **argv)
                                             : "missing -o OUT.safetensors[.gz]");
     /* OUT may not replace the file read, nor, when CKPT is a run directory, the run's other
      * checkpoint (exporting best onto last would end the run's resumability) */
-    char in[CFG_PATH_MAX], run[4][CFG_PATH_MAX + 24];
+    char in[CLI_CKPT_PATH_MAX], run[4][CFG_PATH_MAX + 24];
     const char *inputs[5] = {in};
     int n_in = 1;
     if (cli_ckpt_path(ckpt, 0, "export", 1, in, sizeof in, &e))

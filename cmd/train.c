@@ -431,7 +431,7 @@ static void remove_other_format(const trainer *t, const char *path)
  * wrote none. */
 static void last_desc(const trainer *t, char *buf, size_t cap)
 {
-    char before[CFG_PATH_MAX];
+    char before[CLI_CKPT_PATH_MAX];
     txl_err e = {0};
     if (t->last_step >= 0)
         snprintf(buf, cap, "%s still holds step %ld", t->held_path, t->last_step);
@@ -1525,7 +1525,7 @@ static int holds_run(const trainer *t, txl_err *e)
  * a last, out_dir holds another run's log. 1 with the error set. */
 static int resume_overwrites(const trainer *t, const char *resume, txl_err *e)
 {
-    char cur[CFG_PATH_MAX], dir[CFG_PATH_MAX];
+    char cur[CLI_CKPT_PATH_MAX], dir[CFG_PATH_MAX];
     const char *out = t->cfg.train.out_dir;
     struct stat sb;
     int has = cli_run_ckpt(out, "last", cur, sizeof cur, e);
@@ -1723,7 +1723,7 @@ static int plan_terms(trainer *t, txl_err *e)
 static int restore_run(trainer *t, const char *resume, const char *init_from,
                        const char *origin, int dry, txl_err *e)
 {
-    char cur[CFG_PATH_MAX];
+    char cur[CLI_CKPT_PATH_MAX];
     txl_err ignored; /* a damaged other format is resume_overwrites' to name */
     t->last_step = -1;
     if (resume && load_resume(t, resume, dry, e))
@@ -1971,7 +1971,7 @@ int cmd_train(int argc, char **argv)
         return cli_fail("train", &e);
     if (cfg_path)
         cfg_path = cfg_buf;
-    char resume_path[CFG_PATH_MAX]; /* --resume RUN_DIR: its last checkpoint */
+    char resume_path[CLI_CKPT_PATH_MAX]; /* --resume RUN_DIR: its last checkpoint */
     if (resume && cli_ckpt_path(resume, 1, "train", quiet, resume_path, sizeof resume_path, &e))
         return cli_fail("train", &e);
     if (resume)

@@ -212,26 +212,26 @@ expect2 "export into a missing directory (a bad -o, found before anything is rea
     "-o $TMP/no/dir/x.safetensors: no directory '$TMP/no/dir' to write it in" \
     $TXL export $CK -o $TMP/no/dir/x.safetensors
 
-echo "-- checkpoint paths longer than txl takes (1023 bytes)"
-# F1, exactly 1023 bytes, holds one checkpoint (plain); F1.gz, 1026 bytes, another: the longer
+echo "-- checkpoint paths longer than txl takes (1055 bytes: a 1023-byte out_dir's last)"
+# F1, exactly 1055 bytes, holds one checkpoint (plain); F1.gz, 1058 bytes, another: the longer
 # name, cut to fit, used to name the shorter, so txl read the wrong checkpoint with exit 0
 L=$TMP/long/$(printf '%0200d' 0)/$(printf '%0200d' 0)/$(printf '%0200d' 0)/$(printf '%0200d' 0)
 mkdir -p $L
-F1=$L/$(printf '%0*d' $((1023 - ${#L} - 1 - 12)) 0).safetensors
+F1=$L/$(printf '%0*d' $((1055 - ${#L} - 1 - 12)) 0).safetensors
 gunzip -c $CK > $F1
 cp $LAST $F1.gz
-check "(the paths are 1023 and 1026 bytes long)" test "${#F1} $(printf %s "$F1.gz" | wc -c)" = "1023 1026"
-check "a checkpoint path of 1023 bytes reads" $TXL info $F1
+check "(the paths are 1055 and 1058 bytes long)" test "${#F1} $(printf %s "$F1.gz" | wc -c)" = "1055 1058"
+check "a checkpoint path of 1055 bytes reads" $TXL info $F1
 for c in "info" "eval" "sample" "probe shift"; do
-    expect2 "$c: a checkpoint path of 1026 bytes is refused, the reason first (not cut to name another file)" \
-        "a checkpoint path of 1026 bytes, more than txl takes (1023): '$TMP/long/" \
+    expect2 "$c: a checkpoint path of 1058 bytes is refused, the reason first (not cut to name another file)" \
+        "a checkpoint path of 1058 bytes, more than txl takes (1055): '$TMP/long/" \
         $TXL $c $F1.gz
 done
-expect2 "export: the same" "a checkpoint path of 1026 bytes, more than txl takes (1023)" \
+expect2 "export: the same" "a checkpoint path of 1058 bytes, more than txl takes (1055)" \
     $TXL export $F1.gz -o $TMP/x.safetensors
-expect2 "train --resume: the same" "a checkpoint path of 1026 bytes, more than txl takes (1023)" \
+expect2 "train --resume: the same" "a checkpoint path of 1058 bytes, more than txl takes (1055)" \
     $TXL train -q --resume $F1.gz --set train.out_dir=$TMP/lr
-expect2 "train --init-from: the same" "a checkpoint path of 1026 bytes, more than txl takes (1023)" \
+expect2 "train --init-from: the same" "a checkpoint path of 1058 bytes, more than txl takes (1055)" \
     $T --init-from $F1.gz --force --set train.out_dir=$TMP/li
 rm -rf $TMP/long
 

@@ -12,7 +12,8 @@
 #  4. a log.jsonl whose last line was cut (a crash mid-write): the resumed run starts on a new
 #     line, and txl plot skips (and counts) the cut line, also in an old log where the start
 #     event was glued to it;
-#  5. --resume DIR with only a best checkpoint suggests --init-from.
+#  5. --resume DIR with only a best checkpoint suggests --init-from;
+#  6. a run directory as long as train.out_dir may be is resumed and read by its path.
 . tests/e2e/lib.sh
 . tests/e2e/badlib.inc
 OPTS="-c tests/configs/micro.yaml --set train.eval_interval=5 --set train.warmup_steps=1
@@ -147,6 +148,21 @@ check "a glued start event is read, the cut part skipped (exit $?)" grep -q "ski
 sed '3a garbage' $TMP/a/log.jsonl > $TMP/mid.jsonl
 expect2 "a damaged line in the middle of a run is still an error" "$TMP/mid.jsonl:4: not a JSON object" \
     $TXL plot $TMP/mid.jsonl -o $TMP/mid.svg
+
+echo "-- a run directory as long as train.out_dir may be (1023 bytes) is read by its path"
+# its last is 1043 bytes: readers took checkpoint paths of at most 1023, so the run trained
+# (exit 0, "checkpoint": that path) and could not be resumed, evaluated or read by it
+LD=$TMP/L
+while [ $((${#LD} + 201)) -le 1023 ]; do LD=$LD/$(printf '%0200d' 0); done
+LD=$LD/$(printf '%0*d' $((1023 - ${#LD} - 1)) 0)
+$TXL train -q $OPTS --set train.max_steps=3 --set train.out_dir=$LD >/dev/null 2>$TMP/ld.err
+check "(a run in an out_dir of ${#LD} bytes: exit $?)" test -s $LD/last.safetensors.gz
+$TXL train -q --resume $LD --set train.max_steps=4 >/dev/null 2>$TMP/ld.err
+check "--resume DIR continues it (exit $?: $(head -c 120 $TMP/ld.err))" test "$(step_of $LD/last.safetensors.gz)" = 4
+check "...and --resume DIR/last.safetensors.gz" $TXL train -q --resume $LD/last.safetensors.gz --set train.max_steps=5
+check "info of its last names the whole path" test "$($TXL info $LD/last.safetensors.gz --json | jq -r .path)" = "$LD/last.safetensors.gz"
+check "eval DIR reads it" $TXL eval $LD --max-tokens 500
+rm -rf $TMP/L
 
 echo "-- --resume of a directory with only a best"
 mkdir -p $TMP/onlybest
