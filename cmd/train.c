@@ -1408,8 +1408,13 @@ static int resume_in_place(trainer *t, const char *cfg_path, const char *resume,
     if (!ckpt_run_dir(resume, dir, sizeof dir) || same_file(dir, t->cfg.train.out_dir))
         return 0;
     snprintf(was, sizeof was, "%s", t->cfg.train.out_dir);
-    if (cfg_set_text(&t->cfg, "train", "out_dir", dir, resume, e))
-        return -1;
+    txl_err why = {0};
+    if (cfg_set_text(&t->cfg, "train", "out_dir", dir, resume, &why)) { /* not the config's */
+        const char *m = strstr(why.msg, "train.out_dir: ");
+        return err_set(e, ERR_INPUT, "%s is in the run directory %.200s, which cannot be "
+                       "train.out_dir (%s); --set train.out_dir=DIR continues the run there",
+                       resume, dir, m ? m + 15 : why.msg);
+    }
     if (!t->quiet && dist_is_root())
         fprintf(stderr, "txl train: continuing in %s, where %s is (its config names "
                 "train.out_dir %s; --set train.out_dir=DIR continues elsewhere)\n", dir, resume,

@@ -52,6 +52,17 @@ check "...the copy's log: the original's lines, then the resumed run's" sh -c \
     "head -c $(wc -c < $TMP/a/log.jsonl) $TMP/hl/log.jsonl | cmp -s - $TMP/a/log.jsonl &&
      jq -s -e 'map(select(.event == \"end\")) | .[-1].step == 12' $TMP/hl/log.jsonl"
 
+# a copy whose name is not UTF-8 (Latin-1 \351): it cannot be train.out_dir (a config is
+# UTF-8 text); the message named the checkpoint and "train.out_dir", which the user never set
+LAT=$TMP/$(printf 'lat\351n')
+cp -r $TMP/a "$LAT"
+expect2 "a copy in a directory whose name is not UTF-8: why, and what to do" \
+    "last.safetensors.gz is in the run directory $LAT, which cannot be train.out_dir (not UTF-8 text); --set train.out_dir=DIR continues the run there" \
+    $TXL train -q --resume "$LAT" --set train.max_steps=12
+check "...--set train.out_dir continues it there" \
+    $TXL train -q --resume "$LAT" --set train.max_steps=12 --set train.out_dir=$TMP/lat2
+rm -rf "$LAT" $TMP/lat2
+
 echo "-- a directory holding another checkpoint is refused"
 guard_init $TMP/a $TMP/b
 expect2 "--resume the copy into the original (--set train.out_dir)" \
