@@ -1300,13 +1300,12 @@ static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
     char *text = line ? malloc(strlen(line) + 2) : NULL; /* the line and its newline */
     int rc = exit_sig ? 128 + exit_sig : 0;
     txl_err e = {0};
-    if (text) {
+    if (text)
         sprintf(text, "%s\n", line);
-        fputs(text, stdout);
-        cli_stdout_flush(); /* a failure makes the exit code 1 (main) */
-    }
-    if (!text)
+    else
         err_set(&e, ERR_RUNTIME, "out of memory writing the summary");
+    /* the run's own record first: a reader of stdout that went away ends txl by SIGPIPE at
+     * the fputs, which must not take summary.json and the end event with it */
     if (!text || write_out_file(t->cfg.train.out_dir, "summary.json", put_text, text, &e)) {
         fprintf(stderr, "txl train: %s\n", e.msg);
         if (!exit_sig)
@@ -1321,6 +1320,10 @@ static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
                 strerror(t->log_errno), held);
         if (!exit_sig)
             rc = 1;
+    }
+    if (text) {
+        fputs(text, stdout);
+        cli_stdout_flush(); /* a failure makes the exit code 1 (main) */
     }
     free(text);
     free(line);
