@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../common/sys.h"
+#include "../model/gemm.h"
 #include "../eval/evaluate.h"
 #include "../eval/terms.h"
 #include "../model/pos.h"
@@ -73,7 +74,8 @@ static int check_setting(const eval_call *c, long long T, long long Mm, long seg
     char who[160];
     snprintf(who, sizeof who, "%s: the evaluation at batch %d x tgt_len %lld with mem_len %lld",
              what, c->B, T, Mm);
-    return eval_plan_bytes(&c->mc, &c->ts, &o, &bytes, e) || sys_check_memory(who, bytes, e)
+    return eval_plan_bytes(&c->mc, &c->ts, &o, &bytes, e) ||
+                   sys_check_memory(who, bytes, gemm_as_reserve(), e)
                ? -1 : 0;
 }
 

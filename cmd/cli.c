@@ -620,6 +620,33 @@ static const char *file_kind(const struct stat *sb)
                                                         : "not a regular file";
 }
 
+/* -o DIR/last.safetensors.gz while DIR holds last.safetensors (or the reverse, or best):
+ * the run directory's readers would take one of the two by the step it records, a tie the
+ * .gz (ckpt_in_run), so the file written would stand in for the run's checkpoint (an
+ * export of best, without optimiser state, for the run's last: --resume DIR then fails). */
+static int shadows_run_ckpt(const char *flag, const char *out, txl_err *e)
+{
+    static const char *const names[] = {"last.safetensors", "best.safetensors"};
+    const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
+    size_t dn = slash ? (size_t)(slash - out) + 1 : 0; /* the directory, with its slash */
+    char other[CFG_PATH_MAX + 8];
+    struct stat sb;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t k = strlen(names[i]);
+        if (strncmp(base, names[i], k) != 0 || (strcmp(base + k, "") && strcmp(base + k, ".gz")))
+            continue;
+        int gz = base[k] != 0;
+        if ((size_t)snprintf(other, sizeof other, "%.*s%s%s", (int)dn, out, names[i],
+                             gz ? "" : ".gz") < sizeof other &&
+            stat(other, &sb) == 0 && S_ISREG(sb.st_mode))
+            return err_set(e, ERR_INPUT, "%s %s: %s is there, the run's checkpoint in the other "
+                           "format: readers of the run directory would take one of the two by "
+                           "its step, so this file could stand in for the run's; give another "
+                           "name", flag, out, other);
+    }
+    return 0;
+}
+
 int cli_check_output(const char *flag, const char *out, const char *const *inputs, int n,
                      txl_err *e)
 {
@@ -642,7 +669,7 @@ int cli_check_output(const char *flag, const char *out, const char *const *input
         if (!is_dir(dir))
             return err_set(e, ERR_INPUT, "%s %s: no directory '%s' to write it in", flag, out,
                            dir);
-        return 0;
+        return shadows_run_ckpt(flag, out, e);
     }
     if (stat(out, &sb) != 0) /* a symbolic link to nothing: the rename would replace it */
         return err_set(e, ERR_INPUT, "%s %s: a symbolic link to a missing file (%s); txl "
@@ -664,7 +691,7 @@ int cli_check_output(const char *flag, const char *out, const char *const *input
                            "not write over it; give another name", flag, out,
                            inputs[i]);
     }
-    return 0;
+    return shadows_run_ckpt(flag, out, e);
 }
 
 

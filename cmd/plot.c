@@ -14,6 +14,7 @@
  * from an earlier checkpoint describes one timeline, not two. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -205,8 +206,45 @@ static int is_start(const cJSON *o)
     return ev && strcmp(ev, "start") == 0;
 }
 
+/* The most a line of a log may hold: txl's longest events (a start event's argv, a terms
+ * event of many layers) are far below it. The bound keeps a file without newlines
+ * (/dev/zero, a binary) from taking all memory. */
+#define PLOT_LINE_MAX (64L << 20)
+
+/* One line of f into *buf (NUL-terminated, with its newline): its length, 0 at the end of
+ * the file, -1 past PLOT_LINE_MAX bytes, -2 on a read error or out of memory (errno).
+ * getline has no bound, and its ENOMEM looked like the end of the file: the events after
+ * a long line were dropped with exit 0. */
+static long read_line(FILE *f, char **buf, size_t *cap)
+{
+    size_t n = 0;
+    int ch;
+    errno = 0;
+    while ((ch = getc_unlocked(f)) != EOF) {
+        if (n == PLOT_LINE_MAX)
+            return -1;
+        if (n + 2 > *cap) {
+            size_t nc = *cap ? 2 * *cap : 4096;
+            char *nb = realloc(*buf, nc);
+            if (!nb)
+                return -2;
+            *buf = nb;
+            *cap = nc;
+        }
+        (*buf)[n++] = (char)ch;
+        if (ch == '\n')
+            break;
+    }
+    if (ferror(f))
+        return -2;
+    if (*buf)
+        (*buf)[n] = 0;
+    return (long)n;
+}
+
 /* Calls fn(obj, line number, ctx) for every JSON line of path. Damaged lines (see
- * recover_glued) are skipped and counted on stderr; any other unparsable line is an error. */
+ * recover_glued) are skipped and counted on stderr; any other unparsable line is an error,
+ * and so is a line longer than PLOT_LINE_MAX. */
 int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), void *ctx,
                    long *nlines, txl_err *e)
 {
@@ -215,11 +253,11 @@ int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), voi
         return err_set(e, ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
     char *line = NULL;
     size_t cap = 0;
-    ssize_t len;
+    long len;
     long ln = 0, pending = 0, damaged = 0, first_damaged = 0; /* pending: a bad line's number */
     int rc = 0;
     *nlines = 0;
-    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+    while (rc == 0 && (len = read_line(f, &line, &cap)) > 0) {
         ln++;
         const char *p = line;
         while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
@@ -263,8 +301,12 @@ int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), voi
         first_damaged = first_damaged ? first_damaged : pending;
         damaged++;
     }
-    if (rc == 0 && ferror(f))
-        rc = err_set(e, ERR_RUNTIME, "%s: read error: %s", path, strerror(errno));
+    if (rc == 0 && len == -1)
+        rc = err_set(e, ERR_INPUT, "%s:%ld: a line longer than %ld MiB (not a log or a result "
+                     "file that txl writes)", path, ln + 1, PLOT_LINE_MAX >> 20);
+    else if (rc == 0 && len == -2)
+        rc = err_set(e, ERR_RUNTIME, "%s:%ld: cannot read: %s", path, ln + 1,
+                     strerror(errno ? errno : EIO));
     if (rc == 0 && damaged)
         fprintf(stderr, "txl plot: %s: skipped %ld damaged line%s (from line %ld: cut by a "
                 "run that was killed while writing it, or still being written)\n", path,
@@ -903,8 +945,41 @@ static int check_out(const plot_args *a, txl_err *e)
     return rc;
 }
 
+/* Whether gnuplot's image at path (size bytes) is whole, and on disk: gnuplot's terminals
+ * do not report a failed write (a full disk leaves a cut PNG and exit 0), so the end is
+ * checked (a PNG ends with its IEND chunk, an SVG with </svg>) and the file synced before
+ * it is renamed into place. 0, or -1 with e. */
+static int image_complete(const char *path, const char *out, int svg, off_t size, txl_err *e)
+{
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+    char tail[64];
+    size_t want = svg ? sizeof tail : sizeof iend;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd < 0 || size < (off_t)want ? -1 : pread(fd, tail, want, size - (off_t)want);
+    int whole = got == (ssize_t)want;
+    if (whole && !svg)
+        whole = memcmp(tail, iend, sizeof iend) == 0;
+    else if (whole) {
+        size_t n = want;
+        while (n > 0 && (tail[n - 1] == '\n' || tail[n - 1] == '\r' || tail[n - 1] == ' '))
+            n--;
+        whole = n >= 6 && memcmp(tail + n - 6, "</svg>", 6) == 0;
+    }
+    int synced = fd >= 0 && fsync(fd) == 0;
+    int err = errno;
+    if (fd >= 0)
+        close(fd);
+    if (!whole)
+        return err_set(e, ERR_RUNTIME, "-o %s: gnuplot wrote an incomplete image (%lld bytes, "
+                       "without the end of %s file); is the disk full?", out, (long long)size,
+                       svg ? "an SVG" : "a PNG");
+    if (!synced)
+        return err_set(e, ERR_RUNTIME, "-o %s: %s", out, strerror(err));
+    return 0;
+}
+
 /* Prints the program (--script), or has gnuplot draw it into a temp file next to OUT,
- * renamed into place when it succeeds. Returns the exit code. */
+ * renamed into place when it is whole (image_complete). Returns the exit code. */
 static int render(const series_list *l, plot_opts *po, const plot_args *a)
 {
     txl_err e = {0};
@@ -941,6 +1016,8 @@ static int render(const series_list *l, plot_opts *po, const plot_args *a)
         bad = -1;
     else if (!bad && (stat(tmp, &sb) != 0 || sb.st_size == 0))
         bad = err_set(&e, ERR_RUNTIME, "gnuplot (%s) wrote no image", gp);
+    else if (!bad && image_complete(tmp, out, po->svg, sb.st_size, &e))
+        bad = -1;
     else if (!bad && (chmod(tmp, 0666 & ~current_umask()) != 0 || rename(tmp, out) != 0))
         bad = err_set(&e, ERR_INPUT, "-o %s: %s", out, strerror(errno));
     free(prog);

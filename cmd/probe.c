@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../data/units.h"
+#include "../model/gemm.h"
 #include "cmds.h"
 
 static const char *const split_names[] = {"valid", "test", "train", NULL};
@@ -291,7 +292,7 @@ int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_ev
              p->a->kind, mode == MODE_WINDOW ? "window" : "memory", B, T, M);
     /* and a snapshot of the memory (needle's shared prefixes) */
     if (streams_plan_bytes(&p->cfg.model, B, T, M, &bytes, e) ||
-        sys_check_memory(who, bytes + mem_plan_bytes(&p->cfg.model, B, M), e))
+        sys_check_memory(who, bytes + mem_plan_bytes(&p->cfg.model, B, M), gemm_as_reserve(), e))
         return -1;
     return streams_init(s, &((probe_ctx *)p)->mdl, &p->cfg.model, B, T, M, e);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../eval/evaluate.h"
+#include "../model/gemm.h"
 #include "probe.h"
 
 int probe_shift(probe_ctx *p, txl_err *e)
@@ -26,7 +27,8 @@ int probe_shift(probe_ctx *p, txl_err *e)
     char who[128];
     snprintf(who, sizeof who, "probe shift: the evaluation at tgt_len %d with mem_len %d",
              p->T, p->M);
-    if (eval_plan_bytes(&p->cfg.model, &ts, &o0, &bytes, e) || sys_check_memory(who, bytes, e)) {
+    if (eval_plan_bytes(&p->cfg.model, &ts, &o0, &bytes, e) ||
+        sys_check_memory(who, bytes, gemm_as_reserve(), e)) {
         tok_stream_free(&ts);
         return -1;
     }

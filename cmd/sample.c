@@ -12,6 +12,7 @@
 
 #include "../common/rng.h"
 #include "../model/decode.h"
+#include "../model/gemm.h"
 #include "../model/sampler.h"
 #include "cli.h"
 #include "cmds.h"
@@ -512,7 +513,7 @@ static int check_memory(const session *s, const sample_args *a, size_t prompt, t
     snprintf(who, sizeof who, "sampling with mem_len %d: %ld sample%s, %d side by side, after "
              "a prompt of %zu bytes,", s->M, a->num_samples, a->num_samples > 1 ? "s" : "", G,
              prompt);
-    return sys_check_memory(who, bytes, e);
+    return sys_check_memory(who, bytes, gemm_as_reserve(), e);
 }
 
 static int session_init(session *s, const char *ckpt, const sample_args *a, size_t prompt,

@@ -86,6 +86,9 @@ typedef struct {
     model_mem gmem;           /* rank 0 of several: all k B streams' memory, for `last` */
     terms_pass terms;         /* rank 0, train.term_stats_interval > 0: the terms events' pass */
     FILE *log;
+    int log_errno;            /* rank 0: why an event could not be written to log (the first
+                               * failure; 0: none): the run stops (run_ends) and exits 1 */
+    long log_fail_step;       /* the step of that event */
     char last_path[1100], best_path[1100], log_path[1100];
     train_state st;
     int quiet, tty;
@@ -225,7 +228,8 @@ static int is_stale_temp(const char *name)
     static const char *const prefix[] = {"last.safetensors.gz.tmp.", "last.safetensors.tmp.",
                                          "best.safetensors.gz.tmp.", "best.safetensors.tmp.",
                                          ".txl-write-test."};
-    if (strcmp(name, "config.yaml.tmp") == 0 || strcmp(name, "summary.json.tmp") == 0)
+    if (strcmp(name, "config.yaml.tmp") == 0 || strcmp(name, "summary.json.tmp") == 0 ||
+        strcmp(name, "log.jsonl.tmp") == 0)
         return 1;
     for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
         size_t n = strlen(prefix[i]);
@@ -260,10 +264,64 @@ static int open_err(txl_err *e, const char *path)
     return err_set(e, ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
 }
 
-/* log.jsonl: appended to on --resume; a new run starts a new file (an old one, or a link,
- * is removed first). */
+/* A resumed run appends to log.jsonl. When that file has other names (a run directory
+ * copied with `cp -al` or an `rsync --link-dest` snapshot shares its files with the
+ * original), appending would write into the other run's log too: the run continues in a
+ * copy of its own, written beside it and renamed into place (the other files of out_dir
+ * are renamed into place anyway). */
+static int unshare_log(const char *path, txl_err *e)
+{
+    struct stat sb;
+    int in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0)
+        return errno == ENOENT ? 0 : open_err(e, path);
+    if (fstat(in, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink <= 1) {
+        close(in);
+        return 0;
+    }
+    char tmp[1200], buf[65536];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    unlink(tmp); /* ours: out_dir is locked */
+    int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int rc = out < 0 ? -1 : 0;
+    while (rc == 0) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -1 : 0;
+            break;
+        }
+        for (ssize_t w = 0, k; rc == 0 && w < n;)
+            if ((k = write(out, buf + w, (size_t)(n - w))) >= 0)
+                w += k;
+            else if (errno != EINTR)
+                rc = -1;
+    }
+    int err = errno;
+    if (rc == 0 && fsync(out) != 0)
+        rc = -1, err = errno;
+    if (out >= 0 && close(out) != 0 && rc == 0)
+        rc = -1, err = errno;
+    close(in);
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -1, err = errno;
+    if (rc) {
+        if (out >= 0)
+            unlink(tmp);
+        return err_set(e, ERR_RUNTIME, "%s: it has %ld other names (a copy made with hard "
+                       "links), and a copy of its own could not be written: %s", path,
+                       (long)sb.st_nlink - 1, strerror(err));
+    }
+    return 0;
+}
+
+/* log.jsonl: appended to on --resume (in a file of its own: unshare_log); a new run starts a
+ * new file (an old one, or a link, is removed first). */
 static FILE *open_log(const char *path, int resume, txl_err *e)
 {
+    if (resume && unshare_log(path, e))
+        return NULL;
     if (!resume && unlink(path) != 0 && errno != ENOENT) {
         err_set(e, ERR_RUNTIME, "%s: cannot remove the old log: %s", path, strerror(errno));
         return NULL;
@@ -373,7 +431,7 @@ static void remove_other_format(const trainer *t, const char *path)
  * wrote none. */
 static void last_desc(const trainer *t, char *buf, size_t cap)
 {
-    char before[CFG_PATH_MAX];
+    char before[CKPT_PATH_MAX];
     txl_err e = {0};
     if (t->last_step >= 0)
         snprintf(buf, cap, "%s still holds step %ld", t->held_path, t->last_step);
@@ -489,6 +547,18 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     return rc;
 }
 
+/* After an event was written to log: a failed write (a full disk, an I/O error) is kept,
+ * and the run stops at the next step's agreement (run_ends) rather than go on losing
+ * events with exit 0. */
+static void log_flush(trainer *t)
+{
+    errno = 0;
+    if ((fflush(t->log) != 0 || ferror(t->log)) && !t->log_errno) {
+        t->log_errno = errno ? errno : EIO;
+        t->log_fail_step = t->st.step;
+    }
+}
+
 static void log_json(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_json(trainer *t, const char *fmt, ...)
 {
@@ -499,7 +569,7 @@ static void log_json(trainer *t, const char *fmt, ...)
     vfprintf(t->log, fmt, ap);
     va_end(ap);
     fputc('\n', t->log);
-    fflush(t->log);
+    log_flush(t);
 }
 
 /* The tokens' meaning: anchors and the document separator decide what the ids and the
@@ -1035,9 +1105,10 @@ static void test_signal_hook(long step)
 static void test_signal_hook(long step) { (void)step; }
 #endif
 
-/* Whether this step ends the invocation: max_steps, the time budget, --steps or a signal.
- * All ranks must agree (a signal or the clock may reach one rank first): the signal counts
- * as agreed by stop_requested, the rest by one more reduction. */
+/* Whether this step ends the invocation: max_steps, the time budget, --steps, a signal, or
+ * an event that could not be written to log.jsonl (rank 0's). All ranks must agree (a
+ * signal or the clock may reach one rank first): the signal counts as agreed by
+ * stop_requested, the rest by one more reduction. */
 static int run_ends(const trainer *t, loop_state *ls, double run_s)
 {
     const train_config *tc = &t->cfg.train;
@@ -1046,7 +1117,8 @@ static int run_ends(const trainer *t, loop_state *ls, double run_s)
     test_signal_hook(step);
     return dist_max_int(step == tc->max_steps ||
                         (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
-                        (t->run_steps > 0 && step - ls->first_step >= t->run_steps)) ||
+                        (t->run_steps > 0 && step - ls->first_step >= t->run_steps) ||
+                        t->log_errno != 0) ||
            ls->stop;
 }
 
@@ -1114,7 +1186,7 @@ static int log_terms(trainer *t, txl_err *e)
         terms_print_layer(t->log, &c->model, &t->terms.st[l], l, 1);
     }
     fputs("]}\n", t->log);
-    fflush(t->log);
+    log_flush(t);
     return 0;
 }
 
@@ -1165,17 +1237,19 @@ static void log_obj(trainer *t, const cJSON *o)
     char *s = o && t->log && dist_is_root() ? cJSON_PrintUnformatted(o) : NULL;
     if (s) {
         fprintf(t->log, "%s\n", s);
-        fflush(t->log);
+        log_flush(t);
     }
     free(s);
 }
 
-/* Why the run ended: "max_steps", "--steps", "max_minutes" (the time budget) or the signal
- * ("SIGINT", "SIGTERM", "SIGHUP"). */
+/* Why the run ended: "max_steps", "--steps", "max_minutes" (the time budget), the signal
+ * ("SIGINT", "SIGTERM", "SIGHUP"), or "log_error" (log.jsonl could not be written). */
 static const char *end_reason(const trainer *t, const loop_state *ls, int exit_sig)
 {
     if (exit_sig)
         return exit_sig == SIGINT ? "SIGINT" : exit_sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+    if (t->log_errno)
+        return "log_error";
     if (t->st.step >= t->cfg.train.max_steps)
         return "max_steps";
     if (t->run_steps > 0 && t->st.step - ls->first_step >= t->run_steps)
@@ -1205,8 +1279,8 @@ static int put_text(FILE *f, const void *text) { return fputs(text, f) < 0; }
 
 /* The result line on stdout, out_dir/summary.json (the same object) and the end event of
  * log.jsonl; after a signal, where the run stopped. The exit code: 128 + the signal, else
- * 0, or 1 when summary.json could not be written (main makes a 0 into 1 when the line did
- * not reach stdout: summary.json still holds it). */
+ * 0, or 1 when summary.json or an event of log.jsonl could not be written (main makes a 0
+ * into 1 when the line did not reach stdout: summary.json still holds it). */
 static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
 {
     if (t->tty && !t->quiet && dist_is_root())
@@ -1223,19 +1297,31 @@ static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
     char *text = line ? malloc(strlen(line) + 2) : NULL; /* the line and its newline */
     int rc = exit_sig ? 128 + exit_sig : 0;
     txl_err e = {0};
-    if (text) {
+    if (text)
         sprintf(text, "%s\n", line);
-        fputs(text, stdout);
-        cli_stdout_flush(); /* a failure makes the exit code 1 (main) */
-    }
-    if (!text)
+    else
         err_set(&e, ERR_RUNTIME, "out of memory writing the summary");
+    /* the run's own record first: a reader of stdout that went away ends txl by SIGPIPE at
+     * the fputs, which must not take summary.json and the end event with it */
     if (!text || write_out_file(t->cfg.train.out_dir, "summary.json", put_text, text, &e)) {
         fprintf(stderr, "txl train: %s\n", e.msg);
         if (!exit_sig)
             rc = 1;
     }
     log_obj(t, end);
+    if (t->log_errno) { /* events are missing from the log: not a success */
+        char held[1300];
+        last_desc(t, held, sizeof held);
+        fprintf(stderr, "txl train: %s: cannot append the events from step %ld on: %s; the run "
+                "stopped so that its log loses no more (%s)\n", t->log_path, t->log_fail_step,
+                strerror(t->log_errno), held);
+        if (!exit_sig)
+            rc = 1;
+    }
+    if (text) {
+        fputs(text, stdout);
+        cli_stdout_flush(); /* a failure makes the exit code 1 (main) */
+    }
     free(text);
     free(line);
     cJSON_Delete(sum);
@@ -1322,8 +1408,13 @@ static int resume_in_place(trainer *t, const char *cfg_path, const char *resume,
     if (!ckpt_run_dir(resume, dir, sizeof dir) || same_file(dir, t->cfg.train.out_dir))
         return 0;
     snprintf(was, sizeof was, "%s", t->cfg.train.out_dir);
-    if (cfg_set_text(&t->cfg, "train", "out_dir", dir, resume, e))
-        return -1;
+    txl_err why = {0};
+    if (cfg_set_text(&t->cfg, "train", "out_dir", dir, resume, &why)) { /* not the config's */
+        const char *m = strstr(why.msg, "train.out_dir: ");
+        return err_set(e, ERR_INPUT, "%s is in the run directory %.200s, which cannot be "
+                       "train.out_dir (%s); --set train.out_dir=DIR continues the run there",
+                       resume, dir, m ? m + 15 : why.msg);
+    }
     if (!t->quiet && dist_is_root())
         fprintf(stderr, "txl train: continuing in %s, where %s is (its config names "
                 "train.out_dir %s; --set train.out_dir=DIR continues elsewhere)\n", dir, resume,
@@ -1439,7 +1530,7 @@ static int holds_run(const trainer *t, txl_err *e)
  * a last, out_dir holds another run's log. 1 with the error set. */
 static int resume_overwrites(const trainer *t, const char *resume, txl_err *e)
 {
-    char cur[CFG_PATH_MAX], dir[CFG_PATH_MAX];
+    char cur[CKPT_PATH_MAX], dir[CFG_PATH_MAX];
     const char *out = t->cfg.train.out_dir;
     struct stat sb;
     int has = ckpt_in_run(out, "last", cur, sizeof cur, e);
@@ -1641,12 +1732,13 @@ static int plan_terms(trainer *t, txl_err *e)
 static int restore_run(trainer *t, const char *resume, const char *init_from,
                        const char *origin, int dry, txl_err *e)
 {
-    char cur[CFG_PATH_MAX];
+    char cur[CKPT_PATH_MAX];
+    txl_err ignored; /* a damaged other format is resume_overwrites' to name */
     t->last_step = -1;
     if (resume && load_resume(t, resume, dry, e))
         return -1;
     t->resumed_from = resume;
-    if (resume && ckpt_in_run(t->cfg.train.out_dir, "last", cur, sizeof cur, e) > 0 &&
+    if (resume && ckpt_in_run(t->cfg.train.out_dir, "last", cur, sizeof cur, &ignored) > 0 &&
         same_file(cur, resume)) { /* resumed from this out_dir's last, in either format */
         t->last_step = t->st.step;
         snprintf(t->held_path, sizeof t->held_path, "%s", resume);
@@ -1888,7 +1980,7 @@ int cmd_train(int argc, char **argv)
         return cli_fail("train", &e);
     if (cfg_path)
         cfg_path = cfg_buf;
-    char resume_path[CFG_PATH_MAX]; /* --resume RUN_DIR: its last checkpoint */
+    char resume_path[CKPT_PATH_MAX]; /* --resume RUN_DIR: its last checkpoint */
     if (resume && cli_ckpt_path(resume, 1, "train", quiet, resume_path, sizeof resume_path, &e))
         return cli_fail("train", &e);
     if (resume)

@@ -52,7 +52,7 @@ static void proc_sizes(double *vm, double *rss)
         fclose(f);
 }
 
-int sys_check_memory(const char *what, double bytes, txl_err *e)
+int sys_check_memory(const char *what, double bytes, double as_reserve, txl_err *e)
 {
     const double mib = 1048576.0;
     double phys = (double)ins_phys_mem(), as = 0, vm, rss;
@@ -60,12 +60,16 @@ int sys_check_memory(const char *what, double bytes, txl_err *e)
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         as = (double)rl.rlim_cur;
     proc_sizes(&vm, &rss);
-    if ((phys <= 0 || rss + bytes <= phys) && (as <= 0 || vm + bytes <= as))
+    /* what will be mapped later (OpenBLAS's buffers) counts against the address space only:
+     * it touches little, so the physical memory is not charged */
+    double reserve = as > 0 ? as_reserve : 0;
+    if ((phys <= 0 || rss + bytes <= phys) && (as <= 0 || vm + reserve + bytes <= as))
         return 0;
-    char lim[160];
+    char lim[200];
     if (as > 0)
         snprintf(lim, sizeof lim, "an address-space limit (ulimit -v) of %.0f MiB, %.0f MiB of "
-                 "it in use", as / mib, vm / mib);
+                 "it in use%s", as / mib, (vm + reserve) / mib,
+                 reserve > 0 ? " or kept for the threads' buffers (OpenBLAS's, malloc's)" : "");
     else
         snprintf(lim, sizeof lim, "no address-space limit (ulimit -v)");
     return err_set(e, ERR_INPUT, "%s needs about %.0f MiB of memory, more than this machine "

@@ -18,8 +18,10 @@ void sys_fmt_duration(char *buf, size_t cap, double s);
  * physical memory and its address-space limit (RLIMIT_AS, `ulimit -v`). Otherwise
  * ERR_INPUT (exit 2, before anything is allocated): "WHAT needs about N MiB of memory, more
  * than this machine allows: ..." with both. Better than being killed by the OOM killer
- * after minutes, or failing at a malloc half-way. */
-int sys_check_memory(const char *what, double bytes, txl_err *e);
+ * after minutes, or failing at a malloc half-way. `as_reserve`: address space that will be
+ * mapped later without being touched much (gemm_as_reserve: OpenBLAS's buffers), held
+ * against the address-space limit only. */
+int sys_check_memory(const char *what, double bytes, double as_reserve, txl_err *e);
 
 /* The OpenBLAS core in use ("Haswell", "SkylakeX", ...), with the one OpenBLAS detected when
  * txl chose another (TXL_BLAS_DETECTED, set by main's re-exec). A static buffer. */

@@ -119,7 +119,8 @@ const cfg_key cfg_keys[CFG_NKEYS] = {
     { KEY("model", "dropatt", CT_FLOAT, model.dropatt), .flags = F_MIN | F_MAX | F_MAX_EXCL,
       .min = 0, .max = 1, .def = {0.0} },
     { KEY("model", "pos_scheme", CT_ENUM, model.pos), .en = pos_name, .def_str = "xl" },
-    /* 0 turns clamping off (a negative length meant off too, silently: now an error) */
+    /* 0 turns clamping off (a negative length meant off too, silently: now an error, but
+     * in a checkpoint's metadata it reads as 0: value_from_node) */
     { KEY("model", "clamp_len", CT_INT, model.clamp_len), .flags = F_MIN, .min = 0,
       .def = {0} },
     { KEY("model", "untie_r", CT_BOOL, model.untie_r), .def = {0} },

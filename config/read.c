@@ -372,8 +372,14 @@ static int value_from_node(const cfg_key *k, const cfg_src *s, const cfg_doc *d,
     /* the JSON form of older checkpoints stored seeds >= 2^53 as decimal strings */
     if (s->meta && k->type == CT_U64)
         plain = 1;
-    return cfg_parse_scalar(k, (const char *)n->data.scalar.value, n->data.scalar.length, plain, v,
-                        why, cap);
+    int rc = cfg_parse_scalar(k, (const char *)n->data.scalar.value, n->data.scalar.length,
+                              plain, v, why, cap);
+    /* txl before clamp_len had a minimum documented "<= 0: off" and wrote any int: in a
+     * checkpoint's config a negative value is that off, 0 (the same numerics); a config
+     * file and --set must say 0 */
+    if (rc == 0 && s->meta && k->off == offsetof(run_config, model.clamp_len) && v->i < 0)
+        v->i = 0;
+    return rc;
 }
 
 /* Applies one section mapping; seen[] marks keys already set in this document. */

@@ -97,22 +97,37 @@ int ckpt_meta_count(const st_file *f, const char *key, long long def, long long 
     return 0;
 }
 
-long long ckpt_file_step(const char *path)
+/* The step a checkpoint's header records (-1: none), reading the header only: 0, or -1
+ * with e when the header cannot be read. */
+static int header_step(const char *path, long long *step, txl_err *e)
 {
     st_file f;
-    txl_err e = {0};
-    long long step = -1;
-    if (st_read(&f, path, &e) != 0)
+    *step = -1;
+    if (st_open(&f, path, e))
         return -1;
-    if (ckpt_meta_count(&f, "step", -1, &step, &e) != 0)
-        step = -1;
+    int rc = ckpt_meta_count(&f, "step", -1, step, e);
     st_free(&f);
-    return step;
+    return rc;
+}
+
+long long ckpt_file_step(const char *path)
+{
+    long long step;
+    txl_err e = {0};
+    return header_step(path, &step, &e) ? -1 : step;
+}
+
+/* A path too long for txl's buffers: the reason first (the message holds 1 KiB, and a path
+ * near it would push the reason out), then the path's ends. -1. */
+static int path_too_long(const char *what, const char *path, size_t len, size_t cap, txl_err *e)
+{
+    return err_set(e, ERR_INPUT, "%s of %zu bytes, more than txl takes (%zu): '%.100s ... %s'",
+                   what, len, cap - 1, path, path + (len > 60 ? len - 60 : 0));
 }
 
 int ckpt_in_run(const char *dir, const char *name, char *buf, size_t cap, txl_err *e)
 {
-    char gz[CFG_PATH_MAX + 64], plain[CFG_PATH_MAX + 64];
+    char gz[CKPT_PATH_MAX + 64], plain[CKPT_PATH_MAX + 64];
     struct stat sb;
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/')
@@ -125,10 +140,25 @@ int ckpt_in_run(const char *dir, const char *name, char *buf, size_t cap, txl_er
         return 0;
     /* both: a run that switched train.ckpt_gzip, stopped before its first write of the new
      * format removed the old one (or a run of an older txl): the later step wins, a tie
-     * the gzip'd file (either holds that step) */
-    const char *pick = has_gz && (!has_plain || ckpt_file_step(gz) >= ckpt_file_step(plain)) ? gz : plain;
+     * the gzip'd file (either holds that step). The steps come from the headers: a file
+     * whose data is damaged still wins by its step and its reader names the damage; one
+     * whose header cannot be read is named here, since taking the other silently could
+     * rewind a run (and the run would then delete the newer file as the older format). */
+    const char *pick = has_gz ? gz : plain;
+    if (has_gz && has_plain) {
+        long long sg, sp;
+        txl_err why = {0};
+        const char *bad = header_step(gz, &sg, &why)      ? gz
+                          : header_step(plain, &sp, &why) ? plain
+                                                          : NULL;
+        if (bad)
+            return err_set(e, ERR_INPUT, "%s (%.*s/%s.safetensors[.gz]: both formats, so txl "
+                           "cannot tell which holds the later step; move the damaged one "
+                           "away)", why.msg, (int)n, dir, name);
+        pick = sg >= sp ? gz : plain;
+    }
     if (strlen(pick) >= cap)
-        return err_set(e, ERR_INPUT, "%s: path too long", dir);
+        return path_too_long("the run directory's checkpoint path", pick, strlen(pick), cap, e);
     snprintf(buf, cap, "%s", pick);
     return 1;
 }
@@ -136,7 +166,10 @@ int ckpt_in_run(const char *dir, const char *name, char *buf, size_t cap, txl_er
 int ckpt_resolve(const char *arg, int last, char *buf, size_t cap, int *from_dir, txl_err *e)
 {
     struct stat sb;
+    size_t len = strlen(arg);
     *from_dir = 0;
+    if (len >= cap) /* cut, it would name another file (or a missing one) */
+        return path_too_long("a checkpoint path", arg, len, cap, e);
     if (stat(arg, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         snprintf(buf, cap, "%s", arg); /* a file (or an error st_read will name) */
         return 0;
@@ -150,7 +183,7 @@ int ckpt_resolve(const char *arg, int last, char *buf, size_t cap, int *from_dir
         *from_dir = 1;
         return 0;
     }
-    char best[CFG_PATH_MAX];
+    char best[CKPT_PATH_MAX];
     if (last && ckpt_in_run(arg, "best", best, sizeof best, e) > 0)
         return err_set(e, ERR_INPUT, "%s: a run directory without a last checkpoint, only %s "
                        "(it holds no optimiser state to resume from): --init-from %s starts a "
@@ -174,7 +207,8 @@ int ckpt_check_meta(const st_file *f, const run_config *cfg, size_t params, txl_
 int ckpt_open(const char *arg, int *from_dir, st_file *f, run_config *cfg, model *mdl,
               txl_err *e)
 {
-    char path[CFG_PATH_MAX];
+    char path[CKPT_PATH_MAX];
+    _Static_assert(sizeof f->path >= CKPT_PATH_MAX, "st_file holds a checkpoint path");
     int dir = 0;
     memset(mdl, 0, sizeof *mdl);
     if (from_dir)

@@ -27,19 +27,25 @@ int ckpt_check_meta(const st_file *f, const run_config *cfg, size_t params, txl_
  * def; else a decimal integer in [0, 2^53], or ERR_INPUT naming the file and the key. */
 int ckpt_meta_count(const st_file *f, const char *key, long long def, long long *out,
                     txl_err *e);
+/* The longest checkpoint path txl takes: a run directory's (train.out_dir, shorter than
+ * CFG_PATH_MAX) with "/last.safetensors.gz", so every run txl writes can be read back by
+ * the path it reports. */
+#define CKPT_PATH_MAX (CFG_PATH_MAX + 32)
 /* A run directory's checkpoint NAME ("last" or "best"): NAME.safetensors.gz or
- * NAME.safetensors, and when both are there (train.ckpt_gzip was switched) the one that
- * records the later step. 1 with its path in buf, 0 when there is neither, -1 with e. */
+ * NAME.safetensors, and when both are there (train.ckpt_gzip was switched) the one whose
+ * header records the later step (a tie: the .gz). 1 with its path in buf, 0 when there is
+ * neither, -1 with e (too long a path; both formats and a header that cannot be read). */
 int ckpt_in_run(const char *dir, const char *name, char *buf, size_t cap, txl_err *e);
-/* The step a checkpoint records (metadata "step"), or -1 when it cannot be read (it then
- * loses a choice between two formats, and its reader names the problem later). */
+/* The step a checkpoint's header records (metadata "step"), or -1 when there is none or the
+ * header cannot be read (for messages). */
 long long ckpt_file_step(const char *path);
 /* A checkpoint argument: a file as given, or a run directory (train.out_dir): its last
  * checkpoint when `last` (--resume), else its best, or its last when it has no best
- * (ckpt_in_run picks between the two formats). The path goes into buf (cap >=
- * CFG_PATH_MAX); *from_dir says whether a directory was given (the command tells the user
- * which file it took). -1 with e when the directory has none (for --resume of a directory
- * with only a best, the message suggests --init-from). */
+ * (ckpt_in_run picks between the two formats). The path goes into buf (cap:
+ * CKPT_PATH_MAX; a longer one is refused, never cut); *from_dir says whether a directory
+ * was given (the command tells the user which file it took). -1 with e when the directory
+ * has none (for --resume of a directory with only a best, the message suggests
+ * --init-from). */
 int ckpt_resolve(const char *arg, int last, char *buf, size_t cap, int *from_dir, txl_err *e);
 /* Reads a checkpoint (a file, or a run directory's best else last: ckpt_resolve; from_dir,
  * when not NULL, says which), its config (metadata "config"), builds the model and loads

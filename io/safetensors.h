@@ -37,7 +37,7 @@ typedef struct {
 } st_tensor;
 
 typedef struct {
-    char path[1024];
+    char path[1100];   /* the file's name (for messages): a checkpoint path, at most 1055 */
     uint8_t *buf;      /* the whole (decompressed) file: length, header, tensor data */
     size_t len;
     size_t data_start; /* 8 + header length */

@@ -303,3 +303,20 @@ void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const 
         }
     }
 }
+
+/* The address space a thread takes at its first GEMM and its first malloc: OpenBLAS's
+ * buffer (BUFFER_SIZE, 128 MiB in the x86-64 builds: Debian's mallocs 128 MiB + 4 KiB), and
+ * for a thread other than the first, glibc's arena (it maps 128 MiB to keep 64 aligned). */
+#define BLAS_BUFFER (128.0 * 1048576.0)
+#define MALLOC_ARENA (128.0 * 1048576.0)
+
+double gemm_as_reserve(void)
+{
+    /* OpenBLAS maps its buffer at a thread's first call, and when the address-space limit
+     * leaves no room it retries forever (OpenBLAS issue 5289; 0.3.30 exits instead): a plan
+     * that fit the limit with 50 MiB to spare (1 thread; 300 with 2) hung, in OpenBLAS or
+     * in malloc making a thread's arena. Until txl's first GEMM these are not in the
+     * process's size, so a limit must leave room for them. */
+    int T = par_max_threads();
+    return gemm_thread_seconds() == 0 ? T * BLAS_BUFFER + (T - 1) * MALLOC_ARENA : 0;
+}

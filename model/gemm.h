@@ -48,4 +48,9 @@ void linear_forward_few(float *y, const float *x, const float *W, const float *b
 void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,
                      const float *W, int rows, int out, int in, int accumulate_dx);
 
+/* The address space OpenBLAS and the threads' malloc arenas will map at txl's first GEMM (0
+ * once one has run): what a memory check keeps free under an address-space limit
+ * (common/sys.h, sys_check_memory). */
+double gemm_as_reserve(void);
+
 #endif

@@ -162,6 +162,21 @@ else
         limit_vm 1000000 timeout 60 $E --mem-len 4194304 --max-tokens 3000
     expect2 "eval --mem-len 100000 (fits the machine, not the limit)" "mem_len 100000 needs about;;$N" \
         limit_vm 1000000 timeout 60 $E --mem-len 100000 --max-tokens 3000
+    # just under the limit: OpenBLAS maps a 128 MiB buffer at a thread's first GEMM (and a
+    # second thread's first malloc maps an arena), and when the limit leaves no room it
+    # retries forever: the plans the check let through with less than ~300 MiB to spare hung.
+    # The largest --mem-len accepted (bisection, 2 threads) must run to its end.
+    lo=1000 hi=200000 hung=
+    while [ $((hi - lo)) -gt 200 ]; do
+        mid=$(((lo + hi) / 2))
+        limit_vm 1000000 timeout 20 $E --mem-len $mid --max-tokens 300 --threads 2 >/dev/null 2>&1
+        case $? in 2) hi=$mid ;; 124) hung="$hung $mid"; lo=$mid ;; *) lo=$mid ;; esac
+    done
+    check "eval near the limit: no --mem-len the check accepts hangs (hung:${hung:- none})" test -z "$hung"
+    check "...the largest accepted, $lo, runs to its end" \
+        limit_vm 1000000 timeout 20 $E --mem-len $lo --max-tokens 300 --threads 2
+    expect2 "...and $hi is refused, naming the threads' buffers" "kept for the threads' buffers (OpenBLAS's, malloc's)" \
+        limit_vm 1000000 timeout 20 $E --mem-len $hi --max-tokens 300 --threads 2
     expect2 "eval --sweep 1,1024 --batch 64: the factor that does not fit" "sweep factor 1024: the evaluation at batch 64 x tgt_len 32 with mem_len 32768 needs about;;$N" \
         limit_vm 1000000 timeout 60 $E --sweep 1,1024 --batch 64 --max-tokens 3000
     check "...refused before the first row is printed" test ! -s $TMP/out
@@ -196,6 +211,29 @@ expect2 "export: no checkpoint" "missing the checkpoint to export" $TXL export -
 expect2 "export into a missing directory (a bad -o, found before anything is read)" \
     "-o $TMP/no/dir/x.safetensors: no directory '$TMP/no/dir' to write it in" \
     $TXL export $CK -o $TMP/no/dir/x.safetensors
+
+echo "-- checkpoint paths longer than txl takes (1055 bytes: a 1023-byte out_dir's last)"
+# F1, exactly 1055 bytes, holds one checkpoint (plain); F1.gz, 1058 bytes, another: the longer
+# name, cut to fit, used to name the shorter, so txl read the wrong checkpoint with exit 0
+L=$TMP/long/$(printf '%0200d' 0)/$(printf '%0200d' 0)/$(printf '%0200d' 0)/$(printf '%0200d' 0)
+mkdir -p $L
+F1=$L/$(printf '%0*d' $((1055 - ${#L} - 1 - 12)) 0).safetensors
+gunzip -c $CK > $F1
+cp $LAST $F1.gz
+check "(the paths are 1055 and 1058 bytes long)" test "${#F1} $(printf %s "$F1.gz" | wc -c)" = "1055 1058"
+check "a checkpoint path of 1055 bytes reads" $TXL info $F1
+for c in "info" "eval" "sample" "probe shift"; do
+    expect2 "$c: a checkpoint path of 1058 bytes is refused, the reason first (not cut to name another file)" \
+        "a checkpoint path of 1058 bytes, more than txl takes (1055): '$TMP/long/" \
+        $TXL $c $F1.gz
+done
+expect2 "export: the same" "a checkpoint path of 1058 bytes, more than txl takes (1055)" \
+    $TXL export $F1.gz -o $TMP/x.safetensors
+expect2 "train --resume: the same" "a checkpoint path of 1058 bytes, more than txl takes (1055)" \
+    $TXL train -q --resume $F1.gz --set train.out_dir=$TMP/lr
+expect2 "train --init-from: the same" "a checkpoint path of 1058 bytes, more than txl takes (1055)" \
+    $T --init-from $F1.gz --force --set train.out_dir=$TMP/li
+rm -rf $TMP/long
 
 guard_sum > $TMP/guard.end
 check "the run directory is untouched after all of the above" cmp -s $TMP/guard.sum $TMP/guard.end

@@ -6,8 +6,11 @@
 #     has exactly the weights of an uninterrupted one;
 #  2. a full disk (a small tmpfs) during a checkpoint write: exit 1 naming the file and the
 #     error, the previous checkpoint byte for byte intact, no temp file left behind;
-#  3. a read-only out_dir: exit 2 before training starts.
-# 2 and 3 need `mount` (root in a VM or a privileged container); without it they are
+#  3. a read-only out_dir: exit 2 before training starts;
+#  4. log.jsonl on a disk of its own that fills (the checkpoints still fit): the run stops
+#     at the next step with exit 1 naming the file, reason log_error, last at that step
+#     (it went on to its end with exit 0, its log cut and missing every later event).
+# 2, 3 and 4 need `mount` (root in a VM or a privileged container); without it they are
 # skipped with a message.
 . tests/e2e/lib.sh
 . tests/e2e/badlib.inc
@@ -114,6 +117,34 @@ if mount -t tmpfs -o size=3m tmpfs $TMP/full 2>/dev/null; then
     check "with room again, --resume continues (exit $?)" test "$(step_of $F/last.safetensors.gz)" = $((s0 + 2))
 else
     echo "  skip full disk: cannot mount a tmpfs here (not root, or a container without CAP_SYS_ADMIN)"
+fi
+
+echo "-- log.jsonl cannot be written (its own disk is full), the checkpoints can"
+mkdir -p $TMP/logfs
+if mount -t tmpfs -o size=8k tmpfs $TMP/logfs 2>/dev/null; then
+    MNT="$MNT $TMP/logfs"
+    L=$TMP/lrun
+    # shellcheck disable=SC2086
+    $TXL train $OPTS --set train.out_dir=$L --steps 2 >/dev/null 2>$TMP/l.err
+    cp $L/log.jsonl $TMP/logfs/log.jsonl
+    if mount --bind $TMP/logfs/log.jsonl $L/log.jsonl 2>/dev/null; then
+        MNT="$L/log.jsonl $MNT"
+        # shellcheck disable=SC2086
+        $TXL train $OPTS --set train.out_dir=$L --resume $L --steps 40 >/dev/null 2>$TMP/l.err
+        rc=$?
+        umount $L/log.jsonl
+        check "the run whose log fills its disk stops, exit 1 (got $rc)" test $rc -eq 1
+        check "...and says which file and why: $(head -c 200 $TMP/l.err)" \
+            grep -q "$L/log.jsonl: cannot append the events from step [0-9]* on: No space left on device; the run stopped" $TMP/l.err
+        s=$(step_of $L/last.safetensors.gz)
+        check "...before its 40 steps, last written where it stopped (step $s)" test "$s" -lt 42
+        check "...summary.json says log_error at that step" \
+            jq -e --argjson s "$s" '.reason == "log_error" and .step == $s' $L/summary.json
+    else
+        echo "  skip full log disk: cannot bind-mount a file here"
+    fi
+else
+    echo "  skip full log disk: cannot mount a tmpfs here"
 fi
 
 echo "-- a read-only out_dir"

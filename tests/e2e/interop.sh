@@ -110,6 +110,25 @@ refused "export of a run directory onto the checkpoint it reads (best)" "(the sa
     $TXL export $TMP/run -o $TMP/run/best.safetensors.gz
 refused "export of a run directory onto its other checkpoint (last)" "(the same file)" \
     $TXL export $TMP/run/ -o $CKPT
+# the other format of a run's checkpoint: a second last (or best) that readers of the run
+# directory would choose by step, a tie taking the .gz (weights only: --resume DIR then fails)
+mkdir $TMP/prun   # a run of train.ckpt_gzip false: plain checkpoints
+gunzip -c $CKPT > $TMP/prun/last.safetensors
+gunzip -c $TMP/run/best.safetensors.gz > $TMP/prun/best.safetensors
+cp $TMP/run/config.yaml $TMP/run/log.jsonl $TMP/prun/
+refused "export of a plain run directory (its best) as last.safetensors.gz" \
+    "$TMP/prun/last.safetensors is there, the run's checkpoint in the other format" \
+    $TXL export $TMP/prun -o $TMP/prun/last.safetensors.gz
+check "  ... --resume of that directory still finds its last" \
+    $TXL train -q --resume $TMP/prun --set train.max_steps=30 --dry-run
+refused "export of a run directory as the other format of its last" \
+    "$TMP/run/last.safetensors.gz is there, the run's checkpoint in the other format" \
+    $TXL export $TMP/run -o $TMP/run/last.safetensors
+refused "import as the other format of a run's best" \
+    "$TMP/run/best.safetensors.gz is there, the run's checkpoint in the other format" \
+    $TXL import $TMP/w.safetensors -c $TMP/c.yaml -o $TMP/run/best.safetensors
+check "  ... none was written" test ! -e $TMP/prun/last.safetensors.gz -a ! -e \
+    $TMP/run/last.safetensors -a ! -e $TMP/run/best.safetensors
 check "  ... the checkpoints are untouched" \
     test "$(sum $CKPT) $(sum $TMP/run/best.safetensors.gz)" = "$ckpt_sum $best_sum"
 $TXL info $CKPT --json > $TMP/info_last.json

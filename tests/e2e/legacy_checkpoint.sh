@@ -5,8 +5,10 @@
 # a JSON string, an out_dir with quotes, a backslash, a tab and a non-ASCII letter (JSON
 # escapes), empty data.valid/test, shortest-form floats. Today's txl must read it: info, an
 # eval that gives the reference's loss, and a --resume that continues the run with exactly
-# that txl's step losses.
+# that txl's step losses. That txl wrote any model.clamp_len, a negative one meaning off
+# ("<= 0: off"): such a checkpoint still reads (as 0), with the same numbers.
 . tests/e2e/lib.sh
+. tests/e2e/badlib.inc
 CK=tests/fixtures/legacy/nano_json_last.safetensors.gz
 OUT_DIR=$(printf '/tmp/txl-fixture/nano "q" back\\slash\ttab \303\251')
 
@@ -38,4 +40,19 @@ step_losses $TMP/r/log.jsonl > $TMP/r.losses
 printf '6 5.47687279\n7 5.43875254\n8 5.44388564\n' > $TMP/want.losses
 check "...with the recorded step losses of steps 6-8: $(tr '\n' ' ' < $TMP/r.losses)" \
     cmp -s $TMP/want.losses $TMP/r.losses
+
+# model.clamp_len -1 in the config metadata (off, as that txl documented): every reader
+gunzip -c $CK > $TMP/ck.st
+st_edit $TMP/ck.st $TMP/neg.st '.__metadata__.config |= sub("\"clamp_len\":0"; "\"clamp_len\":-1")'
+st_header $TMP/neg.st | jq -r .__metadata__.config > $TMP/neg.cfg
+check "(the edited checkpoint holds clamp_len -1)" grep -q '"clamp_len":-1' $TMP/neg.cfg
+$TXL info $TMP/neg.st --json > $TMP/neg.json 2>$TMP/neg.err
+check "info reads clamp_len -1 as 0, off (exit $?: $(head -c 200 $TMP/neg.err))" \
+    test "$(jq .config.model.clamp_len $TMP/neg.json)" = 0
+got2=$($TXL eval $TMP/neg.st --split test --max-tokens 4000 --json -q 2>$TMP/neg.err | jq -r .loss)
+check "...eval gives the same loss as with clamp_len 0 ($got2 vs $got: $(head -c 200 $TMP/neg.err))" \
+    test "$got2" = "$got"
+$TXL train -q --resume $TMP/neg.st --set train.out_dir=$TMP/rn --steps 3 >/dev/null 2>$TMP/rn.err
+check "...--resume continues with the same step losses (exit $?: $(head -c 200 $TMP/rn.err))" \
+    sh -c "jq -r 'select(.event==\"train\") | \"\(.step) \(.step_loss)\"' $TMP/rn/log.jsonl | cmp -s $TMP/want.losses -"
 finish

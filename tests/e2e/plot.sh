@@ -5,7 +5,9 @@
 # -o that is a FIFO, an input, a directory or in a missing directory, and a step or factor
 # that is not a whole number in range); a step-0 point never puts a nan in the data, and on
 # a log x axis it is left out with a note; a
-# missing gnuplot exits 1 naming the package. Rendering is skipped, with a message, when
+# a line over 64 MiB (/dev/zero as a log) exits 2 naming it;
+# missing gnuplot exits 1 naming the package, an image gnuplot cut short (a full disk) exits 1
+# and leaves no file. Rendering is skipped, with a message, when
 # gnuplot is not installed (apt-get install gnuplot-nox).
 . tests/e2e/lib.sh
 
@@ -80,6 +82,20 @@ printf '%s\n' '{"event":"train","step":0,"tokens":256,"bpc":8}' '{"event":"train
 $TXL plot $TMP/steps -o $TMP/a.png --script > $TMP/step0.gp 2>$TMP/err
 check "train and eval events at step 0: no nan in the data (was -nan)" sh -c "test -s $TMP/step0.gp && ! grep -q -i -w nan $TMP/step0.gp"
 
+# a line of at most 64 MiB: getline read any line whole, however long (/dev/zero took all the
+# memory there was), and an allocation that failed passed for the end of the file, so the
+# events after a long line were left out with exit 0. 1 GB address space (not in sanitizer
+# builds, which reserve terabytes).
+vm() { if ldd "$TXL" 2>/dev/null | grep -q 'lib[atl]*san'; then "$@"; else (ulimit -v 1000000 && exec "$@"); fi; }
+check "/dev/zero as a log: exit 2 (was 'empty log' after taking all the memory)" \
+    test "$(code vm timeout 20 $TXL plot /dev/zero -o $TMP/z.png --script)" -eq 2
+check "  ... a line longer than 64 MiB, named" grep -q "/dev/zero:1: a line longer than 64 MiB" $TMP/err
+{ cat $TMP/run/log.jsonl; head -c 67108865 /dev/zero | tr '\0' x; echo; cat $TMP/run/log.jsonl; } > $TMP/long.jsonl
+check "a log with a line of 64 MiB + 1 byte: exit 2" \
+    test "$(code vm timeout 20 $TXL plot $TMP/long.jsonl -o $TMP/z.png --script)" -eq 2
+check "  ... naming the line" grep -q "long.jsonl:$(($(wc -l < $TMP/run/log.jsonl) + 1)): a line longer than 64 MiB" $TMP/err
+rm $TMP/long.jsonl
+
 # -o onto what gnuplot's temp file + rename would wreck: exit 2 before gnuplot is looked for
 mkfifo $TMP/fifo.png
 check "-o a FIFO: exit 2" test "$(code $TXL plot $TMP/run -o $TMP/fifo.png)" -eq 2
@@ -119,4 +135,20 @@ $TXL plot --sweep $TMP/schemes.jsonl -o $TMP/extrap.svg -q --title "xl, memory v
 check "plot --sweep SVG: root element and title" grep -q 'xl, memory vs window' $TMP/extrap.svg
 check "TXL_GNUPLOT=/bin/false: exit 1" test "$(TXL_GNUPLOT=/bin/false code $TXL plot $TMP/run -o $TMP/b.png)" -eq 1
 check "  ... and no half-written file" test -z "$(ls $TMP | grep '^b.png')"
+# gnuplot on a disk that fills mid-write: its terminals do not check their writes, so the
+# image is cut short and gnuplot exits 0 (as on a full tmpfs); txl passed the cut file on
+cat > $TMP/cutplot <<'EOF'
+#!/bin/sh
+prog=$(cat)
+out=$(printf '%s\n' "$prog" | sed -n "s/^set output '\(.*\)'$/\1/p" | head -1)
+printf '%s\n' "$prog" | gnuplot || exit
+head -c 2000 "$out" > "$out.cut" && mv "$out.cut" "$out"
+EOF
+chmod +x $TMP/cutplot
+for x in png svg; do
+    check "gnuplot cut the $x short: exit 1 (was 0)" \
+        test "$(TXL_GNUPLOT=$TMP/cutplot code $TXL plot $TMP/run -o $TMP/cut.$x)" -eq 1
+    check "  ... says so" grep -q "cut.$x: gnuplot wrote an incomplete image (2000 bytes" $TMP/err
+    check "  ... and leaves no file" test -z "$(ls $TMP | grep "^cut.$x")"
+done
 finish

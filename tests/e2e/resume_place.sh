@@ -12,7 +12,8 @@
 #  4. a log.jsonl whose last line was cut (a crash mid-write): the resumed run starts on a new
 #     line, and txl plot skips (and counts) the cut line, also in an old log where the start
 #     event was glued to it;
-#  5. --resume DIR with only a best checkpoint suggests --init-from.
+#  5. --resume DIR with only a best checkpoint suggests --init-from;
+#  6. a run directory as long as train.out_dir may be is resumed and read by its path.
 . tests/e2e/lib.sh
 . tests/e2e/badlib.inc
 OPTS="-c tests/configs/micro.yaml --set train.eval_interval=5 --set train.warmup_steps=1
@@ -41,6 +42,26 @@ check "...the original is untouched, byte for byte" test "$(sums $TMP/a)" = "$(c
 check "...and so with -q" sh -c "cp -r $TMP/a $TMP/c && $TXL train -q --resume $TMP/c --set train.max_steps=12 >/dev/null 2>&1"
 check "...(-q) the original is still untouched" test "$(sums $TMP/a)" = "$(cat $TMP/a.sum)"
 check "...(-q) the copy went on" test "$(step_of $TMP/c/last.safetensors.gz)" = 12
+# cp -al (or an rsync --link-dest snapshot): the copy's files are the original's, by inode;
+# checkpoints are renamed into place, but the log was appended to through the shared inode
+cp -al $TMP/a $TMP/hl
+$TXL train -q --resume $TMP/hl --set train.max_steps=12 >/dev/null 2>$TMP/hl.err
+check "resume of a copy made with hard links (cp -al): exit $?" test -s $TMP/hl/last.safetensors.gz
+check "...the original is untouched, byte for byte (its log.jsonl too)" test "$(sums $TMP/a)" = "$(cat $TMP/a.sum)"
+check "...the copy's log: the original's lines, then the resumed run's" sh -c \
+    "head -c $(wc -c < $TMP/a/log.jsonl) $TMP/hl/log.jsonl | cmp -s - $TMP/a/log.jsonl &&
+     jq -s -e 'map(select(.event == \"end\")) | .[-1].step == 12' $TMP/hl/log.jsonl"
+
+# a copy whose name is not UTF-8 (Latin-1 \351): it cannot be train.out_dir (a config is
+# UTF-8 text); the message named the checkpoint and "train.out_dir", which the user never set
+LAT=$TMP/$(printf 'lat\351n')
+cp -r $TMP/a "$LAT"
+expect2 "a copy in a directory whose name is not UTF-8: why, and what to do" \
+    "last.safetensors.gz is in the run directory $LAT, which cannot be train.out_dir (not UTF-8 text); --set train.out_dir=DIR continues the run there" \
+    $TXL train -q --resume "$LAT" --set train.max_steps=12
+check "...--set train.out_dir continues it there" \
+    $TXL train -q --resume "$LAT" --set train.max_steps=12 --set train.out_dir=$TMP/lat2
+rm -rf "$LAT" $TMP/lat2
 
 echo "-- a directory holding another checkpoint is refused"
 guard_init $TMP/a $TMP/b
@@ -86,6 +107,32 @@ check "eval DIR takes the later best (step $bs), not the older .gz (step 10)" \
     grep -q "using $TMP/g/best.safetensors\$" $TMP/ge.err
 check "...and reports its step" test "$(jq .step $TMP/ge.json)" = "$bs"
 
+echo "-- both formats, one of them damaged: named, never passed over for the other"
+# the newer (plain, step 13) next to the older .gz (step 10): skipping a damaged newer file
+# would rewind the run, which would then delete that file as "the older format"
+cp -r $TMP/a $TMP/dm
+$TXL train -q --resume $TMP/dm --set train.max_steps=13 --set train.ckpt_gzip=false >/dev/null 2>&1
+cp $TMP/a/last.safetensors.gz $TMP/dm/
+cp $TMP/dm/last.safetensors $TMP/dm.good
+head -c 500000 $TMP/dm.good > $TMP/dm/last.safetensors
+guard_init $TMP/dm
+expect2 "--resume DIR: the newer last with its data cut is taken by its header's step, and named" \
+    "$TMP/dm/last.safetensors: ;;past the end of the data" \
+    $TXL train -q --resume $TMP/dm --set train.max_steps=20
+head -c 100 $TMP/dm.good > $TMP/dm/last.safetensors
+guard_init $TMP/dm
+expect2 "--resume DIR: a last whose header is cut (no step to compare) is named, both formats said" \
+    "$TMP/dm/last.safetensors: header length;;$TMP/dm/last.safetensors[.gz]: both formats" \
+    $TXL train -q --resume $TMP/dm --set train.max_steps=20
+expect2 "...also with --dry-run" "$TMP/dm/last.safetensors: header length" \
+    $TXL train -q --resume $TMP/dm --set train.max_steps=20 --dry-run
+head -c 100 $TMP/a/best.safetensors.gz > $TMP/dm/best.safetensors.gz
+guard_init $TMP/dm
+expect2 "eval DIR: a best.safetensors.gz cut short next to best.safetensors is named" \
+    "$TMP/dm/best.safetensors.gz: ;;$TMP/dm/best.safetensors[.gz]: both formats" \
+    $TXL eval $TMP/dm --max-tokens 500
+GUARD_DIRS=
+
 echo "-- a cut last line in log.jsonl"
 cp -r $TMP/a $TMP/l
 printf '{"event":"train","step":11,"tok' >> $TMP/l/log.jsonl
@@ -112,6 +159,21 @@ check "a glued start event is read, the cut part skipped (exit $?)" grep -q "ski
 sed '3a garbage' $TMP/a/log.jsonl > $TMP/mid.jsonl
 expect2 "a damaged line in the middle of a run is still an error" "$TMP/mid.jsonl:4: not a JSON object" \
     $TXL plot $TMP/mid.jsonl -o $TMP/mid.svg
+
+echo "-- a run directory as long as train.out_dir may be (1023 bytes) is read by its path"
+# its last is 1043 bytes: readers took checkpoint paths of at most 1023, so the run trained
+# (exit 0, "checkpoint": that path) and could not be resumed, evaluated or read by it
+LD=$TMP/L
+while [ $((${#LD} + 201)) -le 1023 ]; do LD=$LD/$(printf '%0200d' 0); done
+LD=$LD/$(printf '%0*d' $((1023 - ${#LD} - 1)) 0)
+$TXL train -q $OPTS --set train.max_steps=3 --set train.out_dir=$LD >/dev/null 2>$TMP/ld.err
+check "(a run in an out_dir of ${#LD} bytes: exit $?)" test -s $LD/last.safetensors.gz
+$TXL train -q --resume $LD --set train.max_steps=4 >/dev/null 2>$TMP/ld.err
+check "--resume DIR continues it (exit $?: $(head -c 120 $TMP/ld.err))" test "$(step_of $LD/last.safetensors.gz)" = 4
+check "...and --resume DIR/last.safetensors.gz" $TXL train -q --resume $LD/last.safetensors.gz --set train.max_steps=5
+check "info of its last names the whole path" test "$($TXL info $LD/last.safetensors.gz --json | jq -r .path)" = "$LD/last.safetensors.gz"
+check "eval DIR reads it" $TXL eval $LD --max-tokens 500
+rm -rf $TMP/L
 
 echo "-- --resume of a directory with only a best"
 mkdir -p $TMP/onlybest

@@ -4,7 +4,8 @@
 # --system, train's --print-config, --dry-run and the result line of a run), with stdout on
 # /dev/full (ENOSPC) and closed (>&-, EBADF), exits 1 with "txl CMD: writing the results to
 # stdout: <why>". Sample stops at the first failed write; a training run still writes its
-# checkpoints and summary.json, and a signal's exit code (130) stands. A command that prints
+# checkpoints and summary.json (also when a pipe's reader is gone and SIGPIPE ends it at
+# the result line), and a signal's exit code (130) stands. A command that prints
 # nothing (export) is not bothered by a closed stdout, and a closed stdout never lends its
 # number to a file txl opens (the run's log.jsonl stays clean).
 . tests/e2e/lib.sh
@@ -82,6 +83,16 @@ check "train >&-: exit 1 (got $rc)" test $rc -eq 1
 check "  ... says so" grep -q "^txl train: writing the results to stdout: Bad file descriptor" $TMP/err
 check "  ... summary.json written, log.jsonl holds only events" \
     sh -c "jq -e '.step == 3' $TMP/closed/summary.json && jq -e -s 'all(has(\"event\"))' $TMP/closed/log.jsonl"
+
+# stdout a pipe whose reader is gone (`| true`): SIGPIPE ends txl at the result line, as it
+# ends any program (exit 141), but after the run's own record: summary.json and the end
+# event were written after stdout, and lost with it
+# shellcheck disable=SC2086
+{ $TXL train $TRAIN --set train.max_steps=3 --set train.out_dir=$TMP/pipe 2>$TMP/err; echo $? > $TMP/pipe.rc; } | true
+rc=$(cat $TMP/pipe.rc)
+check "train | true: killed by SIGPIPE at the result line (exit $rc)" test "$rc" -eq 141
+check "  ... summary.json written" jq -e '.step == 3' $TMP/pipe/summary.json
+check "  ... and the end event" sh -c "tail -1 $TMP/pipe/log.jsonl | jq -e '.event == \"end\" and .step == 3'"
 
 # a signal's exit code stands: SIGINT with stdout on /dev/full exits 130, not 1
 # shellcheck disable=SC2086
