@@ -34,7 +34,7 @@ endif
 # the binary: ./txl; other builds put theirs elsewhere (make asan: build-asan/txl)
 BIN     ?= txl
 
-SRC     := $(wildcard common/*.c model/*.c io/*.c data/*.c optim/*.c config/*.c eval/*.c api/*.c cmd/*.c)
+SRC     := $(wildcard common/*.c model/*.c io/*.c data/*.c optim/*.c config/*.c eval/*.c run/*.c api/*.c cmd/*.c)
 OBJ     := $(SRC:%.c=$(BUILD)/%.o)
 LIBOBJ  := $(filter-out $(BUILD)/cmd/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)

@@ -4,12 +4,14 @@
 
 #include "../config/config.h"
 #include "../include/txl.h"
+#include "../io/ckpt_open.h"
 #include "../io/safetensors.h"
 #include "../model/model.h"
 
 struct txl_config {
     run_config c;
-    char origin[CFG_PATH_MAX]; /* the file it came from (messages), or "" */
+    char origin[CKPT_PATH_MAX]; /* the file it came from (messages), or "" */
+    int from_ckpt;              /* it is a checkpoint's (txl_config_of_checkpoint) */
 };
 
 /* A model and what its checkpoint said: the metadata (kept to be written again by

@@ -589,17 +589,6 @@ int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size
                    names);
 }
 
-int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *buf, size_t cap,
-                  txl_err *e)
-{
-    int from_dir;
-    if (ckpt_resolve(arg, last, buf, cap, &from_dir, e))
-        return -1;
-    if (from_dir && !quiet)
-        fprintf(stderr, "txl %s: %s is a run directory: using %s\n", cmd, arg, buf);
-    return 0;
-}
-
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         run_config *cfg, model *mdl, txl_err *e)
 {

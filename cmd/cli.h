@@ -186,10 +186,8 @@ int cli_config_list(const char *dir, void (*visit)(const char *name, void *ctx),
 int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size_t cap,
                     txl_err *e);
 
-/* ckpt_resolve and ckpt_open (io/ckpt_open.h) with the note a command prints when it was
- * given a run directory: "txl CMD: DIR is a run directory: using FILE" (unless quiet). */
-int cli_ckpt_path(const char *arg, int last, const char *cmd, int quiet, char *buf, size_t cap,
-                  txl_err *e);
+/* ckpt_open (io/ckpt_open.h) with the note a command prints when it was given a run
+ * directory: "txl CMD: DIR is a run directory: using FILE" (unless quiet). */
 int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
                         run_config *cfg, model *mdl, txl_err *e);
 

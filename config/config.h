@@ -99,8 +99,8 @@ int cfg_load_yaml(run_config *c, const char *path, txl_err *e);
 /* Applies one "section.key=value" override (value parsed as YAML scalar text).
  * Unknown key or malformed value: -1, message names the flag text. */
 int cfg_set(run_config *c, const char *assignment, txl_err *e);
-/* 1 when the override text `assignment` sets SECTION.NAME (as cfg_set would read it). */
-int cfg_set_targets(const char *assignment, const char *section, const char *name);
+/* The key an override text sets, as "section.key" into key: 0, or -1 for no key. */
+int cfg_assignment_key(const char *assignment, char *key, size_t cap);
 /* Sets a path or name key to `value` as it is (a string, no YAML parsing), with the key's
  * checks and UTF-8; -1 with "ORIGIN: ..." in e. */
 int cfg_set_text(run_config *c, const char *section, const char *name, const char *value,

@@ -667,7 +667,8 @@ int cfg_load_meta(run_config *c, const char *text, const char *ckpt, txl_err *e)
 
 /* The key of a --set assignment ("section.key", blanks around it ignored): its index, or -1
  * with the error (and a suggestion) set. */
-static int set_key(const cfg_src *s, const char *assignment, const char *eq, txl_err *e)
+static int cfg_set_key_index(const cfg_src *s, const char *assignment, const char *eq,
+                             txl_err *e)
 {
     char why[768], name[96];
     const char *a = assignment, *b = eq;
@@ -704,7 +705,7 @@ int cfg_set(run_config *c, const char *assignment, txl_err *e)
     const char *eq = strchr(assignment, '=');
     if (!eq)
         return src_err(e, &s, NULL, "expected section.key=value (e.g. model.d_model=512)");
-    int ki = set_key(&s, assignment, eq, e);
+    int ki = cfg_set_key_index(&s, assignment, eq, e);
     if (ki < 0)
         return -1;
     const cfg_key *k = &cfg_keys[ki];
@@ -733,13 +734,16 @@ int cfg_set(run_config *c, const char *assignment, txl_err *e)
     return rc;
 }
 
-int cfg_set_targets(const char *assignment, const char *section, const char *name)
+int cfg_assignment_key(const char *assignment, char *key, size_t cap)
 {
     cfg_src s = { .flag = assignment };
     txl_err e = {0};
     const char *eq = strchr(assignment, '=');
-    return eq && set_key(&s, assignment, eq, &e) == cfg_key_find(section, name) &&
-           cfg_key_find(section, name) >= 0;
+    int ki = eq ? cfg_set_key_index(&s, assignment, eq, &e) : -1;
+    if (ki < 0)
+        return -1;
+    cfg_key_fullname(&cfg_keys[ki], key, cap);
+    return 0;
 }
 
 /* 1 when s is well-formed UTF-8 (what every config source is; see check_text). */

@@ -80,6 +80,12 @@ int txl_config_get(const txl_config *c, const char *key, char *buf, size_t cap);
 /* The whole config as YAML (the text of a run's config.yaml), malloc'd: free() it. NULL when
  * out of memory. */
 char *txl_config_yaml(const txl_config *c);
+/* The config stored in a checkpoint (a file, or a run directory's last when `last`, else
+ * its best, else its last): its header alone is read. */
+txl_config *txl_config_of_checkpoint(const char *ckpt, int last, txl_err *e);
+/* The key an override "section.key=value" sets, as "section.key" (blanks trimmed): 0, or -1
+ * when it names no key. */
+int txl_config_assignment_key(const char *assignment, char *key, size_t cap);
 /* The config as one JSON object of sections (txl info --json's "config"): numbers as the
  * YAML writer writes them; names, paths and integers past 2^53 as strings. malloc'd. */
 char *txl_config_json(const txl_config *c);
@@ -112,6 +118,10 @@ int txl_model_save(const txl_model *m, const char *path, txl_err *e);
 
 /* The model's config (owned by the model). */
 const txl_config *txl_model_config(const txl_model *m);
+/* The checkpoint file an argument names: a file as given, or a run directory's last (when
+ * `last`, for a resume) or best (else last). *from_dir says whether it was a directory. */
+int txl_checkpoint_path(const char *ckpt, int last, char *buf, size_t cap, int *from_dir,
+                        txl_err *e);
 /* The checkpoint file it was read from (NULL for a new model), and whether that file was
  * found in a run directory (a command says which file it took). */
 const char *txl_model_path(const txl_model *m);
@@ -265,8 +275,10 @@ typedef enum {
     TXL_EV_STEP,              /* a logged training step (every train.log_interval) */
     TXL_EV_EVAL,              /* a validation */
     TXL_EV_CHECKPOINT,        /* a checkpoint was written (path) */
-    TXL_EV_NOTE,              /* a remark for people (text) */
-    TXL_EV_END                /* the result (json: the summary) */
+    TXL_EV_NOTE,              /* a remark for people (text): a command may hide it (-q) */
+    TXL_EV_WARN,              /* a remark people must see (text): a stop by a signal, a file
+                                 that could not be written or removed */
+    TXL_EV_END                /* the result (json: the summary, the line txl train prints) */
 } txl_event_kind;
 
 typedef struct {
@@ -285,7 +297,10 @@ typedef struct {
                                  not where its checkpoint is) */
     long steps;               /* stop after this many steps in this call (0: to max_steps) */
     int force;                /* start over in (or resume into) a directory holding a run */
-    void (*on_event)(void *ctx, const txl_event *ev);
+    int progress;             /* a validation on a terminal redraws its progress line on stderr */
+    int argc;                 /* the command line, for the log's start event (may be 0) */
+    const char *const *argv;
+    void (*on_event)(void *ctx, const txl_event *ev); /* called on MPI rank 0 only */
     void *ctx;
 } txl_train_opts;
 
@@ -294,8 +309,12 @@ typedef struct txl_trainer txl_trainer;
 /* Checks everything a run checks before it writes (the config, the data, the run
  * directory, a --resume/--init-from checkpoint), plans it, and takes the run directory. */
 txl_trainer *txl_trainer_new(const txl_config *c, const txl_train_opts *o, txl_err *e);
-/* The same checks and plan without taking or writing anything: the plan as JSON
- * (txl train --dry-run), malloc'd. */
+/* The config a run of these options uses, into c: a resumed run (opts.resume, unless
+ * explicit_out_dir) writes where its checkpoint is, and the whole config must be valid
+ * (txl train --print-config). */
+int txl_train_config(txl_config *c, const txl_train_opts *o, txl_err *e);
+/* The same checks and plan as txl_trainer_new without taking or writing anything: the plan
+ * as JSON (txl train --dry-run), malloc'd; the banner comes as a TXL_EV_START event. */
 char *txl_train_plan(const txl_config *c, const txl_train_opts *o, txl_err *e);
 /* Trains; returns 0 at the end (max_steps, the time budget or opts.steps), 128 + the signal
  * after txl_trainer_stop, or -1 with e. The last checkpoint holds the last step either way. */

@@ -11,7 +11,7 @@ import re
 import sys
 
 MAX_LINES = 100
-SRC_DIRS = ["cmd", "api", "eval", "config", "model", "data", "optim", "common", "io"]
+SRC_DIRS = ["cmd", "api", "run", "eval", "config", "model", "data", "optim", "common", "io"]
 
 
 def c_files(root, exts=(".c",)):
