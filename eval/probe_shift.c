@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../eval/evaluate.h"
+#include "evaluate.h"
 #include "probe.h"
 
 int probe_shift(probe_ctx *p, txl_err *e)

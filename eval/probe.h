@@ -1,5 +1,6 @@
-/* probe.h: what the probes of `txl probe` share (cmd/probe.c: the command; probe_*.c: one
- * probe each): the loaded model, the text they draw from, the settings, statistics. */
+/* probe.h: what the probes of `txl probe` share (eval/probe.c; probe_*.c: one probe each;
+ * cmd/probe.c: the command): the loaded model, the text they draw from, the settings,
+ * statistics. */
 #ifndef TXL_PROBE_H
 #define TXL_PROBE_H
 
@@ -8,8 +9,8 @@
 #include "../common/rng.h"
 #include "../data/corpus.h"
 #include "../data/units.h"
-#include "cli.h"
-#include "../eval/streams.h"
+#include "../cmd/cli.h"
+#include "streams.h"
 
 typedef enum { MODE_MEMORY, MODE_WINDOW, MODE_BOTH } probe_mode;
 
