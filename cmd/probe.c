@@ -14,6 +14,15 @@
 static const char *const split_names[] = {"valid", "test", "train", NULL};
 static const char *const mode_names[] = {"memory", "window", "both", NULL};
 
+typedef struct {
+    const char *kind, *ckpt, *data;
+    int split;
+    long trials, tgt_len, mem_len, threads, string_len, max_tokens;
+    unsigned long long seed;
+    cli_list lengths, depths, distances, offsets;
+    int mode, json, quiet;
+} probe_args;
+
 #define O(f) offsetof(probe_args, f)
 static const cli_opt probe_options[] = {
     {.name = "--data", .type = CLI_FILE, .off = O(data), .metavar = "FILE", .glob = "*",
@@ -84,18 +93,34 @@ const cli_spec probe_spec = {
     .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
-/* The probe's text: --data FILE, or a split of the checkpoint's corpus. */
-static int open_text(probe_ctx *p, txl_err *e)
+/* Prints a row: its JSON (--json), or its table line (the heading before the first); a
+ * note on stderr (not with -q). */
+static int print_row(void *ctx, const txl_probe_row *r)
 {
-    static const int split_ids[] = {SPLIT_VALID, SPLIT_TEST, SPLIT_TRAIN}; /* split_names */
-    return cfg_open_text(p->a->data, split_ids[p->a->split], &p->cfg.data, &p->c, &p->span,
-                         &p->label, e);
+    const probe_args *a = ctx;
+    if (r->note) {
+        if (!a->quiet)
+            fprintf(stderr, "txl probe: %s\n", r->note);
+        return 0;
+    }
+    if (a->json)
+        printf("%s\n", r->json);
+    else
+        printf("%s%s%s\n", r->head ? r->head : "", r->head ? "\n" : "", r->text);
+    return cli_stdout_flush(); /* stdout failed: the rest would be lost too */
 }
 
-static int run(probe_ctx *p, txl_err *e)
+static void list_of(const cli_list *l, probe_list *o)
 {
+    o->n = l->n;
+    memcpy(o->v, l->v, (size_t)l->n * sizeof *o->v);
+}
+
+static int run(probe_ctx *p, const probe_args *a, run_config *cfg, model *mdl, txl_err *e)
+{
+    static const int split_ids[] = {SPLIT_VALID, SPLIT_TEST, SPLIT_TRAIN}; /* split_names */
     st_file f;
-    if (cli_load_checkpoint(p->a->ckpt, "probe", p->a->quiet, &f, &p->cfg, &p->mdl, e))
+    if (cli_load_checkpoint(a->ckpt, "probe", a->quiet, &f, cfg, mdl, e))
         return -1;
     long long step = 0;
     int rc = ckpt_meta_count(&f, "step", 0, &step, e);
@@ -103,17 +128,19 @@ static int run(probe_ctx *p, txl_err *e)
     if (rc)
         return -1;
     p->step = (long)step;
-    cli_threads((int)p->a->threads);
-    p->T = p->a->tgt_len > 0 ? (int)p->a->tgt_len : p->cfg.model.tgt_len;
-    p->M = p->a->mem_len >= 0 ? (int)p->a->mem_len : p->cfg.model.mem_len;
-    p->progress = !p->a->quiet && cli_isatty_stderr();
-    p->units = cfg_units(&p->cfg);
-    p->coords = pos_get(p->cfg.model.pos)->needs_coords;
-    if (open_text(p, e))
+    cli_threads((int)a->threads);
+    p->cfg = cfg;
+    p->mdl = mdl;
+    p->T = a->tgt_len > 0 ? (int)a->tgt_len : cfg->model.tgt_len;
+    p->M = a->mem_len >= 0 ? (int)a->mem_len : cfg->model.mem_len;
+    p->progress = !a->quiet && cli_isatty_stderr();
+    p->units = cfg_units(cfg);
+    p->coords = pos_get(cfg->model.pos)->needs_coords;
+    if (cfg_open_text(a->data, split_ids[a->split], &cfg->data, &p->c, &p->span, &p->label, e))
         return -1;
-    if (strcmp(p->a->kind, "needle") == 0)
+    if (strcmp(a->kind, "needle") == 0)
         return probe_needle(p, e);
-    if (strcmp(p->a->kind, "recall") == 0)
+    if (strcmp(a->kind, "recall") == 0)
         return probe_recall(p, e);
     return probe_shift(p, e);
 }
@@ -134,10 +161,20 @@ int cmd_probe(int argc, char **argv)
     if (strcmp(a.kind, "needle") && strcmp(a.kind, "recall") && strcmp(a.kind, "shift"))
         return cli_usage("probe", "expected the probe needle, recall or shift, found '%s'",
                          a.kind);
-    probe_ctx p = {.a = &a};
+    probe_opts o = {.kind = a.kind, .ckpt = a.ckpt, .trials = (int)a.trials,
+                    .string_len = (int)a.string_len, .max_tokens = a.max_tokens,
+                    .seed = a.seed, .mode = (probe_mode)a.mode};
+    list_of(&a.lengths, &o.lengths);
+    list_of(&a.depths, &o.depths);
+    list_of(&a.distances, &o.distances);
+    list_of(&a.offsets, &o.offsets);
+    probe_ctx p = {.a = &o, .fn = print_row, .ctx = &a};
+    run_config cfg;
+    model mdl;
     txl_err e = {0};
-    rc = run(&p, &e) ? cli_fail("probe", &e) : 0;
+    rc = run(&p, &a, &cfg, &mdl, &e);
+    rc = rc < 0 ? cli_fail("probe", &e) : 0; /* rc > 0: stdout failed, which main reports */
     corpus_close(&p.c);
-    model_free(&p.mdl);
+    model_free(&mdl);
     return rc;
 }

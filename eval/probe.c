@@ -4,6 +4,7 @@
 #include "probe.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,23 +52,63 @@ stat_ci stat_proportion(int k, int n)
     return (stat_ci){p, c - h > 0 ? c - h : 0, c + h < 1 ? c + h : 1};
 }
 
-void print_num(double x)
+void print_num(FILE *f, double x)
 {
     if (isfinite(x))
-        printf("%.6g", x);
+        fprintf(f, "%.6g", x);
     else
-        printf("null");
+        fprintf(f, "null");
 }
 
-void print_ci(const char *name, stat_ci s)
+void print_ci(FILE *f, const char *name, stat_ci s)
 {
-    printf(",\"%s\":", name);
-    print_num(s.mean);
-    printf(",\"%s_ci\":[", name);
-    print_num(s.lo);
-    printf(",");
-    print_num(s.hi);
-    printf("]");
+    fprintf(f, ",\"%s\":", name);
+    print_num(f, s.mean);
+    fprintf(f, ",\"%s_ci\":[", name);
+    print_num(f, s.lo);
+    fprintf(f, ",");
+    print_num(f, s.hi);
+    fprintf(f, "]");
+}
+
+int probe_row_begin(probe_row *r, txl_err *e)
+{
+    memset(r, 0, sizeof *r);
+    r->json = open_memstream(&r->jbuf, &r->jlen);
+    r->text = r->json ? open_memstream(&r->tbuf, &r->tlen) : NULL;
+    if (!r->text) {
+        if (r->json)
+            fclose(r->json);
+        free(r->jbuf);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    return 0;
+}
+
+int probe_row_end(probe_ctx *p, probe_row *r, const char *mode, int summary, txl_err *e)
+{
+    int bad = fclose(r->json) != 0;
+    bad |= fclose(r->text) != 0;
+    int rc = bad ? err_set(e, ERR_RUNTIME, "out of memory")
+                 : p->fn(p->ctx, &(txl_probe_row){.kind = p->a->kind, .mode = mode,
+                                                  .summary = summary, .json = r->jbuf,
+                                                  .text = r->tbuf,
+                                                  .head = p->rows ? NULL : p->head});
+    p->rows++;
+    free(r->jbuf);
+    free(r->tbuf);
+    memset(r, 0, sizeof *r);
+    return rc;
+}
+
+int probe_note(probe_ctx *p, const char *fmt, ...)
+{
+    char note[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, sizeof note, fmt, ap);
+    va_end(ap);
+    return p->fn(p->ctx, &(txl_probe_row){.kind = p->a->kind, .note = note});
 }
 
 int probe_text(const probe_ctx *p, rng_t *r, uint8_t *buf, size_t n, txl_err *e)
@@ -216,9 +257,9 @@ int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_ev
     snprintf(who, sizeof who, "probe %s, %s mode: %d trials x tgt_len %d with mem_len %d",
              p->a->kind, mode == MODE_WINDOW ? "window" : "memory", B, T, M);
     /* and a snapshot of the memory (needle's shared prefixes) */
-    if (streams_plan_bytes(&p->cfg.model, B, T, M, &bytes, e) ||
-        sys_check_memory(who, bytes + mem_plan_bytes(&p->cfg.model, B, M), e))
+    if (streams_plan_bytes(&p->cfg->model, B, T, M, &bytes, e) ||
+        sys_check_memory(who, bytes + mem_plan_bytes(&p->cfg->model, B, M), e))
         return -1;
-    return streams_init(s, &((probe_ctx *)p)->mdl, &p->cfg.model, B, T, M, e);
+    return streams_init(s, p->mdl, &p->cfg->model, B, T, M, e);
 }
 
