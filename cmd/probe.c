@@ -1,18 +1,18 @@
 /* probe.c: `txl probe KIND CKPT` — the long-context probes (doc/design.md, "Probes"):
- * needle in a haystack, recall by distance, translation invariance. This file holds the
- * command (options, loading, the text); the probes are eval/probe*.c. */
-#include "../eval/probe.h"
-
-#include <math.h>
+ * needle in a haystack, recall by distance, translation invariance. The command parses the
+ * flags, loads the checkpoint and prints the rows txl_probe reports (include/txl.h): their
+ * JSON with --json, else a table; notes on stderr. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "../data/units.h"
 #include "cmds.h"
 
 static const char *const split_names[] = {"valid", "test", "train", NULL};
-static const char *const mode_names[] = {"memory", "window", "both", NULL};
+static const char *const mode_names[] = {"memory", "window", "both", NULL}; /* txl_probe_mode */
+
+/* a flag's list is handed to txl_probe whole */
+_Static_assert(CLI_MAX_LIST <= TXL_PROBE_MAX_LIST,
+               "a list flag holds more values than txl_probe takes");
 
 typedef struct {
     const char *kind, *ckpt, *data;
@@ -30,7 +30,8 @@ static const cli_opt probe_options[] = {
      .def_doc = "the run's --split"},
     {.name = "--split", .type = CLI_CHOICE, .off = O(split), .choices = split_names,
      .metavar = "NAME", .help = "valid, test or train, resolved from the checkpoint's config"},
-    {.name = "--trials", .type = CLI_INT, .off = O(trials), .lo = 1, .hi = 4096, .def = 20,
+    {.name = "--trials", .type = CLI_INT, .off = O(trials), .lo = 1,
+     .hi = TXL_PROBE_MAX_TRIALS, .def = 20,
      .metavar = "N", .help = "needle, recall: trials per cell (run side by side as streams)"},
     {.name = "--lengths", .type = CLI_LIST, .off = O(lengths), .lo = 1, .hi = 1024,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "1,2,4,8",
@@ -110,41 +111,6 @@ static int print_row(void *ctx, const txl_probe_row *r)
     return cli_stdout_flush(); /* stdout failed: the rest would be lost too */
 }
 
-static void list_of(const cli_list *l, probe_list *o)
-{
-    o->n = l->n;
-    memcpy(o->v, l->v, (size_t)l->n * sizeof *o->v);
-}
-
-static int run(probe_ctx *p, const probe_args *a, run_config *cfg, model *mdl, txl_err *e)
-{
-    static const int split_ids[] = {SPLIT_VALID, SPLIT_TEST, SPLIT_TRAIN}; /* split_names */
-    st_file f;
-    if (cli_load_checkpoint(a->ckpt, "probe", a->quiet, &f, cfg, mdl, e))
-        return -1;
-    long long step = 0;
-    int rc = ckpt_meta_count(&f, "step", 0, &step, e);
-    st_free(&f);
-    if (rc)
-        return -1;
-    p->step = (long)step;
-    cli_threads((int)a->threads);
-    p->cfg = cfg;
-    p->mdl = mdl;
-    p->T = a->tgt_len > 0 ? (int)a->tgt_len : cfg->model.tgt_len;
-    p->M = a->mem_len >= 0 ? (int)a->mem_len : cfg->model.mem_len;
-    p->progress = !a->quiet && cli_isatty_stderr();
-    p->units = cfg_units(cfg);
-    p->coords = pos_get(cfg->model.pos)->needs_coords;
-    if (cfg_open_text(a->data, split_ids[a->split], &cfg->data, &p->c, &p->span, &p->label, e))
-        return -1;
-    if (strcmp(a->kind, "needle") == 0)
-        return probe_needle(p, e);
-    if (strcmp(a->kind, "recall") == 0)
-        return probe_recall(p, e);
-    return probe_shift(p, e);
-}
-
 int cmd_probe(int argc, char **argv)
 {
     probe_args a;
@@ -161,20 +127,24 @@ int cmd_probe(int argc, char **argv)
     if (strcmp(a.kind, "needle") && strcmp(a.kind, "recall") && strcmp(a.kind, "shift"))
         return cli_usage("probe", "expected the probe needle, recall or shift, found '%s'",
                          a.kind);
-    probe_opts o = {.kind = a.kind, .ckpt = a.ckpt, .trials = (int)a.trials,
-                    .string_len = (int)a.string_len, .max_tokens = a.max_tokens,
-                    .seed = a.seed, .mode = (probe_mode)a.mode};
-    list_of(&a.lengths, &o.lengths);
-    list_of(&a.depths, &o.depths);
-    list_of(&a.distances, &o.distances);
-    list_of(&a.offsets, &o.offsets);
-    probe_ctx p = {.a = &o, .fn = print_row, .ctx = &a};
-    run_config cfg;
-    model mdl;
     txl_err e = {0};
-    rc = run(&p, &a, &cfg, &mdl, &e);
-    rc = rc < 0 ? cli_fail("probe", &e) : 0; /* rc > 0: stdout failed, which main reports */
-    corpus_close(&p.c);
-    model_free(&mdl);
-    return rc;
+    txl_model *m = txl_model_load(a.ckpt, &e);
+    if (!m)
+        return cli_fail("probe", &e);
+    if (txl_model_from_dir(m) && !a.quiet)
+        fprintf(stderr, "txl probe: %s is a run directory: using %s\n", a.ckpt,
+                txl_model_path(m));
+    txl_set_threads((int)a.threads);
+    txl_probe_opts o = {
+        .kind = a.kind, .data = a.data, .split = split_names[a.split], .trials = (int)a.trials,
+        .lengths = a.lengths.v, .n_lengths = a.lengths.n, .depths = a.depths.v,
+        .n_depths = a.depths.n, .distances = a.distances.v, .n_distances = a.distances.n,
+        .string_len = (int)a.string_len, .offsets = a.offsets.v, .n_offsets = a.offsets.n,
+        .max_tokens = a.max_tokens, .mode = (txl_probe_mode)a.mode, .tgt_len = (int)a.tgt_len,
+        .mem_len = (int)a.mem_len, .seed = a.seed, .progress = !a.quiet && cli_isatty_stderr()};
+    rc = txl_probe(m, &o, print_row, &a, &e);
+    txl_model_free(m);
+    if (rc < 0)
+        return cli_fail("probe", &e);
+    return 0; /* rc > 0: stdout failed, which main reports */
 }

@@ -16,8 +16,8 @@
 
 typedef enum { MODE_MEMORY, MODE_WINDOW, MODE_BOTH } probe_mode;
 
-/* The most values of a list setting (include/txl.h: TXL_PROBE_MAX_LIST). */
-#define PROBE_MAX_LIST 32
+/* The most values of a list setting. */
+#define PROBE_MAX_LIST TXL_PROBE_MAX_LIST
 
 typedef struct {
     int v[PROBE_MAX_LIST];

@@ -168,7 +168,7 @@ static int cell_row(probe_ctx *p, const needle_set *n, probe_mode mode, int fact
                     const stream_eval *s, double seconds, txl_err *e)
 {
     int k = 0, cut = 0;
-    double gain[4096];
+    double gain[TXL_PROBE_MAX_TRIALS]; /* api/probe.c checks the trials */
     for (int b = 0; b < n->B; b++) {
         k += n->exact[b];
         cut += n->cut[b];
