@@ -205,33 +205,68 @@ int txl_eval_terms(txl_model *m, const txl_eval_opts *o, long segments,
 /* ---- Probes ----------------------------------------------------------------------------
  * Whether the memory is used (doc/design.md, "Probes"): "needle" (a fact early, the
  * question late), "recall" (a string repeated at a distance), "shift" (the same text at
- * other absolute positions). */
+ * other absolute positions). Needle and recall run their trials side by side as streams
+ * and report per cell a mean and its 95% interval over the trials. */
 
+/* needle, recall: memory (segments of tgt_len through the memory, as trained), window (the
+ * whole context as one window, no memory), or each in turn. */
+typedef enum { TXL_PROBE_MEMORY, TXL_PROBE_WINDOW, TXL_PROBE_BOTH } txl_probe_mode;
+
+#define TXL_PROBE_MAX_LIST 32     /* the most values of each list below */
+#define TXL_PROBE_MAX_TRIALS 4096
+
+/* Each list is an array and its count: NULL or a count of 0 takes the probe's default; at
+ * most TXL_PROBE_MAX_LIST values. The library sorts the depths and distances and drops
+ * repeats. Every value is checked (ERR_INPUT naming the field). */
 typedef struct {
-    const char *kind;         /* "needle", "recall", "shift" */
-    const char *data, *split; /* as txl_eval_opts */
-    int trials;
-    const int *lengths; int n_lengths;     /* needle: context lengths as factors */
-    const int *depths; int n_depths;       /* needle: depths in percent */
-    const int *distances; int n_distances; /* recall: distances in bytes */
-    int string_len;                        /* recall */
-    const long *offsets; int n_offsets;    /* shift */
-    long max_tokens;
-    const char *mode;         /* "memory", "window", "both" */
-    int tgt_len, mem_len;     /* <= 0 / < 0: as trained */
-    uint64_t seed;
-    int progress;
+    const char *kind;         /* "needle", "recall" or "shift" */
+    const char *data, *split; /* the text drawn from (haystacks, filler, shift's text): as
+                                 txl_eval_opts */
+    int trials;               /* needle, recall: trials per cell, 1..TXL_PROBE_MAX_TRIALS
+                                 (<= 0: 20) */
+    /* needle: context lengths as factors (1..1024) of the trained context tgt_len + mem_len;
+     * default: those of 1, 2, 4, 8 that hold the needle and its question (75 bytes; a note
+     * row names the others; an error when none does) */
+    const int *lengths; int n_lengths;
+    /* needle: where the needle sits, in percent of the context (0..100); default 0, 25, 50,
+     * 75, 100 */
+    const int *depths; int n_depths;
+    /* recall: bytes of text between the string's two occurrences (1..2^24); default 16, 32,
+     * ... up to 8x the trained context */
+    const int *distances; int n_distances;
+    int string_len;           /* recall: bytes of the random string, 2..4096 (<= 0: 24) */
+    /* shift: offsets K added to every absolute position (0..2^30); default 0, 1, 1000,
+     * 100000; the first is the base of the rows' delta */
+    const int *offsets; int n_offsets;
+    long max_tokens;          /* shift: bytes of text evaluated at each offset, 2..2^40
+                                 (<= 0: 20000) */
+    txl_probe_mode mode;      /* needle, recall (0: memory) */
+    int tgt_len, mem_len;     /* the memory mode's and shift's lengths, up to 2^20 and 2^22:
+                                 <= 0 (tgt_len) or < 0 (mem_len): as trained */
+    uint64_t seed;            /* the trials' draws: the same seed, the same texts */
+    int progress;             /* progress lines on stderr (a terminal): a line per needle
+                                 length and mode, shift's redrawn evaluation line */
 } txl_probe_opts;
 
+/* A row: a cell (needle: a mode, length and depth; recall: a mode and distance; shift: an
+ * offset), a summary, or a note. json, text and head are single lines without their
+ * newline, valid during the callback. */
 typedef struct {
-    const char *kind, *mode;
-    int summary;              /* a summary row (recall's effective context) */
-    const char *json;         /* the row as txl probe --json prints it */
-    const char *text;         /* a table line for people */
-    const char *head;         /* the table's heading, on the first row of a table, else NULL */
-    const char *note;         /* a remark for stderr, or NULL */
+    const char *kind;         /* the probe */
+    const char *mode;         /* "memory" or "window"; NULL for shift's rows and notes */
+    int summary;              /* recall's effective context of a mode, after its distances */
+    const char *json;         /* the row as txl probe --json prints it; NULL for a note */
+    const char *text;         /* its table line for people; NULL for a note */
+    const char *head;         /* the table's heading, on the table's first row, else NULL */
+    const char *note;         /* a remark for people (the needle's skipped default lengths;
+                                 txl probe prints it on stderr), on a row of nothing else;
+                                 else NULL */
 } txl_probe_row;
 
+/* Runs probe o->kind on the model over the text, calling fn with each row as it is
+ * computed. What depends on the model is checked before the work it guards, ERR_INPUT: a
+ * context too short for the needle, a text too short for the cells, the memory a cell
+ * needs against the machine. Returns 0, fn's non-zero value, or -1 with e. */
 int txl_probe(txl_model *m, const txl_probe_opts *o,
               int (*fn)(void *ctx, const txl_probe_row *row), void *ctx, txl_err *e);
 

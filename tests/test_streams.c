@@ -1,4 +1,4 @@
-/* test_streams.c: the probes' scoring (cmd/streams.c, cmd/probe.c) on hand-made cases.
+/* test_streams.c: the probes' scoring (eval/streams.c, eval/probe.c) on hand-made cases.
  *
  * - A model whose logits are its output bias alone (every other weight zero, so every
  *   hidden state is 0 after the LayerNorms): the most likely token is the bias's argmax at
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../cmd/probe.h"
+#include "../eval/probe.h"
 #include "../eval/streams.h"
 #include "testlib.h"
 

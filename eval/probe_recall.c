@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/sys.h"
 #include "probe.h"
 
 #define LEAD 64
@@ -127,41 +128,40 @@ static void score(recall_set *s)
     }
 }
 
-static void print_distance(const probe_ctx *p, probe_mode mode, const recall_set *s,
-                           const stream_eval *ev, double sec)
+/* A distance's row: its JSON and its table line. */
+static int distance_row(probe_ctx *p, probe_mode mode, const recall_set *s,
+                        const stream_eval *ev, double sec, txl_err *e)
 {
     stat_ci gi = stat_mean(s->gain, s->B), fi = stat_mean(s->first, s->B);
     stat_ci se = stat_mean(s->second, s->B), ci = stat_mean(s->control, s->B);
-    if (p->a->json) {
-        printf("{\"probe\":\"recall\",\"mode\":\"%s\",\"distance\":%d,\"string_len\":%d,"
-               "\"trials\":%d", mode == MODE_MEMORY ? "memory" : "window", s->D, s->S, s->B);
-        print_ci("gain_bpc", gi);
-        print_ci("first_bpc", fi);
-        print_ci("second_bpc", se);
-        print_ci("control_bpc", ci);
-        printf(",\"cut_trials\":%d,\"pad_max\":%d", s->cut, s->pad_max);
-        printf(",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
-               "\"tok_per_s\":%.1f,\"seed\":%llu}\n", ev->T, ev->M,
-               pos_scheme_name(p->cfg.model.pos), p->step,
-               ev->tokens / (sec > 0 ? sec : 1e-9), p->a->seed);
-    } else {
-        printf("%-7s %8d   %6.3f [%6.3f,%6.3f]   %6.3f   %6.3f   %7.3f\n",
-               mode == MODE_MEMORY ? "memory" : "window", s->D, gi.mean, gi.lo, gi.hi, fi.mean,
-               se.mean, ci.mean);
-    }
-    cli_stdout_flush();
+    const char *mn = mode == MODE_MEMORY ? "memory" : "window";
+    probe_row r;
+    if (probe_row_begin(&r, e))
+        return -1;
+    fprintf(r.json, "{\"probe\":\"recall\",\"mode\":\"%s\",\"distance\":%d,"
+            "\"string_len\":%d,\"trials\":%d", mn, s->D, s->S, s->B);
+    print_ci(r.json, "gain_bpc", gi);
+    print_ci(r.json, "first_bpc", fi);
+    print_ci(r.json, "second_bpc", se);
+    print_ci(r.json, "control_bpc", ci);
+    fprintf(r.json, ",\"cut_trials\":%d,\"pad_max\":%d", s->cut, s->pad_max);
+    fprintf(r.json, ",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
+            "\"tok_per_s\":%.1f,\"seed\":%llu}", ev->T, ev->M,
+            pos_scheme_name(p->cfg->model.pos), p->step, ev->tokens / (sec > 0 ? sec : 1e-9),
+            p->a->seed);
+    fprintf(r.text, "%-7s %8d   %6.3f [%6.3f,%6.3f]   %6.3f   %6.3f   %7.3f", mn, s->D, gi.mean,
+            gi.lo, gi.hi, fi.mean, se.mean, ci.mean);
+    return probe_row_end(p, &r, mn, 0, e);
 }
 
-/* One distance: every trial once, then its control. Returns the gain (bits per byte): its
- * mean and 95% interval over the trials. */
-static stat_ci run_distance(const probe_ctx *p, probe_mode mode, int D, int *failed,
-                            txl_err *e)
+/* One distance: every trial once, then its control. The gain (bits per byte: its mean and
+ * 95% interval over the trials) into *g; returns 0, the row function's stop, or -1. */
+static int run_distance(probe_ctx *p, probe_mode mode, int D, stat_ci *g, txl_err *e)
 {
     rng_t r = {rng_key(p->a->seed, 0x1000u + (uint64_t)D)};
     recall_set s;
     stream_eval ev;
-    *failed = 1;
-    stat_ci g = {NAN, NAN, NAN};
+    int rc = -1;
     if (!set_init(&s, p, D, &r, e) && !probe_tokenize(p, s.x, s.B, s.ld, &s.pt, e) &&
         !probe_tokenize(p, s.xc, s.B, s.ld, &s.ptc, e) &&
         !probe_streams(p, mode, s.B, (s.pt.n > s.ptc.n ? s.pt.n : s.ptc.n) - 1, &ev, e)) {
@@ -171,13 +171,12 @@ static stat_ci run_distance(const probe_ctx *p, probe_mode mode, int D, int *fai
         streams_reset(&ev);
         streams_feed(&ev, pc->tok, pc->tok + 1, pc->co, pc->n - 1, (size_t)pc->n, s.lossc, NULL);
         score(&s);
-        print_distance(p, mode, &s, &ev, sys_now() - t0);
-        g = stat_mean(s.gain, s.B);
-        *failed = 0;
+        rc = distance_row(p, mode, &s, &ev, sys_now() - t0, e);
+        *g = stat_mean(s.gain, s.B);
         streams_free(&ev);
     }
     set_free(&s);
-    return g;
+    return rc;
 }
 
 /* The distances, ascending and each once: --distances, or 16, 32, ... up to 8x the trained
@@ -188,8 +187,8 @@ static int distances(const probe_ctx *p, int *d)
         memcpy(d, p->a->distances.v, (size_t)p->a->distances.n * sizeof *d);
         return probe_sort_unique(d, p->a->distances.n);
     }
-    int n = 0, top = 8 * (p->cfg.model.tgt_len + p->cfg.model.mem_len);
-    for (long D = 16; D <= top && n < CLI_MAX_LIST; D *= 2)
+    int n = 0, top = 8 * (p->cfg->model.tgt_len + p->cfg->model.mem_len);
+    for (long D = 16; D <= top && n < PROBE_MAX_LIST; D *= 2)
         d[n++] = (int)D;
     if (n == 0)
         d[n++] = 16;
@@ -212,54 +211,51 @@ static int effective_context(const int *d, const stat_ci *g, int nd)
     return eff;
 }
 
-static void print_summary(const probe_ctx *p, probe_mode mode, const int *d, const stat_ci *g,
-                          int nd)
+/* A mode's summary row: the effective context. */
+static int summary_row(probe_ctx *p, probe_mode mode, const int *d, const stat_ci *g, int nd,
+                       txl_err *e)
 {
     const char *mn = mode == MODE_MEMORY ? "memory" : "window";
     int eff = effective_context(d, g, nd);
-    if (p->a->json) {
-        printf("{\"probe\":\"recall\",\"mode\":\"%s\",\"effective_context\":", mn);
-        if (eff >= 0)
-            printf("%d", eff);
-        else
-            printf("null");
-        printf(",\"shortest_distance\":%d", d[0]);
-        print_ci("gain_at_shortest", g[0]);
-        if (eff < 0)
-            printf(",\"note\":\"the gain at the shortest distance is not significantly above 0 "
-                   "(the lower end of its 95%% interval is not above 0)\"");
-        printf(",\"pos_scheme\":\"%s\",\"step\":%ld}\n", pos_scheme_name(p->cfg.model.pos),
-               p->step);
-    } else if (eff >= 0) {
-        printf("%s: effective context %d bytes (gain >= half of %.3f bpc, the gain at %d)\n", mn,
-               eff, g[0].mean, d[0]);
-    } else {
-        printf("%s: effective context unknown: the gain at the shortest distance (%d) is not "
-               "significantly above 0 (%.3f bpc, 95%% interval [%.3f, %.3f])\n", mn, d[0],
-               g[0].mean, g[0].lo, g[0].hi);
-    }
-    cli_stdout_flush();
+    probe_row r;
+    if (probe_row_begin(&r, e))
+        return -1;
+    fprintf(r.json, "{\"probe\":\"recall\",\"mode\":\"%s\",\"effective_context\":", mn);
+    if (eff >= 0)
+        fprintf(r.json, "%d", eff);
+    else
+        fprintf(r.json, "null");
+    fprintf(r.json, ",\"shortest_distance\":%d", d[0]);
+    print_ci(r.json, "gain_at_shortest", g[0]);
+    if (eff < 0)
+        fprintf(r.json, ",\"note\":\"the gain at the shortest distance is not significantly "
+                "above 0 (the lower end of its 95%% interval is not above 0)\"");
+    fprintf(r.json, ",\"pos_scheme\":\"%s\",\"step\":%ld}", pos_scheme_name(p->cfg->model.pos),
+            p->step);
+    if (eff >= 0)
+        fprintf(r.text, "%s: effective context %d bytes (gain >= half of %.3f bpc, the gain at "
+                "%d)", mn, eff, g[0].mean, d[0]);
+    else
+        fprintf(r.text, "%s: effective context unknown: the gain at the shortest distance (%d) "
+                "is not significantly above 0 (%.3f bpc, 95%% interval [%.3f, %.3f])", mn, d[0],
+                g[0].mean, g[0].lo, g[0].hi);
+    return probe_row_end(p, &r, mn, 1, e);
 }
 
 int probe_recall(probe_ctx *p, txl_err *e)
 {
-    int d[CLI_MAX_LIST], nd = distances(p, d);
-    if (!p->a->json)
-        printf("%-7s %8s   %-22s   %6s   %6s   %7s\n", "mode", "distance", "gain bpc [95%]",
-               "first", "second", "control");
+    int d[PROBE_MAX_LIST], nd = distances(p, d), rc;
+    snprintf(p->head, sizeof p->head, "%-7s %8s   %-22s   %6s   %6s   %7s", "mode", "distance",
+             "gain bpc [95%]", "first", "second", "control");
     for (int m = MODE_MEMORY; m <= MODE_WINDOW; m++) {
-        if (p->a->mode != MODE_BOTH && p->a->mode != m)
+        if (p->a->mode != MODE_BOTH && p->a->mode != (probe_mode)m)
             continue;
-        stat_ci g[CLI_MAX_LIST] = {{0}};
-        for (int k = 0; k < nd; k++) {
-            int failed;
-            g[k] = run_distance(p, (probe_mode)m, d[k], &failed, e);
-            if (failed)
-                return -1;
-            if (cli_stdout_flush())
-                return 0; /* the rest would be lost too; main reports stdout's failure */
-        }
-        print_summary(p, (probe_mode)m, d, g, nd);
+        stat_ci g[PROBE_MAX_LIST] = {{0}};
+        for (int k = 0; k < nd; k++)
+            if ((rc = run_distance(p, (probe_mode)m, d[k], &g[k], e)))
+                return rc;
+        if ((rc = summary_row(p, (probe_mode)m, d, g, nd, e)))
+            return rc;
     }
     return 0;
 }

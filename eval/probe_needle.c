@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/sys.h"
 #include "probe.h"
 
 #define VALUE_LEN 6
@@ -162,11 +163,12 @@ static void run_suffix(stream_eval *s, needle_set *n, int from)
                  (size_t)pt->n, n->loss + from, n->hit + from);
 }
 
-static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode, int factor,
-                       int depth, const stream_eval *s, double seconds)
+/* The cell's row: its JSON and its table line. */
+static int cell_row(probe_ctx *p, const needle_set *n, probe_mode mode, int factor, int depth,
+                    const stream_eval *s, double seconds, txl_err *e)
 {
     int k = 0, cut = 0;
-    double gain[4096];
+    double gain[TXL_PROBE_MAX_TRIALS]; /* api/probe.c checks the trials */
     for (int b = 0; b < n->B; b++) {
         k += n->exact[b];
         cut += n->cut[b];
@@ -174,31 +176,29 @@ static void print_cell(const probe_ctx *p, const needle_set *n, probe_mode mode,
     }
     stat_ci acc = stat_proportion(k, n->B), vb = stat_mean(n->bits, n->B);
     stat_ci cb = stat_mean(n->ctrl, n->B), g = stat_mean(gain, n->B);
-    if (p->a->json) {
-        printf("{\"probe\":\"needle\",\"mode\":\"%s\",\"factor\":%d,\"length\":%d,\"depth\":%d,"
-               "\"trials\":%d", mode == MODE_MEMORY ? "memory" : "window", factor, n->L, depth,
-               n->B);
-        print_ci("accuracy", acc);
-        print_ci("value_bits", vb);
-        print_ci("control_bits", cb);
-        print_ci("gain_bits", g);
-        printf(",\"cut_trials\":%d,\"pad_max\":%d", cut, n->pad_max);
-        printf(",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
-               "\"tok_per_s\":%.1f,\"seed\":%llu}\n", s->T, s->M,
-               pos_scheme_name(p->cfg.model.pos), p->step, s->tokens / (seconds > 0 ? seconds
-                                                                                    : 1e-9),
-               p->a->seed);
-    } else {
-        printf("%-7s %3dx %7d %5d%%   %5.2f [%4.2f,%4.2f]   %7.2f [%6.2f,%6.2f]   %7.2f\n",
-               mode == MODE_MEMORY ? "memory" : "window", factor, n->L, depth, acc.mean, acc.lo,
-               acc.hi, g.mean, g.lo, g.hi, vb.mean);
-    }
-    cli_stdout_flush();
+    const char *mn = mode == MODE_MEMORY ? "memory" : "window";
+    probe_row r;
+    if (probe_row_begin(&r, e))
+        return -1;
+    fprintf(r.json, "{\"probe\":\"needle\",\"mode\":\"%s\",\"factor\":%d,\"length\":%d,"
+            "\"depth\":%d,\"trials\":%d", mn, factor, n->L, depth, n->B);
+    print_ci(r.json, "accuracy", acc);
+    print_ci(r.json, "value_bits", vb);
+    print_ci(r.json, "control_bits", cb);
+    print_ci(r.json, "gain_bits", g);
+    fprintf(r.json, ",\"cut_trials\":%d,\"pad_max\":%d", cut, n->pad_max);
+    fprintf(r.json, ",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
+            "\"tok_per_s\":%.1f,\"seed\":%llu}", s->T, s->M,
+            pos_scheme_name(p->cfg->model.pos), p->step,
+            s->tokens / (seconds > 0 ? seconds : 1e-9), p->a->seed);
+    fprintf(r.text, "%-7s %3dx %7d %5d%%   %5.2f [%4.2f,%4.2f]   %7.2f [%6.2f,%6.2f]   %7.2f",
+            mn, factor, n->L, depth, acc.mean, acc.lo, acc.hi, g.mean, g.lo, g.hi, vb.mean);
+    return probe_row_end(p, &r, mn, 0, e);
 }
 
 /* One depth from scratch, the needle's run and its control's: window mode, and memory mode
  * with anchors (the text before the needle is then not the same tokens in every stream). */
-static int depth_whole(const probe_ctx *p, stream_eval *s, needle_set *n, int depth, txl_err *e)
+static int depth_whole(probe_ctx *p, stream_eval *s, needle_set *n, int depth, txl_err *e)
 {
     cell_start(n);
     for (int pass = 0; pass < 2; pass++) {
@@ -221,7 +221,7 @@ static int depth_whole(const probe_ctx *p, stream_eval *s, needle_set *n, int de
 /* Memory mode without anchors: the text before each depth's needle (the same bytes, so the
  * same tokens, in every stream) runs once; the memory is saved there and restored for the
  * needle's run, its control and the next depth. */
-static int depths_shared(const probe_ctx *p, stream_eval *s, needle_set *n, model_mem *snap,
+static int depths_shared(probe_ctx *p, stream_eval *s, needle_set *n, model_mem *snap,
                          const int *depths, int nd, int factor, double t0, txl_err *e)
 {
     int at = 0;
@@ -251,16 +251,18 @@ static int depths_shared(const probe_ctx *p, stream_eval *s, needle_set *n, mode
         for (int b = 0; b < n->B; b++)
             n->ctrl[b] = value_bits(n, b, NULL);
         streams_restore(s, snap);
-        print_cell(p, n, MODE_MEMORY, factor, depths[k], s, sys_now() - t0);
+        int rc = cell_row(p, n, MODE_MEMORY, factor, depths[k], s, sys_now() - t0, e);
+        if (rc)
+            return rc;
     }
     return 0;
 }
 
-/* One (mode, length) group of cells. */
-static int run_length(const probe_ctx *p, probe_mode mode, int factor, const int *depths,
+/* One (mode, length) group of cells: 0, the row function's stop, or -1. */
+static int run_length(probe_ctx *p, probe_mode mode, int factor, const int *depths,
                       int nd, txl_err *e)
 {
-    int L = factor * (p->cfg.model.tgt_len + p->cfg.model.mem_len);
+    int L = factor * (p->cfg->model.tgt_len + p->cfg->model.mem_len);
     rng_t r = {rng_key(p->a->seed, (uint64_t)factor)}; /* the same trials in both modes */
     needle_set n;
     stream_eval s;
@@ -277,7 +279,7 @@ static int run_length(const probe_ctx *p, probe_mode mode, int factor, const int
         } else {
             for (int k = 0; !rc && k < nd; k++)
                 if (!(rc = depth_whole(p, &s, &n, depths[k], e)))
-                    print_cell(p, &n, mode, factor, depths[k], &s, sys_now() - t0);
+                    rc = cell_row(p, &n, mode, factor, depths[k], &s, sys_now() - t0, e);
         }
         if (p->progress)
             fprintf(stderr, "needle %s %dx: %d cells in %.1fs, %.0f tok/s\n",
@@ -290,57 +292,55 @@ static int run_length(const probe_ctx *p, probe_mode mode, int factor, const int
 }
 
 /* The default lengths: the factors 1, 2, 4, 8 whose context holds the needle and its
- * question (a model whose context is under 75 bytes skips the shorter ones, and says so);
- * none of them: an error that says the model's context is too short, and the factor that
- * would do. Returns the count, or -1. */
-static int default_lengths(const probe_ctx *p, int *lengths, txl_err *e)
+ * question (a model whose context is under 75 bytes skips the shorter ones, and says so in
+ * a note); none of them: an error that says the model's context is too short, and the
+ * factor that would do. Their count into *n; returns 0, the note's stop, or -1. */
+static int default_lengths(probe_ctx *p, int *lengths, int *n, txl_err *e)
 {
     static const int def[] = {1, 2, 4, 8};
-    int ctx = p->cfg.model.tgt_len + p->cfg.model.mem_len, n = 0, min = min_context();
+    int ctx = p->cfg->model.tgt_len + p->cfg->model.mem_len, min = min_context();
     char skipped[64] = "";
+    *n = 0;
     for (int k = 0; k < 4; k++) {
         if ((long)def[k] * ctx >= min)
-            lengths[n++] = def[k];
+            lengths[(*n)++] = def[k];
         else
             snprintf(skipped + strlen(skipped), sizeof skipped - strlen(skipped), "%s%dx",
                      k ? ", " : "", def[k]);
     }
-    if (n == 0)
+    if (*n == 0)
         return err_set(e, ERR_INPUT, "%s: the model's context (tgt_len + mem_len = %d bytes) is "
                        "too short for the needle probe: its default lengths, 1x to 8x that "
                        "(at most %d bytes), cannot hold the needle and the question (%d bytes "
                        "at least); ask for longer ones, e.g. --lengths %d", p->a->ckpt, ctx,
                        8 * ctx, min, (min + ctx - 1) / ctx);
-    if (n < 4 && !p->a->quiet)
-        fprintf(stderr, "txl probe: needle: skipping the default lengths %s: the model's "
-                "context (%d bytes) times that cannot hold the needle and the question (%d "
-                "bytes)\n", skipped, ctx, min);
-    return n;
+    if (*n < 4)
+        return probe_note(p, "needle: skipping the default lengths %s: the model's context "
+                          "(%d bytes) times that cannot hold the needle and the question (%d "
+                          "bytes)", skipped, ctx, min);
+    return 0;
 }
 
 int probe_needle(probe_ctx *p, txl_err *e)
 {
-    const probe_args *a = p->a;
+    const probe_opts *a = p->a;
     static const int def_depths[] = {0, 25, 50, 75, 100};
-    int lengths[CLI_MAX_LIST], depths[CLI_MAX_LIST], nl = a->lengths.n, nd = a->depths.n;
+    int lengths[PROBE_MAX_LIST], depths[PROBE_MAX_LIST], nl = a->lengths.n, nd = a->depths.n;
+    int rc = 0;
     if (nl)
         memcpy(lengths, a->lengths.v, (size_t)nl * sizeof(int));
-    else if ((nl = default_lengths(p, lengths, e)) < 0)
-        return -1;
+    else if ((rc = default_lengths(p, lengths, &nl, e)))
+        return rc;
     memcpy(depths, nd ? a->depths.v : def_depths, (nd ? nd : 5) * sizeof(int));
     nd = probe_sort_unique(depths, nd ? nd : 5);
-    if (!a->json)
-        printf("%-7s %4s %7s %6s   %-17s   %-24s   %7s\n", "mode", "len", "bytes", "depth",
-               "accuracy [95%]", "gain bits [95%]", "bits");
+    snprintf(p->head, sizeof p->head, "%-7s %4s %7s %6s   %-17s   %-24s   %7s", "mode", "len",
+             "bytes", "depth", "accuracy [95%]", "gain bits [95%]", "bits");
     for (int m = MODE_MEMORY; m <= MODE_WINDOW; m++) {
-        if (a->mode != MODE_BOTH && a->mode != m)
+        if (a->mode != MODE_BOTH && a->mode != (probe_mode)m)
             continue;
-        for (int k = 0; k < nl; k++) {
-            if (run_length(p, (probe_mode)m, lengths[k], depths, nd, e))
-                return -1;
-            if (cli_stdout_flush())
-                return 0; /* the rest would be lost too; main reports stdout's failure */
-        }
+        for (int k = 0; k < nl; k++)
+            if ((rc = run_length(p, (probe_mode)m, lengths[k], depths, nd, e)))
+                return rc;
     }
     return 0;
 }
