@@ -26,6 +26,29 @@ struct txl_model {
     int n_meta;
 };
 
+/* A decoder (api/decode.c): the fed text's memory and units, one stream's segment of
+ * activations, and the logits its next draw starts from. */
+struct txl_decoder {
+    txl_model *m;
+    const model_config *c;   /* the model's */
+    txl_decode_opts o;
+    int N;                   /* streams */
+    int G;                   /* the most streams side by side (opts.batch or auto) */
+    int n_groups, batch;     /* groups of N / n_groups streams or one more; the largest */
+    int M, Lq, V;
+    model_acts A;            /* one stream's segment of tgt_len */
+    model_mem mem;           /* the text's memory: one stream */
+    float *logits;           /* [V] after the last token fed (or generated, one stream) */
+    int has_logits;
+    long consumed;           /* tokens through the model so far (absolute positions) */
+    units_state us;          /* the text's units after what went through the model */
+    int coords;              /* the scheme reads coordinates */
+    txl_tok *tok;            /* [3 tgt_len] a feed's tokens not yet run, then a chunk's */
+    int32_t *co;             /* [3 tgt_len][TXL_N_COORDS] their coordinates */
+    long full_tokens;        /* txl_decoder_stats */
+    double full_s, full_cpu_s;
+};
+
 /* Copies err's kind and message into the caller's record (the library's is the same). */
 static inline void api_err_clear(txl_err *e)
 {

@@ -271,31 +271,77 @@ int txl_probe(txl_model *m, const txl_probe_opts *o,
               int (*fn)(void *ctx, const txl_probe_row *row), void *ctx, txl_err *e);
 
 /* ---- Decoding and sampling -------------------------------------------------------------
- * A decoder holds `streams` texts generated side by side with the model's memory. Feeding
- * text runs it through the model (anchors inserted as in training); each step draws one
- * token per stream and feeds it back. Bytes are tokens 0..255; anchor tokens, from 256, are
- * named by txl_token_name. */
+ * A decoder continues a text with a model (doc/design.md, "Sampling"). Feeding runs text
+ * through the model in segments of tgt_len with the memory carried, the model's anchors
+ * inserted and its coordinates counted as in training; generating draws `streams`
+ * continuations of what was fed, one token at a time per stream with the memory's keys and
+ * values cached, so a token costs the same however much text came before it. Feeds and
+ * generations may alternate (a dialogue: txl sample -i). Bytes are tokens 0..255; the
+ * model's anchor tokens follow from 256 (txl_token_name names them). */
 
 typedef struct txl_decoder txl_decoder;
 
 typedef struct {
-    int streams;              /* texts side by side (1) */
-    int mem_len;              /* < 0: as trained */
-    double temperature;       /* 0: greedy */
-    int top_k;                /* 0: all */
-    double top_p;             /* 1: all */
-    uint64_t seed;            /* stream b draws from (seed, b) alone */
+    int streams;              /* continuations each generate draws, side by side; <= 0: 1;
+                                 at most 65536 */
+    int batch;                /* at most this many streams decoded side by side, the others
+                                 in groups after them (sizes differing by at most one). A
+                                 step reads the weights once for its group and each stream's
+                                 cached rows once, so a group shares the weight reads while
+                                 the weights and its caches fit the last-level cache. <= 0:
+                                 all streams when they fit a quarter of the L3 the system
+                                 reports, else the fewest groups that each fit */
+    int mem_len;              /* memory rows; < 0: as trained */
+    double temperature;       /* softmax temperature, >= 0; 0: greedy */
+    int top_k;                /* draw among the top_k most likely tokens; 0 (or >= the
+                                 vocabulary): all */
+    double top_p;             /* nucleus: among the smallest set of probability >= top_p,
+                                 in (0, 1]; 0 or 1: all */
+    uint64_t seed;            /* stream b draws from (seed, b) alone, from the start of that
+                                 sequence at each generate: the same text whatever the
+                                 streams and the batch (the products' rounding, and rarely a
+                                 draw, can differ with a group's size past 16 streams) */
+    int progress;             /* a feed that takes over half a second redraws a progress
+                                 line on stderr (tokens, rate, ETA): for a terminal */
 } txl_decode_opts;
 
+/* A decoder of model m, which must outlive it. Everything the decoder will hold (the
+ * feed's activations and memory, a group's decoding caches and copies of the memory) is
+ * checked against the machine before any of it is allocated: TXL_ERR_INPUT "sampling with
+ * mem_len M: N samples, G side by side, needs about ..." (G: opts.batch or the automatic
+ * choice) when it does not fit. Options out of range are TXL_ERR_INPUT. */
 txl_decoder *txl_decoder_new(txl_model *m, const txl_decode_opts *o, txl_err *e);
-/* Runs text through the model into every stream's memory (a prompt; -i's lines). */
+/* Runs len bytes of text through the model after what was fed and generated before (the
+ * first feed starts a text: a document); the logits of its last token condition the next
+ * generate. Any length: the text goes through a segment at a time (what came more than
+ * tgt_len + mem_len tokens before the end reaches the model through its memory alone). */
 int txl_decoder_feed(txl_decoder *d, const char *text, size_t len, txl_err *e);
-/* Draws the next token of every stream into tokens[streams] and feeds it back. */
-int txl_decoder_step(txl_decoder *d, int *tokens, txl_err *e);
-/* The name of an anchor token ("bos", "para", "sent"), or NULL for a byte. */
+
+/* Receives each token drawn for `stream` (0 .. streams-1): returns 0 to go on, 1 when that
+ * stream is done (it gets no more calls), -1 to stop generating (the output went away). */
+typedef int (*txl_token_fn)(void *ctx, int stream, int token);
+
+/* Draws up to max_tokens tokens per stream continuing the text fed, calling fn with each,
+ * in order: step by step, the streams of a group in order within a step, the groups of
+ * opts.batch streams one after the other. A group runs until each of its streams is done
+ * or has max_tokens; a stream done early goes on drawing, uncalled, beside the others.
+ * With one stream the memory goes on from the generated text (its last token fed too):
+ * a next feed or generate continues it. With several, the memory stays the fed text's,
+ * and a next generate draws the same texts again. Returns the tokens drawn, summed over
+ * the streams (the uncalled ones included), also when fn stopped it; or -1 with e
+ * (TXL_ERR_INPUT: nothing was fed yet; TXL_ERR_RUNTIME: out of memory). fn may be NULL:
+ * every stream then draws max_tokens (a benchmark). */
+long txl_decoder_generate(txl_decoder *d, long max_tokens, txl_token_fn fn, void *ctx,
+                          txl_err *e);
+/* The name of one of m's anchor tokens ("bos", "para", "sent"); NULL for a byte and for a
+ * token outside the vocabulary. */
 const char *txl_token_name(const txl_model *m, int token);
-/* Tokens drawn once the memory was full, and their wall and CPU seconds (the steady state
- * of a long sample; txl sample --stats). */
+/* The memory rows in use and the streams decoded side by side (the largest group of a
+ * generate: opts.batch or the automatic choice, balanced over the groups). */
+void txl_decoder_plan(const txl_decoder *d, int *mem_len, int *batch);
+/* Tokens drawn once the memory held mem_len rows, summed over the streams and the
+ * generates, and their wall and CPU seconds (the draws included): the steady state of a
+ * long sample, without the prompt and the filling of the memory (txl sample --stats). */
 void txl_decoder_stats(const txl_decoder *d, long *tokens, double *seconds, double *cpu);
 void txl_decoder_free(txl_decoder *d);
 
