@@ -132,6 +132,8 @@ txl_config *txl_config_copy(const txl_config *c)
 
 void txl_config_free(txl_config *c) { free(c); }
 
+int txl_config_is_number(const char *s) { return cfg_is_decimal(s); }
+
 int txl_config_key(int i, char *name, size_t name_cap, char *values, size_t values_cap)
 {
     if (cfg_key_name(i, name, name_cap) < 0)

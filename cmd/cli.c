@@ -18,9 +18,6 @@
 
 #include "../common/dist.h"
 #include "../common/instream.h"
-#include "../common/par.h"
-#include "../io/checkpoint.h"
-#include "../io/train_state.h"
 
 /* TXL_PATHS: the header the Makefile writes with TXL_CONFIG_DIR for its PREFIX */
 #ifdef TXL_PATHS
@@ -64,7 +61,7 @@ int cli_long(const char *flag, const char *s, long min, long max, long *out, txl
 int cli_double(const char *flag, const char *s, double min, double max, double *out,
                txl_err *e)
 {
-    if (!cfg_is_decimal(s)) /* config.c's rule for numbers */
+    if (!txl_config_is_number(s)) /* the configs' rule for numbers */
         return err_set(e, ERR_INPUT, "%s: expected a number, found '%s'", flag, s);
     errno = 0;
     double v = strtod(s, NULL);
@@ -478,7 +475,7 @@ static int is_dir(const char *path)
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-int cli_config_dirs(char dirs[][CFG_PATH_MAX])
+int cli_config_dirs(char dirs[][TXL_PATH_MAX])
 {
     char cand[CLI_CONFIG_DIRS][PATH_MAX + 32], exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -494,13 +491,13 @@ int cli_config_dirs(char dirs[][CFG_PATH_MAX])
     snprintf(cand[k++], sizeof cand[0], "%s", TXL_CONFIG_DIR);
     for (int i = 0; i < k; i++) {
         char real[PATH_MAX];
-        if (!is_dir(cand[i]) || !realpath(cand[i], real) || strlen(real) >= CFG_PATH_MAX)
+        if (!is_dir(cand[i]) || !realpath(cand[i], real) || strlen(real) >= TXL_PATH_MAX)
             continue;
         int seen = 0;
         for (int j = 0; j < out; j++)
             seen |= strcmp(dirs[j], real) == 0;
         if (!seen)
-            snprintf(dirs[out++], CFG_PATH_MAX, "%s", real);
+            snprintf(dirs[out++], TXL_PATH_MAX, "%s", real);
     }
     return out;
 }
@@ -564,7 +561,7 @@ static int find_config(const char *dir, const char *name, char *buf, size_t cap)
 int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size_t cap,
                     txl_err *e)
 {
-    char dirs[CLI_CONFIG_DIRS][CFG_PATH_MAX];
+    char dirs[CLI_CONFIG_DIRS][TXL_PATH_MAX];
     if (strchr(arg, '/') || !*arg) { /* a path: cfg_load_yaml names what is wrong with it */
         if ((size_t)snprintf(buf, cap, "%s", arg) >= cap)
             return err_set(e, ERR_INPUT, "%s: path too long", arg);
@@ -589,17 +586,6 @@ int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size
                    names);
 }
 
-int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
-                        run_config *cfg, model *mdl, txl_err *e)
-{
-    int from_dir;
-    if (ckpt_open(arg, &from_dir, f, cfg, mdl, e))
-        return -1;
-    if (from_dir && !quiet)
-        fprintf(stderr, "txl %s: %s is a run directory: using %s\n", cmd, arg, f->path);
-    return 0;
-}
-
 /* What kind of file sb is, for a message. */
 static const char *file_kind(const struct stat *sb)
 {
@@ -618,7 +604,7 @@ static int shadows_run_ckpt(const char *flag, const char *out, txl_err *e)
     static const char *const names[] = {"last.safetensors", "best.safetensors"};
     const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
     size_t dn = slash ? (size_t)(slash - out) + 1 : 0; /* the directory, with its slash */
-    char other[CFG_PATH_MAX + 8];
+    char other[TXL_PATH_MAX + 8];
     struct stat sb;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         size_t k = strlen(names[i]);
@@ -646,7 +632,7 @@ int cli_check_output(const char *flag, const char *out, const char *const *input
         if (errno != ENOENT)
             return err_set(e, ERR_INPUT, "%s %s: %s", flag, out, strerror(errno));
         /* a new file: its directory must exist (else the temp file has nowhere to go) */
-        char dir[CFG_PATH_MAX];
+        char dir[TXL_PATH_MAX];
         snprintf(dir, sizeof dir, "%s", out);
         char *slash = strrchr(dir, '/');
         if (!slash)
@@ -683,8 +669,6 @@ int cli_check_output(const char *flag, const char *out, const char *const *input
     return shadows_run_ckpt(flag, out, e);
 }
 
-
-int cli_threads(int n) { return par_set_threads(n); }
 
 
 static const char **kept_argv;

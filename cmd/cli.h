@@ -9,13 +9,6 @@
 
 #include "../common/err.h"
 #include "../common/sys.h"
-#include "../model/model.h"
-#include "../io/ckpt_open.h"
-#include "../io/safetensors.h"
-#include "../data/corpus.h"
-#include "../data/tokens.h"
-#include "../config/config.h"
-
 
 /* Prints "txl <cmd>: <msg>" to stderr and returns the exit code for the error's kind. */
 int cli_fail(const char *cmd, const txl_err *e);
@@ -176,20 +169,15 @@ int cli_int_list(const char *flag, const char *s, int min, int max, int *out, in
 #define CLI_CONFIG_DIRS 2
 /* The installed configs directories that exist, without repeats (resolved paths): fills
  * dirs[0 .. n-1], each of cap bytes, and returns n (0 .. CLI_CONFIG_DIRS). */
-int cli_config_dirs(char dirs[][CFG_PATH_MAX]);
+int cli_config_dirs(char dirs[][TXL_PATH_MAX]);
 /* Calls visit with the name of every *.yaml and *.yml file of dir; returns how many. */
 int cli_config_list(const char *dir, void (*visit)(const char *name, void *ctx), void *ctx);
-/* The file a config argument names, into buf (cap >= CFG_PATH_MAX): a path with a '/' as
+/* The file a config argument names, into buf (cap >= TXL_PATH_MAX): a path with a '/' as
  * given; a bare name as above. When it comes from an installed directory, `cmd` says on
  * stderr which file it took (unless quiet). ERR_INPUT, naming where it looked and the
  * installed configs, when a bare name is found nowhere. */
 int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size_t cap,
                     txl_err *e);
-
-/* ckpt_open (io/ckpt_open.h) with the note a command prints when it was given a run
- * directory: "txl CMD: DIR is a run directory: using FILE" (unless quiet). */
-int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
-                        run_config *cfg, model *mdl, txl_err *e);
 
 /* ---- Output files ----------------------------------------------------------------------
  * export, import and plot write their -o file through a temp file in its directory and a
@@ -204,12 +192,6 @@ int cli_load_checkpoint(const char *arg, const char *cmd, int quiet, st_file *f,
  * exist are skipped: their readers report them. Call it before anything is written. */
 int cli_check_output(const char *flag, const char *out, const char *const *inputs, int n,
                      txl_err *e);
-
-
-
-/* Sets txl's threads (common/par.h: OpenMP, OpenBLAS pinned to one thread); n <= 0 means
- * all cores. Returns the count used. */
-int cli_threads(int n);
 
 /* The command line as main received it (argv[0] first): main keeps a copy before a command
  * parses (cli_parse reorders the pointers), for the training log's start event. */

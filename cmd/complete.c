@@ -20,7 +20,6 @@
 
 #include "cli.h"
 #include "cmds.h"
-#include "../config/config.h"
 
 /* Prints prefix+word when it extends cur. */
 static void offer(const char *prefix, const char *word, const char *cur)
@@ -66,7 +65,7 @@ static void offer_config_name(const char *name, void *ctx)
  * cli_config_path finds by bare name. */
 static void offer_installed_configs(const char *prefix, const char *cur)
 {
-    char dirs[CLI_CONFIG_DIRS][CFG_PATH_MAX];
+    char dirs[CLI_CONFIG_DIRS][TXL_PATH_MAX];
     config_ctx c = {prefix, cur};
     if (strchr(cur + strlen(prefix), '/'))
         return;
@@ -80,7 +79,9 @@ static void offer_config(const char *prefix, const char *cur)
 {
     const char *val = cur + strlen(prefix), *eq = strchr(val, '=');
     char key[128], values[512], p[700];
-    for (int i = 0; cfg_key_name(i, key, sizeof key) == 0; i++) {
+    int path;
+    for (int i = 0; (path = txl_config_key(i, key, sizeof key, values, sizeof values)) >= 0;
+         i++) {
         if (!eq) {
             snprintf(p, sizeof p, "%s=", key);
             offer(prefix, p, cur);
@@ -89,7 +90,7 @@ static void offer_config(const char *prefix, const char *cur)
         if (strlen(key) != (size_t)(eq - val) || strncmp(key, val, strlen(key)) != 0)
             continue;
         snprintf(p, sizeof p, "%s%s=", prefix, key);
-        if (cfg_key_values(i, values, sizeof values))
+        if (path)
             printf("@prefix %s\n@files *\n", p);
         else
             offer_list(p, values, cur);

@@ -52,7 +52,7 @@ int cmd_export(int argc, char **argv)
         return cli_fail("export", &e);
     /* OUT may not replace the file read, nor, when CKPT is a run directory, the run's other
      * checkpoint (exporting best onto last would end the run's resumability) */
-    char run[4][CFG_PATH_MAX + 24];
+    char run[4][TXL_PATH_MAX + 24];
     const char *inputs[5] = {txl_model_path(m)};
     int n_in = 1;
     if (txl_model_from_dir(m))

@@ -67,7 +67,7 @@ int cmd_import(int argc, char **argv)
         return cli_usage("import", "missing -o OUT.safetensors.gz");
 
     txl_err e = {0};
-    char cfg_path[CFG_PATH_MAX];
+    char cfg_path[TXL_PATH_MAX];
     if (cli_config_path(a.config, "import", a.quiet, cfg_path, sizeof cfg_path, &e))
         return cli_fail("import", &e);
     a.config = cfg_path;

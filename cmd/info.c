@@ -41,7 +41,7 @@ static int info_system(int json)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const char *cfg = openblas_get_config();
     const char *env = getenv("OPENBLAS_CORETYPE");
-    char dirs[CLI_CONFIG_DIRS][CFG_PATH_MAX];
+    char dirs[CLI_CONFIG_DIRS][TXL_PATH_MAX];
     int nd = cli_config_dirs(dirs);
     if (json) {
         cJSON *o = cJSON_CreateObject(), *d = cJSON_CreateArray();

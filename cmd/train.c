@@ -152,7 +152,7 @@ int cmd_train(int argc, char **argv)
     txl_err e = {0};
     if (!cfg_path && !resume)
         return cli_usage("train", "missing -c CONFIG.yaml");
-    char cfg_buf[CFG_PATH_MAX]; /* a bare name: from here or the installed configs */
+    char cfg_buf[TXL_PATH_MAX]; /* a bare name: from here or the installed configs */
     if (cfg_path && cli_config_path(cfg_path, "train", a.quiet, cfg_buf, sizeof cfg_buf, &e))
         return cli_fail("train", &e);
     /* the config: the YAML file, or (--resume alone) the checkpoint's own; then --set */

@@ -22,7 +22,7 @@
 #include "../model/model_config.h"
 #include "../optim/optim.h"
 
-#define CFG_PATH_MAX 1024
+#define CFG_PATH_MAX TXL_PATH_MAX
 /* train.threads: at most 1024, the cap of eval's and sample's --threads */
 #define CFG_MAX_THREADS 1024
 /* train.grad_accum: at most 1024 micro-batches per update */

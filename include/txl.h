@@ -57,6 +57,9 @@ typedef struct txl_err {
  * n <= 0 means all cores. Returns the count in use. */
 int txl_set_threads(int n);
 
+/* The longest path a config holds (data.train, train.out_dir, ...), with its NUL. */
+#define TXL_PATH_MAX 1024
+
 /* ---- Configs ---------------------------------------------------------------------------
  * A config holds every key of doc/design.md, "Configuration" (model, data and train
  * sections). Keys are named "section.key" ("model.d_model"); values are written as in YAML. */
@@ -83,6 +86,9 @@ char *txl_config_yaml(const txl_config *c);
 /* The config stored in a checkpoint (a file, or a run directory's last when `last`, else
  * its best, else its last): its header alone is read. */
 txl_config *txl_config_of_checkpoint(const char *ckpt, int last, txl_err *e);
+/* 1 when s is a number as configs write them: [+-](digits[.digits]|.digits)([eE][+-]digits),
+ * nothing else (no hex, inf, nan or blanks); a command's numeric flags follow the rule. */
+int txl_config_is_number(const char *s);
 /* The key an override "section.key=value" sets, as "section.key" (blanks trimmed): 0, or -1
  * when it names no key. */
 int txl_config_assignment_key(const char *assignment, char *key, size_t cap);

@@ -1,6 +1,6 @@
 /* test_data.c: unit test of data/corpus.c on files built here: a plain corpus is read in
  * place, so a file truncated after corpus_open makes batcher_next (and an evaluation pass
- * over it, cmd/evaluate.c) fail with a message naming the file instead of faulting; a
+ * over it, eval/evaluate.c) fail with a message naming the file instead of faulting; a
  * gzip'd corpus is held in memory and unaffected; the train/valid/test split rule, with
  * eval's one-split entry point agreeing with training's. Files live in $TMPDIR (default
  * /tmp). */

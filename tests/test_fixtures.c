@@ -305,7 +305,7 @@ static void run_fixture(const char *path, const char *name, int row_block)
                 free(mine);
             }
         } else {
-            /* as cmd/train.c: the clip fused into the update */
+            /* as run/step.c: the clip fused into the update */
             float cc = clip_coef(grad_norm(mdl.g, mdl.n_floats), clip);
             adam_step_scaled(mdl.w, mdl.g, cc, m, v, mdl.n_floats, s + 1, lr, &ah);
         }

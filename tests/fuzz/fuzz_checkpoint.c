@@ -2,7 +2,7 @@
  *
  * Input: a file, plain or gzip'd safetensors. st_read must accept it whole or reject it with
  * a message naming the file; what it accepts must be consistent (every tensor inside the
- * data, sizes matching shapes). Then cli_load_checkpoint builds the model from the config
+ * data, sizes matching shapes). Then ckpt_open builds the model from the config
  * in the metadata and loads the weights; when that succeeds the Adam moments and memory are
  * loaded as --resume does, and a small model runs two segments forward and a few decoding
  * steps, so whatever the loader accepts is usable. Accepted files hold exactly the data
@@ -10,7 +10,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../cmd/cli.h"
+#include "../../config/config.h"
+#include "../../io/ckpt_open.h"
 #include "../../data/units.h"
 #include "../../io/checkpoint.h"
 #include "../../model/decode.h"
@@ -164,7 +165,7 @@ int txl_fuzz_checkpoint(const uint8_t *data, size_t size)
 
     run_config cfg;
     model mdl;
-    if (cli_load_checkpoint(path, "fuzz", 1, &f, &cfg, &mdl, &e)) {
+    if (ckpt_open(path, NULL, &f, &cfg, &mdl, &e)) {
         check_err(&e, path);
         return 0;
     }
