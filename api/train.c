@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../run/trainer.h"
+#include "../run/run.h"
 #include "api.h"
 
 struct txl_trainer {

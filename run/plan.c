@@ -1,6 +1,6 @@
 /* plan.c: what a run needs before step 1: its data, its model, replicas and activations,
  * the term statistics' pass, and their sizes (the memory estimate, the plan of --dry-run). */
-#include "trainer.h"
+#include "run.h"
 
 /* The train/valid/test spans from data.* (data/corpus.h: data_open_splits). */
 static int open_data(trainer *t, txl_err *e)

@@ -1,6 +1,6 @@
 /* restore.c: checkpoints written (last, best; never a non-finite weight) and read back for
  * --resume (the whole state, exactly) and --init-from (weights only). */
-#include "trainer.h"
+#include "run.h"
 
 static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
                             double valid_loss, txl_err *e);

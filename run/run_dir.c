@@ -1,7 +1,7 @@
 /* run_dir.c: the run directory (doc/design.md, "Command line"): created and locked for one
  * run, its files written atomically and never through a link, where a resumed run writes,
  * and what a new or resumed run may not write over. */
-#include "trainer.h"
+#include "run.h"
 
 /* mkdir -p */
 static int make_dirs(const char *path, txl_err *e)

@@ -1,7 +1,7 @@
 /* step.c: one training step: every micro-batch of every replica (forward, backward, the
  * gradient added), the sums over replicas and ranks, the clip and Adam, or a skipped
  * outlier. Nothing here allocates. */
-#include "trainer.h"
+#include "run.h"
 
 void run_loop_init(trainer *t, loop_state *ls)
 {

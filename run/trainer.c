@@ -1,53 +1,15 @@
 /* trainer.c: the training loop (doc/design.md: "Command line", "The model",
  * "Checkpoints") and its events: validation, checkpoints when due, the log.jsonl events,
  * the end of a run (max_steps, the time budget, a step count, a signal). */
-#include "trainer.h"
+#include "run.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 
 void run_request_stop(int sig) { stop_signal = sig; }
 
-void run_event(const trainer *t, const txl_event *ev)
-{
-    if (t->opts && t->opts->on_event && dist_is_root())
-        t->opts->on_event(t->opts->ctx, ev);
-}
 
-void run_note(const trainer *t, txl_event_kind kind, const char *fmt, ...)
-{
-    char text[1400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    run_event(t, &(txl_event){.kind = kind, .step = t->st.step,
-                              .max_steps = t->cfg.train.max_steps, .text = text});
-}
 
-/* After an event was written to log: a failed write (a full disk, an I/O error) is kept,
- * and the run stops at the next step's agreement (run_ends) rather than go on losing
- * events with exit 0. */
-static void log_flush(trainer *t)
-{
-    errno = 0;
-    if ((fflush(t->log) != 0 || ferror(t->log)) && !t->log_errno) {
-        t->log_errno = errno ? errno : EIO;
-        t->log_fail_step = t->st.step;
-    }
-}
 
-void run_log_json(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void run_log_json(trainer *t, const char *fmt, ...)
-{
-    if (!t->log || !dist_is_root())
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(t->log, fmt, ap);
-    va_end(ap);
-    fputc('\n', t->log);
-    log_flush(t);
-}
 
 /* Validation over the valid split (distributed like training); *loss is NaN without one. */
 static int run_valid(trainer *t, double *loss, txl_err *e)
@@ -185,7 +147,7 @@ static int log_terms(trainer *t, txl_err *e)
         terms_print_layer(t->log, &c->model, &t->terms.st[l], l, 1);
     }
     fputs("]}\n", t->log);
-    log_flush(t);
+    run_log_flush(t);
     return 0;
 }
 
@@ -217,18 +179,6 @@ static int eval_and_save(trainer *t, loop_state *ls, int *at_end, txl_err *e)
     return 0;
 }
 
-/* A number rounded as fmt prints it ("%.6f": 6 decimals), or null when it is not finite
- * (no NaN or Infinity in JSON). */
-void run_add_num(cJSON *o, const char *key, const char *fmt, double x)
-{
-    char buf[64];
-    if (!isfinite(x)) {
-        cJSON_AddNullToObject(o, key);
-        return;
-    }
-    snprintf(buf, sizeof buf, fmt, x);
-    cJSON_AddNumberToObject(o, key, strtod(buf, NULL));
-}
 
 /* An event line of log.jsonl from a cJSON object (whose first key is "event"). */
 static void log_obj(trainer *t, const cJSON *o)
@@ -236,7 +186,7 @@ static void log_obj(trainer *t, const cJSON *o)
     char *s = o && t->log && dist_is_root() ? cJSON_PrintUnformatted(o) : NULL;
     if (s) {
         fprintf(t->log, "%s\n", s);
-        log_flush(t);
+        run_log_flush(t);
     }
     free(s);
 }

@@ -1,9 +1,9 @@
-/* trainer.h: the trainer of run/ (the files that run a training: run_dir.c, the run
+/* run.h: the trainer of run/ (the files that run a training: run_dir.c, the run
  * directory; restore.c, checkpoints written and read; plan.c, the data, the model and the
  * sizes; step.c, one training step; trainer.c, the loop and its events). include/txl.h's
  * txl_trainer is one of these (api/train.c). Not for the rest of txl. */
-#ifndef TXL_TRAINER_H
-#define TXL_TRAINER_H
+#ifndef TXL_RUN_H
+#define TXL_RUN_H
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -154,6 +154,7 @@ char *run_dry_run(trainer *t, const char *cfg_path, const char *resume, const ch
 int run_resolve_config(trainer *t, const char *resume, int explicit_out_dir, const char *origin,
                        txl_err *e);
 void run_log_json(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void run_log_flush(trainer *t);
 int run_write_out_file(const char *dir, const char *name,
                        int (*put)(FILE *f, const void *arg), const void *arg, txl_err *e);
 int run_start_run(trainer *t, int resume, txl_err *e);
