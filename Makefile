@@ -36,7 +36,9 @@ BIN     ?= txl
 
 SRC     := $(wildcard common/*.c model/*.c io/*.c data/*.c optim/*.c config/*.c eval/*.c run/*.c api/*.c cmd/*.c)
 OBJ     := $(SRC:%.c=$(BUILD)/%.o)
-LIBOBJ  := $(filter-out $(BUILD)/cmd/main.o,$(OBJ))
+# the library: every object but the command line's (libtxl.a, libtxl.so; tests link it too)
+LIBOBJ  := $(filter-out $(BUILD)/cmd/%,$(OBJ))
+CMDOBJ  := $(filter $(BUILD)/cmd/%,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
@@ -51,6 +53,33 @@ $(BUILD)/.flavor-$(FLAVOR):
 
 $(BIN): $(OBJ) $(BUILD)/.flavor-$(FLAVOR)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJ) $(LDLIBS)
+
+# make lib: libtxl.a (the objects of ./txl's build) and libtxl.so (the same sources built
+# position-independent in BUILD/pic/, exporting only include/txl.h's txl_* functions).
+LIBVER  := 0.2.0
+PICOBJ  := $(LIBOBJ:$(BUILD)/%.o=$(BUILD)/pic/%.o)
+.PHONY: lib examples
+lib: $(BUILD)/libtxl.a $(BUILD)/libtxl.so
+
+$(BUILD)/libtxl.a: $(LIBOBJ)
+	@rm -f $@
+	ar rcs $@ $(LIBOBJ)
+
+$(BUILD)/pic/%.o: %.c Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
+
+$(BUILD)/libtxl.so: $(PICOBJ) api/txl.map
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libtxl.so.0 \
+		-Wl,--version-script=api/txl.map -o $@ $(PICOBJ) $(LDLIBS)
+
+# make examples: examples/*.c, each a program on include/txl.h alone, linked with libtxl.a
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+examples: $(EXAMPLES)
+
+$(BUILD)/examples/%: examples/%.c include/txl.h $(BUILD)/libtxl.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude $(LDFLAGS) -o $@ $< $(BUILD)/libtxl.a $(LDLIBS)
 
 # the Makefile too: a change of flags rebuilds every object
 $(BUILD)/%.o: %.c Makefile
@@ -97,10 +126,12 @@ $(BUILD)/tests/test_fuzz_replay: tests/test_fuzz_replay.c $(FUZZLIB) $(LIBOBJ) $
 # unit tests and the fast end-to-end scripts (tests/run_all.sh lists them), for the
 # edit-compile-test loop. TXL_SKIP="a.sh b.sh" skips those end-to-end scripts (make asan
 # uses ASAN_SKIP).
-test: $(BIN) $(TESTBIN)
+# the plain build's make test also builds libtxl.so, which install.sh and library.sh install
+TESTLIB := $(if $(filter build,$(BUILD)),lib)
+test: $(BIN) $(TESTBIN) $(EXAMPLES) $(TESTLIB)
 	@TXL_BIN=$(abspath $(BIN)) tests/run_all.sh $(BUILD)
 
-check: $(BIN) $(TESTBIN)
+check: $(BIN) $(TESTBIN) $(EXAMPLES)
 	@TXL_BIN=$(abspath $(BIN)) tests/run_all.sh $(BUILD) check
 
 unit: $(TESTBIN)
@@ -207,16 +238,26 @@ clean:
 DESTDIR ?=
 INSTDIR  = $(DESTDIR)$(PREFIX)
 .PHONY: install uninstall
-install: $(BIN)
+install: $(BIN) lib
 	install -d $(INSTDIR)/bin $(INSTDIR)/share/man/man1 $(INSTDIR)/share/txl/configs \
-		$(INSTDIR)/share/bash-completion/completions
+		$(INSTDIR)/share/bash-completion/completions $(INSTDIR)/include $(INSTDIR)/lib/pkgconfig
+	install -m 644 include/txl.h $(INSTDIR)/include/txl.h
+	install -m 644 $(BUILD)/libtxl.a $(INSTDIR)/lib/libtxl.a
+	install -m 755 $(BUILD)/libtxl.so $(INSTDIR)/lib/libtxl.so.$(LIBVER)
+	ln -sf libtxl.so.$(LIBVER) $(INSTDIR)/lib/libtxl.so.0
+	ln -sf libtxl.so.0 $(INSTDIR)/lib/libtxl.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LIBVER)|' \
+		-e 's|@LIBS@|$(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp|' \
+		contrib/txl.pc.in > $(INSTDIR)/lib/pkgconfig/txl.pc
 	install -m 755 $(BIN) $(INSTDIR)/bin/txl
 	install -m 644 doc/txl.1 $(INSTDIR)/share/man/man1/txl.1
 	install -m 644 configs/*.yaml $(INSTDIR)/share/txl/configs/
 	install -m 644 contrib/txl.bash $(INSTDIR)/share/bash-completion/completions/txl
 
 uninstall:
-	rm -f $(INSTDIR)/bin/txl $(INSTDIR)/share/man/man1/txl.1 \
+	rm -f $(INSTDIR)/bin/txl $(INSTDIR)/share/man/man1/txl.1 $(INSTDIR)/include/txl.h \
+		$(INSTDIR)/lib/libtxl.a $(INSTDIR)/lib/libtxl.so $(INSTDIR)/lib/libtxl.so.0 \
+		$(INSTDIR)/lib/libtxl.so.$(LIBVER) $(INSTDIR)/lib/pkgconfig/txl.pc \
 		$(INSTDIR)/share/bash-completion/completions/txl \
 		$(addprefix $(INSTDIR)/share/txl/configs/,$(notdir $(wildcard configs/*.yaml)))
 	-rmdir $(INSTDIR)/share/txl/configs $(INSTDIR)/share/txl 2>/dev/null

@@ -17,7 +17,9 @@ clean_make() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BIN -u BUILD -u CFLAGS
     -u TXL_SKIP make "$@"; }
 mk() { clean_make -s -o txl "$@"; }
 [ -x ./txl ] || clean_make -s txl
-mk install DESTDIR=$D PREFIX=$P > $TMP/install.out 2>&1
+# library.sh runs make install too, maybe at the same time: one make in the tree at a time
+flock $ROOT/.make.lock env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BIN -u BUILD -u CFLAGS \
+    -u LDFLAGS -u TXL_SKIP make -s -o txl install DESTDIR=$D PREFIX=$P > $TMP/install.out 2>&1
 check "make install DESTDIR=... PREFIX=$P: exit 0" test $? -eq 0
 for f in bin/txl share/man/man1/txl.1 share/txl/configs/tiny.yaml \
          share/txl/configs/enwik8_base.yaml share/bash-completion/completions/txl; do
