@@ -1,12 +1,13 @@
-/* tok.h: tokens. A token is a byte (0..255) or an anchor (256 + kind, data/units.h), so
- * token ids need 16 bits; the vocabulary is 256 + the number of anchor kinds a model was
- * trained with (model_config.vocab). */
+/* tok.h: tokens. A token is an id of the model's vocabulary: a byte (0..255) or an anchor
+ * (256 + kind, data/units.h) for the byte tokenizer, a word or a BPE piece (and their
+ * specials and anchors) for the others. Word vocabularies pass 65,536 (WikiText-103 has
+ * 267,735 words), so ids are 32 bits. */
 #ifndef TXL_TOK_H
 #define TXL_TOK_H
 
 #include <stdint.h>
 
-typedef uint16_t txl_tok;
+typedef uint32_t txl_tok;
 
 #define TXL_BYTES 256 /* byte tokens 0..255: the vocabulary without anchors */
 

@@ -72,7 +72,7 @@ static void score(const stream_eval *s, const txl_tok *y, int len, size_t at, si
                 for (int v = 1; v < V; v++)
                     if (lg[v] > lg[best])
                         best = v;
-                hit[o] = best == y[r];
+                hit[o] = (txl_tok)best == y[r];
             }
         }
 }
