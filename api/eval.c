@@ -58,6 +58,10 @@ static int check_setting(const eval_call *c, long long T, long long Mm, long seg
     if (T + Mm > INT_MAX / 2)
         return err_set(e, ERR_INPUT, "%s: tgt_len %lld + mem_len %lld is too long (at most %d)",
                        what, T, Mm, INT_MAX / 2);
+    if (c->o->same_length && Mm == 0)
+        return err_set(e, ERR_INPUT, "%s: same length needs a memory: with mem_len 0 the "
+                       "queries of a segment see 1 to tgt_len %lld keys (evaluate with "
+                       "--mem-len N, or a memory or both sweep)", what, T);
     double p;
     if (acts_plan_floats(&c->mc, c->B, (int)T, (int)Mm, 0, &p, e))
         return -1;
@@ -144,11 +148,12 @@ static void make_row(const eval_call *c, int fct, int T, int Mm, const eval_resu
         json, cap,
         "{\"loss\":%.8f,\"bpc\":%.8f,\"ppl\":%.6f,\"tokens\":%zu,\"bytes\":%zu,"
         "\"anchor_tokens\":%zu,\"anchor_bits\":%.6g,\"tgt_len\":%d,\"mem_len\":%d,"
-        "\"clamp_len\":%d,\"batch\":%d,\"warmup\":%s,\"same_length\":false,\"data\":\"%s\","
+        "\"clamp_len\":%d,\"batch\":%d,\"warmup\":%s,\"same_length\":%s,\"data\":\"%s\","
         "\"split\":\"%s\",\"pos_scheme\":\"%s\",\"step\":%ld,\"seconds\":%.3f,"
         "\"tok_per_s\":%.1f,\"gemm_share\":%.4f",
         r->loss, row->bpc, row->ppl, r->tokens, r->bytes, r->anchor_tokens, r->anchor_bits, T,
-        Mm, c->mc.clamp_len, c->B, c->o->warmup ? "true" : "false", c->span.path, c->label,
+        Mm, c->mc.clamp_len, c->B, c->o->warmup ? "true" : "false",
+        c->o->same_length ? "true" : "false", c->span.path, c->label,
         pos_scheme_name(c->mc.pos), m->step, r->seconds, row->tok_per_s, r->gemm_share);
     if (c->is_sweep && o < cap)
         o += (size_t)snprintf(json + o, cap - o, ",\"factor\":%d,\"sweep_mode\":\"%s\"", fct,
@@ -174,7 +179,7 @@ int txl_eval(txl_model *m, const txl_eval_opts *o, txl_eval_fn fn, void *ctx, tx
             snprintf(label, sizeof label, "%s", c.label);
         eval_opts eo = {.batch = c.B, .tgt_len = T, .mem_len = Mm, .warmup = o->warmup,
                         .max_tokens = (size_t)o->max_tokens, .progress = o->progress,
-                        .label = label};
+                        .label = label, .same_length = o->same_length};
         eval_result r;
         txl_eval_row row;
         if (eval_stream(&m->mdl, &c.mc, &c.ts, &eo, &r, e)) {
@@ -233,6 +238,9 @@ int txl_eval_terms(txl_model *m, const txl_eval_opts *o, long segments,
     api_err_clear(e);
     eval_call c;
     terms_pass tp = {0};
+    if (o->same_length)
+        return err_set(e, ERR_INPUT, "same_length: the score terms are taken with the trained "
+                       "mask (txl_eval alone evaluates with the same length)");
     int rc = call_init(&c, m, o, segments, e);
     if (rc == 0 && (terms_init(&tp, &m->mdl, &c.mc, &c.ts, c.B, c.base_tgt, c.base_mem,
                                (size_t)segments, e) ||

@@ -12,7 +12,7 @@ const cli_cmd txl_commands[] = {
      &train_spec, 0},
     {"eval", cmd_eval, "evaluate a checkpoint (bits per byte, perplexity, length sweeps)",
      "CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N] "
-     "[--clamp-len N] [--batch N] [--warmup] [--max-tokens N] "
+     "[--clamp-len N] [--batch N] [--warmup] [--same-length] [--max-tokens N] "
      "[--sweep 1,2,4,8 [--sweep-mode memory|window|both]] [--term-stats [N]] [--json] "
      "[--threads N] [-q]",
      &eval_spec, 0},

@@ -15,7 +15,7 @@ typedef struct {
     const char *data;
     int split;                /* index into split_names */
     long tgt_len, mem_len, clamp_len, batch, max_tokens, threads, term_stats;
-    int warmup, json, quiet;
+    int warmup, json, quiet, same_length;
     cli_list sweep;
     int sweep_mode;           /* txl_sweep_mode */
 } eval_args;
@@ -43,6 +43,10 @@ static const cli_opt eval_options[] = {
      .def_doc = "the trained batch_size"},
     {.name = "--warmup", .type = CLI_SWITCH, .off = O(warmup),
      .help = "score only segments whose memory is already full"},
+    {.name = "--same-length", .type = CLI_SWITCH, .off = O(same_length),
+     .excludes = "--term-stats",
+     .help = "every query sees the same number of keys, mem_len (its own included), as in "
+             "Dai et al.'s evaluation; needs a memory (not --sweep-mode window)"},
     {.name = "--max-tokens", .type = CLI_INT, .off = O(max_tokens), .lo = 2, .hi = LONG_MAX,
      .def = 0, .metavar = "N", .help = "use only the first N bytes of the data",
      .def_doc = "all"},
@@ -146,7 +150,7 @@ int cmd_eval(int argc, char **argv)
                        .clamp_len = a.clamp_len == CLAMP_UNSET ? -1 : (int)a.clamp_len,
                        .batch = (int)a.batch, .warmup = a.warmup, .max_tokens = a.max_tokens,
                        .factors = a.sweep.n ? a.sweep.v : NULL, .n_factors = a.sweep.n,
-                       .mode = (txl_sweep_mode)a.sweep_mode,
+                       .mode = (txl_sweep_mode)a.sweep_mode, .same_length = a.same_length,
                        .progress = !a.quiet && cli_isatty_stderr()};
     print_ctx p = {.a = &a};
     if (a.term_stats > 0)
@@ -157,8 +161,8 @@ int cmd_eval(int argc, char **argv)
     if (rc < 0)
         return cli_fail("eval", &e);
     if (rc == 0 && !a.json && !a.quiet && a.term_stats == 0)
-        fprintf(stderr, "(%s, %s, batch %d, clamp_len %d%s)\n", p.data,
+        fprintf(stderr, "(%s, %s, batch %d, clamp_len %d%s%s)\n", p.data,
                 a.data ? "whole file" : p.split, p.batch, p.clamp_len,
-                a.warmup ? ", warmup" : "");
+                a.warmup ? ", warmup" : "", a.same_length ? ", same length" : "");
     return 0; /* rc > 0: stdout failed, which main reports */
 }

@@ -64,7 +64,8 @@ static void run_segment(pass *p, const txl_tok *x, const txl_tok *y, const int32
 {
     int full = p->mem.m >= p->o->mem_len;
     fwd_opts fo = {.training = 0, .stats = p->o->stats, .pos_offset = p->o->pos_offset,
-                   .coords = co, .kv = &p->kv};
+                   .coords = co, .kv = &p->kv,
+                   .same_len = p->o->same_length ? p->o->mem_len : 0};
     double l = model_forward(p->mdl, &p->A, &p->mem, x, y, len, &fo);
     if (p->o->warmup && !full)
         return;

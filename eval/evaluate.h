@@ -22,6 +22,8 @@ typedef struct {
     int distributed;      /* split the streams over the MPI ranks (common/dist.h); every rank
                              gets the global result */
     long pos_offset;      /* added to every absolute position (txl probe shift) */
+    int same_length;      /* every query sees mem_len keys, its own included (fewer only
+                             while the memory fills): txl eval --same-length; mem_len > 0 */
 } eval_opts;
 
 typedef struct {

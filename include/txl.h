@@ -172,6 +172,10 @@ typedef struct {
     txl_sweep_mode mode;      /* memory: mem_len x factor; window: tgt_len x factor, no
                                  memory; both */
     int progress;             /* redraw a progress line on stderr (a terminal) */
+    int same_length;          /* every query sees the same number of keys, mem_len (its own
+                                 included; fewer only while the memory fills), as in Dai et
+                                 al.'s evaluation: each setting needs mem_len > 0 (not the
+                                 window mode); txl_eval only */
 } txl_eval_opts;
 
 typedef struct {

@@ -6,6 +6,7 @@
  * scattered back onto the diagonals it was read from (dBDraw[i][j+Lq-1-i] = dS[i][j]). */
 #include "attention.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,13 @@ static size_t kv_stride(const attn_args *a, int klen)
 
 static int bias_ld(const attn_args *a, int klen) { return a->bias_ld > 0 ? a->bias_ld : klen; }
 
+/* The first key row i sees: 0, or with same_len the last same_len keys up to m+i. */
+static int first_key(const attn_args *a, int i)
+{
+    int lo = a->m + i + 1 - a->same_len;
+    return a->same_len > 0 && lo > 0 ? lo : 0;
+}
+
 static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
                        const attn_args *a, float *scratch, int b, int h)
 {
@@ -135,13 +143,16 @@ static void forward_bh(float *prob, float *vec, const float *q, const float *kv,
     if (a->score_bias)
         a->score_bias->add(a->score_bias, P, klen, b, h, 0, Lq, m);
 
-    /* causal softmax: row i sees keys 0..m+i; masked entries become exact zeros */
+    /* causal softmax: row i sees keys lo..m+i (lo = first_key: 0 unless same_len); masked
+     * entries become exact zeros */
     for (int i = 0; i < Lq; i++) {
         float *srow = P + (size_t)i * klen;
-        int nv = m + i + 1;
-        double sum = vm_exp_sum(srow, nv, vm_max(srow, nv));
+        int nv = m + i + 1, lo = first_key(a, i);
+        double sum = vm_exp_sum(srow + lo, nv - lo, vm_max(srow + lo, nv - lo));
         float inv = (float)(1.0 / sum);
-        for (int j = 0; j < nv; j++)
+        for (int j = 0; j < lo; j++)
+            srow[j] = 0.0f;
+        for (int j = lo; j < nv; j++)
             srow[j] *= inv;
         for (int j = nv; j < klen; j++)
             srow[j] = 0.0f;
@@ -366,6 +377,7 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
     const size_t n_rk = (size_t)klen * hd, n_uv = (size_t)H * dh, n_db = (size_t)H * klen;
     int nt = attn_threads(a);
     const attn_bias_fn *sb = a->score_bias;
+    assert(a->same_len == 0); /* an evaluation setting: training has none */
     /* the accumulated gradients go to per-thread partial sums, added in thread order after
      * the loop: the result depends on the thread count, never on scheduling */
 #pragma omp parallel num_threads(nt)
@@ -419,7 +431,7 @@ void attn_term_stats(double acc[4][2], double *count, const float *q, const floa
                     memset(sbrow, 0, (size_t)klen * sizeof *sbrow);
                     a->score_bias->add(a->score_bias, sbrow, klen, b, h, i, i + 1, m);
                 }
-                for (int j = 0; j <= m + i; j++) {
+                for (int j = first_key(a, i); j <= m + i; j++) {
                     const float *kj = kv + (size_t)b * kv_stride(a, klen) + (size_t)j * 2 * hd + (size_t)h * dh;
                     double t[4] = {0, 0, 0, 0};
                     for (int c = 0; c < dh && !a->no_q_content; c++)

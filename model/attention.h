@@ -57,6 +57,11 @@ typedef struct {
     int threads;            /* threads the scratch was sized for (attn_scratch_floats) */
     int row_block;          /* query rows per GEMM block (0 = 64): each block computes only
                                the keys its rows can see */
+    int same_len;           /* inference (txl eval --same-length): query i sees at most
+                               same_len keys, its own included, keys max(0, m+i+1-same_len)
+                               .. m+i (Dai et al.'s evaluation mask); 0: keys 0..m+i. A
+                               lower bound of each row's visible range, nothing else: the
+                               forward and attn_term_stats only (training has none) */
     /* attn_decode only: where each head's cached rows are (0 = the layout of kv and rk
      * above, heads as column blocks of a row). Decoding keeps each head's keys, values and
      * xl positions as contiguous [rows, dh] blocks, which one-row products stream through. */

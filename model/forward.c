@@ -200,6 +200,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
     attn_args aa = attn_base(A, s, l);
     if (cached)
         aa.kv_bstride = (size_t)k->cap * k->row;
+    aa.same_len = o->same_len;
     if (A->pos->attn_args)
         A->pos->attn_args(&pc, &aa);
     if (o->stats)

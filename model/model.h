@@ -197,6 +197,8 @@ typedef struct {
                               required by schemes with needs_coords, else ignored */
     kv_cache *kv;      /* inference: the memory's keys and values, or NULL (every row of
                           the window projected) */
+    int same_len;      /* inference: each query sees at most this many keys (attn_args
+                          same_len; txl eval --same-length); 0: all up to its own */
 } fwd_opts;
 
 /* Forward of one segment x [B, Lq] (Lq <= A->Lq_max) with memory mem (mem->m rows).

@@ -3,7 +3,7 @@
 
 usage: /usr/bin/python3 tests/ref/eval_ckpt.py CKPT --data FILE [--tgt-len N]
            [--mem-len N] [--clamp-len N] [--batch N] [--split-range BEGIN:END]
-           [--dtype float32|float64] [--threads N]
+           [--same-length] [--dtype float32|float64] [--threads N]
 
 CKPT is a .safetensors.gz or plain .safetensors txl checkpoint (optim.* and
 state.* tensors are ignored); the model config comes from its `config`
@@ -16,6 +16,8 @@ n = floor((T-1)/B), stream b starting at token b n; segments at 0, Lq, 2Lq, ...
 < n of length min(Lq, n - start), memory carried; then the T - 1 - B n tokens
 left (the tail) continue the last stream alone, from its memory.  The loss is
 the nats of all scored tokens (anchors included) per byte scored.
+--same-length: every query sees the last mem_len keys, its own included (Dai et
+al.'s evaluation mask; txl_ref.attention).
 
 Prints one JSON line: loss (mean nats), bpc, ppl, tokens, tgt_len, mem_len,
 clamp_len, batch (plus data, split_range, dtype, n_segments).
@@ -92,6 +94,7 @@ def main(argv=None):
     ap.add_argument("--clamp-len", type=int)
     ap.add_argument("--batch", type=int)
     ap.add_argument("--split-range")
+    ap.add_argument("--same-length", action="store_true")
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float64")
     ap.add_argument("--threads", type=int, default=0)
     a = ap.parse_args(argv)
@@ -106,10 +109,13 @@ def main(argv=None):
         model["mem_len"] = a.mem_len
     if a.clamp_len is not None:
         model["clamp_len"] = a.clamp_len
+    model["same_length"] = a.same_length
     B = a.batch if a.batch is not None else int(cfg.get("train", {}).get("batch_size", 0))
     Lq, M = model["tgt_len"], model["mem_len"]
     if B < 1 or Lq < 1 or M < 0:
         die("need batch >= 1, tgt_len >= 1, mem_len >= 0 (got %d, %d, %d)" % (B, Lq, M))
+    if a.same_length and M == 0:
+        die("--same-length needs mem_len > 0")
     tok = (cfg.get("data", {}) or {}).get("tokenizer", "byte")
     if tok != "byte":
         sys.stderr.write("eval_ckpt: warning: tokenizer %r, evaluating bytes as tokens\n" % tok)
@@ -186,7 +192,7 @@ def main(argv=None):
            "anchor_bits": st["anchor_nats"] / math.log(2),
            "tgt_len": Lq, "mem_len": M, "clamp_len": model["clamp_len"], "batch": B,
            "data": a.data, "split_range": a.split_range, "dtype": a.dtype, "n_segments": nseg,
-           "pos_scheme": model["pos_scheme"]}
+           "pos_scheme": model["pos_scheme"], "same_length": a.same_length}
     print(json.dumps(out))
     return 0
 

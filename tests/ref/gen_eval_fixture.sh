@@ -7,7 +7,8 @@
 # modes. tests/e2e/reference_eval.sh compares `txl eval` to every line of expected.jsonl.
 # nano_hier_anchors is the hierarchical scheme trained with anchor tokens (bos, para, sent)
 # and a document separator: the reference inserts the anchors and computes the coordinates
-# with its own tokenizer. Needs ./txl (or TXL_BIN) and /usr/bin/python3 with torch.
+# with its own tokenizer. The --same-length lines evaluate with Dai et al.'s mask (every
+# query sees the last mem_len keys). Needs ./txl (or TXL_BIN) and /usr/bin/python3 with torch.
 # Usage: tests/ref/gen_eval_fixture.sh [--keep]   (--keep: reuse the checkpoints on disk and
 # recompute only the expected results)
 set -eu
@@ -48,6 +49,13 @@ E8=tests/data/enwik8_slice60k.txt.gz
         echo "nano_$s|$E8|--batch 4"
         echo "nano_$s|$E8|--batch 4 --mem-len 128"
         echo "nano_$s|$E8|--batch 4 --tgt-len 128 --mem-len 0"
+    done
+    # --same-length (Dai et al.'s evaluation mask): every query sees the last mem_len keys
+    echo "micro|$E8|--same-length"
+    echo "micro|$E8|--clamp-len 16 --mem-len 96 --same-length"
+    echo "micro|tests/data/tinyshakespeare.txt.gz|--tgt-len 100 --mem-len 50 --batch 16 --same-length"
+    for s in xl mlp rope alibi absolute none hier hier_anchors; do
+        echo "nano_$s|$E8|--batch 4 --tgt-len 32 --mem-len 8 --same-length"
     done
 } | while IFS='|' read -r ck data flags; do
     $PY tests/ref/eval_ckpt.py $OUT/$ck.safetensors.gz --data $data $flags --dtype float64 |

@@ -322,6 +322,10 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
     jj = torch.arange(klen, device=dev)[None, :]
     delta = (m + ii) - jj                                        # [Lq, klen]
     visible = jj <= m + ii
+    if c.get("same_length"):
+        # Dai et al.'s evaluation mask (official mem_transformer.py, dec_attn_mask with
+        # mask_shift_len): each query sees the last mem_len keys, its own included
+        visible = visible & (jj >= m + ii + 1 - c["mem_len"])
     scale = 1.0 / math.sqrt(dh)
 
     if scheme == "xl":
