@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/json.h"
 #include "../common/sys.h"
 #include "../model/gemm.h"
 #include "../eval/evaluate.h"
@@ -158,6 +159,13 @@ static void make_row(const eval_call *c, int fct, int T, int Mm, const eval_resu
     if (c->is_sweep && o < cap)
         o += (size_t)snprintf(json + o, cap - o, ",\"factor\":%d,\"sweep_mode\":\"%s\"", fct,
                               mode);
+    /* the checkpoint measured (null for a model made in memory): rows of several
+     * checkpoints tell theirs apart (txl plot --sweep draws a curve per checkpoint) */
+    if (o + 14 < cap) {
+        o += (size_t)snprintf(json + o, cap - o, ",\"checkpoint\":");
+        int n = json_str(json + o, cap - o, txl_model_path(m));
+        o += n > 0 ? (size_t)n : 0;
+    }
     if (o < cap)
         snprintf(json + o, cap - o, "}");
 }
@@ -172,7 +180,7 @@ int txl_eval(txl_model *m, const txl_eval_opts *o, txl_eval_fn fn, void *ctx, tx
         long long TT, MM;
         setting_lengths(&c, fct, &TT, &MM);
         int T = (int)TT, Mm = (int)MM; /* checked by call_init */
-        char label[96], json[1536];
+        char label[96], json[16384]; /* two paths of TXL_PATH_MAX, escaped */
         if (c.is_sweep) /* the progress line says which factor it is on */
             snprintf(label, sizeof label, "%s %dx (%d of %d)", c.label, fct, k + 1, c.n);
         else

@@ -73,6 +73,7 @@ int txl_probe(txl_model *m, const txl_probe_opts *o,
     if (split < 0)
         return err_set(e, ERR_INPUT, "split '%s': expected valid, test or train", o->split);
     probe_ctx p = {.a = &a, .cfg = cfg, .mdl = &m->mdl, .step = m->step,
+                   .ckpt_path = txl_model_path(m),
                    .T = o->tgt_len > 0 ? o->tgt_len : cfg->model.tgt_len,
                    .M = o->mem_len >= 0 ? o->mem_len : cfg->model.mem_len,
                    .progress = o->progress, .units = cfg_units(cfg),

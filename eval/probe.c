@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../model/gemm.h"
+#include "../common/json.h"
 #include "../common/sys.h"
 #include "../data/units.h"
 
@@ -70,6 +71,14 @@ void print_ci(FILE *f, const char *name, stat_ci s)
     fprintf(f, ",");
     print_num(f, s.hi);
     fprintf(f, "]");
+}
+
+void probe_json_end(const probe_ctx *p, FILE *json)
+{
+    fputs(",\"checkpoint\":", json);
+    if (json_put_str(json, p->ckpt_path))
+        fputs("null", json); /* out of memory: the row stays whole */
+    fputc('}', json);
 }
 
 int probe_row_begin(probe_row *r, txl_err *e)

@@ -56,6 +56,7 @@ typedef struct {
     const char *label;      /* the split's name, or "file" */
     int T, M;               /* the trained (or the options') lengths */
     long step;
+    const char *ckpt_path;  /* the checkpoint file, or NULL (a model made in memory) */
     int progress;           /* progress lines on stderr */
     int (*fn)(void *ctx, const txl_probe_row *row); /* the rows' destination */
     void *ctx;
@@ -63,6 +64,9 @@ typedef struct {
     int rows;               /* table rows handed over so far */
 } probe_ctx;
 
+/* Ends a row's JSON object: the checkpoint measured ("checkpoint": its path, null for a
+ * model made in memory; the row's step is the checkpoint's), then the closing brace. */
+void probe_json_end(const probe_ctx *p, FILE *json);
 /* Opens a row's two streams: 0, or -1 with e (out of memory). */
 int probe_row_begin(probe_row *r, txl_err *e);
 /* Closes the row's streams and hands it to p->fn as a row of p's table (mode: "memory",

@@ -188,9 +188,10 @@ static int cell_row(probe_ctx *p, const needle_set *n, probe_mode mode, int fact
     print_ci(r.json, "gain_bits", g);
     fprintf(r.json, ",\"cut_trials\":%d,\"pad_max\":%d", cut, n->pad_max);
     fprintf(r.json, ",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
-            "\"tok_per_s\":%.1f,\"seed\":%llu}", s->T, s->M,
+            "\"tok_per_s\":%.1f,\"seed\":%llu", s->T, s->M,
             pos_scheme_name(p->cfg->model.pos), p->step,
             s->tokens / (seconds > 0 ? seconds : 1e-9), p->a->seed);
+    probe_json_end(p, r.json);
     fprintf(r.text, "%-7s %3dx %7d %5d%%   %5.2f [%4.2f,%4.2f]   %7.2f [%6.2f,%6.2f]   %7.2f",
             mn, factor, n->L, depth, acc.mean, acc.lo, acc.hi, g.mean, g.lo, g.hi, vb.mean);
     return probe_row_end(p, &r, mn, 0, e);

@@ -146,9 +146,10 @@ static int distance_row(probe_ctx *p, probe_mode mode, const recall_set *s,
     print_ci(r.json, "control_bpc", ci);
     fprintf(r.json, ",\"cut_trials\":%d,\"pad_max\":%d", s->cut, s->pad_max);
     fprintf(r.json, ",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
-            "\"tok_per_s\":%.1f,\"seed\":%llu}", ev->T, ev->M,
+            "\"tok_per_s\":%.1f,\"seed\":%llu", ev->T, ev->M,
             pos_scheme_name(p->cfg->model.pos), p->step, ev->tokens / (sec > 0 ? sec : 1e-9),
             p->a->seed);
+    probe_json_end(p, r.json);
     fprintf(r.text, "%-7s %8d   %6.3f [%6.3f,%6.3f]   %6.3f   %6.3f   %7.3f", mn, s->D, gi.mean,
             gi.lo, gi.hi, fi.mean, se.mean, ci.mean);
     return probe_row_end(p, &r, mn, 0, e);
@@ -230,8 +231,9 @@ static int summary_row(probe_ctx *p, probe_mode mode, const int *d, const stat_c
     if (eff < 0)
         fprintf(r.json, ",\"note\":\"the gain at the shortest distance is not significantly "
                 "above 0 (the lower end of its 95%% interval is not above 0)\"");
-    fprintf(r.json, ",\"pos_scheme\":\"%s\",\"step\":%ld}", pos_scheme_name(p->cfg->model.pos),
+    fprintf(r.json, ",\"pos_scheme\":\"%s\",\"step\":%ld", pos_scheme_name(p->cfg->model.pos),
             p->step);
+    probe_json_end(p, r.json);
     if (eff >= 0)
         fprintf(r.text, "%s: effective context %d bytes (gain >= half of %.3f bpc, the gain at "
                 "%d)", mn, eff, g[0].mean, d[0]);

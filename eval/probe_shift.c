@@ -27,8 +27,9 @@ static int offset_row(probe_ctx *p, int off, int off0, const eval_result *r, dou
     fprintf(row.json, ",\"relative\":");
     print_num(row.json, rel);
     fprintf(row.json, ",\"base_offset\":%d,\"tokens\":%zu,\"tgt_len\":%d,\"mem_len\":%d,"
-            "\"pos_scheme\":\"%s\",\"step\":%ld}", off0, r->tokens, p->T, p->M,
+            "\"pos_scheme\":\"%s\",\"step\":%ld", off0, r->tokens, p->T, p->M,
             pos_scheme_name(p->cfg->model.pos), p->step);
+    probe_json_end(p, row.json);
     fprintf(row.text, "%10d %12.8f %12.3e %12.3e", off, r->loss, d, rel);
     return probe_row_end(p, &row, NULL, 0, e);
 }
