@@ -46,7 +46,8 @@ static const cli_opt plot_options[] = {
      .help = "the arguments are eval --sweep --json outputs, not run dirs"},
     {.name = "--probe", .type = CLI_SWITCH, .off = O(probe), .excludes = "--terms",
      .help = "the arguments are 'txl probe needle|recall --json' outputs: needle heat maps "
-             "(length x depth) or recall curves"},
+             "(length x depth, a panel per checkpoint and mode, one color scale) and recall "
+             "curves (a panel of their own)"},
     {.name = "--terms", .type = CLI_SWITCH, .off = O(terms), .excludes = "--sweep",
      .help = "the argument is one run directory: the spread of each score term against the "
              "step, one panel per layer, from its terms events (train.term_stats_interval)"},
@@ -76,8 +77,9 @@ const cli_spec plot_spec = {
              "(RUN_DIR/log.jsonl: train events as solid lines, validation as points and line, "
              "one color per run), or, with --sweep, bits per byte against the evaluated context "
              "(tgt_len + mem_len) from the output of 'txl eval --sweep ... --json' (one color "
-             "per 'scheme' field, else per file; line style per sweep_mode), with --probe the "
-             "probes' results, with --terms a run's score terms. Needs gnuplot "
+             "per checkpoint the rows name, or per 'scheme' field when they have one; line "
+             "style per sweep_mode), with --probe the probes' results, with --terms a run's "
+             "score terms. Needs gnuplot "
              "(apt-get install gnuplot-nox).",
     .notes = "A RUN_DIR may also be the path of a log.jsonl. The environment variable "
              "TXL_GNUPLOT names the gnuplot binary (default: gnuplot on PATH).",
@@ -183,18 +185,52 @@ static int load_run(const char *arg, series *train, series *valid, txl_err *e)
     return 0;
 }
 
+/* A curve's group (one color): the rows' own label (`scheme`, as scripts/extrapolation.sh
+ * writes it), else the checkpoint they measured (`checkpoint` and `step`, which txl eval
+ * writes), else the pos_scheme of a single file's rows (files of older txl), else the file. */
+typedef struct {
+    char key[PLOT_LABEL + 32];
+    char ckpt[1024];     /* the checkpoint's path when the group is one, else "" */
+    long step;
+} sweep_group;
+
+#define MAX_GROUPS 64
+
 typedef struct {
     series_list *l;
     const char *file_label;
-    int *ngroups;
-    char (*groups)[128];
+    int ngroups;
+    sweep_group *groups; /* [MAX_GROUPS] */
     txl_err *e;
     const char *path;
     long used;
     int by_scheme;       /* one file: its rows' pos_scheme names the groups */
 } sweep_ctx;
 
-#define MAX_GROUPS 64
+/* The group of a row (a new one when its key is new): its index, or -1 with e. */
+static int sweep_group_of(sweep_ctx *c, const cJSON *o, long ln)
+{
+    sweep_group g = {.step = 0};
+    const char *scheme = str_field(o, "scheme"), *ck = str_field(o, "checkpoint");
+    if (!scheme && ck) {
+        if (int_field(o, "step", 0, PLOT_INT_MAX, c->path, ln, &g.step, c->e) < 0)
+            return -1;
+        snprintf(g.ckpt, sizeof g.ckpt, "%s", ck);
+        snprintf(g.key, sizeof g.key, "%s\n%ld", ck, g.step);
+    } else {
+        if (!scheme && c->by_scheme)
+            scheme = str_field(o, "pos_scheme");
+        snprintf(g.key, sizeof g.key, "%s", scheme ? scheme : c->file_label);
+    }
+    for (int i = 0; i < c->ngroups; i++)
+        if (strcmp(c->groups[i].key, g.key) == 0)
+            return i;
+    if (c->ngroups == MAX_GROUPS)
+        return err_set(c->e, ERR_INPUT, "%s:%ld: more than %d groups (checkpoints, schemes or "
+                       "files)", c->path, ln, MAX_GROUPS);
+    c->groups[c->ngroups] = g;
+    return c->ngroups++;
+}
 
 static int sweep_line(const cJSON *o, long ln, void *vctx)
 {
@@ -213,23 +249,13 @@ static int sweep_line(const cJSON *o, long ln, void *vctx)
                        c->path, ln);
     if (int_field(o, "factor", 1, PLOT_INT_MAX, c->path, ln, &factor, c->e) < 0)
         return -1;
-    const char *scheme = str_field(o, "scheme"); /* scripts/extrapolation.sh's label */
-    if (!scheme && c->by_scheme)
-        scheme = str_field(o, "pos_scheme"); /* txl eval's */
-    const char *label = scheme ? scheme : c->file_label;
+    int g = sweep_group_of(c, o, ln);
+    if (g < 0)
+        return -1;
+    const char *label = c->groups[g].key; /* a checkpoint's is replaced once all are read */
     const char *mode = str_field(o, "sweep_mode");
     if (!mode)
         mode = "";
-    int g = 0;
-    while (g < *c->ngroups && strcmp(c->groups[g], label) != 0)
-        g++;
-    if (g == *c->ngroups) {
-        if (g == MAX_GROUPS)
-            return err_set(c->e, ERR_INPUT, "%s:%ld: more than %d groups (schemes or files)",
-                           c->path, ln, MAX_GROUPS);
-        snprintf(c->groups[g], sizeof c->groups[g], "%s", label);
-        (*c->ngroups)++;
-    }
     series *s = NULL;
     for (size_t i = 0; i < c->l->n && !s; i++)
         if (c->l->s[i].group == g && strcmp(c->l->s[i].mode, mode) == 0)
@@ -559,28 +585,68 @@ static int load_runs(series_list *l, char **inputs, int nin, txl_err *e)
     return 0;
 }
 
-/* The sweep files' rows, one series per group (scheme or file) and sweep mode, sorted. */
+/* The legend names of the checkpoint groups: the shortest that tell them apart. */
+static int label_ckpt_groups(series_list *l, const sweep_group *g, int n, txl_err *e)
+{
+    const char *paths[MAX_GROUPS];
+    long steps[MAX_GROUPS];
+    int idx[MAX_GROUPS], k = 0;
+    for (int i = 0; i < n; i++)
+        if (g[i].ckpt[0]) {
+            paths[k] = g[i].ckpt;
+            steps[k] = g[i].step;
+            idx[k++] = i;
+        }
+    char (*lab)[PLOT_LABEL] = k ? malloc((size_t)k * sizeof *lab) : NULL;
+    if (k && !lab)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    ckpt_labels(paths, steps, k, lab);
+    for (size_t i = 0; i < l->n; i++)
+        for (int j = 0; j < k; j++)
+            if (l->s[i].group == idx[j]) {
+                char *d = dupstr(lab[j]);
+                if (!d) {
+                    free(lab);
+                    return err_set(e, ERR_RUNTIME, "out of memory");
+                }
+                free(l->s[i].label);
+                l->s[i].label = d;
+            }
+    free(lab);
+    return 0;
+}
+
+/* The sweep files' rows, one series per group (checkpoint, scheme or file) and sweep mode,
+ * sorted. */
 static int load_sweeps(series_list *l, char **inputs, int nin, txl_err *e)
 {
-    char groups[MAX_GROUPS][128];
-    int ngroups = 0;
-    for (int k = 0; k < nin; k++) {
+    sweep_group *groups = calloc(MAX_GROUPS, sizeof *groups);
+    if (!groups)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    int ngroups = 0, rc = 0;
+    for (int k = 0; k < nin && !rc; k++) {
         char lab[1024];
         run_label(lab, sizeof lab, inputs[k]);
         size_t n = strlen(lab);
         if (n > 6 && strcmp(lab + n - 6, ".jsonl") == 0)
             lab[n - 6] = 0;
-        sweep_ctx c = {l, lab, &ngroups, groups, e, inputs[k], 0, nin == 1};
+        sweep_ctx c = {l, lab, ngroups, groups, e, inputs[k], 0, nin == 1};
         long nlines = 0;
         if (access(inputs[k], F_OK) != 0)
-            return err_set(e, ERR_INPUT, "%s: no such sweep file", inputs[k]);
-        if (each_json_line(inputs[k], sweep_line, &c, &nlines, e))
-            return -1;
-        if (c.used == 0)
-            return err_set(e, ERR_INPUT, "%s: no evaluation rows to plot (%s)", inputs[k],
-                           nlines ? "expected the output of 'txl eval --sweep ... --json'"
-                                  : "empty file");
+            rc = err_set(e, ERR_INPUT, "%s: no such sweep file", inputs[k]);
+        else if (each_json_line(inputs[k], sweep_line, &c, &nlines, e))
+            rc = -1;
+        else if (c.used == 0)
+            rc = err_set(e, ERR_INPUT, "%s: no evaluation rows to plot (%s)", inputs[k],
+                         nlines ? "expected the output of 'txl eval --sweep ... --json'"
+                                : "empty file");
+        ngroups = c.ngroups;
     }
+    if (!rc)
+        rc = label_ckpt_groups(l, groups, ngroups, e);
+    free(groups);
+    if (rc)
+        return -1;
     for (size_t i = 0; i < l->n; i++)
         qsort(l->s[i].p, l->s[i].n, sizeof *l->s[i].p, cmp_point_x);
     /* legend order: group by group (first appearance), memory before both before window */
@@ -605,7 +671,7 @@ static char *gp_program(const series_list *l, const plot_opts *po, const plot_ar
             a->sweep ? "--sweep" : a->probe ? "--probe" : a->terms ? "--terms" : "learning curves");
     int rc = 0;
     if (a->probe)
-        rc = plot_probe_program(ms, a->inputs, a->n_inputs, po, a->gain, npoints, e);
+        rc = plot_probe_program(ms, a->inputs, a->n_inputs, po, a->gain, npoints, npanels, e);
     else if (a->terms)
         rc = plot_terms_program(ms, a->inputs[0], po, npoints, npanels, e);
     else if (a->sweep)
@@ -740,10 +806,9 @@ static int render(const series_list *l, plot_opts *po, const plot_args *a)
         for (size_t i = 0; i < l->n; i++)
             np += l->s[i].n;
         np -= dropped.zero_logx + dropped.not_finite;
-        size_t nc = a->probe ? (size_t)a->n_inputs : a->terms ? (size_t)panels
-                    : a->sweep ? l->n : l->n / 2;
+        size_t nc = a->probe || a->terms ? (size_t)panels : a->sweep ? l->n : l->n / 2;
         fprintf(stderr, "txl plot: %s (%zu %s%s, %zu points)\n", out, nc,
-                a->probe ? "file" : a->terms ? "layer" : a->sweep ? "curve" : "run",
+                a->probe ? "panel" : a->terms ? "layer" : a->sweep ? "curve" : "run",
                 nc == 1 ? "" : "s", np);
     }
     return 0;

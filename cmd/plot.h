@@ -12,6 +12,8 @@
 /* Tableau 10: distinct on white, readable by most color-blind viewers. */
 extern const char *const plot_palette[];
 #define PLOT_NPAL 10
+/* The longest legend name of a checkpoint (ckpt_labels), with its NUL. */
+#define PLOT_LABEL 1100
 
 typedef struct {
     double x, y;
@@ -66,15 +68,21 @@ int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), voi
 void gp_str(FILE *f, const char *s);
 /* Terminal, output, title, axes and grid. */
 void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabel);
+/* Legend names for n checkpoints (path, step: the "checkpoint" and "step" fields of eval and
+ * probe rows) that tell every one apart: "best, step 1500" (the file's name without
+ * .safetensors[.gz]); with its directory ("run/best, step 1500") when two would read the
+ * same, else the whole path. out[i] has cap bytes. */
+void ckpt_labels(const char *const *paths, const long *steps, int n, char (*out)[PLOT_LABEL]);
 /* A file's legend name: its base name (without /log.jsonl). */
 void run_label(char *buf, size_t cap, const char *arg);
 
 /* RUN (a run directory or the path of a log.jsonl) -> the log's path; -1 with e. */
 int run_log_path(const char *arg, char *path, size_t cap, txl_err *e);
 
-/* --probe: loads the probe files and writes the gnuplot program; 0 or -1 with e. */
+/* --probe: loads the probe files and writes the gnuplot program (a panel per needle map,
+ * one for the recall curves); 0 or -1 with e. */
 int plot_probe_program(FILE *f, char **inputs, int nin, const plot_opts *po, int gain,
-                       size_t *npoints, txl_err *e);
+                       size_t *npoints, int *npanels, txl_err *e);
 /* --terms: loads a run's terms events and writes the gnuplot program (one panel per layer);
  * 0 or -1 with e. */
 int plot_terms_program(FILE *f, const char *input, const plot_opts *po, size_t *npoints,

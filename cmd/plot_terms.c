@@ -110,56 +110,86 @@ static void gp_val(FILE *f, double v)
         fputs(" ?", f);
 }
 
+/* The key, in a strip of its own between the title and the panels (inside a panel it hid
+ * layer 0's band): a plot of the whole width with nothing but the key's entries. */
+static void gp_terms_key(FILE *f, const terms_data *d, double y0, double h)
+{
+    fprintf(f, "set origin 0,%.4f\nset size 1,%.4f\nunset border\nunset xtics\nunset ytics\n"
+            "unset xlabel\nunset ylabel\nunset grid\nunset logscale\nset xrange [0:1]\n"
+            "set yrange [0:1]\nset key inside center center horizontal maxcols 3 spacing 1.1 "
+            "samplen 2.5 opaque box lc rgb '#cccccc'\n", y0, h);
+    fputs("plot NaN with filledcurves x1 fc rgb '#eeeeee' title '1/10 to 10x content: healthy'",
+          f);
+    for (int t = 0; t < d->nterms; t++) {
+        fprintf(f, ", \\\n     NaN with linespoints lw %s pt 7 ps 0.6 lc rgb '%s' title ",
+                t ? "1.6" : "2.4", t ? plot_palette[(t - 1) % PLOT_NPAL] : "#222222");
+        gp_str(f, d->names[t]);
+    }
+    fputs(", \\\n     NaN with points pt 6 ps 1.8 lw 1.5 lc rgb '#222222' "
+          "title 'flagged by the verdict'\n", f);
+    fputs("set border 3 lw 1 lc rgb '#444444'\nset xtics nomirror out\nset ytics nomirror out\n"
+          "set mxtics\nset mytics 2\nset xlabel 'step'\n"
+          "set ylabel 'std of the term (scaled by 1/sqrt(d_head))'\nset grid xtics ytics "
+          "mxtics mytics lt 1 lw 1 lc rgb '#e0e0e0', lt 1 lw 1 lc rgb '#f2f2f2'\n"
+          "set autoscale xy\nset logscale y 10\nunset key\n", f);
+}
+
+static void gp_terms_layer(FILE *f, const terms_data *d, int l)
+{
+    fprintf(f, "$layer%d << EOD\n", l);
+    for (size_t i = 0; i < d->n; i++) {
+        fprintf(f, "%ld", d->r[i].step);
+        for (int t = 0; t < d->nterms; t++)
+            gp_val(f, d->r[i].sd[l][t]);
+        for (int t = 0; t < d->nterms; t++)
+            gp_val(f, d->r[i].flag[l][t] ? d->r[i].sd[l][t] : NAN);
+        fputc('\n', f);
+    }
+    fputs("EOD\n", f);
+    fprintf(f, "set title 'layer %d'\n", l);
+    fprintf(f, "plot $layer%d using 1:($2/10):($2*10) with filledcurves fc rgb '#eeeeee' "
+            "notitle", l);
+    for (int t = 0; t < d->nterms; t++)
+        fprintf(f, ", \\\n     $layer%d using 1:%d with linespoints lw %s pt 7 ps 0.6 "
+                "lc rgb '%s' notitle", l, 2 + t, t ? "1.6" : "2.4",
+                t ? plot_palette[(t - 1) % PLOT_NPAL] : "#222222");
+    for (int t = 1; t < d->nterms; t++) { /* rings where flagged (none: no series) */
+        int any = 0;
+        for (size_t i = 0; i < d->n; i++)
+            any |= d->r[i].flag[l][t] && isfinite(d->r[i].sd[l][t]) && d->r[i].sd[l][t] > 0;
+        if (any)
+            fprintf(f, ", \\\n     $layer%d using 1:%d with points pt 6 ps 1.8 lw 1.5 "
+                    "lc rgb '#222222' notitle", l, 2 + d->nterms + t);
+    }
+    fputc('\n', f);
+}
+
+/* The title, the key's strip (95 pixels) and the panels, placed by hand (origin and size:
+ * a layout would give the key the width of a panel). */
 static void gp_terms(FILE *f, const terms_data *d, const plot_opts *po, const char *run)
 {
     int cols = d->nlayers < 2 ? 1 : 2, rows = (d->nlayers + cols - 1) / cols;
     plot_opts q = *po, *o = &q;
-    if (!po->fixed_size && rows > 2) /* 300 pixels a row of panels */
-        q.height = 300 * rows;
+    if (!po->fixed_size && rows > 1) /* 300 pixels a row of panels, and the key */
+        q.height = 300 * rows + 140 > po->height ? 300 * rows + 140 : po->height;
     char title[1100];
     snprintf(title, sizeof title, "%s: spread of the score terms while training", run);
     gp_header(f, o, title, "step");
-    fputs("set ylabel 'std of the term (scaled by 1/sqrt(d_head))'\nset logscale y 10\n"
-          "set format y '%g'\nset datafile missing '?'\nset key top left\n", f);
+    fputs("set format y '%g'\nset datafile missing '?'\n", f);
     if (o->logx == 1)
         fputs("set logscale x 10\n", f);
-    fprintf(f, "set multiplot layout %d,%d title ", rows, cols);
+    double H = o->height, title_h = 40.0 / H, key_h = 95.0 / H;
+    double top = 1 - title_h - key_h, ph = top / rows, pw = 1.0 / cols;
+    fputs("set multiplot title ", f);
     gp_str(f, o->title ? o->title : title);
     fputs(" font ',14'\nunset title\n", f);
+    gp_terms_key(f, d, top, key_h);
+    if (o->logx == 1)
+        fputs("set logscale x 10\n", f);
     for (int l = 0; l < d->nlayers; l++) {
-        fprintf(f, "$layer%d << EOD\n", l);
-        for (size_t i = 0; i < d->n; i++) {
-            fprintf(f, "%ld", d->r[i].step);
-            for (int t = 0; t < d->nterms; t++)
-                gp_val(f, d->r[i].sd[l][t]);
-            for (int t = 0; t < d->nterms; t++)
-                gp_val(f, d->r[i].flag[l][t] ? d->r[i].sd[l][t] : NAN);
-            fputc('\n', f);
-        }
-        fputs("EOD\n", f);
-        fprintf(f, "set title 'layer %d'\n", l);
-        if (l == 1)
-            fputs("unset key\n", f);
-        fprintf(f, "plot $layer%d using 1:($2/10):($2*10) with filledcurves "
-                "fc rgb '#eeeeee' title '1/10 to 10x content: healthy'", l);
-        for (int t = 0; t < d->nterms; t++) {
-            fprintf(f, ", \\\n     $layer%d using 1:%d with linespoints lw %s pt 7 ps 0.6 "
-                    "lc rgb '%s' title ", l, 2 + t, t ? "1.6" : "2.4",
-                    t ? plot_palette[(t - 1) % PLOT_NPAL] : "#222222");
-            gp_str(f, d->names[t]);
-        }
-        for (int t = 1; t < d->nterms; t++) { /* rings where flagged (none: no series) */
-            int any = 0;
-            for (size_t i = 0; i < d->n; i++)
-                any |= d->r[i].flag[l][t] && isfinite(d->r[i].sd[l][t]) && d->r[i].sd[l][t] > 0;
-            if (any)
-                fprintf(f, ", \\\n     $layer%d using 1:%d with points pt 6 ps 1.8 lw 1.5 "
-                        "lc rgb '#222222' notitle", l, 2 + d->nterms + t);
-        }
-        if (l == 0) /* the key (first panel only) names the rings, wherever they are */
-            fputs(", \\\n     NaN with points pt 6 ps 1.8 lw 1.5 lc rgb '#222222' "
-                  "title 'flagged by the verdict'", f);
-        fputc('\n', f);
+        fprintf(f, "set origin %.4f,%.4f\nset size %.4f,%.4f\n", (l % cols) * pw,
+                top - (l / cols + 1) * ph, pw, ph);
+        gp_terms_layer(f, d, l);
     }
     fputs("unset multiplot\nunset output\n", f);
 }

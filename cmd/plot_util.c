@@ -276,6 +276,50 @@ void run_label(char *buf, size_t cap, const char *arg)
     snprintf(buf, cap, "%s", b && b[1] ? b + 1 : tmp);
 }
 
+/* The name of checkpoint path at a level: 0 its file's stem, 1 with its directory, 2 the
+ * whole path; then ", step N". */
+static void ckpt_label(char *buf, size_t cap, const char *path, long step, int level)
+{
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    size_t n = strlen(tmp);
+    static const char *const ext[] = {".safetensors.gz", ".safetensors"};
+    for (int k = 0; k < 2 && level < 2; k++) {
+        size_t x = strlen(ext[k]);
+        if (n > x && strcmp(tmp + n - x, ext[k]) == 0) {
+            tmp[n -= x] = 0;
+            break;
+        }
+    }
+    const char *name = tmp;
+    if (level < 2) {
+        const char *b = strrchr(tmp, '/');
+        if (b && level == 1) { /* back to the directory's name */
+            const char *d = b;
+            while (d > tmp && d[-1] != '/')
+                d--;
+            name = d;
+        } else if (b) {
+            name = b + 1;
+        }
+    }
+    snprintf(buf, cap, "%s, step %ld", name, step);
+}
+
+void ckpt_labels(const char *const *paths, const long *steps, int n, char (*out)[PLOT_LABEL])
+{
+    for (int level = 0; level < 3; level++) {
+        for (int i = 0; i < n; i++)
+            ckpt_label(out[i], PLOT_LABEL, paths[i], steps[i], level);
+        int same = 0;
+        for (int i = 0; i < n && !same; i++)
+            for (int j = 0; j < i && !same; j++)
+                same = strcmp(out[i], out[j]) == 0;
+        if (!same)
+            return;
+    }
+}
+
 /* ---- sweeps ------------------------------------------------------------------------- */
 
 /* A gnuplot single-quoted string: '' stands for one quote. */

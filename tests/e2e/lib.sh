@@ -29,3 +29,21 @@ wait_trained() {
     done
     return 1
 }
+# svg_text SVG: what a reader of a gnuplot SVG sees written (titles, axis labels, legend
+# entries, the color bar's label, tic and cell labels), one text per line, each prefixed with
+# its fill color and a tab: "rgb(34,34,34)<TAB>layer 0"
+svg_text() {
+    awk '/fill="rgb\(/ { f = $0; sub(/.*fill="/, "", f); sub(/".*/, "", f) }
+         /<text[^>]*>.*<\/text>/ { t = $0; sub(/.*<text[^>]*>/, "", t); sub(/<\/text>.*/, "", t)
+             gsub(/<[^>]*>/, "", t); gsub(/&lt;/, "<", t); gsub(/&gt;/, ">", t)
+             gsub(/&apos;/, "\047", t); gsub(/&quot;/, "\"", t); gsub(/&amp;/, "\\&", t)
+             sub(/^ +/, "", t); print f "\t" t }' "$1"
+}
+# svg_has SVG TEXT: TEXT is one of the SVG's texts, whole
+svg_has() { svg_text "$1" | cut -f 2- | grep -q -x -F -e "$2"; }
+# svg_y SVG TEXT: the y coordinate (pixels from the top) of the first text TEXT, whole
+svg_y() {
+    awk -v want="$2" '/translate\(/ { y = $0; sub(/.*translate\([^,]*,/, "", y); sub(/\).*/, "", y) }
+        /<text[^>]*>.*<\/text>/ { t = $0; sub(/.*<text[^>]*>/, "", t); sub(/<\/text>.*/, "", t)
+            if (t == want) { print y; exit } }' "$1"
+}

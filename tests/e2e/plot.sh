@@ -126,9 +126,37 @@ $TXL plot $TMP/run -o $TMP/curves.svg -q
 check "plot SVG: nonzero size" test -s $TMP/curves.svg
 check "plot SVG: <svg root element" grep -q '<svg' $TMP/curves.svg
 check "plot SVG: legend names the run" grep -q '>run train<' $TMP/curves.svg
+# what a reader needs, read off the SVG: the title, both axis labels, the legend
+check "  ... its title" svg_has $TMP/curves.svg "run: bits per byte while training"
+check "  ... both axis labels" sh -c ". tests/e2e/lib.sh; svg_has $TMP/curves.svg 'bits per byte (bpc)' &&
+    svg_has $TMP/curves.svg 'training tokens (thousands; 1 token = 1 byte)'"
+check "  ... the legend: train and valid" sh -c ". tests/e2e/lib.sh; svg_has $TMP/curves.svg 'run train' &&
+    svg_has $TMP/curves.svg 'run valid'"
 cp -r $TMP/run $TMP/run2
 $TXL plot $TMP/run $TMP/run2/log.jsonl -o $TMP/two.svg -q
 check "plot SVG, two runs: both in the legend" grep -q '>run2 valid<' $TMP/two.svg
+# two checkpoints' sweeps in one file: a curve each, told apart by the legend (the rows name
+# their checkpoint and step; they were grouped by pos_scheme: one zigzag through both)
+for c in last best; do
+    $TXL eval $TMP/run/$c.safetensors.gz --data tests/data/enwik8_slice60k.txt.gz \
+        --max-tokens 8000 --sweep 1,2,4 --json -q --threads 1
+done > $TMP/two_ckpt.jsonl
+bstep=$(jq -s -r '.[3].step' $TMP/two_ckpt.jsonl)
+check "eval rows name their checkpoint and its step" \
+    jq -s -e --arg d $TMP/run 'map(.checkpoint) == ([range(3)] | map($d + "/last.safetensors.gz")) + ([range(3)] | map($d + "/best.safetensors.gz")) and .[0].step == 40' $TMP/two_ckpt.jsonl
+$TXL plot --sweep $TMP/two_ckpt.jsonl -o $TMP/two_ckpt.svg 2>$TMP/plot.err
+check "plot --sweep, two checkpoints in one file: 2 curves (was 1)" grep -q "two_ckpt.svg (2 curves, 6 points)" $TMP/plot.err
+check "  ... the legend tells them apart" sh -c ". tests/e2e/lib.sh; svg_has $TMP/two_ckpt.svg 'last, step 40' &&
+    svg_has $TMP/two_ckpt.svg 'best, step $bstep'"
+check "  ... the title and both axis labels" sh -c ". tests/e2e/lib.sh;
+    svg_has $TMP/two_ckpt.svg 'length extrapolation: bits per byte against evaluated context' &&
+    svg_has $TMP/two_ckpt.svg 'evaluated context: tgt_len + mem_len (tokens)' && svg_has $TMP/two_ckpt.svg 'bits per byte (bpc)'"
+# the same file names in two runs: the legend adds the run directory
+$TXL eval $TMP/run2/last.safetensors.gz --data tests/data/enwik8_slice60k.txt.gz \
+    --max-tokens 8000 --sweep 1,2 --json -q --threads 1 > $TMP/run2.jsonl
+$TXL plot --sweep $TMP/two_ckpt.jsonl $TMP/run2.jsonl -o $TMP/three.svg -q
+check "  ... two runs' last checkpoints: named with their directories" sh -c ". tests/e2e/lib.sh;
+    svg_has $TMP/three.svg 'run/last, step 40' && svg_has $TMP/three.svg 'run2/last, step 40'"
 $TXL plot --sweep $TMP/sweep.jsonl $TMP/schemes.jsonl -o $TMP/extrap.png -q
 check "plot --sweep PNG: PNG magic bytes" test "$(head -c 8 $TMP/extrap.png | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a
 $TXL plot --sweep $TMP/schemes.jsonl -o $TMP/extrap.svg -q --title "xl, memory vs window"

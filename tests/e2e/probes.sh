@@ -80,10 +80,66 @@ check "needle, default lengths on a 32-byte context: 4x and 8x, 1x and 2x skippe
     jq -s -e 'map(.factor) == [4, 8]' $TMP/ndef.jsonl
 check "  ... and it says so on stderr" grep -q "skipping the default lengths 1x, 2x" $TMP/err
 
+check "every needle and recall row names its checkpoint and step" \
+    jq -s -e --arg c "$CK" 'all(.checkpoint == $c and .step == 3)' $TMP/needle.jsonl $TMP/recall.jsonl
 if command -v gnuplot >/dev/null; then
     check "plot --probe: a needle heat map" $TXL plot --probe $TMP/needle.jsonl -o $TMP/n.png -q
     check "plot --probe: recall curves" $TXL plot --probe $TMP/recall.jsonl -o $TMP/r.svg -q
     check "  ... the images exist" test -s $TMP/n.png -a -s $TMP/r.svg
+    # what a reader needs, read off the SVG: titles, axis labels, the color bar's label
+    $TXL plot --probe $TMP/needle.jsonl -o $TMP/n.svg -q
+    check "needle SVG: the default title (was lost under the panels)" \
+        svg_has $TMP/n.svg "needle in a haystack: exact-match accuracy"
+    check "  ... a panel per mode, named by checkpoint" \
+        sh -c ". tests/e2e/lib.sh; svg_has $TMP/n.svg 'last, step 3, memory' && svg_has $TMP/n.svg 'last, step 3, window'"
+    check "  ... both axis labels and the color bar's (was none)" \
+        sh -c ". tests/e2e/lib.sh; svg_has $TMP/n.svg 'context length (x trained context)' &&
+               svg_has $TMP/n.svg 'needle depth (%)' && svg_has $TMP/n.svg 'exact-match accuracy'"
+    # --gain: the title given, labels with the digits the gains have, one color scale
+    $TXL probe needle $TMP/sh_mlp/last.safetensors.gz --data $D --trials 3 --lengths 4,8 \
+        --depths 0,50,100 --json -q > $TMP/needle2.jsonl
+    $TXL plot --probe $TMP/needle.jsonl $TMP/needle2.jsonl --gain --title "two needles" \
+        -o $TMP/g.svg 2>$TMP/plot.err
+    check "--gain, two checkpoints: 4 panels, all 24 cells drawn" grep -q "g.svg (4 panels, 24 points)" $TMP/plot.err
+    check "  ... --title shows (was lost)" svg_has $TMP/g.svg "two needles"
+    check "  ... panels named by checkpoint, with their run directories (both are last, step 3)" \
+        sh -c ". tests/e2e/lib.sh; svg_has $TMP/g.svg 'sh_xl/last, step 3, memory' && svg_has $TMP/g.svg 'sh_mlp/last, step 3, window'"
+    check "  ... the color bar says what it shows" svg_has $TMP/g.svg "retrieval gain (bits)"
+    $TXL plot --probe $TMP/needle.jsonl $TMP/needle2.jsonl --gain -o $TMP/g.svg --script > $TMP/g.gp
+    check "  ... one color scale for every panel (one cbrange, spanning every gain)" \
+        sh -c "test \$(grep -c '^set cbrange' $TMP/g.gp) -eq 1 &&
+               jq -s -r 'map(.gain_bits) | \"\\(min) \\(max)\"' $TMP/needle.jsonl $TMP/needle2.jsonl |
+               awk -v r=\"\$(sed -n 's/^set cbrange \\[\\(.*\\):\\(.*\\)\\]/\\1 \\2/p' $TMP/g.gp)\" \
+                   '{split(r, b, \" \"); exit !(b[1] <= \$1 && b[1] <= 0 && b[2] + 0 == \$2 + 0)}'"
+    # labels with the digits the gains have: %.1f wrote 0.0 for every gain under 0.05 bits
+    # (a model after 3 steps saves at most hundredths); each panel's largest keeps 3
+    # significant digits (at most 6 decimals)
+    sig3() { awk -v v="$1" 'BEGIN {m = v < 0 ? -v : v; l = log(m) / log(10); f = int(l);
+        if (f > l) f--; d = 2 - f; if (d < 0) d = 0; if (d > 6) d = 6; printf "%.*f", d, v}'; }
+    big=$(jq -s -r 'map(select(.mode == "memory") | .gain_bits) | max_by(fabs)' $TMP/needle.jsonl)
+    want=$(sig3 $big)
+    $TXL plot --probe $TMP/needle.jsonl --gain -o $TMP/g0.svg -q
+    check "  ... gains under 0.05 bits: the largest, $big, reads $want (not 0)" \
+        sh -c ". tests/e2e/lib.sh; svg_has $TMP/g0.svg '$want' && awk 'BEGIN {exit !($want != 0)}'"
+    # the copy model's needle saves tens of bits at depth 100 and hundredths elsewhere: its
+    # largest cell is the darkest, and its label white; the light cells' labels dark
+    CP=tests/fixtures/copy/copy_xl.safetensors.gz
+    $TXL probe needle $CP --data $D --trials 4 --lengths 2,4 --depths 0,50,100 --json -q \
+        > $TMP/needle3.jsonl
+    big=$(jq -s -r 'map(.gain_bits) | max_by(fabs)' $TMP/needle3.jsonl)
+    want=$(sig3 $big)
+    $TXL plot --probe $TMP/needle3.jsonl --gain -o $TMP/g1.svg -q
+    check "  ... the copy model's largest gain $big reads $want" svg_has $TMP/g1.svg "$want"
+    check "  ... labels are light on dark cells and dark on light ones (was dark on both)" \
+        sh -c ". tests/e2e/lib.sh; svg_text $TMP/g1.svg | grep -q -x -F 'rgb(255,255,255)	$want' &&
+               test \$(svg_text $TMP/g1.svg | grep -c '^rgb(34,34,34)	-*[0-9]') -gt 0"
+    # recall and needle files together: a panel each (the recall curves were left out)
+    $TXL plot --probe $TMP/recall.jsonl $TMP/needle.jsonl -o $TMP/mixed.svg 2>$TMP/plot.err
+    check "recall and needle files together: 3 panels, all 16 points drawn" \
+        grep -q "mixed.svg (3 panels, 16 points)" $TMP/plot.err
+    check "  ... the recall panel, its axis and its legend" \
+        sh -c ". tests/e2e/lib.sh; svg_has $TMP/mixed.svg 'recall: gain by distance' &&
+               svg_has $TMP/mixed.svg 'distance between the occurrences (bytes)' && svg_has $TMP/mixed.svg 'last, step 3, memory'"
 fi
 
 # --- bad input: exit 2

@@ -82,6 +82,15 @@ if command -v gnuplot >/dev/null 2>&1; then
     check "  ... the message counts 2 layers" grep -q "terms.png (2 layers" $TMP/plot.err
     $TXL plot --terms $TMP/run/log.jsonl -o $TMP/terms.svg -q
     check "plot --terms SVG: the terms in the key" grep -q '>global_position_bias<' $TMP/terms.svg
+    check "  ... the title and the axes' labels" sh -c ". tests/e2e/lib.sh;
+        svg_has $TMP/terms.svg 'run: spread of the score terms while training' && svg_has $TMP/terms.svg step &&
+        svg_has $TMP/terms.svg 'std of the term (scaled by 1/sqrt(d_head))'"
+    check "  ... the band's and the rings' entries" sh -c ". tests/e2e/lib.sh;
+        svg_has $TMP/terms.svg '1/10 to 10x content: healthy' && svg_has $TMP/terms.svg 'flagged by the verdict'"
+    # the key sat inside layer 0's panel, over its band: now every entry is above the panels
+    yk=$(svg_y $TMP/terms.svg 'flagged by the verdict') yp=$(svg_y $TMP/terms.svg 'layer 0')
+    check "  ... the key above the panels (its lowest entry at y $yk, layer 0's title at $yp)" \
+        awk -v a="$yk" -v b="$yp" 'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0)}'
 else
     echo "  SKIP rendering: gnuplot is not installed (apt-get install gnuplot-nox)"
 fi
