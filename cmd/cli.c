@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -737,3 +738,89 @@ int cli_stdout_close(const char *cmd, int rc)
 int cli_isatty_stderr(void) { return isatty(2); }
 
 
+
+/* ---- patterns ------------------------------------------------------------------------ */
+
+/* Natural order: digit runs compare as numbers (step-9 < step-10), the rest bytewise. */
+static int natural_cmp(const void *pa, const void *pb)
+{
+    const char *a = *(char *const *)pa, *b = *(char *const *)pb;
+    while (*a && *b) {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            while (*a == '0' && isdigit((unsigned char)a[1]))
+                a++;
+            while (*b == '0' && isdigit((unsigned char)b[1]))
+                b++;
+            size_t na = strspn(a, "0123456789"), nb = strspn(b, "0123456789");
+            if (na != nb)
+                return na < nb ? -1 : 1;
+            int c = strncmp(a, b, na);
+            if (c)
+                return c;
+            a += na;
+            b += nb;
+        } else if (*a != *b) {
+            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        } else {
+            a++, b++;
+        }
+    }
+    return (unsigned char)*a - (unsigned char)*b;
+}
+
+static int glob_push(cli_globbed *g, const char *s)
+{
+    char **nv = realloc(g->v, (size_t)(g->n + 1) * sizeof *nv);
+    char *d = nv ? strdup(s) : NULL;
+    if (nv)
+        g->v = nv;
+    if (!d)
+        return -1;
+    g->v[g->n++] = d;
+    return 0;
+}
+
+int cli_glob(const cli_pos *pos, cli_globbed *out, txl_err *e)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < pos->n; i++) {
+        const char *a = pos->v[i];
+        struct stat sb;
+        if (stat(a, &sb) == 0 || !strpbrk(a, "*?[")) { /* a file, or an error its reader names */
+            if (glob_push(out, a))
+                goto oom;
+            continue;
+        }
+        glob_t gl;
+        int rc = glob(a, 0, NULL, &gl);
+        if (rc == GLOB_NOMATCH || (rc == 0 && gl.gl_pathc == 0)) {
+            globfree(&gl);
+            cli_globbed_free(out);
+            return err_set(e, ERR_INPUT, "'%s' matches no file", a);
+        }
+        if (rc != 0) {
+            globfree(&gl);
+            goto oom;
+        }
+        int first = out->n;
+        for (size_t k = 0; k < gl.gl_pathc; k++)
+            if (glob_push(out, gl.gl_pathv[k])) {
+                globfree(&gl);
+                goto oom;
+            }
+        globfree(&gl);
+        qsort(out->v + first, (size_t)(out->n - first), sizeof *out->v, natural_cmp);
+    }
+    return 0;
+oom:
+    cli_globbed_free(out);
+    return err_set(e, ERR_RUNTIME, "out of memory");
+}
+
+void cli_globbed_free(cli_globbed *g)
+{
+    for (int i = 0; i < g->n; i++)
+        free(g->v[i]);
+    free(g->v);
+    memset(g, 0, sizeof *g);
+}

@@ -134,6 +134,17 @@ typedef struct {
     int n;
 } cli_pos;
 
+/* The positional arguments with each pattern (an argument naming no file, with * ? or [
+ * in it: a glob the shell left quoted, 'runs/x/step-*') replaced by the paths it matches, in
+ * natural order (step-9 before step-10). Returns 0 (a pattern matching nothing: ERR_INPUT
+ * naming it); cli_globbed_free frees. */
+typedef struct {
+    char **v;
+    int n;
+} cli_globbed;
+int cli_glob(const cli_pos *pos, cli_globbed *out, txl_err *e);
+void cli_globbed_free(cli_globbed *g);
+
 /* Fills *args (the command's struct) from argv[1..argc-1] following cmd's table; the
  * positional arguments are gathered, in order, at pos->v[0 .. pos->n-1] (pointers into
  * argv, whose entries are reordered). Returns -1 to go on; otherwise the exit code to

@@ -11,7 +11,7 @@ const cli_cmd txl_commands[] = {
      "[--steps N] [--print-config] [--dry-run] [--force] [-q]",
      &train_spec, 0},
     {"eval", cmd_eval, "evaluate a checkpoint (bits per byte, perplexity, length sweeps)",
-     "CKPT [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N] "
+     "CKPT... [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N] "
      "[--clamp-len N] [--batch N] [--warmup] [--same-length] [--max-tokens N] "
      "[--sweep 1,2,4,8 [--sweep-mode memory|window|both]] [--term-stats [N]] [--json] "
      "[--threads N] [-q]",
@@ -29,7 +29,7 @@ const cli_cmd txl_commands[] = {
      "[--json] [--threads N] [-q]",
      &probe_spec, 0},
     {"info", cmd_info, "a checkpoint's config, size and metrics, or the machine",
-     "CKPT [--json]\n--system [--json]", &info_spec, 0},
+     "CKPT... [--json]\n--system [--json]", &info_spec, 0},
     {"plot", cmd_plot, "learning curves, extrapolation curves, probes or score terms as PNG or "
      "SVG (gnuplot)",
      "RUN_DIR... -o OUT.png|OUT.svg [--title TEXT] [--size W,H] [--logx | --no-logx] "

@@ -75,13 +75,14 @@ const cli_spec eval_spec = {
     CLI_OPTS(eval_options),
     .about = "Evaluates a checkpoint: mean loss (nats per byte), bits per byte and perplexity "
              "over one deterministic pass with memory carried across segments. CKPT may be a "
-             "run directory: its best checkpoint (else last).",
+             "run directory: its best checkpoint (else last). Several checkpoints (or a quoted "
+             "glob: 'runs/x/step-*') are evaluated one after the other, each row naming its "
+             "checkpoint.",
     .notes = "On a terminal a progress line (segment, bpc so far, tokens/s, ETA) is drawn on "
              "stderr.",
     .example = "example: txl eval runs/tiny/best.safetensors.gz --split test --sweep 1,2,4,8 "
                "--json",
-    .pos_max = 1,
-    .pos_extra = "unexpected argument '%s' (one checkpoint at a time)",
+    .pos_max = -1,
     .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
@@ -90,7 +91,8 @@ const cli_spec eval_spec = {
 typedef struct {
     const eval_args *a;
     int rows;
-    const char *data, *split; /* of the last row, for the closing note */
+    char data[TXL_PATH_MAX], split[16]; /* of the last row, for the closing note (copies:
+                                           the row's strings end with the call) */
     int batch, clamp_len;
 } print_ctx;
 
@@ -110,8 +112,8 @@ static int print_row(void *ctx, const txl_eval_row *r)
                r->bpc, r->ppl, r->tokens);
     }
     p->rows++;
-    p->data = r->data;
-    p->split = r->split;
+    snprintf(p->data, sizeof p->data, "%s", r->data);
+    snprintf(p->split, sizeof p->split, "%s", r->split);
     p->batch = r->batch;
     p->clamp_len = r->clamp_len;
     return cli_stdout_flush(); /* stdout failed: the rest would be lost too */
@@ -127,6 +129,41 @@ static int print_terms(void *ctx, const txl_terms_row *r)
     return cli_stdout_flush();
 }
 
+/* One checkpoint evaluated and its rows printed (a heading first when there are several):
+ * 0, stdout's failure (> 0), or the exit code of a failure (printed). */
+static int eval_one(const char *ckpt, const eval_args *a, int several)
+{
+    txl_err e = {0};
+    txl_model *m = txl_model_load(ckpt, &e);
+    if (!m)
+        return cli_fail("eval", &e);
+    if (txl_model_from_dir(m) && !a->quiet)
+        fprintf(stderr, "txl eval: %s is a run directory: using %s\n", ckpt, txl_model_path(m));
+    if (several && !a->json) {
+        printf("checkpoint %s (step %ld)\n", txl_model_path(m), txl_model_step(m));
+        if (cli_stdout_flush())
+            return txl_model_free(m), 1;
+    }
+    txl_eval_opts o = {.data = a->data, .split = split_names[a->split], .tgt_len = (int)a->tgt_len,
+                       .mem_len = (int)a->mem_len,
+                       .clamp_len = a->clamp_len == CLAMP_UNSET ? -1 : (int)a->clamp_len,
+                       .batch = (int)a->batch, .warmup = a->warmup, .max_tokens = a->max_tokens,
+                       .factors = a->sweep.n ? a->sweep.v : NULL, .n_factors = a->sweep.n,
+                       .mode = (txl_sweep_mode)a->sweep_mode, .same_length = a->same_length,
+                       .progress = !a->quiet && cli_isatty_stderr()};
+    print_ctx p = {.a = a};
+    int rc = a->term_stats > 0 ? txl_eval_terms(m, &o, a->term_stats, print_terms, (void *)a, &e)
+                               : txl_eval(m, &o, print_row, &p, &e);
+    txl_model_free(m);
+    if (rc < 0)
+        return cli_fail("eval", &e);
+    if (rc == 0 && !a->json && !a->quiet && a->term_stats == 0)
+        fprintf(stderr, "(%s, %s, batch %d, clamp_len %d%s%s)\n", p.data,
+                a->data ? "whole file" : p.split, p.batch, p.clamp_len,
+                a->warmup ? ", warmup" : "", a->same_length ? ", same length" : "");
+    return rc; /* > 0: stdout failed, which main reports */
+}
+
 int cmd_eval(int argc, char **argv)
 {
     eval_args a;
@@ -134,35 +171,32 @@ int cmd_eval(int argc, char **argv)
     int rc = cli_parse(txl_command("eval"), argc, argv, &a, &pos);
     if (rc >= 0)
         return rc;
-    const char *ckpt = pos.n ? pos.v[0] : NULL;
-    if (!ckpt)
+    if (pos.n == 0)
         return cli_usage("eval", "missing the checkpoint to evaluate");
-
     txl_err e = {0};
-    txl_model *m = txl_model_load(ckpt, &e);
-    if (!m)
+    cli_globbed ck;
+    if (cli_glob(&pos, &ck, &e))
         return cli_fail("eval", &e);
-    if (txl_model_from_dir(m) && !a.quiet)
-        fprintf(stderr, "txl eval: %s is a run directory: using %s\n", ckpt, txl_model_path(m));
+    if (ck.n > 1 && a.data && strcmp(a.data, "-") == 0) {
+        int n = ck.n;
+        cli_globbed_free(&ck);
+        return cli_usage("eval", "--data - reads standard input once: one checkpoint at a "
+                         "time (%d given)", n);
+    }
+    /* every checkpoint's header and config read before the first is evaluated: a bad one
+     * stops the command before any result is printed */
+    for (int i = 0; i < ck.n && ck.n > 1; i++) {
+        txl_config *c = txl_config_of_checkpoint(ck.v[i], 0, &e);
+        if (!c) {
+            cli_globbed_free(&ck);
+            return cli_fail("eval", &e);
+        }
+        txl_config_free(c);
+    }
     txl_set_threads((int)a.threads);
-    txl_eval_opts o = {.data = a.data, .split = split_names[a.split], .tgt_len = (int)a.tgt_len,
-                       .mem_len = (int)a.mem_len,
-                       .clamp_len = a.clamp_len == CLAMP_UNSET ? -1 : (int)a.clamp_len,
-                       .batch = (int)a.batch, .warmup = a.warmup, .max_tokens = a.max_tokens,
-                       .factors = a.sweep.n ? a.sweep.v : NULL, .n_factors = a.sweep.n,
-                       .mode = (txl_sweep_mode)a.sweep_mode, .same_length = a.same_length,
-                       .progress = !a.quiet && cli_isatty_stderr()};
-    print_ctx p = {.a = &a};
-    if (a.term_stats > 0)
-        rc = txl_eval_terms(m, &o, a.term_stats, print_terms, &a, &e);
-    else
-        rc = txl_eval(m, &o, print_row, &p, &e);
-    txl_model_free(m);
-    if (rc < 0)
-        return cli_fail("eval", &e);
-    if (rc == 0 && !a.json && !a.quiet && a.term_stats == 0)
-        fprintf(stderr, "(%s, %s, batch %d, clamp_len %d%s%s)\n", p.data,
-                a.data ? "whole file" : p.split, p.batch, p.clamp_len,
-                a.warmup ? ", warmup" : "", a.same_length ? ", same length" : "");
-    return 0; /* rc > 0: stdout failed, which main reports */
+    rc = 0;
+    for (int i = 0; i < ck.n && rc == 0; i++)
+        rc = eval_one(ck.v[i], &a, ck.n > 1);
+    cli_globbed_free(&ck);
+    return rc;
 }

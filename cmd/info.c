@@ -27,10 +27,10 @@ const cli_spec info_spec = {
     CLI_OPTS(info_options),
     .about = "Prints a checkpoint's config, parameter count, step, tokens and metrics; or, "
              "with --system, the OpenBLAS build and the core it runs on. CKPT may be a run "
-             "directory: its best checkpoint (else last).",
+             "directory: its best checkpoint (else last). Several checkpoints (or a quoted "
+             "glob: 'runs/x/step-*') are printed one after the other (--json: one line each).",
     .example = "example: txl info runs/tiny/last.safetensors.gz --json | jq .step",
-    .pos_max = 1,
-    .pos_extra = "unexpected argument '%s'",
+    .pos_max = -1,
     .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
@@ -241,21 +241,41 @@ int cmd_info(int argc, char **argv)
     int rc = cli_parse(txl_command("info"), argc, argv, &a, &pos);
     if (rc >= 0)
         return rc;
-    const char *ckpt = pos.n ? pos.v[0] : NULL;
     if (a.system)
         return info_system(a.json);
-    if (!ckpt)
+    if (pos.n == 0)
         return cli_usage("info", "missing the checkpoint (or --system)");
     txl_err e = {0};
-    txl_model *m = txl_model_load(ckpt, &e);
-    if (!m)
+    cli_globbed ck;
+    if (cli_glob(&pos, &ck, &e))
         return cli_fail("info", &e);
-    if (txl_model_from_dir(m) && !a.json)
-        fprintf(stderr, "txl info: %s is a run directory: using %s\n", ckpt, txl_model_path(m));
-    if (a.json)
-        print_json(m);
-    else
-        print_text(m);
-    txl_model_free(m);
-    return 0;
+    /* every checkpoint's header and config read before the first is printed: a bad one
+     * stops the command before anything is printed; then one model at a time */
+    rc = 0;
+    for (int i = 0; i < ck.n && ck.n > 1 && rc == 0; i++) {
+        txl_config *c = txl_config_of_checkpoint(ck.v[i], 0, &e);
+        rc = c ? 0 : -1;
+        txl_config_free(c);
+    }
+    for (int i = 0; i < ck.n && rc == 0; i++) {
+        txl_model *m = txl_model_load(ck.v[i], &e);
+        if (!m) {
+            rc = -1;
+            break;
+        }
+        if (txl_model_from_dir(m) && !a.json)
+            fprintf(stderr, "txl info: %s is a run directory: using %s\n", ck.v[i],
+                    txl_model_path(m));
+        if (i && !a.json)
+            putchar('\n');
+        if (a.json)
+            print_json(m);
+        else
+            print_text(m);
+        txl_model_free(m);
+        if (cli_stdout_flush())
+            rc = 1;
+    }
+    cli_globbed_free(&ck);
+    return rc < 0 ? cli_fail("info", &e) : 0; /* rc > 0: stdout failed, which main reports */
 }

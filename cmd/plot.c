@@ -814,28 +814,10 @@ static int render(const series_list *l, plot_opts *po, const plot_args *a)
     return 0;
 }
 
-int cmd_plot(int argc, char **argv)
+/* The plot of the (expanded) inputs: the exit code. */
+static int plot_files(plot_args a, const cli_pos pos, plot_opts po)
 {
-    plot_args a;
-    cli_pos pos;
-    int rc = cli_parse(txl_command("plot"), argc, argv, &a, &pos);
-    if (rc >= 0)
-        return rc;
-    plot_opts po = {.out = a.out, .width = 960, .height = 600, .logx = a.logx,
-                    .ymax = a.ymax, .title = a.title};
-    if (a.size && parse_size(a.size, &po))
-        return 2;
-    po.fixed_size = a.size != NULL;
-    if (pos.n == 0)
-        return cli_usage("plot", a.sweep
-                         ? "missing the sweep file(s) (the output of txl eval --sweep ... --json)"
-                         : a.probe ? "missing the probe file(s) (the output of txl probe ... "
-                                     "--json)"
-                         : a.terms ? "missing the run directory whose terms to plot"
-                                   : "missing the run directory (or directories) to plot");
-    if (a.terms && pos.n > 1)
-        return cli_usage("plot", "--terms draws one run at a time, found %d arguments "
-                         "('%s', '%s'%s)", pos.n, pos.v[0], pos.v[1], pos.n > 2 ? ", ..." : "");
+    int rc;
     if (!a.out)
         return cli_usage("plot", "missing -o OUT.png or -o OUT.svg");
     size_t olen = strlen(a.out);
@@ -859,5 +841,38 @@ int cmd_plot(int argc, char **argv)
     else
         rc = render(&l, &po, &a);
     list_free(&l);
+    return rc;
+}
+
+int cmd_plot(int argc, char **argv)
+{
+    plot_args a;
+    cli_pos pos;
+    int rc = cli_parse(txl_command("plot"), argc, argv, &a, &pos);
+    if (rc >= 0)
+        return rc;
+    plot_opts po = {.out = a.out, .width = 960, .height = 600, .logx = a.logx,
+                    .ymax = a.ymax, .title = a.title};
+    if (a.size && parse_size(a.size, &po))
+        return 2;
+    po.fixed_size = a.size != NULL;
+    if (pos.n == 0)
+        return cli_usage("plot", a.sweep
+                         ? "missing the sweep file(s) (the output of txl eval --sweep ... --json)"
+                         : a.probe ? "missing the probe file(s) (the output of txl probe ... "
+                                     "--json)"
+                         : a.terms ? "missing the run directory whose terms to plot"
+                                   : "missing the run directory (or directories) to plot");
+    txl_err e = {0};
+    cli_globbed g; /* quoted globs (a pattern the shell did not expand) expanded */
+    if (cli_glob(&pos, &g, &e))
+        return cli_fail("plot", &e);
+    pos.v = g.v;
+    pos.n = g.n;
+    rc = a.terms && pos.n > 1
+             ? cli_usage("plot", "--terms draws one run at a time, found %d arguments ('%s', "
+                         "'%s'%s)", pos.n, pos.v[0], pos.v[1], pos.n > 2 ? ", ..." : "")
+             : plot_files(a, pos, po);
+    cli_globbed_free(&g);
     return rc;
 }

@@ -52,6 +52,7 @@ typedef struct {
     lr_kind schedule;          /* optim.h: the one enum of the schedules */
     long warmup_steps;
     double lr_min;
+    lr_shape resume_schedule;  /* a resume that changes the schedule: optim.h */
     double clip;               /* global grad-norm clip; 0 = off */
     double skip_outlier;       /* skip the update when grad_norm > this x its running mean;
                                 * 0 = off */
@@ -64,6 +65,8 @@ typedef struct {
     long eval_tokens;          /* 0 = whole valid split */
     long term_stats_interval;  /* steps between terms events (xl only); 0 = off */
     long ckpt_interval;        /* 0 = only at the end */
+    long keep_checkpoints;     /* N > 0: the last N checkpoints of ckpt_interval are kept as
+                                * out_dir/step-NNNNNNNN.safetensors[.gz]; 0 = none */
     int ckpt_gzip;             /* 1: .safetensors.gz (default), 0: plain .safetensors */
     char out_dir[CFG_PATH_MAX];
     int threads;               /* 0 = all cores; at most CFG_MAX_THREADS */

@@ -65,6 +65,7 @@
 _Static_assert(sizeof(pos_scheme) == sizeof(int), "pos_scheme must be int-sized");
 _Static_assert(sizeof(lr_kind) == sizeof(int), "lr_kind must be int-sized");
 _Static_assert(sizeof(optimizer_kind) == sizeof(int), "optimizer_kind must be int-sized");
+_Static_assert(sizeof(lr_shape) == sizeof(int), "lr_shape must be int-sized");
 _Static_assert(sizeof(comm_overlap_kind) == sizeof(int), "comm_overlap_kind must be int-sized");
 
 static const char *pos_name(int v) { return v < 0 ? NULL : pos_scheme_name((pos_scheme)v); }
@@ -82,6 +83,14 @@ static const char *overlap_name(int v)
 {
     static const char *const names[] = {
         [OVERLAP_AUTO] = "auto", [OVERLAP_ON] = "on", [OVERLAP_OFF] = "off",
+    };
+    return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
+}
+
+static const char *resume_sched_name(int v)
+{
+    static const char *const names[] = {
+        [LR_AS_PLANNED] = "as_planned", [LR_CONTINUE] = "continue", [LR_RESTART] = "restart",
     };
     return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
 }
@@ -168,6 +177,9 @@ const cfg_key cfg_keys[CFG_NKEYS] = {
     { KEY("train", "warmup_steps", CT_LONG, train.warmup_steps), .flags = F_MIN, .min = 0,
       .def = {0} },
     { KEY("train", "lr_min", CT_DOUBLE, train.lr_min), .flags = F_MIN, .min = 0, .def = {0} },
+    /* what a resume that changes the schedule does from its step (optim.h lr_shape) */
+    { KEY("train", "resume_schedule", CT_ENUM, train.resume_schedule), .en = resume_sched_name,
+      .def_str = "as_planned" },
     { KEY("train", "clip", CT_DOUBLE, train.clip), .flags = F_MIN, .min = 0, .def = {0.25} },
     { KEY("train", "skip_outlier", CT_DOUBLE, train.skip_outlier), .flags = F_MIN, .min = 0,
       .def = {0} },
@@ -192,6 +204,8 @@ const cfg_key cfg_keys[CFG_NKEYS] = {
       .min = 0, .def = {0} },
     { KEY("train", "ckpt_interval", CT_LONG, train.ckpt_interval), .flags = F_MIN, .min = 0,
       .def = {200} },
+    { KEY("train", "keep_checkpoints", CT_LONG, train.keep_checkpoints), .flags = F_MIN | F_MAX,
+      .min = 0, .max = 1000000, .def = {0} },
     { KEY("train", "ckpt_gzip", CT_BOOL, train.ckpt_gzip), .def = {1} },
     { KEY("train", "out_dir", CT_PATH, train.out_dir), .cap = CAP(train.out_dir),
       .flags = F_REQUIRED, .def_str = "runs/default" },

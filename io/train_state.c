@@ -22,6 +22,7 @@ enum {
     SK_INF = 1,        /* "inf" is a value (no validation yet) */
     SK_NAN = 2,        /* "nan" is a value (no validation at this step) */
     SK_WRITE_ONLY = 4, /* for readers of the file; --resume does not need it */
+    SK_OPTIONAL = 8,   /* absent in checkpoints of earlier versions: then 0 */
 };
 
 typedef struct {
@@ -48,6 +49,9 @@ static const state_key skeys[] = {
     SK("grad_norm_count", SK_LONG, norm_count, 0),
     SK("skipped_steps", SK_LONG, skipped, 0),
     SK("params", SK_SIZE, params, 0),
+    SK("lr_shape", SK_LONG, lr_shape, SK_OPTIONAL),
+    SK("lr_from_step", SK_LONG, lr_from_step, SK_OPTIONAL),
+    SK("lr_from", SK_REAL, lr_from, SK_OPTIONAL),
 };
 _Static_assert(sizeof skeys / sizeof skeys[0] == TRAIN_STATE_KEYS, "TRAIN_STATE_KEYS");
 
@@ -163,10 +167,18 @@ int train_state_read(train_state *s, const st_file *f, txl_err *e)
         int rc = read_key(k, f, &w, e);
         if (rc < 0)
             return -1;
-        if (rc > 0)
+        if (rc > 0 && (k->flags & SK_OPTIONAL) && k->type == SK_REAL)
+            *(double *)((char *)&w + k->off) = 0;
+        else if (rc > 0 && (k->flags & SK_OPTIONAL))
+            put_int(k, &w, 0);
+        else if (rc > 0)
             return err_set(e, ERR_INPUT, "%s: metadata '%s' is missing (not a checkpoint txl "
                            "wrote for --resume?)", f->path, k->key);
     }
+    if (w.lr_shape > 2 || w.lr_from_step > w.step)
+        return err_set(e, ERR_INPUT, "%s: metadata 'lr_shape' %ld / 'lr_from_step' %ld: "
+                       "expected a shape 0, 1 or 2 from a step up to 'step' %ld", f->path,
+                       w.lr_shape, w.lr_from_step, w.step);
     *s = w;
     return 0;
 }

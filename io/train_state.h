@@ -32,9 +32,14 @@ typedef struct {
     unsigned long long seed;  /* train.seed of the run that wrote it */
     size_t params;            /* parameter count (Adam moments not counted) */
     double valid_loss;        /* validation loss at this step, NaN if none; written only */
+    /* the lr schedule's shape after a resume that changed it (optim.h lr_schedule: 0
+     * as planned, 1 continued, 2 restarted; from which step; from which lr). Optional:
+     * checkpoints of earlier versions have none (0, as planned). */
+    long lr_shape, lr_from_step;
+    double lr_from;
 } train_state;
 
-#define TRAIN_STATE_KEYS 15
+#define TRAIN_STATE_KEYS 18
 
 /* The metadata strings of s: kv holds key, value, key, value, ..., NULL for ckpt_save;
  * the values live in buf. */

@@ -75,8 +75,36 @@ double grad_clip(float *g, size_t n, double max_norm)
     return norm;
 }
 
+/* LR_CONTINUE past S: from from_lr, along the schedule's own decay. */
+static double lr_continued(const lr_schedule *s, long t)
+{
+    long S = s->from_step;
+    switch (s->kind) {
+    case LR_COSINE: {
+        long span = s->max_steps - S;
+        double prog = span > 0 ? (double)(t - S) / (double)span : 1.0;
+        if (prog > 1.0)
+            prog = 1.0;
+        return s->lr_min + (s->from_lr - s->lr_min) * 0.5 * (1.0 + cos(M_PI * prog));
+    }
+    case LR_INV_SQRT:
+        return s->from_lr * sqrt((double)(S > 0 ? S : 1) / (double)t);
+    case LR_CONSTANT:
+    default:
+        return s->from_lr;
+    }
+}
+
 double lr_at(const lr_schedule *s, long t)
 {
+    if (s->shape == LR_RESTART && s->from_step > 0 && t > s->from_step) {
+        lr_schedule r = *s;
+        r.shape = LR_AS_PLANNED;
+        r.max_steps = s->max_steps - s->from_step;
+        return lr_at(&r, t - s->from_step);
+    }
+    if (s->shape == LR_CONTINUE && t > s->from_step)
+        return lr_continued(s, t);
     if (s->warmup > 0 && t <= s->warmup)
         return s->lr * (double)t / (double)s->warmup;
     switch (s->kind) {

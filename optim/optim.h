@@ -35,17 +35,29 @@ double grad_clip(float *g, size_t n, double max_norm);
 /* train.schedule: the config holds this enum too (one for the config and the optimiser). */
 typedef enum { LR_CONSTANT, LR_COSINE, LR_INV_SQRT } lr_kind;
 
+/* train.resume_schedule: what a run resumed with a changed schedule (train.max_steps
+ * raised, say) does from the step S it resumes at: as_planned (the schedule of the config,
+ * as if planned so from step 0: the lr may jump), continue (decay from the lr of step S),
+ * restart (a new warmup from step S). */
+typedef enum { LR_AS_PLANNED, LR_CONTINUE, LR_RESTART } lr_shape;
+
 typedef struct {
     lr_kind kind;
     double lr, lr_min;
     long warmup, max_steps;
+    lr_shape shape;           /* the default LR_AS_PLANNED (0) ignores the two below */
+    long from_step;           /* S: the step the continued or restarted schedule starts at */
+    double from_lr;           /* LR_CONTINUE: the lr at step S */
 } lr_schedule;
 
-/* Learning rate of step t (1-based):
+/* Learning rate of step t (1-based), as planned:
  *   warmup (t <= warmup): lr * t / warmup                    (every schedule)
  *   constant: lr
  *   cosine:   lr_min + (lr - lr_min) * (1 + cos(pi * (t - warmup) / (max_steps - warmup))) / 2
- *   inv_sqrt: lr * sqrt(max(warmup, 1) / t)   (peak lr at the end of warmup) */
+ *   inv_sqrt: lr * sqrt(max(warmup, 1) / t)   (peak lr at the end of warmup)
+ * LR_RESTART: the same of t - S, with max_steps - S steps. LR_CONTINUE, t > S, no warmup:
+ *   constant: from_lr; cosine: lr_min + (from_lr - lr_min) * (1 + cos(pi (t-S) / (max_steps-S))) / 2;
+ *   inv_sqrt: from_lr * sqrt(S / t). */
 double lr_at(const lr_schedule *s, long t);
 
 #endif

@@ -92,6 +92,8 @@ void run_print_plan(const trainer *t, FILE *f)
     if (t->resumed_from)
         fprintf(f, "  resuming at step %ld of %ld from %s\n", t->st.step,
                 c->train.max_steps, t->resumed_from);
+    if (t->resumed_from && t->sched_note[0])
+        fprintf(f, "  %s\n", t->sched_note);
 }
 
 /* The streams of a pass over the valid split: train.batch_size, fewer when the split is

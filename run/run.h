@@ -87,6 +87,9 @@ typedef struct {
                            * run resumed from (out_dir's last, in either format); -1 if neither */
     char held_path[1100]; /* that file: last_path, or the resumed one */
     const char *resumed_from; /* --resume's checkpoint (the file), or NULL */
+    train_config ck_train;    /* a resume: the train section the checkpoint was trained with */
+    char sched_note[768];     /* a resume that changed the lr schedule: what it does now
+                               * (the banner's), else "" */
     int lock_fd;          /* out_dir/.txl.lock, flock'ed for the whole run (rank 0); -1 */
     double t_start;
     /* the plan's sizes, in floats: of the model (w, and alike g, m, v) and of the activation
@@ -138,6 +141,13 @@ int run_save_checkpoint(trainer *t, const char *path, int with_state, double val
                            txl_err *e);
 int run_stop_keeping_last(trainer *t, txl_err *e);
 void run_loop_init(trainer *t, loop_state *ls);
+lr_schedule run_schedule(const train_config *tc, const train_state *st);
+/* numbered.c (train.keep_checkpoints): last kept as out_dir/step-NNNNNNNN (every rank
+ * calls it; all return the same status); the numbered checkpoints of an earlier run
+ * removed (a --force start over); whether a name is a numbered checkpoint's temp file. */
+int run_keep_numbered(trainer *t, txl_err *e);
+void run_remove_numbered(const trainer *t);
+int run_numbered_temp(const char *name);
 int run_train_step(trainer *t, loop_state *ls, txl_err *e);
 int run_dry_plan(trainer *t, txl_err *e);
 int run_plan_data(trainer *t, const char *origin, txl_err *e);

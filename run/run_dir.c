@@ -95,7 +95,7 @@ static int is_stale_temp(const char *name)
                                          "best.safetensors.gz.tmp.", "best.safetensors.tmp.",
                                          ".txl-write-test."};
     if (strcmp(name, "config.yaml.tmp") == 0 || strcmp(name, "summary.json.tmp") == 0 ||
-        strcmp(name, "log.jsonl.tmp") == 0)
+        strcmp(name, "log.jsonl.tmp") == 0 || run_numbered_temp(name))
         return 1;
     for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
         size_t n = strlen(prefix[i]);
@@ -396,6 +396,8 @@ int run_prepare_out_dir(trainer *t, const char *resume, int force, txl_err *e)
             rc = -1;
         else
             remove_stale_temps(t);
+        if (rc == 0 && !resume && force) /* starting over: no checkpoint of the old run left */
+            run_remove_numbered(t);
     }
     if (dist_max_int(rc ? 1 : 0)) {
         if (!rc)

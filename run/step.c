@@ -3,12 +3,21 @@
  * outlier. Nothing here allocates. */
 #include "run.h"
 
+/* The lr schedule of the config, shaped as the training state says (a resume that
+ * changed the schedule: restore.c). */
+lr_schedule run_schedule(const train_config *tc, const train_state *st)
+{
+    return (lr_schedule){.kind = tc->schedule, .lr = tc->lr, .lr_min = tc->lr_min,
+                         .warmup = tc->warmup_steps, .max_steps = tc->max_steps,
+                         .shape = (lr_shape)st->lr_shape, .from_step = st->lr_from_step,
+                         .from_lr = st->lr_from};
+}
+
 void run_loop_init(trainer *t, loop_state *ls)
 {
     const train_config *tc = &t->cfg.train;
     memset(ls, 0, sizeof *ls);
-    ls->sched = (lr_schedule){.kind = tc->schedule, .lr = tc->lr, .lr_min = tc->lr_min,
-                              .warmup = tc->warmup_steps, .max_steps = tc->max_steps};
+    ls->sched = run_schedule(tc, &t->st);
     ls->ah = (adam_hparams){.beta1 = tc->beta1, .beta2 = tc->beta2, .eps = tc->eps,
                             .weight_decay = tc->weight_decay,
                             .decoupled = tc->optimizer == OPT_ADAMW};

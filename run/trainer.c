@@ -171,6 +171,9 @@ static int eval_and_save(trainer *t, loop_state *ls, int *at_end, txl_err *e)
     if (((tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0) || *at_end) &&
         run_save_checkpoint(t, t->last_path, 1, vloss, e))
         return -1;
+    if (tc->keep_checkpoints > 0 && tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0 &&
+        run_keep_numbered(t, e))
+        return -1;
     if (!*at_end && stop_requested(ls)) { /* one more agreement: all ranks stop alike */
         *at_end = 1;
         if (t->last_step != step && run_save_checkpoint(t, t->last_path, 1, vloss, e))

@@ -66,7 +66,8 @@ check "...and no run directory was created for it" test ! -e $TMP/r_init/log.jso
 echo "-- eval"
 E="$TXL eval $CK"
 expect2 "unknown flag" "unknown option '--bogus'" $E --bogus
-expect2 "two checkpoints" "unexpected argument '$CK' (one checkpoint at a time)" $E $CK
+expect2 "two checkpoints reading stdin" "--data - reads standard input once: one checkpoint at a time (2 given)" $E $CK --data -
+expect2 "a quoted glob that matches nothing" "'$TMP/none-*.safetensors.gz' matches no file" $E "$TMP/none-*.safetensors.gz"
 expect2 "no checkpoint" "missing the checkpoint to evaluate" $TXL eval
 expect2 "--data without a value" "--data needs a file" $E --data
 expect2 "--tgt-len not a number" "--tgt-len: expected an integer, found 'abc'" $E --tgt-len abc
@@ -207,7 +208,7 @@ fi
 echo "-- info and export"
 expect2 "info: unknown flag" "unknown option '--bogus'" $TXL info $CK --bogus
 expect2 "info: no checkpoint" "missing the checkpoint (or --system)" $TXL info
-expect2 "info: two checkpoints" "unexpected argument" $TXL info $CK $CK
+expect2 "info: a missing one of two checkpoints (nothing printed)" "$TMP/nope: cannot open" $TXL info $CK $TMP/nope
 expect2 "export: no -o" "missing -o OUT.safetensors[.gz]" $TXL export $CK
 expect2 "export: -o without a value" "-o needs a file" $TXL export $CK -o
 expect2 "export: no checkpoint" "missing the checkpoint to export" $TXL export -o $TMP/x.safetensors

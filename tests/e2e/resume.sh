@@ -81,4 +81,53 @@ for s in $(schemes) hier+anchors xl+anchors; do
                  "$(jq -s 'map(select(.event=="eval")) | last | .loss' $TMP/s_$s/log.jsonl)"
     done
 done
+
+# Extending a run (--set train.max_steps raised on --resume) changes a cosine schedule at the
+# resumed step: the banner says where it resumes and what the lr does, and
+# train.resume_schedule picks as_planned (the new schedule as if planned from step 0: the lr
+# jumped back up, silently), continue (decay from the lr reached) or restart (a new warmup).
+# micro: lr 2e-3, warmup 5, cosine; 20 steps planned, stopped at 10, extended to 40.
+X="--set train.eval_interval=0 --set train.log_interval=1 --set train.ckpt_interval=0"
+$TXL train -c $CFG -q $X --set train.max_steps=20 --steps 10 --set train.out_dir=$TMP/x0 >/dev/null 2>&1
+lr10=$(jq 'select(.event=="train" and .step==10) | .lr' $TMP/x0/log.jsonl)
+# lrs STEP0 DIR: "step lr" of the train events after STEP0
+lrs() { jq -r --argjson s $1 'select(.event=="train" and .step > $s) | "\(.step) \(.lr)"' $2/log.jsonl; }
+# the formula of each choice, to 1e-5 relative (the log writes %.6g)
+near() { awk -v f="$1" '{want = 0; t = $1; pi = atan2(0, -1)
+    if (f == "as_planned") want = 0.002 * 0.5 * (1 + cos(pi * (t - 5) / 35))
+    if (f == "continue")   want = L * 0.5 * (1 + cos(pi * (t - 10) / 30))
+    if (f == "restart")    want = t <= 15 ? 0.002 * (t - 10) / 5 : 0.002 * 0.5 * (1 + cos(pi * (t - 15) / 25))
+    d = $2 - want; if (d < 0) d = -d; if (d > 1e-5 * (want > 1e-9 ? want : 1e-9) + 1e-12) bad++; n++}
+    END {exit !(n == 30 && bad == 0)}' L="$lr10"; }
+for m in as_planned continue restart; do
+    cp -r $TMP/x0 $TMP/x_$m
+    $TXL train --resume $TMP/x_$m $X --set train.max_steps=40 --set train.resume_schedule=$m \
+        >/dev/null 2>$TMP/x_$m.err || bad "extend ($m): $(cat $TMP/x_$m.err)"
+    check "extend, $m: the banner says where it resumes" \
+        grep -q "resuming at step 10 of 40 from $TMP/x_$m/last.safetensors.gz" $TMP/x_$m.err
+    check "  ... that the schedule changed, and what the lr does now" sh -c "
+        grep -q 'lr: the schedule differs from the checkpoint.s (max_steps 20 -> 40)' $TMP/x_$m.err &&
+        grep -q 'lr: $m (train.resume_schedule): step 11 takes' $TMP/x_$m.err &&
+        grep -q 'lr: the choices: as_planned' $TMP/x_$m.err"
+    if lrs 10 $TMP/x_$m | near $m; then ok "  ... steps 11-40 follow the $m schedule (step 10 had lr $lr10)"
+    else bad "  ... steps 11-40 do not follow the $m schedule: $(lrs 10 $TMP/x_$m | head -3 | tr '\n' ' ')"; fi
+done
+check "  ... as_planned jumps (it did so without a word), continue does not" sh -c "
+    grep -q 'step 11 takes [0-9.e-]*, a jump' $TMP/x_as_planned.err && ! grep -q 'a jump' $TMP/x_continue.err"
+# the choice is kept in the checkpoint: the continued run, stopped and resumed again with the
+# same config, goes on exactly as without the stop
+cp -r $TMP/x0 $TMP/x_c2
+$TXL train --resume $TMP/x_c2 -q $X --set train.max_steps=40 --set train.resume_schedule=continue --steps 7 >/dev/null 2>&1
+$TXL train --resume $TMP/x_c2 $X --set train.max_steps=40 --set train.resume_schedule=continue \
+    >/dev/null 2>$TMP/x_c2.err
+check "continue, stopped at 17 and resumed: the same lrs and losses as without the stop" \
+    sh -c "test \"\$(jq -c 'select(.event==\"train\") | [.step, .lr, .step_loss]' $TMP/x_c2/log.jsonl)\" = \
+                \"\$(jq -c 'select(.event==\"train\") | [.step, .lr, .step_loss]' $TMP/x_continue/log.jsonl)\""
+check "  ... and that resume, whose schedule is the checkpoint's, has no lr line" sh -c "
+    grep -q 'resuming at step 17 of 40' $TMP/x_c2.err && ! grep -q '^  lr:' $TMP/x_c2.err"
+cp -r $TMP/x0 $TMP/x_bad
+$TXL train --resume $TMP/x_bad $X --set train.max_steps=14 --set train.resume_schedule=restart \
+    --set train.warmup_steps=5 >/dev/null 2>$TMP/x_bad.err
+check "restart with a warmup past max_steps: exit 2" test $? -eq 2
+check "  ... saying so" grep -q "train.resume_schedule restart: a warmup of 5 steps from step 10 leaves no cosine before train.max_steps 14" $TMP/x_bad.err
 finish

@@ -181,4 +181,47 @@ cp $TMP/a/best.safetensors.gz $TMP/onlybest/
 expect2 "--resume DIR with only best suggests --init-from" \
     "$TMP/onlybest: a run directory without a last checkpoint, only $TMP/onlybest/best.safetensors.gz;;--init-from $TMP/onlybest/best.safetensors.gz" \
     $TXL train -q --resume $TMP/onlybest
+
+echo "-- numbered checkpoints (train.keep_checkpoints)"
+# micro, 40 steps, a checkpoint every 10, the last 2 kept as step-NNNNNNNN files
+K="-c tests/configs/micro.yaml --set train.eval_interval=0 --set train.log_interval=1 --set train.threads=1"
+$TXL train -q $K --set train.keep_checkpoints=2 --set train.out_dir=$TMP/k >/dev/null 2>$TMP/k.err
+check "keep_checkpoints 2: step-00000030 and step-00000040 kept, 10 and 20 removed" \
+    test "$(cd $TMP/k && echo step-*)" = "step-00000030.safetensors.gz step-00000040.safetensors.gz"
+check "  ... each a whole checkpoint of its step" sh -c "
+    test \$($TXL info $TMP/k/step-00000030.safetensors.gz --json | jq '[.step, .resumable, .has_memory] == [30, true, true]') = true"
+check "  ... step-00000040 is the last" cmp -s $TMP/k/step-00000040.safetensors.gz $TMP/k/last.safetensors.gz
+# several checkpoints, or a quoted glob: one row (or object) each, in step order
+$TXL eval "$TMP/k/step-*" --max-tokens 3000 --json -q --threads 1 > $TMP/k.eval
+check "eval 'DIR/step-*': one row per checkpoint, in step order, each naming its own" \
+    jq -s -e --arg d $TMP/k 'map([.checkpoint, .step]) == [[$d + "/step-00000030.safetensors.gz", 30], [$d + "/step-00000040.safetensors.gz", 40]]' $TMP/k.eval
+$TXL eval $TMP/k/step-00000030.safetensors.gz $TMP/k/step-00000040.safetensors.gz --max-tokens 3000 --threads 1 > $TMP/k.table 2>/dev/null
+check "  ... a table per checkpoint, each under its name and step" sh -c "
+    grep -q '^checkpoint $TMP/k/step-00000030.safetensors.gz (step 30)' $TMP/k.table &&
+    grep -q '^checkpoint $TMP/k/step-00000040.safetensors.gz (step 40)' $TMP/k.table"
+check "info of two: one JSON line each" \
+    test "$($TXL info $TMP/k/step-* --json | jq -s -c 'map(.step)')" = "[30,40]"
+expect2 "a pattern that matches nothing" "'$TMP/k/step-9*' matches no file" $TXL eval "$TMP/k/step-9*"
+expect2 "a bad checkpoint among several: nothing printed" "nope" $TXL eval $TMP/k/step-00000030.safetensors.gz $TMP/k/nope
+check "  ... (nothing on stdout)" test ! -s $TMP/out
+# a numbered checkpoint resumes exactly: from step 30 (rewinding last: --force), steps 31-40
+# repeat the losses of the run
+h40=$(sha256sum < $TMP/k/step-00000040.safetensors.gz)
+cp -r $TMP/k $TMP/k2
+$TXL train -q --resume $TMP/k2/step-00000030.safetensors.gz --set train.max_steps=40 >/dev/null 2>$TMP/k2.err
+check "resuming an older numbered checkpoint rewinds last: refused without --force" test $? -eq 2
+$TXL train -q --resume $TMP/k2/step-00000030.safetensors.gz --force >/dev/null 2>$TMP/k2.err ||
+    bad "resume from step 30: $(cat $TMP/k2.err)"
+check "  ... with --force, steps 31-40 repeat the run's losses, bit for bit" \
+    test "$(step_losses $TMP/k2/log.jsonl | tail -10)" = "$(step_losses $TMP/k/log.jsonl | tail -10)"
+# a later last is a new file: the kept one keeps its step (the kept file is a hard link)
+$TXL train -q --resume $TMP/k --set train.max_steps=50 --set train.keep_checkpoints=2 >/dev/null 2>&1
+check "extended to 50: step-40 and step-50 kept, step-40 unchanged by the later last" sh -c "
+    test \"\$(cd $TMP/k && echo step-*)\" = 'step-00000040.safetensors.gz step-00000050.safetensors.gz' &&
+    test \"\$(sha256sum < $TMP/k/step-00000040.safetensors.gz)\" = '$h40'"
+touch $TMP/k/step-00000060.safetensors.gz.tmp.AbC123
+$TXL train -q $K --force --set train.max_steps=10 --set train.keep_checkpoints=1 \
+    --set train.ckpt_gzip=false --set train.out_dir=$TMP/k >/dev/null 2>$TMP/k3.err
+check "--force starts over: the earlier run's numbered checkpoints and temps go, plain files come" \
+    test "$(cd $TMP/k && echo step-*)" = "step-00000010.safetensors"
 finish
