@@ -364,8 +364,10 @@ static int value_from_node(const cfg_key *k, const cfg_src *s, const cfg_doc *d,
         return set_from_node(k, d, n, v, at, why, cap);
     if (n->type != YAML_SCALAR_NODE) {
         node_desc(n, desc, sizeof desc);
-        snprintf(why, cap, "%s: expected %s, found %s", full, cfg_type_expect(k, tmp, sizeof tmp),
-                 desc);
+        int dash = k->type == CT_PATH && n->type == YAML_SEQUENCE_NODE; /* `train: -` */
+        snprintf(why, cap, "%s: expected %s, found %s%s", full, cfg_type_expect(k, tmp, sizeof tmp),
+                 desc, dash ? " (a bare - starts a YAML list: write \"-\" in quotes for "
+                              "standard input)" : "");
         return -1;
     }
     int plain = n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
@@ -439,10 +441,17 @@ static int section_of(const cfg_src *s, const yaml_node_t *kn, txl_err *e)
     const char *name = (const char *)kn->data.scalar.value;
     int si = strlen(name) == kn->data.scalar.length ? cfg_section_find(name) : -1;
     if (si < 0) {
-        char sug[64] = "";
+        char sug[256] = "", key[64], who[128];
         for (size_t i = 0; i < CFG_NSECTIONS; i++)
             if (cfg_edit_distance(name, cfg_sections[i]) <= 2)
                 snprintf(sug, sizeof sug, "; did you mean '%s'?", cfg_sections[i]);
+        /* a key at the top (a flat config: nanoGPT's are) */
+        if (!sug[0] && cfg_key_suggest(NULL, name, key, sizeof key, who, sizeof who) == 0) {
+            char *dot = strchr(key, '.');
+            *dot = 0;
+            snprintf(sug, sizeof sug, "; keys go in their section: did you mean %s: {%s: ...}?%s%s",
+                     key, dot + 1, who[0] ? " " : "", who);
+        }
         cfg_show(desc, sizeof desc, name, kn->data.scalar.length, '\'');
         snprintf(why, sizeof why, "unknown section %s (expected model, data or train%s)", desc,
                  sug);
@@ -709,6 +718,16 @@ int cfg_set(run_config *c, const char *assignment, txl_err *e)
     if (ki < 0)
         return -1;
     const cfg_key *k = &cfg_keys[ki];
+    /* '-' (standard input) is a YAML list item; as a path's whole value it means stdin, as
+     * it does for txl eval --data */
+    const char *val = eq + 1;
+    size_t vn = strlen(val);
+    while (vn && (val[vn - 1] == ' ' || val[vn - 1] == '\t'))
+        vn--;
+    while (vn && (*val == ' ' || *val == '\t'))
+        val++, vn--;
+    if (k->type == CT_PATH && vn == 1 && *val == '-')
+        return cfg_set_text(c, k->section, k->name, "-", assignment, e);
 
     /* The value is YAML text, parsed by libyaml like a value in a file. */
     cfg_doc d;

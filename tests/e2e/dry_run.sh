@@ -94,4 +94,20 @@ check "exit 0 under a 2 GB address-space limit ($(head -c 200 $TMP/big.err))" te
 check "  ... the estimate is over 50 GiB, 41M parameters" \
     jq -e '.estimate_mib > 51200 and .params == 41082112' $TMP/big.json
 check "  ... no out_dir" test ! -e $TMP/big
+
+echo "-- data.train=- reads standard input (as eval --data - does)"
+# --set data.train=- was YAML's list item: "expected a path, found a list"
+$TXL train -c tests/configs/micro.yaml --set data.train=- --set train.out_dir=$TMP/stdin \
+    --dry-run -q < tests/data/tinyshakespeare.txt.gz > $TMP/stdin.json 2>$TMP/stdin.err
+check "--set data.train=- with a gzip'd corpus on stdin: planned ($(head -c 120 $TMP/stdin.err))" \
+    jq -e '.train_bytes == 1003854' $TMP/stdin.json
+$TXL train -c tests/configs/micro.yaml --set data.train=- --set train.max_steps=3 \
+    --set train.eval_interval=0 --set train.warmup_steps=1 --set train.out_dir=$TMP/stdin \
+    -q < tests/data/tinyshakespeare.txt.gz > /dev/null 2>$TMP/stdin.err
+check "  ... and trains from it" test "$(jq .step $TMP/stdin/summary.json)" = 3
+check "  ... its config.yaml says \"-\"" grep -q '^  train: "-"$' $TMP/stdin/config.yaml
+printf 'data:\n  train: [-]\n' > $TMP/list.yaml
+$TXL train -c $TMP/list.yaml --dry-run >/dev/null 2>$TMP/list.err
+check "a list where a path goes: exit 2, with the hint for stdin" sh -c "test $? -eq 2 &&
+    grep -q 'list.yaml:2:10: data.train: expected a path, found a list (a bare - starts a YAML list: write \"-\" in quotes for standard input)' $TMP/list.err"
 finish
