@@ -134,6 +134,11 @@ void txl_config_free(txl_config *c) { free(c); }
 
 int txl_config_is_number(const char *s) { return cfg_is_decimal(s); }
 
+int txl_config_suggest(const char *name, char *key, size_t cap, char *why, size_t why_cap)
+{
+    return cfg_key_suggest(NULL, name, key, cap, why, why_cap);
+}
+
 int txl_config_key(int i, char *name, size_t name_cap, char *values, size_t values_cap)
 {
     if (cfg_key_name(i, name, name_cap) < 0)

@@ -234,6 +234,33 @@ static int take_value(const cli_opt *o, const char *flag, const char *v, void *a
     return 0;
 }
 
+/* An option the table lacks: the message, with what was meant when it can tell: the
+ * command's option spelt with '_' (Transformer-XL's --tgt_len: --tgt-len), or for a command
+ * with --set a config key under another trainer's name or its own (--n_layer, --d_model,
+ * --learning-rate: --set model.n_layer=...). */
+static int unknown_option(const cli_cmd *cmd, const char *a, txl_err *e)
+{
+    char name[64], given[64], alt[70], key[64], why[128];
+    size_t n = 0;
+    const char *p = a;
+    while (*p == '-')
+        p++;
+    for (; p[n] && p[n] != '=' && n + 1 < sizeof name; n++) {
+        name[n] = p[n] == '_' ? '-' : (char)tolower((unsigned char)p[n]);
+        given[n] = p[n];
+    }
+    name[n] = given[n] = 0;
+    snprintf(alt, sizeof alt, "--%s", name);
+    const cli_opt *o = n ? cli_find_opt(cmd, alt) : NULL;
+    if (o && strcmp(alt, a) != 0)
+        return err_set(e, ERR_INPUT, "unknown option '%s' (did you mean '%s'?)", a, o->name);
+    if (n && cli_find_opt(cmd, "--set") && txl_config_suggest(given, key, sizeof key, why,
+                                                              sizeof why) == 0)
+        return err_set(e, ERR_INPUT, "unknown option '%s' (did you mean '--set %s=...'?%s%s)", a,
+                       key, why[0] ? " " : "", why);
+    return err_set(e, ERR_INPUT, "unknown option '%s'", a);
+}
+
 /* argv[*i] is an option: finds it in the table and takes its value. */
 static int parse_option(const cli_cmd *cmd, int argc, char **argv, int *i, void *args,
                         unsigned char *count, txl_err *e)
@@ -249,7 +276,7 @@ static int parse_option(const cli_cmd *cmd, int argc, char **argv, int *i, void 
             o = NULL; /* a switch takes no value; only long names take '=' */
     }
     if (!o)
-        return err_set(e, ERR_INPUT, "unknown option '%s'", a);
+        return unknown_option(cmd, a, e);
     if (!eq)
         snprintf(flag, sizeof flag, "%s", a);
     int k = (int)(o - sp->opts);

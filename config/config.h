@@ -99,6 +99,13 @@ void cfg_derive(run_config *c);
 #define CFG_MAX_DEPTH 16
 int cfg_load_yaml(run_config *c, const char *path, txl_err *e);
 
+/* The key the user most likely meant by section.name (section may be NULL): another
+ * trainer's name for it (nanoGPT's learning_rate, fairseq's --decoder-layers,
+ * Transformer-XL's --warmup_step: `why` says whose), a close name in the section, or the
+ * same name in another section. 0 with the full name in key, or -1 when none is close. */
+int cfg_key_suggest(const char *section, const char *name, char *key, size_t cap, char *why,
+                    size_t why_cap);
+
 /* Applies one "section.key=value" override (value parsed as YAML scalar text).
  * Unknown key or malformed value: -1, message names the flag text. */
 int cfg_set(run_config *c, const char *assignment, txl_err *e);

@@ -89,6 +89,11 @@ txl_config *txl_config_of_checkpoint(const char *ckpt, int last, txl_err *e);
 /* 1 when s is a number as configs write them: [+-](digits[.digits]|.digits)([eE][+-]digits),
  * nothing else (no hex, inf, nan or blanks); a command's numeric flags follow the rule. */
 int txl_config_is_number(const char *s);
+/* The key a name most likely means, for a "did you mean": another trainer's name for a key
+ * (nanoGPT's learning_rate, fairseq's decoder-layers, Transformer-XL's warmup_step; leading
+ * dashes dropped, '-' read as '_'; `why` then says whose name it is, else ""), a key of
+ * that name in some section, or a close one. 0 with "section.key" in key, -1 when none. */
+int txl_config_suggest(const char *name, char *key, size_t cap, char *why, size_t why_cap);
 /* The key an override "section.key=value" sets, as "section.key" (blanks trimmed): 0, or -1
  * when it names no key. */
 int txl_config_assignment_key(const char *assignment, char *key, size_t cap);

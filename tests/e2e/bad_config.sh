@@ -184,6 +184,26 @@ expect2 "--set missing corpus" "data.train;;$C/nope.txt: cannot open corpus: No 
     $TXL train -c $CFG --set data.train=$C/nope.txt --set train.out_dir=$TMP/r_missing
 check "...and no run directory was created for it" test ! -e $TMP/r_missing
 
+echo "-- other trainers' names: nanoGPT, fairseq, Transformer-XL (did you mean txl's key)"
+T="$TXL train -c $CFG --set train.out_dir=$RUN"
+expect2 "nanoGPT's train.learning_rate" "did you mean 'train.lr'? learning_rate is nanoGPT's name for it" $T --set train.learning_rate=1e-3
+expect2 "nanoGPT's model.n_embd" "did you mean 'model.d_model'? n_embd is nanoGPT's name for it" $T --set model.n_embd=64
+expect2 "nanoGPT's block_size" "did you mean 'model.tgt_len'? block_size is nanoGPT's name for it" $T --set block_size=64
+expect2 "nanoGPT's max_iters" "did you mean 'train.max_steps'?" $T --set train.max_iters=5
+expect2 "batch_size in the wrong section" "unknown key 'model.batch_size' (did you mean 'train.batch_size'?)" $T --set model.batch_size=4
+cfgcase flat_nanogpt "1:1: unknown section 'n_layer' (expected model, data or train; keys go in their section: did you mean model: {n_layer: ...}?)" \
+    'n_layer: 4\nbatch_size: 8\n'
+cfgcase flat_lr "1:1: unknown section 'learning_rate' (expected model, data or train; keys go in their section: did you mean train: {lr: ...}? learning_rate is nanoGPT's name for it)" \
+    'learning_rate: 1e-3\n'
+expect2 "fairseq's --decoder-layers" "unknown option '--decoder-layers' (did you mean '--set model.n_layer=...'? decoder-layers is fairseq's name for it)" $T --decoder-layers 2
+expect2 "fairseq's max_update" "did you mean 'train.max_steps'? max_update is fairseq's name for it" $T --set train.max_update=5
+expect2 "Transformer-XL's --tgt_len" "unknown option '--tgt_len' (did you mean '--set model.tgt_len=...'?)" $T --tgt_len 64
+expect2 "Transformer-XL's --mem_len" "unknown option '--mem_len' (did you mean '--set model.mem_len=...'?)" $T --mem_len 64
+expect2 "Transformer-XL's --n_layer" "unknown option '--n_layer' (did you mean '--set model.n_layer=...'?)" $T --n_layer 2
+expect2 "Transformer-XL's --d_model" "unknown option '--d_model' (did you mean '--set model.d_model=...'?)" $T --d_model 64
+expect2 "Transformer-XL's --warmup_step" "did you mean '--set train.warmup_steps=...'? warmup_step is Transformer-XL's name for it" $T --warmup_step 5
+expect2 "eval --mem_len: eval's own flag" "unknown option '--mem_len' (did you mean '--mem-len'?)" $TXL eval $RUN --mem_len 64
+
 guard_sum > $TMP/guard.end
 check "the run directory is untouched after all of the above" cmp -s $TMP/guard.sum $TMP/guard.end
 finish
