@@ -1,7 +1,7 @@
 /* plot_terms.c: `txl plot --terms RUN_DIR` — the score terms of a training run (its terms
  * events, train.term_stats_interval; doc/design.md, "The model": Diagnostics) as one panel
  * per layer: the spread (standard deviation) of each term against the step on a log scale,
- * inside the band the verdict calls healthy (1/10 to 10x the content term's spread). A term
+ * inside the band the verdict calls healthy (1/1000 to 10x the content term's spread). A term
  * that leaves the band, or that a verdict flags for another reason, is ringed where it
  * was flagged: dying terms sink out of the band, dominating ones rise above it. */
 #include <math.h>
@@ -118,7 +118,7 @@ static void gp_terms_key(FILE *f, const terms_data *d, double y0, double h)
             "unset xlabel\nunset ylabel\nunset grid\nunset logscale\nset xrange [0:1]\n"
             "set yrange [0:1]\nset key inside center center horizontal maxcols 3 spacing 1.1 "
             "samplen 2.5 opaque box lc rgb '#cccccc'\n", y0, h);
-    fputs("plot NaN with filledcurves x1 fc rgb '#eeeeee' title '1/10 to 10x content: healthy'",
+    fputs("plot NaN with filledcurves x1 fc rgb '#eeeeee' title '1/1000 to 10x content: healthy'",
           f);
     for (int t = 0; t < d->nterms; t++) {
         fprintf(f, ", \\\n     NaN with linespoints lw %s pt 7 ps 0.6 lc rgb '%s' title ",
@@ -147,7 +147,7 @@ static void gp_terms_layer(FILE *f, const terms_data *d, int l)
     }
     fputs("EOD\n", f);
     fprintf(f, "set title 'layer %d'\n", l);
-    fprintf(f, "plot $layer%d using 1:($2/10):($2*10) with filledcurves fc rgb '#eeeeee' "
+    fprintf(f, "plot $layer%d using 1:($2/1000):($2*10) with filledcurves fc rgb '#eeeeee' "
             "notitle", l);
     for (int t = 0; t < d->nterms; t++)
         fprintf(f, ", \\\n     $layer%d using 1:%d with linespoints lw %s pt 7 ps 0.6 "

@@ -33,6 +33,30 @@ jq -c 'select(.event=="terms" and .step==6) | .layers[]' $L > $TMP/logged.jsonl
 check "step 6's layers are, number for number, what eval --term-stats prints for last (step 6)" \
     sh -c "test -s $TMP/logged.jsonl && jq -c . $TMP/eval.jsonl | cmp -s - $TMP/logged.jsonl"
 
+# the verdict's threshold for "weak": a term trained away (model.xl_terms without it) is
+# flagged in every layer, the same term of intact models in none (at 1/10, u and v were
+# weak in every layer of a plain xl model); micro, 40 steps each, and the trained fixtures
+weakly() { jq -r --arg t $2 'select(has($t)) | .[$t].flag // "ok"' $1 | grep -c '^weak'; }
+for t in abcd abd abc acd; do
+    $TXL train -q -c $CFG --set train.threads=1 --set train.eval_interval=0 \
+        --set model.xl_terms=$t --set train.out_dir=$TMP/ab_$t >/dev/null 2>&1
+    $TXL eval $TMP/ab_$t/last.safetensors.gz --data tests/data/enwik8_slice60k.txt.gz \
+        --term-stats --json --threads 1 -q > $TMP/ab_$t.jsonl
+done
+check "xl_terms abd (no u): global_content_bias weak in both layers" test "$(weakly $TMP/ab_abd.jsonl global_content_bias)" -eq 2
+check "xl_terms abc (no v): global_position_bias weak in both layers" test "$(weakly $TMP/ab_abc.jsonl global_position_bias)" -eq 2
+check "xl_terms acd (no q.r): content_position weak in both layers" test "$(weakly $TMP/ab_acd.jsonl content_position)" -eq 2
+check "  ... and the terms they keep are not" sh -c "
+    test \$(jq -r '[.content_position, .global_position_bias] | map(.flag // \"ok\")[]' $TMP/ab_abd.jsonl | grep -c weak) -eq 0"
+check "intact (abcd), the same 40 steps: no term weak ($(jq -c '[.global_content_bias.std, .global_position_bias.std] | map(. * 1000 | round / 1000)' $TMP/ab_abcd.jsonl | tr '\n' ' '))" \
+    test "$(jq -r '[.[] | objects | .flag // "ok"][]' $TMP/ab_abcd.jsonl | grep -c weak)" -eq 0
+for f in tests/fixtures/eval/micro tests/fixtures/eval/nano_xl tests/fixtures/copy/copy_xl; do
+    $TXL eval $f.safetensors.gz --data tests/data/enwik8_slice60k.txt.gz --term-stats --json \
+        --threads 1 -q > $TMP/fx.jsonl
+    check "intact $(basename $f): no term weak in any layer" \
+        test "$(jq -r '[.[] | objects | .flag // "ok"][]' $TMP/fx.jsonl | grep -c weak)" -eq 0
+done
+
 # the pass is read-only: the same losses without it
 $TXL train $OPTS --set train.out_dir=$TMP/plain >/dev/null 2>&1
 check "without the key: no terms event" test "$(grep -c '"terms"' $TMP/plain/log.jsonl)" -eq 0
@@ -86,7 +110,7 @@ if command -v gnuplot >/dev/null 2>&1; then
         svg_has $TMP/terms.svg 'run: spread of the score terms while training' && svg_has $TMP/terms.svg step &&
         svg_has $TMP/terms.svg 'std of the term (scaled by 1/sqrt(d_head))'"
     check "  ... the band's and the rings' entries" sh -c ". tests/e2e/lib.sh;
-        svg_has $TMP/terms.svg '1/10 to 10x content: healthy' && svg_has $TMP/terms.svg 'flagged by the verdict'"
+        svg_has $TMP/terms.svg '1/1000 to 10x content: healthy' && svg_has $TMP/terms.svg 'flagged by the verdict'"
     # the key sat inside layer 0's panel, over its band: now every entry is above the panels
     yk=$(svg_y $TMP/terms.svg 'flagged by the verdict') yp=$(svg_y $TMP/terms.svg 'layer 0')
     check "  ... the key above the panels (its lowest entry at y $yk, layer 0's title at $yp)" \
