@@ -17,9 +17,9 @@ const cli_cmd txl_commands[] = {
      "[--threads N] [-q]",
      &eval_spec, 0},
     {"sample", cmd_sample, "generate text from a checkpoint",
-     "CKPT [--prompt TEXT | --prompt-file F] [-n N] [--temperature T] [--top-k K] "
-     "[--top-p P] [--seed S] [--num-samples N [--batch B] | -i] [--mem-len N] [--echo] "
-     "[--show-anchors] [--stats] [--threads N] [-q]",
+     "CKPT [--prompt TEXT | --prompt-file F | --prompts FILE] [-n N] [--temperature T] "
+     "[--top-k K] [--top-p P] [--seed S] [--num-samples N [--batch B] | -i] [--stop STRING] "
+     "[--json] [--mem-len N] [--echo] [--show-anchors] [--stats] [--threads N] [-q]",
      &sample_spec, 0},
     {"probe", cmd_probe, "long-context probes: needle in a haystack, recall by distance, "
      "translation invariance",

@@ -13,13 +13,15 @@
 #include "../common/tok.h"
 #include "cli.h"
 #include "cmds.h"
+#include "sample.h"
 
 typedef struct {
-    const char *prompt, *prompt_file;
+    const char *prompt, *prompt_file, *prompts;
     long n, top_k, mem_len, threads, num_samples, batch;
     double temperature, top_p;
     unsigned long long seed;
-    int echo, stats, quiet, interactive, show_anchors;
+    int echo, stats, quiet, interactive, show_anchors, json;
+    cli_strs stop;
 } sample_args;
 
 #define O(f) offsetof(sample_args, f)
@@ -28,7 +30,11 @@ static const cli_opt sample_options[] = {
      .metavar = "TEXT", .needs = "text", .excludes = "--prompt-file",
      .help = "prompt text ('-' = stdin)"},
     {.name = "--prompt-file", .type = CLI_FILE, .off = O(prompt_file), .metavar = "F",
-     .glob = "*", .help = "prompt from a file ('-' = stdin)"},
+     .glob = "*", .excludes = "--prompts", .help = "prompt from a file ('-' = stdin)"},
+    {.name = "--prompts", .type = CLI_FILE, .off = O(prompts), .metavar = "FILE", .glob = "*",
+     .excludes = "--prompt",
+     .help = "one prompt per line of FILE ('-' = stdin; empty lines skipped), each sampled "
+             "on its own (a fresh memory), its --num-samples printed after it"},
     {.short_name = "-n", .name = "--tokens", .type = CLI_INT, .off = O(n), .lo = 0,
      .hi = 1L << 40, .def = 500, .metavar = "N", .help = "bytes to generate"},
     {.short_name = "-t", .name = "--temperature", .type = CLI_NUM, .off = O(temperature),
@@ -54,8 +60,16 @@ static const cli_opt sample_options[] = {
              "fit a quarter of the CPU's last-level cache with the weights"},
     {.short_name = "-i", .name = "--interactive", .type = CLI_SWITCH, .off = O(interactive),
      .excludes = "--num-samples",
-     .help = "read prompts from stdin, one per line; after each, generate until a newline "
-             "(or -n bytes), keeping the model's memory from line to line"},
+     .help = "read prompts from stdin, one per line (a '> ' marker on stderr when stdin is "
+             "a terminal); after each, generate until a newline (or -n bytes), keeping the "
+             "model's memory from line to line. A line ending in \\ is continued: fed "
+             "without the \\ and its newline, the answer completes it"},
+    {.name = "--stop", .type = CLI_STR, .off = O(stop), .flags = CLI_REPEAT,
+     .cap = SAMPLE_MAX_STOPS, .metavar = "STRING", .needs = "a string",
+     .help = "end a sample where STRING appears (not printed; up to 8 of them, of up to 64 "
+             "bytes; \\n is a newline)"},
+    CLI_OPT_JSON(O(json), "one JSON object per sample on stdout, printed when all are drawn: "
+                          "sample, prompt, text, tokens, bytes, seconds, finish"),
     {.name = "--mem-len", .type = CLI_INT, .off = O(mem_len), .lo = 0, .hi = 1 << 20,
      .def = -1, .metavar = "N", .help = "memory length while sampling",
      .def_doc = "the trained mem_len"},
@@ -199,8 +213,6 @@ static long read_line(FILE *f, char **buf, size_t *cap)
     return (long)n;
 }
 
-#define MARKER_MAX 9 /* "<|para|>" and the like */
-
 /* Tokens drawn at most per stream for -n bytes: anchors come on top of the bytes (about one
  * per sentence); a model that draws little but anchors stops here. */
 static long token_budget(long n)
@@ -208,100 +220,22 @@ static long token_budget(long n)
     return n > 0 ? 2 * n + 16 : 0;
 }
 
-/* Where generated text goes: stream 0 straight to stdout (one sample, or interactive),
- * several samples into buffers printed at the end. */
-typedef struct {
-    const txl_model *m; /* names the anchors */
-    int N, live, stop_at_newline, show_anchors;
-    long calls;        /* tokens put so far (live: stream 0's, which flush every 16) */
-    uint8_t *buf;      /* [N][cap] */
-    long cap;
-    long *len;         /* [N] */
-    int *done;         /* [N] stopped: 2 at a newline (interactive), 1 at the bytes asked for */
-    long *bytes;       /* [N] bytes generated (anchors are not bytes) */
-    long max_bytes;    /* -n */
-} sink;
-
-static int put_bytes(sink *k, int b, const char *s, size_t n, long i)
+/* One generate into the sink (reset first), then its end (held-back text, the newline). */
+static long generate(txl_decoder *d, sink *k, long n, txl_err *e)
 {
-    if (k->live) {
-        if (fwrite(s, 1, n, stdout) != n)
-            return -1; /* stdout failed: main reports it */
-        if (((n && s[n - 1] == '\n') || i % 16 == 15) && cli_stdout_flush())
-            return -1;
-    } else {
-        memcpy(k->buf + (size_t)b * k->cap + k->len[b], s, n);
-        k->len[b] += (long)n;
-    }
-    return 0;
+    sink_reset(k, sys_now());
+    long g = txl_decoder_generate(d, token_budget(n), sink_put, k, e);
+    if (g >= 0)
+        sink_end(k, sys_now()); /* a failed stdout: main reports it */
+    return g;
 }
 
-/* txl_token_fn: stores or prints stream b's next token (a byte, or an anchor: a marker with
- * --show-anchors, else nothing); 0 when the stream goes on, 1 when it stopped (-n bytes, a
- * newline in interactive mode), -1 when stdout went away. */
-static int put(void *ctx, int b, int t)
-{
-    sink *k = ctx;
-    long i = k->calls++;
-    char c = (char)t;
-    if (t < TXL_BYTES) {
-        if (put_bytes(k, b, &c, 1, i))
-            return -1;
-        k->bytes[b]++;
-        if (k->stop_at_newline && t == '\n')
-            k->done[b] = 2; /* the answer ended its line */
-        else if (k->bytes[b] >= k->max_bytes)
-            k->done[b] = 1;
-    } else if (k->show_anchors) {
-        const char *name = txl_token_name(k->m, t); /* every anchor has one */
-        char m[MARKER_MAX];
-        snprintf(m, sizeof m, "<|%s|>", name ? name : "?");
-        if (put_bytes(k, b, m, strlen(m), i))
-            return -1;
-    }
-    return k->done[b] != 0;
-}
-
-/* The sink of N samples (not -i): the N texts, kept to the end when N > 1, are checked
- * against the machine and allocated before the decoder, whose own check then counts them
- * in the address space the process holds (txl_decoder_new). */
-static int sink_init(sink *k, const txl_model *m, const sample_args *a, txl_err *e)
-{
-    int N = (int)a->num_samples;
-    long cap = token_budget(a->n) * (a->show_anchors ? MARKER_MAX : 1);
-    *k = (sink){.m = m, .N = N, .live = N == 1, .cap = cap, .show_anchors = a->show_anchors,
-                .max_bytes = a->n};
-    char who[160];
-    snprintf(who, sizeof who, "sampling %d samples of up to %ld bytes each (kept until all "
-             "are drawn)", N, cap);
-    if (N > 1 && sys_check_memory(who, (double)N * cap, 0, e))
-        return -1;
-    k->len = calloc((size_t)N, sizeof *k->len);
-    k->done = calloc((size_t)N, sizeof *k->done);
-    k->bytes = calloc((size_t)N, sizeof *k->bytes);
-    k->buf = N > 1 ? malloc((size_t)N * (size_t)cap) : NULL;
-    if (!k->len || !k->done || !k->bytes || (N > 1 && !k->buf))
-        return err_set(e, ERR_RUNTIME, "out of memory for %d samples of %ld bytes", N, a->n);
-    return 0;
-}
-
-static void sink_free(sink *k)
-{
-    free(k->len);
-    free(k->done);
-    free(k->bytes);
-    free(k->buf);
-}
-
-/* Several samples: generated side by side, then printed one after the other. */
+/* Several samples or --json: generated side by side, then printed one after the other. */
 static long sample_batch(txl_decoder *d, sink *k, const sample_args *a, txl_err *e)
 {
-    long g = txl_decoder_generate(d, token_budget(a->n), put, k, e);
-    for (int b = 0; k->N > 1 && g >= 0 && b < k->N && !ferror(stdout); b++) {
-        fwrite(k->buf + (size_t)b * k->cap, 1, (size_t)k->len[b], stdout);
-        fputs("\n---------------\n", stdout);
-        cli_stdout_flush(); /* keeps the reason a write failed for main's message */
-    }
+    long g = generate(d, k, a->n, e);
+    if (g >= 0 && !k->live)
+        sink_print(k, a->json, -1);
     return g;
 }
 
@@ -314,32 +248,40 @@ static int stdin_readable(void)
 }
 
 /* -i: a prompt per line of stdin; after each, text until a newline or -n bytes, the
- * decoder's memory going on from both. A stdin at its end at once has no prompts: nothing
- * to do, not an error. */
-static long sample_interactive(txl_decoder *d, const txl_model *m, const sample_args *a,
-                               txl_err *e)
+ * decoder's memory going on from both. A line ending in a backslash is continued: fed
+ * without it and its newline, and printed again, so the answer completes the line. With
+ * stdin a terminal, '> ' on stderr asks for each line. A stdin at its end at once has no
+ * prompts: nothing to do, not an error. */
+static long sample_interactive(txl_decoder *d, const sample_args *a, sink *k, txl_err *e)
 {
     char *line = NULL;
     size_t cap = 0;
     long len, total = 0;
-    while ((len = read_line(stdin, &line, &cap)) > 0) {
-        if (txl_decoder_feed(d, line, (size_t)len, e)) {
+    int marker = isatty(0) && !a->quiet;
+    for (;;) {
+        if (marker)
+            fputs("> ", stderr), fflush(stderr);
+        if ((len = read_line(stdin, &line, &cap)) <= 0)
+            break;
+        size_t fed = (size_t)len;
+        int cont = fed >= 2 && line[fed - 1] == '\n' && line[fed - 2] == '\\';
+        if (cont)
+            fed -= 2;
+        if (fed && txl_decoder_feed(d, line, fed, e)) {
             free(line);
             return -1;
         }
-        int done = 0;
-        sink k = {.m = m, .N = 1, .live = 1, .stop_at_newline = 1, .len = &(long){0},
-                  .done = &done, .bytes = &(long){0}, .max_bytes = a->n,
-                  .show_anchors = a->show_anchors};
-        long g = txl_decoder_generate(d, token_budget(a->n), put, &k, e);
+        if (cont && (fwrite(line, 1, fed, stdout) != fed || cli_stdout_flush()))
+            break; /* the typed part of the line, which the answer completes */
+        if (cont && fed)
+            k->last = (unsigned char)line[fed - 1];
+        long g = generate(d, k, a->n, e);
         if (g < 0) {
             free(line);
             return -1;
         }
-        if (done != 2) /* stopped by -n: end the answer's line */
-            fputc('\n', stdout);
         total += g;
-        if (cli_stdout_flush())
+        if (ferror(stdout))
             break; /* no more answers: main reports stdout's failure */
     }
     int er = errno;
@@ -381,25 +323,150 @@ static void print_stats(const txl_decoder *d, const sample_args *a, size_t tlen,
             a->num_samples, batch, threads);
 }
 
-/* The model, the samples' sink and the decoder, in that order (what each fails on is
- * reported in that order). */
-static txl_decoder *open_decoder(const char *ckpt, const sample_args *a, txl_model **m,
-                                 sink *k, int *threads, txl_err *e)
+/* The --stop strings as bytes (\\n a newline, \\t a tab, \\\\ a backslash), into buf. */
+static int take_stops(const sample_args *a, char buf[][SAMPLE_STOP_MAX], const char **stops)
 {
-    *m = txl_model_load(ckpt, e);
-    if (!*m)
+    for (int i = 0; i < a->stop.n; i++) {
+        const char *s = a->stop.v[i];
+        size_t n = 0;
+        for (; *s; s++) {
+            char c = *s;
+            if (c == '\\' && (s[1] == 'n' || s[1] == 't' || s[1] == '\\'))
+                c = *++s == 'n' ? '\n' : *s == 't' ? '\t' : '\\';
+            if (n + 1 >= SAMPLE_STOP_MAX)
+                return cli_usage("sample", "--stop '%s': longer than %d bytes", a->stop.v[i],
+                                 SAMPLE_STOP_MAX - 1);
+            buf[i][n++] = c;
+        }
+        buf[i][n] = 0;
+        if (n == 0)
+            return cli_usage("sample", "--stop: an empty string would stop every sample at "
+                             "once");
+        stops[i] = buf[i];
+    }
+    return 0;
+}
+
+/* The decoder's options from the flags. */
+static txl_decode_opts decode_opts(const sample_args *a)
+{
+    return (txl_decode_opts){.streams = (int)a->num_samples, .batch = (int)a->batch,
+                             .mem_len = (int)a->mem_len, .temperature = a->temperature,
+                             .top_k = (int)a->top_k, .top_p = a->top_p, .seed = a->seed,
+                             .progress = !a->quiet && cli_isatty_stderr()};
+}
+
+/* --prompts FILE: each non-empty line a prompt of its own (a fresh decoder: a fresh
+ * memory), its samples printed after it (--echo: the prompt first), or as JSON objects
+ * naming its index. */
+static int sample_prompts(txl_model *m, const sample_args *a, sink *k, txl_err *e)
+{
+    FILE *f = strcmp(a->prompts, "-") == 0 ? stdin : fopen(a->prompts, "rb");
+    if (!f)
+        return err_set(e, ERR_INPUT, "--prompts %s: cannot open: %s", a->prompts,
+                       strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    long len, index = 0;
+    int rc = 0;
+    txl_decode_opts o = decode_opts(a);
+    while (rc == 0 && (len = read_line(f, &line, &cap)) > 0) {
+        size_t n = (size_t)len - (line[len - 1] == '\n');
+        if (n == 0)
+            continue;
+        txl_decoder *d = txl_decoder_new(m, &o, e);
+        if (!d || txl_decoder_feed(d, line, n, e))
+            rc = -1;
+        if (rc == 0 && a->echo && !a->json)
+            fwrite(line, 1, n, stdout);
+        if (rc == 0 && generate(d, k, a->n, e) < 0)
+            rc = -1;
+        if (rc == 0 && k->live)
+            fputs("---------------\n", stdout);
+        if (rc == 0 && (k->live ? cli_stdout_flush() : sink_print(k, a->json, index)))
+            rc = 1; /* stdout failed: main reports it */
+        txl_decoder_free(d);
+        index++;
+    }
+    int er = errno;
+    if (f != stdin)
+        fclose(f);
+    free(line);
+    if (rc == 0 && len == -1)
+        return err_set(e, ERR_INPUT, "--prompts %s: a line longer than %zu MiB, the most a "
+                       "prompt may be", a->prompts, PROMPT_MAX >> 20);
+    if (rc == 0 && len < 0)
+        return err_set(e, ERR_INPUT, "--prompts %s: read error: %s", a->prompts, strerror(er));
+    return rc < 0 ? -1 : 0;
+}
+
+/* The model and the samples' sink, in that order (what each fails on is reported in that
+ * order; the decoders come after: txl_decoder_new counts the sink in the address space the
+ * process holds). */
+static txl_model *open_model(const char *ckpt, const sample_args *a, const char *const *stops,
+                             sink *k, int *threads, txl_err *e)
+{
+    txl_model *m = txl_model_load(ckpt, e);
+    if (!m)
         return NULL;
-    if (txl_model_from_dir(*m) && !a->quiet)
+    if (txl_model_from_dir(m) && !a->quiet)
         fprintf(stderr, "txl sample: %s is a run directory: using %s\n", ckpt,
-                txl_model_path(*m));
+                txl_model_path(m));
     *threads = txl_set_threads((int)a->threads);
-    if (!a->interactive && sink_init(k, *m, a, e))
-        return NULL;
-    txl_decode_opts o = {.streams = (int)a->num_samples, .batch = (int)a->batch,
-                         .mem_len = (int)a->mem_len, .temperature = a->temperature,
-                         .top_k = (int)a->top_k, .top_p = a->top_p, .seed = a->seed,
-                         .progress = !a->quiet && cli_isatty_stderr()};
-    return txl_decoder_new(*m, &o, e);
+    int live = a->interactive || (a->num_samples == 1 && !a->json);
+    if (sink_init(k, m, (int)a->num_samples, a->n, live, a->show_anchors, stops, a->stop.n, e))
+        return txl_model_free(m), NULL;
+    k->stop_at_newline = a->interactive;
+    return m;
+}
+
+/* The flags that cannot go together, before anything is read. */
+static int check_flags(const sample_args *a)
+{
+    if (a->interactive && (a->prompt_file || a->prompts || (a->prompt && !strcmp(a->prompt, "-"))))
+        return cli_usage("sample", "-i reads the prompts from stdin: it cannot read a prompt "
+                         "from stdin too (nor take --prompt-file or --prompts)");
+    if (a->interactive && a->json)
+        return cli_usage("sample", "--json prints the samples when they are drawn; -i answers "
+                         "line by line: use one or the other");
+    if (a->prompts && a->prompt_file)
+        return cli_usage("sample", "--prompts and --prompt-file: one source of prompts");
+    if (a->interactive && !stdin_readable()) /* before loading the model for nothing */
+        return cli_usage("sample", "-i reads the prompts from stdin, which is closed (or open "
+                         "for writing only)");
+    return 0;
+}
+
+/* One prompt (a flag, a file, stdin, or -i's lines): fed, then the samples or answers. */
+static int sample_one(txl_model *m, const sample_args *a, sink *k, int threads, txl_err *e)
+{
+    char *text;
+    size_t tlen;
+    if (read_prompt(a, &text, &tlen, e))
+        return -1;
+    txl_decode_opts o = decode_opts(a);
+    double t0 = sys_now();
+    txl_decoder *d = txl_decoder_new(m, &o, e);
+    int rc = 0;
+    if (!d || txl_decoder_feed(d, text, tlen, e)) {
+        rc = -1;
+    } else {
+        if (a->echo && !a->json) { /* after the progress line, which would erase it */
+            fwrite(text, 1, tlen, stdout);
+            cli_stdout_flush();
+            k->last = tlen ? (unsigned char)text[tlen - 1] : -1;
+        }
+        double t1 = sys_now(), c1 = sys_cpu_now();
+        long generated = a->interactive ? sample_interactive(d, a, k, e)
+                                        : sample_batch(d, k, a, e);
+        rc = generated < 0 ? -1 : 0;
+        double t2 = sys_now(), c2 = sys_cpu_now();
+        if (a->stats)
+            print_stats(d, a, tlen, generated, threads, t1 - t0, t2 - t1, c2 - c1);
+    }
+    txl_decoder_free(d);
+    free(text);
+    return rc;
 }
 
 int cmd_sample(int argc, char **argv)
@@ -412,40 +479,17 @@ int cmd_sample(int argc, char **argv)
     const char *ckpt = pos.n ? pos.v[0] : NULL;
     if (!ckpt)
         return cli_usage("sample", "missing the checkpoint to sample from");
-    if (a.interactive && (a.prompt_file || (a.prompt && !strcmp(a.prompt, "-"))))
-        return cli_usage("sample", "-i reads the prompts from stdin: it cannot read a prompt "
-                         "from stdin too");
-    if (a.interactive && !stdin_readable()) /* before loading the model for nothing */
-        return cli_usage("sample", "-i reads the prompts from stdin, which is closed (or open "
-                         "for writing only)");
+    char stopbuf[SAMPLE_MAX_STOPS][SAMPLE_STOP_MAX];
+    const char *stops[SAMPLE_MAX_STOPS];
+    if ((rc = check_flags(&a)) != 0 || (rc = take_stops(&a, stopbuf, stops)) != 0)
+        return rc;
     txl_err e = {0};
-    char *text;
-    size_t tlen;
-    if (read_prompt(&a, &text, &tlen, &e))
-        return cli_fail("sample", &e);
-    txl_model *m = NULL;
     sink k = {0};
     int threads = 1;
-    txl_decoder *d = open_decoder(ckpt, &a, &m, &k, &threads, &e);
-    double t0 = sys_now();
-    if (!d || txl_decoder_feed(d, text, tlen, &e)) {
-        rc = cli_fail("sample", &e);
-    } else {
-        if (a.echo) { /* after the progress line, which would erase a partly echoed line */
-            fwrite(text, 1, tlen, stdout);
-            cli_stdout_flush();
-        }
-        double t1 = sys_now(), c1 = sys_cpu_now();
-        long generated = a.interactive ? sample_interactive(d, m, &a, &e)
-                                       : sample_batch(d, &k, &a, &e);
-        rc = generated < 0 ? cli_fail("sample", &e) : 0;
-        double t2 = sys_now(), c2 = sys_cpu_now();
-        if (a.stats)
-            print_stats(d, &a, tlen, generated, threads, t1 - t0, t2 - t1, c2 - c1);
-    }
-    txl_decoder_free(d);
+    txl_model *m = open_model(ckpt, &a, stops, &k, &threads, &e);
+    int st = !m ? -1 : a.prompts ? sample_prompts(m, &a, &k, &e)
+                                 : sample_one(m, &a, &k, threads, &e);
     txl_model_free(m);
     sink_free(&k);
-    free(text);
-    return rc;
+    return st < 0 ? cli_fail("sample", &e) : 0; /* stdout's failure: main reports it */
 }

@@ -42,15 +42,19 @@ check "eval --sweep 1,2 with anchors: two results, the same bytes scored" \
 
 # sample: -n counts bytes; anchors are drawn like bytes but printed only with --show-anchors,
 # from the same random stream
-$TXL sample $CK -p "ROMEO:" -n 300 --seed 5 -q > $TMP/plain 2>$TMP/err || bad "sample: $(cat $TMP/err)"
-check "sample -n 300: 300 bytes" test "$(wc -c < $TMP/plain)" -eq 300
-$TXL sample $CK -p "ROMEO:" -n 300 --seed 5 -q --show-anchors > $TMP/shown
+$TXL sample $CK -p "ROMEO:" -n 300 --seed 5 --json -q > $TMP/plain.json 2>$TMP/err || bad "sample: $(cat $TMP/err)"
+check "sample -n 300: 300 bytes" test "$(jq .bytes $TMP/plain.json)" -eq 300
+$TXL sample $CK -p "ROMEO:" -n 300 --seed 5 -q > $TMP/plain
+check "  ... printed: those, and a newline unless the 300th is one" \
+    test "$(wc -c < $TMP/plain)" -eq "$(head -c 300 $TMP/plain | tail -c 1 | grep -c '^$' | sed 's/1/300/; s/0/301/')"
+$TXL sample $CK -p "ROMEO:" -n 300 --seed 5 -q --show-anchors --json | jq -j .text > $TMP/shown
 check "--show-anchors: markers shown" grep -q -e '<|sent|>' -e '<|para|>' -e '<|bos|>' $TMP/shown
 sed 's/<|bos|>//g; s/<|para|>//g; s/<|sent|>//g' $TMP/shown > $TMP/stripped
-check "  ... and without the markers it is the same text" cmp $TMP/plain $TMP/stripped
-$TXL sample $CK -p "ROMEO:" -n 100 --seed 5 --num-samples 3 -q > $TMP/three
+check "  ... and without the markers it is the same text" \
+    sh -c "jq -j .text $TMP/plain.json | cmp - $TMP/stripped"
+$TXL sample $CK -p "ROMEO:" -n 100 --seed 5 --num-samples 3 --json -q > $TMP/three
 check "--num-samples 3: each sample has 100 bytes" \
-    test "$(awk 'BEGIN{RS="\n---------------\n"} NF || length {print length($0)}' $TMP/three | sort -u)" = 100
+    test "$(jq -s -c 'map(.bytes) | unique' $TMP/three)" = "[100]"
 
 # a checkpoint goes on only with its anchors
 before=$(sha256sum $CK)

@@ -130,7 +130,7 @@ trains() { # trains "description" FILE
     loss=$(jq -r 'select(.event=="train") | .loss' $TMP/r_$3/log.jsonl 2>/dev/null | tail -1)
     check "$1: finite loss ($loss)" awk -v l="$loss" 'BEGIN {exit !(l + 0 == l && l > 0 && l < 100)}'
     check "$1: evaluates" $TXL eval $TMP/r_$3/last.safetensors.gz --data "$2" --max-tokens 20000 -q
-    check "$1: samples 50 bytes" sh -c "$TXL sample $TMP/r_$3/last.safetensors.gz -n 50 </dev/null | test \$(wc -c) -eq 50"
+    check "$1: samples 50 bytes" sh -c "$TXL sample $TMP/r_$3/last.safetensors.gz -n 50 --json </dev/null | test \$(jq .bytes) -eq 50"
 }
 BIN=/usr/bin/ls
 [ -r $BIN ] || BIN=/bin/sh
