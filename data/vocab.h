@@ -105,15 +105,20 @@ int vocab_encode(const vocab *v, const uint8_t *text, size_t len, txl_tok **out,
                  txl_err *e);
 
 /* ---- Building --------------------------------------------------------------------------
- * From corpora: each input is read front to back (plain or gzip'd files, "-" stdin). */
+ * From corpora: each input is read front to back (plain or gzip'd files, "-" stdin), or
+ * from one text through a callback. */
 
 typedef struct {
     const char *const *files; /* the texts counted (a split's file for a config's data) */
     int n_files;
-    /* or one span of a file (train's split of data.train): when span_path is set, bytes
-     * [span_begin, span_begin + span_len) of it are the text */
-    const char *span_path;
-    size_t span_begin, span_len;
+    /* or one text read through a callback (train's split of data.train, which may be a
+     * gzip'd file, a part of one, or stdin held in memory): read(ctx, off, buf, n, e)
+     * copies bytes [off, off + n) of its text_len bytes into buf; 0, or -1 with e. Used when
+     * read is not NULL (files is then ignored); text_name names it in messages. */
+    int (*read)(void *ctx, size_t off, uint8_t *buf, size_t n, txl_err *e);
+    void *read_ctx;
+    size_t text_len;
+    const char *text_name;
     long min_freq;            /* word: words seen fewer times are dropped (0, 1: none) */
     long max_size;            /* word: at most this many words besides the specials (0: all);
                                  bpe: the vocabulary's size, 256 + merges (256 .. 2^20) */
