@@ -77,6 +77,8 @@ vocab_special_kind vocab_special(const vocab *v, txl_tok t);
 long vocab_special_id(const vocab *v, vocab_special_kind k);
 /* The id of a token by its bytes (a word, a BPE piece), or -1. */
 long vocab_lookup(const vocab *v, const uint8_t *bytes, size_t len);
+/* The merges of a bpe vocabulary (0 for the other kinds). */
+size_t vocab_merges(const vocab *v);
 /* A 64-bit hash of the serialized vocabulary: token files record it, so ids are never read
  * with another vocabulary. */
 uint64_t vocab_fingerprint(const vocab *v);
@@ -94,11 +96,15 @@ typedef struct vocab_encoder vocab_encoder;
 typedef int (*vocab_emit_fn)(void *ctx, txl_tok t, size_t off, size_t len);
 
 vocab_encoder *vocab_encoder_new(const vocab *v, txl_err *e);
-/* Feeds n bytes; emits every token that is final. */
+/* Feeds n bytes; emits every token that is final. Returns 0, emit's non-zero value, or -1
+ * with e: ERR_INPUT for a word not in a word vocabulary that has no <unk> (the message
+ * names the word and its offset), ERR_RUNTIME when out of memory. After a non-zero return
+ * the encoder can only be freed. */
 int vocab_encoder_feed(vocab_encoder *en, const uint8_t *text, size_t n, vocab_emit_fn emit,
-                       void *ctx);
-/* Ends the text: emits what is held. The encoder can then start another text. */
-int vocab_encoder_finish(vocab_encoder *en, vocab_emit_fn emit, void *ctx);
+                       void *ctx, txl_err *e);
+/* Ends the text: emits what is held (returns as feed). The encoder can then start another
+ * text, whose offsets start at 0 again. */
+int vocab_encoder_finish(vocab_encoder *en, vocab_emit_fn emit, void *ctx, txl_err *e);
 void vocab_encoder_free(vocab_encoder *en);
 /* A whole text at once into a malloc'd array (*out, *n): the same tokens as the encoder. */
 int vocab_encode(const vocab *v, const uint8_t *text, size_t len, txl_tok **out, size_t *n,
