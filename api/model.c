@@ -66,6 +66,11 @@ static int fresh_meta(txl_model *m, const char *const *extra, txl_err *e)
              api_model_set_meta(m, "params", params);
     for (int i = 0; !rc && extra && extra[i]; i += 2)
         rc = api_model_set_meta(m, extra[i], extra[i + 1]);
+    if (!rc && m->vocab) {
+        char vs[32];
+        snprintf(vs, sizeof vs, "%zu", vocab_size(m->vocab));
+        rc = api_model_set_meta(m, CKPT_VOCAB_SIZE, vs);
+    }
     free(yaml);
     return rc ? err_set(e, ERR_RUNTIME, "out of memory") : 0;
 }
@@ -79,7 +84,7 @@ txl_model *txl_model_load(const char *ckpt, txl_err *e)
         return NULL;
     }
     long long step = 0;
-    if (ckpt_open(ckpt, &m->from_dir, &m->f, &m->cfg.c, &m->mdl, e)) {
+    if (ckpt_open(ckpt, &m->from_dir, &m->f, &m->cfg.c, &m->mdl, &m->vocab, e)) {
         free(m);
         return NULL;
     }
@@ -98,6 +103,28 @@ txl_model *txl_model_load(const char *ckpt, txl_err *e)
     return m;
 }
 
+/* A new or imported word or BPE model's vocabulary: the one data.vocab names (a file or a
+ * checkpoint), attached to its config. */
+static int take_vocab(txl_model *m, txl_err *e)
+{
+    run_config *c = &m->cfg.c;
+    if (cfg_tokenizer(c) == VOCAB_BYTE)
+        return 0;
+    if (!c->data.vocab[0]) {
+        err_set(e, ERR_INPUT, "data.tokenizer %s: a new model needs its vocabulary: set "
+                "data.vocab (a file of txl vocab build, or a checkpoint)", c->data.tokenizer);
+        return m->cfg.origin[0] ? err_wrap(e, "%s", m->cfg.origin) : -1;
+    }
+    if (ckpt_vocab_of(c->data.vocab, &m->vocab, e))
+        return err_wrap(e, "data.vocab");
+    if (vocab_get_kind(m->vocab) != cfg_tokenizer(c))
+        return err_set(e, ERR_INPUT, "data.vocab: %s is a %s vocabulary, data.tokenizer is %s",
+                       c->data.vocab, vocab_kind_name(vocab_get_kind(m->vocab)),
+                       c->data.tokenizer);
+    cfg_attach_vocab(c, vocab_size(m->vocab));
+    return 0;
+}
+
 txl_model *txl_model_new(const txl_config *c, txl_err *e)
 {
     api_err_clear(e);
@@ -107,7 +134,7 @@ txl_model *txl_model_new(const txl_config *c, txl_err *e)
         return NULL;
     }
     m->cfg = *c;
-    if (cfg_validate(&m->cfg.c, c->origin[0] ? c->origin : NULL, e) ||
+    if (take_vocab(m, e) || cfg_validate(&m->cfg.c, c->origin[0] ? c->origin : NULL, e) ||
         model_init(&m->mdl, &m->cfg.c.model, e) || fresh_meta(m, NULL, e)) {
         txl_model_free(m);
         return NULL;
@@ -229,7 +256,8 @@ txl_model *txl_model_import(const char *weights, const txl_config *c, txl_err *e
     }
     m->cfg = *c;
     const char *cfg_name = c->origin[0] ? c->origin : "the config";
-    if (cfg_validate(&m->cfg.c, c->origin[0] ? c->origin : NULL, e) || st_read(&f, weights, e)) {
+    if (take_vocab(m, e) || cfg_validate(&m->cfg.c, c->origin[0] ? c->origin : NULL, e) ||
+        st_read(&f, weights, e)) {
         txl_model_free(m);
         return NULL;
     }
@@ -257,7 +285,14 @@ int txl_model_save(const txl_model *m, const char *path, txl_err *e)
     }
     size_t n = strlen(path);
     int gz = n > 3 && strcmp(path + n - 3, ".gz") == 0;
-    int rc = ckpt_save(path, &m->mdl, NULL, NULL, NULL, meta, gz ? 6 : 0, e);
+    ckpt_vocab cv = {0};
+    uint8_t *vb = NULL;
+    int rc = m->vocab ? vocab_serialize(m->vocab, &vb, &cv.len, e) : 0;
+    cv.bytes = vb;
+    if (!rc)
+        rc = ckpt_save(path, &m->mdl, NULL, NULL, NULL, m->vocab ? &cv : NULL, meta,
+                       gz ? 6 : 0, e);
+    free(vb);
     free(meta);
     return rc;
 }
@@ -307,6 +342,7 @@ void txl_model_free(txl_model *m)
     if (!m)
         return;
     model_free(&m->mdl);
+    vocab_free(m->vocab);
     st_free(&m->f);
     meta_free(m);
     free(m);
