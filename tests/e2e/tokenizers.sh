@@ -111,4 +111,29 @@ $TXL eval $TMP/h --data $TMP/small.txt --json -q > $TMP/h.json 2>$TMP/err ||
     bad "hier eval: $(cat $TMP/err)"
 check "hier + anchors, word: a sent anchor scored beside the words (with bos first, the first word is scored too)" \
     jq -e '.anchor_tokens == 1 and .tokens == 20 and .bytes == 64' $TMP/h.json
+# ---- bpe: built from the train split, bits per byte over the exact bytes -------------------
+zcat tests/data/tinyshakespeare.txt.gz | head -c 300000 > $TMP/sh.txt
+P="-c tests/configs/micro.yaml --set data.tokenizer=bpe --set data.train=$TMP/sh.txt
+   --set data.vocab_size=600 --set train.eval_tokens=3000 --set train.warmup_steps=2"
+$TXL train $P --set train.max_steps=12 --set train.out_dir=$TMP/b > /dev/null 2>$TMP/b.err
+check "bpe: train exits 0" test $? -eq 0
+check "bpe: train says it built the vocabulary from the train split" \
+    grep -q "built a bpe vocabulary of 600 tokens from the train split" $TMP/b.err
+printf 'ROMEO:\nBut soft. What light through yonder window breaks?\n' > $TMP/r.txt
+$TXL eval $TMP/b --data $TMP/r.txt --json -q > $TMP/be.json 2>$TMP/err || bad "bpe eval: $(cat $TMP/err)"
+check "bpe: the bytes scored are the text's after the first token (fewer tokens than bytes)" \
+    jq -e --argjson n "$(wc -c < $TMP/r.txt)" '.bytes < $n and .bytes > $n - 8 and .tokens < .bytes' \
+    $TMP/be.json
+$TXL sample $TMP/b --prompt "ROMEO:" -n 100 --seed 2 --echo > $TMP/bs.txt 2>/dev/null
+check "bpe: sample echoes the prompt and continues it" sh -c "head -c 6 $TMP/bs.txt | grep -q '^ROMEO:'"
+$TXL train $P --set train.max_steps=12 --set train.out_dir=$TMP/br --steps 5 -q >/dev/null 2>&1
+$TXL train --resume $TMP/br -q >/dev/null 2>$TMP/err || bad "bpe resume: $(cat $TMP/err)"
+step_losses $TMP/b/log.jsonl > $TMP/a.l
+step_losses $TMP/br/log.jsonl > $TMP/b.l
+check "bpe resume: every step's loss equals the uninterrupted run's" cmp -s $TMP/a.l $TMP/b.l
+$TXL train $P --set train.max_steps=6 --set train.out_dir=$TMP/bh --set model.pos_scheme=hier \
+    --set data.anchors=[bos,para,sent] -q > /dev/null 2>$TMP/err || bad "bpe hier: $(cat $TMP/err)"
+$TXL eval $TMP/bh --data $TMP/r.txt --json -q > $TMP/bh.json 2>$TMP/err || bad "bpe hier eval: $(cat $TMP/err)"
+check "bpe + anchors: every byte scored (bos first), the sentence anchors apart" \
+    jq -e --argjson n "$(wc -c < $TMP/r.txt)" '.bytes == $n and .anchor_tokens >= 1' $TMP/bh.json
 finish
