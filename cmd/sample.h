@@ -45,9 +45,10 @@ int sink_init(sink *k, const txl_model *m, int N, long max_bytes, int live, int 
               const char *const *stops, int n_stops, txl_err *e);
 /* Every stream going again, nothing kept (the next prompt of -i or --prompts). */
 void sink_reset(sink *k, double t0);
-/* txl_token_fn: stores or prints stream b's next token; 0 goes on, 1 when the stream is
- * done, -1 when stdout went away. */
-int sink_put(void *ctx, int stream, int token);
+/* txl_token_fn: stores or prints stream b's next token's text (an anchor: a marker with
+ * --show-anchors, else nothing), at most -n bytes in all; 0 goes on, 1 when the stream is
+ * done (-n bytes, a stop string, a newline in interactive mode), -1 when stdout went away. */
+int sink_put(void *ctx, int stream, int token, const char *text, size_t len);
 /* The end of a generate: what each stream still holds back (no stop string came) written,
  * the end time of those still going. Live: a newline after a text that ends without one.
  * 0, or -1 when stdout failed. */

@@ -7,7 +7,6 @@
 
 #include "../common/json.h"
 #include "../common/sys.h"
-#include "../common/tok.h"
 #include "cli.h"
 
 #define MARKER_MAX 9 /* "<|para|>" and the like */
@@ -18,7 +17,7 @@ int sink_init(sink *k, const txl_model *m, int N, long max_bytes, int live, int 
     /* tokens drawn at most per stream for -n bytes: anchors come on top (about one per
      * sentence); a model that draws little but anchors stops there (sample.c) */
     long budget = max_bytes > 0 ? 2 * max_bytes + 16 : 0;
-    long cap = budget * (show_anchors ? MARKER_MAX : 1);
+    long cap = max_bytes + (show_anchors ? budget * MARKER_MAX : 0);
     *k = (sink){.m = m, .N = N, .live = live, .cap = cap, .show_anchors = show_anchors,
                 .stops = stops, .n_stops = n_stops, .max_bytes = max_bytes, .last = -1};
     char who[160];
@@ -109,26 +108,31 @@ static int through_stops(sink *k, int b, const char *s, size_t n)
     return 0;
 }
 
-int sink_put(void *ctx, int b, int t)
+int sink_put(void *ctx, int b, int t, const char *text, size_t len)
 {
     sink *k = ctx;
     k->calls++;
     k->tokens[b]++;
-    char c = (char)t;
-    if (t < TXL_BYTES) {
-        if (through_stops(k, b, &c, 1))
+    if (len > 0) { /* at most -n bytes in all: a longer token is cut */
+        size_t room = (size_t)(k->max_bytes - k->bytes[b]);
+        const char *nl = k->stop_at_newline ? memchr(text, '\n', len) : NULL;
+        size_t n = nl ? (size_t)(nl - text) + 1 : len;
+        n = n < room ? n : room;
+        if (through_stops(k, b, text, n))
             return -1;
-        k->bytes[b]++;
-        if (k->done[b] == SINK_GOING && k->stop_at_newline && t == '\n')
+        k->bytes[b] += (long)n;
+        if (k->done[b] == SINK_GOING && nl && n == (size_t)(nl - text) + 1)
             k->done[b] = SINK_NEWLINE; /* the answer ended its line */
         else if (k->done[b] == SINK_GOING && k->bytes[b] >= k->max_bytes)
             k->done[b] = SINK_LENGTH;
     } else if (k->show_anchors) {
-        const char *name = txl_token_name(k->m, t); /* every anchor has one */
-        char m[MARKER_MAX];
-        snprintf(m, sizeof m, "<|%s|>", name ? name : "?");
-        if (through_stops(k, b, m, strlen(m)))
-            return -1;
+        const char *name = txl_token_name(k->m, t);
+        if (name) { /* none: a special of the vocabulary with no text (GPT-2's <|endoftext|>) */
+            char m[MARKER_MAX];
+            snprintf(m, sizeof m, "<|%s|>", name);
+            if (through_stops(k, b, m, strlen(m)))
+                return -1;
+        }
     }
     if (k->done[b])
         k->seconds[b] = sys_now() - k->t0;

@@ -32,6 +32,9 @@ typedef struct {
     unsigned long long seed;  /* train.seed of the run that wrote it */
     size_t params;            /* parameter count (Adam moments not counted) */
     double valid_loss;        /* validation loss at this step, NaN if none; written only */
+    double best_valid_bpc;    /* the bits per byte of the best validation, INFINITY if none
+                               * (absent before txl 0.3: best_valid / ln 2, a byte model's) */
+    double valid_bpc;         /* the bits per byte at this step, NaN if none; written only */
     /* the lr schedule's shape after a resume that changed it (optim.h lr_schedule: 0
      * as planned, 1 continued, 2 restarted; from which step; from which lr). Optional:
      * checkpoints of earlier versions have none (0, as planned). */
@@ -39,7 +42,7 @@ typedef struct {
     double lr_from;
 } train_state;
 
-#define TRAIN_STATE_KEYS 18
+#define TRAIN_STATE_KEYS 20
 
 /* The metadata strings of s: kv holds key, value, key, value, ..., NULL for ckpt_save;
  * the values live in buf. */
