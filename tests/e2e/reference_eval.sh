@@ -2,22 +2,24 @@
 # txl eval against the independent reference: tests/fixtures/eval/ holds checkpoints txl
 # wrote (every positional scheme) and the losses tests/ref/eval_ckpt.py (PyTorch, float64)
 # computed for them on a corpus the models were not trained on (an enwik8 slice), at lengths
-# and memories up to 8x the trained ones. Each must match to 1e-5 relative, with the same
+# and memories up to 8x the trained ones. Each must match to 1e-5 relative in bits per byte
+# (the reference's loss is nats per byte; txl's loss, since 0.3, nats per token: the two
+# differ by bytes / tokens with anchors, bpc is the same quantity in both), with the same
 # number of scored tokens (and of anchor tokens among them). Regenerate with
 # tests/ref/gen_eval_fixture.sh (make fixtures). The --same-length lines (Dai et al.'s
-# evaluation mask: every query sees the last mem_len keys) must also differ from txl's loss
+# evaluation mask: every query sees the last mem_len keys) must also differ from txl's bpc
 # without the flag by more than the 1e-5 of the comparison (so a flag that did nothing
 # would fail it), and a memory sweep with --same-length must give, at the factor of a
-# line's mem_len, that line's loss.
+# line's mem_len, that line's bpc.
 . tests/e2e/lib.sh
 while read -r line; do
     CK=$(echo "$line" | jq -r .ckpt)
     data=$(echo "$line" | jq -r .data)
     flags=$(echo "$line" | jq -r .txl_flags)
-    ref=$(echo "$line" | jq .loss)
+    ref=$(echo "$line" | jq .bpc)
     rtok=$(echo "$line" | jq '"\(.tokens) \(.anchor_tokens)"')
     out=$($TXL eval $CK --data $data $flags --json -q 2>$TMP/err) || { bad "txl eval $flags: $(cat $TMP/err)"; continue; }
-    got=$(echo "$out" | jq .loss)
+    got=$(echo "$out" | jq .bpc)
     gtok=$(echo "$out" | jq '"\(.tokens) \(.anchor_tokens)"')
     rel=$(awk -v a="$got" -v b="$ref" 'BEGIN {d = (a - b) / b; if (d < 0) d = -d; printf "%.2e", d}')
     check "$(basename $CK .safetensors.gz) $(jq -r .pos_scheme <<EOF2
@@ -26,16 +28,16 @@ EOF2
 ) on $(basename $data) ${flags:-(trained lengths)}: txl $got vs reference $ref (rel $rel), tokens $gtok" \
         awk -v r="$rel" -v a="$gtok" -v b="$rtok" 'BEGIN {exit !(r < 1e-5 && a == b)}'
     case " $flags " in *" --same-length "*)
-        plain=$($TXL eval $CK --data $data $(echo " $flags " | sed 's/ --same-length / /') --json -q | jq .loss)
+        plain=$($TXL eval $CK --data $data $(echo " $flags " | sed 's/ --same-length / /') --json -q | jq .bpc)
         check "  ... and differs from the plain mask ($plain)" \
             awk -v a="$got" -v b="$plain" 'BEGIN {d = (a - b) / b; if (d < 0) d = -d; exit !(d > 1e-5)}' ;;
     esac
 done < tests/fixtures/eval/expected.jsonl
 # a memory sweep with --same-length: factor 3 of micro's mem_len 32 is the 96 of a line
-want=$(jq 'select(.txl_flags == "--clamp-len 16 --mem-len 96 --same-length") | .loss' tests/fixtures/eval/expected.jsonl)
+want=$(jq 'select(.txl_flags == "--clamp-len 16 --mem-len 96 --same-length") | .bpc' tests/fixtures/eval/expected.jsonl)
 $TXL eval tests/fixtures/eval/micro.safetensors.gz --data tests/data/enwik8_slice60k.txt.gz \
     --clamp-len 16 --sweep 1,3 --same-length --json -q > $TMP/sweep.jsonl
-got=$(jq 'select(.factor == 3) | .loss' $TMP/sweep.jsonl)
+got=$(jq 'select(.factor == 3) | .bpc' $TMP/sweep.jsonl)
 check "sweep 1,3 --same-length: factor 3 ($got) is the reference's mem_len 96 ($want)" \
     awk -v a="$got" -v b="$want" 'BEGIN {d = (a - b) / b; if (d < 0) d = -d; exit !(d < 1e-5)}'
 check "  ... every row says same_length: true" \
