@@ -156,10 +156,15 @@ vocab-ref:
 		npm install --no-save --no-package-lock tiktoken gpt-3-encoder)
 	NODE_PATH=$(abspath $(NPM_REF))/node_modules node tests/ref/gpt2_ids.js
 
-# Installs what is missing, builds, trains configs/tiny.yaml on the King James Bible,
-# evaluates and samples.
+# Installs what is missing, builds, trains configs/tiny.yaml on the King James Bible
+# (corpora/kjv.txt), evaluates and samples.
 demo:
 	@scripts/demo.sh
+
+# Downloads the standard enwik8 into corpora/ (enwik8, enwik8_first3MB.txt.gz), checked.
+.PHONY: data
+data:
+	@scripts/get_enwik8.sh
 
 $(BUILD)/bench/sgemm_peak: bench/sgemm_peak.c $(LIBOBJ)
 	@mkdir -p $(dir $@)

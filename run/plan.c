@@ -116,7 +116,8 @@ int run_valid_batch(const trainer *t)
 }
 
 /* A corpus file of data.* that does not exist: the message says how to give one (and, in a
- * source tree, that configs/tiny.yaml's data/kjv.txt comes from `make demo`). Returns -1. */
+ * source tree, that configs/tiny.yaml's corpora/kjv.txt comes from `make demo`, the enwik8
+ * configs' corpora/enwik8* from `make data`). Returns -1. */
 static int missing_corpus_hint(const trainer *t, txl_err *e)
 {
     const data_config *d = &t->cfg.data;
@@ -128,8 +129,10 @@ static int missing_corpus_hint(const trainer *t, txl_err *e)
             errno != ENOENT)
             continue;
         size_t len = strlen(path[i]);
-        int kjv = len >= 7 && strcmp(path[i] + len - 7, "kjv.txt") == 0 &&
-                  access("scripts/demo.sh", R_OK) == 0; /* a source tree: make demo */
+        int tree = access("scripts/demo.sh", R_OK) == 0; /* a source tree: make demo, data */
+        int kjv = tree && len >= 7 && strcmp(path[i] + len - 7, "kjv.txt") == 0;
+        const char *base = strrchr(path[i], '/');
+        int wik = tree && strncmp(base ? base + 1 : path[i], "enwik8", 6) == 0;
         const char *shipped = "tests/data/tinyshakespeare.txt.gz"; /* in a source tree */
         if (i > 0)
             snprintf(e->msg + n, sizeof e->msg - n, "; --set data.%s=FILE names another file, "
@@ -138,7 +141,9 @@ static int missing_corpus_hint(const trainer *t, txl_err *e)
         else
             snprintf(e->msg + n, sizeof e->msg - n, "; %s--set data.train=FILE trains on "
                      "another file%s%s%s",
-                     kjv ? "`make demo` creates data/kjv.txt (the King James Bible), or " : "",
+                     kjv ? "`make demo` creates corpora/kjv.txt (the King James Bible), or "
+                     : wik ? "`make data` downloads enwik8 into corpora/ (enwik8 and "
+                             "enwik8_first3MB.txt.gz), or " : "",
                      access(shipped, R_OK) == 0 ? " (such as " : "",
                      access(shipped, R_OK) == 0 ? shipped : "",
                      access(shipped, R_OK) == 0 ? ")" : "");

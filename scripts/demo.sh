@@ -21,13 +21,14 @@ fi
 echo "== building"
 make -s txl
 
-mkdir -p data
-if [ ! -s data/kjv.txt ]; then
-    echo "== extracting the King James Bible (bible-kjv) into data/kjv.txt"
-    bible -f Gen1:1-Rev22:21 </dev/null | cut -d' ' -f2- > data/kjv.txt.tmp
-    mv data/kjv.txt.tmp data/kjv.txt
+# corpora/ (not data/, txl's C sources) holds the text corpora: ignored by git
+mkdir -p corpora
+if [ ! -s corpora/kjv.txt ]; then
+    echo "== extracting the King James Bible (bible-kjv) into corpora/kjv.txt"
+    bible -f Gen1:1-Rev22:21 </dev/null | cut -d' ' -f2- > corpora/kjv.txt.tmp
+    mv corpora/kjv.txt.tmp corpora/kjv.txt
 fi
-echo "   $(wc -c < data/kjv.txt) bytes"
+echo "   $(wc -c < corpora/kjv.txt) bytes"
 
 RUN=${DEMO_OUT:-runs/demo}
 STEPS=${DEMO_STEPS:-1500}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Every example of `txl help`, of each `txl help CMD` (in the order of the command table)
 # and of the man page's EXAMPLES runs, in that order, in a fresh copy of the repository
-# (git archive HEAD: no runs/, no data/kjv.txt, no build), and exits 0. Lines that need
+# (git archive HEAD: no runs/, no corpora/, no build), and exits 0. Lines that need
 # gnuplot or python3 are skipped without them.
 #
 # Fast mode: `txl` on PATH is a wrapper around the real binary that keeps training to a few
@@ -18,11 +18,11 @@ mkdir -p $C $TMP/bin
 if git -C "$ROOT" rev-parse --verify -q HEAD >/dev/null 2>&1; then
     git -C "$ROOT" archive HEAD | tar -x -C $C
 else # a source tree without git: its files, without what runs leave
-    tar -c --exclude=./.git --exclude='./build*' --exclude=./runs --exclude=./data/kjv.txt \
+    tar -c --exclude=./.git --exclude='./build*' --exclude=./runs --exclude=./corpora \
         --exclude=./txl . | tar -x -C $C
 fi
 check "the copy has the configs and the shipped corpus" \
-    test -f $C/configs/tiny.yaml -a -f $C/tests/data/tinyshakespeare.txt.gz -a ! -e $C/data/kjv.txt
+    test -f $C/configs/tiny.yaml -a -f $C/tests/data/tinyshakespeare.txt.gz -a ! -e $C/corpora/kjv.txt
 
 cat > $TMP/bin/txl <<EOF
 #!/bin/sh
@@ -47,13 +47,17 @@ exec "$REAL" "\$@"
 EOF
 chmod +x $TMP/bin/txl
 
-echo "-- a fresh copy has no data/kjv.txt: the message says what to do"
+echo "-- a fresh copy has no corpora/kjv.txt: the message says what to do"
 (cd $C && PATH=$TMP/bin:$PATH txl train -c configs/tiny.yaml) > /dev/null 2> $TMP/kjv.err
 rc=$?
 check "txl train -c configs/tiny.yaml: exit 2 (got $rc)" test $rc -eq 2
-check "  ... names data/kjv.txt, suggests make demo and --set data.train=FILE: $(head -c 300 $TMP/kjv.err)" \
-    sh -c "grep -q 'data/kjv.txt: cannot open corpus' $TMP/kjv.err && grep -q '\`make demo\` creates data/kjv.txt' $TMP/kjv.err &&
+check "  ... names corpora/kjv.txt, suggests make demo and --set data.train=FILE: $(head -c 300 $TMP/kjv.err)" \
+    sh -c "grep -q 'corpora/kjv.txt: cannot open corpus' $TMP/kjv.err && grep -q '\`make demo\` creates corpora/kjv.txt' $TMP/kjv.err &&
            grep -q -e '--set data.train=FILE' $TMP/kjv.err"
+(cd $C && PATH=$TMP/bin:$PATH txl train -c configs/enwik8_10min.yaml) > /dev/null 2> $TMP/e8.err
+check "txl train -c configs/enwik8_10min.yaml: exit 2, names corpora/enwik8_first3MB.txt.gz and make data" \
+    sh -c "grep -q 'corpora/enwik8_first3MB.txt.gz: cannot open corpus' $TMP/e8.err &&
+           grep -q '\`make data\` downloads enwik8 into corpora/' $TMP/e8.err"
 check "  ... and creates no run directory" test ! -e $C/runs
 
 # the example lines of a help text (stdin): from the line starting "example:", "examples:"
