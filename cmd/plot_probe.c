@@ -233,10 +233,15 @@ static void cell_label(char *buf, size_t cap, double v, int dec)
         memmove(buf, buf + 1, strlen(buf));
 }
 
-static void gp_heat_panel(FILE *f, const probe_data *d, int p, double lo, double hi)
+/* Panel p of a layout of `cols` columns: every panel on the one color scale, so the color
+ * bar (and its label) is drawn beside the last column only; every panel keeps the room it
+ * needs, so all are as wide. */
+static void gp_heat_panel(FILE *f, const probe_data *d, int p, int cols, double lo, double hi)
 {
     const heat *h = &d->panels[p];
     int dec = label_decimals(d, h);
+    int last = p % cols == cols - 1 || p == d->n_heat - 1;
+    fputs(last ? "set colorbox\nset rmargin 13\n" : "unset colorbox\nset rmargin 13\n", f);
     fprintf(f, "$heat%d << EOD\n", p);
     for (int a = 0; a < h->nx; a++)
         for (int b = 0; b < h->ny; b++)
@@ -270,6 +275,7 @@ static void gp_recall_panel(FILE *f, const probe_data *d, int alone)
           "set ylabel 'gain (bits per byte)'\nset xtics autofreq\nset ytics autofreq\n"
           "set autoscale xy\nset logscale x 2\nset grid\n", f);
     fputs(alone ? "set key outside right top\n" : "set key inside top right opaque\n", f);
+    fputs("unset rmargin\n", f);
     for (size_t i = 0; i < d->recall.n; i++) {
         const series *s = &d->recall.s[i];
         fprintf(f, "$recall%zu << EOD\n", i);
@@ -301,6 +307,8 @@ static void gp_probes(FILE *f, const probe_data *d, const plot_opts *po, int *np
     plot_opts q = *po;
     if (!po->fixed_size && rows > 2) /* 300 pixels a row of panels */
         q.height = 300 * rows;
+    if (!po->fixed_size && cols > 1) /* two maps side by side, their cells' labels legible */
+        q.width = 1200;
     const char *what = !d->n_heat ? "recall by distance: bits per byte saved on the second "
                                     "occurrence"
                        : d->recall.n ? (d->gain ? "probes: the needle's retrieval gain (bits) "
@@ -318,7 +326,7 @@ static void gp_probes(FILE *f, const probe_data *d, const plot_opts *po, int *np
     gp_str(f, po->title ? po->title : what);
     fputs(" font ',14'\n", f);
     for (int p = 0; p < d->n_heat; p++)
-        gp_heat_panel(f, d, p, lo, hi);
+        gp_heat_panel(f, d, p, cols, lo, hi);
     if (d->recall.n)
         gp_recall_panel(f, d, d->n_heat == 0);
     fputs("unset multiplot\nunset output\n", f);

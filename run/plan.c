@@ -98,6 +98,12 @@ void run_print_plan(const trainer *t, FILE *f)
             m->dropout, par / 1048576.0, act / 1048576.0, mem_bytes(t) / 1048576.0,
             run_plan_mib(t), train, t->train_s.path,
             t->valid_s.n, t->test_s.n, sys_blas_core(), c->train.out_dir);
+    if (t->R > 1)
+        fprintf(f, "  threads: %d, each running %d of the batch's streams\n", t->R,
+                t->Bl / t->R);
+    else /* the line either way: the plan says how the work is shared */
+        fprintf(f, "  threads: %d%s\n", t->threads,
+                t->threads > 1 ? ", splitting each operation" : "");
     if (t->resumed_from)
         fprintf(f, "  resuming at step %ld of %ld from %s\n", t->st.step,
                 c->train.max_steps, t->resumed_from);

@@ -375,9 +375,6 @@ int run_start_run(trainer *t, int resume, txl_err *e)
     FILE *f = dist_is_root() ? open_memstream(&banner, &len) : NULL;
     if (f) {
         run_print_plan(t, f);
-        if (t->R > 1)
-            fprintf(f, "  threads: %d, each running %d of the batch's streams\n", t->R,
-                    t->Bl / t->R);
         if (dd->size > 1)
             fprintf(f, "  data parallel: %d ranks x %d streams, %d threads per rank (%d ranks "
                     "on this machine)\n", dd->size, t->Bl, t->threads, dd->local_size);
