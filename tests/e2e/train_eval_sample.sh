@@ -46,7 +46,8 @@ check "sweep: finite losses" jq -s -e 'all(.loss | isnan | not)' $TMP/sw.json
 $TXL sample $TMP/run/best.safetensors.gz --prompt "ROMEO:" -n 200 --seed 3 > $TMP/s1.txt
 $TXL sample $TMP/run/best.safetensors.gz --prompt "ROMEO:" -n 200 --seed 3 > $TMP/s2.txt
 $TXL sample $TMP/run/best.safetensors.gz --prompt "ROMEO:" -n 200 --seed 4 > $TMP/s3.txt
-check "sample: 200 bytes" test "$(wc -c < $TMP/s1.txt)" -eq 200
+check "sample: 200 bytes, and a newline unless the 200th is one" \
+    test "$(wc -c < $TMP/s1.txt)" -eq "$(head -c 200 $TMP/s1.txt | tail -c 1 | grep -c '^$' | sed 's/1/200/; s/0/201/')"
 check "sample: same seed, same text" cmp -s $TMP/s1.txt $TMP/s2.txt
 check_not "sample: another seed, other text" cmp -s $TMP/s1.txt $TMP/s3.txt
 printf "ROMEO:" | $TXL sample $TMP/run/best.safetensors.gz -n 50 -t 0 > $TMP/g1.txt
