@@ -73,7 +73,9 @@ static int check_cross(const run_config *c, char *why, size_t cap)
         return -1;
     }
     const pos_ops *ops = pos_get(m->pos);
-    return ops->validate ? ops->validate(m, why, cap) : 0;
+    if (ops->validate && ops->validate(m, why, cap))
+        return -1;
+    return adapt_validate(m, why, cap); /* the cutoffs below V, the clusters' widths */
 }
 
 /* Sizes: each key may be in range while their product is absurd (and would overflow the
