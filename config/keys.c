@@ -269,6 +269,10 @@ void cfg_key_put(const cfg_key *k, run_config *c, const cfg_value *v)
     case CT_U64: memcpy(p, &v->u, sizeof v->u); break;
     case CT_PATH: case CT_TEXT: case CT_NAME: {
         size_t n = strnlen(v->s, k->cap - 1);
+        /* another tokenizer: no vocabulary of its is attached yet (data.vocab_tokens is 0
+         * until one is; the byte tokenizer's 256 is cfg_derive's) */
+        if (k->off == OFF(data.tokenizer) && (strnlen(p, k->cap) != n || memcmp(p, v->s, n)))
+            c->data.vocab_tokens = 0;
         if (v->s != p) {
             memmove(p, v->s, n);
             memset(p + n, 0, k->cap - n); /* zero the tail so equal configs compare equal */

@@ -845,6 +845,24 @@ static void test_adaptive_keys(void)
         CHECK(rc == -1 && e.kind == ERR_INPUT && has(e.msg, cases[i].want), "validate adaptive %d: %s",
               cases[i].field, e.msg);
     }
+    /* a word vocabulary is built after the first check: V is not known until it is attached
+     * (then the cutoffs are held to it, naming V; V > 65536 too) */
+    cfg_defaults(&c);
+    set_str(c.data.train, sizeof c.data.train, "t.txt");
+    CHECK(cfg_set(&c, "data.tokenizer=word", &e) == 0 &&
+          cfg_set(&c, "model.cutoffs=[20000, 40000, 200000]", &e) == 0 &&
+          c.data.vocab_tokens == 0 && cfg_validate(&c, "cfg.yaml", &e) == 0,
+          "word, no vocabulary attached yet: the cutoffs wait for V (%s)", e.msg);
+    cfg_attach_vocab(&c, 100000);
+    e.msg[0] = 0;
+    CHECK(cfg_validate(&c, "cfg.yaml", &e) == -1 && has(e.msg, "200000 is not below the "
+          "vocabulary's size V = 100000"), "word, 100000 tokens attached: %s", e.msg);
+    cfg_attach_vocab(&c, 267735);
+    CHECK(cfg_validate(&c, "cfg.yaml", &e) == 0 && c.model.vocab == 267735,
+          "word, WikiText-103's 267735 tokens attached: the cutoffs fit");
+    CHECK(cfg_set(&c, "data.tokenizer=word", &e) == 0 && c.data.vocab_tokens == 267735 &&
+          cfg_set(&c, "data.tokenizer=bpe", &e) == 0 && c.data.vocab_tokens == 0,
+          "the same tokenizer keeps its vocabulary attached, another drops it");
     run_config a, b;
     char buf[256];
     cfg_defaults(&a);
