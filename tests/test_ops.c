@@ -691,7 +691,13 @@ static void test_xent(void)
 
 /* The tensors come from the model's parameter table (model_init, model_adapt_view: the
  * names, shapes and ties of adaptive.h); every other tensor of that model is unused here.
- * The reference is written from adaptive.h's formulas in double, cluster by cluster. */
+ * The reference is written from adaptive.h's formulas in double, cluster by cluster.
+ * Tolerances as the header's: the log-softmax is a smooth nonlinear op like xent (forward
+ * 1e-6 of max|log p|, FD step 1e-2, tol 1e-3); the adaptive input is affine in each single
+ * entry of E_i and of P_i (h = s E P^T), so the large step and 1e-5. Blocks of 2-4 rows and
+ * chunks of 3-5 logits (ws.R, ws.C set below the planned sizes) run every blocked path: a
+ * cluster over several blocks and chunks, the head's cluster logits in a chunk of their own,
+ * a cluster without targets; one case keeps the full sizes (one block, one chunk). */
 typedef struct {
     model mdl;
     adapt_shape s;
@@ -771,9 +777,9 @@ static void ad_ref_logprobs(double *lp, const ad_ctx *c, const float *x)
 }
 
 /* FD of f over every adaptive tensor of the table (word_emb.*, crit.*) against the
- * gradient array */
+ * gradient array, with relative step `rel` */
 static void ad_check_tensors(const char *lbl, ad_ctx *c, loss_fn f, const char *prefix,
-                             double tol)
+                             double rel, double tol)
 {
     for (int i = 0; i < c->mdl.n_params; i++) {
         const param_entry *p = &c->mdl.table[i];
@@ -782,7 +788,7 @@ static void ad_check_tensors(const char *lbl, ad_ctx *c, loss_fn f, const char *
         if (prefix && strncmp(p->name, prefix, strlen(prefix)))
             continue;
         check_fd(lbl, p->name, f, c, c->mdl.w + p->offset, c->mdl.g + p->offset, p->numel,
-                 STEP_SMOOTH, tol, 0);
+                 rel, tol, 0);
     }
 }
 
@@ -848,7 +854,7 @@ static void test_adaptive_case(const char *lbl, int V, const int *cut, int T, in
     adapt_xent_forward(c.rl, c.x, &c.W, &c.s, c.y, c.rows, &c.ws);
     adapt_xent_backward(dx, &c.G, c.x, &c.W, &c.s, c.y, c.rows, c.scale, &c.ws);
     check_fd(lbl, "x", ad_xent_loss, &c, c.x, dx, (size_t)c.rows * d, STEP_SMOOTH, 1e-3, 0);
-    ad_check_tensors(lbl, &c, ad_xent_loss, NULL, 1e-3);
+    ad_check_tensors(lbl, &c, ad_xent_loss, NULL, STEP_SMOOTH, 1e-3);
     float *g1 = copy_f(c.mdl.g, c.mdl.n_floats), *dx1 = copy_f(dx, (size_t)c.rows * d);
     adapt_xent_forward(c.rl, c.x, &c.W, &c.s, c.y, c.rows, &c.ws);
     adapt_xent_backward(dx, &c.G, c.x, &c.W, &c.s, c.y, c.rows, c.scale, &c.ws);
@@ -877,7 +883,7 @@ static void test_adaptive_case(const char *lbl, int V, const int *cut, int T, in
     CHECK(eh <= 1e-6, "%s: adaptive input vs double: %.1e (tol 1e-6)", lbl, eh);
     model_zero_grads(&c.mdl);
     adapt_embed_backward(&c.G, &c.W, &c.s, c.g, c.tok, c.n_tok, 2.5f, &c.ws);
-    ad_check_tensors(lbl, &c, ad_embed_loss, "word_emb.", 1e-5); /* affine in each entry */
+    ad_check_tensors(lbl, &c, ad_embed_loss, "word_emb.", STEP_AFFINE, 1e-5);
     memcpy(g1, c.mdl.g, c.mdl.n_floats * sizeof(float));
     adapt_embed_backward(&c.G, &c.W, &c.s, c.g, c.tok, c.n_tok, 2.5f, &c.ws);
     check_doubling("adaptive input grads", g1, c.mdl.g, c.mdl.n_floats);
