@@ -793,7 +793,7 @@ static void ad_check_tensors(const char *lbl, ad_ctx *c, loss_fn f, const char *
 }
 
 static void test_adaptive_case(const char *lbl, int V, const int *cut, int T, int d,
-                               int d_embed, int div, int tie, int R, int C)
+                               int d_embed, int div, int tie, int R, int C, int skip)
 {
     model_config mc = {.n_layer = 1, .d_model = d, .n_head = 1, .d_head = 2, .d_inner = 2,
                        .tgt_len = 1, .pos = POS_NONE, .vocab = V, .div_val = div,
@@ -822,6 +822,9 @@ static void test_adaptive_case(const char *lbl, int V, const int *cut, int T, in
         c.y[r] = r == 1 ? c.y[0] : (txl_tok)(r == 0 ? V - 1 : (r * 5 + 2) % V);
     for (int r = 0; r < c.n_tok; r++)
         c.tok[r] = r == 3 ? c.tok[0] : (txl_tok)((r * 7 + 1) % V);
+    for (int r = 0; skip > 0 && r < c.rows; r++) /* no target in tail `skip` */
+        if ((int)c.y[r] >= c.s.lo[skip] && (int)c.y[r] < c.s.hi[skip])
+            c.y[r] = (txl_tok)c.s.lo[skip - 1];
 
     /* forward against the double reference: every row's full log-probabilities */
     double *lp = alloc_d((size_t)c.rows * V), rl_ref[16], tot = 0, worst_n = 0;
@@ -897,15 +900,17 @@ static void test_adaptive(void)
 {
     const int c3[] = {5, 9, 17}, c2[] = {4, 11}, c1[] = {7};
     /* div_val 2: a table and a projection per cluster (widths 8, 4, 2, 1); tails' Q tied */
-    test_adaptive_case("adaptive div2 tied", 23, c3, 3, 6, 8, 2, 1, 3, 3);
-    test_adaptive_case("adaptive div2 untied", 23, c3, 3, 6, 8, 2, 0, 2, 5);
+    test_adaptive_case("adaptive div2 tied", 23, c3, 3, 6, 8, 2, 1, 3, 3, -1);
+    test_adaptive_case("adaptive div2 untied", 23, c3, 3, 6, 8, 2, 0, 2, 5, -1);
+    /* a tail without targets: its tensors get no softmax gradient (only the head's logit) */
+    test_adaptive_case("adaptive div2 tail 2 empty", 23, c3, 3, 6, 8, 2, 1, 3, 3, 2);
     /* div_val 1, d_embed = d: one table, no projection (official's wt103 base) */
-    test_adaptive_case("adaptive div1 noproj", 15, c2, 2, 6, 6, 1, 1, 2, 5);
+    test_adaptive_case("adaptive div1 noproj", 15, c2, 2, 6, 6, 1, 1, 2, 5, -1);
     /* div_val 1, d_embed != d: one P_0, the head's Q_0 its own, the tail's tied or not */
-    test_adaptive_case("adaptive div1 proj tied", 12, c1, 1, 6, 5, 1, 1, 4, 4);
-    test_adaptive_case("adaptive div1 proj untied", 12, c1, 1, 6, 5, 1, 0, 64, 4096);
+    test_adaptive_case("adaptive div1 proj tied", 12, c1, 1, 6, 5, 1, 1, 4, 4, -1);
+    test_adaptive_case("adaptive div1 proj untied", 12, c1, 1, 6, 5, 1, 0, 64, 4096, -1);
     /* no cutoffs, a projected full softmax */
-    test_adaptive_case("adaptive nocut proj", 9, NULL, 0, 6, 4, 1, 0, 3, 4);
+    test_adaptive_case("adaptive nocut proj", 9, NULL, 0, 6, 4, 1, 0, 3, 4, -1);
 }
 
 /* ---------------------------------------------------------------- dropout */
