@@ -30,7 +30,11 @@ post-LN, dropout 0, 2 streams, 3 segments of tgt_len (the last shorter), memory 
 4. writes them as a fixture in tests/fixtures' format (the weights F32, official's results
    F64) and runs build/tests/test_fixtures on it: txl (float32) against official (float64):
    log-probabilities, memories, losses and every gradient, each as a max relative error
-   (norm-relative, as test_fixtures prints), held to test_fixtures' 1e-5.
+   (norm-relative, as test_fixtures prints), held to test_fixtures' 1e-5;
+5. the command line once, on a byte-level adaptive model: official's state_dict saved as a
+   .pt, converted by convert_official.py (tensors and config), `txl import`ed and `txl
+   eval`ed (batch 1) on a text, against official's mean NLL over the same text in segments
+   of tgt_len with its memory carried (its eval loop), to 2e-6.
 
 Exit status 0 when every case agrees. --keep DIR keeps the fixtures."""
 import argparse
@@ -223,6 +227,52 @@ def run_case(mt, tmp, name, V, cutoffs, div, d_embed, tie, pre, report):
     return rt == 0 and worst_nll < 1e-12 and worst_brute < 1e-12
 
 
+def cli_case(mt, tmp):
+    """convert_official.py -> txl import -> txl eval on a byte-level adaptive model, against
+    official's eval loop over the same bytes. Returns (ok, message)."""
+    txl = os.path.join(ROOT, "txl")
+    V, cutoffs, lq, mem = 256, [64, 128], 6, 9
+    model = build(mt, V, cutoffs, 2, 16, True, False, 99)
+    text = os.path.join(tmp, "text.txt")
+    with open(text, "wb") as f:
+        f.write(b"In the beginning God created the heaven and the earth. And the earth was "
+                b"without form, and void; and darkness was upon the face of the deep.\n" * 2)
+    ids = torch.tensor(list(open(text, "rb").read()))
+    pt = os.path.join(tmp, "cli.pt")
+    torch.save({k: v.float() for k, v in model.state_dict().items()}, pt)
+    out = os.path.join(tmp, "cli.safetensors")
+    r = subprocess.run([sys.executable, conv.__file__, pt, "-o", out, "--tgt-len", str(lq),
+                        "--mem-len", str(mem), "--data-train", text], capture_output=True,
+                       text=True)
+    if r.returncode:
+        return False, "convert_official.py: " + r.stderr.strip()
+    ck = os.path.join(tmp, "cli.safetensors.gz")
+    r = subprocess.run([txl, "import", out, "-c", out[:-12] + ".yaml", "-o", ck, "-q"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return False, "txl import: " + r.stderr.strip()
+    r = subprocess.run([txl, "eval", ck, "--data", text, "--batch", "1", "--json", "-q"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return False, "txl eval: " + r.stderr.strip()
+    got = json.loads(r.stdout)
+    with torch.no_grad():  # official's eval loop: batch 1, segments of tgt_len, memory carried
+        model.reset_length(lq, 0, mem)
+        mems, total, count = tuple(), 0.0, 0
+        for i in range(0, len(ids) - 1, lq):
+            n = min(lq, len(ids) - 1 - i)
+            ret = model(ids[i:i + n, None], ids[i + 1:i + 1 + n, None], *mems)
+            total += float(ret[0].sum())
+            count += n
+            mems = tuple(ret[1:])
+    want = total / count
+    rel = abs(got["loss"] - want) / want
+    return (rel < 2e-6 and got["tokens"] == count,
+            f"convert_official.py, txl import, txl eval --batch 1: loss {got['loss']:.8f} vs "
+            f"official's eval loop {want:.8f} (rel {rel:.1e}, {count} tokens, tgt_len {lq}, "
+            f"mem_len {mem})")
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("official", help="kimiyoung/transformer-xl: a checkout or its git dir")
@@ -255,6 +305,9 @@ def main(argv):
         print("txl (float32) vs official (float64), max over the cases: " +
               ", ".join(f"{k} {v:.2e}" for k, v in worst.items()))
         ok &= r.returncode == 0
+        cli_ok, msg = cli_case(mt, tmp)
+        print(("  ok   " if cli_ok else "  FAIL ") + msg)
+        ok &= cli_ok
         print("test_adaptive_official: " + ("ok" if ok else "FAILED"))
         return 0 if ok else 1
     finally:
