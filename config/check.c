@@ -54,15 +54,9 @@ static int check_vocab(const data_config *d, char *why, size_t cap)
         snprintf(why, cap, "data.min_freq applies to the word tokenizer, found bpe");
         return -1;
     }
-    if (k == VOCAB_BPE && !d->vocab[0] && d->vocab_tokens == 0 &&
-        (d->vocab_size < TXL_BYTES + 1)) {
-        if (d->vocab_size)
-            snprintf(why, cap, "data.vocab_size: a bpe vocabulary has the 256 bytes and at "
-                     "least one merge, found %ld", d->vocab_size);
-        else
-            snprintf(why, cap, "data.tokenizer bpe needs data.vocab_size (the size to build "
-                     "from the train split, e.g. 8192) or data.vocab (a vocabulary file: txl "
-                     "vocab build)");
+    if (k == VOCAB_BPE && d->vocab_size && d->vocab_size < TXL_BYTES + 1) {
+        snprintf(why, cap, "data.vocab_size: a bpe vocabulary has the 256 bytes and at least "
+                 "one merge, found %ld", d->vocab_size);
         return -1;
     }
     return 0;

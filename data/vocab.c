@@ -183,25 +183,38 @@ long vocab_lookup(const vocab *v, const uint8_t *bytes, size_t len)
     }
 }
 
+/* Where token (or merge) i came from: "ORIGIN:LINE" when the lines are known (base > 0:
+ * the line of item 0), else "ORIGIN". */
+static const char *at_line(char *buf, size_t cap, const char *origin, long base, size_t i)
+{
+    if (base > 0)
+        snprintf(buf, cap, "%s:%ld", origin, base + (long)i);
+    else
+        snprintf(buf, cap, "%s", origin);
+    return buf;
+}
+#define AT(base, i) at_line(loc, sizeof loc, origin, (base), (i))
+
 static int seal_specials(vocab *v, const char *origin, long line, txl_err *e)
 {
+    char loc[1200];
     for (size_t t = 0; t < v->n; t++) {
         int sp = v->special[t];
         size_t len = v->off[t + 1] - v->off[t];
         if (!sp) {
             if (len == 0)
-                return err_set(e, ERR_INPUT, "%s:%ld: token %zu is empty (only a special has "
-                               "no bytes)", origin, line + (long)t, t);
+                return err_set(e, ERR_INPUT, "%s: token %zu is empty (only a special has "
+                               "no bytes)", AT(line, t), t);
             continue;
         }
         int ok = v->kind == VOCAB_WORD ? sp == SPECIAL_EOS || sp == SPECIAL_UNK
                  : v->kind == VOCAB_BPE ? sp == SPECIAL_EOT : 0;
         if (!ok)
-            return err_set(e, ERR_INPUT, "%s:%ld: a %s vocabulary has no special %s", origin,
-                           line + (long)t, vocab_kind_name(v->kind), vocab_special_name(sp));
+            return err_set(e, ERR_INPUT, "%s: a %s vocabulary has no special %s", AT(line, t),
+                           vocab_kind_name(v->kind), vocab_special_name(sp));
         if (v->special_id[sp] >= 0)
-            return err_set(e, ERR_INPUT, "%s:%ld: token %zu is a second %s (token %ld is one)",
-                           origin, line + (long)t, t, vocab_special_name(sp),
+            return err_set(e, ERR_INPUT, "%s: token %zu is a second %s (token %ld is one)",
+                           AT(line, t), t, vocab_special_name(sp),
                            v->special_id[sp]);
         v->special_id[sp] = (long)t;
     }
@@ -212,6 +225,7 @@ static int seal_specials(vocab *v, const char *origin, long line, txl_err *e)
 
 static int seal_index(vocab *v, const char *origin, long line, txl_err *e)
 {
+    char loc[1200], loc2[32];
     size_t sz = table_size(v->n);
     v->index.slot = calloc(sz, sizeof *v->index.slot);
     v->index.tag = malloc(sz * sizeof *v->index.tag);
@@ -223,8 +237,12 @@ static int seal_index(vocab *v, const char *origin, long line, txl_err *e)
         size_t n;
         txl_tok dup;
         if (index_key(v, (txl_tok)t, &p, &n) && index_put(v, p, n, (txl_tok)t, &dup))
-            return err_set(e, ERR_INPUT, "%s:%ld: token %zu is a duplicate of token %u "
-                           "(line %ld)", origin, line + (long)t, t, dup, line + (long)dup);
+        {
+            if (line > 0)
+                snprintf(loc2, sizeof loc2, " (line %ld)", line + (long)dup);
+            return err_set(e, ERR_INPUT, "%s: token %zu is a duplicate of token %u%s",
+                           AT(line, t), t, dup, line > 0 ? loc2 : "");
+        }
     }
     return 0;
 }
@@ -232,14 +250,15 @@ static int seal_index(vocab *v, const char *origin, long line, txl_err *e)
 /* byte: token i is byte i. word: no word holds whitespace. bpe: every byte is a token. */
 static int seal_kind(vocab *v, const char *origin, long line, txl_err *e)
 {
+    char loc[1200];
     if (v->kind == VOCAB_BYTE) {
         if (v->n != 256)
             return err_set(e, ERR_INPUT, "%s: a byte vocabulary has 256 tokens, not %zu",
                            origin, v->n);
         for (size_t t = 0; t < 256; t++)
             if (v->off[t + 1] - v->off[t] != 1 || v->bytes[v->off[t]] != t)
-                return err_set(e, ERR_INPUT, "%s:%ld: token %zu of a byte vocabulary is not "
-                               "byte %zu", origin, line + (long)t, t, t);
+                return err_set(e, ERR_INPUT, "%s: token %zu of a byte vocabulary is not "
+                               "byte %zu", AT(line, t), t, t);
     }
     if (v->kind != VOCAB_BPE && v->n_merges)
         return err_set(e, ERR_INPUT, "%s: a %s vocabulary has no merges", origin,
@@ -248,8 +267,8 @@ static int seal_kind(vocab *v, const char *origin, long line, txl_err *e)
         for (size_t t = 0; t < v->n; t++) {
             size_t len = v->off[t + 1] - v->off[t], at = word_space_in(v->bytes + v->off[t], len);
             if (at < len)
-                return err_set(e, ERR_INPUT, "%s:%ld: word %zu holds whitespace at its byte %zu "
-                               "(a word never does)", origin, line + (long)t, t, at);
+                return err_set(e, ERR_INPUT, "%s: word %zu holds whitespace at its byte %zu "
+                               "(a word never does)", AT(line, t), t, at);
         }
     if (v->kind == VOCAB_BPE || v->kind == VOCAB_BYTE) {
         for (int b = 0; b < 256; b++) {
@@ -269,6 +288,7 @@ static int seal_kind(vocab *v, const char *origin, long line, txl_err *e)
  * by one. */
 static int seal_merges(vocab *v, const char *origin, long line_t, long line_m, txl_err *e)
 {
+    char loc[1200];
     long *made = malloc(v->n * sizeof *made);
     size_t sz = table_size(v->n_merges);
     v->pairs.key = calloc(sz, sizeof *v->pairs.key);
@@ -283,24 +303,23 @@ static int seal_merges(vocab *v, const char *origin, long line_t, long line_m, t
     int rc = 0;
     for (size_t r = 0; r < v->n_merges && !rc; r++) {
         vocab_merge m = v->merges[r];
-        long ln = line_m + (long)r;
         size_t la, lb, lt;
         if (m.a >= v->n || m.b >= v->n || m.to >= v->n) {
-            rc = err_set(e, ERR_INPUT, "%s:%ld: merge %zu names a token past the last (%zu)",
-                         origin, ln, r, v->n - 1);
+            rc = err_set(e, ERR_INPUT, "%s: merge %zu names a token past the last (%zu)",
+                         AT(line_m, r), r, v->n - 1);
             break;
         }
         const uint8_t *pa = vocab_piece(v, m.a, &la), *pb = vocab_piece(v, m.b, &lb),
                       *pt = vocab_piece(v, m.to, &lt);
         if (made[m.a] == -1 || made[m.b] == -1)
-            rc = err_set(e, ERR_INPUT, "%s:%ld: merge %zu joins token %u, which no earlier "
-                         "merge makes", origin, ln, r, made[m.a] == -1 ? m.a : m.b);
+            rc = err_set(e, ERR_INPUT, "%s: merge %zu joins token %u, which no earlier "
+                         "merge makes", AT(line_m, r), r, made[m.a] == -1 ? m.a : m.b);
         else if (v->special[m.a] || v->special[m.b] || v->special[m.to] || lt != la + lb ||
                  memcmp(pt, pa, la) || memcmp(pt + la, pb, lb))
-            rc = err_set(e, ERR_INPUT, "%s:%ld: merge %zu: token %u is not tokens %u and %u "
-                         "joined", origin, ln, r, m.to, m.a, m.b);
+            rc = err_set(e, ERR_INPUT, "%s: merge %zu: token %u is not tokens %u and %u "
+                         "joined", AT(line_m, r), r, m.to, m.a, m.b);
         else if (made[m.to] != -1)
-            rc = err_set(e, ERR_INPUT, "%s:%ld: merge %zu makes token %u again (%s)", origin, ln,
+            rc = err_set(e, ERR_INPUT, "%s: merge %zu makes token %u again (%s)", AT(line_m, r),
                          r, m.to, made[m.to] == -2 ? "a byte" : "an earlier merge makes it");
         else {
             made[m.to] = (long)r;
@@ -309,16 +328,15 @@ static int seal_merges(vocab *v, const char *origin, long line_t, long line_m, t
             while (v->pairs.key[i] && v->pairs.key[i] != key)
                 i = (i + 1) & v->pairs.mask;
             if (v->pairs.key[i])
-                rc = err_set(e, ERR_INPUT, "%s:%ld: merge %zu joins the pair of merge %u again",
-                             origin, ln, r, v->pairs.rank[i]);
+                rc = err_set(e, ERR_INPUT, "%s: merge %zu joins the pair of merge %u again",
+                             AT(line_m, r), r, v->pairs.rank[i]);
             v->pairs.key[i] = key;
             v->pairs.rank[i] = (uint32_t)r;
         }
     }
     for (size_t t = 0; t < v->n && !rc; t++)
         if (made[t] == -1 && !v->special[t])
-            rc = err_set(e, ERR_INPUT, "%s:%ld: token %zu is made by no merge", origin,
-                         line_t + (long)t, t);
+            rc = err_set(e, ERR_INPUT, "%s: token %zu is made by no merge", AT(line_t, t), t);
     free(made);
     return rc;
 }

@@ -65,26 +65,6 @@ static void putf(obuf *b, const char *fmt, long long x)
     put(b, s, (size_t)n);
 }
 
-/* A valid UTF-8 sequence at p: its length (2..4) and code point, or 0. */
-static int utf8_seq(const uint8_t *p, size_t n, uint32_t *cp)
-{
-    uint8_t c = p[0];
-    int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    if (!len || (size_t)len > n)
-        return 0;
-    uint32_t x = c & (0xff >> (len + 1));
-    for (int i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        x = x << 6 | (p[i] & 0x3f);
-    }
-    if ((len == 3 && (x < 0x800 || (x >= 0xd800 && x <= 0xdfff))) ||
-        (len == 4 && (x < 0x10000 || x > 0x10ffff)))
-        return 0;
-    *cp = x;
-    return len;
-}
-
 /* Characters written raw: not C1 controls, blanks, format characters or unassigned
  * specials (those are escaped, so a line shows what it holds). */
 static int printable(uint32_t c)
@@ -108,7 +88,7 @@ static void put_escaped(obuf *b, const uint8_t *p, size_t n)
         if (c > 0x20 && c < 0x7f && c != '\\') {
             put(b, &c, 1);
             i++;
-        } else if (c >= 0x80 && (len = utf8_seq(p + i, n - i, &cp)) && printable(cp)) {
+        } else if (c >= 0x80 && (len = vocab_utf8(p + i, n - i, &cp)) && printable(cp)) {
             put(b, p + i, (size_t)len);
             i += (size_t)len;
         } else {
@@ -480,29 +460,27 @@ vocab *vocab_parse(const uint8_t *buf, size_t len, const char *origin, txl_err *
 /* The most bytes of a vocabulary file read (a WikiText-103 word vocabulary is 3 MB). */
 #define VOCAB_FILE_MAX ((size_t)1 << 30)
 
-vocab *vocab_load(const char *path, txl_err *e)
+int vocab_read_file(const char *path, size_t max, const char *what, uint8_t **out,
+                    size_t *out_len, txl_err *e)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        err_set(e, ERR_INPUT, "%s: cannot open the vocabulary: %s", path, strerror(errno));
-        return NULL;
-    }
+    if (fd < 0)
+        return err_set(e, ERR_INPUT, "%s: cannot open the %s: %s", path, what, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         close(fd);
-        err_set(e, ERR_INPUT, "%s: is a directory, expected a vocabulary file", path);
-        return NULL;
+        return err_set(e, ERR_INPUT, "%s: is a directory, expected a %s", path, what);
     }
     instream in;
     if (ins_open(&in, fd, path, e))
-        return NULL;
+        return -1;
     size_t cap = 1 << 16, len = 0;
     uint8_t *buf = NULL;
-    vocab *v = NULL;
+    int rc = -1;
     for (;;) {
         uint8_t *nb = realloc(buf, cap);
         if (!nb) {
-            err_set(e, ERR_RUNTIME, "%s: out of memory reading the vocabulary", path);
+            err_set(e, ERR_RUNTIME, "%s: out of memory reading the %s", path, what);
             break;
         }
         buf = nb;
@@ -511,17 +489,32 @@ vocab *vocab_load(const char *path, txl_err *e)
             break;
         len += (size_t)got;
         if (len < cap) {
-            v = vocab_parse(buf, len, path, e);
+            rc = 0;
             break;
         }
-        if (cap > VOCAB_FILE_MAX) {
-            err_set(e, ERR_INPUT, "%s: larger than %zu MiB: not a vocabulary", path,
-                    VOCAB_FILE_MAX >> 20);
+        if (cap > max) {
+            err_set(e, ERR_INPUT, "%s: larger than %zu MiB: not a %s", path, max >> 20, what);
             break;
         }
         cap *= 2;
     }
     ins_close(&in);
+    if (rc) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    *out_len = len;
+    return 0;
+}
+
+vocab *vocab_load(const char *path, txl_err *e)
+{
+    uint8_t *buf;
+    size_t len;
+    if (vocab_read_file(path, VOCAB_FILE_MAX, "vocabulary", &buf, &len, e))
+        return NULL;
+    vocab *v = vocab_parse(buf, len, path, e);
     free(buf);
     return v;
 }

@@ -74,6 +74,32 @@ int vb_seal(vocab *v, const char *origin, long line_of_token, long line_of_merge
 const char *vocab_special_text(vocab_special_kind k);
 const char *vocab_special_name(vocab_special_kind k);
 
+/* A valid UTF-8 sequence at p[0 .. n) (RFC 3629: no overlong forms, no surrogates, at most
+ * U+10FFFF): its length (2 .. 4) with its code point in *cp, or 0. ASCII is the caller's. */
+static inline int vocab_utf8(const uint8_t *p, size_t n, uint32_t *cp)
+{
+    uint8_t c = p[0];
+    int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!len || (size_t)len > n)
+        return 0;
+    uint32_t x = c & (0xff >> (len + 1));
+    for (int i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        x = x << 6 | (p[i] & 0x3f);
+    }
+    if ((len == 3 && (x < 0x800 || (x >= 0xd800 && x <= 0xdfff))) ||
+        (len == 4 && (x < 0x10000 || x > 0x10ffff)))
+        return 0;
+    *cp = x;
+    return len;
+}
+
+/* A whole file, plain or gzip'd, into a malloc'd buffer: at most `max` bytes (more is
+ * ERR_INPUT "larger than ... : not a WHAT"). */
+int vocab_read_file(const char *path, size_t max, const char *what, uint8_t **buf,
+                    size_t *len, txl_err *e);
+
 /* The merge of pair (a, b): its rank, or -1. */
 static inline long vocab_pair_rank(const vocab *v, txl_tok a, txl_tok b)
 {
@@ -122,6 +148,9 @@ void bpe_encoder_free(vocab_encoder *en);
 long bpe_scan(vocab_encoder *en, int final, vocab_emit_fn emit, void *ctx, int *rc,
               txl_err *e);
 vocab *bpe_build(const vocab_build_opts *o, txl_err *e);
+/* The tokens of one piece p[0 .. n) into out (room for n): their count (0 when out of
+ * memory). algo 0: as the encoder does (by length), 1: the array scan, 2: the heap. */
+size_t bpe_piece_tokens(const vocab *v, const uint8_t *p, size_t n, int algo, txl_tok *out);
 
 /* Reading a build's inputs (vocab.c): calls fn with the bytes of each input in order, in
  * chunks, then with final = 1 at each input's end (n = 0). */

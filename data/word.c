@@ -20,6 +20,8 @@
  * whitespace character is part of a word. */
 #include "vocab_impl.h"
 
+#include "strcount.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,18 +169,7 @@ long word_scan(vocab_encoder *en, int final, vocab_emit_fn emit, void *ctx, int 
 /* ---- Building ---------------------------------------------------------------------------- */
 
 typedef struct {
-    uint64_t hash;
-    size_t off, len;       /* in the arena */
-    long count;
-} word_entry;
-
-typedef struct {
-    word_entry *w;         /* in first-seen order */
-    size_t n, cap;
-    uint32_t *slot;        /* index + 1 */
-    size_t mask;
-    uint8_t *arena;
-    size_t arena_n, arena_cap;
+    strcount c;
     /* the bytes held between chunks */
     uint8_t *held;
     size_t held_n, held_cap;
@@ -186,71 +177,13 @@ typedef struct {
     txl_err *e;
 } word_counts;
 
-static int counts_rehash(word_counts *wc)
-{
-    size_t sz = wc->mask ? 2 * (wc->mask + 1) : 1 << 16;
-    uint32_t *ns = calloc(sz, sizeof *ns);
-    if (!ns)
-        return -1;
-    for (size_t k = 0; k < wc->n; k++) {
-        size_t i = (size_t)wc->w[k].hash & (sz - 1);
-        while (ns[i])
-            i = (i + 1) & (sz - 1);
-        ns[i] = (uint32_t)(k + 1);
-    }
-    free(wc->slot);
-    wc->slot = ns;
-    wc->mask = sz - 1;
-    return 0;
-}
-
-static int count_new(word_counts *wc, const uint8_t *p, size_t n, uint64_t h, size_t i)
-{
-    if (wc->n == wc->cap) {
-        size_t nc = wc->cap ? 2 * wc->cap : 1 << 14;
-        word_entry *nw = realloc(wc->w, nc * sizeof *nw);
-        if (!nw)
-            return -1;
-        wc->w = nw;
-        wc->cap = nc;
-    }
-    if (wc->arena_n + n > wc->arena_cap) {
-        size_t nc = wc->arena_cap ? 2 * wc->arena_cap : 1 << 20;
-        while (nc < wc->arena_n + n)
-            nc *= 2;
-        uint8_t *na = realloc(wc->arena, nc);
-        if (!na)
-            return -1;
-        wc->arena = na;
-        wc->arena_cap = nc;
-    }
-    memcpy(wc->arena + wc->arena_n, p, n);
-    wc->w[wc->n] = (word_entry){h, wc->arena_n, n, 1};
-    wc->arena_n += n;
-    wc->slot[i] = (uint32_t)(++wc->n);
-    if (wc->n * 2 > wc->mask + 1)
-        return counts_rehash(wc);
-    return 0;
-}
-
 static int count_word(void *ctx, const uint8_t *p, size_t n, size_t off)
 {
     (void)off;
     word_counts *wc = ctx;
-    uint64_t h = vocab_hash(p, n);
-    size_t i = (size_t)h & wc->mask;
-    for (;; i = (i + 1) & wc->mask) {
-        uint32_t s = wc->slot[i];
-        if (!s)
-            break;
-        word_entry *w = &wc->w[s - 1];
-        if (w->hash == h && w->len == n && memcmp(wc->arena + w->off, p, n) == 0) {
-            w->count++;
-            return 0;
-        }
-    }
-    if (wc->n >= UINT32_MAX - 2 || count_new(wc, p, n, h, i))
-        return err_set(wc->e, ERR_RUNTIME, "out of memory counting %zu distinct words", wc->n);
+    if (strcount_add(&wc->c, p, n, 1))
+        return err_set(wc->e, ERR_RUNTIME, "out of memory counting %zu distinct words",
+                       wc->c.n);
     return 0;
 }
 
@@ -307,31 +240,29 @@ static int by_count(const void *a, const void *b)
 
 static void counts_free(word_counts *wc)
 {
-    free(wc->w);
-    free(wc->slot);
-    free(wc->arena);
+    strcount_free(&wc->c);
     free(wc->held);
 }
 
 /* The vocabulary of the sorted words: <eos>, <unk> when a word was dropped and the text's
  * own <unk> was not kept, then the words kept. */
-static vocab *words_to_vocab(const word_counts *wc, const ranked *order,
+static vocab *words_to_vocab(const strcount *wc, const ranked *order,
                              const vocab_build_opts *o, txl_err *e)
 {
     size_t take = o->max_size > 0 && (size_t)o->max_size < wc->n ? (size_t)o->max_size : wc->n;
     size_t kept = 0, eos_words = 0, has_unk = 0;
     for (size_t k = 0; k < take; k++) {
-        const word_entry *w = &wc->w[order[k].k];
+        const strcount_entry *w = &wc->w[order[k].k];
         if (o->min_freq > 1 && w->count < o->min_freq)
             break;
-        int is_eos = w->len == 5 && memcmp(wc->arena + w->off, "<eos>", 5) == 0;
-        has_unk |= w->len == 5 && memcmp(wc->arena + w->off, "<unk>", 5) == 0;
+        int is_eos = w->len == 5 && memcmp(strcount_bytes(wc, order[k].k), "<eos>", 5) == 0;
+        has_unk |= w->len == 5 && memcmp(strcount_bytes(wc, order[k].k), "<unk>", 5) == 0;
         eos_words += (size_t)is_eos;
         kept++;
     }
     int eos_in_text = 0;
     for (size_t k = 0; k < wc->n; k++)
-        eos_in_text |= wc->w[k].len == 5 && memcmp(wc->arena + wc->w[k].off, "<eos>", 5) == 0;
+        eos_in_text |= wc->w[k].len == 5 && memcmp(strcount_bytes(wc, k), "<eos>", 5) == 0;
     int dropped = kept - eos_words < wc->n - (size_t)eos_in_text;
     vocab *v = vb_new(VOCAB_WORD, e);
     if (!v || vb_add(v, NULL, 0, SPECIAL_EOS, e) ||
@@ -340,8 +271,8 @@ static vocab *words_to_vocab(const word_counts *wc, const ranked *order,
         return NULL;
     }
     for (size_t k = 0; k < kept; k++) {
-        const word_entry *w = &wc->w[order[k].k];
-        const uint8_t *p = wc->arena + w->off;
+        const strcount_entry *w = &wc->w[order[k].k];
+        const uint8_t *p = strcount_bytes(wc, order[k].k);
         if (w->len == 5 && memcmp(p, "<eos>", 5) == 0)
             continue;
         int unk = w->len == 5 && memcmp(p, "<unk>", 5) == 0;
@@ -358,21 +289,21 @@ vocab *word_build(const vocab_build_opts *o, txl_err *e)
     word_counts wc = {.e = e};
     vocab *v = NULL;
     ranked *order = NULL;
-    if (counts_rehash(&wc)) {
+    if (strcount_init(&wc.c)) {
         err_set(e, ERR_RUNTIME, "out of memory counting words");
         goto out;
     }
     if (vocab_read_inputs(o, count_chunk, &wc, e))
         goto out;
-    order = malloc((wc.n + 1) * sizeof *order);
+    order = malloc((wc.c.n + 1) * sizeof *order);
     if (!order) {
-        err_set(e, ERR_RUNTIME, "out of memory sorting %zu words", wc.n);
+        err_set(e, ERR_RUNTIME, "out of memory sorting %zu words", wc.c.n);
         goto out;
     }
-    for (size_t k = 0; k < wc.n; k++)
-        order[k] = (ranked){wc.w[k].count, (uint32_t)k};
-    qsort(order, wc.n, sizeof *order, by_count);
-    v = words_to_vocab(&wc, order, o, e);
+    for (size_t k = 0; k < wc.c.n; k++)
+        order[k] = (ranked){wc.c.w[k].count, (uint32_t)k};
+    qsort(order, wc.c.n, sizeof *order, by_count);
+    v = words_to_vocab(&wc.c, order, o, e);
     if (v && vb_seal(v, "the word vocabulary built", 0, 0, e)) {
         vocab_free(v);
         v = NULL;

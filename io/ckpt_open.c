@@ -271,7 +271,7 @@ static int names_checkpoint(const char *path)
            (n >= 15 && strcmp(path + n - 15, ".safetensors.gz") == 0);
 }
 
-int ckpt_vocab_of(const char *path, vocab **out, txl_err *e)
+int ckpt_vocab_of(const char *path, vocab **out, run_config *ck, txl_err *e)
 {
     *out = NULL;
     if (!names_checkpoint(path))
@@ -279,13 +279,13 @@ int ckpt_vocab_of(const char *path, vocab **out, txl_err *e)
     char file[CKPT_PATH_MAX];
     int dir;
     st_file f;
-    run_config cfg;
-    cfg_defaults(&cfg);
+    run_config own, *cfg = ck ? ck : &own;
+    cfg_defaults(cfg);
     if (ckpt_resolve(path, 0, file, sizeof file, &dir, e) || st_open(&f, file, e))
         return -1;
-    int rc = ckpt_load_config(&f, &cfg, e); /* a byte model's data need not be read */
-    if (rc == 0 && cfg_tokenizer(&cfg) != VOCAB_BYTE)
-        rc = st_read_data(&f, e) || ckpt_read_vocab(&f, &cfg, out, e) ? -1 : 0;
+    int rc = ckpt_load_config(&f, cfg, e); /* a byte model's data need not be read */
+    if (rc == 0 && cfg_tokenizer(cfg) != VOCAB_BYTE)
+        rc = st_read_data(&f, e) || ckpt_read_vocab(&f, cfg, out, e) ? -1 : 0;
     st_free(&f);
     if (rc == 0 && !*out && !(*out = vocab_new_bytes(e)))
         rc = -1;

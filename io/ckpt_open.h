@@ -58,9 +58,9 @@ int ckpt_load_config(const st_file *f, run_config *cfg, txl_err *e);
  * model, whose checkpoint has no vocabulary. */
 int ckpt_read_vocab(const st_file *f, const run_config *cfg, vocab **out, txl_err *e);
 /* The vocabulary a path names (data.vocab, txl vocab's VOCAB): a vocabulary file, or a
- * checkpoint or run directory (its vocabulary; a byte model's is the byte vocabulary).
- * *out is malloc'd. */
-int ckpt_vocab_of(const char *path, vocab **out, txl_err *e);
+ * checkpoint or run directory (its vocabulary; a byte model's is the byte vocabulary), and
+ * then its config into *ck when ck is not NULL. *out is malloc'd. */
+int ckpt_vocab_of(const char *path, vocab **out, run_config *ck, txl_err *e);
 /* Reads a checkpoint (a file, or a run directory's best else last: ckpt_resolve; from_dir,
  * when not NULL, says which), its config (metadata "config"), builds the model and loads
  * weights. The header is held to the model of that config (ckpt_check_header) and the

@@ -14,6 +14,10 @@ static int read_train(void *ctx, size_t off, uint8_t *buf, size_t n, txl_err *e)
 static int build_vocab(trainer *t, txl_err *e)
 {
     const data_config *d = &t->cfg.data;
+    if (cfg_tokenizer(&t->cfg) == VOCAB_BPE && d->vocab_size == 0)
+        return err_set(e, ERR_INPUT, "data.tokenizer bpe needs data.vocab_size (the size to "
+                       "build from the train split, e.g. 8192) or data.vocab (a vocabulary "
+                       "file of txl vocab build, or a checkpoint)");
     vocab_build_opts o = {.read = read_train, .read_ctx = &t->train_s,
                           .text_len = t->train_s.n, .text_name = t->train_s.path,
                           .min_freq = d->min_freq, .max_size = d->vocab_size,
@@ -33,9 +37,11 @@ static int build_vocab(trainer *t, txl_err *e)
 static int checkpoint_vocab(trainer *t, const char *flag, const char *path, txl_err *e)
 {
     vocab *ck;
-    if (ckpt_vocab_of(path, &ck, e))
+    run_config cc;
+    if (ckpt_vocab_of(path, &ck, &cc, e))
         return -1;
     vocab_kind k = cfg_tokenizer(&t->cfg);
+    const data_config *d = &t->cfg.data;
     int rc = 0;
     if (vocab_get_kind(ck) != k)
         rc = err_set(e, ERR_INPUT, "%s %s: the checkpoint's tokenizer is %s, the config's "
@@ -43,12 +49,19 @@ static int checkpoint_vocab(trainer *t, const char *flag, const char *path, txl_
                      vocab_kind_name(vocab_get_kind(ck)), t->cfg.data.tokenizer);
     else if (k != VOCAB_BYTE && t->cfg.data.vocab[0]) {
         vocab *mine = NULL;
-        rc = ckpt_vocab_of(t->cfg.data.vocab, &mine, e) ? err_wrap(e, "data.vocab") : 0;
+        rc = ckpt_vocab_of(t->cfg.data.vocab, &mine, NULL, e) ? err_wrap(e, "data.vocab") : 0;
         if (!rc && vocab_fingerprint(mine) != vocab_fingerprint(ck))
             rc = err_set(e, ERR_INPUT, "%s %s: data.vocab %s is not the checkpoint's vocabulary "
                          "(%zu vs %zu tokens; token ids would change meaning)", flag, path,
                          t->cfg.data.vocab, vocab_size(mine), vocab_size(ck));
         vocab_free(mine);
+    } else if (k != VOCAB_BYTE && (d->vocab_size != cc.data.vocab_size ||
+                                   d->min_freq != cc.data.min_freq)) {
+        rc = err_set(e, ERR_INPUT, "%s %s: data.vocab_size %ld and min_freq %ld ask for another "
+                     "vocabulary than the checkpoint's (built with %ld and %ld; token ids would "
+                     "change meaning): leave them as they were, or set data.vocab to the "
+                     "checkpoint", flag, path, d->vocab_size, d->min_freq, cc.data.vocab_size,
+                     cc.data.min_freq);
     }
     if (rc || k == VOCAB_BYTE) {
         vocab_free(ck);
@@ -68,7 +81,7 @@ int run_plan_vocab(trainer *t, const char *resume, const char *init_from, txl_er
     if (ck)
         rc = checkpoint_vocab(t, resume ? "--resume" : "--init-from", ck, e);
     else if (k != VOCAB_BYTE && t->cfg.data.vocab[0]) {
-        rc = ckpt_vocab_of(t->cfg.data.vocab, &t->vocab, e) ? err_wrap(e, "data.vocab") : 0;
+        rc = ckpt_vocab_of(t->cfg.data.vocab, &t->vocab, NULL, e) ? err_wrap(e, "data.vocab") : 0;
         if (!rc && vocab_get_kind(t->vocab) != k)
             rc = err_set(e, ERR_INPUT, "data.vocab: %s is a %s vocabulary, data.tokenizer is %s",
                          t->cfg.data.vocab, vocab_kind_name(vocab_get_kind(t->vocab)),
