@@ -1,6 +1,6 @@
 /* test_probe_tokens.c: the probes' texts in a vocabulary's tokens (eval/probe.h,
- * data/textenc.h), on a word vocabulary built from a small text, with every anchor kind
- * and a document separator (doc/design.md, "Probes").
+ * data/textenc.h), on a word and a BPE vocabulary built from a small text, with every
+ * anchor kind and a document separator (doc/design.md, "Probes").
  *
  * - textenc_token: a sequence of tokens composed at random (not encoded from text) gets the
  *   anchors and coordinates the units machine gives the text they decode to, worked out
@@ -8,12 +8,14 @@
  *   anchor before a token when the bytes' stream has one before one of its bytes, of that
  *   kind and with those coordinates; a token's coordinates those of its last byte.
  * - probe_tokenize: rows of different lengths and sentence counts end together, the shorter
- *   padded on the left with <eos> (coordinates 0); each row's tokens after its pad are those
- *   of its text alone; the map points at each unit's own token; no row is cut.
+ *   padded on the left with <eos> (word) or the space token (bpe), coordinates 0; each
+ *   row's tokens after its pad are those of its text alone; the map points at each unit's
+ *   own token; no row is cut.
  * - probe_control_string: recall's control keeps the tokens that shape units (<eos>,
- *   sentence stops, the separator's words) and changes every other one, and a text with the
- *   control where the string stood lines up with the trial (probe_same_shape: the same
- *   tokens' count, anchors, coordinates), over many random strings.
+ *   whitespace, sentence stops, the separator's "=") and changes every other one for one
+ *   with the same leading space or none, and a text with the control where the string
+ *   stood lines up with the trial (probe_same_shape: the same tokens' count, anchors,
+ *   coordinates), over many random strings; a '.' put for a plain token is caught.
  * - bytes: textenc_token of each byte is units_tokenize's token for token, and without
  *   anchors probe_tokenize neither pads nor moves a byte. */
 #include <stdio.h>
@@ -42,12 +44,14 @@ static int read_text(void *ctx, size_t off, uint8_t *buf, size_t n, txl_err *e)
     return 0;
 }
 
-static vocab *word_vocab(void)
+static vocab *build(vocab_kind k, long size)
 {
-    vocab_build_opts o = {.read = read_text, .text_len = sizeof TEXT - 1, .text_name = "TEXT"};
+    vocab_build_opts o = {.read = read_text, .text_len = sizeof TEXT - 1, .text_name = "TEXT",
+                          .max_size = size};
     txl_err e = {0};
-    vocab *v = vocab_build(VOCAB_WORD, &o, &e);
-    CHECK(v != NULL, "a word vocabulary of the test text (%s)", v ? "ok" : e.msg);
+    vocab *v = vocab_build(k, &o, &e);
+    CHECK(v != NULL, "a %s vocabulary of the test text (%s, %zu tokens)", vocab_kind_name(k),
+          v ? "ok" : e.msg, v ? vocab_size(v) : 0);
     return v;
 }
 
@@ -127,12 +131,12 @@ static int same(const toks *a, const toks *b)
  * stops, <eos>, the separator's "="), so sentences, paragraphs and documents start often. */
 static int draw_seq(const vocab *v, rng_t *r, txl_tok *seq, int n)
 {
-    static const char *const shaping[] = {".", "!", "?", "=", "Mr."};
+    static const char *const shaping[] = {".", "!", "?", "=", "\n", " ", "Mr.", " ."};
     long eos = vocab_special_id(v, SPECIAL_EOS);
     for (int i = 0; i < n; i++) {
-        uint64_t x = rng_next(r) % 9;
-        const char *w = x < 5 ? shaping[x] : NULL;
-        long id = w ? vocab_lookup(v, (const uint8_t *)w, strlen(w)) : x == 5 ? eos : -1;
+        uint64_t x = rng_next(r) % 13;
+        const char *w = x < 8 ? shaping[x] : NULL;
+        long id = w ? vocab_lookup(v, (const uint8_t *)w, strlen(w)) : x == 8 ? eos : -1;
         seq[i] = id >= 0 ? (txl_tok)id : (txl_tok)(rng_next(r) % vocab_size(v));
     }
     return n;
@@ -164,9 +168,9 @@ static void test_textenc_token(const vocab *v)
         anchors += got.n - n;
     }
     CHECK(good == rounds && anchors > rounds,
-          "textenc_token: %d of %d random token sequences get the anchors and coordinates of "
-          "the text they decode to, by the bytes' units (%d anchors in all)", good, rounds,
-          anchors);
+          "%s: textenc_token: %d of %d random token sequences get the anchors and coordinates "
+          "of the text they decode to, by the bytes' units (%d anchors in all)",
+          vocab_kind_name(vocab_get_kind(v)), good, rounds, anchors);
     textenc te;
     txl_err e = {0};
     toks got = {0};
@@ -196,18 +200,20 @@ static void test_align(const vocab *v)
     probe_tokens pt;
     txl_err e = {0};
     int rc = probe_tokenize(&p, text, B, LEN, lens, &pt, &e);
-    CHECK(rc == 0 && pt.n == n, "probe_tokenize: 3 rows of 40, 25, 33 words: streams of the "
-          "longest's %d tokens (%d) %s", n, rc ? -1 : pt.n, e.msg);
+    const char *kind = vocab_kind_name(vocab_get_kind(v));
+    CHECK(rc == 0 && pt.n == n, "%s: probe_tokenize: 3 rows of 40, 25, 33 tokens: streams of "
+          "the longest's %d tokens (%d) %s", kind, n, rc ? -1 : pt.n, e.msg);
     if (rc)
         return;
-    long eos = vocab_special_id(v, SPECIAL_EOS);
+    long pad_tok = vocab_get_kind(v) == VOCAB_WORD ? vocab_special_id(v, SPECIAL_EOS)
+                                                    : vocab_lookup(v, (const uint8_t *)" ", 1);
     for (int b = 0; b < B; b++) {
         const txl_tok *t = pt.tok + (size_t)b * pt.n;
         const int32_t *c = pt.co + (size_t)b * pt.n * TXL_N_COORDS;
         const int *m = pt.map + (size_t)b * LEN;
         int pad = pt.n - want[b].n, ok = pt.pad[b] == pad && !probe_cut(&pt, b);
         for (int j = 0; j < pad; j++)
-            ok &= t[j] == (txl_tok)eos && !c[j * 3] && !c[j * 3 + 1] && !c[j * 3 + 2];
+            ok &= t[j] == (txl_tok)pad_tok && !c[j * 3] && !c[j * 3 + 1] && !c[j * 3 + 2];
         for (int j = 0; j < want[b].n; j++)
             ok &= t[pad + j] == want[b].tok[j] &&
                   !memcmp(c + (size_t)(pad + j) * 3, want[b].co[j], sizeof want[b].co[j]);
@@ -216,25 +222,27 @@ static void test_align(const vocab *v)
                   m[i] - (i ? m[i - 1] : pad - 1) <= 2;
         ok &= m[lens[b] - 1] == pt.n - 1;
         ok_rows += ok;
-        CHECK(ok, "  ... row %d: %d <eos> pads (coordinates 0), then its own %d tokens; each "
-              "word's own token mapped, an anchor at most before it; its last word ends the "
-              "stream", b, pad, want[b].n);
+        CHECK(ok, "  ... row %d: %d pads of %s (coordinates 0), then its own %d tokens; each "
+              "unit's own token mapped, an anchor at most before it; its last unit ends the "
+              "stream", b, pad, vocab_get_kind(v) == VOCAB_WORD ? "<eos>" : "' '", want[b].n);
     }
     CHECK(pt.pad_max > 0, "  ... the rows needed pads (pad_max %d)", pt.pad_max);
     probe_tokens_free(&pt);
 }
 
-/* A token recall's control may change: no special, no unit-shaping byte in its text. */
+/* A token recall's control may change: no special, no unit-shaping byte in its text (but
+ * a BPE token's leading space): 1 without a leading space, 2 with one; else 0. */
 static int plain(const vocab *v, txl_tok t)
 {
     size_t n;
     const uint8_t *s = vocab_piece(v, t, &n);
-    if (vocab_special(v, t) != SPECIAL_NONE)
+    int lead = vocab_get_kind(v) == VOCAB_BPE && n > 1 && s[0] == ' ';
+    if (vocab_special(v, t) != SPECIAL_NONE || n == 0)
         return 0;
-    for (size_t i = 0; i < n; i++)
-        if (strchr(".!?= \t\n\v\f\r", s[i]))
+    for (size_t i = (size_t)lead; i < n; i++)
+        if (!s[i] || strchr(".!?= \t\n\v\f\r", s[i]))
             return 0;
-    return 1;
+    return 1 + lead;
 }
 
 static void test_control(const vocab *v)
@@ -261,8 +269,8 @@ static void test_control(const vocab *v)
         for (int i = 0; i < S; i++) {
             int pl = plain(v, str[i]);
             kept += !pl && xc[LEAD + i] == str[i];
-            changed += pl && xc[LEAD + i] != str[i] && plain(v, xc[LEAD + i]);
-            bad += pl != (xc[LEAD + i] != str[i]);
+            changed += pl && xc[LEAD + i] != str[i] && plain(v, xc[LEAD + i]) == pl;
+            bad += (pl != 0) != (xc[LEAD + i] != str[i]);
         }
         probe_tokens a, c;
         if (probe_tokenize(&p, x, 1, LD, NULL, &a, &e) ||
@@ -272,9 +280,11 @@ static void test_control(const vocab *v)
         }
         lined += probe_same_shape(&p, &a, &c);
         probe_tokens_free(&c);
-        /* a sentence stop where the string has a plain word: the check must see it */
-        for (int i = 0; i < S; i++)
-            if (plain(v, str[i]) && plain(v, str[i + 1 < S ? i + 1 : i])) {
+        /* a sentence stop for a plain token before one that starts a word: the check must
+         * see the sentence it starts */
+        int starts = vocab_get_kind(v) == VOCAB_WORD ? 1 : 2;
+        for (int i = 0; i + 1 < S; i++)
+            if (plain(v, str[i]) && plain(v, str[i + 1]) == starts) {
                 xc[LEAD + i] = (txl_tok)vocab_lookup(v, (const uint8_t *)".", 1);
                 break;
             }
@@ -286,8 +296,9 @@ static void test_control(const vocab *v)
     }
     free(pool);
     CHECK(bad == 0 && kept > 0 && changed > 0,
-          "probe_control_string: every plain word of %d random strings changed for another "
-          "plain word (%d), every unit-shaping token kept (%d), no fault (%d) %s", rounds,
+          "%s: probe_control_string: every plain token of %d random strings changed for "
+          "another plain token with the same leading space or none (%d), every unit-shaping "
+          "token kept (%d), no fault (%d) %s", vocab_kind_name(vocab_get_kind(v)), rounds,
           changed, kept, bad, e.msg);
     CHECK(lined == rounds, "  ... and the control lines up with the trial (the same tokens' "
           "count, anchors, coordinates) in %d of %d", lined, rounds);
@@ -330,13 +341,15 @@ static void test_bytes(void)
 
 int main(void)
 {
-    vocab *v = word_vocab();
-    if (v) {
-        test_textenc_token(v);
-        test_align(v);
-        test_control(v);
+    for (int k = 0; k < 2; k++) {
+        vocab *v = k ? build(VOCAB_BPE, 300) : build(VOCAB_WORD, 0);
+        if (v) {
+            test_textenc_token(v);
+            test_align(v);
+            test_control(v);
+        }
+        vocab_free(v);
     }
-    vocab_free(v);
     test_bytes();
     return tl_done("test_probe_tokens");
 }
