@@ -24,9 +24,13 @@
 #define CACHE_BYTES ((size_t)32 << 20)
 
 typedef struct {
-    uint64_t *hash;          /* [CACHE_MAX * 2]: 0 = empty */
-    uint32_t *at;            /* the entry's offset in the arena: the bytes, then the tokens */
-    uint8_t *plen, *ntok;
+    uint64_t hash;           /* 0: empty */
+    uint32_t at;             /* the entry's offset in the arena: the bytes, then the tokens */
+    uint8_t plen, ntok;
+} cache_slot_t;
+
+typedef struct {
+    cache_slot_t *slot;      /* [CACHE_MAX * 2] */
     uint8_t *arena;
     size_t arena_n, n;
 } bpe_cache;
@@ -179,27 +183,21 @@ static long merge_piece(const vocab *v, bpe_state *st, const uint8_t *p, size_t 
 
 static void cache_clear(bpe_cache *c)
 {
-    memset(c->hash, 0, 2 * CACHE_MAX * sizeof *c->hash);
+    memset(c->slot, 0, 2 * CACHE_MAX * sizeof *c->slot);
     c->n = 0;
     c->arena_n = 0;
 }
 
 static int cache_init(bpe_cache *c)
 {
-    c->hash = calloc(2 * CACHE_MAX, sizeof *c->hash);
-    c->at = malloc(2 * CACHE_MAX * sizeof *c->at);
-    c->plen = malloc(2 * CACHE_MAX);
-    c->ntok = malloc(2 * CACHE_MAX);
+    c->slot = calloc(2 * CACHE_MAX, sizeof *c->slot);
     c->arena = malloc(CACHE_BYTES);
-    return c->hash && c->at && c->plen && c->ntok && c->arena ? 0 : -1;
+    return c->slot && c->arena ? 0 : -1;
 }
 
 static void cache_free(bpe_cache *c)
 {
-    free(c->hash);
-    free(c->at);
-    free(c->plen);
-    free(c->ntok);
+    free(c->slot);
     free(c->arena);
 }
 
@@ -208,8 +206,8 @@ static size_t cache_slot(const bpe_cache *c, const uint8_t *p, size_t n, uint64_
 {
     size_t mask = 2 * CACHE_MAX - 1;
     for (size_t i = (size_t)(h >> 7) & mask;; i = (i + 1) & mask) {
-        if (!c->hash[i] || (c->hash[i] == h && c->plen[i] == n &&
-                            memcmp(c->arena + c->at[i], p, n) == 0))
+        const cache_slot_t *s = &c->slot[i];
+        if (!s->hash || (s->hash == h && s->plen == n && memcmp(c->arena + s->at, p, n) == 0))
             return i;
     }
 }
@@ -280,10 +278,11 @@ static int on_piece(void *ctx, size_t off, size_t n)
     if (n <= CACHE_PIECE) {
         h = vocab_hash(p, n) | 1;
         slot = cache_slot(c, p, n, h);
-        if (c->hash[slot]) {
+        const cache_slot_t *s = &c->slot[slot];
+        if (s->hash) {
             txl_tok t[CACHE_PIECE];
-            memcpy(t, c->arena + c->at[slot] + n, c->ntok[slot] * sizeof *t);
-            return emit_tokens(pc, t, c->ntok[slot], off);
+            memcpy(t, c->arena + s->at + n, s->ntok * sizeof *t);
+            return emit_tokens(pc, t, s->ntok, off);
         }
     }
     long k = merge_piece(en->v, st, p, n, 0);
@@ -297,10 +296,7 @@ static int on_piece(void *ctx, size_t off, size_t n)
             cache_clear(c);
             slot = cache_slot(c, p, n, h);
         }
-        c->hash[slot] = h;
-        c->at[slot] = (uint32_t)c->arena_n;
-        c->plen[slot] = (uint8_t)n;
-        c->ntok[slot] = (uint8_t)k;
+        c->slot[slot] = (cache_slot_t){h, (uint32_t)c->arena_n, (uint8_t)n, (uint8_t)k};
         memcpy(c->arena + c->arena_n, p, n);
         memcpy(c->arena + c->arena_n + n, st->sym, (size_t)k * sizeof(txl_tok));
         c->arena_n += need;

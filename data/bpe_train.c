@@ -126,7 +126,7 @@ static tr_entry heap_pop(trainer *t)
 
 static size_t pair_hash(uint64_t key)
 {
-    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 17);
+    return (size_t)vocab_pair_hash(key);
 }
 
 static void pairs_rehash(trainer *t)

@@ -291,9 +291,8 @@ static int seal_merges(vocab *v, const char *origin, long line_t, long line_m, t
     char loc[1200];
     long *made = malloc(v->n * sizeof *made);
     size_t sz = table_size(v->n_merges);
-    v->pairs.key = calloc(sz, sizeof *v->pairs.key);
-    v->pairs.rank = malloc(sz * sizeof *v->pairs.rank);
-    if (!made || !v->pairs.key || !v->pairs.rank) {
+    v->pairs.slot = calloc(sz, sizeof *v->pairs.slot);
+    if (!made || !v->pairs.slot) {
         free(made);
         return err_set(e, ERR_RUNTIME, "out of memory for %zu merges", v->n_merges);
     }
@@ -324,14 +323,13 @@ static int seal_merges(vocab *v, const char *origin, long line_t, long line_m, t
         else {
             made[m.to] = (long)r;
             uint64_t key = ((uint64_t)m.a << 32 | m.b) + 1;
-            size_t i = (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 20) & v->pairs.mask;
-            while (v->pairs.key[i] && v->pairs.key[i] != key)
+            size_t i = (size_t)vocab_pair_hash(key) & v->pairs.mask;
+            while (v->pairs.slot[i].key && v->pairs.slot[i].key != key)
                 i = (i + 1) & v->pairs.mask;
-            if (v->pairs.key[i])
+            if (v->pairs.slot[i].key)
                 rc = err_set(e, ERR_INPUT, "%s: merge %zu joins the pair of merge %u again",
-                             AT(line_m, r), r, v->pairs.rank[i]);
-            v->pairs.key[i] = key;
-            v->pairs.rank[i] = (uint32_t)r;
+                             AT(line_m, r), r, v->pairs.slot[i].rank);
+            v->pairs.slot[i] = (vocab_pair_slot){key, (uint32_t)r, m.to};
         }
     }
     for (size_t t = 0; t < v->n && !rc; t++)
@@ -400,8 +398,7 @@ void vocab_free(vocab *v)
     free(v->merges);
     free(v->index.slot);
     free(v->index.tag);
-    free(v->pairs.key);
-    free(v->pairs.rank);
+    free(v->pairs.slot);
     free(v);
 }
 
