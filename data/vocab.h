@@ -138,6 +138,10 @@ vocab *vocab_import_gpt2(const char *encoder_json, const char *vocab_bpe, txl_er
 
 /* ---- Files -----------------------------------------------------------------------------*/
 
+/* Bytes p[0 .. n) escaped as the file writes a token (doc/design.md): into buf, at most cap
+ * bytes (no NUL); returns the escaped length. */
+size_t vocab_escape(const uint8_t *p, size_t n, char *buf, size_t cap);
+
 /* The file format's bytes, malloc'd (*buf, *len). */
 int vocab_serialize(const vocab *v, uint8_t **buf, size_t *len, txl_err *e);
 /* Parses those bytes; `origin` names them in messages ("FILE", "CKPT: tensor vocab"). */
