@@ -547,6 +547,11 @@ int vocab_encoder_finish(vocab_encoder *en, vocab_emit_fn emit, void *ctx, txl_e
     return rc;
 }
 
+int vocab_encoder_flush(vocab_encoder *en, vocab_emit_fn emit, void *ctx, txl_err *e)
+{
+    return encode_held(en, VOCAB_FLUSH, emit, ctx, e); /* the line and the offsets go on */
+}
+
 typedef struct {
     txl_tok *t;
     size_t n, cap;

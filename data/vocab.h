@@ -42,6 +42,9 @@
 
 typedef enum { VOCAB_BYTE, VOCAB_WORD, VOCAB_BPE } vocab_kind;
 
+/* The largest vocabulary txl takes (tokens, specials included): 2^24. */
+#define VOCAB_MAX_TOKENS (1L << 24)
+
 /* The specials a vocabulary may hold (vocab_special). */
 typedef enum {
     SPECIAL_NONE = 0, /* an ordinary token */
@@ -105,6 +108,11 @@ int vocab_encoder_feed(vocab_encoder *en, const uint8_t *text, size_t n, vocab_e
 /* Ends the text: emits what is held (returns as feed). The encoder can then start another
  * text, whose offsets start at 0 again. */
 int vocab_encoder_finish(vocab_encoder *en, vocab_emit_fn emit, void *ctx, txl_err *e);
+/* Emits what is held as if the text went on after a piece boundary (a prompt whose
+ * continuation the model draws): as finish, but a word-level line that has no newline
+ * yet gets no <eos>, and the line goes on (a next word is separated by a space); the
+ * offsets go on too. Returns as feed. */
+int vocab_encoder_flush(vocab_encoder *en, vocab_emit_fn emit, void *ctx, txl_err *e);
 void vocab_encoder_free(vocab_encoder *en);
 /* A whole text at once into a malloc'd array (*out, *n): the same tokens as the encoder. */
 int vocab_encode(const vocab *v, const uint8_t *text, size_t len, txl_tok **out, size_t *n,

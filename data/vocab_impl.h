@@ -131,8 +131,11 @@ static inline long vocab_pair_rank(const vocab *v, txl_tok a, txl_tok b)
 
 /* ---- The encoders, one per kind (word.c, bpe.c) ------------------------------------------
  * The generic encoder (vocab.c) holds the bytes not yet final in `buf`; a kind's `scan`
- * emits the tokens of buf[0 .. len) that are final (all of them when `final`) and returns
- * how many bytes it consumed (the rest is held), or -1 / emit's value through *rc. */
+ * emits the tokens of buf[0 .. len) that are final (all of them when `final`: 1 at the
+ * text's end, VOCAB_FLUSH when the text goes on after them, so a word-level line gets no
+ * <eos> yet) and returns how many bytes it consumed (the rest is held), or -1 / emit's
+ * value through *rc. */
+#define VOCAB_FLUSH 2
 struct vocab_encoder {
     const vocab *v;
     uint8_t *buf;

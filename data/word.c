@@ -116,7 +116,7 @@ static long scan(const uint8_t *buf, size_t len, size_t base, int final, int *mi
         i = j;
         *mid_line = 1;
     }
-    if (final && *mid_line) {
+    if (final == 1 && *mid_line) { /* the text's end (not a flush): its last line ends */
         if ((*rc = s->eol(s->ctx, base + len, 0)) != 0)
             return -1;
         *mid_line = 0;
