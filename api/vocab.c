@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../common/instream.h"
+#include "../config/config.h"
 #include "../data/tokfile.h"
 #include "../data/vocab.h"
 #include "../io/ckpt_open.h"
@@ -39,71 +40,34 @@ static txl_vocab *wrap(vocab *v, const char *source, const char *path, txl_err *
     return tv;
 }
 
-/* Whether the file starts (decompressed) with "txl-vocab ": a vocabulary file. */
-static int is_vocab_file(const char *path)
+/* A checkpoint or run directory, by the project's rule (io/ckpt_open.c's ckpt_vocab_of): a
+ * directory, or a name ending in .safetensors or .safetensors.gz. */
+static int names_checkpoint(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return 0;
-    }
-    instream in;
-    txl_err e = {0};
-    char head[10] = {0};
-    if (ins_open(&in, fd, path, &e))
-        return 0;
-    long long got = ins_read(&in, head, sizeof head, &e);
-    ins_close(&in);
-    return got == (long long)sizeof head && memcmp(head, "txl-vocab ", 10) == 0;
-}
-
-/* A checkpoint's vocab tensor: the vocabulary it holds, or bytes without one. */
-static txl_vocab *from_checkpoint(const char *arg, txl_err *e)
-{
-    char path[CKPT_PATH_MAX];
-    int from_dir = 0;
-    if (ckpt_resolve(arg, 0, path, sizeof path, &from_dir, e))
-        return NULL;
-    st_file f;
-    if (st_read(&f, path, e)) {
-        err_wrap(e, "%s: not a vocabulary file (its first line is not 'txl-vocab 1') nor a "
-                 "checkpoint", arg);
-        return NULL;
-    }
-    const st_tensor *t = st_find(&f, "vocab");
-    vocab *v = NULL;
-    const char *source = t ? "checkpoint" : "bytes";
-    if (!t) {
-        v = vocab_new_bytes(e);
-    } else if (t->dtype != ST_U8 || t->ndim != 1) {
-        err_set(e, ERR_INPUT, "%s: tensor vocab is %s with %d dimensions, expected U8 [bytes] "
-                "(a vocabulary file's bytes)", path, st_dtype_name(t->dtype), t->ndim);
-    } else {
-        char origin[CKPT_PATH_MAX + 16];
-        snprintf(origin, sizeof origin, "%s: tensor vocab", path);
-        v = vocab_parse(st_data(&f, t), t->numel, origin, e);
-    }
-    st_free(&f);
-    return wrap(v, source, path, e);
+    size_t n = strlen(path);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return 1;
+    return (n >= 12 && strcmp(path + n - 12, ".safetensors") == 0) ||
+           (n >= 15 && strcmp(path + n - 15, ".safetensors.gz") == 0);
 }
 
 txl_vocab *txl_vocab_load(const char *path, txl_err *e)
 {
-    struct stat sb;
     if (!path || !*path) {
         err_set(e, ERR_INPUT, "no vocabulary given");
         return NULL;
     }
-    if (stat(path, &sb) != 0) {
-        err_set(e, ERR_INPUT, "%s: cannot open the vocabulary: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (!S_ISDIR(sb.st_mode) && is_vocab_file(path))
+    if (!names_checkpoint(path))
         return wrap(vocab_load(path, e), "file", path, e);
-    return from_checkpoint(path, e);
+    /* the checkpoint's vocabulary, held to its config (ckpt_vocab_of) */
+    char file[CKPT_PATH_MAX];
+    int dir;
+    run_config cfg;
+    vocab *v;
+    if (ckpt_resolve(path, 0, file, sizeof file, &dir, e) || ckpt_vocab_of(file, &v, &cfg, e))
+        return NULL;
+    return wrap(v, cfg_tokenizer(&cfg) == VOCAB_BYTE ? "bytes" : "checkpoint", file, e);
 }
 
 txl_vocab *txl_vocab_build(const char *kind, const char *const *files, int n_files, long size,

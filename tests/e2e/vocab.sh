@@ -58,26 +58,20 @@ CK=tests/fixtures/eval/micro.safetensors.gz
 $TXL vocab info $CK --json > $TMP/c.json
 check "a byte model's checkpoint: the byte vocabulary" \
     jq -e '.kind == "byte" and .size == 256 and .source == "bytes"' $TMP/c.json
-# a checkpoint with a vocab tensor (the vocabulary file's bytes, U8), in a run directory
-mkdir -p $TMP/run
-python3 - $CK $TMP/b.vocab $TMP/run/best.safetensors <<'EOF'
-import gzip, json, struct, sys
-raw = gzip.open(sys.argv[1]).read()
-n = struct.unpack("<Q", raw[:8])[0]
-head = json.loads(raw[8:8 + n])
-data = raw[8 + n:]
-voc = open(sys.argv[2], "rb").read()
-end = max(v["data_offsets"][1] for k, v in head.items() if k != "__metadata__")
-head["vocab"] = {"dtype": "U8", "shape": [len(voc)], "data_offsets": [end, end + len(voc)]}
-h = json.dumps(head).encode()
-h += b" " * (-len(h) % 8)
-open(sys.argv[3], "wb").write(struct.pack("<Q", len(h)) + h + data[:end] + voc)
-EOF
-check "a run directory's checkpoint: its vocab tensor" \
-    test "$($TXL vocab info $TMP/run --json | jq -r '"\(.source) \(.kind) \(.fingerprint)"')" = \
-         "checkpoint bpe $(jq -r .fingerprint $TMP/b.json)"
-check "  ... encodes as the file does" \
-    test "$($TXL vocab encode $TMP/run $D/gpt2/emoji.txt)" = "$($TXL vocab encode $TMP/b.vocab $D/gpt2/emoji.txt)"
+# a bpe model's run directory: its checkpoint holds the vocabulary (the vocab tensor)
+$TXL train -c tests/configs/micro.yaml --set data.tokenizer=bpe --set data.vocab_size=300 \
+    --set train.max_steps=2 --set train.warmup_steps=1 --set train.eval_tokens=2000 \
+    --set train.out_dir=$TMP/run -q > /dev/null 2>&1
+$TXL vocab info $TMP/run --json > $TMP/r.json
+check "a run directory's checkpoint: its vocab tensor, bpe of 300 tokens" \
+    jq -e '.source == "checkpoint" and .kind == "bpe" and .size == 300 and
+           (.path | endswith("best.safetensors.gz"))' $TMP/r.json
+$TXL vocab encode $TMP/run/last.safetensors.gz $TMP/mixed.txt --binary -o $TMP/r.tok -q
+$TXL vocab decode $TMP/run $TMP/r.tok > $TMP/r.dec
+check "  ... encodes and decodes any bytes (a checkpoint file, then the directory)" \
+    cmp $TMP/r.dec $TMP/mixed.txt
+expect2 "  ... whose token files another vocabulary refuses" "r.tok: its ids are of another vocabulary" \
+    $TXL vocab decode $TMP/b.vocab $TMP/r.tok
 
 # ---- bad vocabulary files ----
 vbad() { # vbad "description" "message" FILE-CONTENT-COMMAND...: info on the file exits 2
@@ -85,7 +79,7 @@ vbad() { # vbad "description" "message" FILE-CONTENT-COMMAND...: info on the fil
     "$@" > $TMP/bad.vocab
     expect2 "$d" "$msg" $TXL vocab info $TMP/bad.vocab
 }
-vbad "vocab: not a vocabulary" "bad.vocab: not a vocabulary file" printf 'hello\n'
+vbad "vocab: not a vocabulary" "bad.vocab:1: not a txl vocabulary" printf 'hello\n'
 vbad "vocab: truncated" "bad.vocab:262: the size is 600 but the file lists 257 tokens" head -n 261 $TMP/b.vocab
 vbad "vocab: a corrupt line" "bad.vocab:100:" sed '100s/.*/garbage here/' $TMP/b.vocab
 vbad "vocab: a duplicate token" "bad.vocab:10: token 3 is a duplicate of token 2 (line 9)" \
