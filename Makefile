@@ -165,6 +165,10 @@ $(BUILD)/bench/sgemm_peak: bench/sgemm_peak.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
+$(BUILD)/bench/vocab_encode: bench/vocab_encode.c $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
 $(BUILD)/bench/mem_bw: bench/mem_bw.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
@@ -196,6 +200,12 @@ bench-quality: $(BIN)
 # Sampling alone, with the memory full (TXL_BASE=old/txl: old and new side by side).
 bench-sample: $(BIN) $(BUILD)/bench/mem_bw
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/sample.sh
+
+# The tokenizers' speed, side by side: GPT-2 encoding against tiktoken's npm build (node),
+# learning 32000 bpe tokens against sentencepiece's spm_train (bench/vocab.sh).
+.PHONY: bench-vocab
+bench-vocab: $(BIN) $(BUILD)/bench/vocab_encode
+	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/vocab.sh
 
 # What each positional scheme and the anchors cost in training tokens/s, against mlp.
 bench-schemes: $(BIN)
