@@ -612,7 +612,16 @@ vocab *vocab_build(vocab_kind k, const vocab_build_opts *o, txl_err *e)
 
 #define READ_CHUNK (1u << 20)
 
-static int read_file(const char *path, vocab_chunk_fn fn, void *ctx, uint8_t *buf, txl_err *e)
+/* The progress line: MiB read so far, every 16 MiB (a terminal only). */
+static void progress(const vocab_build_opts *o, size_t *done, size_t n)
+{
+    if (o->progress && (*done + n) >> 24 != *done >> 24 && isatty(STDERR_FILENO))
+        fprintf(stderr, "\rtxl: vocabulary: %zu MiB read", (*done + n) >> 20);
+    *done += n;
+}
+
+static int read_file(const vocab_build_opts *o, const char *path, vocab_chunk_fn fn, void *ctx,
+                     uint8_t *buf, size_t *done, txl_err *e)
 {
     int std_in = strcmp(path, "-") == 0;
     const char *name = std_in ? "<stdin>" : path;
@@ -634,6 +643,7 @@ static int read_file(const char *path, vocab_chunk_fn fn, void *ctx, uint8_t *bu
             rc = -1;
             break;
         }
+        progress(o, done, (size_t)got);
         if (got == 0) {
             rc = fn(ctx, NULL, 0, 1, e);
             break;
@@ -644,12 +654,13 @@ static int read_file(const char *path, vocab_chunk_fn fn, void *ctx, uint8_t *bu
 }
 
 static int read_text(const vocab_build_opts *o, vocab_chunk_fn fn, void *ctx, uint8_t *buf,
-                     txl_err *e)
+                     size_t *done, txl_err *e)
 {
     for (size_t at = 0; at < o->text_len; at += READ_CHUNK) {
         size_t n = o->text_len - at < READ_CHUNK ? o->text_len - at : READ_CHUNK;
         if (o->read(o->read_ctx, at, buf, n, e) || fn(ctx, buf, n, 0, e))
             return -1;
+        progress(o, done, n);
     }
     return fn(ctx, NULL, 0, 1, e);
 }
@@ -660,10 +671,13 @@ int vocab_read_inputs(const vocab_build_opts *o, vocab_chunk_fn fn, void *ctx, t
     if (!buf)
         return err_set(e, ERR_RUNTIME, "out of memory for a read buffer");
     int rc = 0;
+    size_t done = 0;
     if (o->read)
-        rc = read_text(o, fn, ctx, buf, e);
+        rc = read_text(o, fn, ctx, buf, &done, e);
     for (int i = 0; !rc && !o->read && i < o->n_files; i++)
-        rc = read_file(o->files[i], fn, ctx, buf, e);
+        rc = read_file(o, o->files[i], fn, ctx, buf, &done, e);
+    if (o->progress && done >= (1u << 24) && isatty(STDERR_FILENO))
+        fprintf(stderr, "\n");
     free(buf);
     return rc;
 }
