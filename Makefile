@@ -110,7 +110,7 @@ $(BUILD)/tests/testlib.o: tests/testlib.c
 
 # The fuzz harnesses (tests/fuzz/) as plain objects: test_fuzz_replay runs them over the
 # committed corpora, so `make test` needs no clang.
-FUZZNAMES := config checkpoint corpus
+FUZZNAMES := config checkpoint corpus vocab
 FUZZLIB := $(addprefix $(BUILD)/fuzzlib/,$(FUZZNAMES:%=fuzz_%.o) fuzz_util.o replay.o)
 
 $(BUILD)/fuzzlib/%.o: tests/fuzz/%.c

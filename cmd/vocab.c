@@ -4,6 +4,7 @@
  * vocabulary). Bad input (a vocabulary, a token file, ids, flags) exits 2 naming the file
  * and the place, and writes nothing: decode checks every id before it prints a byte. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +51,9 @@ const cli_spec vocab_spec = {
              "whitespace-separated words and <eos>; by count, ties in first-seen order), bpe "
              "as GPT-2's byte-level BPE (GPT-2's pre-tokenization, merges of the most frequent "
              "pair). import-gpt2 reads GPT-2's encoder.json and vocab.bpe. encode prints a "
-             "text's ids (or writes a token file), decode turns ids (text or a token file) back "
-             "into the text's bytes, info describes a vocabulary.\n\n"
+             "text's ids (or writes a token file), decode turns ids back into the text's bytes "
+             "(FILE: a token file, told by its first bytes, or ids as text; stdin: ids as "
+             "text), info describes a vocabulary.\n\n"
              "VOCAB is a vocabulary file, or a checkpoint or run directory: its vocab tensor "
              "(a byte model has none: its vocabulary is the 256 bytes). Files are written "
              "atomically; -o may not be an input, a directory, a device or a FIFO. Bad input "
@@ -195,32 +197,70 @@ static int do_encode(const vocab_args *a, const cli_pos *pos)
 
 /* ---- decode ------------------------------------------------------------------------------- */
 
+/* Where decode's ids go: kept (stdin, to be checked whole before a byte is printed),
+ * counted (a file's first pass), or decoded to stdout. */
 typedef struct {
+    const txl_vocab *v;
+    int mode;                /* IDS_KEEP, IDS_CHECK, IDS_PRINT */
     uint32_t *ids;
     size_t n, cap;
-} id_list;
+    long prev;               /* the last id printed, -1 at the start */
+} id_sink;
 
-static int keep_ids(void *ctx, const uint32_t *ids, size_t n)
+enum { IDS_KEEP, IDS_CHECK, IDS_PRINT };
+
+static int print_text(id_sink *s, const uint32_t *ids, size_t n)
 {
-    id_list *l = ctx;
-    if (l->n + n > l->cap) {
-        size_t nc = l->cap ? l->cap : 1 << 16;
-        while (nc < l->n + n)
+    char buf[1 << 16];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t need = txl_vocab_decode(s->v, s->prev, ids[i], NULL, 0);
+        if (need > sizeof buf - k) {
+            fwrite(buf, 1, k, stdout);
+            k = 0;
+        }
+        if (need > sizeof buf) { /* a long token alone */
+            char *big = malloc(need);
+            if (!big)
+                return -1;
+            fwrite(big, 1, txl_vocab_decode(s->v, s->prev, ids[i], big, need), stdout);
+            free(big);
+        } else {
+            k += txl_vocab_decode(s->v, s->prev, ids[i], buf + k, need);
+        }
+        s->prev = ids[i];
+    }
+    fwrite(buf, 1, k, stdout);
+    return cli_stdout_flush() ? 1 : 0;
+}
+
+static int take_ids(void *ctx, const uint32_t *ids, size_t n)
+{
+    id_sink *s = ctx;
+    if (s->mode == IDS_PRINT)
+        return print_text(s, ids, n);
+    if (s->mode == IDS_CHECK) {
+        s->n += n;
+        return 0;
+    }
+    if (s->n + n > s->cap) {
+        size_t nc = s->cap ? s->cap : 1 << 16;
+        while (nc < s->n + n)
             nc *= 2;
-        uint32_t *ni = realloc(l->ids, nc * sizeof *ni);
+        uint32_t *ni = realloc(s->ids, nc * sizeof *ni);
         if (!ni)
             return -1;
-        l->ids = ni;
-        l->cap = nc;
+        s->ids = ni;
+        s->cap = nc;
     }
-    memcpy(l->ids + l->n, ids, n * sizeof *ids);
-    l->n += n;
+    memcpy(s->ids + s->n, ids, n * sizeof *ids);
+    s->n += n;
     return 0;
 }
 
 /* One id of the text (tok[0 .. n), at line:col): below V, or ERR_INPUT naming it. */
 static int take_id(const char *tok, size_t n, size_t V, const char *name, long line, long col,
-                   id_list *l, txl_err *e)
+                   id_sink *l, txl_err *e)
 {
     unsigned long long x = 0;
     size_t i = 0;
@@ -235,12 +275,13 @@ static int take_id(const char *tok, size_t n, size_t V, const char *name, long l
                        "%zu", name, line, col, (int)(n < 24 ? n : 24), tok, n > 24 ? "..." : "",
                        V);
     uint32_t id = (uint32_t)x;
-    return keep_ids(l, &id, 1) ? err_set(e, ERR_RUNTIME, "out of memory for %zu ids", l->n) : 0;
+    int rc = take_ids(l, &id, 1);
+    return rc < 0 ? err_set(e, ERR_RUNTIME, "out of memory for %zu ids", l->n) : rc;
 }
 
 /* Ids as text: decimal numbers separated by blanks, each below V; a fault names the line
  * and column of the word. */
-static int parse_ids(FILE *f, const char *name, size_t V, id_list *l, txl_err *e)
+static int parse_ids(FILE *f, const char *name, size_t V, id_sink *l, txl_err *e)
 {
     long line = 1, col = 0, at_col = 0;
     char tok[32];
@@ -257,8 +298,9 @@ static int parse_ids(FILE *f, const char *name, size_t V, id_list *l, txl_err *e
             len++;
             continue;
         }
-        if (len && take_id(tok, len > n ? n : len, V, name, line, at_col, l, e))
-            return -1;
+        int rc = len ? take_id(tok, len > n ? n : len, V, name, line, at_col, l, e) : 0;
+        if (rc)
+            return rc;
         if (len > n) /* too long for an id: take_id named its start */
             return err_set(e, ERR_INPUT, "%s:%ld:%ld: a word of %zu bytes is not a token id",
                            name, line, at_col, len);
@@ -273,6 +315,32 @@ static int parse_ids(FILE *f, const char *name, size_t V, id_list *l, txl_err *e
     return 0;
 }
 
+/* Ids as text from a file, checked whole (a first pass) before any is decoded (a second),
+ * or from stdin, held until checked. */
+static int decode_text_ids(const txl_vocab *v, const char *text, txl_err *e)
+{
+    int std_in = strcmp(text, "-") == 0;
+    const char *name = std_in ? "<stdin>" : text;
+    id_sink s = {.v = v, .mode = std_in ? IDS_KEEP : IDS_CHECK, .prev = -1};
+    FILE *f = std_in ? stdin : fopen(text, "rb");
+    if (!f)
+        return err_set(e, ERR_INPUT, "%s: cannot open the ids: %s", text, strerror(errno));
+    int rc = parse_ids(f, name, txl_vocab_size(v), &s, e);
+    if (!rc && !std_in) {
+        rewind(f);
+        s.mode = IDS_PRINT;
+        rc = parse_ids(f, name, txl_vocab_size(v), &s, e);
+    }
+    if (f != stdin)
+        fclose(f);
+    if (!rc && std_in) {
+        s.mode = IDS_PRINT;
+        rc = print_text(&s, s.ids, s.n);
+    }
+    free(s.ids);
+    return rc;
+}
+
 static int do_decode(const cli_pos *pos)
 {
     txl_err e = {0};
@@ -281,43 +349,13 @@ static int do_decode(const cli_pos *pos)
     txl_vocab *v = vocab_and_text("decode", pos, &text, &rc);
     if (!v)
         return rc;
-    id_list l = {0};
-    if (strcmp(text, "-") != 0 && txl_is_token_file(text)) {
-        rc = txl_vocab_read_tokens(v, text, keep_ids, &l, &e);
+    if (strcmp(text, "-") != 0 && txl_is_token_file(text)) { /* checked whole, then read */
+        id_sink s = {.v = v, .mode = IDS_PRINT, .prev = -1};
+        rc = txl_vocab_read_tokens(v, text, take_ids, &s, &e);
     } else {
-        FILE *f = strcmp(text, "-") == 0 ? stdin : fopen(text, "rb");
-        rc = !f ? err_set(&e, ERR_INPUT, "%s: cannot open the ids", text)
-                : parse_ids(f, f == stdin ? "<stdin>" : text, txl_vocab_size(v), &l, &e);
-        if (f && f != stdin)
-            fclose(f);
+        rc = decode_text_ids(v, text, &e);
     }
-    if (rc) {
-        rc = cli_fail("vocab", &e);
-    } else {
-        char buf[1 << 16];
-        size_t k = 0;
-        for (size_t i = 0; i < l.n; i++) {
-            if (k > sizeof buf - 4096) {
-                fwrite(buf, 1, k, stdout);
-                k = 0;
-            }
-            size_t need = txl_vocab_decode(v, i ? (long)l.ids[i - 1] : -1, l.ids[i], NULL, 0);
-            if (need > sizeof buf - k) { /* a long token alone */
-                fwrite(buf, 1, k, stdout);
-                k = 0;
-                char *big = malloc(need);
-                if (big) {
-                    txl_vocab_decode(v, i ? (long)l.ids[i - 1] : -1, l.ids[i], big, need);
-                    fwrite(big, 1, need, stdout);
-                }
-                free(big);
-                continue;
-            }
-            k += txl_vocab_decode(v, i ? (long)l.ids[i - 1] : -1, l.ids[i], buf + k, need);
-        }
-        fwrite(buf, 1, k, stdout);
-    }
-    free(l.ids);
+    rc = rc < 0 ? cli_fail("vocab", &e) : rc;
     txl_vocab_free(v);
     return rc;
 }

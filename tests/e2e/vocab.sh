@@ -123,6 +123,8 @@ expect2 "flags: --binary without -o" "-o FILE" $TXL vocab encode $TMP/b.vocab $D
 expect2 "flags: -o onto the vocabulary itself" "an input" \
     $TXL vocab encode $TMP/b.vocab $D/word_edge.txt --binary -o $TMP/b.vocab
 expect2 "flags: -o a directory" "is a directory" $TXL vocab build --tokenizer word $D/word_edge.txt -o $TMP
+mkfifo $TMP/fifo
+expect2 "flags: -o a FIFO" "a FIFO" $TXL vocab import-gpt2 $D/gpt2_encoder.json.gz $D/gpt2_vocab.bpe.gz -o $TMP/fifo
 expect2 "build: a missing corpus" "nope.txt" $TXL vocab build --tokenizer word $TMP/nope.txt -o $TMP/x.vocab
 $TXL vocab build --tokenizer word $D/word_edge.txt -o $TMP/e.vocab -q
 expect2 "encode: a word outside a vocabulary without <unk>" "wt2_test_head.txt: byte 3: the word '='" \
