@@ -205,6 +205,9 @@ static int seal_specials(vocab *v, const char *origin, long line, txl_err *e)
             if (len == 0)
                 return err_set(e, ERR_INPUT, "%s: token %zu is empty (only a special has "
                                "no bytes)", AT(line, t), t);
+            if (v->kind == VOCAB_WORD && len == 5 && !memcmp(v->bytes + v->off[t], "<unk>", 5))
+                return err_set(e, ERR_INPUT, "%s: the word <unk> is a word vocabulary's "
+                               "<unk>: declare it 'special unk %zu'", AT(line, t), t);
             continue;
         }
         int ok = v->kind == VOCAB_WORD ? sp == SPECIAL_EOS || sp == SPECIAL_UNK

@@ -106,6 +106,8 @@ static void test_bad_files(void)
         {"duplicate of a special", "txl-vocab 1\nkind word\nsize 2\nspecial eos 0\ntokens\n0 <eos>\n1 <eos>\nend\n",
          "f:7: token 1 is a duplicate of token 0"},
         {"no eos", "txl-vocab 1\nkind word\nsize 1\ntokens\n0 a\nend\n", "needs an <eos>"},
+        {"undeclared unk", "txl-vocab 1\nkind word\nsize 2\nspecial eos 0\ntokens\n0 <eos>\n1 <unk>\nend\n",
+         "f:7: the word <unk> is a word vocabulary's <unk>: declare it 'special unk 1'"},
         {"special text", "txl-vocab 1\nkind word\nsize 1\nspecial eos 0\ntokens\n0 eos\nend\n",
          "f:6:3: token 0 is special eos: its text is <eos>"},
         {"special id", "txl-vocab 1\nkind word\nsize 1\nspecial eos 1\ntokens\n0 <eos>\nend\n",
