@@ -56,7 +56,7 @@ $(BIN): $(OBJ) $(BUILD)/.flavor-$(FLAVOR)
 
 # make lib: libtxl.a (the objects of ./txl's build) and libtxl.so (the same sources built
 # position-independent in BUILD/pic/, exporting only include/txl.h's txl_* functions).
-LIBVER  := 0.2.0
+LIBVER  := 0.3.0
 PICOBJ  := $(LIBOBJ:$(BUILD)/%.o=$(BUILD)/pic/%.o)
 .PHONY: lib examples
 lib: $(BUILD)/libtxl.a $(BUILD)/libtxl.so

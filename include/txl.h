@@ -35,11 +35,11 @@ extern "C" {
 #endif
 
 #define TXL_VERSION_MAJOR 0
-#define TXL_VERSION_MINOR 2
+#define TXL_VERSION_MINOR 3
 #define TXL_VERSION_PATCH 0
-#define TXL_VERSION "0.2.0"
+#define TXL_VERSION "0.3.0"
 
-/* The library's version ("0.2.0"). */
+/* The library's version ("0.3.0"). */
 const char *txl_version(void);
 
 /* ---- Errors ----------------------------------------------------------------------------- */
