@@ -212,7 +212,12 @@ int txl_eval_terms(txl_model *m, const txl_eval_opts *o, long segments,
  * Whether the memory is used (doc/design.md, "Probes"): "needle" (a fact early, the
  * question late), "recall" (a string repeated at a distance), "shift" (the same text at
  * other absolute positions). Needle and recall run their trials side by side as streams
- * and report per cell a mean and its 95% interval over the trials. */
+ * and report per cell a mean and its 95% interval over the trials.
+ * Units: with the byte vocabulary the probes' lengths, distances and strings count bytes;
+ * with a word or BPE vocabulary they count the vocabulary's tokens (the model's tgt_len +
+ * mem_len is in tokens too), the needle's sentence is encoded by the vocabulary (a word
+ * model's key and value are its own words), and every needle and recall row's JSON says
+ * which: "unit":"byte" or "token". */
 
 /* needle, recall: memory (segments of tgt_len through the memory, as trained), window (the
  * whole context as one window, no memory), or each in turn. */
@@ -231,21 +236,23 @@ typedef struct {
     int trials;               /* needle, recall: trials per cell, 1..TXL_PROBE_MAX_TRIALS
                                  (<= 0: 20) */
     /* needle: context lengths as factors (1..1024) of the trained context tgt_len + mem_len;
-     * default: those of 1, 2, 4, 8 that hold the needle and its question (75 bytes; a note
-     * row names the others; an error when none does) */
+     * default: those of 1, 2, 4, 8 that hold the needle and its question (75 bytes; word:
+     * 15 tokens; bpe: the tokens of the longest key and value; a note row names the others;
+     * an error when none does) */
     const int *lengths; int n_lengths;
     /* needle: where the needle sits, in percent of the context (0..100); default 0, 25, 50,
      * 75, 100 */
     const int *depths; int n_depths;
-    /* recall: bytes of text between the string's two occurrences (1..2^24); default 16, 32,
-     * ... up to 8x the trained context */
+    /* recall: units (bytes or tokens) of text between the string's two occurrences
+     * (1..2^24); default 16, 32, ... up to 8x the trained context */
     const int *distances; int n_distances;
-    int string_len;           /* recall: bytes of the random string, 2..4096 (<= 0: 24) */
+    int string_len;           /* recall: units of the random string, 2..4096 (<= 0: 24) */
     /* shift: offsets K added to every absolute position (0..2^30); default 0, 1, 1000,
      * 100000; the first is the base of the rows' delta */
     const int *offsets; int n_offsets;
-    long max_tokens;          /* shift: bytes of text evaluated at each offset, 2..2^40
-                                 (<= 0: 20000) */
+    long max_tokens;          /* shift: the text evaluated at each offset, 2..2^40 (<= 0:
+                                 20000): its first max_tokens bytes (byte vocabulary), or
+                                 its first max_tokens tokens (word, bpe; anchors included) */
     txl_probe_mode mode;      /* needle, recall (0: memory) */
     int tgt_len, mem_len;     /* the memory mode's and shift's lengths, up to 2^20 and 2^22:
                                  <= 0 (tgt_len) or < 0 (mem_len): as trained */
@@ -264,9 +271,9 @@ typedef struct {
     const char *json;         /* the row as txl probe --json prints it; NULL for a note */
     const char *text;         /* its table line for people; NULL for a note */
     const char *head;         /* the table's heading, on the table's first row, else NULL */
-    const char *note;         /* a remark for people (the needle's skipped default lengths;
-                                 txl probe prints it on stderr), on a row of nothing else;
-                                 else NULL */
+    const char *note;         /* a remark for people (the needle's skipped default lengths,
+                                 its sentence in a word or BPE vocabulary; txl probe prints
+                                 it on stderr), on a row of nothing else; else NULL */
 } txl_probe_row;
 
 /* Runs probe o->kind on the model over the text, calling fn with each row as it is
