@@ -25,7 +25,7 @@ mkdir -p "$OUT"
 export NODE_PATH="$(cd "$NPM_REF" && pwd)/node_modules" OMP_NUM_THREADS=1
 cpu=$(lscpu | sed -n 's/^Model name: *//p')
 flags=$(grep -o -w -E 'avx2|avx512f|avx512bw|avx512_vbmi2' /proc/cpuinfo | sort -u | tr '\n' ' ')
-echo "CPU: $cpu ($(nproc) cores; $flags); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "CPU: $cpu ($(getconf _NPROCESSORS_ONLN) cores; $flags); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "node $(node --version), tiktoken $(jq -r .version "$NODE_PATH/tiktoken/package.json"), $(spm_train --version 2>&1 | head -1)"
 
 zcat "$DATA/enwik8_first3MB.txt.gz" > "$OUT/enwik8_3MB.txt"
