@@ -110,7 +110,7 @@ $(BUILD)/tests/testlib.o: tests/testlib.c
 
 # The fuzz harnesses (tests/fuzz/) as plain objects: test_fuzz_replay runs them over the
 # committed corpora, so `make test` needs no clang.
-FUZZNAMES := config checkpoint corpus
+FUZZNAMES := config checkpoint corpus vocab
 FUZZLIB := $(addprefix $(BUILD)/fuzzlib/,$(FUZZNAMES:%=fuzz_%.o) fuzz_util.o replay.o)
 
 $(BUILD)/fuzzlib/%.o: tests/fuzz/%.c
@@ -169,6 +169,10 @@ $(BUILD)/bench/adaptive: bench/adaptive.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
+$(BUILD)/bench/vocab_encode: bench/vocab_encode.c $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
 $(BUILD)/bench/mem_bw: bench/mem_bw.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
@@ -205,6 +209,12 @@ bench-sample: $(BIN) $(BUILD)/bench/mem_bw
 # tokens/s side by side, and the memory each plans at V, 2V and 4V (bench/adaptive.sh).
 bench-adaptive: $(BIN) $(BUILD)/bench/adaptive
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/adaptive.sh
+
+# The tokenizers' speed, side by side: GPT-2 encoding against tiktoken's npm build (node),
+# learning 32000 bpe tokens against sentencepiece's spm_train (bench/vocab.sh).
+.PHONY: bench-vocab
+bench-vocab: $(BIN) $(BUILD)/bench/vocab_encode
+	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/vocab.sh
 
 # What each positional scheme and the anchors cost in training tokens/s, against mlp.
 bench-schemes: $(BIN)
