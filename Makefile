@@ -42,7 +42,7 @@ CMDOBJ  := $(filter $(BUILD)/cmd/%,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test check unit e2e demo fixtures clean asan bench bench-avx2 bench-loaded bench-quality bench-sample bench-schemes test-mpi
+.PHONY: all test check unit e2e demo fixtures clean asan bench bench-adaptive bench-avx2 bench-loaded bench-quality bench-sample bench-schemes test-mpi
 all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain, portable or MPI) changes
@@ -110,7 +110,7 @@ $(BUILD)/tests/testlib.o: tests/testlib.c
 
 # The fuzz harnesses (tests/fuzz/) as plain objects: test_fuzz_replay runs them over the
 # committed corpora, so `make test` needs no clang.
-FUZZNAMES := config checkpoint corpus
+FUZZNAMES := config checkpoint corpus vocab
 FUZZLIB := $(addprefix $(BUILD)/fuzzlib/,$(FUZZNAMES:%=fuzz_%.o) fuzz_util.o replay.o)
 
 $(BUILD)/fuzzlib/%.o: tests/fuzz/%.c
@@ -170,6 +170,14 @@ $(BUILD)/bench/sgemm_peak: bench/sgemm_peak.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
+$(BUILD)/bench/adaptive: bench/adaptive.c $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
+$(BUILD)/bench/vocab_encode: bench/vocab_encode.c $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
 $(BUILD)/bench/mem_bw: bench/mem_bw.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
@@ -201,6 +209,17 @@ bench-quality: $(BIN)
 # Sampling alone, with the memory full (TXL_BASE=old/txl: old and new side by side).
 bench-sample: $(BIN) $(BUILD)/bench/mem_bw
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/sample.sh
+
+# The adaptive softmax against the full softmax over WikiText-103's 267,735 words: training
+# tokens/s side by side, and the memory each plans at V, 2V and 4V (bench/adaptive.sh).
+bench-adaptive: $(BIN) $(BUILD)/bench/adaptive
+	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/adaptive.sh
+
+# The tokenizers' speed, side by side: GPT-2 encoding against tiktoken's npm build (node),
+# learning 32000 bpe tokens against sentencepiece's spm_train (bench/vocab.sh).
+.PHONY: bench-vocab
+bench-vocab: $(BIN) $(BUILD)/bench/vocab_encode
+	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/vocab.sh
 
 # What each positional scheme and the anchors cost in training tokens/s, against mlp.
 bench-schemes: $(BIN)

@@ -40,7 +40,9 @@ struct txl_decoder {
     int M, Lq, V;
     model_acts A;            /* one stream's segment of tgt_len */
     model_mem mem;           /* the text's memory: one stream */
-    float *logits;           /* [V] after the last token fed (or generated, one stream) */
+    float *logits;           /* [V] after the last token fed (or generated, one stream): the
+                                next token's scores (model.h, model_row_logprobs: logits, or
+                                an adaptive softmax's log-probabilities) */
     int has_logits;
     long consumed;           /* tokens through the model so far (absolute positions) */
     textenc te;              /* the text's tokenizer and where it is (units, last token)

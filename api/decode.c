@@ -251,8 +251,7 @@ int txl_decoder_feed(txl_decoder *d, const char *text, size_t len, txl_err *e)
     if (p.drawn > 0)
         fputs("\r\033[K", stderr);
     if (k.last_len > 0) {
-        memcpy(d->logits, d->A.logits + (size_t)(k.last_len - 1) * d->V,
-               (size_t)d->V * sizeof *d->logits);
+        model_row_logprobs(&d->m->mdl, &d->A, (size_t)(k.last_len - 1), 1, d->logits);
         d->has_logits = 1;
     }
     d->consumed += (long)k.done;

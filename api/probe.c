@@ -77,12 +77,16 @@ int txl_probe(txl_model *m, const txl_probe_opts *o,
                    .T = o->tgt_len > 0 ? o->tgt_len : cfg->model.tgt_len,
                    .M = o->mem_len >= 0 ? o->mem_len : cfg->model.mem_len,
                    .progress = o->progress, .units = cfg_units(cfg), .v = m->vocab,
+                   .tokens = m->vocab && vocab_get_kind(m->vocab) != VOCAB_BYTE,
                    .coords = pos_get(cfg->model.pos)->needs_coords, .fn = fn, .ctx = ctx};
     int rc = cfg_open_text(o->data, split, &cfg->data, &p.c, &p.span, &p.label, e);
+    if (rc == 0 && strcmp(a.kind, "shift")) /* shift reads only the tokens it evaluates */
+        rc = probe_text_init(&p, e);
     if (rc == 0)
         rc = strcmp(a.kind, "needle") == 0   ? probe_needle(&p, e)
              : strcmp(a.kind, "recall") == 0 ? probe_recall(&p, e)
                                               : probe_shift(&p, e);
+    probe_text_free(&p);
     corpus_close(&p.c);
     return rc;
 }

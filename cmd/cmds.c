@@ -44,6 +44,13 @@ const cli_cmd txl_commands[] = {
      "WEIGHTS.safetensors[.gz] -c CONFIG.yaml -o OUT.safetensors[.gz] "
      "[--set key.path=value ...] [-q]",
      &import_spec, 0},
+    {"vocab", cmd_vocab, "vocabularies (word, bpe, GPT-2's) and token files",
+     "build --tokenizer word|bpe [--size N] [--min-freq N] CORPUS... -o FILE [-q]\n"
+     "import-gpt2 ENCODER.json VOCAB.bpe -o FILE [-q]\n"
+     "encode VOCAB [FILE|-] [--binary -o OUT] [-q]\n"
+     "decode VOCAB [FILE|-]\n"
+     "info VOCAB [--data FILE] [--json]",
+     &vocab_spec, 0},
     {"help", cmd_help, "the commands, or every option of one", "[COMMAND]", NULL, 0},
     {"__complete", cmd_complete, "completions for contrib/txl.bash", "WORD...", NULL, 1},
 };

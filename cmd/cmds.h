@@ -17,12 +17,13 @@ int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_vocab(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_complete(int argc, char **argv);
 
 /* Each command's options, defined next to the command. */
 extern const cli_spec train_spec, eval_spec, sample_spec, info_spec, export_spec,
-    import_spec, plot_spec, probe_spec;
+    import_spec, plot_spec, probe_spec, vocab_spec;
 
 /* The table, in the order `txl help` lists it; n_commands rows. */
 extern const cli_cmd txl_commands[];

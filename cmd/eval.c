@@ -48,7 +48,7 @@ static const cli_opt eval_options[] = {
      .help = "every query sees the same number of keys, mem_len (its own included), as in "
              "Dai et al.'s evaluation; needs a memory (not --sweep-mode window)"},
     {.name = "--max-tokens", .type = CLI_INT, .off = O(max_tokens), .lo = 2, .hi = LONG_MAX,
-     .def = 0, .metavar = "N", .help = "use only the first N bytes of the data",
+     .def = 0, .metavar = "N", .help = "use only the first N tokens of the data (bytes for a byte model)",
      .def_doc = "all"},
     {.name = "--sweep", .type = CLI_LIST, .off = O(sweep), .lo = 1, .hi = 1024,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "1,2,4,8 1,2,4,8,16",

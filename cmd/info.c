@@ -167,14 +167,15 @@ static void print_state(const txl_model *m)
     }
 }
 
-/* Whether the checkpoint holds a tensor, and how many it holds. */
-static int tensors(const txl_model *m, const char *name, int *has)
+/* Whether the checkpoint holds a tensor whose name starts with `prefix` (an Adam moment:
+ * "optim.m.", whatever the model's tensors are called), and how many it holds. */
+static int tensors(const txl_model *m, const char *prefix, int *has)
 {
     txl_tensor t;
     int n = 0;
     *has = 0;
     for (; txl_model_tensor(m, n, &t) == 0; n++)
-        *has |= strcmp(t.name, name) == 0;
+        *has |= strncmp(t.name, prefix, strlen(prefix)) == 0;
     return n;
 }
 
@@ -183,7 +184,7 @@ static void print_json(const txl_model *m)
     static const char *keys[] = {"step", "tokens", "best_valid_loss", "valid_loss", "epoch",
                                  "elapsed_s"};
     int has_optim, has_mem;
-    int n = tensors(m, "optim.m.word_emb.weight", &has_optim);
+    int n = tensors(m, "optim.m.", &has_optim);
     tensors(m, "state.mem.0", &has_mem);
     cJSON *o = cJSON_CreateObject();
     char *cj = txl_config_json(txl_model_config(m));
@@ -225,7 +226,7 @@ static void print_text(const txl_model *m)
 {
     char v[8][64];
     int has_optim;
-    int n = tensors(m, "optim.m.word_emb.weight", &has_optim);
+    int n = tensors(m, "optim.m.", &has_optim);
     printf("checkpoint: %s\n", txl_model_path(m));
     printf("model: %s, %s layers, d_model %s, %s heads x %s, d_inner %s, %zu params\n",
            get(m, "model.pos_scheme", v[0], 64), get(m, "model.n_layer", v[1], 64),

@@ -36,23 +36,24 @@ static const cli_opt probe_options[] = {
     {.name = "--lengths", .type = CLI_LIST, .off = O(lengths), .lo = 1, .hi = 1024,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "1,2,4,8",
      .help = "needle: context lengths as factors of the trained context tgt_len + mem_len",
-     .def_doc = "those of 1,2,4,8 that hold the needle and its question, 75 bytes"},
+     .def_doc = "those of 1,2,4,8 that hold the needle and its question, 75 bytes "
+                "(word, bpe models: tokens)"},
     {.name = "--depths", .type = CLI_LIST, .off = O(depths), .lo = 0, .hi = 100,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "0,25,50,75,100",
      .help = "needle: where the needle sits, in percent of the context; sorted, each once",
      .def_doc = "0,25,50,75,100"},
     {.name = "--distances", .type = CLI_LIST, .off = O(distances), .lo = 1, .hi = 1 << 24,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "16,64,256,1024",
-     .help = "recall: bytes of text between the two occurrences of the string; sorted, each "
-             "once",
+     .help = "recall: bytes (word, bpe models: tokens) of text between the two occurrences "
+             "of the string; sorted, each once",
      .def_doc = "16, 32, ... up to 8x the trained context"},
     {.name = "--string-len", .type = CLI_INT, .off = O(string_len), .lo = 2, .hi = 4096,
-     .def = 24, .metavar = "N", .help = "recall: length of the random string"},
+     .def = 24, .metavar = "N", .help = "recall: length of the random string (bytes or tokens)"},
     {.name = "--offsets", .type = CLI_LIST, .off = O(offsets), .lo = 0, .hi = 1 << 30,
      .cap = CLI_MAX_LIST, .metavar = "LIST", .suggest = "0,1,1000,100000",
      .help = "shift: position offsets K to evaluate at", .def_doc = "0,1,1000,100000"},
     {.name = "--max-tokens", .type = CLI_INT, .off = O(max_tokens), .lo = 2, .hi = 1L << 40,
-     .def = 20000, .metavar = "N", .help = "shift: bytes of text evaluated at each offset"},
+     .def = 20000, .metavar = "N", .help = "shift: bytes (word, bpe models: tokens) of text evaluated at each offset"},
     {.name = "--mode", .type = CLI_CHOICE, .off = O(mode), .choices = mode_names, .def = 2,
      .metavar = "M",
      .help = "needle, recall: memory (segments of tgt_len through the memory, as trained), "
@@ -83,7 +84,10 @@ const cli_spec probe_spec = {
              "keeps half the gain of the smallest; unknown when the gain at the smallest is not "
              "significantly above 0). With anchors, trials whose texts make fewer tokens are "
              "padded on the left with spaces, never cut. shift: the "
-             "same text evaluated at position offsets K; relative schemes must not change.",
+             "same text evaluated at position offsets K; relative schemes must not change. "
+             "For word and BPE models lengths, distances and strings count the "
+             "vocabulary's tokens and the sentence is in its tokens (a word model's key and "
+             "value are its words).",
     .notes = "Every cell reports the mean and a 95% interval over the trials; a gain is "
              "significantly above 0 when the interval's lower end is. CKPT may be a "
              "run directory: its best checkpoint (else last).",

@@ -62,11 +62,24 @@ static int check_vocab(const data_config *d, char *why, size_t cap)
     return 0;
 }
 
+/* The model as validation sees it. A word or bpe vocabulary that is not attached yet
+ * (data.vocab_tokens 0: it is built from the train split after the first check, and the
+ * config is validated again once it is, cfg_attach_vocab) has no V yet: until then V is the
+ * least the cutoffs allow. */
+static model_config checked_model(const run_config *c)
+{
+    model_config m = c->model;
+    const int *last = m.cutoffs.n > 0 ? &m.cutoffs.v[m.cutoffs.n - 1] : NULL;
+    if (cfg_tokenizer(c) != VOCAB_BYTE && c->data.vocab_tokens == 0 && last && m.vocab <= *last)
+        m.vocab = *last < INT_MAX ? *last + 1 : INT_MAX;
+    return m;
+}
+
 /* Rules between keys (each key alone is fine): 0, or -1 with the message in why. */
 static int check_cross(const run_config *c, char *why, size_t cap)
 {
     char a[64], b[64];
-    const model_config *m = &c->model;
+    const model_config mm = checked_model(c), *m = &mm;
     const train_config *t = &c->train;
     if (t->lr_min > t->lr) {
         cfg_fmt_double(a, sizeof a, t->lr);
@@ -106,14 +119,16 @@ static int check_cross(const run_config *c, char *why, size_t cap)
     if (check_vocab(&c->data, why, cap))
         return -1;
     const pos_ops *ops = pos_get(m->pos);
-    return ops->validate ? ops->validate(m, why, cap) : 0;
+    if (ops->validate && ops->validate(m, why, cap))
+        return -1;
+    return adapt_validate(m, why, cap); /* the cutoffs below V, the clusters' widths */
 }
 
 /* Sizes: each key may be in range while their product is absurd (and would overflow the
  * size arithmetic of the model's plan); such configs are errors, not crashes. */
 static int check_sizes(const run_config *c, char *why, size_t cap)
 {
-    const model_config *m = &c->model;
+    const model_config mm = checked_model(c), *m = &mm;
     const train_config *t = &c->train;
     /* Shapes are ints in the model: keep [3*H*dh, d] and klen = M + Lq representable. */
     if (3LL * m->n_head * m->d_head > INT_MAX) {

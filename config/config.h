@@ -171,14 +171,15 @@ typedef enum {
     CFG_BIG,     /* an integer >= 2^53 (train.seed): JSON readers would round it */
     CFG_WORD,    /* an enum name (pos_scheme: xl): plain in YAML, a string in JSON */
     CFG_TEXT,    /* a path or name: a quoted string */
-    CFG_LIST,    /* data.split: text[0..2] are numbers */
+    CFG_LIST,    /* data.split, model.cutoffs: text[0..n-1] are numbers */
     CFG_NAMES,   /* a set of names (data.anchors): text[0..n-1], plain in YAML, strings in JSON */
 } cfg_kind;
 typedef struct {
     const char *section, *name;
     cfg_kind kind;
-    int n;               /* texts: 3 for CFG_LIST, 0..4 for CFG_NAMES, else 1 */
-    const char *text[4]; /* valid during the call */
+    int n;               /* texts: 3 for data.split, 0..MODEL_MAX_CUTOFFS for model.cutoffs,
+                            0..4 for CFG_NAMES, else 1 */
+    const char *text[MODEL_MAX_CUTOFFS]; /* valid during the call */
 } cfg_item;
 int cfg_walk(const run_config *c, int (*visit)(const cfg_item *it, void *ctx), void *ctx);
 

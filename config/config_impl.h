@@ -24,6 +24,7 @@ typedef enum {
     CT_SPLIT,  /* double[3]: train/valid/test fractions */
     CT_SET,    /* int field: a set of names (bit i = names[i]), a YAML list: [para, sent] */
     CT_TERMS,  /* int field: xl's term letters, "abcd": the bits of the letters NOT named */
+    CT_INTS,   /* cutoff_list: increasing integers >= 1, a YAML list (model.cutoffs) */
 } cfg_type;
 
 enum {
@@ -55,10 +56,12 @@ typedef struct {
     long long i;          /* CT_INT, CT_LONG, CT_BOOL, CT_ENUM */
     unsigned long long u; /* CT_U64 */
     double x[3];          /* CT_DOUBLE, CT_FLOAT (x[0]), CT_SPLIT */
+    int n;                /* CT_INTS: list[0..n-1] */
+    long long list[MODEL_MAX_CUTOFFS];
     const char *s;        /* CT_PATH, CT_TEXT, CT_NAME; not owned */
 } cfg_value;
 
-enum { CFG_NKEYS = 56, CFG_NSECTIONS = 3 };
+enum { CFG_NKEYS = 60, CFG_NSECTIONS = 3 };
 extern const cfg_key cfg_keys[CFG_NKEYS];      /* keys.c: the table, in writing order */
 extern const char *const cfg_sections[CFG_NSECTIONS];
 

@@ -147,6 +147,13 @@ const cfg_key cfg_keys[CFG_NKEYS] = {
       .flags = F_REQUIRED, .def = {HIER_ALL} },
     { KEY("model", "hier_num_freqs", CT_INT, model.hier_num_freqs), .flags = F_MIN, .min = 1,
       .def = {8} },
+    /* the adaptive softmax and input (model/adaptive.h): [] is the full softmax; the cutoffs'
+     * bound V is check_cross's (it is not a key) */
+    { KEY("model", "cutoffs", CT_INTS, model.cutoffs), .def = {0} },
+    { KEY("model", "div_val", CT_INT, model.div_val), .flags = F_MIN, .min = 1, .def = {1} },
+    /* 0: d_model */
+    { KEY("model", "d_embed", CT_INT, model.d_embed), .flags = F_MIN, .min = 0, .def = {0} },
+    { KEY("model", "tie_projs", CT_BOOL, model.tie_projs), .def = {0} },
 
     { KEY("data", "train", CT_PATH, data.train), .cap = CAP(data.train), .flags = F_REQUIRED,
       .def_str = "" },
@@ -250,6 +257,14 @@ void cfg_key_get(const cfg_key *k, const run_config *c, cfg_value *v)
     case CT_U64: memcpy(&v->u, p, sizeof v->u); break;
     case CT_PATH: case CT_TEXT: case CT_NAME: v->s = p; break;
     case CT_SPLIT: memcpy(v->x, p, 3 * sizeof(double)); break;
+    case CT_INTS: {
+        cutoff_list l;
+        memcpy(&l, p, sizeof l);
+        v->n = l.n;
+        for (int i = 0; i < l.n && i < MODEL_MAX_CUTOFFS; i++)
+            v->list[i] = l.v[i];
+        break;
+    }
     }
 }
 
@@ -269,6 +284,10 @@ void cfg_key_put(const cfg_key *k, run_config *c, const cfg_value *v)
     case CT_U64: memcpy(p, &v->u, sizeof v->u); break;
     case CT_PATH: case CT_TEXT: case CT_NAME: {
         size_t n = strnlen(v->s, k->cap - 1);
+        /* another tokenizer: no vocabulary of its is attached yet (data.vocab_tokens is 0
+         * until one is; the byte tokenizer's 256 is cfg_derive's) */
+        if (k->off == OFF(data.tokenizer) && (strnlen(p, k->cap) != n || memcmp(p, v->s, n)))
+            c->data.vocab_tokens = 0;
         if (v->s != p) {
             memmove(p, v->s, n);
             memset(p + n, 0, k->cap - n); /* zero the tail so equal configs compare equal */
@@ -276,6 +295,13 @@ void cfg_key_put(const cfg_key *k, run_config *c, const cfg_value *v)
         break;
     }
     case CT_SPLIT: memcpy(p, v->x, 3 * sizeof(double)); break;
+    case CT_INTS: {
+        cutoff_list l = {.n = v->n};
+        for (int i = 0; i < v->n; i++)
+            l.v[i] = (int)v->list[i];
+        memcpy(p, &l, sizeof l);
+        break;
+    }
     }
 }
 
@@ -395,6 +421,14 @@ void cfg_fmt_value(const cfg_key *k, const cfg_value *v, char *buf, size_t cap)
         buf[o] = '\0';
         break;
     }
+    case CT_INTS: { /* [20000, 40000, 200000] */
+        size_t o = (size_t)snprintf(buf, cap, "[");
+        for (int i = 0; i < v->n && i < MODEL_MAX_CUTOFFS && o < cap; i++)
+            o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", v->list[i]);
+        if (o < cap)
+            snprintf(buf + o, cap - o, "]");
+        break;
+    }
     case CT_SPLIT: {
         char a[32], b[32], d[32];
         cfg_fmt_double(a, sizeof a, v->x[0]);
@@ -452,6 +486,7 @@ const char *cfg_type_expect(const cfg_key *k, char *buf, size_t cap)
         return buf;
     }
     case CT_TERMS: return "letters of the terms a, b, c, d (\"abcd\", \"ac\")";
+    case CT_INTS: return "a list of increasing integers (token ids), [] for none";
     }
     return "a value";
 }
@@ -585,6 +620,24 @@ static int check_bits(const cfg_key *k, const cfg_value *v, const char *full,
     return 0;
 }
 
+/* model.cutoffs: at most MODEL_MAX_CUTOFFS ids, each >= 1 and above the one before (each
+ * cluster holds a token; the bound V is check_cross's). */
+static int check_ints(const cfg_value *v, const char *full, const char *found, char *why,
+                      size_t cap)
+{
+    if (v->n < 0 || v->n > MODEL_MAX_CUTOFFS) {
+        snprintf(why, cap, "%s: at most %d cutoffs, found %d", full, MODEL_MAX_CUTOFFS, v->n);
+        return -1;
+    }
+    for (int i = 0; i < v->n; i++)
+        if (v->list[i] < 1 || v->list[i] > INT_MAX || (i > 0 && v->list[i] <= v->list[i - 1])) {
+            snprintf(why, cap, "%s must be increasing token ids, each >= 1 and < V (every "
+                     "cluster holds a token), found %s", full, found);
+            return -1;
+        }
+    return 0;
+}
+
 /* Range and per-key rules for any key. */
 int cfg_key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap)
 {
@@ -615,6 +668,8 @@ int cfg_key_check(const cfg_key *k, const cfg_value *v, char *why, size_t cap)
         return check_split(v, full, found, why, cap);
     case CT_SET: case CT_TERMS:
         return check_bits(k, v, full, found, why, cap);
+    case CT_INTS:
+        return check_ints(v, full, found, why, cap);
     }
     return 0;
 }
@@ -954,7 +1009,7 @@ int cfg_parse_scalar(const cfg_key *k, const char *text, size_t len, int plain, 
     case CT_TERMS:
         ok = parse_terms(text, &v->i) == 0;
         break;
-    case CT_SPLIT:
+    case CT_SPLIT: case CT_INTS:
         ok = 0;
         break;
     }
@@ -982,6 +1037,7 @@ void cfg_defaults(run_config *c)
         case CT_PATH: case CT_TEXT: case CT_NAME: v.s = k->def_str; break;
         case CT_SPLIT: memcpy(v.x, k->def, sizeof v.x); break;
         case CT_SET: case CT_TERMS: v.i = (long long)k->def[0]; break;
+        case CT_INTS: v.n = 0; break;
         }
         cfg_key_put(k, c, &v);
     }

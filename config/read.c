@@ -216,7 +216,7 @@ static const char *const *key_tags(const cfg_key *k)
     case CT_BOOL: return tags_bool;
     case CT_ENUM: case CT_NAME: return tags_str;
     case CT_PATH: case CT_TEXT: return (k->flags & F_NULL_OK) ? tags_path : tags_str;
-    case CT_SPLIT: return tags_seq;
+    case CT_SPLIT: case CT_INTS: return tags_seq;
     case CT_SET: return tags_set;
     case CT_TERMS: return tags_str;
     }
@@ -307,6 +307,55 @@ static int split_from_node(const cfg_key *k, const cfg_doc *d, const yaml_node_t
     return 0;
 }
 
+/* model.cutoffs: a list of integers (ranges and order are cfg_key_check's); on error *at is
+ * where it went wrong. */
+static int ints_from_node(const cfg_key *k, const cfg_doc *d, const yaml_node_t *n,
+                          cfg_value *v, yaml_mark_t *at, char *why, size_t cap)
+{
+    static const char *const tags_int[] = { YAML_INT_TAG, NULL };
+    char full[64], desc[64], tmp[256], label[80];
+    cfg_key_fullname(k, full, sizeof full);
+    if (n->type != YAML_SEQUENCE_NODE) {
+        node_desc(n, desc, sizeof desc);
+        snprintf(why, cap, "%s: expected %s, found %s", full, cfg_type_expect(k, tmp, sizeof tmp),
+                 desc);
+        return -1;
+    }
+    yaml_node_item_t *it = n->data.sequence.items.start;
+    long count = (long)(n->data.sequence.items.top - it);
+    if (count > MODEL_MAX_CUTOFFS) {
+        snprintf(why, cap, "%s: at most %d cutoffs, found %ld", full, MODEL_MAX_CUTOFFS, count);
+        return -1;
+    }
+    v->n = (int)count;
+    for (long i = 0; i < count; i++) {
+        yaml_node_t *x = yaml_document_get_node((yaml_document_t *)&d->doc, it[i]);
+        snprintf(label, sizeof label, "%s[%ld]", full, i);
+        if (!x) {
+            snprintf(why, cap, "%s: malformed YAML document", label);
+            return -1;
+        }
+        *at = x->start_mark;
+        const char *t = x->type == YAML_SCALAR_NODE ? (const char *)x->data.scalar.value : NULL;
+        int plain = t && x->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        if (tag_check(d, x, tags_int, label, "an integer", why, cap) != 0)
+            return -1;
+        char *end = NULL;
+        errno = 0;
+        long long val = plain && (*t == '+' || *t == '-' || (*t >= '0' && *t <= '9'))
+                        ? strtoll(t, &end, 10) : 0;
+        if (!plain || !end || *end || end == t || errno == ERANGE || val < INT_MIN ||
+            val > INT_MAX) {
+            node_desc(x, desc, sizeof desc);
+            snprintf(why, cap, "%s: expected an integer (a token id), found %s", label, desc);
+            return -1;
+        }
+        v->list[i] = val;
+    }
+    *at = n->start_mark;
+    return 0;
+}
+
 /* A set of names: a list of distinct names of k->names; on error *at is where it went
  * wrong. */
 static int set_from_node(const cfg_key *k, const cfg_doc *d, const yaml_node_t *n,
@@ -360,6 +409,8 @@ static int value_from_node(const cfg_key *k, const cfg_src *s, const cfg_doc *d,
         return -1;
     if (k->type == CT_SPLIT)
         return split_from_node(k, d, n, v, at, why, cap);
+    if (k->type == CT_INTS)
+        return ints_from_node(k, d, n, v, at, why, cap);
     if (k->type == CT_SET && n->type == YAML_SEQUENCE_NODE)
         return set_from_node(k, d, n, v, at, why, cap);
     if (n->type != YAML_SCALAR_NODE) {

@@ -27,12 +27,13 @@
 
 int cfg_walk(const run_config *c, int (*visit)(const cfg_item *it, void *ctx), void *ctx)
 {
-    char buf[3][40];
+    char buf[MODEL_MAX_CUTOFFS][40];
     for (size_t i = 0; i < CFG_NKEYS; i++) {
         const cfg_key *k = &cfg_keys[i];
         cfg_value v;
-        cfg_item it = { .section = k->section, .name = k->name, .kind = CFG_LITERAL, .n = 1,
-                        .text = { buf[0], buf[1], buf[2] } };
+        cfg_item it = { .section = k->section, .name = k->name, .kind = CFG_LITERAL, .n = 1 };
+        for (int j = 0; j < MODEL_MAX_CUTOFFS; j++)
+            it.text[j] = buf[j];
         cfg_key_get(k, c, &v);
         cfg_fmt_value(k, &v, buf[0], sizeof buf[0]);
         switch (k->type) {
@@ -57,6 +58,12 @@ int cfg_walk(const run_config *c, int (*visit)(const cfg_item *it, void *ctx), v
                     it.text[it.n++] = k->names[j];
             break;
         case CT_TERMS: it.kind = CFG_WORD; break;
+        case CT_INTS:
+            it.kind = CFG_LIST;
+            it.n = v.n;
+            for (int j = 0; j < v.n; j++)
+                snprintf(buf[j], sizeof buf[j], "%lld", v.list[j]);
+            break;
         default: break;
         }
         int rc = visit(&it, ctx);

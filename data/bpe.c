@@ -17,18 +17,23 @@
 #define NO_RANK UINT32_MAX
 /* Pieces up to this many bytes merge in an array; longer ones through the heap. */
 #define BPE_SHORT 48
-/* Pieces up to this many bytes are cached; the cache is emptied when it holds CACHE_MAX
- * pieces or CACHE_BYTES bytes. */
+/* Pieces up to this many bytes are cached. The cache starts small (a short text costs
+ * little) and doubles up to CACHE_MAX pieces and CACHE_BYTES bytes; full, it is emptied. */
 #define CACHE_PIECE 64
 #define CACHE_MAX (1u << 17)
 #define CACHE_BYTES ((size_t)32 << 20)
+#define CACHE_START 2048
 
 typedef struct {
-    uint64_t *hash;          /* [CACHE_MAX * 2]: 0 = empty */
-    uint32_t *at;            /* the entry's offset in the arena: the bytes, then the tokens */
-    uint8_t *plen, *ntok;
+    uint64_t hash;           /* 0: empty */
+    uint32_t at;             /* the entry's offset in the arena: the bytes, then the tokens */
+    uint8_t plen, ntok;
+} cache_slot_t;
+
+typedef struct {
+    cache_slot_t *slot;      /* [2 * cap]: at most half full */
     uint8_t *arena;
-    size_t arena_n, n;
+    size_t arena_n, arena_cap, n, cap;
 } bpe_cache;
 
 typedef struct {
@@ -179,38 +184,67 @@ static long merge_piece(const vocab *v, bpe_state *st, const uint8_t *p, size_t 
 
 static void cache_clear(bpe_cache *c)
 {
-    memset(c->hash, 0, 2 * CACHE_MAX * sizeof *c->hash);
+    memset(c->slot, 0, 2 * c->cap * sizeof *c->slot);
     c->n = 0;
     c->arena_n = 0;
 }
 
 static int cache_init(bpe_cache *c)
 {
-    c->hash = calloc(2 * CACHE_MAX, sizeof *c->hash);
-    c->at = malloc(2 * CACHE_MAX * sizeof *c->at);
-    c->plen = malloc(2 * CACHE_MAX);
-    c->ntok = malloc(2 * CACHE_MAX);
-    c->arena = malloc(CACHE_BYTES);
-    return c->hash && c->at && c->plen && c->ntok && c->arena ? 0 : -1;
+    c->cap = CACHE_START;
+    c->arena_cap = CACHE_START * 32;
+    c->slot = calloc(2 * c->cap, sizeof *c->slot);
+    c->arena = malloc(c->arena_cap);
+    return c->slot && c->arena ? 0 : -1;
 }
 
 static void cache_free(bpe_cache *c)
 {
-    free(c->hash);
-    free(c->at);
-    free(c->plen);
-    free(c->ntok);
+    free(c->slot);
     free(c->arena);
 }
 
 /* The slot of piece p (its hash h): the entry holding it, or the empty slot for it. */
 static size_t cache_slot(const bpe_cache *c, const uint8_t *p, size_t n, uint64_t h)
 {
-    size_t mask = 2 * CACHE_MAX - 1;
+    size_t mask = 2 * c->cap - 1;
     for (size_t i = (size_t)(h >> 7) & mask;; i = (i + 1) & mask) {
-        if (!c->hash[i] || (c->hash[i] == h && c->plen[i] == n &&
-                            memcmp(c->arena + c->at[i], p, n) == 0))
+        const cache_slot_t *s = &c->slot[i];
+        if (!s->hash || (s->hash == h && s->plen == n && memcmp(c->arena + s->at, p, n) == 0))
             return i;
+    }
+}
+
+/* Room for one more entry of `need` bytes: the table or the arena doubled, or, at their
+ * largest, the cache emptied (also when memory runs out: a cache may forget). */
+static void cache_room(bpe_cache *c, size_t need)
+{
+    if (c->n + 1 > c->cap) {
+        cache_slot_t *ns = c->cap < CACHE_MAX ? calloc(4 * c->cap, sizeof *ns) : NULL;
+        if (!ns) {
+            cache_clear(c);
+        } else {
+            size_t mask = 4 * c->cap - 1;
+            for (size_t i = 0; i < 2 * c->cap; i++) {
+                size_t j = (size_t)(c->slot[i].hash >> 7) & mask;
+                while (c->slot[i].hash && ns[j].hash)
+                    j = (j + 1) & mask;
+                if (c->slot[i].hash)
+                    ns[j] = c->slot[i];
+            }
+            free(c->slot);
+            c->slot = ns;
+            c->cap *= 2;
+        }
+    }
+    if (c->arena_n + need > c->arena_cap) {
+        uint8_t *na = c->arena_cap < CACHE_BYTES ? realloc(c->arena, 2 * c->arena_cap) : NULL;
+        if (na) {
+            c->arena = na;
+            c->arena_cap *= 2;
+        } else {
+            cache_clear(c);
+        }
     }
 }
 
@@ -252,11 +286,13 @@ typedef struct {
     int oom;
 } piece_ctx;
 
-static int emit_tokens(piece_ctx *pc, const txl_tok *t, size_t k, size_t off)
+/* Emits k tokens from the text offset off; their lengths from lens, or the vocabulary's. */
+static int emit_tokens(piece_ctx *pc, const txl_tok *t, const uint8_t *lens, size_t k,
+                       size_t off)
 {
     const vocab *v = pc->en->v;
     for (size_t i = 0; i < k; i++) {
-        size_t len = v->off[t[i] + 1] - v->off[t[i]];
+        size_t len = lens ? lens[i] : v->off[t[i] + 1] - v->off[t[i]];
         int rc = pc->emit(pc->ctx, t[i], pc->en->base + off, len);
         if (rc)
             return rc;
@@ -280,10 +316,12 @@ static int on_piece(void *ctx, size_t off, size_t n)
     if (n <= CACHE_PIECE) {
         h = vocab_hash(p, n) | 1;
         slot = cache_slot(c, p, n, h);
-        if (c->hash[slot]) {
+        const cache_slot_t *s = &c->slot[slot];
+        if (s->hash) { /* the entry: the piece's bytes, its tokens, their lengths */
             txl_tok t[CACHE_PIECE];
-            memcpy(t, c->arena + c->at[slot] + n, c->ntok[slot] * sizeof *t);
-            return emit_tokens(pc, t, c->ntok[slot], off);
+            const uint8_t *q = c->arena + s->at + n;
+            memcpy(t, q, s->ntok * sizeof *t);
+            return emit_tokens(pc, t, q + s->ntok * sizeof *t, s->ntok, off);
         }
     }
     long k = merge_piece(en->v, st, p, n, 0);
@@ -292,21 +330,22 @@ static int on_piece(void *ctx, size_t off, size_t n)
         return -1;
     }
     if (n <= CACHE_PIECE) {
-        size_t need = n + (size_t)k * sizeof(txl_tok);
-        if (c->n >= CACHE_MAX || c->arena_n + need > CACHE_BYTES) {
-            cache_clear(c);
+        size_t need = n + (size_t)k * (sizeof(txl_tok) + 1);
+        if (c->n + 1 > c->cap || c->arena_n + need > c->arena_cap) {
+            cache_room(c, need);
             slot = cache_slot(c, p, n, h);
         }
-        c->hash[slot] = h;
-        c->at[slot] = (uint32_t)c->arena_n;
-        c->plen[slot] = (uint8_t)n;
-        c->ntok[slot] = (uint8_t)k;
+        c->slot[slot] = (cache_slot_t){h, (uint32_t)c->arena_n, (uint8_t)n, (uint8_t)k};
         memcpy(c->arena + c->arena_n, p, n);
-        memcpy(c->arena + c->arena_n + n, st->sym, (size_t)k * sizeof(txl_tok));
+        uint8_t *q = c->arena + c->arena_n + n;
+        memcpy(q, st->sym, (size_t)k * sizeof(txl_tok));
+        for (long i = 0; i < k; i++)
+            q[(size_t)k * sizeof(txl_tok) + (size_t)i] =
+                (uint8_t)(en->v->off[st->sym[i] + 1] - en->v->off[st->sym[i]]);
         c->arena_n += need;
         c->n++;
     }
-    return emit_tokens(pc, st->sym, (size_t)k, off);
+    return emit_tokens(pc, st->sym, NULL, (size_t)k, off);
 }
 
 long bpe_scan(vocab_encoder *en, int final, vocab_emit_fn emit, void *ctx, int *rc,

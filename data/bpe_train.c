@@ -126,7 +126,7 @@ static tr_entry heap_pop(trainer *t)
 
 static size_t pair_hash(uint64_t key)
 {
-    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 17);
+    return (size_t)vocab_pair_hash(key);
 }
 
 static void pairs_rehash(trainer *t)
@@ -176,11 +176,17 @@ static void pair_where(trainer *t, tr_pair *p, uint32_t w)
 {
     if (p->n_where && p->where[p->n_where - 1] == w)
         return;
-    size_t cap = p->cap_where;
-    p->where = grow_to(p->where, &cap, (size_t)p->n_where + 1, sizeof *p->where, &t->oom);
-    p->cap_where = (uint32_t)cap;
-    if (!t->oom)
-        p->where[p->n_where++] = w;
+    if (p->n_where == p->cap_where) { /* most pairs are in a few pieces: start small */
+        uint32_t nc = p->cap_where ? 2 * p->cap_where : 4;
+        uint32_t *nw = realloc(p->where, nc * sizeof *nw);
+        if (!nw) {
+            t->oom = 1;
+            return;
+        }
+        p->where = nw;
+        p->cap_where = nc;
+    }
+    p->where[p->n_where++] = w;
 }
 
 /* ---- Merging ------------------------------------------------------------------------------- */

@@ -2,6 +2,7 @@
 #include "outfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,22 @@ int outfile_write(outfile *f, const void *p, size_t n, txl_err *e)
     return 0;
 }
 
+int outfile_pwrite(outfile *f, const void *p, size_t n, size_t off, txl_err *e)
+{
+    const char *b = p;
+    while (n) {
+        ssize_t w = pwrite(f->fd, b, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return fail(f, "write", w < 0 ? errno : EIO, e);
+        b += w;
+        n -= (size_t)w;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
 int outfile_commit(outfile *f, txl_err *e)
 {
     if (fsync(f->fd) != 0)
@@ -70,10 +87,10 @@ int outfile_commit(outfile *f, txl_err *e)
         snprintf(dir, sizeof dir, ".");
     else
         slash[slash == dir] = 0;
-    FILE *d = fopen(dir, "r");
-    if (d) {
-        fsync(fileno(d));
-        fclose(d);
+    int dfd = open(dir, O_RDONLY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
     }
     return 0;
 }

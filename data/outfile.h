@@ -17,8 +17,9 @@ typedef struct {
 
 /* Creates the temp file for path (ERR_RUNTIME naming it when it cannot). */
 int outfile_open(outfile *f, const char *path, txl_err *e);
-/* Appends n bytes. */
+/* Appends n bytes; writes n bytes at offset off (a header filled in at the end). */
 int outfile_write(outfile *f, const void *p, size_t n, txl_err *e);
+int outfile_pwrite(outfile *f, const void *p, size_t n, size_t off, txl_err *e);
 /* fsync, rename onto path, fsync of the directory. On failure the temp file is removed. */
 int outfile_commit(outfile *f, txl_err *e);
 /* Removes the temp file (after a failure); safe after commit and on a failed open. */

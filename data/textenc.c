@@ -181,6 +181,21 @@ int textenc_feed(textenc *t, const uint8_t *text, size_t n, textenc_fn fn, void 
     return vocab_encoder_feed(t->en, text, n, encoder_emit, t, e);
 }
 
+int textenc_token(textenc *t, txl_tok tok, textenc_fn fn, void *ctx, txl_err *e)
+{
+    size_t V = t->pos.v ? vocab_size(t->pos.v) : TXL_BYTES;
+    if (tok >= V)
+        return err_set(e, ERR_INPUT, "token %lu is not a text token of the vocabulary (%zu "
+                       "tokens)", (unsigned long)tok, V);
+    if (!t->pos.v) {
+        uint8_t b = (uint8_t)tok;
+        return feed_bytes(t, &b, 1, fn, ctx);
+    }
+    size_t off = t->fed;
+    t->fed += vocab_decoded(t->pos.v, t->pos.prev, tok, NULL, 0);
+    return text_token(t, tok, off, -1, fn, ctx, e);
+}
+
 int textenc_finish(textenc *t, textenc_fn fn, void *ctx, txl_err *e)
 {
     if (!t->pos.v)

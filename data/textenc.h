@@ -59,7 +59,7 @@ typedef struct {
     textenc_fn fn;           /* the sink of the feed under way */
     void *ctx;
     txl_err *e;
-    size_t fed;              /* bytes fed so far (the byte path's offsets) */
+    size_t fed;              /* bytes fed so far (the byte path's offsets; textenc_token's) */
     uint8_t *buf;            /* a token's decoded bytes (grown as needed) */
     size_t cap;
 } textenc;
@@ -80,6 +80,17 @@ int textenc_finish(textenc *t, textenc_fn fn, void *ctx, txl_err *e);
 /* Emits the tokens held back as if the text went on (a prompt, which the model continues):
  * no <eos> for a word-level line without its newline. */
 int textenc_flush(textenc *t, textenc_fn fn, void *ctx, txl_err *e);
+
+/* A token not encoded from text (a probe composing a text out of tokens drawn from here and
+ * there: data/tokens.h's tokens of a text, a sentence encoded apart): a text token of the
+ * vocabulary (tok < its size; a byte with the byte vocabulary), taken as the text goes on
+ * with the bytes it decodes to after the tokens before it (vocab_decoded: a word's
+ * separating space). The anchor its text calls for goes first, as before a token encoded
+ * from text; then the token with its coordinates. nbytes and len are the bytes it decodes
+ * to, off the bytes decoded before it (with the byte vocabulary: as textenc_feed of that
+ * byte). Not to be mixed with textenc_feed in one text (their offsets differ). Returns 0,
+ * fn's value, or -1 with e (ERR_INPUT: tok is not a text token of the vocabulary). */
+int textenc_token(textenc *t, txl_tok tok, textenc_fn fn, void *ctx, txl_err *e);
 
 /* A token the model drew, which is final whatever its text: the units and prev go on as
  * its text would take them (an anchor announces its units), no anchor is inserted (the

@@ -205,6 +205,9 @@ static int seal_specials(vocab *v, const char *origin, long line, txl_err *e)
             if (len == 0)
                 return err_set(e, ERR_INPUT, "%s: token %zu is empty (only a special has "
                                "no bytes)", AT(line, t), t);
+            if (v->kind == VOCAB_WORD && len == 5 && !memcmp(v->bytes + v->off[t], "<unk>", 5))
+                return err_set(e, ERR_INPUT, "%s: the word <unk> is a word vocabulary's "
+                               "<unk>: declare it 'special unk %zu'", AT(line, t), t);
             continue;
         }
         int ok = v->kind == VOCAB_WORD ? sp == SPECIAL_EOS || sp == SPECIAL_UNK
@@ -291,9 +294,8 @@ static int seal_merges(vocab *v, const char *origin, long line_t, long line_m, t
     char loc[1200];
     long *made = malloc(v->n * sizeof *made);
     size_t sz = table_size(v->n_merges);
-    v->pairs.key = calloc(sz, sizeof *v->pairs.key);
-    v->pairs.rank = malloc(sz * sizeof *v->pairs.rank);
-    if (!made || !v->pairs.key || !v->pairs.rank) {
+    v->pairs.slot = calloc(sz, sizeof *v->pairs.slot);
+    if (!made || !v->pairs.slot) {
         free(made);
         return err_set(e, ERR_RUNTIME, "out of memory for %zu merges", v->n_merges);
     }
@@ -324,14 +326,13 @@ static int seal_merges(vocab *v, const char *origin, long line_t, long line_m, t
         else {
             made[m.to] = (long)r;
             uint64_t key = ((uint64_t)m.a << 32 | m.b) + 1;
-            size_t i = (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 20) & v->pairs.mask;
-            while (v->pairs.key[i] && v->pairs.key[i] != key)
+            size_t i = (size_t)vocab_pair_hash(key) & v->pairs.mask;
+            while (v->pairs.slot[i].key && v->pairs.slot[i].key != key)
                 i = (i + 1) & v->pairs.mask;
-            if (v->pairs.key[i])
+            if (v->pairs.slot[i].key)
                 rc = err_set(e, ERR_INPUT, "%s: merge %zu joins the pair of merge %u again",
-                             AT(line_m, r), r, v->pairs.rank[i]);
-            v->pairs.key[i] = key;
-            v->pairs.rank[i] = (uint32_t)r;
+                             AT(line_m, r), r, v->pairs.slot[i].rank);
+            v->pairs.slot[i] = (vocab_pair_slot){key, (uint32_t)r, m.to};
         }
     }
     for (size_t t = 0; t < v->n && !rc; t++)
@@ -400,8 +401,7 @@ void vocab_free(vocab *v)
     free(v->merges);
     free(v->index.slot);
     free(v->index.tag);
-    free(v->pairs.key);
-    free(v->pairs.rank);
+    free(v->pairs.slot);
     free(v);
 }
 
@@ -615,7 +615,16 @@ vocab *vocab_build(vocab_kind k, const vocab_build_opts *o, txl_err *e)
 
 #define READ_CHUNK (1u << 20)
 
-static int read_file(const char *path, vocab_chunk_fn fn, void *ctx, uint8_t *buf, txl_err *e)
+/* The progress line: MiB read so far, every 16 MiB (a terminal only). */
+static void progress(const vocab_build_opts *o, size_t *done, size_t n)
+{
+    if (o->progress && (*done + n) >> 24 != *done >> 24 && isatty(STDERR_FILENO))
+        fprintf(stderr, "\rtxl: vocabulary: %zu MiB read", (*done + n) >> 20);
+    *done += n;
+}
+
+static int read_file(const vocab_build_opts *o, const char *path, vocab_chunk_fn fn, void *ctx,
+                     uint8_t *buf, size_t *done, txl_err *e)
 {
     int std_in = strcmp(path, "-") == 0;
     const char *name = std_in ? "<stdin>" : path;
@@ -637,6 +646,7 @@ static int read_file(const char *path, vocab_chunk_fn fn, void *ctx, uint8_t *bu
             rc = -1;
             break;
         }
+        progress(o, done, (size_t)got);
         if (got == 0) {
             rc = fn(ctx, NULL, 0, 1, e);
             break;
@@ -647,12 +657,13 @@ static int read_file(const char *path, vocab_chunk_fn fn, void *ctx, uint8_t *bu
 }
 
 static int read_text(const vocab_build_opts *o, vocab_chunk_fn fn, void *ctx, uint8_t *buf,
-                     txl_err *e)
+                     size_t *done, txl_err *e)
 {
     for (size_t at = 0; at < o->text_len; at += READ_CHUNK) {
         size_t n = o->text_len - at < READ_CHUNK ? o->text_len - at : READ_CHUNK;
         if (o->read(o->read_ctx, at, buf, n, e) || fn(ctx, buf, n, 0, e))
             return -1;
+        progress(o, done, n);
     }
     return fn(ctx, NULL, 0, 1, e);
 }
@@ -663,10 +674,13 @@ int vocab_read_inputs(const vocab_build_opts *o, vocab_chunk_fn fn, void *ctx, t
     if (!buf)
         return err_set(e, ERR_RUNTIME, "out of memory for a read buffer");
     int rc = 0;
+    size_t done = 0;
     if (o->read)
-        rc = read_text(o, fn, ctx, buf, e);
+        rc = read_text(o, fn, ctx, buf, &done, e);
     for (int i = 0; !rc && !o->read && i < o->n_files; i++)
-        rc = read_file(o->files[i], fn, ctx, buf, e);
+        rc = read_file(o, o->files[i], fn, ctx, buf, &done, e);
+    if (o->progress && done >= (1u << 24) && isatty(STDERR_FILENO))
+        fprintf(stderr, "\n");
     free(buf);
     return rc;
 }

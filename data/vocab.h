@@ -9,10 +9,12 @@
  *   first), those under min_freq dropped, at most max_size of them; `<unk>` is the word
  *   "<unk>" when the text has it (WikiText's own), else a special added after `<eos>` when
  *   some word was dropped.
- * - bpe: byte-level BPE as GPT-2's: GPT-2's pre-tokenization (its regex, with Unicode
- *   letter and number classes), each piece's bytes merged by rank. Any byte string encodes
- *   and decode(encode(x)) == x for every byte string, invalid UTF-8 included. Its own merges
- *   (vocab_build_bpe) or GPT-2's (vocab_import_gpt2: its 50,257 tokens, <|endoftext|> a
+ * - bpe: byte-level BPE as GPT-2's: GPT-2's pre-tokenization (its regex through PCRE2,
+ *   with Unicode's letter and number classes and White_Space for \s; each byte of invalid
+ *   UTF-8 a piece of its own: data/pretok.h), each piece's bytes merged by rank. Any byte
+ *   string encodes and decode(encode(x)) == x for every byte string, invalid UTF-8 included.
+ *   Its own merges (vocab_build(VOCAB_BPE): the most frequent pair first, ties to the
+ *   smaller ids) or GPT-2's (vocab_import_gpt2: its 50,257 tokens, <|endoftext|> a
  *   special).
  *
  * Specials are tokens with no text of their own (decoding gives ""), but `<eos>`, which
@@ -89,9 +91,13 @@ uint64_t vocab_fingerprint(const vocab *v);
 /* ---- Encoding --------------------------------------------------------------------------
  * A text arrives in pieces of any size (a corpus read in chunks); the encoder keeps what
  * it cannot decide yet (a word or a pre-tokenizer piece cut by the chunk's end) and emits
- * each token once it is final. Tokens come out in text order with, for each, the offset
- * of its first byte and its length in the text fed (an <eos> covers its "\n"; at the end
- * of a text without a final newline, an <eos> of length 0). */
+ * each token once it is final, so any chunking gives exactly the tokens of the whole text.
+ * Tokens come out in text order with, for each, the offset of its first byte and its
+ * length in the text fed (an <eos> covers its "\n", or "\r\n" or "\r": Python's universal
+ * newlines; at the end of a text without a final newline, an <eos> of length 0; a bpe
+ * text's tokens tile it). Word: a word is held until whitespace follows it. Bpe: pieces are
+ * emitted up to the last safe cut of what is held (pretok.h), where no later byte can
+ * change them. */
 
 typedef struct vocab_encoder vocab_encoder;
 
@@ -136,7 +142,8 @@ typedef struct {
     long min_freq;            /* word: words seen fewer times are dropped (0, 1: none) */
     long max_size;            /* word: at most this many words besides the specials (0: all);
                                  bpe: the vocabulary's size, 256 + merges (256 .. 2^20) */
-    int progress;             /* a line on stderr now and then (a terminal) */
+    int progress;             /* a line on stderr now and then when it is a terminal: the
+                                 MiB read, bpe's merges */
 } vocab_build_opts;
 
 vocab *vocab_build(vocab_kind k, const vocab_build_opts *o, txl_err *e);
@@ -145,6 +152,10 @@ vocab *vocab_build(vocab_kind k, const vocab_build_opts *o, txl_err *e);
 vocab *vocab_import_gpt2(const char *encoder_json, const char *vocab_bpe, txl_err *e);
 
 /* ---- Files -----------------------------------------------------------------------------*/
+
+/* Bytes p[0 .. n) escaped as the file writes a token (doc/design.md): into buf, at most cap
+ * bytes (no NUL); returns the escaped length. */
+size_t vocab_escape(const uint8_t *p, size_t n, char *buf, size_t cap);
 
 /* The file format's bytes, malloc'd (*buf, *len). */
 int vocab_serialize(const vocab *v, uint8_t **buf, size_t *len, txl_err *e);

@@ -107,6 +107,17 @@ static void put_escaped(obuf *b, const uint8_t *p, size_t n)
     }
 }
 
+size_t vocab_escape(const uint8_t *p, size_t n, char *buf, size_t cap)
+{
+    obuf b = {0};
+    put_escaped(&b, p, n);
+    size_t len = b.oom ? 0 : b.n;
+    if (buf && cap)
+        memcpy(buf, b.p, len < cap ? len : cap);
+    free(b.p);
+    return len;
+}
+
 int vocab_serialize(const vocab *v, uint8_t **buf, size_t *len, txl_err *e)
 {
     obuf b = {0};

@@ -25,10 +25,14 @@ typedef struct {
     size_t mask;
 } vocab_index;
 
-/* A hash table of merges by their pair (a << 32 | b). */
+/* A hash table of merges by their pair (a << 32 | b), an entry a cache line's quarter. */
 typedef struct {
-    uint64_t *key;    /* (a << 32 | b) + 1, 0: empty */
-    uint32_t *rank;
+    uint64_t key;     /* (a << 32 | b) + 1, 0: empty */
+    uint32_t rank, to;
+} vocab_pair_slot;
+
+typedef struct {
+    vocab_pair_slot *slot;
     size_t mask;
 } vocab_pairs;
 
@@ -100,16 +104,26 @@ static inline int vocab_utf8(const uint8_t *p, size_t n, uint32_t *cp)
 int vocab_read_file(const char *path, size_t max, const char *what, uint8_t **buf,
                     size_t *len, txl_err *e);
 
+/* A pair's key (a << 32 | b) mixed for a table's index (splitmix64's finalizer: every bit
+ * of a and b reaches the low bits). */
+static inline uint64_t vocab_pair_hash(uint64_t key)
+{
+    key ^= key >> 30;
+    key *= 0xbf58476d1ce4e5b9ULL;
+    key ^= key >> 27;
+    key *= 0x94d049bb133111ebULL;
+    return key ^ (key >> 31);
+}
+
 /* The merge of pair (a, b): its rank, or -1. */
 static inline long vocab_pair_rank(const vocab *v, txl_tok a, txl_tok b)
 {
     uint64_t key = ((uint64_t)a << 32 | b) + 1;
-    uint64_t h = key * 0x9e3779b97f4a7c15ULL;
-    size_t i = (size_t)(h >> 20) & v->pairs.mask;
+    size_t i = (size_t)vocab_pair_hash(key) & v->pairs.mask;
     for (;; i = (i + 1) & v->pairs.mask) {
-        uint64_t k = v->pairs.key[i];
+        uint64_t k = v->pairs.slot[i].key;
         if (k == key)
-            return v->pairs.rank[i];
+            return v->pairs.slot[i].rank;
         if (!k)
             return -1;
     }

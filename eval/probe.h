@@ -10,6 +10,7 @@
 
 #include "../common/rng.h"
 #include "../data/corpus.h"
+#include "../data/tokens.h"
 #include "../data/units.h"
 #include "../config/config.h"
 #include "streams.h"
@@ -44,16 +45,26 @@ typedef struct {
     size_t jlen, tlen;
 } probe_row;
 
-/* What a probe runs on, and where its rows go. */
+/* What a probe runs on, and where its rows go.
+ *
+ * Units: a probe's texts are sequences of text units. With the byte vocabulary a unit is a
+ * byte, as it always was. With a word or BPE vocabulary it is a token of the vocabulary:
+ * the span's text is tokenized once, without anchors (probe_text_init), and the probes draw
+ * runs of those tokens and compose their contexts out of them and of their own sentences
+ * encoded apart; lengths, depths, distances and string lengths then count tokens (the
+ * model's tgt_len + mem_len is in tokens), and the anchors and coordinates are those the
+ * composed text calls for (probe_tokenize). */
 typedef struct {
     const probe_opts *a;
     const run_config *cfg;  /* the model's */
     model *mdl;
     const vocab *v;         /* the model's vocabulary (NULL: bytes) */
+    int tokens;             /* 1: the units are the vocabulary's tokens (word, bpe); 0: bytes */
     units_config units;     /* the model's anchors (data/units.h) */
     int coords;             /* its scheme reads coordinates */
     corpus c;
     token_span span;
+    tok_stream text;        /* tokens: the span's tokens, no anchors (probe_text_init) */
     const char *label;      /* the split's name, or "file" */
     int T, M;               /* the trained (or the options') lengths */
     long step;
@@ -68,6 +79,15 @@ typedef struct {
 /* Ends a row's JSON object: the checkpoint measured ("checkpoint": its path, null for a
  * model made in memory; the row's step is the checkpoint's), then the closing brace. */
 void probe_json_end(const probe_ctx *p, FILE *json);
+/* With p->tokens, the span's tokens under the model's vocabulary, no anchors (p->text),
+ * which probe_text draws from; 0, or -1 with e (the span unreadable, a word outside a
+ * vocabulary without <unk>). */
+int probe_text_init(probe_ctx *p, txl_err *e);
+void probe_text_free(probe_ctx *p);
+/* "byte" or "token"; and the plural, for messages and table lines */
+const char *probe_unit(const probe_ctx *p);
+const char *probe_units(const probe_ctx *p);
+
 /* Opens a row's two streams: 0, or -1 with e (out of memory). */
 int probe_row_begin(probe_row *r, txl_err *e);
 /* Closes the row's streams and hands it to p->fn as a row of p's table (mode: "memory",
@@ -77,29 +97,38 @@ int probe_row_end(probe_ctx *p, probe_row *r, const char *mode, int summary, txl
 /* A remark for people (a row with only its note set): fn's value. */
 int probe_note(probe_ctx *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Draws n bytes of the span's text from a random offset into buf. */
-int probe_text(const probe_ctx *p, rng_t *r, uint8_t *buf, size_t n, txl_err *e);
-/* B texts of nbytes bytes as the model's tokens: its anchors inserted (the same rules as
- * training), coordinates when its scheme reads them. Anchors make the streams' token counts
- * differ; the streams are aligned at their end by padding the shorter ones on the left with
- * spaces (PROBE_PAD), never by cutting a text: every byte of every text is in its stream
- * (doc/design.md, "Probes", on why the pad biases nothing). map[b][i] is the token index of
- * byte i of text b (its last token, the byte itself; an anchor before it sits just before);
- * without anchors there is no pad and the map is the identity. */
+/* Draws a run of n units of the span's text from a random offset into buf (bytes: each
+ * byte a token). ERR_INPUT when the text is shorter. */
+int probe_text(const probe_ctx *p, rng_t *r, txl_tok *buf, size_t n, txl_err *e);
+/* The span's length in units. */
+size_t probe_text_len(const probe_ctx *p);
+/* B texts of units as the model's tokens: its anchors inserted (the same rules as training,
+ * over the text the units decode to: data/textenc.h, textenc_token), coordinates when its
+ * scheme reads them. Text b is text[b len, b len + lens[b]) (lens NULL: len units each).
+ * Anchors, and texts of different lengths (the needle's sentence in BPE tokens), make the
+ * streams' token counts differ; the streams are aligned at their end by padding the shorter
+ * ones on the left (probe_pad: a space, or a word vocabulary's <eos>), never by cutting a
+ * text: every unit of every text is in its stream (doc/design.md, "Probes", on why the pad
+ * biases nothing). map[b][i] is the token index of unit i of text b (the unit's own token;
+ * an anchor before it sits just before); without anchors and with texts of one length
+ * there is no pad and the map is the identity. */
 #define PROBE_PAD ' '
 typedef struct {
-    int B, n, nbytes;       /* texts, tokens per stream, bytes per text */
+    int B, n, len;          /* texts, tokens per stream, units per text at most */
     txl_tok *tok;           /* [B][n] */
     int32_t *co;            /* [B][n][TXL_N_COORDS], or NULL */
-    int *map;               /* [B][nbytes] */
+    int *map;               /* [B][len] */
+    int *lens;              /* [B] units of text b */
     int *pad;               /* [B] pad tokens before text b: its first token is pad[b] */
     int pad_max;            /* the largest */
 } probe_tokens;
 
-int probe_tokenize(const probe_ctx *p, const uint8_t *bytes, int B, int nbytes,
+/* The pad token: PROBE_PAD (bytes), the token " " (bpe), <eos> (word). */
+txl_tok probe_pad(const probe_ctx *p);
+int probe_tokenize(const probe_ctx *p, const txl_tok *text, int B, int len, const int *lens,
                    probe_tokens *pt, txl_err *e);
 void probe_tokens_free(probe_tokens *pt);
-/* Bits of the tokens that make bytes [a, b_end) of stream b (with any anchor inserted
+/* Bits of the tokens that make units [a, b_end) of text b (with any anchor inserted
  * among them), from the per-target losses of a feed of the whole stream (loss [B][n-1]:
  * loss[j] is that of token j+1). */
 double probe_bits(const probe_tokens *pt, const float *loss, int b, int a, int b_end);
@@ -107,6 +136,9 @@ double probe_bits(const probe_tokens *pt, const float *loss, int b, int a, int b
  * score a context it did not feed. The alignment above never cuts, so the cells' JSON
  * count of such trials (cut_trials) is 0; it is there to be checked. */
 int probe_cut(const probe_tokens *pt, int b);
+/* 1 when two tokenizations line up: the same token count and pads, the anchors at the same
+ * places, the same coordinates (recall's trial and its control). */
+int probe_same_shape(const probe_ctx *p, const probe_tokens *a, const probe_tokens *b);
 /* Plans stream_eval for the lengths of a mode: memory = the trained segments and memory,
  * window = one window of `len` without memory. */
 int probe_streams(const probe_ctx *p, probe_mode mode, int B, int len, stream_eval *s,
@@ -133,6 +165,15 @@ int probe_sort_unique(int *v, int n);
 int probe_needle(probe_ctx *p, txl_err *e);
 int probe_recall(probe_ctx *p, txl_err *e);
 int probe_shift(probe_ctx *p, txl_err *e);
+
+/* Recall's control string (probe_recall.c): c[0..n) of the shape of s[0..n), so that a
+ * text with c where s stood has the same tokens' count, anchors and coordinates: bytes keep
+ * s's whitespace, sentence stops and separator bytes and change every other byte for one of
+ * the pool's that shapes no unit; tokens keep s's tokens that shape units and change every
+ * other one for a plain token of the pool (else of the vocabulary) with the same leading
+ * space or none. Draws from r. 0, or -1 with e (a vocabulary with no other such token). */
+int probe_control_string(const probe_ctx *p, rng_t *r, const txl_tok *s, int n,
+                         const txl_tok *pool, size_t np, txl_tok *c, txl_err *e);
 
 /* Exact match of a greedy continuation: every one of n targets was the most likely token
  * (a greedy decoder then reproduces them all; else it leaves them at the first miss). */

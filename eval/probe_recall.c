@@ -1,16 +1,20 @@
 /* probe_recall.c: recall by distance, how far back the model can copy (doc/design.md,
  * "Probes").
  *
- * A trial is: 64 bytes of text, a random string S (string_len bytes drawn from the text's
- * own bytes, so its characters are the corpus's), D bytes of text, S again. Its control is
- * the same text with the first occurrence replaced by another string C of S's shape (the
- * same whitespace and sentence stops, so the same units, anchors and coordinates; every
- * other byte different from S's). The gain is the bits per byte the first occurrence saves
- * on the second: the second occurrence's bits in the control minus in the trial. Both runs
- * put the second occurrence at the same place with the same text around it, so what the
- * segments, the memory or the window let the model see is the same in both but for S: a
- * model that cannot reach back D + S bytes gains nothing, whatever its context length
- * (comparing the second occurrence with the first instead would credit the first's
+ * A trial is, in the model's units (bytes, or the tokens of a word or BPE vocabulary: see
+ * probe.h): 64 units of text, a random string S (string_len units drawn from the text's own
+ * units, so its characters or words are the corpus's), D units of text, S again. Its
+ * control is the same text with the first occurrence replaced by another string C of S's
+ * shape, so the same units of text (data/units.h), anchors and coordinates: bytes keep S's
+ * whitespace and sentence stops and change every other byte; tokens keep S's tokens that
+ * shape units (specials, whitespace, sentence stops, the document separator's bytes) and
+ * change every other one for another such plain token with the same leading space or none
+ * (which decides whether a word starts there). The gain is the bits per unit the first
+ * occurrence saves on the second: the second occurrence's bits in the control minus in the
+ * trial. Both runs put the second occurrence at the same place with the same text around
+ * it, so what the segments, the memory or the window let the model see is the same in both
+ * but for S: a model that cannot reach back D + S units gains nothing, whatever its context
+ * length (comparing the second occurrence with the first instead would credit the first's
  * shorter context). The bits of the first occurrence are reported too. The effective
  * context is the largest D whose gain is still at least half the gain at the smallest D,
  * unknown (null) when that gain is not significantly above 0 (effective_context). The
@@ -30,10 +34,10 @@
 
 typedef struct {
     int D, S, ld, B;
-    uint8_t *x, *xc;     /* [B][ld]: lead, S, D bytes of text, S; the control: C for the first S */
+    txl_tok *x, *xc;     /* [B][ld]: lead, S, D units of text, S; the control: C for the first S */
     probe_tokens pt, ptc;/* as the model's tokens */
     float *loss, *lossc; /* [B][pt.n], [B][ptc.n] per target */
-    double *first, *second, *control, *gain; /* [B] bits per byte */
+    double *first, *second, *control, *gain; /* [B] bits per unit */
     int cut, pad_max;    /* trials with a token not fed (probe_cut: none), most pad tokens */
 } recall_set;
 
@@ -55,19 +59,74 @@ static int shapes_units(const probe_ctx *p, uint8_t b)
 
 /* The control's string: S's unit-shaping bytes, every other byte another byte of the pool
  * (one that shapes no unit either), drawn from r. */
-static void control_string(const probe_ctx *p, rng_t *r, const uint8_t *s, int n,
-                           const uint8_t *pool, size_t np, uint8_t *c)
+static void control_bytes(const probe_ctx *p, rng_t *r, const txl_tok *s, int n,
+                          const txl_tok *pool, size_t np, txl_tok *c)
 {
     for (int i = 0; i < n; i++) {
         c[i] = s[i];
-        for (int k = 0; k < 256 && !shapes_units(p, s[i]) && c[i] == s[i]; k++) {
-            uint8_t b = pool[rng_next(r) % np];
+        for (int k = 0; k < 256 && !shapes_units(p, (uint8_t)s[i]) && c[i] == s[i]; k++) {
+            uint8_t b = (uint8_t)pool[rng_next(r) % np];
             if (!shapes_units(p, b))
                 c[i] = b;
         }
-        if (!shapes_units(p, s[i]) && c[i] == s[i]) /* a pool of one such byte */
+        if (!shapes_units(p, (uint8_t)s[i]) && c[i] == s[i]) /* a pool of one such byte */
             c[i] = s[i] == 'x' ? 'y' : 'x';
     }
+}
+
+/* A token's shape: -1 when it shapes units (a special; whitespace, a sentence stop or a
+ * separator's byte in its text but a BPE token's leading space), else whether its text
+ * starts with a space (bpe; a word's separating space is the vocabulary's, always there
+ * but after <eos>, which the control keeps). Tokens of one shape >= 0 start the same units
+ * wherever they stand, and leave the units state as the other would. */
+static int token_shape(const probe_ctx *p, txl_tok t)
+{
+    size_t len;
+    const uint8_t *s = vocab_piece(p->v, t, &len);
+    if (vocab_special(p->v, t) != SPECIAL_NONE)
+        return -1;
+    int lead = vocab_get_kind(p->v) == VOCAB_BPE && len > 0 && s[0] == ' ';
+    if ((size_t)lead == len)
+        return -1;
+    for (size_t i = (size_t)lead; i < len; i++)
+        if (shapes_units(p, s[i]))
+            return -1;
+    return lead;
+}
+
+/* The control's string in tokens: S's tokens that shape units, every other one another
+ * token of its shape, from the pool (r's draws), else the next of the vocabulary's. */
+static int control_tokens(const probe_ctx *p, rng_t *r, const txl_tok *s, int n,
+                          const txl_tok *pool, size_t np, txl_tok *c, txl_err *e)
+{
+    size_t V = vocab_size(p->v);
+    for (int i = 0; i < n; i++) {
+        int sh = token_shape(p, s[i]);
+        c[i] = s[i];
+        for (int k = 0; k < 256 && sh >= 0 && c[i] == s[i]; k++) {
+            txl_tok t = pool[rng_next(r) % np];
+            if (t != s[i] && token_shape(p, t) == sh)
+                c[i] = t;
+        }
+        for (size_t k = 1; k < V && sh >= 0 && c[i] == s[i]; k++) /* a pool of few such */
+            if (token_shape(p, (txl_tok)((s[i] + k) % V)) == sh)
+                c[i] = (txl_tok)((s[i] + k) % V);
+        if (sh >= 0 && c[i] == s[i])
+            return err_set(e, ERR_INPUT, "%s: recall's control needs a token of the shape of "
+                           "token %lu (plain text, %s leading space) other than it, and the "
+                           "vocabulary has none", p->a->ckpt, (unsigned long)s[i],
+                           sh ? "a" : "no");
+    }
+    return 0;
+}
+
+int probe_control_string(const probe_ctx *p, rng_t *r, const txl_tok *s, int n,
+                         const txl_tok *pool, size_t np, txl_tok *c, txl_err *e)
+{
+    if (p->tokens)
+        return control_tokens(p, r, s, n, pool, np, c, e);
+    control_bytes(p, r, s, n, pool, np, c);
+    return 0;
 }
 
 static int set_init(recall_set *s, const probe_ctx *p, int D, rng_t *r, txl_err *e)
@@ -78,15 +137,15 @@ static int set_init(recall_set *s, const probe_ctx *p, int D, rng_t *r, txl_err 
     s->ld = LEAD + 2 * s->S + D;
     s->B = (int)p->a->trials;
     size_t B = (size_t)s->B, ld = (size_t)s->ld;
-    s->x = malloc(B * ld);
-    s->xc = malloc(B * ld);
-    s->loss = malloc(2 * B * ld * sizeof *s->loss); /* anchors: up to 2 tokens a byte */
+    s->x = malloc(B * ld * sizeof *s->x);
+    s->xc = malloc(B * ld * sizeof *s->xc);
+    s->loss = malloc(2 * B * ld * sizeof *s->loss); /* anchors: up to 2 tokens a unit */
     s->lossc = malloc(2 * B * ld * sizeof *s->lossc);
     s->first = malloc(B * sizeof(double));
     s->second = malloc(B * sizeof(double));
     s->control = malloc(B * sizeof(double));
     s->gain = malloc(B * sizeof(double));
-    uint8_t *pool = malloc(4096);
+    txl_tok *pool = malloc(4096 * sizeof *pool);
     if (!s->x || !s->xc || !s->loss || !s->lossc || !s->first || !s->second || !s->control ||
         !s->gain || !pool) {
         free(pool);
@@ -95,25 +154,26 @@ static int set_init(recall_set *s, const probe_ctx *p, int D, rng_t *r, txl_err 
     /* the controls' draws: their own generator, so the trials are those of r alone */
     rng_t rc = {rng_key(p->a->seed, 0x2000u + (uint64_t)D)};
     int bad = 0;
-    size_t np = 4096 < p->span.n ? 4096 : p->span.n;
+    size_t np = 4096 < probe_text_len(p) ? 4096 : probe_text_len(p);
     for (int b = 0; b < s->B && !bad; b++) {
-        uint8_t *row = s->x + (size_t)b * ld, *str = row + LEAD;
-        /* the lead and the D bytes of text are one draw; S from another stretch's bytes */
+        txl_tok *row = s->x + (size_t)b * ld, *str = row + LEAD;
+        txl_tok *ctl = s->xc + (size_t)b * ld + LEAD;
+        /* the lead and the D units of text are one draw; S from another stretch's units */
         bad = probe_text(p, r, row, LEAD, e) || probe_text(p, r, str + s->S, (size_t)D, e) ||
               probe_text(p, r, pool, np, e);
         for (int i = 0; !bad && i < s->S; i++)
             str[i] = pool[rng_next(r) % np];
-        memcpy(str + s->S + D, str, (size_t)s->S);
-        memcpy(s->xc + (size_t)b * ld, row, ld);
+        memcpy(str + s->S + D, str, (size_t)s->S * sizeof *str);
+        memcpy(s->xc + (size_t)b * ld, row, ld * sizeof *row);
         if (!bad)
-            control_string(p, &rc, str, s->S, pool, np, s->xc + (size_t)b * ld + LEAD);
+            bad = probe_control_string(p, &rc, str, s->S, pool, np, ctl, e);
     }
     free(pool);
     return bad;
 }
 
-/* Bits per byte of S at its first and second occurrence, and of the second in the control
- * (the tokens of those bytes). */
+/* Bits per unit of S at its first and second occurrence, and of the second in the control
+ * (the tokens of those units). */
 static void score(recall_set *s)
 {
     int second = LEAD + s->S + s->D;
@@ -139,7 +199,8 @@ static int distance_row(probe_ctx *p, probe_mode mode, const recall_set *s,
     if (probe_row_begin(&r, e))
         return -1;
     fprintf(r.json, "{\"probe\":\"recall\",\"mode\":\"%s\",\"distance\":%d,"
-            "\"string_len\":%d,\"trials\":%d", mn, s->D, s->S, s->B);
+            "\"string_len\":%d,\"trials\":%d,\"unit\":\"%s\"", mn, s->D, s->S, s->B,
+            probe_unit(p));
     print_ci(r.json, "gain_bpc", gi);
     print_ci(r.json, "first_bpc", fi);
     print_ci(r.json, "second_bpc", se);
@@ -155,7 +216,17 @@ static int distance_row(probe_ctx *p, probe_mode mode, const recall_set *s,
     return probe_row_end(p, &r, mn, 0, e);
 }
 
-/* One distance: every trial once, then its control. The gain (bits per byte: its mean and
+/* The control's tokens line up with the trial's (probe_control_string's promise, checked:
+ * a broken promise would compare the second occurrences at different tokens). */
+static int lined_up(const probe_ctx *p, const recall_set *s, txl_err *e)
+{
+    if (probe_same_shape(p, &s->pt, &s->ptc))
+        return 0;
+    return err_set(e, ERR_RUNTIME, "recall, distance %d: the control's tokens do not line up "
+                   "with the trial's (anchors or coordinates differ): a bug", s->D);
+}
+
+/* One distance: every trial once, then its control. The gain (bits per unit: its mean and
  * 95% interval over the trials) into *g; returns 0, the row function's stop, or -1. */
 static int run_distance(probe_ctx *p, probe_mode mode, int D, stat_ci *g, txl_err *e)
 {
@@ -163,8 +234,8 @@ static int run_distance(probe_ctx *p, probe_mode mode, int D, stat_ci *g, txl_er
     recall_set s;
     stream_eval ev;
     int rc = -1;
-    if (!set_init(&s, p, D, &r, e) && !probe_tokenize(p, s.x, s.B, s.ld, &s.pt, e) &&
-        !probe_tokenize(p, s.xc, s.B, s.ld, &s.ptc, e) &&
+    if (!set_init(&s, p, D, &r, e) && !probe_tokenize(p, s.x, s.B, s.ld, NULL, &s.pt, e) &&
+        !probe_tokenize(p, s.xc, s.B, s.ld, NULL, &s.ptc, e) && !lined_up(p, &s, e) &&
         !probe_streams(p, mode, s.B, (s.pt.n > s.ptc.n ? s.pt.n : s.ptc.n) - 1, &ev, e)) {
         double t0 = sys_now();
         const probe_tokens *pt = &s.pt, *pc = &s.ptc;
@@ -226,7 +297,7 @@ static int summary_row(probe_ctx *p, probe_mode mode, const int *d, const stat_c
         fprintf(r.json, "%d", eff);
     else
         fprintf(r.json, "null");
-    fprintf(r.json, ",\"shortest_distance\":%d", d[0]);
+    fprintf(r.json, ",\"shortest_distance\":%d,\"unit\":\"%s\"", d[0], probe_unit(p));
     print_ci(r.json, "gain_at_shortest", g[0]);
     if (eff < 0)
         fprintf(r.json, ",\"note\":\"the gain at the shortest distance is not significantly "
@@ -235,12 +306,13 @@ static int summary_row(probe_ctx *p, probe_mode mode, const int *d, const stat_c
             p->step);
     probe_json_end(p, r.json);
     if (eff >= 0)
-        fprintf(r.text, "%s: effective context %d bytes (gain >= half of %.3f bpc, the gain at "
-                "%d)", mn, eff, g[0].mean, d[0]);
+        fprintf(r.text, "%s: effective context %d %s (gain >= half of %.3f %s, the gain at "
+                "%d)", mn, eff, probe_units(p), g[0].mean, p->tokens ? "bits/token" : "bpc",
+                d[0]);
     else
         fprintf(r.text, "%s: effective context unknown: the gain at the shortest distance (%d) "
-                "is not significantly above 0 (%.3f bpc, 95%% interval [%.3f, %.3f])", mn, d[0],
-                g[0].mean, g[0].lo, g[0].hi);
+                "is not significantly above 0 (%.3f %s, 95%% interval [%.3f, %.3f])", mn, d[0],
+                g[0].mean, p->tokens ? "bits/token" : "bpc", g[0].lo, g[0].hi);
     return probe_row_end(p, &r, mn, 1, e);
 }
 
@@ -248,7 +320,7 @@ int probe_recall(probe_ctx *p, txl_err *e)
 {
     int d[PROBE_MAX_LIST], nd = distances(p, d), rc;
     snprintf(p->head, sizeof p->head, "%-7s %8s   %-22s   %6s   %6s   %7s", "mode", "distance",
-             "gain bpc [95%]", "first", "second", "control");
+             p->tokens ? "gain bits/tok [95%]" : "gain bpc [95%]", "first", "second", "control");
     for (int m = MODE_MEMORY; m <= MODE_WINDOW; m++) {
         if (p->a->mode != MODE_BOTH && p->a->mode != (probe_mode)m)
             continue;

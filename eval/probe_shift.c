@@ -1,13 +1,17 @@
-/* probe_shift.c: translation invariance (doc/design.md, "Probes"). The same text (the first
- * max_tokens bytes of the span) is evaluated with every absolute coordinate a scheme uses
- * shifted by K (fwd_opts.pos_offset): rope rotates by m+i+K and j+K, absolute reads P[i+K];
- * xl, mlp, alibi and hier see differences only, so their loss must not change at all. Each
- * row gives the loss at K and its change from K = 0. */
+/* probe_shift.c: translation invariance (doc/design.md, "Probes"). The same text is
+ * evaluated with every absolute coordinate a scheme uses shifted by K (fwd_opts.pos_offset):
+ * rope rotates by m+i+K and j+K, absolute reads P[i+K]; xl, mlp, alibi and hier see
+ * differences only, so their loss must not change at all. Each row gives the loss at K and
+ * its change from K = 0. The text is the span's first max_tokens bytes (the byte
+ * vocabulary: as txl always read it, anchors inserted after), or its first max_tokens
+ * tokens under a word or BPE vocabulary (anchors included), as the model's tokens. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/sys.h"
+#include "../data/textenc.h"
 #include "evaluate.h"
 #include "../model/gemm.h"
 #include "probe.h"
@@ -34,6 +38,72 @@ static int offset_row(probe_ctx *p, int off, int off0, const eval_result *r, dou
     return probe_row_end(p, &row, NULL, 0, e);
 }
 
+/* Where first_tokens puts the tokens. */
+typedef struct {
+    tok_stream *ts;
+    size_t max, cap;
+    int coords;
+} first_sink;
+
+static int first_token(void *ctx, const textenc_tok *t)
+{
+    first_sink *k = ctx;
+    tok_stream *ts = k->ts;
+    if (ts->n == k->max)
+        return 1; /* enough */
+    if (ts->n == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 1 << 14;
+        cap = cap < k->max ? cap : k->max;
+        txl_tok *tok = realloc(ts->tok, cap * sizeof *tok);
+        ts->tok = tok ? tok : ts->tok;
+        uint32_t *nb = tok ? realloc(ts->nbytes, cap * sizeof *nb) : NULL;
+        ts->nbytes = nb ? nb : ts->nbytes;
+        int32_t *co = nb && k->coords ? realloc(ts->coords, cap * sizeof *co * TXL_N_COORDS)
+                                      : NULL;
+        ts->coords = co ? co : ts->coords;
+        if (!tok || !nb || (k->coords && !co))
+            return 2;
+        k->cap = cap;
+    }
+    ts->tok[ts->n] = t->tok;
+    ts->nbytes[ts->n] = t->nbytes;
+    if (k->coords)
+        memcpy(ts->coords + ts->n * TXL_N_COORDS, t->co, sizeof t->co);
+    ts->bytes += t->nbytes;
+    ts->n++;
+    return 0;
+}
+
+/* Word, bpe: the span's first max tokens as the model's (anchors, coordinates), those an
+ * encoding of the whole span starts with (the encoder emits only tokens that are final, so
+ * the span is read only as far as they go). */
+static int first_tokens(const probe_ctx *p, size_t max, tok_stream *ts, txl_err *e)
+{
+    memset(ts, 0, sizeof *ts);
+    ts->span = p->span;
+    textenc te;
+    if (textenc_init(&te, p->v, &p->units, e))
+        return -1;
+    first_sink k = {.ts = ts, .max = max, .coords = p->coords};
+    uint8_t buf[1 << 16];
+    int rc = 0;
+    for (size_t off = 0; rc == 0 && off < p->span.n;) {
+        size_t len = p->span.n - off < sizeof buf ? p->span.n - off : sizeof buf;
+        rc = corpus_read(p->span.c, p->span.begin + off, buf, len, e) ? -2
+             : textenc_feed(&te, buf, len, first_token, &k, e);
+        off += len;
+    }
+    if (rc == 0)
+        rc = textenc_finish(&te, first_token, &k, e);
+    textenc_free(&te);
+    if (rc == 1 || rc == 0)
+        return 0;
+    tok_stream_free(ts);
+    if (rc == 2)
+        return err_set(e, ERR_RUNTIME, "%s: out of memory for its tokens", p->span.path);
+    return rc == -1 ? err_wrap(e, "%s", p->span.path) : -1;
+}
+
 int probe_shift(probe_ctx *p, txl_err *e)
 {
     static const int def[] = {0, 1, 1000, 100000};
@@ -43,7 +113,8 @@ int probe_shift(probe_ctx *p, txl_err *e)
     if (sp.n > (size_t)p->a->max_tokens)
         sp.n = (size_t)p->a->max_tokens;
     tok_stream ts;
-    if (cfg_tokens(p->cfg, p->v, sp, &ts, e))
+    if (p->tokens ? first_tokens(p, (size_t)p->a->max_tokens, &ts, e)
+                  : cfg_tokens(p->cfg, p->v, sp, &ts, e))
         return -1;
     eval_opts o0 = {.batch = 1, .tgt_len = p->T, .mem_len = p->M, .label = "shift",
                     .anchor_base = p->units.base};

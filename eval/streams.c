@@ -24,7 +24,8 @@ int streams_init(stream_eval *s, model *mdl, const model_config *cfg, int B, int
     s->x = malloc(BT * sizeof *s->x);
     s->y = malloc(BT * sizeof *s->y);
     s->co = malloc(BT * TXL_N_COORDS * sizeof *s->co);
-    if (!s->x || !s->y || !s->co) {
+    s->lp = malloc((size_t)STREAM_LP_ROWS * cfg->vocab * sizeof *s->lp);
+    if (!s->x || !s->y || !s->co || !s->lp) {
         streams_free(s);
         return err_set(e, ERR_RUNTIME, "out of memory");
     }
@@ -39,7 +40,8 @@ int streams_plan_bytes(const model_config *cfg, int B, int T, int M, double *byt
         return -1;
     *bytes = 4.0 * act + mem_plan_bytes(cfg, B, M) +
              4.0 * kv_cache_plan_floats(cfg, B, M, T) +
-             (double)B * T * (2 * sizeof(txl_tok) + TXL_N_COORDS * sizeof(int32_t));
+             (double)B * T * (2 * sizeof(txl_tok) + TXL_N_COORDS * sizeof(int32_t)) +
+             4.0 * STREAM_LP_ROWS * cfg->vocab;
     return 0;
 }
 
@@ -48,6 +50,7 @@ void streams_free(stream_eval *s)
     free(s->x);
     free(s->y);
     free(s->co);
+    free(s->lp);
     mem_free(&s->mem);
     kv_cache_free(&s->kv);
     acts_free(&s->A);
@@ -56,18 +59,24 @@ void streams_free(stream_eval *s)
 
 void streams_reset(stream_eval *s) { mem_reset(&s->mem); }
 
-/* The target's loss and whether it is the argmax, for every row of the segment. */
-static void score(const stream_eval *s, const txl_tok *y, int len, size_t at, size_t ld,
+/* The target's loss and whether it is the argmax of the distribution (model_row_logprobs,
+ * STREAM_LP_ROWS rows at a time), for every row of the segment (row r = b * len + i). */
+static void score(stream_eval *s, const txl_tok *y, int len, size_t at, size_t ld,
                   float *loss, uint8_t *hit)
 {
     int V = s->cfg.vocab;
-    for (int b = 0; b < s->B; b++)
-        for (int i = 0; i < len; i++) {
-            size_t r = (size_t)b * len + i, o = (size_t)b * ld + at + i;
+    size_t rows = (size_t)s->B * len;
+    for (size_t r0 = 0; r0 < rows; r0 += STREAM_LP_ROWS) {
+        int n = rows - r0 < STREAM_LP_ROWS ? (int)(rows - r0) : STREAM_LP_ROWS;
+        if (hit)
+            model_row_logprobs(s->mdl, &s->A, r0, n, s->lp);
+        for (int k = 0; k < n; k++) {
+            size_t r = r0 + (size_t)k, b = r / (size_t)len, i = r % (size_t)len;
+            size_t o = b * ld + at + i;
             if (loss)
                 loss[o] = s->A.row_loss[r];
             if (hit) {
-                const float *lg = s->A.logits + r * V;
+                const float *lg = s->lp + (size_t)k * V;
                 int best = 0;
                 for (int v = 1; v < V; v++)
                     if (lg[v] > lg[best])
@@ -75,6 +84,7 @@ static void score(const stream_eval *s, const txl_tok *y, int len, size_t at, si
                 hit[o] = (txl_tok)best == y[r];
             }
         }
+    }
 }
 
 void streams_feed(stream_eval *s, const txl_tok *x, const txl_tok *y, const int32_t *co,

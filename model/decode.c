@@ -81,6 +81,13 @@ static void layout(decode_state *s, const model_config *c, bump *b)
     s->q = bump_take(b, B * hd);
     s->vec = bump_take(b, B * hd);
     s->logits = bump_take(b, B * (size_t)s->V);
+    if (adapt_in_use(c)) { /* the adaptive input and distribution of B rows */
+        adapt_shape as;
+        adapt_shape_of(c, &as);
+        float *base = bump_take(b, adapt_ws_floats(&as, s->B, 0));
+        if (base)
+            adapt_ws_place(&s->ad, &as, s->B, 0, base);
+    }
     s->attn_scratch = bump_take(b, attn_decode_scratch_floats(s->B, (int)K, s->dh,
                                                               s->attn_threads));
     size_t scr = s->pos->decode_scratch ? s->pos->decode_scratch(c, s->M) : 0;
@@ -261,7 +268,6 @@ static void advance(decode_state *s)
 
 void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const int32_t *coords)
 {
-    const model_config *c = &mdl->cfg;
     for (int b = 0; s->coords && b < s->B; b++) { /* the new row's coordinates, monotone */
         int32_t *row = coords_at(s, b) + (size_t)(s->start + s->m) * TXL_N_COORDS;
         for (int k = 0; k < TXL_N_COORDS; k++) {
@@ -270,12 +276,12 @@ void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const in
             row[k] = v < prev ? prev : v;
         }
     }
-    model_embed(mdl, s->pos, &s->pos_acts, s->x, tok, s->B, 1, s->m, s->pos_offset);
+    model_embed(mdl, s->pos, &s->pos_acts, s->x, tok, s->B, 1, s->m, s->pos_offset, &s->ad);
     for (int l = 0; l < s->n_layer; l++)
         layer_step(s, mdl, l);
     advance(s);
     s->next_pos++;
-    linear_forward_few(s->logits, s->x, mdl->W.word_emb, mdl->W.out_bias, s->B, c->vocab, s->d);
+    model_logprobs(mdl, s->x, s->B, s->logits, &s->ad, 1);
 }
 
 void decode_sync_mem(const decode_state *s, model_mem *mem)

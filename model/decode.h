@@ -48,6 +48,7 @@ typedef struct {
     float *x, *xn, *qkv, *q, *vec, *logits, *attn_scratch, *scratch;
     float *prime_x, *prime_kv; /* decode_prime's rows: layer norm, then k and v */
     layer_tail_bufs tail;
+    adapt_ws ad;      /* the adaptive softmax's buffers (adaptive.h), when in use */
     pos_acts pos_acts;
     _Alignas(16) unsigned char bias_state[POS_BIAS_STATE]; /* the scheme's score bias */
     int attn_threads;
@@ -67,7 +68,8 @@ void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long 
  * required by schemes that read them, else may be NULL); the logits of the next tokens are
  * decode_logits. */
 void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const int32_t *coords);
-/* [B, V]: stream b's logits at b * V. */
+/* [B, V]: stream b's next-token scores at b * V (model_logprobs: the full softmax's
+ * logits, the adaptive softmax's log-probabilities). */
 static inline const float *decode_logits(const decode_state *s) { return s->logits; }
 /* Writes the memory as decoding left it into mem (B streams, M rows), e.g. to continue
  * with model_forward. */

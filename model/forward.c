@@ -218,10 +218,18 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
 }
 
 void model_embed(const model *mdl, const pos_ops *ops, pos_acts *pa, float *h,
-                 const txl_tok *tok, int B, int Lq, int m, long pos_offset)
+                 const txl_tok *tok, int B, int Lq, int m, long pos_offset, const adapt_ws *ws)
 {
     const model_config *c = &mdl->cfg;
-    embedding_forward(h, mdl->W.word_emb, tok, B * Lq, c->d_model, sqrtf((float)c->d_model));
+    if (adapt_in_use(c)) {
+        adapt_shape as;
+        adapt_tensors at;
+        adapt_shape_of(c, &as);
+        model_adapt_view(c, &mdl->W, &at);
+        adapt_embed_forward(h, &at, &as, tok, B * Lq, sqrtf((float)c->d_model), ws);
+    } else {
+        embedding_forward(h, mdl->W.word_emb, tok, B * Lq, c->d_model, sqrtf((float)c->d_model));
+    }
     if (ops->embed) {
         pos_seg s = {.c = c, .B = B, .Lq = Lq, .m = m, .pos_offset = pos_offset, .acts = pa};
         ops->embed(&s, h);
@@ -242,7 +250,7 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
     pos_seg s = segment_of(A, Lq, m, o);
 
     float *h0 = A->hs;
-    model_embed(mdl, A->pos, &A->pos_acts, h0, x, B, Lq, m, o->pos_offset);
+    model_embed(mdl, A->pos, &A->pos_acts, h0, x, B, Lq, m, o->pos_offset, &A->ad);
     dropout_forward(h0, h0, n, s.dropout, pos_site_key(o->drop_key, -1, SITE_EMB),
                     A->b_offset * (n / B));
     if (A->pos->segment)
@@ -256,8 +264,18 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
 
     dropout_forward(A->hfin, A->hs + (size_t)N * n, n, s.dropout,
                     pos_site_key(o->drop_key, -1, SITE_FINAL), A->b_offset * (n / B));
-    double loss = xent_forward(A->logits, A->lse, A->row_loss, A->hfin, mdl->W.word_emb,
-                               mdl->W.out_bias, y, (int)BL, d, c->vocab);
+    double loss = 0;
+    if (adapt_in_use(c)) { /* the targets' clusters only; no logits without targets */
+        adapt_shape as;
+        adapt_tensors at;
+        adapt_shape_of(c, &as);
+        model_adapt_view(c, &mdl->W, &at);
+        if (y)
+            loss = adapt_xent_forward(A->row_loss, A->hfin, &at, &as, y, (int)BL, &A->ad);
+    } else {
+        loss = xent_forward(A->logits, A->lse, A->row_loss, A->hfin, mdl->W.word_emb,
+                            mdl->W.out_bias, y, (int)BL, d, c->vocab);
+    }
     A->cur_Lq = Lq;
     A->cur_m = m;
     A->cur_pos_offset = o->pos_offset;
@@ -282,4 +300,32 @@ void model_mem_update(model_acts *A, model_mem *mem)
     keep_coords(A, mem, klen);
     mem->m = klen < mem->M ? klen : mem->M;
     mem->gen++;
+}
+
+void model_logprobs(const model *mdl, const float *h, int n, float *out, const adapt_ws *ws,
+                    int few)
+{
+    const model_config *c = &mdl->cfg;
+    if (!adapt_in_use(c)) {
+        if (few)
+            linear_forward_few(out, h, mdl->W.word_emb, mdl->W.out_bias, n, c->vocab, c->d_model);
+        else
+            linear_forward(out, h, mdl->W.word_emb, mdl->W.out_bias, n, c->vocab, c->d_model, 0);
+        return;
+    }
+    adapt_shape as;
+    adapt_tensors at;
+    adapt_shape_of(c, &as);
+    model_adapt_view(c, &mdl->W, &at);
+    adapt_logprobs(out, h, &at, &as, n, few, ws);
+}
+
+void model_row_logprobs(const model *mdl, model_acts *A, size_t r0, int n, float *out)
+{
+    const size_t V = (size_t)A->cfg.vocab;
+    assert(r0 + (size_t)n <= (size_t)A->B * A->cur_Lq);
+    if (!adapt_in_use(&A->cfg)) /* the forward's own logits */
+        memcpy(out, A->logits + r0 * V, (size_t)n * V * sizeof(float));
+    else
+        model_logprobs(mdl, A->hfin + r0 * (size_t)A->cfg.d_model, n, out, &A->ad, 0);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../common/err.h"
+#include "adaptive.h"
 #include "model_config.h"
 #include "pos.h"
 
@@ -32,8 +33,13 @@ struct layer_tensors {
 };
 
 struct model_tensors {
-    float *word_emb, *out_bias;
+    float *word_emb, *out_bias; /* the full softmax's: E [V, d] (input and output), b [V] */
     float *pos[POS_SLOTS];      /* the scheme's model-wide tensors */
+    /* the adaptive softmax's own tensors (adaptive.h), by cluster; NULL where there is none
+     * (model_adapt_view resolves the ties) */
+    float *ad_emb[ADAPT_MAX_CLUSTERS], *ad_pin[ADAPT_MAX_CLUSTERS];
+    float *ad_bias[ADAPT_MAX_CLUSTERS], *ad_pout[ADAPT_MAX_CLUSTERS];
+    float *ad_cw, *ad_cb;
     layer_tensors *layer;       /* [n_layer] */
 };
 
@@ -91,6 +97,12 @@ void model_free(model *mdl);
 const param_entry *model_find_param(const model *mdl, const char *name);
 /* Named views of an array laid out like the table (w, g, or an Adam moment). */
 void model_tensors_view(const model *mdl, float *base, model_tensors *t);
+/* The adaptive softmax's tensors of every cluster in t (W or G): the one table's rows per
+ * cluster (div_val 1), the tied projections pointing at their twins. */
+void model_adapt_view(const model_config *c, const model_tensors *t, adapt_tensors *out);
+/* The input embedding's first tensor, as a checkpoint names it, and its shape: word_emb.weight
+ * [V, d], or word_emb.emb_layers.0.weight [V or cutoffs[0], d_embed] (adaptive). */
+void model_embed_tensor(const model_config *c, char *name, size_t cap, int shape[2]);
 
 /* Memory of every layer: buf [N][B][M][d], the first m rows of each (layer, stream) valid.
  * A slice (mem_slice) views some streams of a larger memory: its layers lie layer_stride
@@ -148,8 +160,10 @@ typedef struct {
     layer_cache *lc;         /* [n_layer] when training, else one shared cache */
     float *hs;               /* [N+1][B,Lq,d]: hs[l] is layer l's input, hs[N] the top */
     float *hfin;             /* [B,Lq,d]: top after the final dropout */
-    float *logits, *lse;     /* [B*Lq, V], [B*Lq] */
+    float *logits, *lse;     /* [B*Lq, V], [B*Lq] (the full softmax; NULL when adaptive:
+                                model_row_logprobs gives rows of the distribution) */
     float *row_loss;         /* [B*Lq]: loss of each position (nats) */
+    adapt_ws ad;             /* the adaptive softmax's buffers (adaptive.h), when in use */
     float *tmp;              /* [B,Lq,d] scratch */
     float *attn_scratch;
     int32_t *cat_coords;     /* [B, klen, TXL_N_COORDS] coordinates of [mem; segment] rows
@@ -203,7 +217,8 @@ typedef struct {
 
 /* Forward of one segment x [B, Lq] (Lq <= A->Lq_max) with memory mem (mem->m rows).
  * y [B, Lq] targets or NULL. Returns the SUM of the B*Lq losses in nats (0 if y NULL);
- * logits stay in A->logits [B*Lq, V]. In inference (!training) the memory is advanced
+ * the full softmax's logits stay in A->logits [B*Lq, V] (model_row_logprobs reads the
+ * distribution of any row, adaptive or not). In inference (!training) the memory is advanced
  * here; in training call model_mem_update after model_backward. */
 double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x,
                      const txl_tok *y, int Lq, const fwd_opts *o);
@@ -211,6 +226,19 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
 void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale);
 /* new mem[l] = last M rows of [mem[l]; input of layer l] (after a training forward). */
 void model_mem_update(model_acts *A, model_mem *mem);
+
+/* The next token's distribution over all V tokens as scores out [n, V], out = log p + c_r
+ * with a constant c_r per row: the adaptive softmax gives the log-probabilities themselves
+ * (c_r = 0), the full softmax its logits (c_r = the row's log-sum-exp: exactly the numbers
+ * it gave before there was an adaptive softmax). A softmax of the scores, their argmax, a
+ * temperature, top-k and top-p read only differences within a row: the distribution alone.
+ * model_row_logprobs: rows r0 .. r0+n-1 of the last model_forward (stream b's position i is
+ * row b * Lq + i). model_logprobs: n top states h [n, d] (after the final dropout), with an
+ * adaptive model's buffers ws (planned for at least 1 row); few: the products through
+ * gemm_few (decoding's few rows; the full softmax then gives decoding's logits, bit for bit). */
+void model_row_logprobs(const model *mdl, model_acts *A, size_t r0, int n, float *out);
+void model_logprobs(const model *mdl, const float *h, int n, float *out, const adapt_ws *ws,
+                    int few);
 
 /* The parts of a layer that decoding (decode.c) shares with model_forward. */
 
@@ -230,9 +258,10 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
                         const float *x, const float *vec, float *out, const layer_tail_bufs *t,
                         float p, uint64_t key, size_t base_row);
 
-/* h [rows, d] = E[tok] sqrt(d), then the scheme's absolute positions (absolute: segment
- * positions 0..Lq-1 of each of B streams, plus pos_offset). */
+/* h [rows, d] = E[tok] sqrt(d) (adaptive: the adaptive input, with the buffers ws), then the
+ * scheme's absolute positions (absolute: segment positions 0..Lq-1 of each of B streams, plus
+ * pos_offset). */
 void model_embed(const model *mdl, const pos_ops *ops, pos_acts *pa, float *h,
-                 const txl_tok *tok, int B, int Lq, int m, long pos_offset);
+                 const txl_tok *tok, int B, int Lq, int m, long pos_offset, const adapt_ws *ws);
 
 #endif

@@ -34,6 +34,16 @@ enum { XL_TERM_A = 1, XL_TERM_B = 2, XL_TERM_C = 4, XL_TERM_D = 8 };
 /* hier levels (bits of model_config.hier_levels), in order */
 enum { HIER_TOKEN = 1, HIER_WORD = 2, HIER_SENT = 4, HIER_PARA = 8, HIER_ALL = 15 };
 
+/* model.cutoffs holds at most this many ids (official's configs have 3) */
+#define MODEL_MAX_CUTOFFS 8
+
+/* A list of increasing token ids: the first id of each tail cluster of the adaptive
+ * softmax (model/adaptive.h); n = 0 is the full softmax. */
+typedef struct {
+    int n;
+    int v[MODEL_MAX_CUTOFFS];
+} cutoff_list;
+
 typedef struct {
     int n_layer;        /* N */
     int d_model;        /* d (even) */
@@ -54,6 +64,11 @@ typedef struct {
     int mlp_hidden;     /* mlp, hier: hidden width of the bias MLPs */
     int hier_levels;    /* hier: levels in use, bits of HIER_TOKEN.. (pos_hier.c) */
     int hier_num_freqs; /* hier: K of each level's features */
+    cutoff_list cutoffs;/* adaptive softmax and input: the tail clusters' first ids (n = 0:
+                           the full softmax, tied to one embedding [V, d]) */
+    int div_val;        /* cluster i's width d_embed / div_val^i (0 or 1: one table) */
+    int d_embed;        /* the embeddings' width (0: d_model) */
+    int tie_projs;      /* the tails' output projections are the input's (adaptive.h) */
     int vocab;          /* V: 256 for the byte tokenizer (not a config key) */
 } model_config;
 

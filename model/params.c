@@ -93,16 +93,86 @@ static int scheme_params(param_table *b, const model_config *c, int layer)
     return ops->params ? ops->params(b, c, layer) : 0;
 }
 
+/* Projections exist (adaptive.h): one per cluster with div_val > 1, one for all (P_0) with
+ * div_val 1 when d_embed != d_model. */
+static int has_proj(const adapt_shape *s, int i)
+{
+    return s->one_table ? i == 0 && s->dim[0] != s->d : 1;
+}
+
+/* The adaptive input and softmax (adaptive.h), named as official Transformer-XL's state_dict
+ * names them (word_emb = AdaptiveEmbedding, crit = ProjectedAdaptiveLogSoftmax; the output
+ * weights are the embeddings, tied, so crit.out_layers.{i}.weight is not stored): the
+ * embeddings, their projections, the cluster logits, the output biases, the output
+ * projections that are not tied to the input's. Official's init: N(0, 0.02) for the
+ * embeddings and C, N(0, 0.01) for the projections, 0 for the biases. */
+static int build_adaptive(param_table *b, const model_config *c)
+{
+    adapt_shape s;
+    adapt_shape_of(c, &s);
+    int d = c->d_model, tables = s.one_table ? 1 : s.n, T = s.n - 1, rc = 0;
+    for (int i = 0; i < tables; i++)
+        rc |= core_add(b, MODEL_FIELD(ad_emb) + i, s.one_table ? s.V : s.hi[i] - s.lo[i],
+                       s.dim[i], INIT_NORMAL, "word_emb.emb_layers.%d.weight", i);
+    for (int i = 0; i < tables; i++)
+        if (has_proj(&s, i))
+            rc |= core_add(b, MODEL_FIELD(ad_pin) + i, d, s.dim[i], INIT_PROJ,
+                           "word_emb.emb_projs.%d", i);
+    if (T > 0) {
+        rc |= core_add(b, MODEL_FIELD(ad_cw), T, s.dim[0], INIT_NORMAL, "crit.cluster_weight");
+        rc |= core_add(b, MODEL_FIELD(ad_cb), T, 0, INIT_ZERO, "crit.cluster_bias");
+    }
+    for (int i = 0; i < tables; i++)
+        rc |= core_add(b, MODEL_FIELD(ad_bias) + i, s.one_table ? s.V : s.hi[i] - s.lo[i], 0,
+                       INIT_ZERO, "crit.out_layers.%d.bias", i);
+    for (int i = 0; i < s.n; i++) /* Q_i, unless tied to the input's (the tails) */
+        if ((s.one_table ? s.dim[0] != d : 1) && !(c->tie_projs && i > 0))
+            rc |= core_add(b, MODEL_FIELD(ad_pout) + i, d, s.dim[i], INIT_PROJ,
+                           "crit.out_projs.%d", i);
+    return rc;
+}
+
 /* The model-wide tensors, in checkpoint order (doc/design.md, "Checkpoints"). */
 static int build_model_wide(param_table *b, const model_config *c)
 {
     int rc = 0;
     b->layer = -1;
-    rc |= core_add(b, MODEL_FIELD(word_emb), c->vocab, c->d_model, INIT_NORMAL,
-                   "word_emb.weight");
-    rc |= core_add(b, MODEL_FIELD(out_bias), c->vocab, 0, INIT_ZERO, "out.bias");
+    if (adapt_in_use(c)) {
+        rc |= build_adaptive(b, c);
+    } else {
+        rc |= core_add(b, MODEL_FIELD(word_emb), c->vocab, c->d_model, INIT_NORMAL,
+                       "word_emb.weight");
+        rc |= core_add(b, MODEL_FIELD(out_bias), c->vocab, 0, INIT_ZERO, "out.bias");
+    }
     rc |= scheme_params(b, c, -1);
     return rc;
+}
+
+void model_adapt_view(const model_config *c, const model_tensors *t, adapt_tensors *out)
+{
+    adapt_shape s;
+    adapt_shape_of(c, &s);
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < s.n; i++) {
+        int k = s.one_table ? 0 : i;
+        size_t row = s.one_table ? (size_t)s.lo[i] : 0;
+        out->emb[i] = t->ad_emb[k] ? t->ad_emb[k] + row * (size_t)s.dim[0] : NULL;
+        out->bias[i] = t->ad_bias[k] ? t->ad_bias[k] + row : NULL;
+        out->pin[i] = t->ad_pin[k];
+        out->pout[i] = t->ad_pout[i] ? t->ad_pout[i] : c->tie_projs && i > 0 ? out->pin[i] : NULL;
+    }
+    out->cw = t->ad_cw;
+    out->cb = t->ad_cb;
+}
+
+void model_embed_tensor(const model_config *c, char *name, size_t cap, int shape[2])
+{
+    adapt_shape s;
+    int ad = adapt_in_use(c);
+    adapt_shape_of(c, &s);
+    snprintf(name, cap, "%s", ad ? "word_emb.emb_layers.0.weight" : "word_emb.weight");
+    shape[0] = ad && !s.one_table ? s.hi[0] : c->vocab;
+    shape[1] = ad ? s.dim[0] : c->d_model;
 }
 
 /* Layer l's tensors, in checkpoint order; every layer has the same shapes. */
@@ -156,14 +226,15 @@ void model_tensors_view(const model *mdl, float *base, model_tensors *t)
     }
 }
 
-/* The scheme's own checks of cfg. */
+/* The scheme's own checks of cfg, and the adaptive softmax's. */
 static int check_scheme(const model_config *cfg, txl_err *e)
 {
     const pos_ops *ops = pos_get(cfg->pos);
-    char why[256];
+    char why[512];
     if (!ops)
         return err_set(e, ERR_INPUT, "model.pos_scheme: unknown scheme %d", (int)cfg->pos);
-    if (ops->validate && ops->validate(cfg, why, sizeof why))
+    if ((ops->validate && ops->validate(cfg, why, sizeof why)) ||
+        adapt_validate(cfg, why, sizeof why))
         return err_set(e, ERR_INPUT, "%s", why);
     return 0;
 }
@@ -240,6 +311,7 @@ void model_init_weights(model *mdl, uint64_t seed)
         float *w = mdl->w + p->offset;
         for (size_t k = 0; k < p->numel; k++)
             w[k] = p->init == INIT_NORMAL ? (float)(0.02 * rng_normal(&r))
+                   : p->init == INIT_PROJ ? (float)(0.01 * rng_normal(&r))
                    : p->init == INIT_ONE  ? 1.0f
                    : p->init == INIT_EYES ? (float)((int)(k % (size_t)p->shape[1]) %
                                                     p->shape[0] == (int)(k / (size_t)p->shape[1]))

@@ -3,6 +3,7 @@
  * first step, so the step allocates nothing; and the per-layer memory model_mem, state
  * without a gradient. */
 #include <assert.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,8 +132,17 @@ static void plan(model_acts *A, arena *ar)
     }
     A->hs = take(ar, ((double)N + 1) * BL * d);
     A->hfin = take(ar, BL * d);
-    A->logits = take(ar, BL * V);
-    A->lse = take(ar, BL);
+    if (adapt_in_use(c)) { /* its buffers, of a block's size: none of [B*Lq, V] */
+        adapt_shape as;
+        adapt_shape_of(c, &as);
+        int rows = BL < INT_MAX ? (int)BL : INT_MAX;
+        float *base = take(ar, adapt_ws_floats(&as, rows, tr));
+        if (base)
+            adapt_ws_place(&A->ad, &as, rows, tr, base);
+    } else {
+        A->logits = take(ar, BL * V);
+        A->lse = take(ar, BL);
+    }
     A->row_loss = take(ar, BL);
     A->tmp = take(ar, BL * d);
     A->attn_scratch = take(ar, attn_scratch_floats(Lq, klen, c->d_head, H, A->threads));

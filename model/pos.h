@@ -37,7 +37,8 @@ typedef struct attn_grads attn_grads;
  * out of memory or when the scheme has used all POS_SLOTS views of this layer. */
 typedef enum {
     INIT_NORMAL, INIT_ZERO, INIT_ONE,
-    INIT_EYES /* [r, c]: w[i][j] = 1 where j % r == i, else 0 (identity blocks side by side) */
+    INIT_EYES, /* [r, c]: w[i][j] = 1 where j % r == i, else 0 (identity blocks side by side) */
+    INIT_PROJ  /* N(0, 0.01): the adaptive softmax's projections (official's proj_init_std) */
 } param_init;
 int param_add(param_table *t, int d0, int d1, param_init init, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

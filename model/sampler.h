@@ -1,4 +1,4 @@
-/* sampler.h: choosing the next token from logits (temperature, top-k, top-p). The random
+/* sampler.h: choosing the next token from its scores (temperature, top-k, top-p). The random
  * draw is an argument, so the sampler is a pure function (tests can fix it). */
 #ifndef TXL_SAMPLER_H
 #define TXL_SAMPLER_H
@@ -9,7 +9,9 @@ typedef struct {
     double top_p;       /* 1: off */
 } sampler_opts;
 
-/* logits [V]; u uniform in [0, 1); scratch: 3*V doubles, idx: V ints. Returns the token:
+/* logits [V]: the next token's scores, log-probabilities up to a constant (a full softmax's
+ * logits or an adaptive softmax's log-probabilities: model_logprobs; p = softmax(logits / T)
+ * either way); u uniform in [0, 1); scratch: 3*V doubles, idx: V ints. Returns the token:
  * candidates in the order of probability (descending, ties by token id), cut to top-k and
  * then to the smallest prefix of mass >= top_p, and the one where the cumulative mass of
  * that order first exceeds u times the prefix's mass. */

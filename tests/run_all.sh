@@ -16,7 +16,7 @@ jobs=${TXL_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 # the check tier: scripts of a few seconds that cover the command line, config, checkpoints,
 # bad input and the run directory (make check; the rest is in make test)
 CHECK_E2E="anchors bad_config bad_corpus bad_flags bad_input cli_docs code_shape dry_run info
-           interop legacy_checkpoint out_dir resume_place run_dir sample stdout summary"
+           interop legacy_checkpoint out_dir resume_place run_dir sample stdout summary vocab"
 # Waiting threads sleep: with several programs at once on few cores, OpenMP's spinning
 # threads would take the cores from the programs that have work (results do not change).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}

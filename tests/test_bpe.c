@@ -159,6 +159,45 @@ static void test_merge_algorithms(const vocab *v)
     CHECK(bad == 0, "bpe: the array and the heap merge 400 random pieces alike: %d differ", bad);
 }
 
+typedef struct {
+    txl_tok t[64];
+    size_t off[64], n;
+} few;
+
+static int take(void *ctx, txl_tok t, size_t off, size_t len)
+{
+    (void)len;
+    few *f = ctx;
+    if (f->n < 64) {
+        f->t[f->n] = t;
+        f->off[f->n++] = off;
+    }
+    return 0;
+}
+
+/* An encoder that finished a text starts the next afresh (offsets from 0). */
+static void test_reuse(const vocab *v)
+{
+    txl_err e = {0};
+    vocab_encoder *en = vocab_encoder_new(v, &e);
+    few a = {0}, b = {0};
+    const char *s1 = "first text, unfinished wor", *s2 = "ds second one\n";
+    int rc = !en || vocab_encoder_feed(en, (const uint8_t *)s1, strlen(s1), take, &a, &e) ||
+             vocab_encoder_finish(en, take, &a, &e) ||
+             vocab_encoder_feed(en, (const uint8_t *)s2, strlen(s2), take, &b, &e) ||
+             vocab_encoder_finish(en, take, &b, &e);
+    vocab_encoder_free(en);
+    txl_tok *t;
+    size_t n;
+    rc = rc || vocab_encode(v, (const uint8_t *)s2, strlen(s2), &t, &n, &e);
+    int same = !rc && n == b.n && b.off[0] == 0;
+    for (size_t i = 0; same && i < n; i++)
+        same = t[i] == b.t[i];
+    CHECK(same, "bpe: an encoder that finished a text encodes the next as a fresh one does");
+    if (!rc)
+        free(t);
+}
+
 static void test_gpt2_file(const vocab *v)
 {
     txl_err e = {0};
@@ -337,6 +376,7 @@ int main(void)
         test_random_bytes(v);
         test_merge_algorithms(v);
         test_gpt2_file(v);
+        test_reuse(v);
     }
     vocab_free(v);
     test_bad_bpe_files();

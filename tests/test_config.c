@@ -770,8 +770,111 @@ static void test_diff(void)
     CHECK(n == 1 && strcmp(buf, "model.vocab: 256 vs 128") == 0, "diff names vocab: %s", buf);
 }
 
+/* model.cutoffs (a list of integers), div_val, d_embed, tie_projs: --set, the dump and its
+ * round trips, the checks of each value and of validation (a cutoff >= V names V). */
+static void test_adaptive_keys(void)
+{
+    run_config c, before;
+    txl_err e = { 0 };
+    cfg_defaults(&c);
+    CHECK(c.model.cutoffs.n == 0 && c.model.div_val == 1 && c.model.d_embed == 0 &&
+          c.model.tie_projs == 0, "defaults: cutoffs [], div_val 1, d_embed 0, tie_projs false");
+    CHECK(cfg_set(&c, "model.cutoffs=[20000, 40000, 200000]", &e) == 0 &&
+          c.model.cutoffs.n == 3 && c.model.cutoffs.v[0] == 20000 &&
+          c.model.cutoffs.v[2] == 200000, "--set model.cutoffs=[20000, 40000, 200000]");
+    CHECK(cfg_set(&c, "model.cutoffs=[]", &e) == 0 && c.model.cutoffs.n == 0,
+          "--set model.cutoffs=[]: the full softmax");
+    CHECK(cfg_set(&c, "model.cutoffs=[30, 45, 100]", &e) == 0 &&
+          cfg_set(&c, "model.div_val=2", &e) == 0 && cfg_set(&c, "model.d_embed=64", &e) == 0 &&
+          cfg_set(&c, "model.tie_projs=true", &e) == 0, "--set the four keys");
+    yaml_roundtrip(&c, "adaptive keys");
+    char *y = cfg_to_yaml(&c);
+    run_config m;
+    cfg_defaults(&m);
+    CHECK(y && has(y, "  cutoffs: [30, 45, 100]\n  div_val: 2\n  d_embed: 64\n  tie_projs: true\n"),
+          "dump: cutoffs as a flow list, then div_val, d_embed, tie_projs");
+    CHECK(y && cfg_load_meta(&m, y, "ck", &e) == 0 && same(&m, &c),
+          "checkpoint metadata round trip of the adaptive keys");
+    free(y);
+    set_str(c.data.train, sizeof c.data.train, "t.txt");
+    CHECK(cfg_validate(&c, "cfg.yaml", &e) == 0, "validate: cutoffs below V with div_val 2");
+    cfg_defaults(&m);
+    y = cfg_to_yaml(&m);
+    CHECK(y && has(y, "  cutoffs: []\n"), "dump: default cutoffs []");
+    free(y);
+    static const struct { const char *set, *want; } bad[] = {
+        { "model.cutoffs=[30, 20]", "model.cutoffs must be increasing token ids" },
+        { "model.cutoffs=[0, 5]", "each >= 1" },
+        { "model.cutoffs=[5, 5]", "found [5, 5]" },
+        { "model.cutoffs=[1,2,3,4,5,6,7,8,9]", "model.cutoffs: at most 8 cutoffs, found 9" },
+        { "model.cutoffs=[a]", "model.cutoffs[0]: expected an integer (a token id), found 'a'" },
+        { "model.cutoffs=[1.5]", "model.cutoffs[0]: expected an integer" },
+        { "model.cutoffs=[\"3\"]", "model.cutoffs[0]: expected an integer" },
+        { "model.cutoffs=[3000000000]", "model.cutoffs[0]: expected an integer" },
+        { "model.cutoffs=[[1]]", "model.cutoffs[0]: expected an integer (a token id), found a list" },
+        { "model.cutoffs=20000", "model.cutoffs: expected a list of increasing integers" },
+        { "model.cutoffs=", "model.cutoffs: expected a list of increasing integers" },
+        { "model.div_val=0", "model.div_val must be >= 1, found 0" },
+        { "model.d_embed=-2", "model.d_embed must be >= 0, found -2" },
+        { "model.tie_projs=2", "model.tie_projs: expected true or false" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memcpy(&before, &c, sizeof c);
+        e.msg[0] = 0;
+        int rc = cfg_set(&c, bad[i].set, &e);
+        CHECK(rc == -1 && e.kind == ERR_INPUT && has(e.msg, bad[i].want) && same(&c, &before),
+              "--set %s: %s", bad[i].set, e.msg);
+    }
+    static const struct { int field; const char *want; } cases[] = {
+        { 0, "cfg.yaml: model.cutoffs: 256 is not below the vocabulary's size V = 256" },
+        { 1, "cfg.yaml: model.div_val 2 needs model.cutoffs" },
+        { 2, "cfg.yaml: model.div_val 8: cluster 2's width d_embed / div_val^2 is 0 (d_embed 32" },
+        { 3, "cfg.yaml: model.cutoffs: 300 is not below the vocabulary's size V = 258" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cfg_defaults(&c);
+        set_str(c.data.train, sizeof c.data.train, "t.txt");
+        switch (cases[i].field) {
+        case 0: cfg_set(&c, "model.cutoffs=[100, 256]", &e); break;
+        case 1: c.model.div_val = 2; break;
+        case 2: cfg_set(&c, "model.cutoffs=[10, 20]", &e), c.model.div_val = 8, c.model.d_embed = 32; break;
+        case 3: cfg_set(&c, "data.anchors=[para, sent]", &e), cfg_set(&c, "model.cutoffs=[300]", &e); break;
+        }
+        e.msg[0] = 0;
+        int rc = cfg_validate(&c, "cfg.yaml", &e);
+        CHECK(rc == -1 && e.kind == ERR_INPUT && has(e.msg, cases[i].want), "validate adaptive %d: %s",
+              cases[i].field, e.msg);
+    }
+    /* a word vocabulary is built after the first check: V is not known until it is attached
+     * (then the cutoffs are held to it, naming V; V > 65536 too) */
+    cfg_defaults(&c);
+    set_str(c.data.train, sizeof c.data.train, "t.txt");
+    CHECK(cfg_set(&c, "data.tokenizer=word", &e) == 0 &&
+          cfg_set(&c, "model.cutoffs=[20000, 40000, 200000]", &e) == 0 &&
+          c.data.vocab_tokens == 0 && cfg_validate(&c, "cfg.yaml", &e) == 0,
+          "word, no vocabulary attached yet: the cutoffs wait for V (%s)", e.msg);
+    cfg_attach_vocab(&c, 100000);
+    e.msg[0] = 0;
+    CHECK(cfg_validate(&c, "cfg.yaml", &e) == -1 && has(e.msg, "200000 is not below the "
+          "vocabulary's size V = 100000"), "word, 100000 tokens attached: %s", e.msg);
+    cfg_attach_vocab(&c, 267735);
+    CHECK(cfg_validate(&c, "cfg.yaml", &e) == 0 && c.model.vocab == 267735,
+          "word, WikiText-103's 267735 tokens attached: the cutoffs fit");
+    CHECK(cfg_set(&c, "data.tokenizer=word", &e) == 0 && c.data.vocab_tokens == 267735 &&
+          cfg_set(&c, "data.tokenizer=bpe", &e) == 0 && c.data.vocab_tokens == 0,
+          "the same tokenizer keeps its vocabulary attached, another drops it");
+    run_config a, b;
+    char buf[256];
+    cfg_defaults(&a);
+    cfg_defaults(&b);
+    cfg_set(&b, "model.cutoffs=[30, 45]", &e);
+    int n = cfg_diff_model(&a.model, &b.model, buf, sizeof buf);
+    CHECK(n == 1 && strcmp(buf, "model.cutoffs: [] vs [30, 45]") == 0, "diff names cutoffs: %s", buf);
+}
+
 int main(void)
 {
+    test_adaptive_keys();
     test_defaults();
     test_good_block();
     test_good_flow();

@@ -68,8 +68,35 @@ static void make_coords(setup *s, tl_rng *r)
     }
 }
 
-static void run_case(const char *label, pos_scheme pos, int pre, float dropout, float dropatt,
-                     int M, int untie, int clamp)
+/* The adaptive softmax of a case (model/adaptive.h): cutoffs, d_embed, div_val, tie_projs. */
+typedef struct {
+    int n, cut[3], d_embed, div, tie;
+} adaptive_opts;
+
+/* A probe of tensor p that carries gradient: the embedding's rows of the input tokens (a
+ * tied adaptive table's rows of the targets' clusters carry the softmax's too); any entry of
+ * the others. */
+static size_t probe_index(const setup *s, const param_entry *p, int t, tl_rng *r)
+{
+    const model_config *c = &s->mdl.cfg;
+    int lo = 0, hi = c->vocab, table = -1;
+    if (strcmp(p->name, "word_emb.weight") == 0)
+        table = 0;
+    else if (sscanf(p->name, "word_emb.emb_layers.%d.weight", &table) == 1 && p->shape[0] != c->vocab) {
+        lo = table ? c->cutoffs.v[table - 1] : 0;
+        hi = table < c->cutoffs.n ? c->cutoffs.v[table] : c->vocab;
+    }
+    if (table >= 0)
+        for (int k = 0; k < 2 * s->B * s->Lq; k++) {
+            txl_tok x = s->x[(t + k) % 2][(t + k) % (s->B * s->Lq)];
+            if ((int)x >= lo && (int)x < hi)
+                return ((size_t)x - (size_t)lo) * (size_t)p->shape[1] + (size_t)t % p->shape[1];
+        }
+    return (size_t)((tl_uniform(r, 0.5f) + 0.5f) * p->numel) % p->numel;
+}
+
+static void run_case_ad(const char *label, pos_scheme pos, int pre, float dropout,
+                        float dropatt, int M, int untie, int clamp, const adaptive_opts *ad)
 {
     model_config c = {.n_layer = 2, .d_model = 8, .n_head = 2, .d_head = 4, .d_inner = 12,
                       .tgt_len = 3, .mem_len = M, .pre_lnorm = pre, .dropout = dropout,
@@ -78,6 +105,13 @@ static void run_case(const char *label, pos_scheme pos, int pre, float dropout, 
                       .mlp_num_freqs = 3, .mlp_max_dist = 32, .mlp_hidden = 5, .vocab = 256,
                       .hier_levels = untie ? HIER_WORD | HIER_PARA : HIER_ALL,
                       .hier_num_freqs = 3};
+    if (ad) {
+        c.cutoffs.n = ad->n;
+        memcpy(c.cutoffs.v, ad->cut, sizeof ad->cut);
+        c.d_embed = ad->d_embed;
+        c.div_val = ad->div;
+        c.tie_projs = ad->tie;
+    }
     setup s = {.B = 2, .Lq = 3};
     txl_err e;
     if (model_init(&s.mdl, &c, &e) || model_alloc_grads(&s.mdl, &e) ||
@@ -95,10 +129,12 @@ static void run_case(const char *label, pos_scheme pos, int pre, float dropout, 
         for (size_t k = 0; k < p->numel; k++)
             w[k] = (p->init == INIT_ONE ? 1.0f : 0.0f) + tl_normal(&r, 0.3f);
     }
+    /* tokens 0..39 (adaptive: 0..127, so that the targets reach every cluster) */
+    float span = ad ? 64.0f : 20.0f;
     for (int seg = 0; seg < 2; seg++)
         for (int i = 0; i < s.B * s.Lq; i++) {
-            s.x[seg][i] = (txl_tok)((tl_uniform(&r, 1.0f) + 1.0f) * 20);
-            s.y[seg][i] = (txl_tok)((tl_uniform(&r, 1.0f) + 1.0f) * 20);
+            s.x[seg][i] = (txl_tok)((tl_uniform(&r, 1.0f) + 1.0f) * span);
+            s.y[seg][i] = (txl_tok)((tl_uniform(&r, 1.0f) + 1.0f) * span);
         }
     make_coords(&s, &r);
     model_zero_grads(&s.mdl);
@@ -115,11 +151,7 @@ static void run_case(const char *label, pos_scheme pos, int pre, float dropout, 
         /* the embedding: only rows of tokens in use carry gradient; probe those */
         int probes = 6;
         for (int t = 0; t < probes; t++) {
-            size_t k;
-            if (strcmp(p->name, "word_emb.weight") == 0)
-                k = (size_t)s.x[t % 2][t % (s.B * s.Lq)] * c.d_model + (size_t)t % c.d_model;
-            else
-                k = (size_t)((tl_uniform(&r, 0.5f) + 0.5f) * p->numel) % p->numel;
+            size_t k = probe_index(&s, p, t, &r);
             float save = w[k];
             double l0 = total_loss(&s, 0);
             const float h = 2e-3f;
@@ -154,8 +186,23 @@ static void run_case(const char *label, pos_scheme pos, int pre, float dropout, 
     model_free(&s.mdl);
 }
 
+static void run_case(const char *label, pos_scheme pos, int pre, float dropout, float dropatt,
+                     int M, int untie, int clamp)
+{
+    run_case_ad(label, pos, pre, dropout, dropatt, M, untie, clamp, NULL);
+}
+
 int main(void)
 {
+    /* the adaptive softmax and input: official's wt103 shape (one table, no projection), a
+     * table and a projection per cluster (widths 8, 4, 2, 1) with the tails' tied, and one
+     * projected table with the tail's output projection its own */
+    const adaptive_opts wt103 = {3, {30, 45, 100}, 0, 1, 1};
+    const adaptive_opts div2 = {3, {30, 45, 100}, 8, 2, 1};
+    const adaptive_opts proj = {1, {40, 0, 0}, 6, 1, 0};
+    run_case_ad("adaptive div1", POS_XL, 0, 0.0f, 0.0f, 4, 0, 0, &wt103);
+    run_case_ad("adaptive div2 pre dropout", POS_XL, 1, 0.2f, 0.15f, 4, 0, 0, &div2);
+    run_case_ad("adaptive proj rope", POS_ROPE, 0, 0.1f, 0.0f, 2, 0, 0, &proj);
     run_case("xl post", POS_XL, 0, 0.0f, 0.0f, 4, 0, 0);
     run_case("xl pre M<Lq", POS_XL, 1, 0.0f, 0.0f, 2, 0, 0);
     run_case("xl untie clamp", POS_XL, 0, 0.0f, 0.0f, 4, 1, 2);

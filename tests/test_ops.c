@@ -37,11 +37,13 @@
 #include "../common/par.h"
 #include "../common/rng.h"
 #include "../common/vmath.h"
+#include "../model/adaptive.h"
 #include "../model/attention.h"
 #include "../model/dropout.h"
 #include "../model/embedding.h"
 #include "../model/gemm.h"
 #include "../model/layernorm.h"
+#include "../model/model.h"
 #include "../model/posenc.h"
 #include "../model/xent.h"
 #include "../optim/optim.h"
@@ -683,6 +685,232 @@ static void test_xent(void)
     test_xent_case(1, 3, 2, 1.0f);
     test_xent_case(3, 8, 256, 1.0f);
     test_xent_case(2, 4, 9, 5.0f); /* logits ~ +-100: exp would overflow without the max */
+}
+
+/* ---------------------------------------------------------------- adaptive softmax */
+
+/* The tensors come from the model's parameter table (model_init, model_adapt_view: the
+ * names, shapes and ties of adaptive.h); every other tensor of that model is unused here.
+ * The reference is written from adaptive.h's formulas in double, cluster by cluster.
+ * Tolerances as the header's: the log-softmax is a smooth nonlinear op like xent (forward
+ * 1e-6 of max|log p|, FD step 1e-2, tol 1e-3); the adaptive input is affine in each single
+ * entry of E_i and of P_i (h = s E P^T), so the large step and 1e-5. Blocks of 2-4 rows and
+ * chunks of 3-5 logits (ws.R, ws.C set below the planned sizes) run every blocked path: a
+ * cluster over several blocks and chunks, the head's cluster logits in a chunk of their own,
+ * a cluster without targets; one case keeps the full sizes (one block, one chunk). */
+typedef struct {
+    model mdl;
+    adapt_shape s;
+    adapt_tensors W, G;
+    adapt_ws ws;
+    float *wsbuf, *x, *rl, *h, *g;
+    txl_tok *y, *tok;
+    int rows, n_tok;
+    float scale;
+} ad_ctx;
+
+static double ad_xent_loss(void *p)
+{
+    ad_ctx *c = p;
+    return c->scale * adapt_xent_forward(c->rl, c->x, &c->W, &c->s, c->y, c->rows, &c->ws);
+}
+
+static double ad_embed_loss(void *p)
+{
+    ad_ctx *c = p;
+    adapt_embed_forward(c->h, &c->W, &c->s, c->tok, c->n_tok, 2.5f, &c->ws);
+    return dot_fd(c->h, c->g, (size_t)c->n_tok * c->s.d);
+}
+
+/* x Q (or x) in double: v [dk] */
+static void ad_ref_project(double *v, const float *x, const float *Q, int d, int dk)
+{
+    for (int j = 0; j < dk; j++) {
+        double s = 0;
+        for (int k = 0; k < d; k++)
+            s += Q ? (double)x[k] * Q[(size_t)k * dk + j] : (k == j ? x[k] : 0.0);
+        v[j] = s;
+    }
+}
+
+static double ad_ref_logit(const double *v, const float *w, float b, int dk)
+{
+    double z = b;
+    for (int j = 0; j < dk; j++)
+        z += v[j] * w[j];
+    return z;
+}
+
+/* lp [V]: log p of every token for one row x, from adaptive.h's formulas */
+static void ad_ref_logprobs(double *lp, const ad_ctx *c, const float *x)
+{
+    const adapt_shape *s = &c->s;
+    const int T = s->n - 1, n0 = s->hi[0], d = s->d;
+    double v[64], zc[ADAPT_MAX_CLUSTERS], mx = -INFINITY, sum = 0;
+    ad_ref_project(v, x, c->W.pout[0], d, s->dim[0]);
+    for (int j = 0; j < n0; j++)
+        mx = fmax(mx, lp[j] = ad_ref_logit(v, c->W.emb[0] + (size_t)j * s->dim[0],
+                                           c->W.bias[0][j], s->dim[0]));
+    for (int t = 0; t < T; t++)
+        mx = fmax(mx, zc[t] = ad_ref_logit(v, c->W.cw + (size_t)t * s->dim[0], c->W.cb[t],
+                                           s->dim[0]));
+    for (int j = 0; j < n0; j++)
+        sum += exp(lp[j] - mx);
+    for (int t = 0; t < T; t++)
+        sum += exp(zc[t] - mx);
+    double lse = mx + log(sum);
+    for (int j = 0; j < n0; j++)
+        lp[j] -= lse;
+    for (int i = 1; i <= T; i++) {
+        int lo = s->lo[i], ni = s->hi[i] - lo, dk = s->dim[i];
+        double mt = -INFINITY, st = 0;
+        ad_ref_project(v, x, c->W.pout[i], d, dk);
+        for (int j = 0; j < ni; j++)
+            mt = fmax(mt, lp[lo + j] = ad_ref_logit(v, c->W.emb[i] + (size_t)j * dk,
+                                                     c->W.bias[i][j], dk));
+        for (int j = 0; j < ni; j++)
+            st += exp(lp[lo + j] - mt);
+        double off = (zc[T - i] - lse) - (mt + log(st)); /* official's head_logprob[:, -i] */
+        for (int j = 0; j < ni; j++)
+            lp[lo + j] += off;
+    }
+}
+
+/* FD of f over every adaptive tensor of the table (word_emb.*, crit.*) against the
+ * gradient array, with relative step `rel` */
+static void ad_check_tensors(const char *lbl, ad_ctx *c, loss_fn f, const char *prefix,
+                             double rel, double tol)
+{
+    for (int i = 0; i < c->mdl.n_params; i++) {
+        const param_entry *p = &c->mdl.table[i];
+        if (strncmp(p->name, "word_emb.", 9) && strncmp(p->name, "crit.", 5))
+            continue;
+        if (prefix && strncmp(p->name, prefix, strlen(prefix)))
+            continue;
+        check_fd(lbl, p->name, f, c, c->mdl.w + p->offset, c->mdl.g + p->offset, p->numel,
+                 rel, tol, 0);
+    }
+}
+
+static void test_adaptive_case(const char *lbl, int V, const int *cut, int T, int d,
+                               int d_embed, int div, int tie, int R, int C, int skip)
+{
+    model_config mc = {.n_layer = 1, .d_model = d, .n_head = 1, .d_head = 2, .d_inner = 2,
+                       .tgt_len = 1, .pos = POS_NONE, .vocab = V, .div_val = div,
+                       .d_embed = d_embed, .tie_projs = tie, .cutoffs = {.n = T}};
+    for (int i = 0; i < T; i++)
+        mc.cutoffs.v[i] = cut[i];
+    ad_ctx c = {.rows = 11, .n_tok = 13, .scale = 1.0f / 11};
+    txl_err e;
+    if (model_init(&c.mdl, &mc, &e) || model_alloc_grads(&c.mdl, &e)) {
+        CHECK(0, "%s: model_init: %s", lbl, e.msg);
+        return;
+    }
+    tl_fill(&rng, c.mdl.w, c.mdl.n_floats, 0.7f);
+    adapt_shape_of(&mc, &c.s);
+    model_adapt_view(&mc, &c.mdl.W, &c.W);
+    model_adapt_view(&mc, &c.mdl.G, &c.G);
+    c.wsbuf = alloc_f((size_t)adapt_ws_floats(&c.s, 64, 1));
+    adapt_ws_place(&c.ws, &c.s, 64, 1, c.wsbuf);
+    c.ws.R = R < c.ws.R ? R : c.ws.R; /* small blocks and chunks: every blocked path */
+    c.ws.C = C < c.ws.C ? C : c.ws.C;
+    c.x = rand_f((size_t)c.rows * d, 1.0f);
+    c.rl = alloc_f(c.rows);
+    c.y = malloc((size_t)c.rows * sizeof *c.y);
+    c.tok = malloc((size_t)c.n_tok * sizeof *c.tok);
+    for (int r = 0; r < c.rows; r++) /* every cluster, the last token, a repeat */
+        c.y[r] = r == 1 ? c.y[0] : (txl_tok)(r == 0 ? V - 1 : (r * 5 + 2) % V);
+    for (int r = 0; r < c.n_tok; r++)
+        c.tok[r] = r == 3 ? c.tok[0] : (txl_tok)((r * 7 + 1) % V);
+    for (int r = 0; skip > 0 && r < c.rows; r++) /* no target in tail `skip` */
+        if ((int)c.y[r] >= c.s.lo[skip] && (int)c.y[r] < c.s.hi[skip])
+            c.y[r] = (txl_tok)c.s.lo[skip - 1];
+
+    /* forward against the double reference: every row's full log-probabilities */
+    double *lp = alloc_d((size_t)c.rows * V), rl_ref[16], tot = 0, worst_n = 0;
+    for (int r = 0; r < c.rows; r++) {
+        ad_ref_logprobs(lp + (size_t)r * V, &c, c.x + (size_t)r * d);
+        double sp = 0;
+        for (int v = 0; v < V; v++)
+            sp += exp(lp[(size_t)r * V + v]);
+        worst_n = fmax(worst_n, fabs(sp - 1));
+        tot += rl_ref[r] = -lp[(size_t)r * V + c.y[r]];
+    }
+    double ret = adapt_xent_forward(c.rl, c.x, &c.W, &c.s, c.y, c.rows, &c.ws);
+    double lmax = 0;
+    for (size_t i = 0; i < (size_t)c.rows * V; i++)
+        lmax = fmax(lmax, fabs(lp[i]));
+    double er = tl_max_rel_err(c.rl, rl_ref, c.rows, lmax), et = fabs(ret - tot) / (c.rows * lmax);
+    float *out = nan_f((size_t)c.rows * V), *out_few = nan_f((size_t)c.rows * V);
+    adapt_logprobs(out, c.x, &c.W, &c.s, c.rows, 0, &c.ws);
+    adapt_logprobs(out_few, c.x, &c.W, &c.s, c.rows, 1, &c.ws);
+    double ep = tl_max_rel_err(out, lp, (size_t)c.rows * V, 1e-30);
+    double ef = tl_max_rel_err(out_few, lp, (size_t)c.rows * V, 1e-30);
+    CHECK(worst_n < 1e-12 && er <= 1e-6 && et <= 1e-6 && ep <= 1e-6 && ef <= 1e-6,
+          "%s: forward vs double (reference sums to 1 within %.0e): row loss %.1e, sum %.1e, "
+          "log-probs %.1e, through gemm_few %.1e (rel. to max|log p|; tol 1e-6)", lbl, worst_n,
+          er, et, ep, ef);
+
+    /* backward: dx against FD; every tensor against FD; += and the NaN prefill of dx */
+    float *dx = nan_f((size_t)c.rows * d);
+    model_zero_grads(&c.mdl);
+    adapt_xent_forward(c.rl, c.x, &c.W, &c.s, c.y, c.rows, &c.ws);
+    adapt_xent_backward(dx, &c.G, c.x, &c.W, &c.s, c.y, c.rows, c.scale, &c.ws);
+    check_fd(lbl, "x", ad_xent_loss, &c, c.x, dx, (size_t)c.rows * d, STEP_SMOOTH, 1e-3, 0);
+    ad_check_tensors(lbl, &c, ad_xent_loss, NULL, STEP_SMOOTH, 1e-3);
+    float *g1 = copy_f(c.mdl.g, c.mdl.n_floats), *dx1 = copy_f(dx, (size_t)c.rows * d);
+    adapt_xent_forward(c.rl, c.x, &c.W, &c.s, c.y, c.rows, &c.ws);
+    adapt_xent_backward(dx, &c.G, c.x, &c.W, &c.s, c.y, c.rows, c.scale, &c.ws);
+    CHECK(same_f(dx, dx1, (size_t)c.rows * d), "%s: dx overwritten, NaN prefill ignored", lbl);
+    check_doubling("adaptive softmax grads", g1, c.mdl.g, c.mdl.n_floats);
+
+    /* the adaptive input: forward against the double formula, backward against FD */
+    c.h = nan_f((size_t)c.n_tok * d);
+    c.g = rand_f((size_t)c.n_tok * d, 1.0f);
+    adapt_embed_forward(c.h, &c.W, &c.s, c.tok, c.n_tok, 2.5f, &c.ws);
+    double *href = alloc_d((size_t)c.n_tok * d), v[64];
+    for (int r = 0; r < c.n_tok; r++) {
+        int i = 0;
+        while (i + 1 < c.s.n && (int)c.tok[r] >= c.s.hi[i])
+            i++;
+        const float *er_ = c.W.emb[i] + (size_t)((int)c.tok[r] - c.s.lo[i]) * c.s.dim[i];
+        for (int k = 0; k < d; k++) { /* sqrt(d) (e P^T), or e itself without P */
+            v[k] = 0;
+            for (int j = 0; j < c.s.dim[i]; j++)
+                v[k] += c.W.pin[i] ? (double)er_[j] * c.W.pin[i][(size_t)k * c.s.dim[i] + j]
+                                   : (j == k ? er_[j] : 0.0);
+            href[(size_t)r * d + k] = 2.5 * v[k];
+        }
+    }
+    double eh = tl_max_rel_err(c.h, href, (size_t)c.n_tok * d, 1e-30);
+    CHECK(eh <= 1e-6, "%s: adaptive input vs double: %.1e (tol 1e-6)", lbl, eh);
+    model_zero_grads(&c.mdl);
+    adapt_embed_backward(&c.G, &c.W, &c.s, c.g, c.tok, c.n_tok, 2.5f, &c.ws);
+    ad_check_tensors(lbl, &c, ad_embed_loss, "word_emb.", STEP_AFFINE, 1e-5);
+    memcpy(g1, c.mdl.g, c.mdl.n_floats * sizeof(float));
+    adapt_embed_backward(&c.G, &c.W, &c.s, c.g, c.tok, c.n_tok, 2.5f, &c.ws);
+    check_doubling("adaptive input grads", g1, c.mdl.g, c.mdl.n_floats);
+
+    free(lp), free(out), free(out_few), free(dx), free(g1), free(dx1), free(href);
+    free(c.wsbuf), free(c.x), free(c.rl), free(c.y), free(c.tok), free(c.h), free(c.g);
+    model_free(&c.mdl);
+}
+
+static void test_adaptive(void)
+{
+    const int c3[] = {5, 9, 17}, c2[] = {4, 11}, c1[] = {7};
+    /* div_val 2: a table and a projection per cluster (widths 8, 4, 2, 1); tails' Q tied */
+    test_adaptive_case("adaptive div2 tied", 23, c3, 3, 6, 8, 2, 1, 3, 3, -1);
+    test_adaptive_case("adaptive div2 untied", 23, c3, 3, 6, 8, 2, 0, 2, 5, -1);
+    /* a tail without targets: its tensors get no softmax gradient (only the head's logit) */
+    test_adaptive_case("adaptive div2 tail 2 empty", 23, c3, 3, 6, 8, 2, 1, 3, 3, 2);
+    /* div_val 1, d_embed = d: one table, no projection (official's wt103 base) */
+    test_adaptive_case("adaptive div1 noproj", 15, c2, 2, 6, 6, 1, 1, 2, 5, -1);
+    /* div_val 1, d_embed != d: one P_0, the head's Q_0 its own, the tail's tied or not */
+    test_adaptive_case("adaptive div1 proj tied", 12, c1, 1, 6, 5, 1, 1, 4, 4, -1);
+    test_adaptive_case("adaptive div1 proj untied", 12, c1, 1, 6, 5, 1, 0, 64, 4096, -1);
+    /* no cutoffs, a projected full softmax */
+    test_adaptive_case("adaptive nocut proj", 9, NULL, 0, 6, 4, 1, 0, 3, 4, -1);
 }
 
 /* ---------------------------------------------------------------- dropout */
@@ -1801,6 +2029,7 @@ int main(void)
     test_layernorm();
     test_embedding();
     test_xent();
+    test_adaptive();
     test_dropout();
     test_ff();
     test_attention();

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../data/tokfile.h"
 #include "../data/vocab.h"
 #include "testlib.h"
 
@@ -105,6 +106,8 @@ static void test_bad_files(void)
         {"duplicate of a special", "txl-vocab 1\nkind word\nsize 2\nspecial eos 0\ntokens\n0 <eos>\n1 <eos>\nend\n",
          "f:7: token 1 is a duplicate of token 0"},
         {"no eos", "txl-vocab 1\nkind word\nsize 1\ntokens\n0 a\nend\n", "needs an <eos>"},
+        {"undeclared unk", "txl-vocab 1\nkind word\nsize 2\nspecial eos 0\ntokens\n0 <eos>\n1 <unk>\nend\n",
+         "f:7: the word <unk> is a word vocabulary's <unk>: declare it 'special unk 1'"},
         {"special text", "txl-vocab 1\nkind word\nsize 1\nspecial eos 0\ntokens\n0 eos\nend\n",
          "f:6:3: token 0 is special eos: its text is <eos>"},
         {"special id", "txl-vocab 1\nkind word\nsize 1\nspecial eos 1\ntokens\n0 <eos>\nend\n",
@@ -251,6 +254,95 @@ static void test_save_load(void)
           "importing missing GPT-2 files fails");
 }
 
+/* ---- token files ------------------------------------------------------------------------ */
+
+/* A word vocabulary of n words w0 .. w(n-2) and <eos>: V = n. */
+static vocab *n_words(size_t n)
+{
+    size_t cap = 64 + 16 * n;
+    char *f = malloc(cap);
+    int o = snprintf(f, cap, "txl-vocab 1\nkind word\nsize %zu\nspecial eos 0\ntokens\n0 <eos>\n",
+                     n);
+    for (size_t i = 1; i < n; i++)
+        o += snprintf(f + o, cap - (size_t)o, "%zu w%zu\n", i, i);
+    snprintf(f + o, cap - (size_t)o, "end\n");
+    txl_err e = {0};
+    vocab *v = vocab_parse((const uint8_t *)f, strlen(f), "n", &e);
+    free(f);
+    return v;
+}
+
+static void patch(const char *path, long off, const void *b, size_t n)
+{
+    FILE *f = fopen(path, "r+b");
+    if (f) {
+        fseek(f, off, SEEK_SET);
+        fwrite(b, 1, n, f);
+        fclose(f);
+    }
+}
+
+static void tokfile_case(size_t V, int width)
+{
+    vocab *v = n_words(V), *other = n_words(V - 1);
+    char path[] = "/tmp/txl_test_tok_XXXXXX";
+    close(mkstemp(path));
+    txl_err e = {0};
+    txl_tok ids[5000], back[5000];
+    for (size_t i = 0; i < 5000; i++)
+        ids[i] = (txl_tok)((i * 7919) % V);
+    tokfile_writer w;
+    int rc = v && other ? tokfile_create(&w, path, v, &e) : -1;
+    if (!rc)
+        rc = tokfile_write(&w, ids, 3000, &e) || tokfile_write(&w, ids + 3000, 2000, &e) ||
+             tokfile_commit(&w, &e);
+    tokfile f;
+    rc = rc ? rc : tokfile_open(&f, path, v, &e);
+    CHECK(rc == 0 && f.n == 5000 && f.width == width && f.vocab_size == V,
+          "token file, V %zu: written and opened, %d-byte ids (%s)", V, width, e.msg);
+    if (rc)
+        return;
+    int ok = tokfile_read(&f, 0, 5000, back, &e) == 0 && !memcmp(back, ids, sizeof ids);
+    ok = ok && tokfile_read(&f, 4321, 600, back, &e) == 0 && !memcmp(back, ids + 4321, 600 * 4);
+    CHECK(ok && tokfile_check(&f, &e) == 0, "token file, V %zu: ranges read back", V);
+    CHECK(tokfile_read(&f, 4900, 101, back, &e) < 0 && strstr(e.msg, "past its 5000 tokens"),
+          "token file: a range past the end: '%s'", e.msg);
+    tokfile_close(&f);
+    CHECK(tokfile_open(&f, path, other, &e) < 0 && e.kind == ERR_INPUT &&
+          strstr(e.msg, "another vocabulary"), "token file: another vocabulary: '%s'", e.msg);
+    uint8_t big[4] = {0xff, 0xff, 0xff, 0xff};
+    patch(path, 32 + 17 * width, big, (size_t)width);
+    rc = tokfile_open(&f, path, v, &e);
+    if (V != 65536) /* 2-byte ids of 65,536 tokens are all valid */
+        CHECK(rc == 0 && tokfile_check(&f, &e) < 0 && strstr(e.msg, "token 17 (byte ") &&
+              strstr(e.msg, "not below the vocabulary's size"), "token file: an id >= V: '%s'",
+              e.msg);
+    if (rc == 0)
+        tokfile_close(&f);
+    if (truncate(path, 32 + 4999 * width) == 0) {
+        CHECK(tokfile_open(&f, path, v, &e) < 0 && strstr(e.msg, "truncated") &&
+              strstr(e.msg, path), "token file: truncated: '%s'", e.msg);
+    }
+    patch(path, 0, "TXLX", 4);
+    CHECK(tokfile_open(&f, path, NULL, &e) < 0 && strstr(e.msg, "not a txl token file"),
+          "token file: the magic: '%s'", e.msg);
+    patch(path, 0, "TXLT\x02", 5);
+    CHECK(tokfile_open(&f, path, NULL, &e) < 0 && strstr(e.msg, "byte 4: token file version 2"),
+          "token file: the version: '%s'", e.msg);
+    unlink(path);
+    vocab_free(v);
+    vocab_free(other);
+}
+
+static void test_tokfile(void)
+{
+    tokfile_case(1000, 2);
+    tokfile_case(65536, 2);
+    tokfile_case(70000, 4);
+    CHECK(tokfile_sniff((const uint8_t *)"TXLT", 4) && !tokfile_sniff((const uint8_t *)"TXL", 3),
+          "token files are told by their magic");
+}
+
 int main(void)
 {
     test_bytes();
@@ -259,5 +351,6 @@ int main(void)
     test_word_reference();
     test_word_decode();
     test_save_load();
+    test_tokfile();
     return tl_done("test_vocab");
 }

@@ -76,13 +76,22 @@ expect2 "a model the scheme refuses (rope, odd d_head)" "d_head" \
 check "  ... no out_dir" test ! -e $TMP/bad
 
 echo "-- the ready configs plan as they stand (only the corpus pointed at the test one)"
+# a word config's cutoffs need its vocabulary: 267,734 distinct words and <eos> are
+# WikiText-103's 267,735 tokens (the text is its own valid and test split)
+seq 1 267734 | sed 's/^/w/' | paste -d ' ' - - - - - > $TMP/words.txt
 for c in configs/*.yaml; do
-    $TXL train -c "$c" --set data.train=tests/data/enwik8_slice60k.txt.gz \
+    data="--set data.train=tests/data/enwik8_slice60k.txt.gz"
+    grep -q '^  tokenizer: word' "$c" && data="--set data.train=$TMP/words.txt
+        --set data.valid=$TMP/words.txt --set data.test=$TMP/words.txt"
+    # shellcheck disable=SC2086
+    $TXL train -c "$c" $data \
         --set train.out_dir=$TMP/ready --dry-run -q > $TMP/ready.json 2>$TMP/ready.err
     check "$c: exit 0 ($(head -c 200 $TMP/ready.err))" test $? -eq 0
     check "  ... its scheme and file in the plan" \
         jq -e --arg s "$(sed -n 's/^  pos_scheme: //p' "$c")" --arg c "$c" \
         '.params > 0 and .pos_scheme == $s and .config == $c' $TMP/ready.json
+    case $c in */wt103_base.yaml) check "  ... the parameter table's 151,107,538 (the paper's 151M)" \
+        jq -e '.params == 151107538' $TMP/ready.json ;; esac
 done
 check "  ... no out_dir" test ! -e $TMP/ready
 

@@ -8,6 +8,7 @@ usage: /usr/bin/python3 tests/ref/check_ref.py [FIXTURE_DIR]
 (c) a second, naive per-(i, j) formula for every positional scheme
 (d) the fixtures on disk re-read and recomputed (if FIXTURE_DIR is given)
 (e) the optimiser step of torch.optim vs the written-out Adam/AdamW formulas
+(f) the adaptive softmax against official's formula written out per token
 Exits non-zero on failure.
 """
 
@@ -145,7 +146,7 @@ def consistency_check(name, pre_lnorm=None):
 
 # ---------------------------------------------------------------------------- (c)
 
-def naive_attention(P, c, l, h, mem, batch_chunk=None):
+def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None):
     """Scores per (b, h, i, j) from scalar formulas (sin/cos of the distance
     itself, explicit 2x2 rotations), loops everywhere."""
     pre = "layers.%d." % l
@@ -219,6 +220,8 @@ def naive_attention(P, c, l, h, mem, batch_chunk=None):
 
 def naive_check(name):
     model, lens = case(name)
+    if model["pos_scheme"] == "hier":  # the naive formula has no text coordinates
+        return
     P = {k: v.double() for k, v in ref.random_params(model, gf.seed_of(name)).items()}
     segs = gf.split_segments(gf.make_streams(name, sum(lens) + 1), lens)
     orig = ref.attention
@@ -424,6 +427,41 @@ def sensitivity_check():
         check(dv > 1e-4, "sensitivity %-15s %-32s max |dlogit| %.2e" % (name, what, dv))
 
 
+# ---------------------------------------------------------------------------- (f)
+
+def adaptive_check(name, V=256, rows=7):
+    """log p of every token for random top states against official
+    ProjectedAdaptiveLogSoftmax's formula, token by token: a shortlist token's
+    head_logprob[t]; tail i's token head_logprob[-i] (Python's negative index into the
+    head's shortlist + cluster logits) + its tail's log_softmax; and each row sums to 1."""
+    model, _ = case(name)
+    c = ref.model_cfg(model)
+    P = {k: v.double() for k, v in ref.random_params(model, gf.seed_of(name)).items()}
+    x = torch.randn(rows, c["d_model"], generator=torch.Generator().manual_seed(7),
+                    dtype=torch.float64)
+    lp = ref.adaptive_logprobs(P, c, x, V)
+    cl, parts = ref.clusters(c, V), ref.adaptive_parts(P, c, V)
+    Q0 = parts[0][3]
+    hx = x if Q0 is None else x @ Q0
+    W = torch.cat([parts[0][0]] + ([P["crit.cluster_weight"]] if len(cl) > 1 else []))
+    b = torch.cat([parts[0][1]] + ([P["crit.cluster_bias"]] if len(cl) > 1 else []))
+    head = torch.log_softmax(hx @ W.t() + b, -1)
+    worst = 0.0
+    for r in range(rows):
+        for t in range(V):
+            i = max(k for k, (lo, _, _) in enumerate(cl) if t >= lo)
+            if i == 0:
+                want = head[r, t]
+            else:
+                E, bi, _, Q = parts[i]
+                hq = x[r] if Q is None else x[r] @ Q
+                want = head[r, -i] + torch.log_softmax(hq @ E.t() + bi, -1)[t - cl[i][0]]
+            worst = max(worst, abs(float(lp[r, t] - want)))
+    norm = float((torch.logsumexp(lp, -1)).abs().max())
+    check(worst < 1e-12 and norm < 1e-12, "adaptive %-15s official's per-token formula: max "
+          "|dlogp| %.2e, rows sum to 1 within %.1e" % (name, worst, norm))
+
+
 def main(argv):
     torch.set_num_threads(2)
     fdir = argv[1] if len(argv) > 1 else None
@@ -432,8 +470,12 @@ def main(argv):
     for n in ("xl_post", "mlp", "rope", "alibi", "none"):
         for pl in (False, True):
             consistency_check(n, pl)
+    for n in ("adaptive_div2", "adaptive_proj"):
+        fd_check(n, n_entries=100)
     for n, _, _ in gf.CASES:
         naive_check(n)
+        if n.startswith("adaptive"):
+            adaptive_check(n)
     if fdir:
         fixture_check(fdir)
     opt_check(fdir)

@@ -55,6 +55,17 @@ CASES = [
                           tgt_len=6, mem_len=5, data=dict(anchors=["para", "sent"],
                                                           doc_separator="!\n")),
      [6, 6, 5]),
+    # the adaptive softmax and input (clusters [0,30) [30,45) [45,100) [100,256)): official's
+    # wt103 shape (one table, no projection); div_val 2 (widths 16, 8, 4, 2) with the tails'
+    # output projections tied to the input's; one projected table (d_embed 12) with its own
+    # output projections; and a projected full softmax (no cutoffs)
+    ("adaptive_div1", dict(pos_scheme="xl", tgt_len=5, mem_len=3, cutoffs=[30, 45, 100],
+                           tie_projs=True), [5, 5, 3]),
+    ("adaptive_div2", dict(pos_scheme="xl", pre_lnorm=True, tgt_len=4, mem_len=5,
+                           cutoffs=[30, 45, 100], div_val=2, tie_projs=True), [4, 4, 3]),
+    ("adaptive_proj", dict(pos_scheme="rope", tgt_len=5, mem_len=4, cutoffs=[64], d_embed=12),
+     [5, 5, 3]),
+    ("adaptive_nocut", dict(pos_scheme="xl", tgt_len=5, mem_len=4, d_embed=8), [5, 5, 3]),
 ]
 OPT_CASES = [
     ("adam_xl", dict(pos_scheme="xl", tgt_len=5, mem_len=3),
@@ -63,6 +74,10 @@ OPT_CASES = [
     ("adamw_xl", dict(pos_scheme="xl", tgt_len=5, mem_len=3),
      dict(optimizer="adamw", lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, clip=0.0,
           weight_decay=0.1)),
+    ("adam_adaptive", dict(pos_scheme="xl", tgt_len=5, mem_len=3, cutoffs=[30, 45, 100],
+                           div_val=2, d_embed=12, tie_projs=True),
+     dict(optimizer="adam", lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, clip=0.25,
+          weight_decay=0.0)),
 ]
 N_OPT_STEPS = 5
 

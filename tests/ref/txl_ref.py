@@ -27,6 +27,7 @@ MODEL_DEFAULTS = {
     "dropatt": 0.0, "pos_scheme": "xl", "clamp_len": 0, "untie_r": False, "xl_terms": "abcd",
     "mlp_num_freqs": 16, "mlp_max_dist": 4096, "mlp_hidden": 64,
     "hier_levels": ["token", "word", "sent", "para"], "hier_num_freqs": 8,
+    "cutoffs": [], "div_val": 1, "d_embed": 0, "tie_projs": False,
 }
 SCHEMES = ("xl", "mlp", "rope", "alibi", "absolute", "none", "hier")
 HIER_LEVELS = ("token", "word", "sent", "para")
@@ -43,6 +44,101 @@ def model_cfg(cfg):
 
 
 # ----------------------------------------------------------------------------
+# the adaptive softmax and input (doc/design.md, "The model", adaptive softmax)
+
+def adaptive(c):
+    """Cutoffs, a d_embed other than d_model or a div_val above 1: the adaptive input and
+    softmax replace the one tied embedding."""
+    de = c["d_embed"] or c["d_model"]
+    return bool(c["cutoffs"]) or de != c["d_model"] or c["div_val"] > 1
+
+
+def clusters(c, vocab):
+    """[(lo, hi, width)] of cluster 0 (the shortlist) and the tails: the cutoffs cut
+    [0, vocab); cluster i has width d_embed // div_val**i."""
+    ends = [0] + list(c["cutoffs"]) + [vocab]
+    de, div = c["d_embed"] or c["d_model"], max(1, c["div_val"])
+    return [(ends[i], ends[i + 1], de // div ** i) for i in range(len(ends) - 1)]
+
+
+def adaptive_shapes(c, vocab):
+    d, cl = c["d_model"], clusters(c, vocab)
+    one = max(1, c["div_val"]) == 1
+    tables = cl[:1] if one else cl
+    has_proj = [(not one) or w != d for (_, _, w) in cl]  # one table: one P_0 at most
+    out = [("word_emb.emb_layers.%d.weight" % i, (vocab if one else hi - lo, w))
+           for i, (lo, hi, w) in enumerate(tables)]
+    out += [("word_emb.emb_projs.%d" % i, (d, w)) for i, (_, _, w) in enumerate(tables)
+            if has_proj[i]]
+    if len(cl) > 1:
+        out += [("crit.cluster_weight", (len(cl) - 1, cl[0][2])),
+                ("crit.cluster_bias", (len(cl) - 1,))]
+    out += [("crit.out_layers.%d.bias" % i, (vocab if one else hi - lo,))
+            for i, (lo, hi, _) in enumerate(tables)]
+    out += [("crit.out_projs.%d" % i, (d, w)) for i, (_, _, w) in enumerate(cl)
+            if has_proj[i] and not (c["tie_projs"] and i > 0)]
+    return out
+
+
+def adaptive_parts(P, c, vocab):
+    """Per cluster (E_i, b_i, P_i, Q_i): the embedding rows (also the output weight), the
+    output bias, the input and the output projection (None where there is none; a tied
+    Q_i is the input's P: P_0 with one table, else P_i)."""
+    one = max(1, c["div_val"]) == 1
+    out = []
+    for i, (lo, hi, _) in enumerate(clusters(c, vocab)):
+        k = 0 if one else i
+        E = P["word_emb.emb_layers.%d.weight" % k]
+        b = P["crit.out_layers.%d.bias" % k]
+        if one:
+            E, b = E[lo:hi], b[lo:hi]
+        Pin = P.get("word_emb.emb_projs.%d" % k)
+        Q = P.get("crit.out_projs.%d" % i)
+        if Q is None and c["tie_projs"] and i > 0:
+            Q = Pin
+        out.append((E, b, Pin, Q))
+    return out
+
+
+def adaptive_embed(P, c, x, vocab):
+    """h = sqrt(d) (E_i[t - lo_i] P_i^T) for each token t of cluster i (no P: E_i[t])."""
+    d = c["d_model"]
+    h = None
+    for (lo, hi, _), (E, _, Pin, _) in zip(clusters(c, vocab), adaptive_parts(P, c, vocab)):
+        mask = (x >= lo) & (x < hi)
+        e = E[(x - lo).clamp(0, hi - lo - 1)]
+        if Pin is not None:
+            e = linear(e, Pin)
+        if h is None:
+            h = torch.zeros(e.shape[:-1] + (d,), dtype=e.dtype)
+        h = torch.where(mask[..., None], e, h)
+    return h * math.sqrt(d)
+
+
+def adaptive_logprobs(P, c, x, vocab):
+    """log p of every token [.., vocab] for top states x [.., d]: the head's log-softmax
+    over the shortlist and one logit per tail (tail i's at column n_0 + T - i, row T - i of
+    the cluster weight), a tail's token adding its own cluster's log-softmax."""
+    cl, parts = clusters(c, vocab), adaptive_parts(P, c, vocab)
+    T, n0 = len(cl) - 1, cl[0][1]
+
+    def proj(Q):
+        return x if Q is None else torch.matmul(x, Q)
+    E0, b0, _, Q0 = parts[0]
+    W, bb = E0, b0
+    if T > 0:
+        W = torch.cat([E0, P["crit.cluster_weight"]], 0)
+        bb = torch.cat([b0, P["crit.cluster_bias"]], 0)
+    head = torch.log_softmax(linear(proj(Q0), W, bb), dim=-1)
+    outs = [head[..., :n0]]
+    for i in range(1, T + 1):
+        E, b, _, Q = parts[i]
+        tail = torch.log_softmax(linear(proj(Q), E, b), dim=-1)
+        outs.append(head[..., n0 + T - i:n0 + T - i + 1] + tail)
+    return torch.cat(outs, dim=-1)
+
+
+# ----------------------------------------------------------------------------
 # parameters
 
 def param_shapes(cfg, vocab=V_DEFAULT):
@@ -50,7 +146,10 @@ def param_shapes(cfg, vocab=V_DEFAULT):
     c = model_cfg(cfg)
     d, H, dh, di = c["d_model"], c["n_head"], c["d_head"], c["d_inner"]
     xl = c["pos_scheme"] == "xl"
-    out = [("word_emb.weight", (vocab, d)), ("out.bias", (vocab,))]
+    if adaptive(c):
+        out = adaptive_shapes(c, vocab)
+    else:
+        out = [("word_emb.weight", (vocab, d)), ("out.bias", (vocab,))]
     if xl and not c["untie_r"]:
         out += [("r_w_bias", (H, dh)), ("r_r_bias", (H, dh))]
     for l in range(c["n_layer"]):
@@ -396,18 +495,27 @@ def empty_mems(c, B, dtype, device=None):
     return [torch.zeros(B, 0, c["d_model"], dtype=dtype, device=device) for _ in range(c["n_layer"])]
 
 
+def adaptive_vocab(P):
+    """V of an adaptive model's parameters: its output biases' lengths."""
+    return sum(v.shape[0] for k, v in P.items() if k.startswith("crit.out_layers."))
+
+
 def forward(P, cfg, x, mems=None, batch_chunk=None, coords=None):
     """One segment.  x LongTensor [B, Lq]; mems list of N tensors [B, m, d] (or
     None: empty); coords LongTensor [B, m+Lq, 3], the text coordinates of the rows
-    [mem; segment] (hier only).  Returns (logits [B, Lq, V], new_mems)."""
+    [mem; segment] (hier only).  Returns (logits [B, Lq, V], new_mems); an adaptive
+    model's "logits" are its log-probabilities (a softmax of either is the model's
+    distribution)."""
     c = model_cfg(cfg)
-    E = P["word_emb.weight"]
+    ad = adaptive(c)
+    E = P["word_emb.emb_layers.0.weight" if ad else "word_emb.weight"]
     dtype = E.dtype
     B, Lq = x.shape
     d, M = c["d_model"], c["mem_len"]
     if mems is None:
         mems = empty_mems(c, B, dtype, E.device)
-    h = E[x] * math.sqrt(d)
+    vocab = adaptive_vocab(P) if ad else E.shape[0]
+    h = adaptive_embed(P, c, x, vocab) if ad else E[x] * math.sqrt(d)
     if c["pos_scheme"] == "absolute":
         h = h + sinusoid(torch.arange(Lq, dtype=torch.float64), d, dtype)[None]
     new_mems = []
@@ -417,7 +525,7 @@ def forward(P, cfg, x, mems=None, batch_chunk=None, coords=None):
         start = max(0, full.shape[1] - M) if M > 0 else full.shape[1]
         new_mems.append(full[:, start:].detach())
         h = layer(P, c, l, h, mem, batch_chunk, coords)
-    logits = linear(h, E, P["out.bias"])
+    logits = adaptive_logprobs(P, c, h, vocab) if ad else linear(h, E, P["out.bias"])
     return logits, new_mems
 
 
