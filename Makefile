@@ -151,6 +151,10 @@ $(BUILD)/bench/sgemm_peak: bench/sgemm_peak.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
+$(BUILD)/bench/attn_kernel: bench/attn_kernel.c $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
 $(BUILD)/bench/mem_bw: bench/mem_bw.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<

@@ -167,6 +167,9 @@ static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max,
     A->M = M;
     A->training = training;
     A->threads = par_max_threads();
+#ifdef TXL_ATTN_BLAS
+    A->attn_blas = 1;
+#endif
     A->lc = calloc(training && !counting ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
     if (!A->lc)
         return err_set(e, ERR_RUNTIME, "out of memory planning activations");

@@ -943,14 +943,16 @@ static void attn_ref(double *prob, double *vec, const attn_case *t, const float 
  * Backward: smooth, step 1e-3. Each probe moves one row of scores (or one key's column),
  * whose float noise ~ 6e-8 * sqrt(klen dh) * |vec||g| / 2e-3 ~ 1e-4 of gradients that are
  * O(0.1..1) here: tol 2e-3. */
-static void test_attn_case(const attn_case *t)
+static void test_attn_case(const attn_case *t, int kernel)
 {
     const int B = t->B, H = t->H, dh = t->dh, Lq = t->Lq, m = t->m, klen = m + Lq;
     const int hd = H * dh;
     const size_t nq = (size_t)B * Lq * hd, nkv = (size_t)B * klen * 2 * hd;
     const size_t np = (size_t)B * H * Lq * klen, nrk = (size_t)klen * hd;
     const size_t nb = (size_t)H * klen, nu = (size_t)hd;
-    const char *lbl = t->name;
+    static const char *kname[] = {"blas", "fused", "fused rb2"};
+    char lbl[160];
+    snprintf(lbl, sizeof lbl, "%s [%s]", t->name, kname[kernel]);
 
     float *q = rand_f(nq, t->qscale), *kv = rand_f(nkv, 1.0f);
     float *u = t->use_u ? rand_f(nu, 0.5f) : NULL, *v = t->use_v ? rand_f(nu, 0.5f) : NULL;
@@ -971,7 +973,7 @@ static void test_attn_case(const attn_case *t)
     attn_args a = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
                    .scale = (float)(1.0 / sqrt((double)dh)), .dropatt = t->dropatt,
                    .drop_key = 0xabcdef, .u = u, .v = v, .rk = rk, .dist_bias = bias,
-                   .threads = 1};
+                   .threads = 1, .fused = kernel > 0, .row_block = kernel == 2 ? 2 : 0};
     float *keep = NULL;
     if (t->dropatt > 0) { /* the mask dropout.h draws over the prob tensor (counter = index) */
         keep = alloc_f(np);
@@ -1034,7 +1036,7 @@ static void test_attn_case(const attn_case *t)
           "attn %s: dq, dkv fully overwritten (NaN prefill gone)", lbl);
     if (t->qscale <= 1.0f) {
         attn_ctx c = {a, q, kv, prob, vec, scratch, g, nq};
-        char op[96];
+        char op[200];
         snprintf(op, sizeof op, "attn %s", lbl);
         check_fd(op, "q", attn_loss, &c, q, dq, nq, STEP_SMOOTH, 2e-3, 0);
         check_fd(op, "kv", attn_loss, &c, kv, dkv, nkv, STEP_SMOOTH, 2e-3, 0);
@@ -1055,7 +1057,7 @@ static void test_attn_case(const attn_case *t)
     attn_backward(dq, dkv, drk, du, dv, dbias, g, prob, q, kv, &a, scratch);
     CHECK(same_f(dq, dq1, nq) && same_f(dkv, dkv1, nkv),
           "attn %s: dq, dkv overwritten: identical after a second call", lbl);
-    char what[96];
+    char what[200];
     if (rk) {
         snprintf(what, sizeof what, "attn %s drk", lbl);
         check_doubling(what, drk1, drk, nrk);
@@ -1128,9 +1130,15 @@ static void test_attention(void)
         {"xl+dist_bias dropatt=0.3",           2, 2, 4, 3, 2, 1, 1, 1, 1,  6, 0, 0.3f, 1.0f},
         {"xl dropatt=0.5 m=0",                 1, 2, 4, 5, 0, 1, 1, 1, 0,  6, 0, 0.5f, 1.0f},
         {"saturated scores (|q|~30)",          1, 2, 8, 4, 3, 1, 1, 1, 1,  8, 0, 0.0f, 30.0f},
+        /* the fused kernel's edges: dh past a vector (padding), rows past a tile, keys past
+         * one and two key tiles, several row blocks (dropatt drawn per row) */
+        {"xl dh20 Lq19 m13",                   1, 2, 20, 19, 13, 1, 1, 1, 0, 8, 0, 0.0f, 1.0f},
+        {"xl+dist_bias dh64 Lq40 m27 drop.2",  1, 2, 64, 40, 27, 1, 1, 1, 1, 8, 0, 0.2f, 1.0f},
+        {"dist_bias dh16 Lq37 m50",            2, 1, 16, 37, 50, 0, 0, 0, 1, 0, 0, 0.0f, 1.0f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        test_attn_case(&cases[i]);
+        for (int kernel = 0; kernel < 3; kernel++)
+            test_attn_case(&cases[i], kernel);
 }
 
 /* ---------------------------------------------------------------- posenc */
