@@ -16,7 +16,8 @@ endif
 override CFLAGS += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -MMD -MP -fopenmp \
                    -fno-math-errno -fno-trapping-math
 override CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp
+# oneDNN (libdnnl-dev) has no pkg-config file: bf16 matrix products (model/gemm_bf16.c)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -ldnnl -lm -fopenmp
 PYTHON  ?= /usr/bin/python3
 # make MPI=1: data-parallel training over Open MPI (mpicc, libopenmpi-dev); objects apart
 ifeq ($(MPI),1)

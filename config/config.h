@@ -68,6 +68,7 @@ typedef struct {
     char out_dir[CFG_PATH_MAX];
     int threads;               /* 0 = all cores; at most CFG_MAX_THREADS */
     comm_overlap_kind comm_overlap;
+    int precision;             /* model/precision.h: PREC_FP32, PREC_BF16 or PREC_AUTO */
 } train_config;
 
 typedef struct {

@@ -41,6 +41,7 @@
 #include "../data/units.h"
 #include "../model/model.h"
 #include "../model/pos.h"
+#include "../model/precision.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -202,6 +203,8 @@ const cfg_key cfg_keys[CFG_NKEYS] = {
       .max = CFG_MAX_THREADS, .def = {0} },
     { KEY("train", "comm_overlap", CT_ENUM, train.comm_overlap), .en = overlap_name,
       .def_str = "auto" },
+    { KEY("train", "precision", CT_ENUM, train.precision), .en = precision_name,
+      .def_str = "fp32" },
 };
 _Static_assert(COUNT(cfg_keys) == CFG_NKEYS, "CFG_NKEYS (config_impl.h) counts cfg_keys");
 

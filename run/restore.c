@@ -1,6 +1,7 @@
 /* restore.c: checkpoints written (last, best; never a non-finite weight) and read back for
  * --resume (the whole state, exactly) and --init-from (weights only). */
 #include "run.h"
+#include "../model/precision.h"
 
 static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
                             double valid_loss, txl_err *e);
@@ -134,12 +135,14 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     s.valid_loss = valid_loss;
     train_state_meta sm;
     train_state_format(&s, &sm);
-    const char *meta[6 + 2 * TRAIN_STATE_KEYS + 1] = {
+    /* the precision the run trained with (train.precision as resolved on this machine) */
+    const char *meta[8 + 2 * TRAIN_STATE_KEYS + 1] = {
         "format", "txl/1",
         "config", cfg_yaml,
         "rng", "counter-based: dropout masks = hash(seed, step, site, index)",
+        "precision", precision_name(t->precision),
     };
-    memcpy(meta + 6, sm.kv, sizeof sm.kv);
+    memcpy(meta + 8, sm.kv, sizeof sm.kv);
     int rc = ckpt_save(path, &t->mdl, mem ? t->adam_m : NULL, mem ? t->adam_v : NULL, mem,
                        meta, t->cfg.train.ckpt_gzip ? 1 : 0, e);
     free(cfg_yaml);

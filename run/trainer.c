@@ -2,6 +2,7 @@
  * "Checkpoints") and its events: validation, checkpoints when due, the log.jsonl events,
  * the end of a run (max_steps, the time budget, a step count, a signal). */
 #include "run.h"
+#include "../model/precision.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 
@@ -327,6 +328,8 @@ static void log_start(trainer *t, int resume)
     cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_s.n);
     cJSON_AddNumberToObject(o, "ranks", dd->size);
     cJSON_AddNumberToObject(o, "threads", t->threads);
+    cJSON_AddStringToObject(o, "precision", precision_name(t->precision));
+    cJSON_AddStringToObject(o, "precision_kernel", t->prec_kernel ? t->prec_kernel : "");
     cJSON_AddNumberToObject(o, "replicas", t->R);
     cJSON_AddNumberToObject(o, "grad_accum", t->k);
     cJSON_AddNumberToObject(o, "estimate_mib", round(run_plan_mib(t)));

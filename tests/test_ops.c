@@ -41,6 +41,8 @@
 #include "../model/dropout.h"
 #include "../model/embedding.h"
 #include "../model/gemm.h"
+#include "../model/gemm_bf16.h"
+#include "../common/cpu.h"
 #include "../model/layernorm.h"
 #include "../model/posenc.h"
 #include "../model/xent.h"
@@ -272,6 +274,69 @@ static void test_gemm_case(int M, int N, int K, int ta, int tb, float alpha, flo
           "gemm_naive err %.1e vs double, padding untouched %s", few ? "gemm_few" : "gemm",
           M, N, K, ta, tb, beta, e, en, pad_ok ? "yes" : "NO");
     free(A), free(B), free(C), free(Cn), free(C0), free(ref), free(Cp), free(Cnp);
+}
+
+/* gemm() in bf16 (oneDNN), where the CPU has bf16 (common/cpu.h): against the double
+ * product of the bf16-rounded operands (the roundings txl makes), the sums in fp32: the same
+ * 1e-5 as an fp32 gemm; and against the fp32 product, off by the roundings themselves:
+ * ~2^-9 relative per operand, ~1e-2 of the largest |C| at most for K = 300 random terms. */
+static void test_gemm_bf16_case(int M, int N, int K, int ta, int tb, float alpha, float beta)
+{
+    int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    int lda = ac + 3, ldb = bc + 2, ldc = N + 5;
+    float *A = alloc_f((size_t)ar * lda), *B = alloc_f((size_t)br * ldb);
+    float *Ar = alloc_f((size_t)ar * lda), *Br = alloc_f((size_t)br * ldb);
+    float *C = alloc_f((size_t)M * ldc), *C0 = alloc_f((size_t)M * ldc);
+    double *ref = alloc_d((size_t)M * N), *ref32 = alloc_d((size_t)M * N);
+    for (size_t i = 0; i < (size_t)ar * lda; i++)
+        A[i] = tl_normal(&rng, 1.0f), Ar[i] = bf16_to_f32(bf16_from_f32(A[i]));
+    for (size_t i = 0; i < (size_t)br * ldb; i++)
+        B[i] = tl_normal(&rng, 1.0f), Br[i] = bf16_to_f32(bf16_from_f32(B[i]));
+    for (size_t i = 0; i < (size_t)M * ldc; i++)
+        C0[i] = beta == 0 ? NAN : tl_normal(&rng, 1.0f);
+    for (int i = 0; i < M; i++)
+        for (int j = N; j < ldc; j++)
+            C0[(size_t)i * ldc + j] = 777.0f;
+    memcpy(C, C0, (size_t)M * ldc * sizeof *C);
+    gemm_set_precision(GEMM_BF16);
+    gemm(C, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
+    gemm_set_precision(GEMM_FP32);
+    gemm_ref(ref, C0, Ar, Br, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
+    gemm_ref(ref32, C0, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
+    float *Cp = alloc_f((size_t)M * N);
+    int pad_ok = 1;
+    for (int i = 0; i < M; i++) {
+        memcpy(Cp + (size_t)i * N, C + (size_t)i * ldc, N * sizeof *C);
+        for (int j = N; j < ldc; j++)
+            pad_ok &= C[(size_t)i * ldc + j] == 777.0f;
+    }
+    double e = tl_max_rel_err(Cp, ref, (size_t)M * N, 1e-30);
+    double e32 = tl_max_rel_err(Cp, ref32, (size_t)M * N, 1e-30);
+    CHECK(e <= 1e-5 && e32 <= 1e-2 && e32 > 1e-5 && pad_ok,
+          "gemm bf16 %dx%dx%d trans_a=%d trans_b=%d alpha=%g beta=%g (%s): vs the bf16-rounded "
+          "double product %.1e (tol 1e-5); vs fp32 %.1e (the roundings: in (1e-5, 1e-2]); "
+          "padding untouched %s", M, N, K, ta, tb, alpha, beta, gemm_bf16_impl(), e, e32,
+          pad_ok ? "yes" : "NO");
+    free(A), free(B), free(Ar), free(Br), free(C), free(C0), free(ref), free(ref32), free(Cp);
+}
+
+static void test_gemm_bf16(void)
+{
+    char missing[160];
+    if (!cpu_bf16_kernel(missing, sizeof missing)) {
+        printf("  skip gemm bf16: %s\n", missing);
+        return;
+    }
+    CHECK(gemm_set_precision(GEMM_BF16) == 0 && gemm_get_precision() == GEMM_BF16,
+          "gemm_set_precision(GEMM_BF16) starts oneDNN");
+    gemm_set_precision(GEMM_FP32);
+    tl_rng saved = rng;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            test_gemm_bf16_case(64, 48, 40, ta, tb, 1.0f, 0.0f);
+            test_gemm_bf16_case(40, 33, 300, ta, tb, -0.5f, 1.0f);
+        }
+    rng = saved;
 }
 
 static void test_gemm(void)
@@ -1804,6 +1869,7 @@ int main(void)
     par_set_threads(1);
     test_vmath();
     test_gemm();
+    test_gemm_bf16();
     test_gemm_accounting();
     test_linear();
     test_layernorm();
