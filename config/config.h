@@ -32,6 +32,9 @@
  * ends (on), after the whole backward (off), or on when the ranks span machines (auto) */
 typedef enum { OVERLAP_AUTO, OVERLAP_ON, OVERLAP_OFF } comm_overlap_kind;
 typedef enum { OPT_ADAM, OPT_ADAMW } optimizer_kind;
+/* train.schedule_by: the learning-rate schedule's progress counts steps (of max_steps) or
+ * the time budget (of max_minutes, or steps if those run out first) */
+typedef enum { SCHED_BY_STEPS, SCHED_BY_TIME } schedule_by_kind;
 
 typedef struct {
     char train[CFG_PATH_MAX];  /* required */
@@ -50,6 +53,7 @@ typedef struct {
     double max_minutes;        /* 0 = no time limit */
     double lr;
     lr_kind schedule;          /* optim.h: the one enum of the schedules */
+    schedule_by_kind schedule_by;
     long warmup_steps;
     double lr_min;
     double clip;               /* global grad-norm clip; 0 = off */

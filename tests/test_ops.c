@@ -1614,6 +1614,23 @@ static void test_lr(void)
     lr_schedule q0 = {LR_INV_SQRT, 1e-3, 0, 0, 0};
     CHECK(close_rel(lr_at(&q0, 1), 1e-3) && close_rel(lr_at(&q0, 4), 5e-4),
           "lr inv_sqrt warmup 0: t=1 lr, t=4 lr/2");
+
+    /* lr_at_progress (schedule_by time): progress p = t / max_steps is step t, warmup over
+     * p <= warmup / max_steps, clamped outside [0, 1] */
+    double worst = 0;
+    const lr_schedule *all[] = {&c, &s, &s0};
+    for (int k = 0; k < 3; k++)
+        for (long t = 1; t <= all[k]->max_steps; t++) {
+            double a = lr_at(all[k], t), b = lr_at_progress(all[k], (double)t / all[k]->max_steps);
+            worst = fmax(worst, fabs(a - b) / fmax(fabs(a), 1e-300));
+        }
+    lr_schedule q2 = {LR_INV_SQRT, 1e-3, 0, 100, 1000};
+    CHECK(worst <= 1e-12 && close_rel(lr_at_progress(&s, 2.0), 1e-5) &&
+              fabs(lr_at_progress(&s, -1.0)) <= 1e-18 &&
+              close_rel(lr_at_progress(&q2, 0.4), lr_at(&q2, 400)),
+          "lr_at_progress(t / max_steps) == lr_at(t) for constant and cosine schedules, with "
+          "and without warmup (max rel err %.1e); p > 1 stays at lr_min, p < 0 is 0; inv_sqrt "
+          "at p = 0.4 is step 400 of 1000", worst);
 }
 
 /* ---------------------------------------------------------------- thread counts */
