@@ -43,7 +43,7 @@ CMDOBJ  := $(filter $(BUILD)/cmd/%,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test check unit e2e demo fixtures clean asan bench bench-avx2 bench-loaded bench-quality bench-sample bench-schemes test-mpi
+.PHONY: all test check unit e2e demo fixtures clean asan bench bench-avx2 bench-loaded bench-quality bench-sample bench-schemes bench-precision bench-attn test-mpi
 all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain, portable or MPI) changes
@@ -160,8 +160,16 @@ $(BUILD)/bench/mem_bw: bench/mem_bw.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
+# bf16 against fp32 and PyTorch's autocast bf16 alone (part of make bench)
+bench-precision: $(BIN)
+	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/precision.sh
+
+# attention alone: the fused kernel against the OpenBLAS path, side by side (one thread)
+bench-attn: $(BUILD)/bench/attn_kernel
+	@$(BUILD)/bench/attn_kernel 1 5
+
 # Speed and memory, side by side with the PyTorch reference when /usr/bin/python3 has torch.
-bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw
+bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw $(BUILD)/bench/attn_kernel
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/bench.sh
 
 # make bench for an AVX2 build (-march=haswell, in build-avx2/) on OpenBLAS's Haswell kernels,
@@ -169,7 +177,8 @@ bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw
 # with AVX2 (on an AVX-512 machine, an emulation of an AVX2 CPU at this one's clock).
 bench-avx2:
 	@$(MAKE) --no-print-directory BUILD=build-avx2 BIN=build-avx2/txl CFLAGS="-O3 -march=haswell -g" \
-		build-avx2/txl build-avx2/bench/sgemm_peak build-avx2/bench/mem_bw
+		build-avx2/txl build-avx2/bench/sgemm_peak build-avx2/bench/mem_bw \
+		build-avx2/bench/attn_kernel
 	@OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2 SKIP_LOADED=1 \
 		OUT=runs/bench-avx2 TXL_BIN=$(abspath build-avx2/txl) BUILD=build-avx2 bench/bench.sh
 
