@@ -1,5 +1,5 @@
 # txl: build, test, demo, fixtures.  `make` builds ./txl; objects live in build/.
-PKGS    := openblas yaml-0.1 libcjson zlib
+PKGS    := openblas yaml-0.1 libcjson zlib libpcre2-8
 CC      ?= cc
 # -march=native: the elementwise passes (dropout, softmax, layernorm, Adam) vectorise for this
 # CPU (+12% tokens/s on S). PORTABLE=1 builds for any x86-64 (a binary to copy elsewhere).
@@ -57,7 +57,7 @@ $(BIN): $(OBJ) $(BUILD)/.flavor-$(FLAVOR)
 
 # make lib: libtxl.a (the objects of ./txl's build) and libtxl.so (the same sources built
 # position-independent in BUILD/pic/, exporting only include/txl.h's txl_* functions).
-LIBVER  := 0.2.0
+LIBVER  := 0.3.0
 PICOBJ  := $(LIBOBJ:$(BUILD)/%.o=$(BUILD)/pic/%.o)
 .PHONY: lib examples
 lib: $(BUILD)/libtxl.a $(BUILD)/libtxl.so
@@ -142,6 +142,20 @@ unit: $(TESTBIN)
 fixtures: $(BIN)
 	$(PYTHON) tests/ref/gen_fixtures.py tests/fixtures
 	TXL_BIN=$(abspath $(BIN)) PYTHON=$(PYTHON) tests/ref/gen_eval_fixture.sh
+
+# Regenerates the tokenizers' expected outputs in tests/data/vocab/ (make test needs none of
+# these tools): the word vocabularies and ids of official Transformer-XL's Vocab written again
+# in Python (tests/ref/word_vocab.py), the naive bpe trainer's merges (bpe_train.py, needs
+# python3-regex), and GPT-2's ids by tiktoken and gpt-3-encoder under node (gpt2_ids.js; the
+# npm packages are installed into NPM_REF, outside the tree, when missing).
+NPM_REF ?= /tmp/txl-npm-ref
+.PHONY: vocab-ref
+vocab-ref:
+	$(PYTHON) tests/ref/word_vocab.py
+	$(PYTHON) tests/ref/bpe_train.py
+	@[ -d $(NPM_REF)/node_modules/tiktoken ] || (mkdir -p $(NPM_REF) && cd $(NPM_REF) && \
+		npm install --no-save --no-package-lock tiktoken gpt-3-encoder)
+	NODE_PATH=$(abspath $(NPM_REF))/node_modules node tests/ref/gpt2_ids.js
 
 # Installs what is missing, builds, trains configs/tiny.yaml on the King James Bible,
 # evaluates and samples.
@@ -261,7 +275,7 @@ install: $(BIN) lib
 	ln -sf libtxl.so.$(LIBVER) $(INSTDIR)/lib/libtxl.so.0
 	ln -sf libtxl.so.0 $(INSTDIR)/lib/libtxl.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LIBVER)|' \
-		-e 's|@LIBS@|$(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp|' \
+		-e 's|@LIBS@|$(shell pkg-config --libs $(PKGS) 2>/dev/null) -ldnnl -lm -fopenmp|' \
 		contrib/txl.pc.in > $(INSTDIR)/lib/pkgconfig/txl.pc
 	install -m 755 $(BIN) $(INSTDIR)/bin/txl
 	install -m 644 doc/txl.1 $(INSTDIR)/share/man/man1/txl.1

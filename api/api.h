@@ -7,6 +7,7 @@
 #include "../io/ckpt_open.h"
 #include "../io/safetensors.h"
 #include "../model/model.h"
+#include "../data/textenc.h"
 
 struct txl_config {
     run_config c;
@@ -19,6 +20,7 @@ struct txl_config {
 struct txl_model {
     model mdl;
     txl_config cfg;
+    vocab *vocab;       /* a word or BPE model's vocabulary; NULL: bytes */
     st_file f;          /* a loaded checkpoint's header (its data released), else zeroed */
     int has_file, from_dir;
     long step;
@@ -41,7 +43,8 @@ struct txl_decoder {
     float *logits;           /* [V] after the last token fed (or generated, one stream) */
     int has_logits;
     long consumed;           /* tokens through the model so far (absolute positions) */
-    units_state us;          /* the text's units after what went through the model */
+    textenc te;              /* the text's tokenizer and where it is (units, last token)
+                                after what went through the model */
     int coords;              /* the scheme reads coordinates */
     txl_tok *tok;            /* [3 tgt_len] a feed's tokens not yet run, then a chunk's */
     int32_t *co;             /* [3 tgt_len][TXL_N_COORDS] their coordinates */

@@ -13,7 +13,7 @@
 
 #include "../common/rng.h"
 #include "../common/sys.h"
-#include "../data/units.h"
+#include "../data/textenc.h"
 #include "../model/decode.h"
 #include "../model/gemm.h"
 #include "../model/pos.h"
@@ -21,11 +21,13 @@
 #include "api.h"
 
 #define STREAMS_MAX 65536
+/* The longest text of one token handed to a txl_token_fn (a longer word is cut). */
+#define TOKEN_TEXT_MAX 4096
 
-/* A feed tokenizes Lq bytes at a time (at most 2 Lq tokens: one anchor a byte) after fewer
- * than Lq tokens left from the chunk before, and runs every whole segment: the segments
- * of the whole text, whatever its length, from buffers of 3 Lq tokens. */
-#define FEED_TOKENS(Lq) (3 * (size_t)(Lq))
+/* A feed tokenizes the text a piece at a time and runs a segment whenever Lq tokens are
+ * held: the segments of the whole text, whatever its length and however many tokens a piece
+ * makes, from a buffer of Lq tokens. */
+#define FEED_TOKENS(Lq) ((size_t)(Lq))
 
 /* Streams decoded side by side at a time (opts.batch; <= 0 = auto). A step reads the
  * weights once for all its streams and each stream's cached keys and values once: while
@@ -133,7 +135,10 @@ txl_decoder *txl_decoder_new(txl_model *m, const txl_decode_opts *o, txl_err *e)
         return NULL;
     }
     units_config u = cfg_units(&m->cfg.c);
-    units_init(&d->us, &u); /* the first text fed starts a text (a document) */
+    if (textenc_init(&d->te, m->vocab, &u, e)) { /* the first text fed starts a document */
+        txl_decoder_free(d);
+        return NULL;
+    }
     d->coords = pos_get(d->c->pos)->needs_coords;
     return d;
 }
@@ -145,6 +150,7 @@ void txl_decoder_free(txl_decoder *d)
     free(d->logits);
     free(d->tok);
     free(d->co);
+    textenc_free(&d->te);
     mem_free(&d->mem);
     acts_free(&d->A);
     free(d);
@@ -170,46 +176,86 @@ static void progress_draw(feed_progress *p, size_t done)
     }
 }
 
+/* A feed's tokens, run a segment at a time as they come. */
+typedef struct {
+    txl_decoder *d;
+    feed_progress *p;
+    size_t held, done;       /* tokens in d->tok; tokens run */
+    int last_len;            /* of the last segment run */
+} feed_sink;
+
+static void run_held(feed_sink *k)
+{
+    txl_decoder *d = k->d;
+    fwd_opts fo = {.training = 0, .coords = d->coords ? d->co : NULL};
+    model_forward(&d->m->mdl, &d->A, &d->mem, d->tok, NULL, (int)k->held, &fo);
+    k->last_len = (int)k->held;
+    k->done += k->held;
+    k->held = 0;
+    progress_draw(k->p, k->done);
+}
+
+static int feed_token(void *ctx, const textenc_tok *t)
+{
+    feed_sink *k = ctx;
+    txl_decoder *d = k->d;
+    d->tok[k->held] = t->tok;
+    memcpy(d->co + k->held * TXL_N_COORDS, t->co, sizeof t->co);
+    if (++k->held == (size_t)d->Lq)
+        run_held(k);
+    return 0;
+}
+
+/* A feed's token count for the progress line: the same text through a copy. */
+static int count_token(void *ctx, const textenc_tok *t)
+{
+    (void)t;
+    ++*(size_t *)ctx;
+    return 0;
+}
+
+static size_t count_tokens(const txl_decoder *d, const uint8_t *t, size_t len)
+{
+    textenc c;
+    size_t n = 0;
+    txl_err ignored;
+    if (textenc_init(&c, d->m->vocab, &d->te.pos.u, &ignored))
+        return 0;
+    c.pos = d->te.pos;
+    if (textenc_feed(&c, t, len, count_token, &n, &ignored) == 0)
+        textenc_flush(&c, count_token, &n, &ignored);
+    textenc_free(&c);
+    return n;
+}
+
 int txl_decoder_feed(txl_decoder *d, const char *text, size_t len, txl_err *e)
 {
     api_err_clear(e);
     const uint8_t *t = (const uint8_t *)text;
     feed_progress p = {.on = d->o.progress, .start = sys_now()};
-    if (p.on) { /* the total, for the line: the tokens of a copy of the units' state */
-        units_state u = d->us;
-        p.n = units_tokenize(&u, t, len, NULL, NULL);
-    }
-    const size_t Lq = (size_t)d->Lq;
-    fwd_opts fo = {.training = 0};
-    size_t held = 0, done = 0; /* tokens in d->tok; tokens run */
-    int last_len = 0;
-    for (size_t at = 0; at < len;) {
-        size_t chunk = len - at < Lq ? len - at : Lq;
-        held += units_tokenize(&d->us, t + at, chunk, d->tok + held,
-                               d->co + held * TXL_N_COORDS);
+    if (p.on)
+        p.n = count_tokens(d, t, len);
+    feed_sink k = {.d = d, .p = &p};
+    int rc = 0;
+    for (size_t at = 0; rc == 0 && at < len;) { /* pieces of tgt_len bytes */
+        size_t chunk = len - at < (size_t)d->Lq ? len - at : (size_t)d->Lq;
+        rc = textenc_feed(&d->te, t + at, chunk, feed_token, &k, e);
         at += chunk;
-        size_t from = 0; /* whole segments, and at the end of the text the rest */
-        while (held - from >= Lq || (at == len && held > from)) {
-            last_len = held - from < Lq ? (int)(held - from) : (int)Lq;
-            fo.coords = d->coords ? d->co + from * TXL_N_COORDS : NULL;
-            model_forward(&d->m->mdl, &d->A, &d->mem, d->tok + from, NULL, last_len, &fo);
-            from += (size_t)last_len;
-            done += (size_t)last_len;
-            progress_draw(&p, done);
-        }
-        memmove(d->tok, d->tok + from, (held - from) * sizeof *d->tok);
-        memmove(d->co, d->co + from * TXL_N_COORDS,
-                (held - from) * TXL_N_COORDS * sizeof *d->co);
-        held -= from;
     }
+    if (rc == 0) /* the prompt ends here: what the tokenizer held back goes in now */
+        rc = textenc_flush(&d->te, feed_token, &k, e);
+    if (rc)
+        return -1;
+    if (k.held)
+        run_held(&k);
     if (p.drawn > 0)
         fputs("\r\033[K", stderr);
-    if (last_len > 0) {
-        memcpy(d->logits, d->A.logits + (size_t)(last_len - 1) * d->V,
+    if (k.last_len > 0) {
+        memcpy(d->logits, d->A.logits + (size_t)(k.last_len - 1) * d->V,
                (size_t)d->V * sizeof *d->logits);
         d->has_logits = 1;
     }
-    d->consumed += (long)done;
+    d->consumed += (long)k.done;
     return 0;
 }
 
@@ -251,7 +297,8 @@ typedef struct {
     double *scratch;         /* [3 V] the sampler's */
     int *idx;                /* [V] */
     rng_t *rng;              /* [n] stream b0 + j's random numbers */
-    units_state *us;         /* [n] its units */
+    text_pos *pos;           /* [n] where its text is (units, the last token) */
+    uint8_t *text;           /* [TOKEN_TEXT_MAX] a token's text */
     unsigned char *done;     /* [n] fn said done */
 } group_bufs;
 
@@ -262,13 +309,15 @@ static int bufs_init(group_bufs *g, const txl_decoder *d, int b0, int n, txl_err
     g->scratch = malloc(3 * (size_t)d->V * sizeof *g->scratch);
     g->idx = malloc((size_t)d->V * sizeof *g->idx);
     g->rng = malloc((size_t)n * sizeof *g->rng);
-    g->us = malloc((size_t)n * sizeof *g->us);
+    g->pos = malloc((size_t)n * sizeof *g->pos);
+    g->text = malloc(TOKEN_TEXT_MAX);
     g->done = calloc((size_t)n, 1);
-    if (!g->next || !g->co || !g->scratch || !g->idx || !g->rng || !g->us || !g->done)
+    if (!g->next || !g->co || !g->scratch || !g->idx || !g->rng || !g->pos || !g->text ||
+        !g->done)
         return err_set(e, ERR_RUNTIME, "out of memory for the sampler of %d streams", n);
     for (int j = 0; j < n; j++) { /* stream b's numbers from the seed and b alone */
         g->rng[j].s = rng_key(d->o.seed, 0x5a3 + (uint64_t)(b0 + j) * 0x10001);
-        g->us[j] = d->us;
+        g->pos[j] = d->te.pos;
     }
     return 0;
 }
@@ -276,7 +325,7 @@ static int bufs_init(group_bufs *g, const txl_decoder *d, int b0, int n, txl_err
 static void bufs_free(group_bufs *g)
 {
     free(g->next), free(g->co), free(g->scratch), free(g->idx);
-    free(g->rng), free(g->us), free(g->done);
+    free(g->rng), free(g->pos), free(g->text), free(g->done);
 }
 
 /* Streams b0 .. b0 + n - 1, decoded side by side from the fed text's logits and memory
@@ -310,9 +359,13 @@ static long generate_group(txl_decoder *d, int b0, int n, long budget, txl_token
             const float *lg = i == 0 ? d->logits : decode_logits(&ds) + (size_t)j * V;
             g.next[j] = (txl_tok)sampler_pick(lg, V, &so, rng_uniform(&g.rng[j]), g.scratch,
                                               g.idx);
-            units_push(&g.us[j], g.next[j]); /* coordinates and anchors go on */
-            memcpy(g.co + (size_t)j * TXL_N_COORDS, g.us[j].count, sizeof g.us[j].count);
-            int r = g.done[j] ? 1 : fn ? fn(ctx, b0 + j, g.next[j]) : 0;
+            size_t tl = 0;
+            if (fn && !g.done[j]) /* its text, after the stream's text so far */
+                tl = text_pos_decoded(&g.pos[j], g.next[j], g.text, TOKEN_TEXT_MAX);
+            /* coordinates and anchors go on */
+            text_pos_push(&g.pos[j], g.next[j], g.co + (size_t)j * TXL_N_COORDS);
+            int r = g.done[j] ? 1 : fn ? fn(ctx, b0 + j, g.next[j], (const char *)g.text,
+                                            tl < TOKEN_TEXT_MAX ? tl : TOKEN_TEXT_MAX) : 0;
             if (r < 0) {
                 *stop = 1;
                 live = 0;
@@ -339,7 +392,7 @@ static long generate_group(txl_decoder *d, int b0, int n, long budget, txl_token
         decode_sync_mem(&ds, &d->mem);
         memcpy(d->logits, decode_logits(&ds), (size_t)V * sizeof *d->logits);
         d->consumed += steps;
-        d->us = g.us[0];
+        d->te.pos = g.pos[0];
     }
     bufs_free(&g);
     decode_free(&ds);
@@ -368,9 +421,10 @@ long txl_decoder_generate(txl_decoder *d, long max_tokens, txl_token_fn fn, void
 
 const char *txl_token_name(const txl_model *m, int token)
 {
-    if (token < TXL_BYTES || token >= m->mdl.cfg.vocab)
+    if (token < 0 || token >= m->mdl.cfg.vocab)
         return NULL;
-    unsigned kind = units_anchor_kind((unsigned)m->cfg.c.data.anchors, (txl_tok)token);
+    units_config u = cfg_units(&m->cfg.c);
+    unsigned kind = units_token_anchor(&u, (txl_tok)token);
     return kind == ANCHOR_BOS ? "bos" : kind == ANCHOR_PARA ? "para"
                                     : kind == ANCHOR_SENT   ? "sent"
                                                             : NULL;

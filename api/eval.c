@@ -105,7 +105,7 @@ static int call_init(eval_call *c, txl_model *m, const txl_eval_opts *o, long se
     if (split < 0)
         return err_set(e, ERR_INPUT, "split '%s': expected valid, test or train", o->split);
     if (cfg_open_text(o->data, split, &cfg->data, &c->c, &c->span, &c->label, e) ||
-        cfg_tokens(cfg, c->span, &c->ts, e))
+        cfg_tokens(cfg, m->vocab, c->span, &c->ts, e))
         return -1;
     /* too few tokens for B streams fails here (eval_plan_bytes lays out the batches) */
     if (check_setting(c, c->base_tgt, c->base_mem, segments, "the setting", e))
@@ -134,7 +134,7 @@ static void make_row(const eval_call *c, int fct, int T, int Mm, const eval_resu
     const txl_model *m = c->m;
     const char *mode = mode_names[c->o->mode];
     *row = (txl_eval_row){
-        .loss = r->loss, .bpc = r->loss / M_LN2, .ppl = exp(r->loss), .tokens = r->tokens,
+        .loss = r->loss, .bpc = r->bpc, .ppl = exp(r->loss), .tokens = r->tokens,
         .bytes = r->bytes, .anchor_tokens = r->anchor_tokens, .anchor_bits = r->anchor_bits,
         .tgt_len = T, .mem_len = Mm, .clamp_len = c->mc.clamp_len, .batch = c->B,
         .factor = fct, .is_sweep = c->is_sweep, .mode = mode, .seconds = r->seconds,
@@ -174,7 +174,7 @@ int txl_eval(txl_model *m, const txl_eval_opts *o, txl_eval_fn fn, void *ctx, tx
             snprintf(label, sizeof label, "%s", c.label);
         eval_opts eo = {.batch = c.B, .tgt_len = T, .mem_len = Mm, .warmup = o->warmup,
                         .max_tokens = (size_t)o->max_tokens, .progress = o->progress,
-                        .label = label};
+                        .label = label, .anchor_base = (txl_tok)m->cfg.c.data.vocab_tokens};
         eval_result r;
         txl_eval_row row;
         if (eval_stream(&m->mdl, &c.mc, &c.ts, &eo, &r, e)) {

@@ -66,6 +66,11 @@ static int fresh_meta(txl_model *m, const char *const *extra, txl_err *e)
              api_model_set_meta(m, "params", params);
     for (int i = 0; !rc && extra && extra[i]; i += 2)
         rc = api_model_set_meta(m, extra[i], extra[i + 1]);
+    if (!rc && m->vocab) {
+        char vs[32];
+        snprintf(vs, sizeof vs, "%zu", vocab_size(m->vocab));
+        rc = api_model_set_meta(m, CKPT_VOCAB_SIZE, vs);
+    }
     free(yaml);
     return rc ? err_set(e, ERR_RUNTIME, "out of memory") : 0;
 }
@@ -79,7 +84,7 @@ txl_model *txl_model_load(const char *ckpt, txl_err *e)
         return NULL;
     }
     long long step = 0;
-    if (ckpt_open(ckpt, &m->from_dir, &m->f, &m->cfg.c, &m->mdl, e)) {
+    if (ckpt_open(ckpt, &m->from_dir, &m->f, &m->cfg.c, &m->mdl, &m->vocab, e)) {
         free(m);
         return NULL;
     }
@@ -98,6 +103,46 @@ txl_model *txl_model_load(const char *ckpt, txl_err *e)
     return m;
 }
 
+/* A new or imported word or BPE model's vocabulary: the one the weights carry (`f`, an
+ * export's), else the one data.vocab names (a file or a checkpoint); attached to its
+ * config. With both they must be the same. */
+static int take_vocab(txl_model *m, const st_file *f, txl_err *e)
+{
+    run_config *c = &m->cfg.c;
+    const st_tensor *t = f ? st_find(f, CKPT_VOCAB_TENSOR) : NULL;
+    if (cfg_tokenizer(c) == VOCAB_BYTE)
+        return t ? err_set(e, ERR_INPUT, "%s: tensor '%s' (a vocabulary), but data.tokenizer "
+                           "is byte", f->path, CKPT_VOCAB_TENSOR) : 0;
+    if (t) {
+        char origin[sizeof f->path + 32];
+        snprintf(origin, sizeof origin, "%s: tensor %s", f->path, CKPT_VOCAB_TENSOR);
+        if (t->dtype != ST_U8 || t->ndim != 1)
+            return err_set(e, ERR_INPUT, "%s: not a vocabulary (U8 [n])", origin);
+        if (!(m->vocab = vocab_parse(st_data(f, t), t->numel, origin, e)))
+            return -1;
+        vocab *named = NULL;
+        int rc = c->data.vocab[0] && ckpt_vocab_of(c->data.vocab, &named, NULL, e) ? -1 : 0;
+        if (!rc && named && vocab_fingerprint(named) != vocab_fingerprint(m->vocab))
+            rc = err_set(e, ERR_INPUT, "data.vocab %s is not the vocabulary %s carries",
+                         c->data.vocab, f->path);
+        vocab_free(named);
+        if (rc)
+            return -1;
+    } else if (!c->data.vocab[0]) {
+        err_set(e, ERR_INPUT, "data.tokenizer %s: a new model needs its vocabulary: set "
+                "data.vocab (a file of txl vocab build, or a checkpoint)", c->data.tokenizer);
+        return m->cfg.origin[0] ? err_wrap(e, "%s", m->cfg.origin) : -1;
+    } else if (ckpt_vocab_of(c->data.vocab, &m->vocab, NULL, e)) {
+        return err_wrap(e, "data.vocab");
+    }
+    if (vocab_get_kind(m->vocab) != cfg_tokenizer(c))
+        return err_set(e, ERR_INPUT, "%s is a %s vocabulary, data.tokenizer is %s",
+                       t ? f->path : c->data.vocab, vocab_kind_name(vocab_get_kind(m->vocab)),
+                       c->data.tokenizer);
+    cfg_attach_vocab(c, vocab_size(m->vocab));
+    return 0;
+}
+
 txl_model *txl_model_new(const txl_config *c, txl_err *e)
 {
     api_err_clear(e);
@@ -107,7 +152,7 @@ txl_model *txl_model_new(const txl_config *c, txl_err *e)
         return NULL;
     }
     m->cfg = *c;
-    if (cfg_validate(&m->cfg.c, c->origin[0] ? c->origin : NULL, e) ||
+    if (take_vocab(m, NULL, e) || cfg_validate(&m->cfg.c, c->origin[0] ? c->origin : NULL, e) ||
         model_init(&m->mdl, &m->cfg.c.model, e) || fresh_meta(m, NULL, e)) {
         txl_model_free(m);
         return NULL;
@@ -173,7 +218,7 @@ static int check_import(const model *mdl, const st_file *f, const char *cfg_name
     }
     int state = 0;
     for (int i = 0; i < f->n; i++)
-        if (!model_find_param(mdl, f->t[i].name)) {
+        if (!model_find_param(mdl, f->t[i].name) && strcmp(f->t[i].name, CKPT_VOCAB_TENSOR)) {
             list_add(&extra, f->t[i].name, "");
             state |= strncmp(f->t[i].name, "optim.", 6) == 0 ||
                      strncmp(f->t[i].name, "state.", 6) == 0;
@@ -229,7 +274,12 @@ txl_model *txl_model_import(const char *weights, const txl_config *c, txl_err *e
     }
     m->cfg = *c;
     const char *cfg_name = c->origin[0] ? c->origin : "the config";
-    if (cfg_validate(&m->cfg.c, c->origin[0] ? c->origin : NULL, e) || st_read(&f, weights, e)) {
+    if (st_read(&f, weights, e)) {
+        txl_model_free(m);
+        return NULL;
+    }
+    if (take_vocab(m, &f, e) || cfg_validate(&m->cfg.c, c->origin[0] ? c->origin : NULL, e)) {
+        st_free(&f);
         txl_model_free(m);
         return NULL;
     }
@@ -257,7 +307,14 @@ int txl_model_save(const txl_model *m, const char *path, txl_err *e)
     }
     size_t n = strlen(path);
     int gz = n > 3 && strcmp(path + n - 3, ".gz") == 0;
-    int rc = ckpt_save(path, &m->mdl, NULL, NULL, NULL, meta, gz ? 6 : 0, e);
+    ckpt_vocab cv = {0};
+    uint8_t *vb = NULL;
+    int rc = m->vocab ? vocab_serialize(m->vocab, &vb, &cv.len, e) : 0;
+    cv.bytes = vb;
+    if (!rc)
+        rc = ckpt_save(path, &m->mdl, NULL, NULL, NULL, m->vocab ? &cv : NULL, meta,
+                       gz ? 6 : 0, e);
+    free(vb);
     free(meta);
     return rc;
 }
@@ -307,6 +364,7 @@ void txl_model_free(txl_model *m)
     if (!m)
         return;
     model_free(&m->mdl);
+    vocab_free(m->vocab);
     st_free(&m->f);
     meta_free(m);
     free(m);

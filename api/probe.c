@@ -75,7 +75,7 @@ int txl_probe(txl_model *m, const txl_probe_opts *o,
     probe_ctx p = {.a = &a, .cfg = cfg, .mdl = &m->mdl, .step = m->step,
                    .T = o->tgt_len > 0 ? o->tgt_len : cfg->model.tgt_len,
                    .M = o->mem_len >= 0 ? o->mem_len : cfg->model.mem_len,
-                   .progress = o->progress, .units = cfg_units(cfg),
+                   .progress = o->progress, .units = cfg_units(cfg), .v = m->vocab,
                    .coords = pos_get(cfg->model.pos)->needs_coords, .fn = fn, .ctx = ctx};
     int rc = cfg_open_text(o->data, split, &cfg->data, &p.c, &p.span, &p.label, e);
     if (rc == 0)

@@ -26,10 +26,7 @@ txl_config *txl_config_of_checkpoint(const char *ckpt, int last, txl_err *e)
     if (ckpt_resolve(ckpt, last, path, sizeof path, &from_dir, e) || st_open(&f, path, e))
         return NULL;
     txl_config *c = txl_config_new();
-    const char *text = st_meta(&f, "config");
-    int rc = !c ? err_set(e, ERR_RUNTIME, "out of memory")
-             : text ? cfg_load_meta(&c->c, text, path, e)
-                    : err_set(e, ERR_INPUT, "%s: no 'config' in the metadata", path);
+    int rc = !c ? err_set(e, ERR_RUNTIME, "out of memory") : ckpt_load_config(&f, &c->c, e);
     st_free(&f);
     if (rc) {
         txl_config_free(c);
@@ -61,7 +58,7 @@ static txl_trainer *trainer_begin(const txl_config *c, const txl_train_opts *o, 
     t->opts = &tr->opts;
     t->lock_fd = -1;
     t->run_steps = o->steps;
-    t->st.best_valid = INFINITY;
+    t->st.best_valid = t->st.best_valid_bpc = INFINITY;
     t->cfg = c->c;
     snprintf(tr->origin, sizeof tr->origin, "%s", c->origin);
     if (o->resume) {
@@ -121,7 +118,7 @@ txl_trainer *txl_trainer_new(const txl_config *c, const txl_train_opts *o, txl_e
     trainer *t = &tr->t;
     const char *resume = tr->has_resume ? tr->resume : NULL;
     const char *origin = tr->origin[0] ? tr->origin : NULL;
-    if (run_set_precision(t, e) || run_plan_data(t, origin, e) ||
+    if (run_set_precision(t, e) || run_plan_data(t, origin, resume, o->init_from, e) ||
         run_prepare_out_dir(t, resume, o->force, e) ||
         run_plan_model(t, e) || run_plan_terms(t, e) ||
         run_restore_run(t, resume, o->init_from, origin, 0, e) ||

@@ -88,14 +88,28 @@ static int meta_number(const txl_model *m, const char *key, double *out)
     return !*end && isfinite(*out);
 }
 
-/* --json: the loss in bits (bpc = loss / ln 2), null when the loss is; absent with it. */
+/* A validation's bits per byte: the metadata's (bpc_key), else, in a checkpoint of txl
+ * before 0.3 (a byte model, its loss per byte), loss / ln 2. 0, or -1 when there is no
+ * number (the loss is inf or nan). */
+static int meta_bpc(const txl_model *m, const char *loss_key, const char *bpc_key, double *bpc)
+{
+    double d;
+    if (!meta_number(m, loss_key, &d))
+        return -1;
+    if (txl_model_meta(m, bpc_key))
+        return meta_number(m, bpc_key, bpc) ? 0 : -1;
+    *bpc = d / M_LN2;
+    return 0;
+}
+
+/* --json: the bits per byte, null when the loss is not a number; absent with the loss. */
 static void add_bpc(cJSON *o, const txl_model *m, const char *loss_key, const char *bpc_key)
 {
     double d;
     if (!txl_model_meta(m, loss_key))
         return;
-    if (meta_number(m, loss_key, &d))
-        cJSON_AddNumberToObject(o, bpc_key, d / M_LN2);
+    if (meta_bpc(m, loss_key, bpc_key, &d) == 0)
+        cJSON_AddNumberToObject(o, bpc_key, d);
     else
         cJSON_AddNullToObject(o, bpc_key);
 }
@@ -111,16 +125,17 @@ static void fmt_trained(char *buf, size_t cap, double s)
         snprintf(buf, cap, "%d h %02d min", (int)(s / 3600), (int)fmod(s / 60, 60));
 }
 
-/* "best valid: loss 2.9009 nats/byte, 4.1851 bpc"; `none` when the value is inf or nan
- * (no validation yet, or none at this step). */
-static void print_loss(const txl_model *m, const char *key, const char *label, const char *none)
+/* "best valid: loss 2.9009 nats/token, ppl 18.19, 4.1851 bpc"; `none` when the value is
+ * inf or nan (no validation yet, or none at this step). */
+static void print_loss(const txl_model *m, const char *key, const char *bpc_key,
+                       const char *label, const char *none)
 {
-    double d;
+    double d, bpc;
     const char *v = txl_model_meta(m, key);
     if (!v)
         return;
-    if (meta_number(m, key, &d))
-        printf("%s: loss %.4f nats/byte, %.4f bpc\n", label, d, d / M_LN2);
+    if (meta_number(m, key, &d) && meta_bpc(m, key, bpc_key, &bpc) == 0)
+        printf("%s: loss %.4f nats/token, ppl %.2f, %.4f bpc\n", label, d, exp(d), bpc);
     else if (strcmp(v, "inf") == 0 || strcmp(v, "nan") == 0)
         printf("%s: %s\n", label, none);
     else
@@ -140,8 +155,8 @@ static void print_state(const txl_model *m)
         else if (v)
             printf("%s: %s\n", counts[k], v);
     }
-    print_loss(m, "best_valid_loss", "best valid", "none yet");
-    print_loss(m, "valid_loss", "last valid", "none at this step");
+    print_loss(m, "best_valid_loss", "best_valid_bpc", "best valid", "none yet");
+    print_loss(m, "valid_loss", "valid_bpc", "last valid", "none at this step");
     const char *v = txl_model_meta(m, "elapsed_s");
     if (v && meta_number(m, "elapsed_s", &d) && d >= 0) {
         char buf[64];
@@ -223,8 +238,18 @@ static void print_text(const txl_model *m)
            strcmp(get(m, "model.pre_lnorm", v[3], 64), "true") == 0 ? "pre-LN" : "post-LN");
     const char *an = get(m, "data.anchors", v[4], 64);
     int anchors = strcmp(an, "[]") != 0;
-    printf("vocabulary: %d tokens (256 bytes%s%s)\n", txl_model_vocab(m),
-           anchors ? " + anchors " : "", anchors ? an : "");
+    const char *tk = get(m, "data.tokenizer", v[5], 64);
+    int V = txl_model_vocab(m), bytes = strcmp(tk, "byte") == 0;
+    char what[96];
+    if (bytes)
+        snprintf(what, sizeof what, "256 bytes");
+    else if (anchors)
+        snprintf(what, sizeof what, "%s tokens of the %s vocabulary",
+                 txl_model_meta(m, "vocab_size") ? txl_model_meta(m, "vocab_size") : "?", tk);
+    else
+        snprintf(what, sizeof what, "%s vocabulary", tk);
+    printf("vocabulary: %d tokens (%s%s%s)\n", V, what, anchors ? " + anchors " : "",
+           anchors ? an : "");
     print_state(m);
     printf("resumable: %s (%d tensors)\n", has_optim ? "yes" : "no", n);
     printf("config:\n");

@@ -238,26 +238,31 @@ static int put_bytes(sink *k, int b, const char *s, size_t n, long i)
     return 0;
 }
 
-/* txl_token_fn: stores or prints stream b's next token (a byte, or an anchor: a marker with
- * --show-anchors, else nothing); 0 when the stream goes on, 1 when it stopped (-n bytes, a
- * newline in interactive mode), -1 when stdout went away. */
-static int put(void *ctx, int b, int t)
+/* txl_token_fn: stores or prints stream b's next token's text (an anchor: a marker with
+ * --show-anchors, else nothing), at most -n bytes in all; 0 when the stream goes on, 1 when
+ * it stopped (-n bytes, a newline in interactive mode), -1 when stdout went away. */
+static int put(void *ctx, int b, int t, const char *text, size_t len)
 {
     sink *k = ctx;
     long i = k->calls++;
-    char c = (char)t;
-    if (t < TXL_BYTES) {
-        if (put_bytes(k, b, &c, 1, i))
+    if (len > 0) {
+        size_t room = (size_t)(k->max_bytes - k->bytes[b]);
+        const char *nl = k->stop_at_newline ? memchr(text, '\n', len) : NULL;
+        size_t n = nl ? (size_t)(nl - text) + 1 : len;
+        n = n < room ? n : room; /* -n bytes exactly: a longer token is cut */
+        if (put_bytes(k, b, text, n, i))
             return -1;
-        k->bytes[b]++;
-        if (k->stop_at_newline && t == '\n')
+        k->bytes[b] += (long)n;
+        if (nl && n == (size_t)(nl - text) + 1)
             k->done[b] = 2; /* the answer ended its line */
         else if (k->bytes[b] >= k->max_bytes)
             k->done[b] = 1;
     } else if (k->show_anchors) {
-        const char *name = txl_token_name(k->m, t); /* every anchor has one */
+        const char *name = txl_token_name(k->m, t);
+        if (!name) /* a special of the vocabulary with no text (GPT-2's <|endoftext|>) */
+            return k->done[b] != 0;
         char m[MARKER_MAX];
-        snprintf(m, sizeof m, "<|%s|>", name ? name : "?");
+        snprintf(m, sizeof m, "<|%s|>", name);
         if (put_bytes(k, b, m, strlen(m), i))
             return -1;
     }
@@ -270,7 +275,7 @@ static int put(void *ctx, int b, int t)
 static int sink_init(sink *k, const txl_model *m, const sample_args *a, txl_err *e)
 {
     int N = (int)a->num_samples;
-    long cap = token_budget(a->n) * (a->show_anchors ? MARKER_MAX : 1);
+    long cap = a->n + (a->show_anchors ? token_budget(a->n) * MARKER_MAX : 0);
     *k = (sink){.m = m, .N = N, .live = N == 1, .cap = cap, .show_anchors = a->show_anchors,
                 .max_bytes = a->n};
     char who[160];

@@ -31,6 +31,37 @@ static int validate_fail(txl_err *e, const char *origin, const char *why)
     return err_set(e, ERR_INPUT, "%s", why);
 }
 
+/* The vocabulary keys (doc/design.md, "Vocabularies"): bytes need none of them; word and
+ * bpe take a prepared vocabulary or build one from the train split, not both. */
+static int check_vocab(const data_config *d, char *why, size_t cap)
+{
+    vocab_kind k = VOCAB_BYTE;
+    vocab_kind_parse(d->tokenizer, &k);
+    if (k == VOCAB_BYTE) {
+        const char *key = d->vocab[0] ? "vocab" : d->vocab_size ? "vocab_size"
+                          : d->min_freq ? "min_freq" : NULL;
+        if (key)
+            snprintf(why, cap, "data.%s applies to the word and bpe tokenizers, found "
+                     "data.tokenizer byte (256 tokens, one per byte)", key);
+        return key ? -1 : 0;
+    }
+    if (d->vocab[0] && (d->vocab_size || d->min_freq)) {
+        snprintf(why, cap, "data.%s builds a vocabulary, and data.vocab names a prepared one: "
+                 "give one of them", d->vocab_size ? "vocab_size" : "min_freq");
+        return -1;
+    }
+    if (k == VOCAB_BPE && d->min_freq) {
+        snprintf(why, cap, "data.min_freq applies to the word tokenizer, found bpe");
+        return -1;
+    }
+    if (k == VOCAB_BPE && d->vocab_size && d->vocab_size < TXL_BYTES + 1) {
+        snprintf(why, cap, "data.vocab_size: a bpe vocabulary has the 256 bytes and at least "
+                 "one merge, found %ld", d->vocab_size);
+        return -1;
+    }
+    return 0;
+}
+
 /* Rules between keys (each key alone is fine): 0, or -1 with the message in why. */
 static int check_cross(const run_config *c, char *why, size_t cap)
 {
@@ -77,6 +108,8 @@ static int check_cross(const run_config *c, char *why, size_t cap)
                  "with xl_terms other than abcd", pos_get(m->pos)->name);
         return -1;
     }
+    if (check_vocab(&c->data, why, cap))
+        return -1;
     const pos_ops *ops = pos_get(m->pos);
     return ops->validate ? ops->validate(m, why, cap) : 0;
 }

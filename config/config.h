@@ -19,6 +19,7 @@
 #include "../data/corpus.h"
 #include "../data/tokens.h"
 #include "../data/units.h"
+#include "../data/vocab.h"
 #include "../model/model_config.h"
 #include "../optim/optim.h"
 
@@ -41,9 +42,16 @@ typedef struct {
     char valid[CFG_PATH_MAX];  /* "" = take it from `split` of train */
     char test[CFG_PATH_MAX];   /* "" = take it from `split` of train (or none) */
     double split[3];           /* train/valid/test fractions of `train` when valid is "" */
-    char tokenizer[16];        /* "byte" */
+    char tokenizer[16];        /* "byte", "word" or "bpe" (data/vocab.h) */
+    char vocab[CFG_PATH_MAX];  /* word, bpe: a vocabulary file or checkpoint ("" = build it
+                                  from the train split) */
+    long vocab_size;           /* word: the most words kept (0: all); bpe: the size built */
+    long min_freq;             /* word: words seen fewer times are <unk> (0, 1: none) */
     int anchors;               /* anchor kinds inserted (ANCHOR_* bits, data/units.h) */
     char doc_separator[65];    /* a document starts after each occurrence ("" = none) */
+    /* not a key: the tokens of the vocabulary in use (256 for bytes; word, bpe: the
+     * attached vocabulary's, 0 until one is: cfg_attach_vocab) */
+    long vocab_tokens;
 } data_config;
 
 typedef struct {
@@ -83,10 +91,15 @@ typedef struct {
 
 /* Fills every key with its default (doc/design.md, "Configuration"; out_dir "runs/default"). */
 void cfg_defaults(run_config *c);
-/* The values that are not keys, from the keys: model.vocab (256 bytes + one token per
- * anchor kind of data.anchors). Every loader and setter below ends with it; code that
- * writes a key's field directly calls it after. */
+/* The values that are not keys, from the keys: data.vocab_tokens for bytes (256), and
+ * model.vocab (the vocabulary's tokens + one per anchor kind of data.anchors). Every loader
+ * and setter below ends with it; code that writes a key's field directly calls it after. */
 void cfg_derive(run_config *c);
+/* The tokenizer of data.tokenizer (byte, word, bpe). */
+vocab_kind cfg_tokenizer(const run_config *c);
+/* A vocabulary of `tokens` tokens (word, bpe) is the one in use: data.vocab_tokens, then
+ * cfg_derive. */
+void cfg_attach_vocab(run_config *c, size_t tokens);
 
 /* Loads YAML over the current contents of *c (call cfg_defaults first). Unknown keys,
  * duplicate keys, wrong types, syntax errors: -1 with "PATH:LINE:COL: ..." in e. The file
@@ -181,9 +194,11 @@ int cfg_key_values(int i, char *buf, size_t cap);
 int cfg_open_text(const char *data, int split, const data_config *d, corpus *c,
                   token_span *span, const char **label, txl_err *e);
 
-/* The tokens of a split for a model of config cfg: its bytes with cfg's anchors inserted,
- * and coordinates when the scheme reads them (data/tokens.h). */
-int cfg_tokens(const run_config *cfg, token_span span, tok_stream *ts, txl_err *e);
+/* The tokens of a split for a model of config cfg and vocabulary v (NULL: bytes): its
+ * text's tokens with cfg's anchors inserted, and coordinates when the scheme reads them
+ * (data/tokens.h). */
+int cfg_tokens(const run_config *cfg, const vocab *v, token_span span, tok_stream *ts,
+               txl_err *e);
 /* The units (anchors, document separator) of a config's data section. */
 units_config cfg_units(const run_config *cfg);
 

@@ -58,7 +58,7 @@ typedef struct {
     const char *s;        /* CT_PATH, CT_TEXT, CT_NAME; not owned */
 } cfg_value;
 
-enum { CFG_NKEYS = 53, CFG_NSECTIONS = 3 };
+enum { CFG_NKEYS = 56, CFG_NSECTIONS = 3 };
 extern const cfg_key cfg_keys[CFG_NKEYS];      /* keys.c: the table, in writing order */
 extern const char *const cfg_sections[CFG_NSECTIONS];
 

@@ -27,13 +27,15 @@ int cfg_open_text(const char *data, int split, const data_config *d, corpus *c,
 
 units_config cfg_units(const run_config *cfg)
 {
-    units_config u = {.anchors = (unsigned)cfg->data.anchors};
+    units_config u = {.anchors = (unsigned)cfg->data.anchors,
+                      .base = (txl_tok)cfg->data.vocab_tokens};
     snprintf(u.sep, sizeof u.sep, "%s", cfg->data.doc_separator);
     return u;
 }
 
-int cfg_tokens(const run_config *cfg, token_span span, tok_stream *ts, txl_err *e)
+int cfg_tokens(const run_config *cfg, const vocab *v, token_span span, tok_stream *ts,
+               txl_err *e)
 {
     units_config u = cfg_units(cfg);
-    return tok_stream_open(ts, span, &u, pos_get(cfg->model.pos)->needs_coords, e);
+    return tok_stream_open(ts, span, v, &u, pos_get(cfg->model.pos)->needs_coords, e);
 }

@@ -100,7 +100,7 @@ static const char *opt_name(int v)
     return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
 }
 
-static const char *const tokenizer_names[] = { "byte", NULL };
+static const char *const tokenizer_names[] = { "byte", "word", "bpe", NULL };
 /* data/units.h ANCHOR_* and model_config.h HIER_* bits, in bit order */
 static const char *const anchor_names[] = { "bos", "para", "sent", NULL };
 static const char *const level_names[] = { "token", "word", "sent", "para", NULL };
@@ -155,6 +155,12 @@ const cfg_key cfg_keys[CFG_NKEYS] = {
     { KEY("data", "split", CT_SPLIT, data.split), .def = {0.9, 0.05, 0.05} },
     { KEY("data", "tokenizer", CT_NAME, data.tokenizer), .cap = CAP(data.tokenizer),
       .names = tokenizer_names, .def_str = "byte" },
+    /* word, bpe: "" builds the vocabulary from the train split */
+    { KEY("data", "vocab", CT_PATH, data.vocab), .cap = CAP(data.vocab), .flags = F_NULL_OK,
+      .def_str = "" },
+    { KEY("data", "vocab_size", CT_LONG, data.vocab_size), .flags = F_MIN | F_MAX, .min = 0,
+      .max = VOCAB_MAX_TOKENS, .def = {0} },
+    { KEY("data", "min_freq", CT_LONG, data.min_freq), .flags = F_MIN, .min = 0, .def = {0} },
     { KEY("data", "anchors", CT_SET, data.anchors), .names = anchor_names, .def = {0} },
     /* "" (or null: `--set data.doc_separator=`) = none */
     { KEY("data", "doc_separator", CT_TEXT, data.doc_separator), .cap = CAP(data.doc_separator),
@@ -270,10 +276,25 @@ void cfg_key_put(const cfg_key *k, run_config *c, const cfg_value *v)
     }
 }
 
+vocab_kind cfg_tokenizer(const run_config *c)
+{
+    vocab_kind k = VOCAB_BYTE;
+    vocab_kind_parse(c->data.tokenizer, &k);
+    return k;
+}
+
 void cfg_derive(run_config *c)
 {
-    /* the vocabulary is not a key: bytes, then one token per anchor kind */
-    c->model.vocab = TXL_BYTES + units_n_anchors((unsigned)c->data.anchors);
+    /* the vocabulary is not a key: the tokenizer's tokens, then one per anchor kind */
+    if (cfg_tokenizer(c) == VOCAB_BYTE)
+        c->data.vocab_tokens = TXL_BYTES;
+    c->model.vocab = (int)c->data.vocab_tokens + units_n_anchors((unsigned)c->data.anchors);
+}
+
+void cfg_attach_vocab(run_config *c, size_t tokens)
+{
+    c->data.vocab_tokens = (long)tokens;
+    cfg_derive(c);
 }
 
 /* Shortest "%.Ng" that reads back to exactly x. */

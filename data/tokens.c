@@ -1,6 +1,8 @@
 /* tokens.c: see tokens.h. */
 #include "tokens.h"
 
+#include "textenc.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,42 +11,86 @@ void tok_stream_free(tok_stream *ts)
 {
     free(ts->tok);
     free(ts->coords);
+    free(ts->nbytes);
     memset(ts, 0, sizeof *ts);
 }
 
-int tok_stream_open(tok_stream *ts, token_span span, const units_config *u, int coords,
-                    txl_err *e)
+/* The growing arrays of tok_stream_open. */
+typedef struct {
+    tok_stream *ts;
+    size_t cap;
+    int coords;
+} stream_sink;
+
+static int grow(stream_sink *k)
+{
+    tok_stream *ts = k->ts;
+    size_t cap = k->cap ? 2 * k->cap : 1 << 16;
+    txl_tok *tok = realloc(ts->tok, cap * sizeof *tok);
+    if (tok)
+        ts->tok = tok;
+    uint32_t *nb = tok ? realloc(ts->nbytes, cap * sizeof *nb) : NULL;
+    if (nb)
+        ts->nbytes = nb;
+    int32_t *co = nb && k->coords ? realloc(ts->coords, cap * TXL_N_COORDS * sizeof *co) : NULL;
+    if (co)
+        ts->coords = co;
+    if (!tok || !nb || (k->coords && !co))
+        return -1;
+    k->cap = cap;
+    return 0;
+}
+
+static int sink_token(void *ctx, const textenc_tok *t)
+{
+    stream_sink *k = ctx;
+    tok_stream *ts = k->ts;
+    if (ts->n == k->cap && grow(k))
+        return 2; /* out of memory */
+    ts->tok[ts->n] = t->tok;
+    ts->nbytes[ts->n] = t->nbytes;
+    if (k->coords)
+        memcpy(ts->coords + ts->n * TXL_N_COORDS, t->co, sizeof t->co);
+    ts->bytes += t->nbytes;
+    ts->n++;
+    return 0;
+}
+
+int tok_stream_open(tok_stream *ts, token_span span, const vocab *v, const units_config *u,
+                    int coords, txl_err *e)
 {
     memset(ts, 0, sizeof *ts);
     ts->span = span;
-    ts->n = span.n;
-    if (!u->anchors && !coords)
+    ts->n = ts->bytes = span.n;
+    int bytes = !v || vocab_get_kind(v) == VOCAB_BYTE;
+    if (bytes && !u->anchors && !coords)
         return 0;
-    /* count, then fill: the same units pass twice over the bytes, read in chunks */
-    for (int pass = 0; pass < 2; pass++) {
-        units_state st;
-        units_init(&st, u);
-        uint8_t buf[1 << 16];
-        size_t k = 0;
-        for (size_t off = 0; off < span.n;) {
-            size_t len = span.n - off < sizeof buf ? span.n - off : sizeof buf;
-            if (corpus_read(span.c, span.begin + off, buf, len, e)) {
-                tok_stream_free(ts);
-                return -1;
-            }
-            k += units_tokenize(&st, buf, len, pass ? ts->tok + k : NULL,
-                                pass && coords ? ts->coords + k * TXL_N_COORDS : NULL);
-            off += len;
+    ts->n = ts->bytes = 0;
+    textenc te;
+    if (textenc_init(&te, v, u, e))
+        return -1;
+    stream_sink k = {.ts = ts, .coords = coords};
+    int rc = 0;
+    uint8_t buf[1 << 16];
+    for (size_t off = 0; rc == 0 && off < span.n;) {
+        size_t len = span.n - off < sizeof buf ? span.n - off : sizeof buf;
+        if (corpus_read(span.c, span.begin + off, buf, len, e)) {
+            rc = -2; /* e names the file */
+            break;
         }
-        if (pass == 0) {
-            ts->n = k;
-            ts->tok = malloc((k ? k : 1) * sizeof *ts->tok);
-            ts->coords = coords ? malloc((k ? k : 1) * TXL_N_COORDS * sizeof *ts->coords) : NULL;
-            if (!ts->tok || (coords && !ts->coords)) {
-                tok_stream_free(ts);
-                return err_set(e, ERR_RUNTIME, "%s: out of memory for %zu tokens", span.path, k);
-            }
-        }
+        rc = textenc_feed(&te, buf, len, sink_token, &k, e);
+        off += len;
+    }
+    if (rc == 0)
+        rc = textenc_finish(&te, sink_token, &k, e);
+    textenc_free(&te);
+    if (rc == 0 && !ts->tok && grow(&k)) /* an empty text: arrays all the same */
+        rc = 2;
+    if (rc) {
+        tok_stream_free(ts);
+        if (rc == 2)
+            return err_set(e, ERR_RUNTIME, "%s: out of memory for its tokens", span.path);
+        return rc == -1 ? err_wrap(e, "%s", span.path) : -1;
     }
     return 0;
 }
@@ -68,6 +114,15 @@ int tok_stream_read(const tok_stream *ts, size_t off, txl_tok *tok, int32_t *coo
         done += k;
     }
     return 0;
+}
+
+void tok_stream_bytes(const tok_stream *ts, size_t off, uint32_t *nb, size_t n)
+{
+    if (ts->nbytes)
+        memcpy(nb, ts->nbytes + off, n * sizeof *nb);
+    else
+        for (size_t i = 0; i < n; i++)
+            nb[i] = 1;
 }
 
 int batcher_init(batcher *bt, const tok_stream *ts, int B, int Lq, int whole, size_t min_len,
@@ -116,7 +171,7 @@ static size_t stream_targets(const batcher *bt)
     return bt->whole ? bt->n : (bt->n >= 1 ? bt->n - 1 : 0);
 }
 
-int batcher_next(batcher *bt, txl_tok *x, txl_tok *y, int32_t *co, txl_err *e)
+int batcher_next(batcher *bt, txl_tok *x, txl_tok *y, int32_t *co, uint32_t *yb, txl_err *e)
 {
     size_t nt = stream_targets(bt);
     if (bt->pos >= nt)
@@ -130,6 +185,8 @@ int batcher_next(batcher *bt, txl_tok *x, txl_tok *y, int32_t *co, txl_err *e)
                             co ? co + (size_t)b * len * TXL_N_COORDS : NULL, len, e) ||
             tok_stream_read(bt->ts, at + 1, y + (size_t)b * len, NULL, len, e))
             return -1;
+        if (yb)
+            tok_stream_bytes(bt->ts, at + 1, yb + (size_t)b * len, len);
     }
     bt->pos += len;
     return (int)len;

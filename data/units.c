@@ -42,6 +42,23 @@ unsigned units_anchor_kind(unsigned anchors, txl_tok t)
     return 0;
 }
 
+static txl_tok anchor_base(const units_config *u)
+{
+    return u->base ? u->base : TXL_BYTES;
+}
+
+long units_anchor_token(const units_config *u, unsigned kind)
+{
+    int id = units_anchor_id(u->anchors, kind);
+    return id < 0 ? -1 : (long)anchor_base(u) + (id - TXL_BYTES);
+}
+
+unsigned units_token_anchor(const units_config *u, txl_tok t)
+{
+    txl_tok b = anchor_base(u);
+    return t < b || t - b >= 3 ? 0 : units_anchor_kind(u->anchors, TXL_BYTES + (t - b));
+}
+
 unsigned units_starting(const units_state *s, uint8_t b)
 {
     if (is_ws(b))
@@ -77,7 +94,7 @@ static unsigned announces(unsigned kind)
                                  : 0;
 }
 
-static void push_byte(units_state *s, uint8_t b)
+void units_push_byte(units_state *s, uint8_t b)
 {
     unsigned st = units_starting(s, b);
     count_starts(s, st & ~s->announced);
@@ -102,31 +119,34 @@ static void push_byte(units_state *s, uint8_t b)
     }
 }
 
-void units_push(units_state *s, txl_tok t)
+void units_push_anchor(units_state *s, unsigned kind)
 {
-    if (t < TXL_BYTES) {
-        push_byte(s, (uint8_t)t);
-        return;
-    }
     /* an anchor is the first token of the unit it announces and of every other unit the
      * text starts there (a paragraph after a blank line, with only sentence anchors): count
      * them now, and not again at the byte that follows */
-    unsigned a = announces(units_anchor_kind(s->cfg.anchors, t)) | units_starting(s, 'x');
+    unsigned a = announces(kind) | units_starting(s, 'x');
     count_starts(s, a & ~s->announced);
     s->announced |= a;
 }
 
-/* The anchor to insert before a byte that starts the units st, or -1. */
-static int anchor_before(const units_state *s, unsigned st)
+void units_push(units_state *s, txl_tok t)
 {
-    unsigned an = s->cfg.anchors;
+    if (t < TXL_BYTES)
+        units_push_byte(s, (uint8_t)t);
+    else
+        units_push_anchor(s, units_anchor_kind(s->cfg.anchors, t));
+}
+
+unsigned units_anchor_before(const units_config *u, unsigned st)
+{
+    unsigned an = u->anchors;
     if ((st & START_DOC) && (an & ANCHOR_BOS))
-        return units_anchor_id(an, ANCHOR_BOS);
+        return ANCHOR_BOS;
     if ((st & START_PARA) && (an & ANCHOR_PARA))
-        return units_anchor_id(an, ANCHOR_PARA);
+        return ANCHOR_PARA;
     if ((st & START_SENT) && (an & ANCHOR_SENT))
-        return units_anchor_id(an, ANCHOR_SENT);
-    return -1;
+        return ANCHOR_SENT;
+    return 0;
 }
 
 static void emit(units_state *s, txl_tok t, txl_tok *out, int32_t *coords, size_t k)
@@ -144,9 +164,9 @@ size_t units_tokenize(units_state *s, const uint8_t *text, size_t n, txl_tok *ou
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (s->cfg.anchors) {
-            int a = anchor_before(s, units_starting(s, text[i]));
-            if (a >= 0)
-                emit(s, (txl_tok)a, out, coords, k++);
+            unsigned a = units_anchor_before(&s->cfg, units_starting(s, text[i]));
+            if (a)
+                emit(s, (txl_tok)units_anchor_id(s->cfg.anchors, a), out, coords, k++);
         }
         emit(s, text[i], out, coords, k++);
     }

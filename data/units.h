@@ -35,6 +35,8 @@ enum { COORD_WORD, COORD_SENT, COORD_PARA, N_COORDS = TXL_N_COORDS };
 typedef struct {
     unsigned anchors;             /* ANCHOR_* bits */
     char sep[UNITS_SEP_MAX + 1];  /* document separator ("" = none) */
+    txl_tok base;                 /* the first anchor's id: the vocabulary's size (0: 256, the
+                                     bytes); the enabled kinds take base, base + 1, ... */
 } units_config;
 
 typedef struct {
@@ -55,18 +57,28 @@ enum { START_WORD = 1u << 0, START_SENT = 1u << 1, START_PARA = 1u << 2, START_D
 
 /* Starts a stream at the beginning of a file (a document starts at its first word). */
 void units_init(units_state *s, const units_config *c);
-/* Number of anchor kinds enabled: the vocabulary is 256 + this. */
+/* Number of anchor kinds enabled: the model's vocabulary is the tokenizer's plus this. */
 int units_n_anchors(unsigned anchors);
-/* The token id of anchor kind `kind` (ANCHOR_BOS/PARA/SENT) when enabled, else -1. */
+/* The token id of anchor kind `kind` (ANCHOR_BOS/PARA/SENT) when enabled, else -1: with
+ * bytes (base 256), and after a vocabulary of u->base tokens. */
 int units_anchor_id(unsigned anchors, unsigned kind);
+long units_anchor_token(const units_config *u, unsigned kind);
 /* "[bos, sent]": the enabled kinds as a YAML list, for messages. */
 void units_anchor_list(unsigned anchors, char *buf, size_t cap);
-/* The anchor kind of token id t (>= 256), or 0. */
+/* The anchor kind of token id t (>= 256), or 0; and of t after u->base tokens. */
 unsigned units_anchor_kind(unsigned anchors, txl_tok t);
+unsigned units_token_anchor(const units_config *u, txl_tok t);
 /* START_* bits of the units that start at byte b in this state (b is not consumed). */
 unsigned units_starting(const units_state *s, uint8_t b);
-/* Consumes one token: a byte, or an anchor id (>= 256). */
+/* Consumes one token of the byte vocabulary: a byte, or an anchor id (>= 256). */
 void units_push(units_state *s, txl_tok t);
+/* Consumes one byte of text, or an anchor of kind `kind` (another vocabulary's tokens are
+ * their bytes: data/textenc.h). */
+void units_push_byte(units_state *s, uint8_t b);
+void units_push_anchor(units_state *s, unsigned kind);
+/* The anchor kind (ANCHOR_*, the highest enabled one) to insert before a byte, or a token,
+ * where the units `st` (START_* bits) start; 0 for none. */
+unsigned units_anchor_before(const units_config *u, unsigned st);
 /* Converts n bytes to tokens, inserting the enabled anchors: writes them to out (NULL:
  * only count) and, when coords is not NULL, their coordinates [ntok][N_COORDS]. Carries
  * the state, so a text may come in pieces. Returns the number of tokens. */

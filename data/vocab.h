@@ -42,6 +42,9 @@
 
 typedef enum { VOCAB_BYTE, VOCAB_WORD, VOCAB_BPE } vocab_kind;
 
+/* The largest vocabulary txl takes (tokens, specials included): 2^24. */
+#define VOCAB_MAX_TOKENS (1L << 24)
+
 /* The specials a vocabulary may hold (vocab_special). */
 typedef enum {
     SPECIAL_NONE = 0, /* an ordinary token */
@@ -77,6 +80,8 @@ vocab_special_kind vocab_special(const vocab *v, txl_tok t);
 long vocab_special_id(const vocab *v, vocab_special_kind k);
 /* The id of a token by its bytes (a word, a BPE piece), or -1. */
 long vocab_lookup(const vocab *v, const uint8_t *bytes, size_t len);
+/* The merges of a bpe vocabulary (0 for the other kinds). */
+size_t vocab_merges(const vocab *v);
 /* A 64-bit hash of the serialized vocabulary: token files record it, so ids are never read
  * with another vocabulary. */
 uint64_t vocab_fingerprint(const vocab *v);
@@ -94,26 +99,40 @@ typedef struct vocab_encoder vocab_encoder;
 typedef int (*vocab_emit_fn)(void *ctx, txl_tok t, size_t off, size_t len);
 
 vocab_encoder *vocab_encoder_new(const vocab *v, txl_err *e);
-/* Feeds n bytes; emits every token that is final. */
+/* Feeds n bytes; emits every token that is final. Returns 0, emit's non-zero value, or -1
+ * with e: ERR_INPUT for a word not in a word vocabulary that has no <unk> (the message
+ * names the word and its offset), ERR_RUNTIME when out of memory. After a non-zero return
+ * the encoder can only be freed. */
 int vocab_encoder_feed(vocab_encoder *en, const uint8_t *text, size_t n, vocab_emit_fn emit,
-                       void *ctx);
-/* Ends the text: emits what is held. The encoder can then start another text. */
-int vocab_encoder_finish(vocab_encoder *en, vocab_emit_fn emit, void *ctx);
+                       void *ctx, txl_err *e);
+/* Ends the text: emits what is held (returns as feed). The encoder can then start another
+ * text, whose offsets start at 0 again. */
+int vocab_encoder_finish(vocab_encoder *en, vocab_emit_fn emit, void *ctx, txl_err *e);
+/* Emits what is held as if the text went on after a piece boundary (a prompt whose
+ * continuation the model draws): as finish, but a word-level line that has no newline
+ * yet gets no <eos>, and the line goes on (a next word is separated by a space); the
+ * offsets go on too. Returns as feed. */
+int vocab_encoder_flush(vocab_encoder *en, vocab_emit_fn emit, void *ctx, txl_err *e);
 void vocab_encoder_free(vocab_encoder *en);
 /* A whole text at once into a malloc'd array (*out, *n): the same tokens as the encoder. */
 int vocab_encode(const vocab *v, const uint8_t *text, size_t len, txl_tok **out, size_t *n,
                  txl_err *e);
 
 /* ---- Building --------------------------------------------------------------------------
- * From corpora: each input is read front to back (plain or gzip'd files, "-" stdin). */
+ * From corpora: each input is read front to back (plain or gzip'd files, "-" stdin), or
+ * from one text through a callback. */
 
 typedef struct {
     const char *const *files; /* the texts counted (a split's file for a config's data) */
     int n_files;
-    /* or one span of a file (train's split of data.train): when span_path is set, bytes
-     * [span_begin, span_begin + span_len) of it are the text */
-    const char *span_path;
-    size_t span_begin, span_len;
+    /* or one text read through a callback (train's split of data.train, which may be a
+     * gzip'd file, a part of one, or stdin held in memory): read(ctx, off, buf, n, e)
+     * copies bytes [off, off + n) of its text_len bytes into buf; 0, or -1 with e. Used when
+     * read is not NULL (files is then ignored); text_name names it in messages. */
+    int (*read)(void *ctx, size_t off, uint8_t *buf, size_t n, txl_err *e);
+    void *read_ctx;
+    size_t text_len;
+    const char *text_name;
     long min_freq;            /* word: words seen fewer times are dropped (0, 1: none) */
     long max_size;            /* word: at most this many words besides the specials (0: all);
                                  bpe: the vocabulary's size, 256 + merges (256 .. 2^20) */

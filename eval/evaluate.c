@@ -15,7 +15,7 @@ typedef eval_pass pass;
 
 static void pass_free(pass *p)
 {
-    free(p->x), free(p->y), free(p->co);
+    free(p->x), free(p->y), free(p->yb), free(p->co);
     mem_free(&p->mem);
     kv_cache_free(&p->kv);
     acts_free(&p->A);
@@ -42,8 +42,9 @@ static int pass_init(pass *p, model *mdl, const model_config *cfg, const eval_op
     size_t BL = (size_t)o->batch * o->tgt_len;
     p->x = malloc(BL * sizeof *p->x);
     p->y = malloc(BL * sizeof *p->y);
+    p->yb = malloc(BL * sizeof *p->yb);
     p->co = pos_get(cfg->pos)->needs_coords ? malloc(BL * TXL_N_COORDS * sizeof *p->co) : NULL;
-    if (!p->x || !p->y || (pos_get(cfg->pos)->needs_coords && !p->co))
+    if (!p->x || !p->y || !p->yb || (pos_get(cfg->pos)->needs_coords && !p->co))
         return err_set(e, ERR_RUNTIME, "out of memory");
     return 0;
 }
@@ -53,14 +54,14 @@ static void pass_reset(pass *p)
 {
     mem_reset(&p->mem);
     p->nats = p->anchor_nats = 0;
-    p->tokens = p->anchors = 0;
+    p->tokens = p->anchors = p->bytes = 0;
 }
 
-/* One segment of this rank's rows (x, y [nb, len] at rows b0..); scored unless warming up.
- * Anchor targets are summed apart (from the per-row losses), so bytes and anchors can be
- * counted separately; without anchors the sum is model_forward's own. */
-static void run_segment(pass *p, const txl_tok *x, const txl_tok *y, const int32_t *co,
-                        int len)
+/* One segment of this rank's rows (x, y, yb [nb, len] at rows b0..); scored unless warming
+ * up. Anchor targets are summed apart (from the per-row losses), and the bytes of text the
+ * targets cover (yb) are counted; without anchors the sum is model_forward's own. */
+static void run_segment(pass *p, const txl_tok *x, const txl_tok *y, const uint32_t *yb,
+                        const int32_t *co, int len)
 {
     int full = p->mem.m >= p->o->mem_len;
     fwd_opts fo = {.training = 0, .stats = p->o->stats, .pos_offset = p->o->pos_offset,
@@ -69,11 +70,14 @@ static void run_segment(pass *p, const txl_tok *x, const txl_tok *y, const int32
     if (p->o->warmup && !full)
         return;
     size_t rows = (size_t)p->nb * len;
-    for (size_t i = 0; i < rows; i++)
-        if (y[i] >= TXL_BYTES) {
+    txl_tok base = p->o->anchor_base ? p->o->anchor_base : TXL_BYTES;
+    for (size_t i = 0; i < rows; i++) {
+        if (y[i] >= base) {
             p->anchor_nats += p->A.row_loss[i];
             p->anchors++;
         }
+        p->bytes += yb[i];
+    }
     p->nats += l;
     p->tokens += rows;
 }
@@ -93,15 +97,14 @@ static void progress_line(eval_plan *ep, const eval_result *r, size_t nseg, doub
         return;
     *last_draw = now;
     double nats = 0;
-    size_t tokens = 0, anchors = 0;
+    size_t bytes = 0;
     for (int i = 0; i < ep->R; i++) {
         const pass *q = replica(ep, i);
-        nats += q->nats, tokens += q->tokens, anchors += q->anchors;
+        nats += q->nats, bytes += q->bytes;
     }
     double el = now - t0, eta = el / r->segments * (nseg - r->segments);
     char etas[32];
     sys_fmt_duration(etas, sizeof etas, eta);
-    size_t bytes = tokens - anchors;
     fprintf(stderr, "\r\033[K%s: segment %zu/%zu  bpc %.4f  %.0f tok/s  ETA %s",
             p->o->label ? p->o->label : "eval", r->segments, nseg,
             bytes ? nats / bytes / M_LN2 : 0.0,
@@ -115,14 +118,16 @@ static void run_rows(eval_plan *ep, int len)
     pass *p = &ep->p;
     if (ep->R == 1) {
         size_t off = p->b0 * (size_t)len;
-        run_segment(p, p->x + off, p->y + off, p->co ? p->co + off * TXL_N_COORDS : NULL, len);
+        run_segment(p, p->x + off, p->y + off, p->yb + off,
+                    p->co ? p->co + off * TXL_N_COORDS : NULL, len);
         return;
     }
 #pragma omp parallel for schedule(static, 1) num_threads(ep->R)
     for (int r = 0; r < ep->R; r++) {
         pass *q = &ep->rep[r];
         size_t off = (p->b0 + q->b0) * (size_t)len;
-        run_segment(q, p->x + off, p->y + off, p->co ? p->co + off * TXL_N_COORDS : NULL, len);
+        run_segment(q, p->x + off, p->y + off, p->yb + off,
+                    p->co ? p->co + off * TXL_N_COORDS : NULL, len);
     }
 }
 
@@ -133,7 +138,7 @@ static void gather_sums(eval_plan *ep)
     for (int r = 0; ep->R > 1 && r < ep->R; r++) {
         const pass *q = &ep->rep[r];
         p->nats += q->nats, p->anchor_nats += q->anchor_nats;
-        p->tokens += q->tokens, p->anchors += q->anchors;
+        p->tokens += q->tokens, p->anchors += q->anchors, p->bytes += q->bytes;
     }
 }
 
@@ -164,11 +169,13 @@ static int run_tail(eval_plan *ep, const batcher *bt, txl_err *e)
         int len = n - at < (size_t)p->o->tgt_len ? (int)(n - at) : p->o->tgt_len;
         rc = tok_stream_read(bt->ts, first + at, q->x, q->co, (size_t)len, e) ||
              tok_stream_read(bt->ts, first + at + 1, q->y, NULL, (size_t)len, e);
-        if (!rc)
-            run_segment(q, q->x, q->y, q->co, len);
+        if (!rc) {
+            tok_stream_bytes(bt->ts, first + at + 1, q->yb, (size_t)len);
+            run_segment(q, q->x, q->y, q->yb, q->co, len);
+        }
     }
     p->nats += q->nats, p->anchor_nats += q->anchor_nats;
-    p->tokens += q->tokens, p->anchors += q->anchors;
+    p->tokens += q->tokens, p->anchors += q->anchors, p->bytes += q->bytes;
     return rc ? -1 : 0;
 }
 
@@ -187,7 +194,7 @@ static int run_streams(eval_plan *ep, batcher *bt, eval_result *r, txl_err *e)
         nseg = p->o->max_segments;
     double t0 = sys_now(), last_draw = 0;
     int len;
-    while ((len = batcher_next(bt, p->x, p->y, p->co, e)) > 0) {
+    while ((len = batcher_next(bt, p->x, p->y, p->co, p->yb, e)) > 0) {
         run_rows(ep, len);
         r->segments++;
         if (p->o->max_segments && r->segments >= p->o->max_segments)
@@ -253,7 +260,7 @@ static int pass_bytes(const model_config *cfg, const eval_opts *o, int nb, int r
                   mem_plan_bytes(cfg, nb, o->mem_len);
     if (buffers)
         *bytes += (double)o->batch * o->tgt_len *
-                  (2 * sizeof(txl_tok) +
+                  (2 * sizeof(txl_tok) + sizeof(uint32_t) +
                    (pos_get(cfg->pos)->needs_coords ? TXL_N_COORDS * sizeof(int32_t) : 0));
     return 0;
 }
@@ -326,10 +333,11 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
         pass_reset(&ep->rep[i]);
     int rc = run_streams(ep, &bt, r, e);
     if (ep->nr > 1) {
-        double v[4] = {p->nats, p->anchor_nats, (double)p->tokens, (double)p->anchors};
-        dist_sum_f64(v, 4);
+        double v[5] = {p->nats, p->anchor_nats, (double)p->tokens, (double)p->anchors,
+                       (double)p->bytes};
+        dist_sum_f64(v, 5);
         p->nats = v[0], p->anchor_nats = v[1];
-        p->tokens = (size_t)v[2], p->anchors = (size_t)v[3];
+        p->tokens = (size_t)v[2], p->anchors = (size_t)v[3], p->bytes = (size_t)v[4];
     }
     if (rc)
         return -1;
@@ -338,10 +346,13 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
                     ((r->seconds > 1e-9 ? r->seconds : 1e-9) * par_max_threads());
     r->tokens = p->tokens;
     r->anchor_tokens = p->anchors;
-    r->bytes = p->tokens - p->anchors;
+    r->bytes = p->bytes;
     r->anchor_bits = p->anchor_nats / M_LN2;
-    r->loss = r->bytes ? p->nats / (double)r->bytes : NAN;
-    if (!r->bytes)
+    r->loss = r->tokens ? p->nats / (double)r->tokens : NAN;
+    /* bits over bytes, as (nats per token) / ln 2 x tokens per byte: for bytes without
+     * anchors the factor is exactly 1, and the number is the nats per byte / ln 2 it was */
+    r->bpc = r->bytes ? r->loss / M_LN2 * ((double)r->tokens / (double)r->bytes) : NAN;
+    if (!r->tokens)
         return err_set(e, ERR_INPUT, "%s: no tokens scored (with --warmup, the memory of %d "
                        "tokens must fill before scoring starts; the streams are too short)",
                        ep->ts.span.path, ep->o.mem_len);
@@ -367,8 +378,8 @@ int eval_stream(model *mdl, const model_config *cfg, const tok_stream *ts, const
     if (!rc) {
         rc = eval_plan_run(&ep, r, e);
     } else if (ep.nr > 1) { /* out of memory on this rank: the others wait in the sum */
-        double v[4] = {0, 0, 0, 0};
-        dist_sum_f64(v, 4);
+        double v[5] = {0, 0, 0, 0, 0};
+        dist_sum_f64(v, 5);
     }
     eval_plan_free(&ep);
     return rc;

@@ -22,15 +22,17 @@ typedef struct {
     int distributed;      /* split the streams over the MPI ranks (common/dist.h); every rank
                              gets the global result */
     long pos_offset;      /* added to every absolute position (txl probe shift) */
+    txl_tok anchor_base;  /* the first anchor's id (the tokenizer's V; 0: 256, bytes) */
 } eval_opts;
 
 typedef struct {
-    double loss;          /* nats per byte of text: the nats of every scored token (anchors
-                             included) over the bytes those targets are (doc/design.md,
-                             "Anchors": Counting); without anchors, nats per token */
+    double loss;          /* nats per scored token (anchors included) */
+    double bpc;           /* bits per byte of text: the bits of every scored token (anchors
+                             included) over the bytes of text those targets cover
+                             (doc/design.md, "Vocabularies": Metrics) */
     size_t tokens;        /* scored tokens (anchors included) */
-    size_t bytes;         /* of which bytes of text */
-    size_t anchor_tokens; /* and anchors */
+    size_t bytes;         /* the bytes of text they cover */
+    size_t anchor_tokens; /* of the tokens, anchors */
     double anchor_bits;   /* bits spent on the anchors, in all */
     size_t segments;      /* segments run (scored or not) */
     double seconds;
@@ -53,9 +55,10 @@ typedef struct eval_pass {
     int nb;               /* streams of this rank */
     size_t b0;            /* its first stream in the batch */
     txl_tok *x, *y;       /* [batch, tgt_len] */
+    uint32_t *yb;         /* [batch, tgt_len] the bytes of text of each target */
     int32_t *co;          /* their coordinates, or NULL */
     double nats, anchor_nats;
-    size_t tokens, anchors;
+    size_t tokens, anchors, bytes;
 } eval_pass;
 
 /* A pass planned once and run again and again over the same tokens with the weights of the

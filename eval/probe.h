@@ -49,6 +49,7 @@ typedef struct {
     const probe_opts *a;
     const run_config *cfg;  /* the model's */
     model *mdl;
+    const vocab *v;         /* the model's vocabulary (NULL: bytes) */
     units_config units;     /* the model's anchors (data/units.h) */
     int coords;             /* its scheme reads coordinates */
     corpus c;

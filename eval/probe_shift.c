@@ -42,9 +42,10 @@ int probe_shift(probe_ctx *p, txl_err *e)
     if (sp.n > (size_t)p->a->max_tokens)
         sp.n = (size_t)p->a->max_tokens;
     tok_stream ts;
-    if (cfg_tokens(p->cfg, sp, &ts, e))
+    if (cfg_tokens(p->cfg, p->v, sp, &ts, e))
         return -1;
-    eval_opts o0 = {.batch = 1, .tgt_len = p->T, .mem_len = p->M, .label = "shift"};
+    eval_opts o0 = {.batch = 1, .tgt_len = p->T, .mem_len = p->M, .label = "shift",
+                    .anchor_base = p->units.base};
     double bytes;
     char who[128];
     snprintf(who, sizeof who, "probe shift: the evaluation at tgt_len %d with mem_len %d",

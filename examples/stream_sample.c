@@ -19,21 +19,21 @@ typedef struct {
     long printed, max;
 } answer;
 
-static int put_token(void *ctx, int stream, int token)
+static int put_token(void *ctx, int stream, int token, const char *text, size_t len)
 {
     answer *a = ctx;
-    (void)stream;
-    if (token >= 256) /* an anchor (sentence, paragraph): not text */
-        return 0;
-    if (putchar(token) == EOF || fflush(stdout) != 0)
+    (void)stream, (void)token; /* an anchor (sentence, paragraph) has no text */
+    if ((len && fwrite(text, 1, len, stdout) != len) || fflush(stdout) != 0)
         return -1; /* stdout went away */
     size_t k = strlen(a->stop);
-    if (a->n_tail == sizeof a->tail) {
-        memmove(a->tail, a->tail + 1, sizeof a->tail - 1);
-        a->n_tail--;
+    for (size_t i = 0; i < len; i++) {
+        if (a->n_tail == sizeof a->tail) {
+            memmove(a->tail, a->tail + 1, sizeof a->tail - 1);
+            a->n_tail--;
+        }
+        a->tail[a->n_tail++] = text[i];
     }
-    a->tail[a->n_tail++] = (char)token;
-    a->printed++;
+    a->printed += (long)len;
     if (k && a->n_tail >= k && memcmp(a->tail + a->n_tail - k, a->stop, k) == 0)
         return 1;
     return a->printed >= a->max;

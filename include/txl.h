@@ -35,11 +35,11 @@ extern "C" {
 #endif
 
 #define TXL_VERSION_MAJOR 0
-#define TXL_VERSION_MINOR 2
+#define TXL_VERSION_MINOR 3
 #define TXL_VERSION_PATCH 0
-#define TXL_VERSION "0.2.0"
+#define TXL_VERSION "0.3.0"
 
-/* The library's version ("0.2.0"). */
+/* The library's version ("0.3.0"). */
 const char *txl_version(void);
 
 /* ---- Errors ----------------------------------------------------------------------------- */
@@ -290,8 +290,9 @@ int txl_probe(txl_model *m, const txl_probe_opts *o,
  * inserted and its coordinates counted as in training; generating draws `streams`
  * continuations of what was fed, one token at a time per stream with the memory's keys and
  * values cached, so a token costs the same however much text came before it. Feeds and
- * generations may alternate (a dialogue: txl sample -i). Bytes are tokens 0..255; the
- * model's anchor tokens follow from 256 (txl_token_name names them). */
+ * generations may alternate (a dialogue: txl sample -i). Tokens are the ids of the model's
+ * vocabulary (bytes are 0..255 for the byte tokenizer); its anchor tokens follow the
+ * vocabulary's last id (txl_token_name names them). */
 
 typedef struct txl_decoder txl_decoder;
 
@@ -328,12 +329,17 @@ txl_decoder *txl_decoder_new(txl_model *m, const txl_decode_opts *o, txl_err *e)
 /* Runs len bytes of text through the model after what was fed and generated before (the
  * first feed starts a text: a document); the logits of its last token condition the next
  * generate. Any length: the text goes through a segment at a time (what came more than
- * tgt_len + mem_len tokens before the end reaches the model through its memory alone). */
+ * tgt_len + mem_len tokens before the end reaches the model through its memory alone). The
+ * text is tokenized by the model's vocabulary as a prompt: its last word or piece is final
+ * (a word-level line without its newline gets no <eos>: the generation goes on with it). */
 int txl_decoder_feed(txl_decoder *d, const char *text, size_t len, txl_err *e);
 
-/* Receives each token drawn for `stream` (0 .. streams-1): returns 0 to go on, 1 when that
- * stream is done (it gets no more calls), -1 to stop generating (the output went away). */
-typedef int (*txl_token_fn)(void *ctx, int stream, int token);
+/* Receives each token drawn for `stream` (0 .. streams-1) and the text it adds to that
+ * stream's text (len bytes, not NUL-terminated: a byte, a BPE piece, a word with its
+ * separating space, "\n" for a word-level <eos>; none for an anchor, which txl_token_name
+ * names): returns 0 to go on, 1 when that stream is done (it gets no more calls), -1 to
+ * stop generating (the output went away). */
+typedef int (*txl_token_fn)(void *ctx, int stream, int token, const char *text, size_t len);
 
 /* Draws up to max_tokens tokens per stream continuing the text fed, calling fn with each,
  * in order: step by step, the streams of a group in order within a step, the groups of
@@ -347,8 +353,8 @@ typedef int (*txl_token_fn)(void *ctx, int stream, int token);
  * every stream then draws max_tokens (a benchmark). */
 long txl_decoder_generate(txl_decoder *d, long max_tokens, txl_token_fn fn, void *ctx,
                           txl_err *e);
-/* The name of one of m's anchor tokens ("bos", "para", "sent"); NULL for a byte and for a
- * token outside the vocabulary. */
+/* The name of one of m's anchor tokens ("bos", "para", "sent"); NULL for a text token and
+ * for a token outside the vocabulary. */
 const char *txl_token_name(const txl_model *m, int token);
 /* The memory rows in use and the streams decoded side by side (the largest group of a
  * generate: opts.batch or the automatic choice, balanced over the groups). */

@@ -9,7 +9,8 @@
 #include <string.h>
 
 int ckpt_save(const char *path, const model *mdl, const float *adam_m, const float *adam_v,
-              const model_mem *mem, const char *const *meta, int gzip_level, txl_err *e)
+              const model_mem *mem, const ckpt_vocab *vocab, const char *const *meta,
+              int gzip_level, txl_err *e)
 {
     st_writer w;
     st_writer_init(&w);
@@ -18,6 +19,10 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
     char **names = calloc((size_t)n_extra + 1, sizeof *names);
     float *memcopy = NULL;
     int rc = names ? 0 : -1, k = 0;
+    if (rc == 0 && vocab && vocab->bytes) { /* first: its data starts the file's data */
+        int64_t shape[1] = {(int64_t)vocab->len};
+        rc = st_writer_add(&w, CKPT_VOCAB_TENSOR, ST_U8, 1, shape, vocab->bytes);
+    }
     for (int i = 0; rc == 0 && i < mdl->n_params; i++) {
         const param_entry *p = &mdl->table[i];
         int64_t shape[2] = {p->shape[0], p->shape[1]};
@@ -189,7 +194,7 @@ static int check_names(const model *mdl, const st_file *f, const char *prefix, t
     for (int i = 0; i < f->n && rc == 0; i++) {
         const char *nm = f->t[i].name, *key = nm;
         int optim = strncmp(nm, "optim.", 6) == 0, state = strncmp(nm, "state.", 6) == 0;
-        if (prefix ? !optim : optim || state)
+        if (prefix ? !optim : optim || state || strcmp(nm, CKPT_VOCAB_TENSOR) == 0)
             continue;
         if (prefix) /* optim.m.<name>, optim.v.<name> */
             key = (nm[6] == 'm' || nm[6] == 'v') && nm[7] == '.' ? nm + 8 : NULL;
@@ -339,6 +344,10 @@ int ckpt_check_header(const model *mdl, const st_file *f, const ckpt_state *s, t
                 return -1;
         }
     }
+    const st_tensor *v = st_find(f, CKPT_VOCAB_TENSOR);
+    if (v && (v->dtype != ST_U8 || v->ndim != 1 || v->numel > CKPT_VOCAB_MAX))
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' is not a vocabulary (U8 [n], at most %d "
+                       "MiB)", f->path, CKPT_VOCAB_TENSOR, CKPT_VOCAB_MAX >> 20);
     return check_names(mdl, f, NULL, e) || check_names(mdl, f, "optim.", e) ||
            check_state(f, mdl->cfg.n_layer, mdl->cfg.d_model, s, e) ? -1 : 0;
 }

@@ -9,10 +9,22 @@
 #include "../model/model.h"
 #include "safetensors.h"
 
-/* meta: NULL-terminated list of key, value, key, value, ..., NULL. adam_m/adam_v and mem
- * may be NULL. gzip_level 0 writes plain safetensors. Atomic (see st_write). */
+/* A word or BPE model's vocabulary travels in its checkpoint: the bytes of its file format
+ * (data/vocab.h, vocab_serialize) as the U8 tensor `vocab`, the first in the file, and its
+ * size in the metadata key `vocab_size` (read before any data: the model's V). A byte model
+ * has neither. */
+#define CKPT_VOCAB_TENSOR "vocab"
+#define CKPT_VOCAB_MAX (256 << 20)
+typedef struct {
+    const uint8_t *bytes;
+    size_t len;
+} ckpt_vocab;
+
+/* meta: NULL-terminated list of key, value, key, value, ..., NULL. adam_m/adam_v, mem and
+ * vocab may be NULL. gzip_level 0 writes plain safetensors. Atomic (see st_write). */
 int ckpt_save(const char *path, const model *mdl, const float *adam_m, const float *adam_v,
-              const model_mem *mem, const char *const *meta, int gzip_level, txl_err *e);
+              const model_mem *mem, const ckpt_vocab *vocab, const char *const *meta,
+              int gzip_level, txl_err *e);
 
 /* Copies every parameter of mdl's table from f, checking presence, dtype F32 and shape.
  * Tensors that are neither parameters of this model nor optim.* / state.* are errors. */
@@ -38,7 +50,8 @@ typedef struct {
 /* The header of f (st_open: before its data is read or allocated) against mdl's table
  * (model_init_table suffices) and the state s allows: every parameter present, F32 of its
  * shape; every other tensor an Adam moment of a parameter (optim.m.<name>, optim.v.<name>,
- * F32 of the parameter's shape) or a state tensor as above. So the data read is at most
+ * F32 of the parameter's shape), a state tensor as above, or the vocabulary (U8 [n], at
+ * most CKPT_VOCAB_MAX bytes). So the data read is at most
  * what the model and its state take. ERR_INPUT naming the file and the tensor. */
 int ckpt_check_header(const model *mdl, const st_file *f, const ckpt_state *s, txl_err *e);
 

@@ -204,8 +204,96 @@ int ckpt_check_meta(const st_file *f, const run_config *cfg, size_t params, txl_
     return train_state_check(f, &r, e);
 }
 
+int ckpt_load_config(const st_file *f, run_config *cfg, txl_err *e)
+{
+    const char *text = st_meta(f, "config");
+    if (!text)
+        return err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint; "
+                       "use 'txl import' for plain weights)", f->path);
+    if (cfg_load_meta(cfg, text, f->path, e))
+        return -1;
+    const char *vs = st_meta(f, CKPT_VOCAB_SIZE);
+    if (cfg_tokenizer(cfg) == VOCAB_BYTE)
+        return vs ? err_set(e, ERR_INPUT, "%s: metadata '%s' in a checkpoint of the byte "
+                            "tokenizer (its config's data.tokenizer)", f->path,
+                            CKPT_VOCAB_SIZE) : 0;
+    long long n;
+    if (!vs)
+        return err_set(e, ERR_INPUT, "%s: no metadata '%s': a %s model's checkpoint records "
+                       "its vocabulary's size", f->path, CKPT_VOCAB_SIZE, cfg->data.tokenizer);
+    if (ckpt_meta_count(f, CKPT_VOCAB_SIZE, 0, &n, e))
+        return -1;
+    if (n < 1 || n > VOCAB_MAX_TOKENS)
+        return err_set(e, ERR_INPUT, "%s: metadata '%s' is %lld: expected 1 to %ld tokens",
+                       f->path, CKPT_VOCAB_SIZE, n, VOCAB_MAX_TOKENS);
+    cfg_attach_vocab(cfg, (size_t)n);
+    return 0;
+}
+
+int ckpt_read_vocab(const st_file *f, const run_config *cfg, vocab **out, txl_err *e)
+{
+    *out = NULL;
+    const st_tensor *t = st_find(f, CKPT_VOCAB_TENSOR);
+    vocab_kind k = cfg_tokenizer(cfg);
+    if (k == VOCAB_BYTE)
+        return t ? err_set(e, ERR_INPUT, "%s: tensor '%s' in a checkpoint of the byte "
+                           "tokenizer (its config's data.tokenizer)", f->path,
+                           CKPT_VOCAB_TENSOR) : 0;
+    if (!t)
+        return err_set(e, ERR_INPUT, "%s: missing tensor '%s': a %s model's checkpoint holds "
+                       "its vocabulary", f->path, CKPT_VOCAB_TENSOR, cfg->data.tokenizer);
+    char origin[sizeof f->path + 32];
+    snprintf(origin, sizeof origin, "%s: tensor %s", f->path, CKPT_VOCAB_TENSOR);
+    vocab *v = vocab_parse(st_data(f, t), t->numel, origin, e);
+    if (!v)
+        return -1;
+    if (vocab_get_kind(v) != k || (long)vocab_size(v) != cfg->data.vocab_tokens) {
+        err_set(e, ERR_INPUT, "%s: a %s vocabulary of %zu tokens, but the config says "
+                "data.tokenizer %s and the metadata '%s' %ld", origin,
+                vocab_kind_name(vocab_get_kind(v)), vocab_size(v), cfg->data.tokenizer,
+                CKPT_VOCAB_SIZE, cfg->data.vocab_tokens);
+        vocab_free(v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A path names a checkpoint (not a vocabulary file): a directory (a run's), or a file whose
+ * name ends in .safetensors or .safetensors.gz. */
+static int names_checkpoint(const char *path)
+{
+    struct stat sb;
+    size_t n = strlen(path);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return 1;
+    return (n >= 12 && strcmp(path + n - 12, ".safetensors") == 0) ||
+           (n >= 15 && strcmp(path + n - 15, ".safetensors.gz") == 0);
+}
+
+int ckpt_vocab_of(const char *path, vocab **out, run_config *ck, txl_err *e)
+{
+    *out = NULL;
+    if (!names_checkpoint(path))
+        return (*out = vocab_load(path, e)) ? 0 : -1;
+    char file[CKPT_PATH_MAX];
+    int dir;
+    st_file f;
+    run_config own, *cfg = ck ? ck : &own;
+    cfg_defaults(cfg);
+    if (ckpt_resolve(path, 0, file, sizeof file, &dir, e) || st_open(&f, file, e))
+        return -1;
+    int rc = ckpt_load_config(&f, cfg, e); /* a byte model's data need not be read */
+    if (rc == 0 && cfg_tokenizer(cfg) != VOCAB_BYTE)
+        rc = st_read_data(&f, e) || ckpt_read_vocab(&f, cfg, out, e) ? -1 : 0;
+    st_free(&f);
+    if (rc == 0 && !*out && !(*out = vocab_new_bytes(e)))
+        rc = -1;
+    return rc;
+}
+
 int ckpt_open(const char *arg, int *from_dir, st_file *f, run_config *cfg, model *mdl,
-              txl_err *e)
+              vocab **v, txl_err *e)
 {
     char path[CKPT_PATH_MAX];
     _Static_assert(sizeof f->path >= CKPT_PATH_MAX, "st_file holds a checkpoint path");
@@ -217,29 +305,30 @@ int ckpt_open(const char *arg, int *from_dir, st_file *f, run_config *cfg, model
         return -1;
     if (from_dir)
         *from_dir = dir;
-    const char *text = st_meta(f, "config");
-    if (!text) {
-        st_free(f);
-        return err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint; "
-                       "use 'txl import' for plain weights)", path);
-    }
     /* the header against the model of its config before any data is read: the data can
      * then hold no more than the model and its state */
     cfg_defaults(cfg);
     const model_config *m = &cfg->model;
     ckpt_state st = {0};
-    int rc = cfg_load_meta(cfg, text, path, e) || cfg_validate(cfg, path, e) ||
+    vocab *voc = NULL;
+    int rc = ckpt_load_config(f, cfg, e) || cfg_validate(cfg, path, e) ||
              ckpt_check_config(f, m, path, e) || model_init_table(mdl, m, e);
     if (!rc) {
         st = (ckpt_state){.streams = cfg->train.batch_size * cfg->train.grad_accum,
                           .mem_len = m->mem_len, .coords = pos_get(m->pos)->needs_coords};
         rc = ckpt_check_header(mdl, f, &st, e) || ckpt_check_meta(f, cfg, mdl->n_weights, e) ||
-             st_read_data(f, e) || model_alloc_weights(mdl, e) || ckpt_load_weights(mdl, f, e);
+             st_read_data(f, e) || ckpt_read_vocab(f, cfg, &voc, e) ||
+             model_alloc_weights(mdl, e) || ckpt_load_weights(mdl, f, e);
     }
     if (rc) {
+        vocab_free(voc);
         model_free(mdl);
         st_free(f);
         return -1;
     }
+    if (v)
+        *v = voc;
+    else
+        vocab_free(voc);
     return 0;
 }

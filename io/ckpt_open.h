@@ -47,12 +47,27 @@ long long ckpt_file_step(const char *path);
  * has none (for --resume of a directory with only a best, the message suggests
  * --init-from). */
 int ckpt_resolve(const char *arg, int last, char *buf, size_t cap, int *from_dir, txl_err *e);
+/* The metadata key of a word or BPE model's vocabulary size (io/checkpoint.h). */
+#define CKPT_VOCAB_SIZE "vocab_size"
+/* The config in f's metadata over *cfg (cfg_load_meta), with the vocabulary's size from
+ * the metadata (a word or BPE model: cfg_attach_vocab), so the model's V is known before
+ * any data is read. ERR_INPUT naming the file and the key. */
+int ckpt_load_config(const st_file *f, run_config *cfg, txl_err *e);
+/* After st_read_data: the vocabulary of f (a word or BPE model's `vocab` tensor, parsed
+ * and held to the config's tokenizer and size) into *out, malloc'd; NULL for a byte
+ * model, whose checkpoint has no vocabulary. */
+int ckpt_read_vocab(const st_file *f, const run_config *cfg, vocab **out, txl_err *e);
+/* The vocabulary a path names (data.vocab, txl vocab's VOCAB): a vocabulary file, or a
+ * checkpoint or run directory (its vocabulary; a byte model's is the byte vocabulary), and
+ * then its config into *ck when ck is not NULL. *out is malloc'd. */
+int ckpt_vocab_of(const char *path, vocab **out, run_config *ck, txl_err *e);
 /* Reads a checkpoint (a file, or a run directory's best else last: ckpt_resolve; from_dir,
  * when not NULL, says which), its config (metadata "config"), builds the model and loads
  * weights. The header is held to the model of that config (ckpt_check_header) and the
  * metadata checked (ckpt_check_meta) before any tensor data is read. On success the caller
- * owns f (f->path: the file read), cfg and mdl (st_free / model_free). */
+ * owns f (f->path: the file read), cfg, mdl and *v when v is not NULL (st_free /
+ * model_free / vocab_free; NULL for a byte model). */
 int ckpt_open(const char *arg, int *from_dir, st_file *f, run_config *cfg, model *mdl,
-              txl_err *e);
+              vocab **v, txl_err *e);
 
 #endif

@@ -22,6 +22,7 @@ enum {
     SK_INF = 1,        /* "inf" is a value (no validation yet) */
     SK_NAN = 2,        /* "nan" is a value (no validation at this step) */
     SK_WRITE_ONLY = 4, /* for readers of the file; --resume does not need it */
+    SK_OPTIONAL = 8,   /* absent in checkpoints of txl before it: train_state_read derives it */
 };
 
 typedef struct {
@@ -37,6 +38,8 @@ static const state_key skeys[] = {
     SK("tokens", SK_LLONG, tokens, 0),
     SK("best_valid_loss", SK_REAL, best_valid, SK_INF),
     SK("valid_loss", SK_REAL, valid_loss, SK_INF | SK_NAN | SK_WRITE_ONLY),
+    SK("best_valid_bpc", SK_REAL, best_valid_bpc, SK_INF | SK_OPTIONAL),
+    SK("valid_bpc", SK_REAL, valid_bpc, SK_INF | SK_NAN | SK_WRITE_ONLY),
     SK("epoch", SK_LONG, epoch, 0),
     SK("data_pos", SK_SIZE, data_pos, 0),
     SK("train_split_tokens", SK_SIZE, train_tokens, 0),
@@ -163,7 +166,9 @@ int train_state_read(train_state *s, const st_file *f, txl_err *e)
         int rc = read_key(k, f, &w, e);
         if (rc < 0)
             return -1;
-        if (rc > 0)
+        if (rc > 0 && (k->flags & SK_OPTIONAL)) /* best_valid_bpc: a byte model's, then */
+            w.best_valid_bpc = w.best_valid / M_LN2;
+        else if (rc > 0)
             return err_set(e, ERR_INPUT, "%s: metadata '%s' is missing (not a checkpoint txl "
                            "wrote for --resume?)", f->path, k->key);
     }

@@ -32,9 +32,12 @@ typedef struct {
     unsigned long long seed;  /* train.seed of the run that wrote it */
     size_t params;            /* parameter count (Adam moments not counted) */
     double valid_loss;        /* validation loss at this step, NaN if none; written only */
+    double best_valid_bpc;    /* the bits per byte of the best validation, INFINITY if none
+                               * (absent before txl 0.3: best_valid / ln 2, a byte model's) */
+    double valid_bpc;         /* the bits per byte at this step, NaN if none; written only */
 } train_state;
 
-#define TRAIN_STATE_KEYS 15
+#define TRAIN_STATE_KEYS 17
 
 /* The metadata strings of s: kv holds key, value, key, value, ..., NULL for ckpt_save;
  * the values live in buf. */

@@ -3,8 +3,10 @@
 #include "run.h"
 #include "../model/precision.h"
 
-/* The train/valid/test spans from data.* (data/corpus.h: data_open_splits). */
-static int open_data(trainer *t, txl_err *e)
+/* The train/valid/test spans from data.* (data/corpus.h: data_open_splits), the run's
+ * vocabulary (run/vocab.c) and the tokens of the train and valid splits. */
+static int open_data(trainer *t, const char *origin, const char *resume,
+                     const char *init_from, txl_err *e)
 {
     const data_config *d = &t->cfg.data;
     data_paths p = {d->train, d->valid, d->test, d->split};
@@ -15,9 +17,11 @@ static int open_data(trainer *t, txl_err *e)
     t->train_s = sp[SPLIT_TRAIN];
     t->valid_s = sp[SPLIT_VALID];
     t->test_s = sp[SPLIT_TEST];
-    if (cfg_tokens(&t->cfg, t->train_s, &t->train_ts, e))
+    if (run_plan_vocab(t, resume, init_from, e) || cfg_validate(&t->cfg, origin, e))
+        return -1;
+    if (cfg_tokens(&t->cfg, t->vocab, t->train_s, &t->train_ts, e))
         return err_wrap(e, "data.train");
-    if (t->valid_s.n && cfg_tokens(&t->cfg, t->valid_s, &t->valid_ts, e))
+    if (t->valid_s.n && cfg_tokens(&t->cfg, t->vocab, t->valid_s, &t->valid_ts, e))
         return err_wrap(e, "the valid split");
     return 0;
 }
@@ -73,7 +77,12 @@ void run_print_plan(const trainer *t, FILE *f)
     const run_config *c = &t->cfg;
     const model_config *m = &c->model;
     size_t act = t->act_floats * 4, par = t->par_floats * 4 * (size_t)(3 + t->R);
-    char accum[48] = "";
+    char accum[48] = "", train[80];
+    if (t->vocab) /* words or pieces: the tokens and the text they come from */
+        snprintf(train, sizeof train, "%zu %s tokens of %zu bytes", t->train_ts.n,
+                 c->data.tokenizer, t->train_s.n);
+    else
+        snprintf(train, sizeof train, "%zu bytes", t->train_s.n);
     if (t->k > 1)
         snprintf(accum, sizeof accum, " x %d accum", t->k);
     fprintf(f,
@@ -82,14 +91,14 @@ void run_print_plan(const trainer *t, FILE *f)
             "dropout %g\n"
             "  memory: params+grads+adam %.1f MiB, activations %.1f MiB, mem %.1f MiB "
             "(estimate %.0f MiB)\n"
-            "  data: train %zu bytes (%s), valid %zu, test %zu; OpenBLAS core %s\n"
+            "  data: train %s (%s), valid %zu, test %zu; OpenBLAS core %s\n"
             "  precision %s%s%s%s\n"
             "  out_dir %s\n",
             pos_scheme_name(m->pos), m->n_layer, m->d_model, m->n_head, m->d_head,
             m->d_inner, t->n_weights / 1e6, (long long)t->k * t->B * m->tgt_len,
             t->B, accum, m->tgt_len, m->mem_len, m->pre_lnorm ? "yes" : "no",
             m->dropout, par / 1048576.0, act / 1048576.0, mem_bytes(t) / 1048576.0,
-            run_plan_mib(t), t->train_s.n, t->train_s.path,
+            run_plan_mib(t), train, t->train_s.path,
             t->valid_s.n, t->test_s.n, sys_blas_core(), precision_name(t->precision),
             *t->prec_kernel ? " (" : "", t->prec_kernel, *t->prec_kernel ? ")" : "",
             c->train.out_dir);
@@ -142,12 +151,13 @@ static int missing_corpus_hint(const trainer *t, txl_err *e)
 
 /* The data: the train/valid/test spans, the train batcher over all batch_size x grad_accum
  * streams of a step, and this rank's streams of each micro-batch. */
-int run_plan_data(trainer *t, const char *origin, txl_err *e)
+int run_plan_data(trainer *t, const char *origin, const char *resume, const char *init_from,
+                  txl_err *e)
 {
     int B = t->cfg.train.batch_size, Lq = t->cfg.model.tgt_len, k = t->cfg.train.grad_accum;
     t->B = B;
     t->k = k;
-    if (open_data(t, e))
+    if (open_data(t, origin, resume, init_from, e))
         return missing_corpus_hint(t, e);
     if (batcher_init(&t->bt, &t->train_ts, k * B, Lq, 0, (size_t)Lq + 1, "train", e))
         return k > 1 ? err_wrap(e, "train.batch_size %d x train.grad_accum %d streams", B, k)

@@ -133,18 +133,33 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     train_state s = t->st;
     s.elapsed += sys_now() - t->t_start;
     s.valid_loss = valid_loss;
+    s.valid_bpc = isnan(valid_loss) ? NAN : t->valid_bpc;
     train_state_meta sm;
     train_state_format(&s, &sm);
-    /* the precision the run trained with (train.precision as resolved on this machine) */
-    const char *meta[8 + 2 * TRAIN_STATE_KEYS + 1] = {
+    /* the precision the run trained with (train.precision as resolved on this machine);
+     * a word or BPE model's vocabulary size after the state */
+    const char *meta[10 + 2 * TRAIN_STATE_KEYS + 1] = {
         "format", "txl/1",
         "config", cfg_yaml,
         "rng", "counter-based: dropout masks = hash(seed, step, site, index)",
         "precision", precision_name(t->precision),
     };
     memcpy(meta + 8, sm.kv, sizeof sm.kv);
-    int rc = ckpt_save(path, &t->mdl, mem ? t->adam_m : NULL, mem ? t->adam_v : NULL, mem,
-                       meta, t->cfg.train.ckpt_gzip ? 1 : 0, e);
+    char vs[32];
+    ckpt_vocab cv = {0};
+    uint8_t *vb = NULL;
+    int rc = 0;
+    if (t->vocab) { /* a word or BPE model's vocabulary travels with it */
+        snprintf(vs, sizeof vs, "%zu", vocab_size(t->vocab));
+        meta[8 + 2 * TRAIN_STATE_KEYS] = CKPT_VOCAB_SIZE;
+        meta[9 + 2 * TRAIN_STATE_KEYS] = vs;
+        rc = vocab_serialize(t->vocab, &vb, &cv.len, e);
+        cv.bytes = vb;
+    }
+    if (!rc)
+        rc = ckpt_save(path, &t->mdl, mem ? t->adam_m : NULL, mem ? t->adam_v : NULL, mem,
+                       t->vocab ? &cv : NULL, meta, t->cfg.train.ckpt_gzip ? 1 : 0, e);
+    free(vb);
     free(cfg_yaml);
     return rc;
 }
@@ -158,7 +173,15 @@ static int data_tokens_differ(const run_config *ck, const run_config *now, char 
     char a[32], b[32];
     units_anchor_list((unsigned)ck->data.anchors, a, sizeof a);
     units_anchor_list((unsigned)now->data.anchors, b, sizeof b);
-    if (ck->data.anchors != now->data.anchors)
+    if (strcmp(ck->data.tokenizer, now->data.tokenizer) != 0)
+        snprintf(why, cap, "data.tokenizer differs from the checkpoint's (token ids would "
+                 "change meaning): checkpoint %s, now %s", ck->data.tokenizer,
+                 now->data.tokenizer);
+    else if (ck->data.vocab_tokens != now->data.vocab_tokens)
+        snprintf(why, cap, "the vocabulary differs from the checkpoint's (token ids would "
+                 "change meaning): checkpoint %ld tokens, now %ld", ck->data.vocab_tokens,
+                 now->data.vocab_tokens);
+    else if (ck->data.anchors != now->data.anchors)
         snprintf(why, cap, "data.anchors differ from the checkpoint's (token ids would change "
                  "meaning): checkpoint %s, now %s", a, b);
     else if (strcmp(ck->data.doc_separator, now->data.doc_separator) != 0)
@@ -217,11 +240,8 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
     run_config ck;
     cfg_defaults(&ck);
     train_state st = t->st;
-    const char *text = st_meta(&f, "config");
     int rc = 0;
-    if (!text)
-        rc = err_set(e, ERR_INPUT, "%s: no 'config' in the metadata (not a txl checkpoint)", path);
-    else if (cfg_load_meta(&ck, text, path, e) || train_state_read(&st, &f, e))
+    if (ckpt_load_config(&f, &ck, e) || train_state_read(&st, &f, e))
         rc = -1;
     if (rc == 0) {
         char diff[1024];
@@ -273,7 +293,7 @@ static int load_init_from(trainer *t, const char *path, int dry, txl_err *e)
     run_config ck;
     model src;
     int from_dir;
-    if (ckpt_open(path, &from_dir, &f, &ck, &src, e))
+    if (ckpt_open(path, &from_dir, &f, &ck, &src, NULL, e))
         return -1;
     if (from_dir)
         run_note(t, TXL_EV_NOTE, "%s is a run directory: using %s", path, f.path);

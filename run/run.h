@@ -63,6 +63,7 @@ typedef struct {
     model_mem mem;            /* this rank's k x Bl streams (micro-batch j: j Bl .. j Bl + Bl) */
     corpus train_c, valid_c, test_c;
     token_span train_s, valid_s, test_s;
+    vocab *vocab;             /* the run's vocabulary (word, bpe; NULL: bytes): run/vocab.c */
     tok_stream train_ts, valid_ts; /* their tokens (anchors, coordinates: data/tokens.h) */
     batcher bt;
     txl_tok *x, *y;           /* [k B, Lq] of all streams of a step; micro-batch j is rows
@@ -80,6 +81,7 @@ typedef struct {
     long log_fail_step;       /* the step of that event */
     char last_path[1100], best_path[1100], log_path[1100];
     train_state st;
+    double valid_bpc;         /* bits per byte of the last validation (run_valid) */
     const txl_train_opts *opts; /* the caller's: events, progress, the command line */
     long run_steps;       /* --steps: stop after this many steps in this invocation (0 = off) */
     int threads;          /* OpenMP threads of this rank */
@@ -146,7 +148,11 @@ int run_stop_keeping_last(trainer *t, txl_err *e);
 void run_loop_init(trainer *t, loop_state *ls);
 int run_train_step(trainer *t, loop_state *ls, txl_err *e);
 int run_dry_plan(trainer *t, txl_err *e);
-int run_plan_data(trainer *t, const char *origin, txl_err *e);
+int run_plan_data(trainer *t, const char *origin, const char *resume, const char *init_from,
+                  txl_err *e);
+/* The run's vocabulary (run/vocab.c): --resume's or --init-from's checkpoint's, data.vocab's,
+ * or built from the train split; attached to t->cfg (NULL for bytes). */
+int run_plan_vocab(trainer *t, const char *resume, const char *init_from, txl_err *e);
 double run_plan_mib(const trainer *t);
 int run_plan_model(trainer *t, txl_err *e);
 int run_plan_terms(trainer *t, txl_err *e);

@@ -28,10 +28,10 @@ void run_loop_init(trainer *t, loop_state *ls)
  * holds the memory, which a checkpoint to resume always does: ckpt_check_header). */
 static int next_batch(trainer *t, txl_err *e)
 {
-    int len = batcher_next(&t->bt, t->x, t->y, t->co, e), wrapped = len == 0;
+    int len = batcher_next(&t->bt, t->x, t->y, t->co, NULL, e), wrapped = len == 0;
     if (wrapped) {
         t->bt.pos = 0;
-        len = batcher_next(&t->bt, t->x, t->y, t->co, e);
+        len = batcher_next(&t->bt, t->x, t->y, t->co, NULL, e);
     }
     if (dist_max_int(len < 0))
         return -1;

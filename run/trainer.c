@@ -22,22 +22,28 @@ static int run_valid(trainer *t, double *loss, txl_err *e)
     eval_opts o = {.batch = run_valid_batch(t), .tgt_len = m->tgt_len,
                    .mem_len = m->mem_len, .max_tokens = (size_t)t->cfg.train.eval_tokens,
                    .progress = t->opts && t->opts->progress && dist_is_root(), .label = "valid",
-                   .distributed = 1};
+                   .distributed = 1, .anchor_base = (txl_tok)t->cfg.data.vocab_tokens};
     eval_result r;
     if (eval_stream(&t->mdl, m, &t->valid_ts, &o, &r, e))
         return -1;
     run_log_json(t, "{\"event\":\"eval\",\"split\":\"valid\",\"step\":%ld,\"loss\":%.6f,"
                 "\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"bytes\":%zu,\"anchor_tokens\":%zu,"
                 "\"anchor_bits\":%.2f,\"elapsed_s\":%.1f}",
-             t->st.step, r.loss, r.loss / M_LN2, exp(r.loss), r.tokens, r.bytes,
+             t->st.step, r.loss, r.bpc, exp(r.loss), r.tokens, r.bytes,
              r.anchor_tokens, r.anchor_bits, t->st.elapsed + sys_now() - t->t_start);
-    char text[160];
-    snprintf(text, sizeof text, "step %ld: valid loss %.4f, bpc %.4f (%zu bytes, %.1fs)",
-             t->st.step, r.loss, r.loss / M_LN2, r.bytes, r.seconds);
+    char text[200];
+    if (t->vocab) /* tokens are not bytes: the perplexity per token too */
+        snprintf(text, sizeof text, "step %ld: valid loss %.4f, ppl %.2f, bpc %.4f (%zu tokens, "
+                 "%zu bytes, %.1fs)", t->st.step, r.loss, exp(r.loss), r.bpc, r.tokens, r.bytes,
+                 r.seconds);
+    else
+        snprintf(text, sizeof text, "step %ld: valid loss %.4f, bpc %.4f (%zu bytes, %.1fs)",
+                 t->st.step, r.loss, r.bpc, r.bytes, r.seconds);
     run_event(t, &(txl_event){.kind = TXL_EV_EVAL, .step = t->st.step,
                               .max_steps = t->cfg.train.max_steps, .loss = r.loss,
-                              .bpc = r.loss / M_LN2, .text = text});
+                              .bpc = r.bpc, .text = text});
     *loss = r.loss;
+    t->valid_bpc = r.bpc;
     return 0;
 }
 
@@ -96,11 +102,18 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     double eta = (double)(tc->max_steps - step) * ls->ntok / (tps > 0 ? tps : 1);
     if (tc->max_minutes > 0 && tc->max_minutes * 60 - run_s < eta)
         eta = tc->max_minutes * 60 - run_s;
+    /* bits per byte: of bytes, a byte model's loss / ln 2; words and BPE pieces are not
+     * bytes (their validations count the bytes), so the perplexity per token instead */
+    char rate[48];
+    if (t->vocab)
+        snprintf(rate, sizeof rate, "\"bpc\":null,\"ppl\":%.6g", exp(mean));
+    else
+        snprintf(rate, sizeof rate, "\"bpc\":%.6f", mean / M_LN2);
     run_log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
-                "\"bpc\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
+                "%s,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
                 "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f,"
                 "\"comm_exposed_s\":%.4f,\"gemm_share\":%.4f}",
-             step, t->st.tokens, mean, mean / M_LN2, ls->lr, ls->norm, tps,
+             step, t->st.tokens, mean, rate, ls->lr, ls->norm, tps,
              t->st.elapsed + run_s, ls->loss, dist_comm_seconds() - ls->comm_log,
              dist_exposed_seconds() - ls->exposed_log, gemm_share);
     ls->comm_log = dist_comm_seconds();
@@ -109,10 +122,11 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     char etas[32], els[32], text[200];
     sys_fmt_duration(etas, sizeof etas, eta);
     sys_fmt_duration(els, sizeof els, t->st.elapsed + run_s);
-    snprintf(text, sizeof text, "step %ld/%ld | loss %.4f | bpc %.4f | lr %.3g | %.0f tok/s | "
-             "ETA %s | %s", step, tc->max_steps, mean, mean / M_LN2, ls->lr, tps, etas, els);
+    snprintf(text, sizeof text, "step %ld/%ld | loss %.4f | %s %.4g | lr %.3g | %.0f tok/s | "
+             "ETA %s | %s", step, tc->max_steps, mean, t->vocab ? "ppl" : "bpc",
+             t->vocab ? exp(mean) : mean / M_LN2, ls->lr, tps, etas, els);
     run_event(t, &(txl_event){.kind = TXL_EV_STEP, .step = step, .max_steps = tc->max_steps,
-                              .loss = mean, .bpc = mean / M_LN2, .lr = ls->lr,
+                              .loss = mean, .bpc = t->vocab ? NAN : mean / M_LN2, .lr = ls->lr,
                               .grad_norm = ls->norm, .tok_per_s = tps,
                               .elapsed_s = t->st.elapsed + run_s, .eta_s = eta, .text = text});
     t->st.log_sum = 0;
@@ -165,6 +179,7 @@ static int eval_and_save(trainer *t, loop_state *ls, int *at_end, txl_err *e)
             return run_stop_keeping_last(t, e);
         if (vloss < t->st.best_valid) {
             t->st.best_valid = vloss;
+            t->st.best_valid_bpc = t->valid_bpc;
             if (run_save_checkpoint(t, t->best_path, 0, vloss, e))
                 return -1;
         }
@@ -218,7 +233,7 @@ static void add_summary(cJSON *o, const trainer *t, const loop_state *ls, const 
     run_add_num(o, "grad_norm", "%.6g", ls->norm);
     cJSON_AddNumberToObject(o, "skipped_steps", (double)t->st.skipped);
     run_add_num(o, "best_valid_loss", "%.6f", t->st.best_valid);
-    run_add_num(o, "best_valid_bpc", "%.6f", t->st.best_valid / M_LN2);
+    run_add_num(o, "best_valid_bpc", "%.6f", t->st.best_valid_bpc);
     cJSON_AddStringToObject(o, "checkpoint", t->last_path);
     run_add_num(o, "peak_rss_mb", "%.1f", ru.ru_maxrss / 1024.0);
     run_add_num(o, "elapsed_s", "%.1f", t->st.elapsed + sys_now() - t->t_start);
@@ -387,6 +402,8 @@ void run_trainer_free(trainer *t)
     free(t->co);
     tok_stream_free(&t->train_ts);
     tok_stream_free(&t->valid_ts);
+    vocab_free(t->vocab);
+    t->vocab = NULL;
     free(t->adam_m);
     free(t->adam_v);
     mem_free(&t->mem);
@@ -433,7 +450,8 @@ char *run_dry_run(trainer *t, const char *cfg_path, const char *resume, const ch
 {
     const char *origin = cfg_path ? cfg_path : resume;
     run_set_paths(t);
-    if (run_plan_data(t, origin, e) || (!resume && !force && run_holds_run(t, e)) ||
+    if (run_plan_data(t, origin, resume, init_from, e) ||
+        (!resume && !force && run_holds_run(t, e)) ||
         run_dry_plan(t, e) || run_restore_run(t, resume, init_from, origin, 1, e) ||
         (resume && !force && run_resume_overwrites(t, resume, e)))
         return NULL;

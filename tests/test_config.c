@@ -552,7 +552,7 @@ static void test_set(void)
         { "data.split=[0.8,x,0.1]", "data.split[1]: expected a number, found 'x'" },
         { "data.split=[0.8,0.3,0.1]", "must sum to <= 1" },
         { "data.split=[0,0.5,0.5]", "train fraction must be > 0" },
-        { "data.tokenizer=char", "data.tokenizer: expected one of byte, found \"char\"" },
+        { "data.tokenizer=char", "data.tokenizer: expected one of byte, word, bpe, found \"char\"" },
         { "model.pos_scheme=rotary", "expected one of xl, mlp, rope, alibi, absolute, none, hier" },
         { "train.lr=0", "train.lr must be > 0, found 0" },
         { "train.lr=inf", "train.lr: expected a number, found 'inf'" },

@@ -56,9 +56,9 @@ static void test_truncated_batcher(void)
     tok_stream ts;
     txl_tok x[4 * 16], y[4 * 16];
     units_config u = {.anchors = 0};
-    rc = tok_stream_open(&ts, corpus_all(&c), &u, 0, &e) ||
+    rc = tok_stream_open(&ts, corpus_all(&c), NULL, &u, 0, &e) ||
          batcher_init(&bt, &ts, 4, 16, 0, 17, "train", &e);
-    int len = rc ? -1 : batcher_next(&bt, x, y, NULL, &e);
+    int len = rc ? -1 : batcher_next(&bt, x, y, NULL, NULL, &e);
     int same = len == 16;
     for (int i = 0; same && i < 16; i++)
         same = x[i] == text[i] && y[i] == text[i + 1] && x[16 + i] == text[5000 + i];
@@ -66,7 +66,7 @@ static void test_truncated_batcher(void)
     CHECK(truncate(path, 6000) == 0, "truncate: the file cut to 6000 bytes");
     size_t pos = bt.pos;
     e.msg[0] = 0;
-    len = batcher_next(&bt, x, y, NULL, &e);
+    len = batcher_next(&bt, x, y, NULL, NULL, &e);
     CHECK(len == -1 && e.kind == ERR_INPUT && bt.pos == pos && has(e.msg, path) &&
               has(e.msg, "the corpus was truncated while txl was reading it: byte 10016 is past "
                          "its end (20000 bytes when opened, 6000 now)"),
@@ -117,7 +117,7 @@ static void test_truncated_eval(void)
     eval_result r;
     tok_stream ts;
     units_config u = {.anchors = 0};
-    rc = tok_stream_open(&ts, corpus_all(&c), &u, 0, &e) ||
+    rc = tok_stream_open(&ts, corpus_all(&c), NULL, &u, 0, &e) ||
          eval_stream(&mdl, &mc, &ts, &o, &r, &e);
     CHECK(rc == 0 && r.tokens == sizeof text - 1 && r.bytes == r.tokens,
           "eval: the whole file scores every byte after the first: %zu of %zu",

@@ -90,7 +90,7 @@ static void check_feed(txl_model *m, const char *label, size_t len, size_t min_t
     CHECK(n >= min_tokens, "%s: %zu bytes are %zu tokens (at least %zu)", label, len, n,
           min_tokens);
     CHECK(!memcmp(lg, d->logits, (size_t)c->vocab * sizeof(float)) && same_mem &&
-              d->consumed == (long)n && !memcmp(&us, &d->us, sizeof us),
+              d->consumed == (long)n && !memcmp(&us, &d->te.pos.us, sizeof us),
           "%s: the logits, memory, position and units of the whole text in segments, bit for bit",
           label);
     mem_free(&mem);
@@ -112,8 +112,9 @@ typedef struct {
     int stopped;
 } rec;
 
-static int record(void *ctx, int stream, int token)
+static int record(void *ctx, int stream, int token, const char *text, size_t len)
 {
+    (void)text, (void)len;
     rec *r = ctx;
     if (r->stopped) {
         r->after_stop++;

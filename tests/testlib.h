@@ -26,4 +26,15 @@ void tl_fill(tl_rng *r, float *x, size_t n, float scale);
  * with entries near zero. */
 double tl_max_rel_err(const float *a, const double *b, size_t n, double floor);
 
+/* Vocabulary tests (data/vocab.h): a whole file, plain or gzip'd (malloc'd, NULL on
+ * failure); whether `rounds` random chunkings of a text (chunks of 0 to 4096 bytes) give
+ * exactly the tokens, offsets and lengths of encoding it whole; whether each token's offset
+ * and length cover its bytes in the text (byte, bpe: the pieces tile the text; word: a
+ * word's bytes, <eos> a line end or nothing at the end). */
+struct vocab;
+uint8_t *vt_read_file(const char *path, size_t *len);
+int vt_chunked_equal(const struct vocab *v, const uint8_t *text, size_t len, int rounds,
+                     uint64_t seed);
+int vt_offsets_ok(const struct vocab *v, const uint8_t *text, size_t len);
+
 #endif

@@ -28,8 +28,8 @@ $TXL eval $CK --data $TMP/text.txt --json -q > $TMP/e.json 2>$TMP/err || bad "ev
 check "eval: all 6000 bytes scored" jq -e '.bytes == 6000' $TMP/e.json
 check "eval: tokens = bytes + anchors, anchors > 0" \
     jq -e '.tokens == .bytes + .anchor_tokens and .anchor_tokens > 0' $TMP/e.json
-check "eval: bpc = loss / ln 2, the loss in nats per byte" \
-    jq -e '(.bpc - .loss / 0.6931471805599453 | fabs) < 1e-6' $TMP/e.json
+check "eval: bpc = loss x tokens / bytes / ln 2, the loss in nats per token" \
+    jq -e '(.bpc - .loss * .tokens / .bytes / 0.6931471805599453 | fabs) < 1e-6' $TMP/e.json
 check "eval: anchor_bits > 0 (the anchors cost bits, counted in the loss)" \
     jq -e '.anchor_bits > 0 and .anchor_bits < .bpc * .bytes' $TMP/e.json
 $TXL eval $CK --data $TMP/text.txt --json -q --batch 3 --tgt-len 50 > $TMP/e3.json

@@ -110,7 +110,7 @@ expect2 "--set threads 5000" "--set train.threads=5000: train.threads must be in
 cfgcase int_overflow "2:18: model.n_layer must be <= 2147483647 (the largest the field holds), found 4294967296" "${D}model: {n_layer: 4294967296}\n"
 datacase bad_seed "1:25: train.seed: expected a non-negative integer < 2^64, found '-1'"
 datacase bad_split_sum "3:10: data.split: the fractions must sum to <= 1"
-cfgcase tokenizer "1:61: data.tokenizer: expected one of byte, found \"char\"" "data: {train: tests/data/tinyshakespeare.txt.gz, tokenizer: char}\n"
+cfgcase tokenizer "1:61: data.tokenizer: expected one of byte, word, bpe, found \"char\"" "data: {train: tests/data/tinyshakespeare.txt.gz, tokenizer: char}\n"
 cfgcase long_path "1:15: data.train: expected a value of at most 1023 bytes" "data: {train: $(head -c 1100 /dev/zero | tr '\0' x)}\n"
 
 echo "-- inconsistent values (cfg_validate: the file, then the keys)"

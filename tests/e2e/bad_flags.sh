@@ -193,7 +193,7 @@ else
     expect2 "sample --mem-len 65536 --num-samples 64" "sampling with mem_len 65536: 64 samples, 64 side by side;;$N" \
         limit_vm 1000000 timeout 60 $S --mem-len 65536 --num-samples 64 -n 5
     # the samples' text, kept to be printed at the end (2n + 16 tokens, a byte each)
-    expect2 "sample --num-samples 4096 -n 1000000" "sampling 4096 samples of up to 2000016 bytes each (kept until all are drawn) needs about;;$N" \
+    expect2 "sample --num-samples 4096 -n 1000000" "sampling 4096 samples of up to 1000000 bytes each (kept until all are drawn) needs about;;$N" \
         limit_vm 1000000 timeout 60 $S --num-samples 4096 -n 1000000
     # prompts: at most 16 MiB (/dev/zero grew to 6.4 GB in 8 s)
     expect2 "sample --prompt-file /dev/zero" "--prompt-file /dev/zero: longer than 16 MiB, the most a prompt may be" \

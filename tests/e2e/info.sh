@@ -17,10 +17,10 @@ $TXL info $CK --json > $TMP/info.json
 check "info --json parses" jq -e . $TMP/info.json
 
 best=$(jq .best_valid_loss $TMP/info.json)
-want=$(awk -v l="$best" 'BEGIN {printf "best valid: loss %.4f nats/byte, %.4f bpc", l, l / log(2)}')
+want=$(awk -v l="$best" 'BEGIN {printf "best valid: loss %.4f nats/token, ppl %.2f, %.4f bpc", l, exp(l), l / log(2)}')
 check "text: '$want'" grep -q -x -F "$want" $TMP/info.txt
 last=$(jq .valid_loss $TMP/info.json)
-want=$(awk -v l="$last" 'BEGIN {printf "last valid: loss %.4f nats/byte, %.4f bpc", l, l / log(2)}')
+want=$(awk -v l="$last" 'BEGIN {printf "last valid: loss %.4f nats/token, ppl %.2f, %.4f bpc", l, exp(l), l / log(2)}')
 check "text: '$want'" grep -q -x -F "$want" $TMP/info.txt
 check "text: step and tokens as integers" \
     sh -c "grep -q -x 'step: 20' $TMP/info.txt && grep -q -x 'tokens: 5120' $TMP/info.txt"

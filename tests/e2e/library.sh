@@ -47,7 +47,7 @@ flock $ROOT/.make.lock env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BIN -u BUILD -
 check "make install DESTDIR (exit $?): header, libtxl.a, libtxl.so, txl.pc" \
     test -s $I$P/include/txl.h -a -s $I$P/lib/libtxl.a -a -s $I$P/lib/libtxl.so.0 \
         -a -s $I$P/lib/pkgconfig/txl.pc
-check "...libtxl.so.0 -> libtxl.so.0.2.0, libtxl.so -> libtxl.so.0" \
+check "...libtxl.so.0 -> libtxl.so.0.3.0, libtxl.so -> libtxl.so.0" \
     test "$(readlink $I$P/lib/libtxl.so)" = libtxl.so.0
 PC=$(sed "s|^prefix=.*|prefix=$I$P|" $I$P/lib/pkgconfig/txl.pc)
 mkdir -p $TMP/pc && printf '%s\n' "$PC" > $TMP/pc/txl.pc

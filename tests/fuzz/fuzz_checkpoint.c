@@ -165,7 +165,7 @@ int txl_fuzz_checkpoint(const uint8_t *data, size_t size)
 
     run_config cfg;
     model mdl;
-    if (ckpt_open(path, NULL, &f, &cfg, &mdl, &e)) {
+    if (ckpt_open(path, NULL, &f, &cfg, &mdl, NULL, &e)) {
         check_err(&e, path);
         return 0;
     }

@@ -31,7 +31,7 @@ static void one_pass(token_span s, int B, int Lq, size_t min_len, unsigned ancho
     tok_stream ts;
     txl_err e = {0};
     units_config u = {.anchors = anchors};
-    if (tok_stream_open(&ts, s, &u, anchors != 0, &e)) {
+    if (tok_stream_open(&ts, s, NULL, &u, anchors != 0, &e)) {
         check_err(&e, path);
         return;
     }
@@ -50,7 +50,7 @@ static void one_pass(token_span s, int B, int Lq, size_t min_len, unsigned ancho
     FUZZ_CHECK(x && y && src && (!anchors || co), "malloc");
     size_t pos = 0, segs = 0, scored = 0;
     int len;
-    while ((len = batcher_next(&bt, x, y, co, &e)) > 0) {
+    while ((len = batcher_next(&bt, x, y, co, NULL, &e)) > 0) {
         FUZZ_CHECK(len <= Lq, "segment of %d > tgt_len %d", len, Lq);
         for (int b = 0; b < B; b++) {
             FUZZ_CHECK(tok_stream_read(&ts, (size_t)b * bt.n + pos, src, NULL, (size_t)len + 1,
@@ -75,7 +75,7 @@ static void one_pass(token_span s, int B, int Lq, size_t min_len, unsigned ancho
     FUZZ_CHECK(scored + tail == batcher_tokens(&bt), "scored %zu, batcher_tokens %zu", scored,
                batcher_tokens(&bt));
     FUZZ_CHECK(len == 0, "batcher_next failed: %s", e.msg);
-    FUZZ_CHECK(batcher_next(&bt, x, y, co, &e) == 0, "pass did not stay over");
+    FUZZ_CHECK(batcher_next(&bt, x, y, co, NULL, &e) == 0, "pass did not stay over");
     free(x), free(y), free(src), free(co);
     tok_stream_free(&ts);
 }

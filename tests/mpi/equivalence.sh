@@ -35,6 +35,23 @@ check "1 process x 2 threads (2 replicas) == 2 ranks x 1 thread: 40 step losses 
     cmp -s $TMP/l2 $TMP/lt
 check "only rank 0 logs (one start event)" test "$(grep -c '"start"' $TMP/r2/log.jsonl)" -eq 1
 check "comm time is logged" jq -s -e 'map(select(.event=="train")) | all(has("comm_s"))' $TMP/r2/log.jsonl
+# a word-level model: every rank builds the same vocabulary from the train split and reads
+# its streams' words; 2 ranks compute what 2 replicas of one process do, bit for bit
+zcat tests/data/tinyshakespeare.txt.gz | head -c 200000 > $TMP/w.txt
+WORD="--set data.tokenizer=word --set data.train=$TMP/w.txt --set data.vocab_size=1500"
+$MPIRUN -np 2 $TXL train -c $CFG $OPTS $WORD --set train.max_steps=10 --set train.out_dir=$TMP/w2 \
+    >/dev/null 2>$TMP/w2.err || bad "2 ranks, word: $(cat $TMP/w2.err)"
+$TXL train -c $CFG $OPTS $WORD --set train.max_steps=10 --set train.threads=2 \
+    --set train.out_dir=$TMP/wt >/dev/null 2>$TMP/wt.err || bad "2 threads, word: $(cat $TMP/wt.err)"
+step_losses $TMP/w2/log.jsonl > $TMP/lw2
+step_losses $TMP/wt/log.jsonl > $TMP/lwt
+check "word: 2 ranks == 1 process x 2 replicas, 10 step losses bit for bit" \
+    sh -c "test -s $TMP/lw2 && cmp -s $TMP/lw2 $TMP/lwt"
+$MPIRUN -np 2 $TXL train -c $CFG $WORD --set train.max_steps=1 --set train.warmup_steps=0 \
+    --set train.threads=1 --set train.out_dir=$TMP/w2n >/dev/null 2>$TMP/w2n.err
+check "word: the vocabulary note is printed once (rank 0)" \
+    test "$(grep -c 'built a word vocabulary' $TMP/w2n.err)" -eq 1
+
 # train.comm_overlap on: each layer's gradient sum starts when its backward ends (1 replica
 # per rank), the same sums (bit for bit); the time the step then waits (comm_exposed_s) is
 # part of comm_s. Without it (auto on one machine), and with 2 replicas per rank, the one

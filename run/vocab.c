@@ -1,0 +1,96 @@
+/* vocab.c: a run's vocabulary (doc/design.md, "Vocabularies"): a resumed run's is its
+ * checkpoint's, a run from --init-from takes its checkpoint's, another run the file
+ * data.vocab names, or one built from the train split (and says so). Changing the
+ * tokenizer or the vocabulary of a checkpoint is an input error. */
+#include "run.h"
+
+/* The train split as the vocabulary builder reads it. */
+static int read_train(void *ctx, size_t off, uint8_t *buf, size_t n, txl_err *e)
+{
+    const token_span *sp = ctx;
+    return corpus_read(sp->c, sp->begin + off, buf, n, e);
+}
+
+static int build_vocab(trainer *t, txl_err *e)
+{
+    const data_config *d = &t->cfg.data;
+    if (cfg_tokenizer(&t->cfg) == VOCAB_BPE && d->vocab_size == 0)
+        return err_set(e, ERR_INPUT, "data.tokenizer bpe needs data.vocab_size (the size to "
+                       "build from the train split, e.g. 8192) or data.vocab (a vocabulary "
+                       "file of txl vocab build, or a checkpoint)");
+    vocab_build_opts o = {.read = read_train, .read_ctx = &t->train_s,
+                          .text_len = t->train_s.n, .text_name = t->train_s.path,
+                          .min_freq = d->min_freq, .max_size = d->vocab_size,
+                          .progress = t->opts && t->opts->progress};
+    double t0 = sys_now();
+    t->vocab = vocab_build(cfg_tokenizer(&t->cfg), &o, e);
+    if (!t->vocab)
+        return err_wrap(e, "building the %s vocabulary from the train split", d->tokenizer);
+    run_note(t, TXL_EV_NOTE, "built a %s vocabulary of %zu tokens from the train split (%zu "
+             "bytes of %s) in %.1fs; data.vocab: FILE trains with a prepared one", d->tokenizer,
+             vocab_size(t->vocab), t->train_s.n, t->train_s.path, sys_now() - t0);
+    return 0;
+}
+
+/* The vocabulary of checkpoint `path` (--resume, --init-from) for this run: of the
+ * config's tokenizer, and data.vocab's own when the config names one. */
+static int checkpoint_vocab(trainer *t, const char *flag, const char *path, txl_err *e)
+{
+    vocab *ck;
+    run_config cc;
+    if (ckpt_vocab_of(path, &ck, &cc, e))
+        return -1;
+    vocab_kind k = cfg_tokenizer(&t->cfg);
+    const data_config *d = &t->cfg.data;
+    int rc = 0;
+    if (vocab_get_kind(ck) != k)
+        rc = err_set(e, ERR_INPUT, "%s %s: the checkpoint's tokenizer is %s, the config's "
+                     "data.tokenizer %s (token ids would change meaning)", flag, path,
+                     vocab_kind_name(vocab_get_kind(ck)), t->cfg.data.tokenizer);
+    else if (k != VOCAB_BYTE && t->cfg.data.vocab[0]) {
+        vocab *mine = NULL;
+        rc = ckpt_vocab_of(t->cfg.data.vocab, &mine, NULL, e) ? err_wrap(e, "data.vocab") : 0;
+        if (!rc && vocab_fingerprint(mine) != vocab_fingerprint(ck))
+            rc = err_set(e, ERR_INPUT, "%s %s: data.vocab %s is not the checkpoint's vocabulary "
+                         "(%zu vs %zu tokens; token ids would change meaning)", flag, path,
+                         t->cfg.data.vocab, vocab_size(mine), vocab_size(ck));
+        vocab_free(mine);
+    } else if (k != VOCAB_BYTE && (d->vocab_size != cc.data.vocab_size ||
+                                   d->min_freq != cc.data.min_freq)) {
+        rc = err_set(e, ERR_INPUT, "%s %s: data.vocab_size %ld and min_freq %ld ask for another "
+                     "vocabulary than the checkpoint's (built with %ld and %ld; token ids would "
+                     "change meaning): leave them as they were, or set data.vocab to the "
+                     "checkpoint", flag, path, d->vocab_size, d->min_freq, cc.data.vocab_size,
+                     cc.data.min_freq);
+    }
+    if (rc || k == VOCAB_BYTE) {
+        vocab_free(ck);
+        return rc;
+    }
+    t->vocab = ck;
+    return 0;
+}
+
+int run_plan_vocab(trainer *t, const char *resume, const char *init_from, txl_err *e)
+{
+    vocab_kind k = cfg_tokenizer(&t->cfg);
+    const char *ck = resume ? resume : init_from;
+    int rc = 0;
+    if (ck && k == VOCAB_BYTE)
+        return 0; /* a checkpoint of another tokenizer: data_tokens_differ names it */
+    if (ck)
+        rc = checkpoint_vocab(t, resume ? "--resume" : "--init-from", ck, e);
+    else if (k != VOCAB_BYTE && t->cfg.data.vocab[0]) {
+        rc = ckpt_vocab_of(t->cfg.data.vocab, &t->vocab, NULL, e) ? err_wrap(e, "data.vocab") : 0;
+        if (!rc && vocab_get_kind(t->vocab) != k)
+            rc = err_set(e, ERR_INPUT, "data.vocab: %s is a %s vocabulary, data.tokenizer is %s",
+                         t->cfg.data.vocab, vocab_kind_name(vocab_get_kind(t->vocab)),
+                         t->cfg.data.tokenizer);
+    } else if (k != VOCAB_BYTE)
+        rc = build_vocab(t, e);
+    if (rc)
+        return -1;
+    if (t->vocab)
+        cfg_attach_vocab(&t->cfg, vocab_size(t->vocab));
+    return 0;
+}

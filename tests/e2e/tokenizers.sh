@@ -1,0 +1,139 @@
+#!/bin/sh
+# Word-level and BPE models through every command (doc/design.md, "Vocabularies"): train
+# builds the vocabulary from the train split and says so; the vocabulary travels in the
+# checkpoint (eval, sample, info, export and import need no other file); a resume equals the
+# uninterrupted run bit for bit; the metrics count tokens and the bytes of text they cover;
+# changing the tokenizer or the vocabulary on --resume or --init-from is exit 2; damaged
+# vocabulary state in a checkpoint is refused naming the tensor or the key.
+. tests/e2e/lib.sh
+. tests/e2e/badlib.inc
+
+# 300 KB of Shakespeare with its punctuation split off as WikiText's is ("city ." not
+# "city."): words split on whitespace, a line end each line
+zcat tests/data/tinyshakespeare.txt.gz | head -c 300000 | sed 's/\([.,;:!?]\)/ \1/g' > $TMP/wt.txt
+W="-c tests/configs/micro.yaml --set data.tokenizer=word --set data.train=$TMP/wt.txt
+   --set data.vocab_size=2000 --set train.eval_tokens=3000 --set train.warmup_steps=2"
+
+# ---- word: train, the vocabulary built and said so -------------------------------------
+$TXL train $W --set train.max_steps=12 --set train.out_dir=$TMP/w > $TMP/w.out 2>$TMP/w.err
+check "word: train exits 0" test $? -eq 0
+check "word: train says it built the vocabulary from the train split" \
+    grep -q "built a word vocabulary of 2002 tokens from the train split" $TMP/w.err
+check "word: the banner counts word tokens" grep -q "word tokens of" $TMP/w.err
+check "word: training lines show ppl (a step's bpc counts no bytes)" \
+    jq -s -e 'map(select(.event == "train")) | length > 0 and
+              all(.bpc == null and .ppl > 1 and ((.ppl - (.loss | exp)) | fabs) < 1e-3 * .ppl)' \
+    $TMP/w/log.jsonl
+check "word: validations report loss per token, ppl and bpc over the bytes" jq -s -e \
+    'map(select(.event == "eval")) | length > 0 and all(.tokens > 0 and .bytes > 2 * .tokens
+     and (.bpc - .loss * .tokens / .bytes / 0.6931471805599453 | fabs) < 1e-5)' $TMP/w/log.jsonl
+check "word: the checkpoint holds its vocabulary" sh -c \
+    "python3 tools/st_reader.py $TMP/w/last.safetensors.gz | grep -q '^vocab  *U8'"
+
+# ---- eval: every token after the first scored once, any batch ------------------------------
+printf 'The game began in the city .\nIt was a good year for the game .\n\n' > $TMP/small.txt
+$TXL eval $TMP/w --data $TMP/small.txt --json -q > $TMP/e1.json 2>$TMP/err ||
+    bad "eval: $(cat $TMP/err)"
+check "eval: tokens = words + line ends - 1 (16 + 3 - 1)" jq -e '.tokens == 18' $TMP/e1.json
+check "eval: bytes = the normalised text's after the first word (29 + 34 + 1 - 3)" \
+    jq -e '.bytes == 61' $TMP/e1.json
+$TXL eval $TMP/w --data $TMP/small.txt --json -q --batch 3 --tgt-len 4 > $TMP/e3.json
+check "eval: another batch and length score the same tokens and bytes" \
+    test "$(jq -c '[.tokens, .bytes]' $TMP/e1.json)" = "$(jq -c '[.tokens, .bytes]' $TMP/e3.json)"
+check "eval: ppl = exp(loss)" jq -e '((.ppl - (.loss | exp)) | fabs) < 1e-3 * .ppl' $TMP/e1.json
+
+# ---- sample: words, spaces between them ----------------------------------------------------
+$TXL sample $TMP/w --prompt "The game" -n 80 --seed 3 > $TMP/s.txt 2>$TMP/err
+check "sample: exit 0" test $? -eq 0
+check "sample: words separated by single spaces, no byte soup" \
+    sh -c "head -c 60 $TMP/s.txt | grep -q -E '^ [^ ]+( [^ ]+)+'"
+$TXL sample $TMP/w --prompt "The game" -n 80 --seed 3 > $TMP/s2.txt 2>/dev/null
+check "sample: the same seed, the same text" cmp -s $TMP/s.txt $TMP/s2.txt
+
+# ---- info ------------------------------------------------------------------------------------
+$TXL info $TMP/w/last.safetensors.gz > $TMP/info.txt 2>&1
+check "info: names the word vocabulary" grep -q "^vocabulary: 2002 tokens (word vocabulary)" \
+    $TMP/info.txt
+
+# ---- resume: the same steps as an uninterrupted run ---------------------------------------
+$TXL train $W --set train.max_steps=12 --set train.out_dir=$TMP/r --steps 6 -q >/dev/null 2>&1
+$TXL train --resume $TMP/r -q >/dev/null 2>$TMP/err || bad "resume: $(cat $TMP/err)"
+step_losses $TMP/w/log.jsonl > $TMP/a.l
+step_losses $TMP/r/log.jsonl > $TMP/b.l
+check "resume: every step's loss equals the uninterrupted run's" cmp -s $TMP/a.l $TMP/b.l
+
+# ---- the tokenizer or the vocabulary may not change ---------------------------------------
+$TXL train --resume $TMP/r --set data.tokenizer=byte --set data.vocab_size=0 \
+    --set train.max_steps=20 > /dev/null 2>$TMP/err
+check "resume with another tokenizer: exit 2" test $? -eq 2
+check "...the message names the tokenizers" grep -q "data.tokenizer differs from the checkpoint's" $TMP/err
+$TXL train $W --set data.vocab_size=1000 --set train.max_steps=20 --set train.out_dir=$TMP/i \
+    --init-from $TMP/w/last.safetensors.gz > /dev/null 2>$TMP/err
+check "--init-from with a vocabulary built otherwise: exit 2" test $? -eq 2
+check "...naming data.vocab_size" grep -q "data.vocab_size 1000 and min_freq 0 ask for another vocabulary" $TMP/err
+$TXL train -c tests/configs/micro.yaml --set train.max_steps=20 --set train.out_dir=$TMP/i2 \
+    --init-from $TMP/w/last.safetensors.gz > /dev/null 2>$TMP/err
+check "--init-from a word checkpoint into a byte config: exit 2" test $? -eq 2
+check "...naming the tokenizers" grep -q "data.tokenizer differs" $TMP/err
+$TXL train $W --set data.vocab_size=0 --set data.vocab=$TMP/w/last.safetensors.gz \
+    --set train.max_steps=14 --set train.out_dir=$TMP/i3 --init-from $TMP/w -q >/dev/null 2>$TMP/err
+check "--init-from with data.vocab = the checkpoint's vocabulary: exit 0" test $? -eq 0
+
+# ---- export and import: the vocabulary travels with the weights ----------------------------
+$TXL export $TMP/w/last.safetensors.gz -o $TMP/x.safetensors -q 2>$TMP/err || bad "export: $(cat $TMP/err)"
+sed -n '/^config:/,$p' $TMP/info.txt | tail -n +2 > $TMP/cfg.yaml
+$TXL import $TMP/x.safetensors -c $TMP/cfg.yaml -o $TMP/y.safetensors.gz -q 2>$TMP/err ||
+    bad "import: $(cat $TMP/err)"
+$TXL eval $TMP/w/last.safetensors.gz --data $TMP/small.txt --json -q > $TMP/ea.json
+$TXL eval $TMP/y.safetensors.gz --data $TMP/small.txt --json -q > $TMP/eb.json 2>$TMP/err
+check "export, import: the same loss" \
+    test "$(jq .loss $TMP/ea.json)" = "$(jq .loss $TMP/eb.json)"
+
+# ---- damaged vocabulary state ---------------------------------------------------------------
+gzip -dc $TMP/w/last.safetensors.gz > $TMP/p.safetensors
+st_drop $TMP/p.safetensors $TMP/novocab.safetensors 'del(.vocab)'
+$TXL eval $TMP/novocab.safetensors --data $TMP/small.txt > /dev/null 2>$TMP/err
+check "a word checkpoint without its vocab tensor: exit 2" test $? -eq 2
+check "...naming the tensor" grep -q "missing tensor 'vocab'" $TMP/err
+st_edit $TMP/p.safetensors $TMP/vs.safetensors '.__metadata__.vocab_size = "1999"'
+$TXL eval $TMP/vs.safetensors --data $TMP/small.txt > /dev/null 2>$TMP/err
+check "a vocab_size that disagrees with the embedding: exit 2" test $? -eq 2
+check "...naming word_emb.weight" grep -q "word_emb.weight" $TMP/err
+st_edit $TMP/p.safetensors $TMP/novs.safetensors 'del(.__metadata__.vocab_size)'
+$TXL info $TMP/novs.safetensors > /dev/null 2>$TMP/err
+check "a word checkpoint without metadata vocab_size: exit 2" test $? -eq 2
+check "...naming the key" grep -q "no metadata 'vocab_size'" $TMP/err
+
+# ---- hier with words: coordinates from the decoded text, anchors after the vocabulary ------
+$TXL train $W --set train.max_steps=6 --set train.out_dir=$TMP/h --set model.pos_scheme=hier \
+    --set data.anchors=[bos,para,sent] -q > /dev/null 2>$TMP/err || bad "hier: $(cat $TMP/err)"
+$TXL eval $TMP/h --data $TMP/small.txt --json -q > $TMP/h.json 2>$TMP/err ||
+    bad "hier eval: $(cat $TMP/err)"
+check "hier + anchors, word: a sent anchor scored beside the words (with bos first, the first word is scored too)" \
+    jq -e '.anchor_tokens == 1 and .tokens == 20 and .bytes == 64' $TMP/h.json
+# ---- bpe: built from the train split, bits per byte over the exact bytes -------------------
+zcat tests/data/tinyshakespeare.txt.gz | head -c 300000 > $TMP/sh.txt
+P="-c tests/configs/micro.yaml --set data.tokenizer=bpe --set data.train=$TMP/sh.txt
+   --set data.vocab_size=600 --set train.eval_tokens=3000 --set train.warmup_steps=2"
+$TXL train $P --set train.max_steps=12 --set train.out_dir=$TMP/b > /dev/null 2>$TMP/b.err
+check "bpe: train exits 0" test $? -eq 0
+check "bpe: train says it built the vocabulary from the train split" \
+    grep -q "built a bpe vocabulary of 600 tokens from the train split" $TMP/b.err
+printf 'ROMEO:\nBut soft. What light through yonder window breaks?\n' > $TMP/r.txt
+$TXL eval $TMP/b --data $TMP/r.txt --json -q > $TMP/be.json 2>$TMP/err || bad "bpe eval: $(cat $TMP/err)"
+check "bpe: the bytes scored are the text's after the first token (fewer tokens than bytes)" \
+    jq -e --argjson n "$(wc -c < $TMP/r.txt)" '.bytes < $n and .bytes > $n - 8 and .tokens < .bytes' \
+    $TMP/be.json
+$TXL sample $TMP/b --prompt "ROMEO:" -n 100 --seed 2 --echo > $TMP/bs.txt 2>/dev/null
+check "bpe: sample echoes the prompt and continues it" sh -c "head -c 6 $TMP/bs.txt | grep -q '^ROMEO:'"
+$TXL train $P --set train.max_steps=12 --set train.out_dir=$TMP/br --steps 5 -q >/dev/null 2>&1
+$TXL train --resume $TMP/br -q >/dev/null 2>$TMP/err || bad "bpe resume: $(cat $TMP/err)"
+step_losses $TMP/b/log.jsonl > $TMP/a.l
+step_losses $TMP/br/log.jsonl > $TMP/b.l
+check "bpe resume: every step's loss equals the uninterrupted run's" cmp -s $TMP/a.l $TMP/b.l
+$TXL train $P --set train.max_steps=6 --set train.out_dir=$TMP/bh --set model.pos_scheme=hier \
+    --set data.anchors=[bos,para,sent] -q > /dev/null 2>$TMP/err || bad "bpe hier: $(cat $TMP/err)"
+$TXL eval $TMP/bh --data $TMP/r.txt --json -q > $TMP/bh.json 2>$TMP/err || bad "bpe hier eval: $(cat $TMP/err)"
+check "bpe + anchors: every byte scored (bos first), the sentence anchors apart" \
+    jq -e --argjson n "$(wc -c < $TMP/r.txt)" '.bytes == $n and .anchor_tokens >= 1' $TMP/bh.json
+finish
