@@ -5,7 +5,9 @@
 # ratios with their ranges. The machine is shared: only the ratios mean anything.
 # usage: A="txl-binary [--set k=v ...]" B="..." [ROUNDS=3] [CONFIGS="S M"] bench/ab.sh
 # (A and B are word-split: a binary, then extra `txl train` arguments; EVAL_A / EVAL_B add
-# `txl eval` arguments.)
+# `txl eval` arguments.) CPU=1: tokens per CPU second of the process (the train events' and
+# eval's cpu_s) instead of per wall second: with THREADS=1, what a busy machine's time
+# slices leave out (with more threads, libgomp's spinning counts as CPU time).
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -34,10 +36,13 @@ one() { # side cfg -> "train_tok_s eval_tok_s"
     dir="$OUT/$cfg.$side"
     # shellcheck disable=SC2086
     tt=$(EXTRA_TRAIN="$extra" txl_train "$dir" $shape)
+    if [ "${CPU:-0}" = 1 ]; then
+        tt=$(jq -s '[.[] | select(.event == "train" and .step >= 2)] | ((.[-1].tokens - .[0].tokens) / (.[-1].cpu_s - .[0].cpu_s))' "$dir/log.jsonl")
+    fi
     B=$(echo "$shape" | cut -d' ' -f8) Lq=$(echo "$shape" | cut -d' ' -f6)
     # shellcheck disable=SC2086
     te=$($TXL eval "$dir/last.safetensors.gz" --split train --max-tokens $((B * Lq * 24)) \
-        --json -q --threads "$THREADS" $ev | jq .tok_per_s)
+        --json -q --threads "$THREADS" $ev | jq "if ${CPU:-0} == 1 then .tok_per_s * .seconds / .cpu_s else .tok_per_s end")
     echo "$tt $te"
 }
 
