@@ -4,7 +4,7 @@
  * or vectors) are the same loops with fewer accumulators.
  *
  * Tiles (accumulator vectors; AVX-512 has 32 registers, AVX2 16):
- *   at_scores  SC_R queries x 2 vectors of keys (AVX-512 8 x 2, AVX2 4 x 2)
+ *   at_scores  SC_R queries x 2 vectors of keys (AVX-512 8 x 2, AVX2 6 x 2)
  *   at_rows    RW_R rows x RW_V vectors of the head (4 x 4, 2 x 4)
  *   at_cols    CO_J keys x CO_V vectors of the head (4 x 4, 2 x 4)
  * FMA contraction is on for these functions (GCC turns it off for -std=c11): each
@@ -20,7 +20,7 @@ typedef float atvu __attribute__((vector_size(AT_W * 4), aligned(4)));
 #define RW_R 4
 #define CO_J 4
 #else
-#define SC_R 4
+#define SC_R 6
 #define RW_R 2
 #define CO_J 2
 #endif
@@ -86,9 +86,9 @@ AT_FN void at_scores(float *S, int lds, const float *A, int lda, const float *KT
             case 1: AT_SC(1); break;
             case 2: AT_SC(2); break;
             case 3: AT_SC(3); break;
-#if SC_R > 4
             case 4: AT_SC(4); break;
             case 5: AT_SC(5); break;
+#if SC_R > 6
             case 6: AT_SC(6); break;
             case 7: AT_SC(7); break;
 #endif
