@@ -4,7 +4,7 @@
  * share").
  *
  * Every operand is row-major fp32. AT_W floats are one vector of the CPU (16 with AVX-512,
- * 8 otherwise: GCC vector extensions, so one source serves both). Each output element is one
+ * 8 with AVX2, 4 with SSE: GCC vector extensions, so one source serves all). Each output element is one
  * sum in a fixed order (the depth index ascending, FMA-contracted), so the result depends on
  * the data and the sizes of the call only, never on the thread.
  *
@@ -18,8 +18,10 @@
 
 #if defined(__AVX512F__)
 #define AT_W 16
-#else
+#elif defined(__AVX__)
 #define AT_W 8
+#else
+#define AT_W 4 /* SSE (a portable build): 32-byte vectors would change the ABI */
 #endif
 #define AT_KEYS (2 * AT_W) /* keys per score tile */
 
