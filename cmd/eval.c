@@ -16,6 +16,7 @@ typedef struct {
     int split;                /* index into split_names */
     long tgt_len, mem_len, clamp_len, batch, max_tokens, threads, term_stats;
     int warmup, json, quiet;
+    int precision;            /* cli_precision_names */
     cli_list sweep;
     int sweep_mode;           /* txl_sweep_mode */
 } eval_args;
@@ -62,6 +63,7 @@ static const cli_opt eval_options[] = {
              "defaults to 4): xl's content, content-position, global content bias and global "
              "position bias; mlp/alibi: content and distance bias"},
     CLI_OPT_JSON(O(json), "one JSON object per setting on stdout"),
+    CLI_OPT_PRECISION(O(precision)),
     CLI_OPT_THREADS(O(threads), 0, "threads, 0 = all cores"),
     CLI_OPT_QUIET(O(quiet), "no progress line and no settings note on stderr"),
 };
@@ -141,6 +143,10 @@ int cmd_eval(int argc, char **argv)
     if (txl_model_from_dir(m) && !a.quiet)
         fprintf(stderr, "txl eval: %s is a run directory: using %s\n", ckpt, txl_model_path(m));
     txl_set_threads((int)a.threads);
+    if ((rc = cli_set_precision("eval", a.precision, a.quiet)) != 0) {
+        txl_model_free(m);
+        return rc;
+    }
     txl_eval_opts o = {.data = a.data, .split = split_names[a.split], .tgt_len = (int)a.tgt_len,
                        .mem_len = (int)a.mem_len,
                        .clamp_len = a.clamp_len == CLAMP_UNSET ? -1 : (int)a.clamp_len,

@@ -20,6 +20,7 @@ typedef struct {
     double temperature, top_p;
     unsigned long long seed;
     int echo, stats, quiet, interactive, show_anchors;
+    int precision;            /* cli_precision_names */
 } sample_args;
 
 #define O(f) offsetof(sample_args, f)
@@ -66,6 +67,7 @@ static const cli_opt sample_options[] = {
              "(by default they are not printed)"},
     {.name = "--stats", .type = CLI_SWITCH, .off = O(stats),
      .help = "print timing as one JSON line on stderr at the end"},
+    CLI_OPT_PRECISION(O(precision)),
     CLI_OPT_THREADS(O(threads), 1, "threads: one token at a time is latency-bound; 0 = all "
                                    "cores, which helps a long prompt and many samples"),
     CLI_OPT_QUIET(O(quiet), "no progress line on stderr"),
@@ -398,6 +400,12 @@ static txl_decoder *open_decoder(const char *ckpt, const sample_args *a, txl_mod
         fprintf(stderr, "txl sample: %s is a run directory: using %s\n", ckpt,
                 txl_model_path(*m));
     *threads = txl_set_threads((int)a->threads);
+    const char *took, *kernel;
+    if (txl_set_precision(cli_precision_names[a->precision], &took, &kernel, e))
+        return NULL;
+    if (a->precision == 2 && !a->quiet)
+        fprintf(stderr, "txl sample: precision auto: %s%s%s%s\n", took, *kernel ? " (" : "",
+                kernel, *kernel ? ")" : "");
     if (!a->interactive && sink_init(k, *m, a, e))
         return NULL;
     txl_decode_opts o = {.streams = (int)a->num_samples, .batch = (int)a->batch,

@@ -61,7 +61,8 @@ typedef struct {
     const char *s;        /* CT_PATH, CT_TEXT, CT_NAME; not owned */
 } cfg_value;
 
-enum { CFG_NKEYS = 58, CFG_NSECTIONS = 3 };
+
+enum { CFG_NKEYS = 63, CFG_NSECTIONS = 3 };
 extern const cfg_key cfg_keys[CFG_NKEYS];      /* keys.c: the table, in writing order */
 extern const char *const cfg_sections[CFG_NSECTIONS];
 

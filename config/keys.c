@@ -41,6 +41,7 @@
 #include "../data/units.h"
 #include "../model/model.h"
 #include "../model/pos.h"
+#include "../model/precision.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -66,6 +67,7 @@ _Static_assert(sizeof(pos_scheme) == sizeof(int), "pos_scheme must be int-sized"
 _Static_assert(sizeof(lr_kind) == sizeof(int), "lr_kind must be int-sized");
 _Static_assert(sizeof(optimizer_kind) == sizeof(int), "optimizer_kind must be int-sized");
 _Static_assert(sizeof(comm_overlap_kind) == sizeof(int), "comm_overlap_kind must be int-sized");
+_Static_assert(sizeof(schedule_by_kind) == sizeof(int), "schedule_by_kind must be int-sized");
 
 static const char *pos_name(int v) { return v < 0 ? NULL : pos_scheme_name((pos_scheme)v); }
 
@@ -75,6 +77,12 @@ static const char *sched_name(int v)
     static const char *const names[] = {
         [LR_CONSTANT] = "constant", [LR_COSINE] = "cosine", [LR_INV_SQRT] = "inv_sqrt",
     };
+    return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
+}
+
+static const char *schedule_by_name(int v)
+{
+    static const char *const names[] = {[SCHED_BY_STEPS] = "steps", [SCHED_BY_TIME] = "time"};
     return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
 }
 
@@ -178,6 +186,8 @@ const cfg_key cfg_keys[CFG_NKEYS] = {
       .def = {2.5e-4} },
     { KEY("train", "schedule", CT_ENUM, train.schedule), .en = sched_name,
       .def_str = "cosine" },
+    { KEY("train", "schedule_by", CT_ENUM, train.schedule_by), .en = schedule_by_name,
+      .def_str = "steps" },
     { KEY("train", "warmup_steps", CT_LONG, train.warmup_steps), .flags = F_MIN, .min = 0,
       .def = {0} },
     { KEY("train", "lr_min", CT_DOUBLE, train.lr_min), .flags = F_MIN, .min = 0, .def = {0} },
@@ -215,6 +225,8 @@ const cfg_key cfg_keys[CFG_NKEYS] = {
       .max = CFG_MAX_THREADS, .def = {0} },
     { KEY("train", "comm_overlap", CT_ENUM, train.comm_overlap), .en = overlap_name,
       .def_str = "auto" },
+    { KEY("train", "precision", CT_ENUM, train.precision), .en = precision_name,
+      .def_str = "fp32" },
 };
 _Static_assert(COUNT(cfg_keys) == CFG_NKEYS, "CFG_NKEYS (config_impl.h) counts cfg_keys");
 

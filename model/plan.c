@@ -177,6 +177,11 @@ static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max,
     A->M = M;
     A->training = training;
     A->threads = par_max_threads();
+    /* the fused attention where it measured faster (bench/attn_kernel, doc/performance.md):
+     * AVX-512 builds, 1.06-1.30x; AVX2's smaller tiles lost on S (0.83-0.96x) */
+#if defined(TXL_ATTN_BLAS) || !defined(__AVX512F__)
+    A->attn_blas = 1;
+#endif
     A->lc = calloc(training && !counting ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
     if (!A->lc)
         return err_set(e, ERR_RUNTIME, "out of memory planning activations");
