@@ -111,7 +111,7 @@ static const char *const level_names[] = { "token", "word", "sent", "para", NULL
 #define TWO53 9007199254740992.0
 
 /* Every key, in the order of doc/design.md, "Configuration" (also the order of the YAML the writer emits). */
-const cfg_key cfg_keys[CFG_NKEYS] = {
+const cfg_key cfg_keys[] = { /* sized by its entries: a count off is an error */
     { KEY("model", "n_layer", CT_INT, model.n_layer), .flags = F_MIN, .min = 1, .def = {4} },
     { KEY("model", "d_model", CT_INT, model.d_model), .flags = F_MIN | F_EVEN, .min = 2,
       .def = {256} },

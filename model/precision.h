@@ -1,6 +1,6 @@
 /* precision.h: the precision of the matrix products (doc/design.md, "Precision"):
  * train.precision and the --precision of eval, probe and sample.
- *   fp32  today's exact path (OpenBLAS, and the fused attention), the default
+ *   fp32  txl 0.2's exact path, bit for bit (OpenBLAS), the default
  *   bf16  gemm()'s products take bf16 operands with fp32 sums (oneDNN: AMX where the CPU
  *         has it, else AVX512_BF16); weights, Adam, layernorm, softmax, the loss and every
  *         reduction stay fp32. Exits 2 on a CPU without either, naming what is missing.
