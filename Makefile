@@ -16,7 +16,8 @@ endif
 override CFLAGS += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -MMD -MP -fopenmp \
                    -fno-math-errno -fno-trapping-math
 override CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp
+# oneDNN (libdnnl-dev) has no pkg-config file: bf16 matrix products (model/gemm_bf16.c)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -ldnnl -lm -fopenmp
 PYTHON  ?= /usr/bin/python3
 # make MPI=1: data-parallel training over Open MPI (mpicc, libopenmpi-dev); objects apart
 ifeq ($(MPI),1)
@@ -42,7 +43,7 @@ CMDOBJ  := $(filter $(BUILD)/cmd/%,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test check unit e2e demo fixtures clean asan bench bench-adaptive bench-avx2 bench-loaded bench-quality bench-sample bench-schemes test-mpi
+.PHONY: all test check unit e2e demo fixtures clean asan bench bench-adaptive bench-avx2 bench-loaded bench-quality bench-sample bench-schemes bench-precision bench-attn test-mpi
 all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain, portable or MPI) changes
@@ -178,12 +179,24 @@ $(BUILD)/bench/vocab_encode: bench/vocab_encode.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
+$(BUILD)/bench/attn_kernel: bench/attn_kernel.c $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
 $(BUILD)/bench/mem_bw: bench/mem_bw.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
+# bf16 against fp32 and PyTorch's autocast bf16 alone (part of make bench)
+bench-precision: $(BIN)
+	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/precision.sh
+
+# attention alone: the fused kernel against the OpenBLAS path, side by side (one thread)
+bench-attn: $(BUILD)/bench/attn_kernel
+	@$(BUILD)/bench/attn_kernel 1 5
+
 # Speed and memory, side by side with the PyTorch reference when /usr/bin/python3 has torch.
-bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw
+bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw $(BUILD)/bench/attn_kernel
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/bench.sh
 
 # make bench for an AVX2 build (-march=haswell, in build-avx2/) on OpenBLAS's Haswell kernels,
@@ -191,7 +204,8 @@ bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw
 # with AVX2 (on an AVX-512 machine, an emulation of an AVX2 CPU at this one's clock).
 bench-avx2:
 	@$(MAKE) --no-print-directory BUILD=build-avx2 BIN=build-avx2/txl CFLAGS="-O3 -march=haswell -g" \
-		build-avx2/txl build-avx2/bench/sgemm_peak build-avx2/bench/mem_bw
+		build-avx2/txl build-avx2/bench/sgemm_peak build-avx2/bench/mem_bw \
+		build-avx2/bench/attn_kernel
 	@OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2 SKIP_LOADED=1 \
 		OUT=runs/bench-avx2 TXL_BIN=$(abspath build-avx2/txl) BUILD=build-avx2 bench/bench.sh
 
@@ -285,7 +299,7 @@ install: $(BIN) lib
 	ln -sf libtxl.so.$(LIBVER) $(INSTDIR)/lib/libtxl.so.0
 	ln -sf libtxl.so.0 $(INSTDIR)/lib/libtxl.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LIBVER)|' \
-		-e 's|@LIBS@|$(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp|' \
+		-e 's|@LIBS@|$(shell pkg-config --libs $(PKGS) 2>/dev/null) -ldnnl -lm -fopenmp|' \
 		contrib/txl.pc.in > $(INSTDIR)/lib/pkgconfig/txl.pc
 	install -m 755 $(BIN) $(INSTDIR)/bin/txl
 	install -m 644 doc/txl.1 $(INSTDIR)/share/man/man1/txl.1

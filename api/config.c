@@ -7,10 +7,32 @@
 
 #include "../common/par.h"
 #include "api.h"
+#include "../model/precision.h"
 
 const char *txl_version(void) { return TXL_VERSION; }
 
 int txl_set_threads(int n) { return par_set_threads(n); }
+
+int txl_set_precision(const char *name, const char **took, const char **kernel, txl_err *e)
+{
+    api_err_clear(e);
+    int want = -1;
+    for (int p = PREC_FP32; p <= PREC_AUTO; p++)
+        if (name && strcmp(name, precision_name(p)) == 0)
+            want = p;
+    if (want < 0)
+        return err_set(e, ERR_INPUT, "precision: expected fp32, bf16 or auto, found '%.40s'",
+                       name ? name : "(null)");
+    precision_kind p;
+    const char *k;
+    if (precision_apply((precision_kind)want, "--precision", &p, &k, e))
+        return -1;
+    if (took)
+        *took = precision_name(p);
+    if (kernel)
+        *kernel = k;
+    return 0;
+}
 
 txl_config *txl_config_new(void)
 {

@@ -151,11 +151,12 @@ static void make_row(const eval_call *c, int fct, int T, int Mm, const eval_resu
         "\"anchor_tokens\":%zu,\"anchor_bits\":%.6g,\"tgt_len\":%d,\"mem_len\":%d,"
         "\"clamp_len\":%d,\"batch\":%d,\"warmup\":%s,\"same_length\":%s,\"data\":\"%s\","
         "\"split\":\"%s\",\"pos_scheme\":\"%s\",\"step\":%ld,\"seconds\":%.3f,"
-        "\"tok_per_s\":%.1f,\"gemm_share\":%.4f",
+        "\"tok_per_s\":%.1f,\"cpu_s\":%.3f,\"precision\":\"%s\",\"gemm_share\":%.4f",
         r->loss, row->bpc, row->ppl, r->tokens, r->bytes, r->anchor_tokens, r->anchor_bits, T,
         Mm, c->mc.clamp_len, c->B, c->o->warmup ? "true" : "false",
         c->o->same_length ? "true" : "false", c->span.path, c->label,
-        pos_scheme_name(c->mc.pos), m->step, r->seconds, row->tok_per_s, r->gemm_share);
+        pos_scheme_name(c->mc.pos), m->step, r->seconds, row->tok_per_s, r->cpu_seconds,
+        gemm_get_precision() == GEMM_BF16 ? "bf16" : "fp32", r->gemm_share);
     if (c->is_sweep && o < cap)
         o += (size_t)snprintf(json + o, cap - o, ",\"factor\":%d,\"sweep_mode\":\"%s\"", fct,
                               mode);

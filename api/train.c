@@ -118,7 +118,7 @@ txl_trainer *txl_trainer_new(const txl_config *c, const txl_train_opts *o, txl_e
     trainer *t = &tr->t;
     const char *resume = tr->has_resume ? tr->resume : NULL;
     const char *origin = tr->origin[0] ? tr->origin : NULL;
-    if (run_plan_data(t, origin, resume, o->init_from, e) ||
+    if (run_set_precision(t, e) || run_plan_data(t, origin, resume, o->init_from, e) ||
         run_prepare_out_dir(t, resume, o->force, e) ||
         run_plan_model(t, e) || run_plan_terms(t, e) ||
         run_restore_run(t, resume, o->init_from, origin, 0, e) ||

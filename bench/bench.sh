@@ -56,6 +56,9 @@ CORE=$(echo "$peak_json" | jq -r .core)
 emit "$(echo "$peak_json" | jq -c '{what: "sgemm_peak", threads, core, peak_gflops}')"
 echo "sgemm peak ($THREADS threads, OpenBLAS core $CORE): $PEAK GFLOP/s"
 
+# attention alone: the fused kernel against the OpenBLAS path (bench/attn_kernel.c)
+$BUILD/bench/attn_kernel "$THREADS" 3
+
 # flops_per_token N d H dh di Lq M B train(0/1)
 flops() {
     awk -v N=$1 -v d=$2 -v H=$3 -v dh=$4 -v di=$5 -v Lq=$6 -v M=$7 -v B=$8 -v tr=$9 'BEGIN {
@@ -120,6 +123,10 @@ done
 # sampling with the memory full, on the checkpoints just trained (bench/sample.sh)
 S_CKPT=$OUT/S/last.safetensors.gz M_CKPT=$OUT/M/last.safetensors.gz OUT=$OUT BUILD=$BUILD \
     CONFIGS=$CONFIGS TXL_BIN=$TXL bench/sample.sh
+
+# bf16 against fp32 and against PyTorch under autocast bf16 (bench/precision.sh)
+OUT=$OUT TXL_BIN=$TXL THREADS=$THREADS CONFIGS=$CONFIGS S_STEPS=$S_STEPS M_STEPS=$M_STEPS \
+    PAIRS=$PAIRS bench/precision.sh
 
 # one competing CPU-bound process: the default against the best explicit setting and idle
 [ "${SKIP_LOADED:-0}" = 1 ] || OUT=$OUT TXL_BIN=$TXL THREADS=$THREADS bench/loaded.sh

@@ -766,6 +766,20 @@ int cli_isatty_stderr(void) { return isatty(2); }
 
 
 
+const char *const cli_precision_names[] = {"fp32", "bf16", "auto", NULL};
+
+int cli_set_precision(const char *cmd, int p, int quiet)
+{
+    txl_err e = {0};
+    const char *took, *kernel;
+    if (txl_set_precision(cli_precision_names[p], &took, &kernel, &e))
+        return cli_fail(cmd, &e);
+    if (p == 2 && !quiet)
+        fprintf(stderr, "txl %s: precision auto: %s%s%s%s\n", cmd, took, *kernel ? " (" : "",
+                kernel, *kernel ? ")" : " (the CPU has neither AMX-BF16 nor AVX512_BF16)");
+    return 0;
+}
+
 /* ---- patterns ------------------------------------------------------------------------ */
 
 /* Natural order: digit runs compare as numbers (step-9 < step-10), the rest bytewise. */

@@ -116,6 +116,17 @@ typedef struct {
 #define CLI_OPT_THREADS(field, dflt, text)                                                 \
     {.name = "--threads", .type = CLI_INT, .off = (field), .lo = 0, .hi = 1024,             \
      .def = (dflt), .metavar = "N", .help = (text)}
+/* --precision fp32|bf16|auto (an index into cli_precision_names), and setting it */
+extern const char *const cli_precision_names[];
+#define CLI_OPT_PRECISION(field)                                                            \
+    {.name = "--precision", .type = CLI_CHOICE, .off = (field), .choices = cli_precision_names, \
+     .metavar = "P",                                                                        \
+     .help = "matrix products in fp32, in bf16 (AMX or AVX512_BF16; exit 2 on a CPU "       \
+             "without either), or auto: bf16 where the CPU has it",                         \
+     .def_doc = "fp32"}
+/* txl_set_precision of choice `p`; with auto, says on stderr which it took unless quiet.
+ * 0, or the exit code (the error printed). */
+int cli_set_precision(const char *cmd, int p, int quiet);
 #define CLI_OPTS(table) .opts = (table), .n_opts = sizeof(table) / sizeof *(table)
 
 /* One row of the command table (cmds.c). */

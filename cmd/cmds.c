@@ -14,19 +14,20 @@ const cli_cmd txl_commands[] = {
      "CKPT... [--data FILE | --split valid|test|train] [--tgt-len N] [--mem-len N] "
      "[--clamp-len N] [--batch N] [--warmup] [--same-length] [--max-tokens N] "
      "[--sweep 1,2,4,8 [--sweep-mode memory|window|both]] [--term-stats [N]] [--json] "
-     "[--threads N] [-q]",
+     "[--precision fp32|bf16|auto] [--threads N] [-q]",
      &eval_spec, 0},
     {"sample", cmd_sample, "generate text from a checkpoint",
      "CKPT [--prompt TEXT | --prompt-file F | --prompts FILE] [-n N] [--temperature T] "
      "[--top-k K] [--top-p P] [--seed S] [--num-samples N [--batch B] | -i] [--stop STRING] "
-     "[--json] [--mem-len N] [--echo] [--show-anchors] [--stats] [--threads N] [-q]",
+     "[--json] [--mem-len N] [--echo] [--show-anchors] [--stats] "
+     "[--precision fp32|bf16|auto] [--threads N] [-q]",
      &sample_spec, 0},
     {"probe", cmd_probe, "long-context probes: needle in a haystack, recall by distance, "
      "translation invariance",
      "needle|recall|shift CKPT [--data FILE | --split valid|test|train] [--trials N] "
      "[--lengths LIST] [--depths LIST] [--distances LIST] [--string-len N] [--offsets LIST] "
      "[--max-tokens N] [--mode memory|window|both] [--tgt-len N] [--mem-len N] [--seed S] "
-     "[--json] [--threads N] [-q]",
+     "[--json] [--precision fp32|bf16|auto] [--threads N] [-q]",
      &probe_spec, 0},
     {"info", cmd_info, "a checkpoint's config, size and metrics, or the machine",
      "CKPT... [--json]\n--system [--json]", &info_spec, 0},

@@ -16,6 +16,7 @@ typedef struct {
     int split;                /* index into split_names */
     long tgt_len, mem_len, clamp_len, batch, max_tokens, threads, term_stats;
     int warmup, json, quiet, same_length;
+    int precision;            /* cli_precision_names */
     cli_list sweep;
     int sweep_mode;           /* txl_sweep_mode */
 } eval_args;
@@ -66,6 +67,7 @@ static const cli_opt eval_options[] = {
              "defaults to 4): xl's content, content-position, global content bias and global "
              "position bias; mlp/alibi: content and distance bias"},
     CLI_OPT_JSON(O(json), "one JSON object per setting on stdout"),
+    CLI_OPT_PRECISION(O(precision)),
     CLI_OPT_THREADS(O(threads), 0, "threads, 0 = all cores"),
     CLI_OPT_QUIET(O(quiet), "no progress line and no settings note on stderr"),
 };
@@ -194,7 +196,7 @@ int cmd_eval(int argc, char **argv)
         txl_config_free(c);
     }
     txl_set_threads((int)a.threads);
-    rc = 0;
+    rc = cli_set_precision("eval", a.precision, a.quiet);
     for (int i = 0; i < ck.n && rc == 0; i++)
         rc = eval_one(ck.v[i], &a, ck.n > 1);
     cli_globbed_free(&ck);

@@ -21,6 +21,7 @@ typedef struct {
     unsigned long long seed;
     cli_list lengths, depths, distances, offsets;
     int mode, json, quiet;
+    int precision;            /* cli_precision_names */
 } probe_args;
 
 #define O(f) offsetof(probe_args, f)
@@ -67,6 +68,7 @@ static const cli_opt probe_options[] = {
     {.name = "--seed", .type = CLI_U64, .off = O(seed), .def = 1, .metavar = "S",
      .help = "random seed of the trials: same seed, same texts"},
     CLI_OPT_JSON(O(json), "one JSON object per cell on stdout"),
+    CLI_OPT_PRECISION(O(precision)),
     CLI_OPT_THREADS(O(threads), 0, "threads, 0 = all cores"),
     CLI_OPT_QUIET(O(quiet), "no progress on stderr"),
 };
@@ -139,6 +141,10 @@ int cmd_probe(int argc, char **argv)
         fprintf(stderr, "txl probe: %s is a run directory: using %s\n", a.ckpt,
                 txl_model_path(m));
     txl_set_threads((int)a.threads);
+    if ((rc = cli_set_precision("probe", a.precision, a.quiet)) != 0) {
+        txl_model_free(m);
+        return rc;
+    }
     txl_probe_opts o = {
         .kind = a.kind, .data = a.data, .split = split_names[a.split], .trials = (int)a.trials,
         .lengths = a.lengths.v, .n_lengths = a.lengths.n, .depths = a.depths.v,

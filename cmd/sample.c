@@ -21,6 +21,7 @@ typedef struct {
     double temperature, top_p;
     unsigned long long seed;
     int echo, stats, quiet, interactive, show_anchors, json;
+    int precision;            /* cli_precision_names */
     cli_strs stop;
 } sample_args;
 
@@ -80,6 +81,7 @@ static const cli_opt sample_options[] = {
              "(by default they are not printed)"},
     {.name = "--stats", .type = CLI_SWITCH, .off = O(stats),
      .help = "print timing as one JSON line on stderr at the end"},
+    CLI_OPT_PRECISION(O(precision)),
     CLI_OPT_THREADS(O(threads), 1, "threads: one token at a time is latency-bound; 0 = all "
                                    "cores, which helps a long prompt and many samples"),
     CLI_OPT_QUIET(O(quiet), "no progress line on stderr"),
@@ -413,6 +415,12 @@ static txl_model *open_model(const char *ckpt, const sample_args *a, const char 
         fprintf(stderr, "txl sample: %s is a run directory: using %s\n", ckpt,
                 txl_model_path(m));
     *threads = txl_set_threads((int)a->threads);
+    const char *took, *kernel;
+    if (txl_set_precision(cli_precision_names[a->precision], &took, &kernel, e))
+        return txl_model_free(m), NULL;
+    if (a->precision == 2 && !a->quiet)
+        fprintf(stderr, "txl sample: precision auto: %s%s%s%s\n", took, *kernel ? " (" : "",
+                kernel, *kernel ? ")" : "");
     int live = a->interactive || (a->num_samples == 1 && !a->json);
     if (sink_init(k, m, (int)a->num_samples, a->n, live, a->show_anchors, stops, a->stop.n, e))
         return txl_model_free(m), NULL;

@@ -98,6 +98,11 @@ static int check_cross(const run_config *c, char *why, size_t cap)
                  "cosine, found %ld", t->max_steps, t->warmup_steps);
         return -1;
     }
+    if (t->schedule_by == SCHED_BY_TIME && !(t->max_minutes > 0)) {
+        snprintf(why, cap, "train.schedule_by time needs train.max_minutes > 0 (the budget "
+                 "the schedule spans), found 0");
+        return -1;
+    }
     if (c->data.valid[0] == '\0' && !(c->data.split[1] > 0)) {
         cfg_fmt_double(a, sizeof a, c->data.split[1]);
         snprintf(why, cap, "data.split: the valid fraction must be > 0 when data.valid is "

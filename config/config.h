@@ -33,6 +33,9 @@
  * ends (on), after the whole backward (off), or on when the ranks span machines (auto) */
 typedef enum { OVERLAP_AUTO, OVERLAP_ON, OVERLAP_OFF } comm_overlap_kind;
 typedef enum { OPT_ADAM, OPT_ADAMW } optimizer_kind;
+/* train.schedule_by: the learning-rate schedule's progress counts steps (of max_steps) or
+ * the time budget (of max_minutes, or steps if those run out first) */
+typedef enum { SCHED_BY_STEPS, SCHED_BY_TIME } schedule_by_kind;
 
 typedef struct {
     char train[CFG_PATH_MAX];  /* required */
@@ -58,6 +61,7 @@ typedef struct {
     double max_minutes;        /* 0 = no time limit */
     double lr;
     lr_kind schedule;          /* optim.h: the one enum of the schedules */
+    schedule_by_kind schedule_by;
     long warmup_steps;
     double lr_min;
     lr_shape resume_schedule;  /* a resume that changes the schedule: optim.h */
@@ -79,6 +83,7 @@ typedef struct {
     char out_dir[CFG_PATH_MAX];
     int threads;               /* 0 = all cores; at most CFG_MAX_THREADS */
     comm_overlap_kind comm_overlap;
+    int precision;             /* model/precision.h: PREC_FP32, PREC_BF16 or PREC_AUTO */
 } train_config;
 
 typedef struct {

@@ -61,8 +61,9 @@ typedef struct {
     const char *s;        /* CT_PATH, CT_TEXT, CT_NAME; not owned */
 } cfg_value;
 
-enum { CFG_NKEYS = 60, CFG_NSECTIONS = 3 };
-extern const cfg_key cfg_keys[CFG_NKEYS];      /* keys.c: the table, in writing order */
+
+enum { CFG_NKEYS = 62, CFG_NSECTIONS = 3 };
+extern const cfg_key cfg_keys[]; /* keys.c: the table (CFG_NKEYS keys), in writing order */
 extern const char *const cfg_sections[CFG_NSECTIONS];
 
 /* keys.c's helpers for the other files (documented at their definitions): a key's value in

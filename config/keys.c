@@ -41,6 +41,7 @@
 #include "../data/units.h"
 #include "../model/model.h"
 #include "../model/pos.h"
+#include "../model/precision.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -68,6 +69,7 @@ _Static_assert(sizeof(lr_kind) == sizeof(int), "lr_kind must be int-sized");
 _Static_assert(sizeof(optimizer_kind) == sizeof(int), "optimizer_kind must be int-sized");
 _Static_assert(sizeof(lr_shape) == sizeof(int), "lr_shape must be int-sized");
 _Static_assert(sizeof(comm_overlap_kind) == sizeof(int), "comm_overlap_kind must be int-sized");
+_Static_assert(sizeof(schedule_by_kind) == sizeof(int), "schedule_by_kind must be int-sized");
 
 static const char *pos_name(int v) { return v < 0 ? NULL : pos_scheme_name((pos_scheme)v); }
 
@@ -77,6 +79,12 @@ static const char *sched_name(int v)
     static const char *const names[] = {
         [LR_CONSTANT] = "constant", [LR_COSINE] = "cosine", [LR_INV_SQRT] = "inv_sqrt",
     };
+    return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
+}
+
+static const char *schedule_by_name(int v)
+{
+    static const char *const names[] = {[SCHED_BY_STEPS] = "steps", [SCHED_BY_TIME] = "time"};
     return v >= 0 && (size_t)v < COUNT(names) ? names[v] : NULL;
 }
 
@@ -113,7 +121,7 @@ static const char *const level_names[] = { "token", "word", "sent", "para", NULL
 #define TWO53 9007199254740992.0
 
 /* Every key, in the order of doc/design.md, "Configuration" (also the order of the YAML the writer emits). */
-const cfg_key cfg_keys[CFG_NKEYS] = {
+const cfg_key cfg_keys[] = { /* sized by its entries: a count off is an error */
     { KEY("model", "n_layer", CT_INT, model.n_layer), .flags = F_MIN, .min = 1, .def = {4} },
     { KEY("model", "d_model", CT_INT, model.d_model), .flags = F_MIN | F_EVEN, .min = 2,
       .def = {256} },
@@ -188,6 +196,8 @@ const cfg_key cfg_keys[CFG_NKEYS] = {
       .def = {2.5e-4} },
     { KEY("train", "schedule", CT_ENUM, train.schedule), .en = sched_name,
       .def_str = "cosine" },
+    { KEY("train", "schedule_by", CT_ENUM, train.schedule_by), .en = schedule_by_name,
+      .def_str = "steps" },
     { KEY("train", "warmup_steps", CT_LONG, train.warmup_steps), .flags = F_MIN, .min = 0,
       .def = {0} },
     { KEY("train", "lr_min", CT_DOUBLE, train.lr_min), .flags = F_MIN, .min = 0, .def = {0} },
@@ -230,6 +240,8 @@ const cfg_key cfg_keys[CFG_NKEYS] = {
       .max = CFG_MAX_THREADS, .def = {0} },
     { KEY("train", "comm_overlap", CT_ENUM, train.comm_overlap), .en = overlap_name,
       .def_str = "auto" },
+    { KEY("train", "precision", CT_ENUM, train.precision), .en = precision_name,
+      .def_str = "fp32" },
 };
 _Static_assert(COUNT(cfg_keys) == CFG_NKEYS, "CFG_NKEYS (config_impl.h) counts cfg_keys");
 

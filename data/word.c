@@ -11,8 +11,8 @@
  *   then Counter.most_common(max_size) order: by falling count, ties in first-seen order; a
  *   word seen fewer than min_freq times ends the list. A word "<eos>" in the text takes its
  *   place in that list but adds nothing (add_symbol skips it), as in official. `<unk>` is
- *   the text's own word "<unk>" when it is kept (WikiText has it), else, when some word was
- *   dropped, a special added at id 1 (official would fail on such a word instead).
+ *   the text's own word "<unk>" when it is kept (WikiText has it), else a special added at
+ *   id 1: every held-out text has words the train split lacks (official fails on them).
  * - Encoding: each word is its id, a word outside the vocabulary <unk> (an error when the
  *   vocabulary has none); the word "<eos>" is <eos> (official's sym2idx has it).
  *
@@ -143,7 +143,7 @@ static int enc_word(void *ctx, const uint8_t *p, size_t n, size_t off)
     if (t < 0) {
         c->failed = 1;
         return err_set(c->e, ERR_INPUT, "byte %zu: the word '%.*s%s' is not in the vocabulary, "
-                       "which has no <unk> (every word of the text it was built from was kept)",
+                       "which has no <unk> (a vocabulary file without the special unk)",
                        off, (int)(n < 60 ? n : 60), (const char *)p, n > 60 ? "..." : "");
     }
     return c->emit(c->ctx, (txl_tok)t, off, n);
@@ -244,29 +244,23 @@ static void counts_free(word_counts *wc)
     free(wc->held);
 }
 
-/* The vocabulary of the sorted words: <eos>, <unk> when a word was dropped and the text's
- * own <unk> was not kept, then the words kept. */
+/* The vocabulary of the sorted words: <eos>, <unk> when the text's own <unk> was not kept,
+ * then the words kept. */
 static vocab *words_to_vocab(const strcount *wc, const ranked *order,
                              const vocab_build_opts *o, txl_err *e)
 {
     size_t take = o->max_size > 0 && (size_t)o->max_size < wc->n ? (size_t)o->max_size : wc->n;
-    size_t kept = 0, eos_words = 0, has_unk = 0;
+    size_t kept = 0, has_unk = 0;
     for (size_t k = 0; k < take; k++) {
         const strcount_entry *w = &wc->w[order[k].k];
         if (o->min_freq > 1 && w->count < o->min_freq)
             break;
-        int is_eos = w->len == 5 && memcmp(strcount_bytes(wc, order[k].k), "<eos>", 5) == 0;
         has_unk |= w->len == 5 && memcmp(strcount_bytes(wc, order[k].k), "<unk>", 5) == 0;
-        eos_words += (size_t)is_eos;
         kept++;
     }
-    int eos_in_text = 0;
-    for (size_t k = 0; k < wc->n; k++)
-        eos_in_text |= wc->w[k].len == 5 && memcmp(strcount_bytes(wc, k), "<eos>", 5) == 0;
-    int dropped = kept - eos_words < wc->n - (size_t)eos_in_text;
     vocab *v = vb_new(VOCAB_WORD, e);
     if (!v || vb_add(v, NULL, 0, SPECIAL_EOS, e) ||
-        (dropped && !has_unk && vb_add(v, (const uint8_t *)"<unk>", 5, SPECIAL_UNK, e))) {
+        (!has_unk && vb_add(v, (const uint8_t *)"<unk>", 5, SPECIAL_UNK, e))) {
         vocab_free(v);
         return NULL;
     }

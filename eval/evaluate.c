@@ -326,7 +326,7 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
     *r = (eval_result){0};
     batcher bt;
     pass *p = &ep->p;
-    double t0 = sys_now(), g0 = gemm_thread_seconds();
+    double t0 = sys_now(), g0 = gemm_thread_seconds(), c0 = sys_cpu_now();
     if (plan_batcher(&ep->ts, &ep->o, &bt, e))
         return -1;
     pass_reset(p);
@@ -343,6 +343,7 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
     if (rc)
         return -1;
     r->seconds = sys_now() - t0;
+    r->cpu_seconds = sys_cpu_now() - c0;
     r->gemm_share = (gemm_thread_seconds() - g0) /
                     ((r->seconds > 1e-9 ? r->seconds : 1e-9) * par_max_threads());
     r->tokens = p->tokens;

@@ -38,6 +38,7 @@ typedef struct {
     double anchor_bits;   /* bits spent on the anchors, in all */
     size_t segments;      /* segments run (scored or not) */
     double seconds;
+    double cpu_seconds;   /* the process's CPU time over the pass (all threads) */
     double gemm_share;    /* of the threads' time (this rank's), the part spent in GEMMs */
 } eval_result;
 

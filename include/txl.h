@@ -57,6 +57,14 @@ typedef struct txl_err {
  * n <= 0 means all cores. Returns the count in use. */
 int txl_set_threads(int n);
 
+/* The precision of the matrix products of every later call (doc/design.md, "Precision"):
+ * "fp32" (the default: OpenBLAS and txl's fused attention), "bf16" (operands rounded to
+ * bf16, sums in fp32, through oneDNN: AMX, else AVX512_BF16) or "auto" (bf16 where the CPU
+ * has it, else fp32). 0 with *took "fp32" or "bf16" and *kernel "amx", "avx512_bf16" or
+ * ""; -1 with e: TXL_ERR_INPUT for another name or for bf16 on a CPU without it (the
+ * message names what is missing). took and kernel may be NULL. */
+int txl_set_precision(const char *name, const char **took, const char **kernel, txl_err *e);
+
 /* The longest path a config holds (data.train, train.out_dir, ...), with its NUL. */
 #define TXL_PATH_MAX 1024
 

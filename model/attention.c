@@ -14,6 +14,7 @@
 #include "../common/par.h"
 #include "../common/rng.h"
 #include "../common/vmath.h"
+#include "attn_fused.h"
 #include "dropout.h"
 #include "gemm.h"
 
@@ -35,7 +36,9 @@ static int attn_threads(const attn_args *a)
 /* the part every (b, h) reuses: qu, qv, dqa, the zeros and the two planes */
 static size_t per_pair(int Lq, int klen, int dh)
 {
-    return (size_t)3 * Lq * dh + (size_t)Lq + (size_t)2 * Lq * klen;
+    size_t blas = (size_t)3 * Lq * dh + (size_t)Lq + (size_t)2 * Lq * klen;
+    size_t fused = (size_t)fused_scratch_floats(Lq, klen, dh, FUSED_RB_MAX);
+    return blas > fused ? blas : fused;
 }
 
 static size_t per_thread(int Lq, int klen, int dh, int H)
@@ -48,6 +51,8 @@ double attn_scratch_floats(int Lq, int klen, int dh, int H, int threads)
 {
     /* per_thread's sum in doubles: the plan counts configs far too large too */
     double pair = 3.0 * Lq * dh + Lq + 2.0 * Lq * klen;
+    double fused = fused_scratch_floats(Lq, klen, dh, FUSED_RB_MAX);
+    pair = pair > fused ? pair : fused;
     return (pair + (double)klen * H * dh + 2.0 * H * dh + (double)H * klen) *
            (threads > 0 ? threads : 1);
 }
@@ -177,9 +182,13 @@ void attn_forward(float *prob, float *vec, const float *q, const float *kv,
     const size_t per = per_thread(a->Lq, a->m + a->Lq, a->dh, a->H);
     int nt = attn_threads(a);
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int p = 0; p < pairs; p++)
-        forward_bh(prob, vec, q, kv, a, scratch + per * (size_t)par_thread_id(), p / a->H,
-                   p % a->H);
+    for (int p = 0; p < pairs; p++) {
+        float *scr = scratch + per * (size_t)par_thread_id();
+        if (a->fused)
+            fused_forward_bh(prob, vec, q, kv, a, scr, p / a->H, p % a->H);
+        else
+            forward_bh(prob, vec, q, kv, a, scr, p / a->H, p % a->H);
+    }
 }
 
 size_t attn_decode_scratch_floats(int B, int klen, int dh, int threads)
@@ -390,9 +399,9 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
             memset(p_sb, 0, sb->grad_floats * sizeof(float));
 #pragma omp for schedule(static)
         for (int p = 0; p < pairs; p++)
-            backward_bh(dq, dkv, drk ? p_rk : NULL, du ? p_u : NULL, dv ? p_v : NULL,
-                        d_dist_bias ? p_db : NULL, p_sb, dvec, prob, q, kv, a, scr, p / H,
-                        p % H);
+            (a->fused ? fused_backward_bh : backward_bh)(
+                dq, dkv, drk ? p_rk : NULL, du ? p_u : NULL, dv ? p_v : NULL,
+                d_dist_bias ? p_db : NULL, p_sb, dvec, prob, q, kv, a, scr, p / H, p % H);
     }
     for (int t = 0; sb && t < nt; t++) {
         const float *p_sb = sb->partials + sb->grad_floats * (size_t)t;

@@ -39,6 +39,8 @@ typedef struct attn_bias_fn {
     float *d_out;           /* [grad_floats] (+=) */
 } attn_bias_fn;
 
+#define FUSED_RB_MAX 64
+
 typedef struct {
     int B, H, dh, Lq, m;
     float scale;            /* 1/sqrt(dh) */
@@ -55,13 +57,15 @@ typedef struct {
     size_t kv_bstride;      /* floats from one stream's kv rows to the next (0 = klen*2*H*dh):
                                decoding reads each stream's keys from a longer window */
     int threads;            /* threads the scratch was sized for (attn_scratch_floats) */
-    int row_block;          /* query rows per GEMM block (0 = 64): each block computes only
-                               the keys its rows can see */
+    int row_block;          /* query rows per GEMM block (0 = 64; fused: 0 = 32, at most
+                               FUSED_RB_MAX): each block computes only the keys its rows see */
+    unsigned char fused;    /* 1: attn_fused.h's kernel (txl's own tiles), 0: OpenBLAS */
     int same_len;           /* inference (txl eval --same-length): query i sees at most
                                same_len keys, its own included, keys max(0, m+i+1-same_len)
                                .. m+i (Dai et al.'s evaluation mask); 0: keys 0..m+i. A
                                lower bound of each row's visible range, nothing else: the
-                               forward and attn_term_stats only (training has none) */
+                               forward (both kernels) and attn_term_stats only (training
+                               has none) */
     /* attn_decode only: where each head's cached rows are (0 = the layout of kv and rk
      * above, heads as column blocks of a row). Decoding keeps each head's keys, values and
      * xl positions as contiguous [rows, dh] blocks, which one-row products stream through. */

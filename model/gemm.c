@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "../common/par.h"
+#include "gemm_bf16.h"
 
 /* Below this many multiply-adds a GEMM runs on the calling thread: splitting it would cost
  * more in fork/join than it saves. */
@@ -154,6 +155,18 @@ double gemm_thread_seconds(void)
     return s;
 }
 
+static gemm_precision precision = GEMM_FP32;
+
+int gemm_set_precision(gemm_precision p)
+{
+    if (p == GEMM_BF16 && gemm_bf16_init())
+        return -1;
+    precision = p;
+    return 0;
+}
+
+gemm_precision gemm_get_precision(void) { return precision; }
+
 /* gemm() without the accounting; returns the threads the call ran on */
 static int gemm_run(float *C, const float *A, const float *B, int M, int N, int K,
                     int trans_a, int trans_b, float alpha, float beta, int lda, int ldb,
@@ -172,6 +185,9 @@ static int gemm_run(float *C, const float *A, const float *B, int M, int N, int 
         return 1;
     }
     int nt = par_threads();
+    if (precision == GEMM_BF16 && (long)M * N * K >= GEMM_BF16_MIN &&
+        gemm_bf16(C, A, B, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb, ldc) == 0)
+        return nt; /* oneDNN ran it on the threads of the moment */
     if (nt == 1 || (long)M * N * K < GEMM_SPLIT_MIN) {
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                     trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta,

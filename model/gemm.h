@@ -1,4 +1,5 @@
-/* gemm.h: the one GEMM entry point of txl (all matrix work goes through OpenBLAS).
+/* gemm.h: the one GEMM entry point of txl: OpenBLAS in fp32, oneDNN in bf16 (gemm_bf16.h)
+ * when gemm_set_precision(GEMM_BF16) is in force.
  *
  * Convention: row-major everywhere. A linear layer's weight W is [out, in] as in PyTorch,
  * so y = x @ W^T is gemm(y, x, W, rows, out, in, 0, 1, ...). Leading dimensions are the
@@ -14,6 +15,17 @@
 
 void gemm(float *C, const float *A, const float *B, int M, int N, int K,
           int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc);
+
+/* The precision of gemm()'s products (doc/design.md, "Precision"): GEMM_FP32 (OpenBLAS,
+ * the default) or GEMM_BF16 (oneDNN: operands rounded to bf16, sums in fp32; products of
+ * fewer than 2 rows or columns, or below GEMM_BF16_MIN multiply-adds, stay fp32).
+ * Process-wide: set it outside parallel regions, between steps. GEMM_BF16 starts oneDNN's
+ * engine; returns -1 (precision unchanged) if it cannot. The CPU's support is the caller's
+ * question (common/cpu.h): without AVX512_BF16 or AMX, oneDNN emulates bf16 slowly. */
+typedef enum { GEMM_FP32, GEMM_BF16 } gemm_precision;
+#define GEMM_BF16_MIN (1L << 15)
+int gemm_set_precision(gemm_precision p);
+gemm_precision gemm_get_precision(void);
 
 /* C[M,N] = alpha A[M,K] B[N,K]^T + beta C for a few rows of A (one-token decoding of M
  * streams: y = x W^T). sgemm packs all of B for every call, which costs more than the

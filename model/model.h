@@ -152,6 +152,11 @@ typedef struct {
     int threads;             /* threads the scratch is planned for (par_max_threads()) */
     int attn_row_block;      /* query rows per attention GEMM block (0 = default; tests
                                 set small values to exercise the blocked path) */
+    int attn_blas;           /* 1: attention's products on OpenBLAS (attention.c's first
+                                path), 0: the fused kernel (attn_fused.h). fp32 takes
+                                OpenBLAS (bit for bit txl 0.2's); bf16 in AVX-512 builds the
+                                fused kernel, where it measured faster (doc/performance.md);
+                                -DTXL_ATTN_FUSED: fused in fp32 too, to measure side by side */
     size_t b_offset;         /* global index of stream 0 (data parallelism: dropout masks are
                                 drawn by global stream, so N ranks x B/N streams draw what one
                                 process with B streams draws) */

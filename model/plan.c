@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../common/par.h"
+#include "gemm.h"
 #include "model_impl.h"
 
 /* ---- memory */
@@ -177,6 +178,19 @@ static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max,
     A->M = M;
     A->training = training;
     A->threads = par_max_threads();
+    /* (gemm_get_precision: the callers set the precision before they plan.) fp32 is the
+     * exact path of txl before 0.3, bit for bit: attention's products on
+     * OpenBLAS (the fused kernel rounds its sums in another order, and gained only 1-2% of
+     * an S step). The fused attention serves bf16 runs in AVX-512 builds, where it measured
+     * faster (bench/attn_kernel, doc/performance.md: 1.06-1.30x alone; AVX2's smaller
+     * tiles lost on S); -DTXL_ATTN_FUSED makes it the default of fp32 too, to compare. */
+#if defined(__AVX512F__) && defined(TXL_ATTN_FUSED)
+    A->attn_blas = 0;
+#elif defined(__AVX512F__)
+    A->attn_blas = gemm_get_precision() == GEMM_FP32;
+#else
+    A->attn_blas = 1;
+#endif
     A->lc = calloc(training && !counting ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
     if (!A->lc)
         return err_set(e, ERR_RUNTIME, "out of memory planning activations");

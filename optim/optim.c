@@ -95,6 +95,27 @@ static double lr_continued(const lr_schedule *s, long t)
     }
 }
 
+double lr_at_progress(const lr_schedule *s, double p)
+{
+    p = p < 0 ? 0 : p > 1 ? 1 : p;
+    double fw = s->max_steps > 0 ? (double)s->warmup / (double)s->max_steps : 0;
+    if (fw > 0 && p <= fw)
+        return s->lr * p / fw;
+    switch (s->kind) {
+    case LR_COSINE: {
+        double prog = fw < 1 ? (p - fw) / (1 - fw) : 1.0;
+        return s->lr_min + (s->lr - s->lr_min) * 0.5 * (1.0 + cos(M_PI * prog));
+    }
+    case LR_INV_SQRT: {
+        double t = p * (double)s->max_steps;
+        return s->lr * sqrt((double)(s->warmup > 0 ? s->warmup : 1) / (t > 1 ? t : 1));
+    }
+    case LR_CONSTANT:
+    default:
+        return s->lr;
+    }
+}
+
 double lr_at(const lr_schedule *s, long t)
 {
     if (s->shape == LR_RESTART && s->from_step > 0 && t > s->from_step) {

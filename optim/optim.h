@@ -60,4 +60,9 @@ typedef struct {
  *   inv_sqrt: from_lr * sqrt(S / t). */
 double lr_at(const lr_schedule *s, long t);
 
+/* The same schedules over a progress p in [0, 1] instead of a step (train.schedule_by
+ * time: p is the fraction of the budget used): warmup over p <= warmup / max_steps, cosine
+ * from there to p = 1, inv_sqrt at t = p * max_steps. */
+double lr_at_progress(const lr_schedule *s, double p);
+
 #endif

@@ -1,6 +1,7 @@
 /* plan.c: what a run needs before step 1: its data, its model, replicas and activations,
  * the term statistics' pass, and their sizes (the memory estimate, the plan of --dry-run). */
 #include "run.h"
+#include "../model/precision.h"
 
 /* The train/valid/test spans from data.* (data/corpus.h: data_open_splits), the run's
  * vocabulary (run/vocab.c) and the tokens of the train and valid splits. */
@@ -91,13 +92,16 @@ void run_print_plan(const trainer *t, FILE *f)
             "  memory: params+grads+adam %.1f MiB, activations %.1f MiB, mem %.1f MiB "
             "(estimate %.0f MiB)\n"
             "  data: train %s (%s), valid %zu, test %zu; OpenBLAS core %s\n"
+            "  precision %s%s%s%s\n"
             "  out_dir %s\n",
             pos_scheme_name(m->pos), m->n_layer, m->d_model, m->n_head, m->d_head,
             m->d_inner, t->n_weights / 1e6, (long long)t->k * t->B * m->tgt_len,
             t->B, accum, m->tgt_len, m->mem_len, m->pre_lnorm ? "yes" : "no",
             m->dropout, par / 1048576.0, act / 1048576.0, mem_bytes(t) / 1048576.0,
             run_plan_mib(t), train, t->train_s.path,
-            t->valid_s.n, t->test_s.n, sys_blas_core(), c->train.out_dir);
+            t->valid_s.n, t->test_s.n, sys_blas_core(), precision_name(t->precision),
+            *t->prec_kernel ? " (" : "", t->prec_kernel, *t->prec_kernel ? ")" : "",
+            c->train.out_dir);
     if (t->R > 1)
         fprintf(f, "  threads: %d, each running %d of the batch's streams\n", t->R,
                 t->Bl / t->R);
@@ -192,6 +196,16 @@ static void set_threads(trainer *t)
     t->threads = par_set_threads(threads);
 }
 
+int run_set_precision(trainer *t, txl_err *e)
+{
+    precision_kind took;
+    if (precision_apply((precision_kind)t->cfg.train.precision, "train.precision", &took,
+                        &t->prec_kernel, e))
+        return -1;
+    t->precision = took;
+    return 0;
+}
+
 /* Replicas: one per thread when they divide this rank's streams, else 1 (the threads
  * split each op of the whole batch). */
 static int replicas(const trainer *t)
@@ -271,6 +285,8 @@ int run_dry_plan(trainer *t, txl_err *e)
 {
     const model_config *m = &t->cfg.model;
     set_threads(t); /* the attention scratch is per thread */
+    if (run_set_precision(t, e))
+        return -1;
     t->R = replicas(t);
     model_count mc;
     double act;

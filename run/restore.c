@@ -1,6 +1,7 @@
 /* restore.c: checkpoints written (last, best; never a non-finite weight) and read back for
  * --resume (the whole state, exactly) and --init-from (weights only). */
 #include "run.h"
+#include "../model/precision.h"
 
 static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
                             double valid_loss, txl_err *e);
@@ -135,20 +136,23 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     s.valid_bpc = isnan(valid_loss) ? NAN : t->valid_bpc;
     train_state_meta sm;
     train_state_format(&s, &sm);
-    const char *meta[8 + 2 * TRAIN_STATE_KEYS + 1] = {
+    /* the precision the run trained with (train.precision as resolved on this machine);
+     * a word or BPE model's vocabulary size after the state */
+    const char *meta[10 + 2 * TRAIN_STATE_KEYS + 1] = {
         "format", "txl/1",
         "config", cfg_yaml,
         "rng", "counter-based: dropout masks = hash(seed, step, site, index)",
+        "precision", precision_name(t->precision),
     };
-    memcpy(meta + 6, sm.kv, sizeof sm.kv);
+    memcpy(meta + 8, sm.kv, sizeof sm.kv);
     char vs[32];
     ckpt_vocab cv = {0};
     uint8_t *vb = NULL;
     int rc = 0;
     if (t->vocab) { /* a word or BPE model's vocabulary travels with it */
         snprintf(vs, sizeof vs, "%zu", vocab_size(t->vocab));
-        meta[6 + 2 * TRAIN_STATE_KEYS] = CKPT_VOCAB_SIZE;
-        meta[7 + 2 * TRAIN_STATE_KEYS] = vs;
+        meta[8 + 2 * TRAIN_STATE_KEYS] = CKPT_VOCAB_SIZE;
+        meta[9 + 2 * TRAIN_STATE_KEYS] = vs;
         rc = vocab_serialize(t->vocab, &vb, &cv.len, e);
         cv.bytes = vb;
     }
@@ -313,7 +317,8 @@ static int resume_schedule(trainer *t, txl_err *e)
     const train_config *tc = &t->cfg.train;
     char diff[300];
     t->sched_note[0] = 0;
-    if (!schedule_diff(&t->ck_train, tc, diff, sizeof diff))
+    /* a schedule by time follows the budget's progress (lr_at_progress), not the steps */
+    if (tc->schedule_by == SCHED_BY_TIME || !schedule_diff(&t->ck_train, tc, diff, sizeof diff))
         return 0;
     long S = t->st.step;
     lr_schedule old = run_schedule(&t->ck_train, &t->st);

@@ -85,6 +85,8 @@ typedef struct {
     const txl_train_opts *opts; /* the caller's: events, progress, the command line */
     long run_steps;       /* --steps: stop after this many steps in this invocation (0 = off) */
     int threads;          /* OpenMP threads of this rank */
+    int precision;        /* train.precision as resolved here: PREC_FP32 or PREC_BF16 */
+    const char *prec_kernel; /* the bf16 kernel ("amx", "avx512_bf16"), or "" */
     long last_step;       /* the step held_path holds: written by this run, or the file this
                            * run resumed from (out_dir's last, in either format); -1 if neither */
     char held_path[1100]; /* that file: last_path, or the resumed one */
@@ -124,6 +126,10 @@ void run_note(const trainer *t, txl_event_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Asks the loop to stop after the current step (a signal handler may call it). */
 void run_request_stop(int sig);
+
+/* train.precision resolved on this machine and gemm()'s precision set to it (before
+ * anything is written: bf16 on a CPU without it is ERR_INPUT, exit 2). */
+int run_set_precision(trainer *t, txl_err *e);
 
 /* The trainer's cross-file functions (documented at their definitions). */
 int run_check_resume_target(const trainer *t, const char *resume, int force, txl_err *e);

@@ -2,6 +2,7 @@
  * "Checkpoints") and its events: validation, checkpoints when due, the log.jsonl events,
  * the end of a run (max_steps, the time budget, a step count, a signal). */
 #include "run.h"
+#include "../model/precision.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 
@@ -111,10 +112,10 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     run_log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
                 "%s,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
                 "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f,"
-                "\"comm_exposed_s\":%.4f,\"gemm_share\":%.4f}",
+                "\"comm_exposed_s\":%.4f,\"gemm_share\":%.4f,\"cpu_s\":%.3f}",
              step, t->st.tokens, mean, rate, ls->lr, ls->norm, tps,
              t->st.elapsed + run_s, ls->loss, dist_comm_seconds() - ls->comm_log,
-             dist_exposed_seconds() - ls->exposed_log, gemm_share);
+             dist_exposed_seconds() - ls->exposed_log, gemm_share, sys_cpu_now());
     ls->comm_log = dist_comm_seconds();
     ls->exposed_log = dist_exposed_seconds();
     ls->gemm_log = gemm_thread_seconds();
@@ -345,6 +346,8 @@ static void log_start(trainer *t, int resume)
     cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_s.n);
     cJSON_AddNumberToObject(o, "ranks", dd->size);
     cJSON_AddNumberToObject(o, "threads", t->threads);
+    cJSON_AddStringToObject(o, "precision", precision_name(t->precision));
+    cJSON_AddStringToObject(o, "precision_kernel", t->prec_kernel ? t->prec_kernel : "");
     cJSON_AddNumberToObject(o, "replicas", t->R);
     cJSON_AddNumberToObject(o, "grad_accum", t->k);
     cJSON_AddNumberToObject(o, "estimate_mib", round(run_plan_mib(t)));

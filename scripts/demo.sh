@@ -5,7 +5,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 need=""
-for p in build-essential pkg-config libopenblas-dev libcjson-dev libyaml-dev zlib1g-dev bible-kjv; do
+for p in build-essential pkg-config libopenblas-dev libdnnl-dev libcjson-dev libyaml-dev zlib1g-dev bible-kjv; do
     dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 if [ -n "$need" ]; then

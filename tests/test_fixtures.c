@@ -173,7 +173,7 @@ static void check_units(const char *name, const txl_tok *x, const int32_t *co, i
           anchors_off);
 }
 
-static void run_fixture(const char *path, const char *name, int row_block)
+static void run_fixture(const char *path, const char *name, int row_block, int blas)
 {
     st_file f;
     txl_err e;
@@ -230,6 +230,7 @@ static void run_fixture(const char *path, const char *name, int row_block)
         return;
     }
     A.attn_row_block = row_block;
+    A.attn_blas = blas;
     int ok_params = 1;
     for (int i = 0; i < mdl.n_params; i++) {
         const param_entry *p = &mdl.table[i];
@@ -417,10 +418,14 @@ int main(int argc, char **argv)
         char path[1024], label[64];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         snprintf(label, sizeof label, "%.*s", (int)(strlen(names[i]) - 12), names[i]);
-        run_fixture(path, label, 0);
-        /* again with attention rows in blocks of 2: the blocked, masked-skipping GEMMs */
-        strncat(label, " rb2", sizeof label - strlen(label) - 1);
-        run_fixture(path, label, 2);
+        char lb[96];
+        /* each attention kernel (the fused one, the default, and OpenBLAS's), then again
+         * with its query rows in blocks of 2: the blocked, masked-skipping products */
+        for (int blas = 0; blas < 2; blas++)
+            for (int rb = 0; rb <= 2; rb += 2) {
+                snprintf(lb, sizeof lb, "%s%s%s", label, blas ? " blas" : "", rb ? " rb2" : "");
+                run_fixture(path, lb, rb, blas);
+            }
         free(names[i]);
     }
     return tl_done("test_fixtures");

@@ -42,6 +42,8 @@
 #include "../model/dropout.h"
 #include "../model/embedding.h"
 #include "../model/gemm.h"
+#include "../model/gemm_bf16.h"
+#include "../common/cpu.h"
 #include "../model/layernorm.h"
 #include "../model/model.h"
 #include "../model/posenc.h"
@@ -274,6 +276,69 @@ static void test_gemm_case(int M, int N, int K, int ta, int tb, float alpha, flo
           "gemm_naive err %.1e vs double, padding untouched %s", few ? "gemm_few" : "gemm",
           M, N, K, ta, tb, beta, e, en, pad_ok ? "yes" : "NO");
     free(A), free(B), free(C), free(Cn), free(C0), free(ref), free(Cp), free(Cnp);
+}
+
+/* gemm() in bf16 (oneDNN), where the CPU has bf16 (common/cpu.h): against the double
+ * product of the bf16-rounded operands (the roundings txl makes), the sums in fp32: the same
+ * 1e-5 as an fp32 gemm; and against the fp32 product, off by the roundings themselves:
+ * ~2^-9 relative per operand, ~1e-2 of the largest |C| at most for K = 300 random terms. */
+static void test_gemm_bf16_case(int M, int N, int K, int ta, int tb, float alpha, float beta)
+{
+    int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    int lda = ac + 3, ldb = bc + 2, ldc = N + 5;
+    float *A = alloc_f((size_t)ar * lda), *B = alloc_f((size_t)br * ldb);
+    float *Ar = alloc_f((size_t)ar * lda), *Br = alloc_f((size_t)br * ldb);
+    float *C = alloc_f((size_t)M * ldc), *C0 = alloc_f((size_t)M * ldc);
+    double *ref = alloc_d((size_t)M * N), *ref32 = alloc_d((size_t)M * N);
+    for (size_t i = 0; i < (size_t)ar * lda; i++)
+        A[i] = tl_normal(&rng, 1.0f), Ar[i] = bf16_to_f32(bf16_from_f32(A[i]));
+    for (size_t i = 0; i < (size_t)br * ldb; i++)
+        B[i] = tl_normal(&rng, 1.0f), Br[i] = bf16_to_f32(bf16_from_f32(B[i]));
+    for (size_t i = 0; i < (size_t)M * ldc; i++)
+        C0[i] = beta == 0 ? NAN : tl_normal(&rng, 1.0f);
+    for (int i = 0; i < M; i++)
+        for (int j = N; j < ldc; j++)
+            C0[(size_t)i * ldc + j] = 777.0f;
+    memcpy(C, C0, (size_t)M * ldc * sizeof *C);
+    gemm_set_precision(GEMM_BF16);
+    gemm(C, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
+    gemm_set_precision(GEMM_FP32);
+    gemm_ref(ref, C0, Ar, Br, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
+    gemm_ref(ref32, C0, A, B, M, N, K, ta, tb, alpha, beta, lda, ldb, ldc);
+    float *Cp = alloc_f((size_t)M * N);
+    int pad_ok = 1;
+    for (int i = 0; i < M; i++) {
+        memcpy(Cp + (size_t)i * N, C + (size_t)i * ldc, N * sizeof *C);
+        for (int j = N; j < ldc; j++)
+            pad_ok &= C[(size_t)i * ldc + j] == 777.0f;
+    }
+    double e = tl_max_rel_err(Cp, ref, (size_t)M * N, 1e-30);
+    double e32 = tl_max_rel_err(Cp, ref32, (size_t)M * N, 1e-30);
+    CHECK(e <= 1e-5 && e32 <= 1e-2 && e32 > 1e-5 && pad_ok,
+          "gemm bf16 %dx%dx%d trans_a=%d trans_b=%d alpha=%g beta=%g (%s): vs the bf16-rounded "
+          "double product %.1e (tol 1e-5); vs fp32 %.1e (the roundings: in (1e-5, 1e-2]); "
+          "padding untouched %s", M, N, K, ta, tb, alpha, beta, gemm_bf16_impl(), e, e32,
+          pad_ok ? "yes" : "NO");
+    free(A), free(B), free(Ar), free(Br), free(C), free(C0), free(ref), free(ref32), free(Cp);
+}
+
+static void test_gemm_bf16(void)
+{
+    char missing[160];
+    if (!cpu_bf16_kernel(missing, sizeof missing)) {
+        printf("  skip gemm bf16: %s\n", missing);
+        return;
+    }
+    CHECK(gemm_set_precision(GEMM_BF16) == 0 && gemm_get_precision() == GEMM_BF16,
+          "gemm_set_precision(GEMM_BF16) starts oneDNN");
+    gemm_set_precision(GEMM_FP32);
+    tl_rng saved = rng;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            test_gemm_bf16_case(64, 48, 40, ta, tb, 1.0f, 0.0f);
+            test_gemm_bf16_case(40, 33, 300, ta, tb, -0.5f, 1.0f);
+        }
+    rng = saved;
 }
 
 static void test_gemm(void)
@@ -1171,14 +1236,16 @@ static void attn_ref(double *prob, double *vec, const attn_case *t, const float 
  * Backward: smooth, step 1e-3. Each probe moves one row of scores (or one key's column),
  * whose float noise ~ 6e-8 * sqrt(klen dh) * |vec||g| / 2e-3 ~ 1e-4 of gradients that are
  * O(0.1..1) here: tol 2e-3. */
-static void test_attn_case(const attn_case *t)
+static void test_attn_case(const attn_case *t, int kernel)
 {
     const int B = t->B, H = t->H, dh = t->dh, Lq = t->Lq, m = t->m, klen = m + Lq;
     const int hd = H * dh;
     const size_t nq = (size_t)B * Lq * hd, nkv = (size_t)B * klen * 2 * hd;
     const size_t np = (size_t)B * H * Lq * klen, nrk = (size_t)klen * hd;
     const size_t nb = (size_t)H * klen, nu = (size_t)hd;
-    const char *lbl = t->name;
+    static const char *kname[] = {"blas", "fused", "fused rb2"};
+    char lbl[160];
+    snprintf(lbl, sizeof lbl, "%s [%s]", t->name, kname[kernel]);
 
     float *q = rand_f(nq, t->qscale), *kv = rand_f(nkv, 1.0f);
     float *u = t->use_u ? rand_f(nu, 0.5f) : NULL, *v = t->use_v ? rand_f(nu, 0.5f) : NULL;
@@ -1199,7 +1266,7 @@ static void test_attn_case(const attn_case *t)
     attn_args a = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
                    .scale = (float)(1.0 / sqrt((double)dh)), .dropatt = t->dropatt,
                    .drop_key = 0xabcdef, .u = u, .v = v, .rk = rk, .dist_bias = bias,
-                   .threads = 1};
+                   .threads = 1, .fused = kernel > 0, .row_block = kernel == 2 ? 2 : 0};
     float *keep = NULL;
     if (t->dropatt > 0) { /* the mask dropout.h draws over the prob tensor (counter = index) */
         keep = alloc_f(np);
@@ -1262,7 +1329,7 @@ static void test_attn_case(const attn_case *t)
           "attn %s: dq, dkv fully overwritten (NaN prefill gone)", lbl);
     if (t->qscale <= 1.0f) {
         attn_ctx c = {a, q, kv, prob, vec, scratch, g, nq};
-        char op[96];
+        char op[200];
         snprintf(op, sizeof op, "attn %s", lbl);
         check_fd(op, "q", attn_loss, &c, q, dq, nq, STEP_SMOOTH, 2e-3, 0);
         check_fd(op, "kv", attn_loss, &c, kv, dkv, nkv, STEP_SMOOTH, 2e-3, 0);
@@ -1283,7 +1350,7 @@ static void test_attn_case(const attn_case *t)
     attn_backward(dq, dkv, drk, du, dv, dbias, g, prob, q, kv, &a, scratch);
     CHECK(same_f(dq, dq1, nq) && same_f(dkv, dkv1, nkv),
           "attn %s: dq, dkv overwritten: identical after a second call", lbl);
-    char what[96];
+    char what[200];
     if (rk) {
         snprintf(what, sizeof what, "attn %s drk", lbl);
         check_doubling(what, drk1, drk, nrk);
@@ -1356,9 +1423,15 @@ static void test_attention(void)
         {"xl+dist_bias dropatt=0.3",           2, 2, 4, 3, 2, 1, 1, 1, 1,  6, 0, 0.3f, 1.0f},
         {"xl dropatt=0.5 m=0",                 1, 2, 4, 5, 0, 1, 1, 1, 0,  6, 0, 0.5f, 1.0f},
         {"saturated scores (|q|~30)",          1, 2, 8, 4, 3, 1, 1, 1, 1,  8, 0, 0.0f, 30.0f},
+        /* the fused kernel's edges: dh past a vector (padding), rows past a tile, keys past
+         * one and two key tiles, several row blocks (dropatt drawn per row) */
+        {"xl dh20 Lq19 m13",                   1, 2, 20, 19, 13, 1, 1, 1, 0, 8, 0, 0.0f, 1.0f},
+        {"xl+dist_bias dh64 Lq40 m27 drop.2",  1, 2, 64, 40, 27, 1, 1, 1, 1, 8, 0, 0.2f, 1.0f},
+        {"dist_bias dh16 Lq37 m50",            2, 1, 16, 37, 50, 0, 0, 0, 1, 0, 0, 0.0f, 1.0f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        test_attn_case(&cases[i]);
+        for (int kernel = 0; kernel < 3; kernel++)
+            test_attn_case(&cases[i], kernel);
 }
 
 /* ---------------------------------------------------------------- posenc */
@@ -1769,6 +1842,23 @@ static void test_lr(void)
     lr_schedule q0 = {LR_INV_SQRT, 1e-3, 0, 0, 0};
     CHECK(close_rel(lr_at(&q0, 1), 1e-3) && close_rel(lr_at(&q0, 4), 5e-4),
           "lr inv_sqrt warmup 0: t=1 lr, t=4 lr/2");
+
+    /* lr_at_progress (schedule_by time): progress p = t / max_steps is step t, warmup over
+     * p <= warmup / max_steps, clamped outside [0, 1] */
+    double worst = 0;
+    const lr_schedule *all[] = {&c, &s, &s0};
+    for (int k = 0; k < 3; k++)
+        for (long t = 1; t <= all[k]->max_steps; t++) {
+            double a = lr_at(all[k], t), b = lr_at_progress(all[k], (double)t / all[k]->max_steps);
+            worst = fmax(worst, fabs(a - b) / fmax(fabs(a), 1e-300));
+        }
+    lr_schedule q2 = {LR_INV_SQRT, 1e-3, 0, 100, 1000};
+    CHECK(worst <= 1e-12 && close_rel(lr_at_progress(&s, 2.0), 1e-5) &&
+              fabs(lr_at_progress(&s, -1.0)) <= 1e-18 &&
+              close_rel(lr_at_progress(&q2, 0.4), lr_at(&q2, 400)),
+          "lr_at_progress(t / max_steps) == lr_at(t) for constant and cosine schedules, with "
+          "and without warmup (max rel err %.1e); p > 1 stays at lr_min, p < 0 is 0; inv_sqrt "
+          "at p = 0.4 is step 400 of 1000", worst);
 }
 
 /* ---------------------------------------------------------------- thread counts */
@@ -2024,6 +2114,7 @@ int main(void)
     par_set_threads(1);
     test_vmath();
     test_gemm();
+    test_gemm_bf16();
     test_gemm_accounting();
     test_linear();
     test_layernorm();

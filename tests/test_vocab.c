@@ -223,10 +223,20 @@ static void test_word_decode(void)
         counted += vocab_decoded(v, i ? (long)t[i - 1] : -1, t[i], NULL, 0);
     CHECK(counted == o_n, "word: vocab_decoded counts what it writes");
     free(t);
-    /* a word outside a vocabulary without <unk> */
-    rc = v ? vocab_encode(v, (const uint8_t *)"the zebra", 9, &t, &n, &e) : 0;
+    /* a word outside a vocabulary: <unk> (a build always has it) */
+    rc = v ? vocab_encode(v, (const uint8_t *)"the zebra", 9, &t, &n, &e) : -1;
+    CHECK(rc == 0 && n == 3 && vocab_special(v, t[1]) == SPECIAL_UNK,
+          "word: an unknown word is the build's <unk>");
+    free(t);
+    t = NULL;
+    /* ... and an error with a vocabulary that has none (a hand-made file) */
+    static const char no_unk[] = "txl-vocab 1\nkind word\nsize 3\nspecial eos 0\ntokens\n"
+                                 "0 <eos>\n1 the\n2 cat\nend\n";
+    vocab *nu = vocab_parse((const uint8_t *)no_unk, sizeof no_unk - 1, "no_unk", &e);
+    rc = nu ? vocab_encode(nu, (const uint8_t *)"the zebra", 9, &t, &n, &e) : 0;
     CHECK(rc == -1 && e.kind == ERR_INPUT && strstr(e.msg, "byte 4: the word 'zebra'"),
           "word: an unknown word without <unk>: '%s'", e.msg);
+    vocab_free(nu);
     vocab_free(v);
 }
 

@@ -76,9 +76,10 @@ expect2 "a model the scheme refuses (rope, odd d_head)" "d_head" \
 check "  ... no out_dir" test ! -e $TMP/bad
 
 echo "-- the ready configs plan as they stand (only the corpus pointed at the test one)"
-# a word config's cutoffs need its vocabulary: 267,734 distinct words and <eos> are
-# WikiText-103's 267,735 tokens (the text is its own valid and test split)
-seq 1 267734 | sed 's/^/w/' | paste -d ' ' - - - - - > $TMP/words.txt
+# a word config's cutoffs need its vocabulary: <eos>, the corpus's own <unk> and 267,733
+# other distinct words are WikiText-103's 267,735 tokens (the text is its own valid and
+# test split)
+{ seq 1 267733 | sed 's/^/w/' | paste -d ' ' - - - - -; echo '<unk>'; } > $TMP/words.txt
 for c in configs/*.yaml; do
     data="--set data.train=tests/data/enwik8_slice60k.txt.gz"
     grep -q '^  tokenizer: word' "$c" && data="--set data.train=$TMP/words.txt

@@ -14,6 +14,7 @@ and of evaluation (no_grad forward), memory carried in both.
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -154,10 +155,23 @@ def check():
     return 0 if worst < 1e-12 else 1
 
 
+AUTOCAST = None  # --autocast bf16: torch.bfloat16
+CLOCK = time.perf_counter  # --clock cpu: time.process_time
+
+
+def amp():
+    """The forward's context: torch.autocast("cpu", bf16) under --autocast bf16 (what a user
+    with a bf16 CPU reaches for), else nothing."""
+    if AUTOCAST is None:
+        return contextlib.nullcontext()
+    return torch.autocast("cpu", dtype=AUTOCAST)
+
+
 def train_step(net, opt, x, y, mems):
     """Forward, backward, clip 0.25, Adam: one step; returns (loss, new mems)."""
-    logits, mems = net(x, mems)
-    loss = F.cross_entropy(logits.reshape(-1, 256), y.reshape(-1))
+    with amp():
+        logits, mems = net(x, mems)
+    loss = F.cross_entropy(logits.float().reshape(-1, 256), y.reshape(-1))
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(net.parameters(), 0.25)
@@ -215,7 +229,15 @@ def main():
     ap.add_argument("--data", default=None)
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--autocast", choices=["off", "bf16"], default="off",
+                    help="bf16: the forward under torch.autocast('cpu', torch.bfloat16)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: tokens per CPU second of the process (a busy machine)")
     a = ap.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if a.clock == "cpu" else time.perf_counter
+    global AUTOCAST
+    AUTOCAST = torch.bfloat16 if a.autocast == "bf16" else None
     if a.check:
         return check()
     if a.threads > 0:
@@ -241,23 +263,25 @@ def main():
     t0 = None
     for it in range(a.warmup + a.steps):
         if it == a.warmup:
-            t0 = time.perf_counter()
+            t0 = CLOCK()
         x, y = batch()
         loss, mems = train_step(net, opt, x, y, mems)
-    t_train = time.perf_counter() - t0
+    t_train = CLOCK() - t0
 
     net.eval()
     mems = empty()
     with torch.no_grad():
         for it in range(a.warmup + a.steps):
             if it == a.warmup:
-                t0 = time.perf_counter()
+                t0 = CLOCK()
             x, y = batch()
-            logits, mems = net(x, mems)
-            float(F.cross_entropy(logits.reshape(-1, 256), y.reshape(-1)))
-    t_eval = time.perf_counter() - t0
+            with amp():
+                logits, mems = net(x, mems)
+            float(F.cross_entropy(logits.float().reshape(-1, 256), y.reshape(-1)))
+    t_eval = CLOCK() - t0
     ntok = B * Lq * a.steps
     print(json.dumps({"impl": "pytorch-ref", "torch": torch.__version__, "config": a.config,
+                      "autocast": a.autocast, "clock": a.clock,
                       "threads": torch.get_num_threads(), "steps": a.steps, "batch": B, "tgt_len": Lq,
                       "mem_len": c["mem_len"], "train_tokens_per_s": ntok / t_train,
                       "eval_tokens_per_s": ntok / t_eval, "last_loss": float(loss),

@@ -2,9 +2,9 @@
 """The word tokenizer's reference: official Transformer-XL's Vocab (kimiyoung/transformer-xl,
 pytorch/utils/vocabulary.py, as data_utils.py uses it for wt103/wt2: special=['<eos>'],
 lower_case=False, count_file without <eos>, encode_file with add_eos=True), written again
-plainly here, with txl's one addition: when a word was dropped (min_freq, max_size) and the
-text has no "<unk>" of its own that was kept, "<unk>" is inserted at id 1 (official would
-fail on such a word).
+plainly here, with txl's one addition: when the text has no "<unk>" of its own that was
+kept, "<unk>" is inserted at id 1 (official would fail on a word outside the vocabulary,
+which every held-out text has).
 
 Writes tests/data/vocab/word_expected.json: for each case the symbols in id order and the
 ids of the encoded file; tests/test_vocab.c builds and encodes the same with txl and
@@ -52,8 +52,7 @@ def build(files, min_freq, max_size):
         if cnt < min_freq:
             break
         add(sym)
-    dropped = any(s not in sym2idx for s in counter)
-    if dropped and "<unk>" not in sym2idx:
+    if "<unk>" not in sym2idx:
         idx2sym.insert(1, "<unk>")
         sym2idx = {s: i for i, s in enumerate(idx2sym)}
     return idx2sym, sym2idx
