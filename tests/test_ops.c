@@ -1406,6 +1406,96 @@ static void test_attn_case(const attn_case *t, int kernel)
     free(db1);
 }
 
+/* attn_args.same_len (txl eval --same-length): query i sees keys max(0, m+i+1-S) .. m+i.
+ * Each kernel (OpenBLAS, fused, fused with 2-row blocks) against the double formula with
+ * that lower bound, xl's position terms and a distance bias included: tol 1e-5 (as
+ * test_attn_case); the masked keys below the bound are exactly 0; inference (prob NULL)
+ * gives the same vec; an S of at least klen changes nothing, bit for bit. */
+static void test_attn_same_len(void)
+{
+    static const int cases[][6] = {/* B, H, dh, Lq, m, S */
+                                   {2, 2, 8, 7, 5, 4}, {1, 2, 20, 19, 13, 16},
+                                   {1, 1, 16, 37, 50, 60}, {2, 2, 4, 3, 0, 2}};
+    static const char *kname[] = {"blas", "fused", "fused rb2"};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int B = cases[c][0], H = cases[c][1], dh = cases[c][2], Lq = cases[c][3];
+        const int m = cases[c][4], S = cases[c][5], klen = m + Lq, hd = H * dh, dr = 8;
+        const size_t nq = (size_t)B * Lq * hd, nkv = (size_t)B * klen * 2 * hd;
+        const size_t np = (size_t)B * H * Lq * klen;
+        float *q = rand_f(nq, 1.0f), *kv = rand_f(nkv, 1.0f), *u = rand_f((size_t)hd, 0.5f);
+        float *v = rand_f((size_t)hd, 0.5f), *bias = rand_f((size_t)H * klen, 0.5f);
+        float *R = alloc_f((size_t)klen * dr), *Wr = rand_f((size_t)hd * dr, 0.5f);
+        float *rk = alloc_f((size_t)klen * hd);
+        pos_sinusoid(R, klen, dr, klen - 1, -1, 0);
+        linear_forward(rk, R, Wr, NULL, klen, hd, dr, 0);
+        double *pref = alloc_d(np), *vref = alloc_d(nq), *sc = alloc_d((size_t)klen);
+        const double scale = 1.0 / sqrt((double)dh);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < Lq; i++) {
+                    const float *qi = q + ((size_t)b * Lq + i) * hd + (size_t)h * dh;
+                    int lo = m + i + 1 - S > 0 ? m + i + 1 - S : 0;
+                    double mx = -INFINITY, sum = 0;
+                    for (int j = lo; j <= m + i; j++) {
+                        const float *kj = kv + ((size_t)b * klen + j) * 2 * hd + (size_t)h * dh;
+                        const float *r = rk + (size_t)(Lq - 1 - i + j) * hd + (size_t)h * dh;
+                        double a = 0, p = 0;
+                        for (int t = 0; t < dh; t++) {
+                            a += ((double)qi[t] + u[h * dh + t]) * kj[t];
+                            p += ((double)qi[t] + v[h * dh + t]) * r[t];
+                        }
+                        sc[j] = scale * (a + p) + bias[(size_t)h * klen + (m + i - j)];
+                        mx = fmax(mx, sc[j]);
+                    }
+                    for (int j = lo; j <= m + i; j++)
+                        sum += exp(sc[j] - mx);
+                    double *pr = pref + (((size_t)b * H + h) * Lq + i) * klen;
+                    double *vo = vref + ((size_t)b * Lq + i) * hd + (size_t)h * dh;
+                    for (int j = 0; j < klen; j++)
+                        pr[j] = j >= lo && j <= m + i ? exp(sc[j] - mx) / sum : 0;
+                    for (int t = 0; t < dh; t++) {
+                        vo[t] = 0;
+                        for (int j = lo; j <= m + i; j++)
+                            vo[t] += pr[j] * kv[((size_t)b * klen + j) * 2 * hd + hd +
+                                                (size_t)h * dh + t];
+                    }
+                }
+        float *scratch = alloc_f((size_t)attn_scratch_floats(Lq, klen, dh, H, 1));
+        for (int kernel = 0; kernel < 3; kernel++) {
+            attn_args a = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
+                           .scale = (float)scale, .u = u, .v = v, .rk = rk, .dist_bias = bias,
+                           .threads = 1, .fused = kernel > 0,
+                           .row_block = kernel == 2 ? 2 : 0, .same_len = S};
+            float *prob = nan_f(np), *vec = nan_f(nq), *vec2 = nan_f(nq);
+            attn_forward(prob, vec, q, kv, &a, scratch);
+            attn_forward(NULL, vec2, q, kv, &a, scratch);
+            double ep = tl_max_rel_err(prob, pref, np, 1e-30);
+            double ev = tl_max_rel_err(vec, vref, nq, 1e-30);
+            size_t below = 0;
+            for (int bh = 0; bh < B * H; bh++)
+                for (int i = 0; i < Lq; i++)
+                    for (int j = 0; j < m + i + 1 - S; j++)
+                        below += prob[((size_t)bh * Lq + i) * klen + j] != 0.0f;
+            CHECK(ep <= 1e-5 && ev <= 1e-5 && below == 0 && same_f(vec, vec2, nq),
+                  "attn same_len %d, B%d H%d dh%d Lq%d m%d [%s]: prob, vec vs the double formula "
+                  "with the lower bound: %.1e, %.1e (tol 1e-5); keys below it exactly 0 (%zu "
+                  "not); inference the same vec%s", S, B, H, dh, Lq, m, kname[kernel], ep, ev,
+                  below, same_f(vec, vec2, nq) ? "" : " NOT");
+            a.same_len = klen; /* no row sees more than klen keys: the plain mask */
+            attn_forward(prob, vec2, q, kv, &a, scratch);
+            a.same_len = 0;
+            float *vec3 = nan_f(nq);
+            attn_forward(prob, vec3, q, kv, &a, scratch);
+            CHECK(same_f(vec2, vec3, nq) && (S >= klen || !same_f(vec, vec3, nq)),
+                  "attn same_len [%s]: same_len klen is the plain mask bit for bit, and S %d "
+                  "changes the result", kname[kernel], S);
+            free(prob), free(vec), free(vec2), free(vec3);
+        }
+        free(q), free(kv), free(u), free(v), free(bias), free(R), free(Wr), free(rk);
+        free(pref), free(vref), free(sc), free(scratch);
+    }
+}
+
 static void test_attention(void)
 {
     static const attn_case cases[] = {
@@ -1432,6 +1522,7 @@ static void test_attention(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int kernel = 0; kernel < 3; kernel++)
             test_attn_case(&cases[i], kernel);
+    test_attn_same_len();
 }
 
 /* ---------------------------------------------------------------- posenc */
@@ -1813,13 +1904,13 @@ static int close_rel(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(fa
 
 static void test_lr(void)
 {
-    lr_schedule c = {LR_CONSTANT, 1e-3, 0, 10, 100};
+    lr_schedule c = {LR_CONSTANT, 1e-3, 0, 10, 100, LR_AS_PLANNED, 0, 0};
     CHECK(close_rel(lr_at(&c, 1), 1e-4) && close_rel(lr_at(&c, 5), 5e-4) &&
               close_rel(lr_at(&c, 10), 1e-3) && close_rel(lr_at(&c, 11), 1e-3) &&
               close_rel(lr_at(&c, 5000), 1e-3),
           "lr constant warmup 10: t=1 lr/10, t=5 lr/2, t=10 lr, t=11 lr, t=5000 lr");
 
-    lr_schedule s = {LR_COSINE, 1e-3, 1e-5, 10, 110};
+    lr_schedule s = {LR_COSINE, 1e-3, 1e-5, 10, 110, LR_AS_PLANNED, 0, 0};
     double t11 = 1e-5 + (1e-3 - 1e-5) * (1 + cos(PI / 100)) / 2;
     CHECK(close_rel(lr_at(&s, 10), 1e-3) && close_rel(lr_at(&s, 11), t11) &&
               close_rel(lr_at(&s, 60), (1e-3 + 1e-5) / 2) && close_rel(lr_at(&s, 110), 1e-5),
@@ -1827,19 +1918,19 @@ static void test_lr(void)
           "t=max lr_min (%.6g)", lr_at(&s, 10), lr_at(&s, 11), lr_at(&s, 60), lr_at(&s, 110));
     CHECK(close_rel(lr_at(&s, 500), 1e-5), "lr cosine after max_steps stays at lr_min: %.6g "
           "(header formula silent; cos would rise again)", lr_at(&s, 500));
-    lr_schedule s0 = {LR_COSINE, 2e-3, 0, 0, 50};
+    lr_schedule s0 = {LR_COSINE, 2e-3, 0, 0, 50, LR_AS_PLANNED, 0, 0};
     CHECK(close_rel(lr_at(&s0, 1), 2e-3 * (1 + cos(PI / 50)) / 2) &&
               fabs(lr_at(&s0, 50)) <= 1e-18 && close_rel(lr_at(&s0, 25), 1e-3),
           "lr cosine warmup 0: t=1 %.8g, t=25 lr/2, t=max %.1e (lr_min 0)", lr_at(&s0, 1),
           lr_at(&s0, 50));
 
-    lr_schedule q = {LR_INV_SQRT, 1e-3, 0, 100, 0};
+    lr_schedule q = {LR_INV_SQRT, 1e-3, 0, 100, 0, LR_AS_PLANNED, 0, 0};
     CHECK(close_rel(lr_at(&q, 50), 5e-4) && close_rel(lr_at(&q, 100), 1e-3) &&
               close_rel(lr_at(&q, 400), 5e-4) &&
               close_rel(lr_at(&q, 101), 1e-3 * sqrt(100.0 / 101)),
           "lr inv_sqrt warmup 100: t=50 lr/2, t=100 lr (peak), t=101 lr*sqrt(100/101), t=400 "
           "lr/2");
-    lr_schedule q0 = {LR_INV_SQRT, 1e-3, 0, 0, 0};
+    lr_schedule q0 = {LR_INV_SQRT, 1e-3, 0, 0, 0, LR_AS_PLANNED, 0, 0};
     CHECK(close_rel(lr_at(&q0, 1), 1e-3) && close_rel(lr_at(&q0, 4), 5e-4),
           "lr inv_sqrt warmup 0: t=1 lr, t=4 lr/2");
 
@@ -1852,13 +1943,33 @@ static void test_lr(void)
             double a = lr_at(all[k], t), b = lr_at_progress(all[k], (double)t / all[k]->max_steps);
             worst = fmax(worst, fabs(a - b) / fmax(fabs(a), 1e-300));
         }
-    lr_schedule q2 = {LR_INV_SQRT, 1e-3, 0, 100, 1000};
+    lr_schedule q2 = {LR_INV_SQRT, 1e-3, 0, 100, 1000, LR_AS_PLANNED, 0, 0};
     CHECK(worst <= 1e-12 && close_rel(lr_at_progress(&s, 2.0), 1e-5) &&
               fabs(lr_at_progress(&s, -1.0)) <= 1e-18 &&
               close_rel(lr_at_progress(&q2, 0.4), lr_at(&q2, 400)),
           "lr_at_progress(t / max_steps) == lr_at(t) for constant and cosine schedules, with "
           "and without warmup (max rel err %.1e); p > 1 stays at lr_min, p < 0 is 0; inv_sqrt "
           "at p = 0.4 is step 400 of 1000", worst);
+
+    /* train.resume_schedule after a resume at S = 50 (s: cosine, warmup 10, to 110): restart
+     * is the schedule of t - S over max_steps - S; continue decays from the lr given at S
+     * along the cosine to lr_min at max_steps (inv_sqrt: from it as sqrt(S / t)); up to S
+     * both are the plan */
+    lr_schedule r = s, k = s, kq = q;
+    r.shape = LR_RESTART, r.from_step = 50;
+    k.shape = LR_CONTINUE, k.from_step = 50, k.from_lr = 4e-4;
+    kq.shape = LR_CONTINUE, kq.from_step = 400, kq.from_lr = 2e-4;
+    double k80 = 1e-5 + (4e-4 - 1e-5) * (1 + cos(PI * 30 / 60)) / 2;
+    CHECK(close_rel(lr_at(&r, 50), lr_at(&s, 50)) && close_rel(lr_at(&r, 51), 1e-4) &&
+              close_rel(lr_at(&r, 60), 1e-3) && close_rel(lr_at(&r, 85), (1e-3 + 1e-5) / 2) &&
+              close_rel(lr_at(&r, 110), 1e-5),
+          "lr restart at 50: t=50 the plan, t=51 lr/10 (a new warmup), t=60 lr, t=85 (lr+lr_min)"
+          "/2, t=110 lr_min");
+    CHECK(close_rel(lr_at(&k, 50), lr_at(&s, 50)) && lr_at(&k, 51) < 4e-4 &&
+              close_rel(lr_at(&k, 80), k80) && close_rel(lr_at(&k, 110), 1e-5) &&
+              close_rel(lr_at(&kq, 1600), 1e-4),
+          "lr continue at 50 from 4e-4: t=50 the plan, t=51 below 4e-4, t=80 halfway down the "
+          "cosine (%.6g), t=110 lr_min; inv_sqrt from 2e-4 at 400: t=1600 1e-4", lr_at(&k, 80));
 }
 
 /* ---------------------------------------------------------------- thread counts */
