@@ -88,7 +88,9 @@ const cli_spec eval_spec = {
 typedef struct {
     const eval_args *a;
     int rows;
-    const char *data, *split; /* of the last row, for the closing note */
+    /* of the last row, for the closing note: copies (a row's strings live as long as the
+     * callback, txl.h) */
+    char data[TXL_PATH_MAX], split[16];
     int batch, clamp_len;
 } print_ctx;
 
@@ -108,8 +110,8 @@ static int print_row(void *ctx, const txl_eval_row *r)
                r->bpc, r->ppl, r->tokens);
     }
     p->rows++;
-    p->data = r->data;
-    p->split = r->split;
+    snprintf(p->data, sizeof p->data, "%s", r->data ? r->data : "");
+    snprintf(p->split, sizeof p->split, "%s", r->split ? r->split : "");
     p->batch = r->batch;
     p->clamp_len = r->clamp_len;
     return cli_stdout_flush(); /* stdout failed: the rest would be lost too */
