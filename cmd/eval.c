@@ -93,8 +93,9 @@ const cli_spec eval_spec = {
 typedef struct {
     const eval_args *a;
     int rows;
-    char data[TXL_PATH_MAX], split[16]; /* of the last row, for the closing note (copies:
-                                           the row's strings end with the call) */
+    /* of the last row, for the closing note: copies (a row's strings live as long as the
+     * callback, txl.h) */
+    char data[TXL_PATH_MAX], split[16];
     int batch, clamp_len;
 } print_ctx;
 
@@ -114,8 +115,8 @@ static int print_row(void *ctx, const txl_eval_row *r)
                r->bpc, r->ppl, r->tokens);
     }
     p->rows++;
-    snprintf(p->data, sizeof p->data, "%s", r->data);
-    snprintf(p->split, sizeof p->split, "%s", r->split);
+    snprintf(p->data, sizeof p->data, "%s", r->data ? r->data : "");
+    snprintf(p->split, sizeof p->split, "%s", r->split ? r->split : "");
     p->batch = r->batch;
     p->clamp_len = r->clamp_len;
     return cli_stdout_flush(); /* stdout failed: the rest would be lost too */

@@ -81,6 +81,23 @@ static int read_stream(corpus *c, int fd, size_t limit, txl_err *e)
     return 0;
 }
 
+/* A token file: the header and the size checked (tokfile_open without a vocabulary: the
+ * reader of the tokens holds them to its vocabulary); len is its token count. */
+static int open_tokens(corpus *c, const char *path, txl_err *e)
+{
+    if (tokfile_open(&c->tf, path, NULL, e)) {
+        memset(c, 0, sizeof *c);
+        return -1;
+    }
+    c->kind = CORPUS_TOKENS;
+    c->len = c->tf.n;
+    if (c->len == 0) {
+        corpus_close(c);
+        return err_set(e, ERR_INPUT, "%s: the token file holds no tokens", path);
+    }
+    return 0;
+}
+
 int corpus_open(corpus *c, const char *path, txl_err *e)
 {
     memset(c, 0, sizeof *c);
@@ -110,18 +127,28 @@ int corpus_open(corpus *c, const char *path, txl_err *e)
         close(fd);
         return err_set(e, ERR_INPUT, "%s: is a directory, expected a text file", path);
     }
-    unsigned char magic[2] = {0, 0};
-    ssize_t got = S_ISREG(sb.st_mode) ? pread(fd, magic, 2, 0) : 0;
+    unsigned char magic[4] = {0, 0, 0, 0};
+    ssize_t got = S_ISREG(sb.st_mode) ? pread(fd, magic, 4, 0) : 0;
     if (got < 0) {
         int er = errno;
         close(fd);
         return err_set(e, ERR_INPUT, "%s: cannot read corpus: %s", path, strerror(er));
     }
-    int gz = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    int gz = got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (got == 4 && tokfile_sniff(magic, 4)) { /* a token file: its header, then its ids */
+        close(fd);
+        return open_tokens(c, path, e);
+    }
     if (!S_ISREG(sb.st_mode) || gz) { /* a pipe, a device, or gzip: into memory */
         if (read_stream(c, fd, limit, e)) {
             memset(c, 0, sizeof *c);
             return -1;
+        }
+        if (c->len >= 4 && tokfile_sniff(c->owned, 4)) {
+            corpus_close(c);
+            return err_set(e, ERR_INPUT, "%s: a token file that is %s: txl reads a token "
+                           "file's ids in place, from a plain file (%s it first)", path,
+                           gz ? "gzip'd" : "not a plain file", gz ? "gunzip" : "write");
         }
     } else if (sb.st_size > 0) { /* read in place, segment by segment (corpus_read) */
         posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -142,12 +169,17 @@ void corpus_close(corpus *c)
 {
     if (c->kind == CORPUS_FILE)
         close(c->fd);
+    if (c->kind == CORPUS_TOKENS)
+        tokfile_close(&c->tf);
     free(c->owned);
     memset(c, 0, sizeof *c);
 }
 
 int corpus_read(const corpus *c, size_t off, uint8_t *buf, size_t n, txl_err *e)
 {
+    if (c->kind == CORPUS_TOKENS)
+        return err_set(e, ERR_INPUT, "%s: a token file holds ids, not text (this use needs "
+                       "the text: give the text file)", c->path);
     if (c->kind == CORPUS_MEMORY) {
         memcpy(buf, c->owned + off, n);
         return 0;

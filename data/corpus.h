@@ -15,32 +15,38 @@
 
 #include "../common/err.h"
 #include "../common/tok.h"
+#include "tokfile.h"
 
 typedef enum {
     CORPUS_NONE,   /* closed (a zeroed struct) */
     CORPUS_FILE,   /* a plain regular file, read in place with pread */
-    CORPUS_MEMORY  /* decompressed or streamed bytes held in `owned` */
+    CORPUS_MEMORY, /* decompressed or streamed bytes held in `owned` */
+    CORPUS_TOKENS  /* a token file (data/tokfile.h): ids, read in place; len counts tokens */
 } corpus_kind;
 
 typedef struct {
     char path[1024];
     corpus_kind kind;
-    size_t len;       /* bytes (tokens) */
+    size_t len;       /* bytes, or a token file's tokens */
     int fd;           /* CORPUS_FILE */
     uint8_t *owned;   /* CORPUS_MEMORY */
     int gzipped;
+    tokfile tf;       /* CORPUS_TOKENS: its header checked, the vocabulary's not yet */
 } corpus;
 
 /* Opens a corpus: missing, unreadable, directory, empty, corrupt gzip (or bytes after the
  * gzip data), larger than the memory limit -> -1, ERR_INPUT naming the file. A FIFO or a
- * device is read as a stream (opening a FIFO waits for a writer, as `cat` does). */
+ * device is read as a stream (opening a FIFO waits for a writer, as `cat` does). A plain
+ * file that starts with a token file's magic is a token file (txl vocab encode --binary):
+ * its ids are the corpus, split by token; a gzip'd or streamed one is refused (its ids are
+ * read in place). */
 /* path "-" reads standard input (like a pipe: into memory). */
 int corpus_open(corpus *c, const char *path, txl_err *e);
 /* Safe on a zeroed or closed corpus. */
 void corpus_close(corpus *c);
 /* Copies bytes [off, off + n) (within len) into buf. A plain file is read now: if it was
  * truncated since corpus_open, or the read fails, -1 with ERR_INPUT naming the file and
- * the offset. */
+ * the offset. A token file has no text: ERR_INPUT. */
 int corpus_read(const corpus *c, size_t off, uint8_t *buf, size_t n, txl_err *e);
 
 /* The most bytes corpus_open holds in memory for one gzip'd or streamed corpus: the

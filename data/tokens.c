@@ -56,6 +56,56 @@ static int sink_token(void *ctx, const textenc_tok *t)
     return 0;
 }
 
+/* A token file's ids under v: held to v (its size and fingerprint), then each through the
+ * units as its text would go (anchors, coordinates, bytes: textenc_token). */
+static int feed_ids(textenc *te, const token_span *span, const vocab *v, stream_sink *k,
+                    txl_err *e)
+{
+    const tokfile *tf = &span->c->tf;
+    if (!v || vocab_get_kind(v) == VOCAB_BYTE) {
+        err_set(e, ERR_INPUT, "%s: a token file, whose ids need their vocabulary: a byte model "
+                "reads text (data.tokenizer word or bpe, with data.vocab the file's vocabulary)",
+                span->path);
+        return -2;
+    }
+    if (tf->vocab_size != vocab_size(v) || tf->fingerprint != vocab_fingerprint(v)) {
+        err_set(e, ERR_INPUT, "%s: a token file of another vocabulary (%u tokens, fingerprint "
+                "%016llx; the model's has %zu, %016llx)", span->path, tf->vocab_size,
+                (unsigned long long)tf->fingerprint, vocab_size(v),
+                (unsigned long long)vocab_fingerprint(v));
+        return -2;
+    }
+    txl_tok ids[4096];
+    for (size_t off = 0; off < span->n;) {
+        size_t len = span->n - off < 4096 ? span->n - off : 4096;
+        if (tokfile_read(tf, span->begin + off, len, ids, e))
+            return -2;
+        for (size_t i = 0; i < len; i++) {
+            int rc = textenc_token(te, ids[i], sink_token, k, e);
+            if (rc)
+                return rc;
+        }
+        off += len;
+    }
+    return 0;
+}
+
+/* A text's bytes through the vocabulary's encoder. */
+static int feed_text(textenc *te, const token_span *span, stream_sink *k, txl_err *e)
+{
+    uint8_t buf[1 << 16];
+    for (size_t off = 0; off < span->n;) {
+        size_t len = span->n - off < sizeof buf ? span->n - off : sizeof buf;
+        if (corpus_read(span->c, span->begin + off, buf, len, e))
+            return -2; /* e names the file */
+        int rc = textenc_feed(te, buf, len, sink_token, k, e);
+        if (rc)
+            return rc;
+        off += len;
+    }
+    return textenc_finish(te, sink_token, k, e);
+}
+
 int tok_stream_open(tok_stream *ts, token_span span, const vocab *v, const units_config *u,
                     int coords, txl_err *e)
 {
@@ -63,26 +113,15 @@ int tok_stream_open(tok_stream *ts, token_span span, const vocab *v, const units
     ts->span = span;
     ts->n = ts->bytes = span.n;
     int bytes = !v || vocab_get_kind(v) == VOCAB_BYTE;
-    if (bytes && !u->anchors && !coords)
+    int ids = span.c && span.c->kind == CORPUS_TOKENS;
+    if (bytes && !ids && !u->anchors && !coords)
         return 0;
     ts->n = ts->bytes = 0;
     textenc te;
-    if (textenc_init(&te, v, u, e))
+    if (textenc_init(&te, bytes ? NULL : v, u, e))
         return -1;
     stream_sink k = {.ts = ts, .coords = coords};
-    int rc = 0;
-    uint8_t buf[1 << 16];
-    for (size_t off = 0; rc == 0 && off < span.n;) {
-        size_t len = span.n - off < sizeof buf ? span.n - off : sizeof buf;
-        if (corpus_read(span.c, span.begin + off, buf, len, e)) {
-            rc = -2; /* e names the file */
-            break;
-        }
-        rc = textenc_feed(&te, buf, len, sink_token, &k, e);
-        off += len;
-    }
-    if (rc == 0)
-        rc = textenc_finish(&te, sink_token, &k, e);
+    int rc = ids ? feed_ids(&te, &span, v, &k, e) : feed_text(&te, &span, &k, e);
     textenc_free(&te);
     if (rc == 0 && !ts->tok && grow(&k)) /* an empty text: arrays all the same */
         rc = 2;

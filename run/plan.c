@@ -78,7 +78,10 @@ void run_print_plan(const trainer *t, FILE *f)
     const model_config *m = &c->model;
     size_t act = t->act_floats * 4, par = t->par_floats * 4 * (size_t)(3 + t->R);
     char accum[48] = "", train[80];
-    if (t->vocab) /* words or pieces: the tokens and the text they come from */
+    if (t->train_s.c && t->train_s.c->kind == CORPUS_TOKENS)
+        snprintf(train, sizeof train, "%zu %s tokens of a token file", t->train_ts.n,
+                 c->data.tokenizer);
+    else if (t->vocab) /* words or pieces: the tokens and the text they come from */
         snprintf(train, sizeof train, "%zu %s tokens of %zu bytes", t->train_ts.n,
                  c->data.tokenizer, t->train_s.n);
     else

@@ -86,6 +86,10 @@ int run_plan_vocab(trainer *t, const char *resume, const char *init_from, txl_er
             rc = err_set(e, ERR_INPUT, "data.vocab: %s is a %s vocabulary, data.tokenizer is %s",
                          t->cfg.data.vocab, vocab_kind_name(vocab_get_kind(t->vocab)),
                          t->cfg.data.tokenizer);
+    } else if (k != VOCAB_BYTE && t->train_s.c && t->train_s.c->kind == CORPUS_TOKENS) {
+        rc = err_set(e, ERR_INPUT, "data.train %s is a token file: its ids need their "
+                     "vocabulary, set data.vocab to it (the file txl vocab encode used)",
+                     t->train_s.path);
     } else if (k != VOCAB_BYTE)
         rc = build_vocab(t, e);
     if (rc)

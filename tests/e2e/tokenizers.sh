@@ -136,4 +136,35 @@ $TXL train $P --set train.max_steps=6 --set train.out_dir=$TMP/bh --set model.po
 $TXL eval $TMP/bh --data $TMP/r.txt --json -q > $TMP/bh.json 2>$TMP/err || bad "bpe hier eval: $(cat $TMP/err)"
 check "bpe + anchors: every byte scored (bos first), the sentence anchors apart" \
     jq -e --argjson n "$(wc -c < $TMP/r.txt)" '.bytes == $n and .anchor_tokens >= 1' $TMP/bh.json
+# ---- token files: data.train reads a text's ids (txl vocab encode --binary) -----------------
+$TXL vocab build --tokenizer bpe --size 600 $TMP/sh.txt -o $TMP/b600.vocab -q
+$TXL vocab encode $TMP/b600.vocab $TMP/sh.txt --binary -o $TMP/sh.tok -q
+head -c 20000 $TMP/sh.txt > $TMP/v.txt
+for src in sh.txt sh.tok; do
+    $TXL train -c tests/configs/micro.yaml --set data.tokenizer=bpe --set data.vocab=$TMP/b600.vocab \
+        --set data.train=$TMP/$src --set data.valid=$TMP/v.txt --set train.max_steps=6 \
+        --set train.warmup_steps=1 --set train.eval_tokens=2000 --set train.out_dir=$TMP/t_$src \
+        -q >/dev/null 2>$TMP/err || bad "train on $src: $(cat $TMP/err)"
+    step_losses $TMP/t_$src/log.jsonl > $TMP/$src.l
+done
+check "a token file trains exactly as its text: the same step losses" \
+    sh -c "test -s $TMP/sh.tok.l && cmp -s $TMP/sh.txt.l $TMP/sh.tok.l"
+$TXL eval $TMP/t_sh.tok --data $TMP/sh.tok --max-tokens 3000 --json -q > $TMP/te.json 2>$TMP/err
+check "eval --data a token file" jq -e '.tokens == 2999 and .bytes > 2999' $TMP/te.json
+$TXL train $P --set data.train=$TMP/sh.tok --set train.out_dir=$TMP/t1 --dry-run >/dev/null 2>$TMP/err
+check "a token file without data.vocab: exit 2" test $? -eq 2
+check "...saying its ids need data.vocab" grep -q "is a token file: its ids need their vocabulary" $TMP/err
+$TXL train $W --set data.vocab_size=0 --set data.vocab=$TMP/w/last.safetensors.gz \
+    --set data.train=$TMP/sh.tok --set train.out_dir=$TMP/t2 --dry-run >/dev/null 2>$TMP/err
+check "a token file of another vocabulary: exit 2" test $? -eq 2
+check "...naming the file" grep -q "sh.tok: a token file of another vocabulary" $TMP/err
+$TXL eval $TMP/w --data $TMP/sh.tok >/dev/null 2>$TMP/err
+check "eval of a word model on a BPE token file: exit 2" test $? -eq 2
+gzip -c $TMP/sh.tok > $TMP/sh.tok.gz
+$TXL train $P --set data.vocab_size=0 --set data.vocab=$TMP/b600.vocab --set data.train=$TMP/sh.tok.gz \
+    --set train.out_dir=$TMP/t3 --dry-run >/dev/null 2>$TMP/err
+check "a gzip'd token file: exit 2, saying to gunzip it" grep -q "gunzip it first" $TMP/err
+$TXL eval $TMP/b --data $TMP/sh.tok > /dev/null 2>$TMP/err
+check "eval of a BPE model whose vocabulary is not the token file's: named" \
+    grep -q "a token file of another vocabulary" $TMP/err
 finish
