@@ -8,8 +8,9 @@ numbers them) and out.N (block N's stdout and stderr, in order). The ```text blo
 after an ```sh block (blank lines and a <!-- output: ... --> line may come between) shows
 its output: a template, matched line by line against out.N.
 
-- A template line matches a line of the output when they are the same but for numbers
-  and durations (1m22s, 0.5s, 5 min 17 s) and the width of blanks; "..." inside a line
+- A template line matches a line of the output when they are the same but for numbers,
+  durations (1m22s, 0.5s, 5 min 17 s), the machine's words (OpenBLAS's core) and the width
+  of blanks; "..." inside a line
   stands for any text. Template lines match consecutive output lines, in order; a line
   "..." alone skips any number of them (also at the start and the end).
 - <!-- output: sample --> before the block: sampled text; only the start of its first line
@@ -27,7 +28,10 @@ import sys
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 DUR = r"(?:(?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?s|(?:\d+ h )?(?:\d+ min )?\d+(?:\.\d+)? s(?![a-z]))"
-TOKEN = re.compile(r"\.\.\.|" + DUR + r"|" + NUM + r"|\s+|.", re.S)
+# words that name the machine rather than txl's output: OpenBLAS's core (SkylakeX on one
+# CPU, Cooperlake or Haswell on another)
+MACHINE = r"(?<=OpenBLAS core )[A-Za-z]\w*"
+TOKEN = re.compile(MACHINE + r"|\.\.\.|" + DUR + r"|" + NUM + r"|\s+|.", re.S)
 
 
 def line_regex(t):
@@ -38,6 +42,8 @@ def line_regex(t):
         s = m.group(0)
         if s == "...":
             parts.append("(.*?)")
+        elif len(s) > 1 and s[0].isalpha():  # a MACHINE word
+            parts.append(r"\w+")
         elif re.fullmatch(DUR, s) and re.search(r"[smh]", s):
             parts.append("(?:" + DUR + ")")
         elif re.fullmatch(NUM, s):
