@@ -1,11 +1,11 @@
 /* value.c: a key's value (config_impl.h's cfg_value) in and out of run_config, written as
  * text (the writer's numbers, the messages' quoted strings) and checked against the key's
  * type and range. Every source's value goes through cfg_key_check, so a range error reads
- * the same whatever its source; only the location prefix differs. */
+ * the same whatever its source; only the location prefix differs. Storing a value writes
+ * its field alone: the values that follow from the keys are derive.c's. */
 #include "config_impl.h"
 
 #include <limits.h>
-#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +44,9 @@ void cfg_key_get(const cfg_key *k, const run_config *c, cfg_value *v)
     }
 }
 
-/* Stores a value that passed key_check (strings fit, integers are in the type's range). */
+/* Stores a value that passed key_check (strings fit, integers are in the type's range) in
+ * its field, and nothing else: what follows from a key (model.vocab, a vocabulary that
+ * another tokenizer's key no longer fits) is cfg_derive's, which the caller runs after. */
 void cfg_key_put(const cfg_key *k, run_config *c, const cfg_value *v)
 {
     char *p = (char *)c + k->off;
@@ -60,10 +62,6 @@ void cfg_key_put(const cfg_key *k, run_config *c, const cfg_value *v)
     case CT_U64: memcpy(p, &v->u, sizeof v->u); break;
     case CT_PATH: case CT_TEXT: case CT_NAME: {
         size_t n = strnlen(v->s, k->cap - 1);
-        /* another tokenizer: no vocabulary of its is attached yet (data.vocab_tokens is 0
-         * until one is; the byte tokenizer's 256 is cfg_derive's) */
-        if (k->off == offsetof(run_config, data.tokenizer) && (strnlen(p, k->cap) != n || memcmp(p, v->s, n)))
-            c->data.vocab_tokens = 0;
         if (v->s != p) {
             memmove(p, v->s, n);
             memset(p + n, 0, k->cap - n); /* zero the tail so equal configs compare equal */

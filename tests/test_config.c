@@ -8,6 +8,7 @@
  * good and bad --set overrides, cross-key validation and cfg_diff_model.
  * Paths are relative: run from the repository root (as `make test` does). */
 #include "../config/config.h"
+#include "../config/config_impl.h"
 #include "testlib.h"
 
 #include <limits.h>
@@ -863,6 +864,22 @@ static void test_adaptive_keys(void)
     CHECK(cfg_set(&c, "data.tokenizer=word", &e) == 0 && c.data.vocab_tokens == 267735 &&
           cfg_set(&c, "data.tokenizer=bpe", &e) == 0 && c.data.vocab_tokens == 0,
           "the same tokenizer keeps its vocabulary attached, another drops it");
+    /* the drop is cfg_derive's: a key's setter writes its own field and nothing else */
+    cfg_attach_vocab(&c, 500);
+    const cfg_key *tk = &cfg_keys[cfg_key_find("data", "tokenizer")];
+    cfg_value tv = {.s = "word"};
+    cfg_key_put(tk, &c, &tv);
+    CHECK(!strcmp(c.data.tokenizer, "word") && c.data.vocab_tokens == 500 &&
+          c.model.vocab == 500, "cfg_key_put(data.tokenizer) writes the key alone (vocab_tokens "
+          "%ld, vocab %d)", c.data.vocab_tokens, c.model.vocab);
+    cfg_derive(&c);
+    CHECK(c.data.vocab_tokens == 0 && c.model.vocab == 0,
+          "cfg_derive drops the bpe vocabulary for data.tokenizer word (vocab_tokens %ld)",
+          c.data.vocab_tokens);
+    cfg_attach_vocab(&c, 300);
+    cfg_derive(&c);
+    CHECK(c.data.vocab_tokens == 300, "cfg_derive keeps a vocabulary of the tokenizer (%ld)",
+          c.data.vocab_tokens);
     run_config a, b;
     char buf[256];
     cfg_defaults(&a);
