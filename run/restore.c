@@ -286,78 +286,6 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
     return rc;
 }
 
-/* The keys of the schedule that differ between the checkpoint's train section and the
- * config's ("max_steps 400 -> 800"), into buf; 0 when the lr of every step after the
- * resume is the same (max_steps counts for the cosine only). */
-static int schedule_diff(const train_config *a, const train_config *b, char *buf, size_t cap)
-{
-    static const char *const kind[] = {"constant", "cosine", "inv_sqrt"};
-    size_t o = 0;
-    buf[0] = 0;
-#define DIFF(c, ...) if (c && o < cap) o += (size_t)snprintf(buf + o, cap - o, __VA_ARGS__)
-    DIFF(a->schedule != b->schedule, "%sschedule %s -> %s", o ? ", " : "", kind[a->schedule],
-         kind[b->schedule]);
-    DIFF(a->lr != b->lr, "%slr %g -> %g", o ? ", " : "", a->lr, b->lr);
-    DIFF(a->lr_min != b->lr_min, "%slr_min %g -> %g", o ? ", " : "", a->lr_min, b->lr_min);
-    DIFF(a->warmup_steps != b->warmup_steps, "%swarmup_steps %ld -> %ld", o ? ", " : "",
-         a->warmup_steps, b->warmup_steps);
-    DIFF(a->max_steps != b->max_steps && (a->schedule == LR_COSINE || b->schedule == LR_COSINE),
-         "%smax_steps %ld -> %ld", o ? ", " : "", a->max_steps, b->max_steps);
-#undef DIFF
-    return o > 0;
-}
-
-/* A resume whose config changes the lr schedule (train.max_steps raised to extend a
- * finished run, say): from the resumed step S the schedule is train.resume_schedule's
- * (as_planned, continue or restart; the state records it, so later resumes keep it), and
- * sched_note says what it does and what the other choices would. Otherwise the
- * checkpoint's shape goes on. */
-static int resume_schedule(trainer *t, txl_err *e)
-{
-    const train_config *tc = &t->cfg.train;
-    char diff[300];
-    t->sched_note[0] = 0;
-    /* a schedule by time follows the budget's progress (lr_at_progress), not the steps */
-    if (tc->schedule_by == SCHED_BY_TIME || !schedule_diff(&t->ck_train, tc, diff, sizeof diff))
-        return 0;
-    long S = t->st.step;
-    lr_schedule old = run_schedule(&t->ck_train, &t->st);
-    double from = S > 0 ? lr_at(&old, S) : 0;
-    static const char *const name[] = {"as_planned", "continue", "restart"};
-    lr_shape sh = tc->resume_schedule;
-    if (sh == LR_RESTART && tc->schedule == LR_COSINE && tc->warmup_steps >= tc->max_steps - S)
-        return err_set(e, ERR_INPUT, "train.resume_schedule restart: a warmup of %ld steps from "
-                       "step %ld leaves no cosine before train.max_steps %ld", tc->warmup_steps,
-                       S, tc->max_steps);
-    t->st.lr_shape = sh;
-    t->st.lr_from_step = sh == LR_AS_PLANNED ? 0 : S;
-    t->st.lr_from = sh == LR_CONTINUE ? from : 0;
-    lr_schedule now = run_schedule(tc, &t->st);
-    char then[200], warm[96] = "";
-    if (sh == LR_RESTART && tc->warmup_steps > 0)
-        snprintf(warm, sizeof warm, "warms up to %g at step %ld, then ", tc->lr,
-                 S + tc->warmup_steps);
-    if (tc->schedule == LR_COSINE)
-        snprintf(then, sizeof then, "%sdecays by the cosine to lr_min %g at step %ld", warm,
-                 tc->lr_min, tc->max_steps);
-    else
-        snprintf(then, sizeof then, "%s%s", warm, tc->schedule == LR_INV_SQRT
-                 ? "decays as 1/sqrt(step)" : "stays constant");
-    double next = lr_at(&now, S + 1);
-    const char *ended = sh == LR_CONTINUE && from <= tc->lr_min
-                            ? " (the checkpoint's schedule had ended: nothing to decay)" : "";
-    snprintf(t->sched_note, sizeof t->sched_note,
-             "lr: the schedule differs from the checkpoint's (%s)\n"
-             "  lr: %s (train.resume_schedule): step %ld takes %.3g%s (step %ld had %.3g), "
-             "then it %s%s\n"
-             "  lr: the choices: as_planned (the config's schedule as if planned from step 0), "
-             "continue (decay from %.3g at step %ld), restart (a warmup of %ld steps from step "
-             "%ld, then the schedule)",
-             diff, name[sh], S + 1, next, fabs(next - from) > 0.1 * fmax(next, from)
-             ? ", a jump" : "", S, from, then, ended, from, S, tc->warmup_steps, S);
-    return 0;
-}
-
 /* --init-from: the checkpoint's weights, whose shapes the config must have; dry
  * (--dry-run): the checks only (the checkpoint is read whole and validated). */
 static int load_init_from(trainer *t, const char *path, int dry, txl_err *e)
@@ -419,7 +347,7 @@ int run_restore_run(trainer *t, const char *resume, const char *init_from,
     char cur[CKPT_PATH_MAX];
     txl_err ignored; /* a damaged other format is resume_overwrites' to name */
     t->last_step = -1;
-    if (resume && (load_resume(t, resume, dry, e) || resume_schedule(t, e)))
+    if (resume && (load_resume(t, resume, dry, e) || run_resume_schedule(t, e)))
         return -1;
     t->resumed_from = resume;
     if (resume && ckpt_in_run(t->cfg.train.out_dir, "last", cur, sizeof cur, &ignored) > 0 &&

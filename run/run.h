@@ -1,6 +1,7 @@
 /* run.h: the trainer of run/ (the files that run a training: run_dir.c, the run
- * directory; restore.c, checkpoints written and read; plan.c, the data, the model and the
- * sizes; step.c, one training step; trainer.c, the loop and its events). include/txl.h's
+ * directory; restore.c, checkpoints written and read; schedule.c, the lr schedule; plan.c,
+ * the data, the model and the sizes; step.c, one training step; trainer.c, the loop and
+ * its events). include/txl.h's
  * txl_trainer is one of these (api/train.c). Not for the rest of txl. */
 #ifndef TXL_RUN_H
 #define TXL_RUN_H
@@ -149,7 +150,11 @@ int run_save_checkpoint(trainer *t, const char *path, int with_state, double val
                            txl_err *e);
 int run_stop_keeping_last(trainer *t, txl_err *e);
 void run_loop_init(trainer *t, loop_state *ls);
+/* schedule.c: the lr schedule of a train section shaped by the state; the lr of a step;
+ * a resume's change of the schedule (t->sched_note says what it does now). */
 lr_schedule run_schedule(const train_config *tc, const train_state *st);
+double run_step_lr(const trainer *t, const lr_schedule *sched, long step);
+int run_resume_schedule(trainer *t, txl_err *e);
 /* numbered.c (train.keep_checkpoints): last kept as out_dir/step-NNNNNNNN (every rank
  * calls it; all return the same status); the numbered checkpoints of an earlier run
  * removed (a --force start over); whether a name is a numbered checkpoint's temp file. */

@@ -3,16 +3,6 @@
  * outlier. Nothing here allocates. */
 #include "run.h"
 
-/* The lr schedule of the config, shaped as the training state says (a resume that
- * changed the schedule: restore.c). */
-lr_schedule run_schedule(const train_config *tc, const train_state *st)
-{
-    return (lr_schedule){.kind = tc->schedule, .lr = tc->lr, .lr_min = tc->lr_min,
-                         .warmup = tc->warmup_steps, .max_steps = tc->max_steps,
-                         .shape = (lr_shape)st->lr_shape, .from_step = st->lr_from_step,
-                         .from_lr = st->lr_from};
-}
-
 void run_loop_init(trainer *t, loop_state *ls)
 {
     const train_config *tc = &t->cfg.train;
@@ -180,22 +170,6 @@ static double accumulate(trainer *t, const fwd_opts *o, int len, size_t ntok)
 /* One step: zero the gradients, forward and backward of the micro-batches (advancing their
  * memory), sum the gradient over the ranks, the NaN guard, clip + Adam (or skip an
  * outlier), advance the state. */
-/* The learning rate of `step`: of the step (train.schedule_by steps), or of the budget's
- * progress (time): the fraction of max_minutes used by the run so far (earlier invocations
- * included), or of max_steps if that is further, so a run anneals fully whichever ends it.
- * The ranks' clocks differ by a little: they take the mean, so every replica steps alike. */
-static double step_lr(const trainer *t, const loop_state *ls, long step)
-{
-    const train_config *tc = &t->cfg.train;
-    if (tc->schedule_by != SCHED_BY_TIME)
-        return lr_at(&ls->sched, step);
-    double p = (t->st.elapsed + sys_now() - t->t_start) / (tc->max_minutes * 60.0);
-    double ps = tc->max_steps > 0 ? (double)step / (double)tc->max_steps : 0;
-    p = p > ps ? p : ps;
-    dist_sum_f64(&p, 1);
-    return lr_at_progress(&ls->sched, p / dist_self()->size);
-}
-
 int run_train_step(trainer *t, loop_state *ls, txl_err *e)
 {
     const train_config *tc = &t->cfg.train;
@@ -222,7 +196,7 @@ int run_train_step(trainer *t, loop_state *ls, txl_err *e)
                        isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", loss, norm,
                        held);
     }
-    double lr = step_lr(t, ls, step);
+    double lr = run_step_lr(t, &ls->sched, step);
     if (is_outlier(t, norm))
         skip_update(t, step, norm);
     else
