@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_cache.h"
 #include "model_impl.h"
 
 size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max)

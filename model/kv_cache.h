@@ -32,6 +32,13 @@ void kv_cache_invalidate(kv_cache *k);
 void kv_cache_free(kv_cache *k);
 /* The floats kv_cache_init would allocate for the same arguments (0: no cache). */
 size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max);
+/* For the forward (forward.c), not the rest of txl: row 0 of stream b's window of layer l;
+ * whether k holds the keys of mem's rows; refilling layer l from a window projected whole;
+ * advancing after a segment. */
+float *kv_window(const kv_cache *k, int l, int b);
+int kv_cache_valid(const kv_cache *k, const model_mem *mem, int Lq);
+void kv_cache_fill(kv_cache *k, int l, const float *kv, int klen);
+void kv_cache_advance(kv_cache *k, const model_mem *mem, int klen, int filled);
 /* The floats it holds (0 without a buffer). */
 static inline size_t kv_cache_floats(const kv_cache *k)
 {
