@@ -34,12 +34,10 @@ const cli_spec info_spec = {
     .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
-char *openblas_get_config(void);
-
 static int info_system(int json)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *cfg = openblas_get_config();
+    const char *cfg = sys_blas_config();
     const char *env = getenv("OPENBLAS_CORETYPE");
     char dirs[CLI_CONFIG_DIRS][TXL_PATH_MAX];
     int nd = cli_config_dirs(dirs);
