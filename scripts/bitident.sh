@@ -9,16 +9,16 @@
 #   scripts/bitident.sh TXL                  the record of one binary, on stdout
 #   scripts/bitident.sh TXL_OLD TXL_NEW      both records and their differences (exit 1 if any)
 #
-# SCHEMES (default: xl mlp rope hier; each on bytes), VOCABS (default: bpe word; xl on a
-# vocabulary built from the train split, bpe with anchors) and STEPS (default: 40) pick the
-# runs; EXTRA adds --set options to every run (e.g. EXTRA="model.pre_lnorm=true"). The
-# tensors are read by tools/st_reader.py (python3, standard library only). Takes about a
-# second a run.
+# SCHEMES (default: xl mlp rope hier; each on bytes), VARIANTS (default: bpe word threads:
+# xl on a vocabulary built from the train split, bpe with anchors; xl on 2 threads, so 2
+# replicas, with 2 micro-batches and terms events) and STEPS (default: 40) pick the runs;
+# EXTRA adds --set options to every run (e.g. EXTRA="model.pre_lnorm=true"). The tensors
+# are read by tools/st_reader.py (python3, standard library only). About a second a run.
 set -eu
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] && [ $# -le 2 ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 SCHEMES=${SCHEMES:-xl mlp rope hier}
-VOCABS=${VOCABS-bpe word}
+VARIANTS=${VARIANTS-bpe word threads}
 STEPS=${STEPS:-40}
 EXTRA=${EXTRA:-}
 CORPUS=$(pwd)/tests/data/tinyshakespeare.txt.gz
@@ -62,7 +62,7 @@ run_one() {
         "\($s) valid \(.step) \(.valid_loss // .loss)"' "$dir/log.jsonl"
     # the log's events whole, but for what the clock and the machine's load decide
     jq -c --arg s "$s" 'del(.elapsed_s, .tok_per_s, .comm_s, .comm_exposed_s,
-        .gemm_share, .cpu_s, .peak_rss_mb, .eta_s, .version)
+        .gemm_share, .cpu_s, .peak_rss_mb, .eta_s, .seconds, .version)
         | if .argv then .argv[0] = "txl" else . end
         | walk(if type == "string" then split($dir) | join("RUN") else . end)
         | "\($s) log \(tojson)"' --arg dir "$dir" -r "$dir/log.jsonl"
@@ -88,10 +88,13 @@ record() {
     for s in $SCHEMES; do
         run_one "$bin" "$s" "model.pos_scheme=$s"
     done
-    for v in $VOCABS; do
+    for v in $VARIANTS; do
         case $v in
         bpe) run_one "$bin" "xl+bpe" "data.tokenizer=bpe data.vocab_size=300 data.anchors=[bos,para]" ;;
-        *) run_one "$bin" "xl+$v" "data.tokenizer=$v" ;;
+        word) run_one "$bin" "xl+word" "data.tokenizer=word" ;;
+        threads) run_one "$bin" "xl+threads" "train.threads=2 train.grad_accum=2
+                      train.term_stats_interval=10" ;;
+        *) echo "bitident: unknown variant $v" >&2; exit 2 ;;
         esac
     done
 }
@@ -103,7 +106,7 @@ fi
 record "$1" >"$TMP/a"
 record "$2" >"$TMP/b"
 if cmp -s "$TMP/a" "$TMP/b"; then
-    echo "bitident: identical ($(grep -c ' loss ' "$TMP/a") step losses, $(grep -c -e ' last ' -e ' best ' "$TMP/a") tensors, $(grep -c -e ' greedy ' -e ' seeded ' "$TMP/a") samples; schemes: $SCHEMES; vocabularies: $VOCABS)"
+    echo "bitident: identical ($(grep -c ' loss ' "$TMP/a") step losses, $(grep -c -e ' last ' -e ' best ' "$TMP/a") tensors, $(grep -c -e ' greedy ' -e ' seeded ' "$TMP/a") samples; schemes: $SCHEMES; variants: $VARIANTS)"
     exit 0
 fi
 echo "bitident: $1 and $2 differ (< $1, > $2):"
