@@ -26,21 +26,21 @@ void run_note(const trainer *t, txl_event_kind kind, const char *fmt, ...)
 void run_log_flush(trainer *t)
 {
     errno = 0;
-    if ((fflush(t->log) != 0 || ferror(t->log)) && !t->log_errno) {
-        t->log_errno = errno ? errno : EIO;
-        t->log_fail_step = t->st.step;
+    if ((fflush(t->log.f) != 0 || ferror(t->log.f)) && !t->log.err) {
+        t->log.err = errno ? errno : EIO;
+        t->log.fail_step = t->st.step;
     }
 }
 
 void run_log_json(trainer *t, const char *fmt, ...)
 {
-    if (!t->log || !dist_is_root())
+    if (!t->log.f || !dist_is_root())
         return;
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(t->log, fmt, ap);
+    vfprintf(t->log.f, fmt, ap);
     va_end(ap);
-    fputc('\n', t->log);
+    fputc('\n', t->log.f);
     run_log_flush(t);
 }
 

@@ -101,13 +101,13 @@ static int keep_one(const trainer *t, txl_err *e)
     if (fd < 0)
         return err_set(e, ERR_RUNTIME, "%s: cannot create: %s", tmp, strerror(errno));
     int rc = 0;
-    if (unlink(tmp) == 0 && link(t->last_path, tmp) == 0) {
+    if (unlink(tmp) == 0 && link(t->dir.last_path, tmp) == 0) {
         close(fd);
     } else { /* no hard links here (or the name was taken between the calls): a copy */
         close(fd);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         rc = fd < 0 ? err_set(e, ERR_RUNTIME, "%s: cannot create: %s", tmp, strerror(errno))
-                    : copy_into(fd, t->last_path, e);
+                    : copy_into(fd, t->dir.last_path, e);
         if (fd >= 0)
             close(fd);
     }

@@ -60,12 +60,13 @@ int run_resume_schedule(trainer *t, txl_err *e)
 {
     const train_config *tc = &t->cfg.train;
     char diff[300];
-    t->sched_note[0] = 0;
+    t->resume.sched_note[0] = 0;
     /* a schedule by time follows the budget's progress (lr_at_progress), not the steps */
-    if (tc->schedule_by == SCHED_BY_TIME || !schedule_diff(&t->ck_train, tc, diff, sizeof diff))
+    if (tc->schedule_by == SCHED_BY_TIME ||
+        !schedule_diff(&t->resume.ck_train, tc, diff, sizeof diff))
         return 0;
     long S = t->st.step;
-    lr_schedule old = run_schedule(&t->ck_train, &t->st);
+    lr_schedule old = run_schedule(&t->resume.ck_train, &t->st);
     double from = S > 0 ? lr_at(&old, S) : 0;
     static const char *const name[] = {"as_planned", "continue", "restart"};
     lr_shape sh = tc->resume_schedule;
@@ -90,7 +91,7 @@ int run_resume_schedule(trainer *t, txl_err *e)
     double next = lr_at(&now, S + 1);
     const char *ended = sh == LR_CONTINUE && from <= tc->lr_min
                             ? " (the checkpoint's schedule had ended: nothing to decay)" : "";
-    snprintf(t->sched_note, sizeof t->sched_note,
+    snprintf(t->resume.sched_note, sizeof t->resume.sched_note,
              "lr: the schedule differs from the checkpoint's (%s)\n"
              "  lr: %s (train.resume_schedule): step %ld takes %.3g%s (step %ld had %.3g), "
              "then it %s%s\n"
