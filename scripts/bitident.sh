@@ -9,16 +9,17 @@
 #   scripts/bitident.sh TXL                  the record of one binary, on stdout
 #   scripts/bitident.sh TXL_OLD TXL_NEW      both records and their differences (exit 1 if any)
 #
-# SCHEMES (default: xl mlp rope hier; each on bytes), VARIANTS (default: bpe word threads:
-# xl on a vocabulary built from the train split, bpe with anchors; xl on 2 threads, so 2
-# replicas, with 2 micro-batches and terms events) and STEPS (default: 40) pick the runs;
-# EXTRA adds --set options to every run (e.g. EXTRA="model.pre_lnorm=true"). The tensors
-# are read by tools/st_reader.py (python3, standard library only). About a second a run.
+# SCHEMES (default: xl mlp rope hier; each on bytes), VARIANTS (default: bpe word threads
+# skips: xl on a vocabulary built from the train split, bpe with anchors; xl on 2 threads,
+# so 2 replicas, with 2 micro-batches and terms events; xl for 150 steps skipping outliers)
+# and STEPS (default: 40) pick the runs; EXTRA adds --set options to every run (e.g.
+# EXTRA="model.pre_lnorm=true"). The tensors are read by tools/st_reader.py (python3,
+# standard library only). About a second a run.
 set -eu
 cd "$(dirname "$0")/.."
-[ $# -ge 1 ] && [ $# -le 2 ] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 SCHEMES=${SCHEMES:-xl mlp rope hier}
-VARIANTS=${VARIANTS-bpe word threads}
+VARIANTS=${VARIANTS-bpe word threads skips}
 STEPS=${STEPS:-40}
 EXTRA=${EXTRA:-}
 CORPUS=$(pwd)/tests/data/tinyshakespeare.txt.gz
@@ -94,6 +95,7 @@ record() {
         word) run_one "$bin" "xl+word" "data.tokenizer=word" ;;
         threads) run_one "$bin" "xl+threads" "train.threads=2 train.grad_accum=2
                       train.term_stats_interval=10" ;;
+        skips) run_one "$bin" "xl+skips" "train.max_steps=150 train.skip_outlier=1.1" ;;
         *) echo "bitident: unknown variant $v" >&2; exit 2 ;;
         esac
     done
