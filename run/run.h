@@ -96,7 +96,17 @@ typedef struct {
     int lock_fd;              /* out_dir/.txl.lock, flock'ed for the whole run (rank 0); -1 */
 } run_dir;
 
-/* log.jsonl, rank 0's (events.c). */
+/* A sink of a run's events (events.c): a callback and its context. */
+typedef struct {
+    void (*fn)(void *ctx, const txl_event *ev);
+    void *ctx;
+} run_sink;
+
+/* The sinks of a run, in the order each event reaches them (rank 0): log.jsonl's, which
+ * run_start_run registers once the file is open, then the caller's opts.on_event. */
+enum { RUN_SINK_LOG, RUN_SINK_CALLER, RUN_SINKS };
+
+/* log.jsonl, rank 0's (log.c). */
 typedef struct {
     FILE *f;
     int err;                  /* why an event could not be written (the first failure; 0:
@@ -135,6 +145,7 @@ typedef struct {
     terms_pass terms;         /* rank 0, train.term_stats_interval > 0: the terms events' pass */
     run_dir dir;
     run_log log;
+    run_sink sinks[RUN_SINKS];
     run_resume resume;
     train_state st;
     double valid_bpc;         /* bits per byte of the last validation (run_valid) */
@@ -159,9 +170,11 @@ typedef struct {
 } loop_state;
 
 
-/* The events of a run, to the caller's callback (rank 0 only): run_event as it is;
- * run_note a text event (TXL_EV_NOTE or TXL_EV_WARN) formatted like printf. */
+/* The events of a run, to its sinks in order (rank 0 only): run_event as it is; run_note a
+ * text event (TXL_EV_NOTE or TXL_EV_WARN) formatted like printf. */
 void run_event(const trainer *t, const txl_event *ev);
+/* log.c: the sink that writes log.jsonl (ctx: the run's run_log). */
+void run_log_sink(void *ctx, const txl_event *ev);
 void run_note(const trainer *t, txl_event_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Asks the loop to stop after the current step (a signal handler may call it). */
@@ -222,8 +235,6 @@ char *run_dry_run(trainer *t, const char *cfg_path, const char *resume, const ch
                   int force, txl_err *e);
 int run_resolve_config(trainer *t, const char *resume, int explicit_out_dir, const char *origin,
                        txl_err *e);
-void run_log_json(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void run_log_flush(trainer *t);
 int run_write_out_file(const char *dir, const char *name,
                        int (*put)(FILE *f, const void *arg), const void *arg, txl_err *e);
 int run_start_run(trainer *t, int resume, txl_err *e);

@@ -54,12 +54,14 @@ static int is_outlier(const trainer *t, double norm)
 static void skip_update(trainer *t, long step, double norm)
 {
     t->st.skipped++;
-    run_log_json(t, "{\"event\":\"skip\",\"step\":%ld,\"grad_norm\":%.6g,"
-                "\"mean_norm\":%.6g,\"skipped\":%ld}",
-             step, norm, t->st.norm_mean, t->st.skipped);
-    run_note(t, TXL_EV_NOTE, "step %ld: skipped, gradient norm %.4g > %g x its mean %.4g (%ld "
-             "skipped so far)", step, norm, t->cfg.train.skip_outlier, t->st.norm_mean,
+    char json[256], text[256];
+    snprintf(json, sizeof json, "{\"event\":\"skip\",\"step\":%ld,\"grad_norm\":%.6g,"
+             "\"mean_norm\":%.6g,\"skipped\":%ld}", step, norm, t->st.norm_mean, t->st.skipped);
+    snprintf(text, sizeof text, "step %ld: skipped, gradient norm %.4g > %g x its mean %.4g "
+             "(%ld skipped so far)", step, norm, t->cfg.train.skip_outlier, t->st.norm_mean,
              t->st.skipped);
+    run_event(t, &(txl_event){.kind = TXL_EV_NOTE, .step = t->st.step,
+                              .max_steps = t->cfg.train.max_steps, .json = json, .text = text});
 }
 
 /* Global-norm clipping (as a scale inside Adam) and the Adam step; then the running mean

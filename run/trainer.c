@@ -1,15 +1,14 @@
 /* trainer.c: the training loop (doc/design.md: "Command line", "The model",
- * "Checkpoints") and its events: validation, checkpoints when due, the log.jsonl events,
+ * "Checkpoints") and its events: validation, checkpoints when due, progress, the terms,
  * the end of a run (max_steps, the time budget, a step count, a signal). */
 #include "run.h"
 #include "../model/precision.h"
 
+/* The one process-wide state of run/: a signal handler names no trainer, so
+ * txl_trainer_stop sets this flag and the running loop reads it (stop_requested). */
 static volatile sig_atomic_t stop_signal = 0;
 
 void run_request_stop(int sig) { stop_signal = sig; }
-
-
-
 
 
 /* Validation over the valid split (distributed like training); *loss is NaN without one. */
@@ -27,12 +26,12 @@ static int run_valid(trainer *t, double *loss, txl_err *e)
     eval_result r;
     if (eval_stream(&t->mdl, m, &d->valid_ts, &o, &r, e))
         return -1;
-    run_log_json(t, "{\"event\":\"eval\",\"split\":\"valid\",\"step\":%ld,\"loss\":%.6f,"
-                "\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"bytes\":%zu,\"anchor_tokens\":%zu,"
-                "\"anchor_bits\":%.2f,\"elapsed_s\":%.1f}",
+    char json[1024], text[200];
+    snprintf(json, sizeof json, "{\"event\":\"eval\",\"split\":\"valid\",\"step\":%ld,"
+             "\"loss\":%.6f,\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"bytes\":%zu,"
+             "\"anchor_tokens\":%zu,\"anchor_bits\":%.2f,\"elapsed_s\":%.1f}",
              t->st.step, r.loss, r.bpc, exp(r.loss), r.tokens, r.bytes,
              r.anchor_tokens, r.anchor_bits, t->st.elapsed + sys_now() - t->t_start);
-    char text[200];
     if (d->vocab) /* tokens are not bytes: the perplexity per token too */
         snprintf(text, sizeof text, "step %ld: valid loss %.4f, ppl %.2f, bpc %.4f (%zu tokens, "
                  "%zu bytes, %.1fs)", t->st.step, r.loss, exp(r.loss), r.bpc, r.tokens, r.bytes,
@@ -42,7 +41,7 @@ static int run_valid(trainer *t, double *loss, txl_err *e)
                  t->st.step, r.loss, r.bpc, r.bytes, r.seconds);
     run_event(t, &(txl_event){.kind = TXL_EV_EVAL, .step = t->st.step,
                               .max_steps = t->cfg.train.max_steps, .loss = r.loss,
-                              .bpc = r.bpc, .text = text});
+                              .bpc = r.bpc, .json = json, .text = text});
     *loss = r.loss;
     t->valid_bpc = r.bpc;
     return 0;
@@ -111,10 +110,11 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
         snprintf(rate, sizeof rate, "\"bpc\":null,\"ppl\":%.6g", exp(mean));
     else
         snprintf(rate, sizeof rate, "\"bpc\":%.6f", mean / M_LN2);
-    run_log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
-                "%s,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
-                "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f,"
-                "\"comm_exposed_s\":%.4f,\"gemm_share\":%.4f,\"cpu_s\":%.3f}",
+    char json[1024];
+    snprintf(json, sizeof json, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,"
+             "\"loss\":%.6f,%s,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
+             "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f,"
+             "\"comm_exposed_s\":%.4f,\"gemm_share\":%.4f,\"cpu_s\":%.3f}",
              step, t->st.tokens, mean, rate, ls->lr, ls->norm, tps,
              t->st.elapsed + run_s, ls->loss, dist_comm_seconds() - ls->comm_log,
              dist_exposed_seconds() - ls->exposed_log, gemm_share, sys_cpu_now());
@@ -130,7 +130,8 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     run_event(t, &(txl_event){.kind = TXL_EV_STEP, .step = step, .max_steps = tc->max_steps,
                               .loss = mean, .bpc = d->vocab ? NAN : mean / M_LN2, .lr = ls->lr,
                               .grad_norm = ls->norm, .tok_per_s = tps,
-                              .elapsed_s = t->st.elapsed + run_s, .eta_s = eta, .text = text});
+                              .elapsed_s = t->st.elapsed + run_s, .eta_s = eta, .json = json,
+                              .text = text});
     t->st.log_sum = 0;
     t->st.log_n = 0;
     ls->t_log = now;
@@ -140,8 +141,9 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
 /* A terms event every train.term_stats_interval steps (doc/design.md, "The model":
  * Diagnostics): rank 0 runs the planned term pass, the first TERM_STATS_SEGMENTS segments
  * of the valid split from an empty memory with this step's weights (eval --term-stats on a
- * checkpoint of this step prints the same layers), and logs one object per layer. The
- * pass has its own activations and memory: training's state is not touched. */
+ * checkpoint of this step prints the same layers), and reports them as a TXL_EV_TERMS
+ * event, one object per layer in its json. The pass has its own activations and memory:
+ * training's state is not touched. */
 static int log_terms(trainer *t, txl_err *e)
 {
     const run_config *c = &t->cfg;
@@ -152,19 +154,25 @@ static int log_terms(trainer *t, txl_err *e)
     int rc = dist_is_root() ? terms_run(&t->terms, e) : 0;
     if (dist_max_int(rc ? 1 : 0)) /* the valid split could not be read */
         return run_stop_keeping_last(t, e);
-    if (!dist_is_root() || !t->log.f)
+    char *json = NULL;
+    size_t len = 0;
+    FILE *f = dist_is_root() ? open_memstream(&json, &len) : NULL;
+    if (!f)
         return 0;
     const eval_opts *o = &t->terms.plan.o;
-    fprintf(t->log.f, "{\"event\":\"terms\",\"step\":%ld,\"split\":\"valid\",\"batch\":%d,"
+    fprintf(f, "{\"event\":\"terms\",\"step\":%ld,\"split\":\"valid\",\"batch\":%d,"
             "\"tgt_len\":%d,\"mem_len\":%d,\"segments\":%zu,\"seconds\":%.3f,\"layers\":[",
             step, o->batch, o->tgt_len, o->mem_len, t->terms.segments, sys_now() - t0);
     for (int l = 0; l < c->model.n_layer; l++) {
         if (l)
-            fputc(',', t->log.f);
-        terms_print_layer(t->log.f, &c->model, &t->terms.st[l], l, 1);
+            fputc(',', f);
+        terms_print_layer(f, &c->model, &t->terms.st[l], l, 1);
     }
-    fputs("]}\n", t->log.f);
-    run_log_flush(t);
+    fputs("]}", f);
+    if (fclose(f) == 0)
+        run_event(t, &(txl_event){.kind = TXL_EV_TERMS, .step = step,
+                                  .max_steps = c->train.max_steps, .json = json});
+    free(json);
     return 0;
 }
 
@@ -200,17 +208,6 @@ static int eval_and_save(trainer *t, loop_state *ls, int *at_end, txl_err *e)
     return 0;
 }
 
-
-/* An event line of log.jsonl from a cJSON object (whose first key is "event"). */
-static void log_obj(trainer *t, const cJSON *o)
-{
-    char *s = o && t->log.f && dist_is_root() ? cJSON_PrintUnformatted(o) : NULL;
-    if (s) {
-        fprintf(t->log.f, "%s\n", s);
-        run_log_flush(t);
-    }
-    free(s);
-}
 
 /* Why the run ended: "max_steps", "--steps", "max_minutes" (the time budget), the signal
  * ("SIGINT", "SIGTERM", "SIGHUP"), or "log_error" (log.jsonl could not be written). */
@@ -256,11 +253,9 @@ static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
     if (!dist_is_root())
         return exit_sig ? 128 + exit_sig : 0;
     const char *reason = end_reason(t, ls, exit_sig);
-    cJSON *sum = cJSON_CreateObject(), *end = cJSON_CreateObject();
+    cJSON *sum = cJSON_CreateObject();
     if (sum)
         add_summary(sum, t, ls, reason);
-    if (end && cJSON_AddStringToObject(end, "event", "end"))
-        add_summary(end, t, ls, reason);
     char *line = sum ? cJSON_PrintUnformatted(sum) : NULL;
     char *text = line ? malloc(strlen(line) + 2) : NULL; /* the line and its newline */
     int rc = exit_sig ? 128 + exit_sig : 0;
@@ -276,26 +271,26 @@ static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
         if (!exit_sig)
             rc = 1;
     }
-    log_obj(t, end);
-    if (t->log.err) { /* events are missing from the log: not a success */
-        char held[1300];
-        run_last_desc(t, held, sizeof held);
-        run_note(t, TXL_EV_WARN, "%s: cannot append the events from step %ld on: %s; the run "
-                 "stopped so that its log loses no more (%s)", t->dir.log_path, t->log.fail_step,
-                 strerror(t->log.err), held);
-        if (!exit_sig)
-            rc = 1;
-    }
-    if (line) /* the result line (stdout for txl train) */
+    /* the end event: log.jsonl's end line (its sink comes first), then the result line of
+     * the caller's (stdout for txl train) */
+    if (line)
         run_event(t, &(txl_event){.kind = TXL_EV_END, .step = t->st.step,
                                   .max_steps = t->cfg.train.max_steps, .loss = ls->loss,
                                   .bpc = ls->loss / M_LN2, .grad_norm = ls->norm,
                                   .elapsed_s = t->st.elapsed + sys_now() - t->t_start,
                                   .path = t->dir.last_path, .json = line});
+    if (t->log.err) { /* events are missing from the log: not a success */
+        char held[1300];
+        run_last_desc(t, held, sizeof held);
+        run_note(t, TXL_EV_WARN, "%s: cannot append the events from step %ld on: %s; the run "
+                 "stopped so that its log loses no more (%s)", t->dir.log_path,
+                 t->log.fail_step, strerror(t->log.err), held);
+        if (!exit_sig)
+            rc = 1;
+    }
     free(text);
     free(line);
     cJSON_Delete(sum);
-    cJSON_Delete(end);
     if (exit_sig)
         run_note(t, TXL_EV_WARN, "%s: checkpoint written at step %ld (%s); resume with "
                  "--resume %s", exit_sig == SIGINT   ? "interrupted"
@@ -331,15 +326,15 @@ int run_train_loop(trainer *t, txl_err *e)
  * Setup, in the order cmd_train runs it: config, data, out_dir, model, resume, start. */
 
 /* The start event: the run's size and setting, the txl version and the command line. */
-static void log_start(trainer *t, int resume)
+static char *start_json(const trainer *t, int resume)
 {
-    run_streams *s = &t->streams;
+    const run_streams *s = &t->streams;
     const dist_t *dd = dist_self();
     const char *const *argv = t->opts ? t->opts->argv : NULL;
     int argc = argv ? t->opts->argc : 0;
     cJSON *o = dist_is_root() ? cJSON_CreateObject() : NULL;
     if (!o)
-        return;
+        return NULL;
     cJSON_AddStringToObject(o, "event", "start");
     cJSON_AddNumberToObject(o, "step", (double)t->st.step);
     cJSON_AddBoolToObject(o, "resume", resume);
@@ -358,44 +353,55 @@ static void log_start(trainer *t, int resume)
     cJSON *args = cJSON_AddArrayToObject(o, "argv");
     for (int i = 0; args && i < argc; i++)
         cJSON_AddItemToArray(args, cJSON_CreateString(argv[i]));
-    log_obj(t, o);
+    char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
+    return json;
 }
 
-/* Rank 0 opens log.jsonl and writes config.yaml; the plan on stderr; the start event. */
-int run_start_run(trainer *t, int resume, txl_err *e)
+/* The plan for people (run_print_plan, and with `ranks` and several ranks how they share
+ * the work), malloc'd, without its last newline; NULL on ranks but 0 or out of memory. */
+static char *plan_banner(const trainer *t, int ranks)
 {
     const dist_t *dd = dist_self();
+    char *banner = NULL;
+    size_t len = 0;
+    FILE *f = dist_is_root() ? open_memstream(&banner, &len) : NULL;
+    if (!f)
+        return NULL;
+    run_print_plan(t, f);
+    if (ranks && dd->size > 1)
+        fprintf(f, "  data parallel: %d ranks x %d streams, %d threads per rank (%d ranks "
+                "on this machine)\n", dd->size, t->streams.Bl, t->streams.threads,
+                dd->local_size);
+    if (fclose(f) != 0) {
+        free(banner);
+        return NULL;
+    }
+    banner[len && banner[len - 1] == '\n' ? len - 1 : len] = '\0';
+    return banner;
+}
+
+/* Rank 0 opens log.jsonl, registers it as the run's first sink and writes config.yaml; then
+ * the start event: the plan for people and the log's start line. */
+int run_start_run(trainer *t, int resume, txl_err *e)
+{
     int rc = 0;
     if (dist_is_root()) {
         t->log.f = run_open_log(t->dir.log_path, resume, e); /* first: it may be a refused link */
         rc = t->log.f ? run_write_config_yaml(&t->cfg, e) || run_remove_summary(t, e) : -1;
+        t->sinks[RUN_SINK_LOG] = (run_sink){run_log_sink, &t->log};
     }
     if (dist_max_int(rc ? 1 : 0)) {
         if (!rc)
             err_set(e, ERR_RUNTIME, "rank 0 could not write into %s", t->cfg.train.out_dir);
         return -1;
     }
-    char *banner = NULL;
-    size_t len = 0;
-    FILE *f = dist_is_root() ? open_memstream(&banner, &len) : NULL;
-    if (f) {
-        run_print_plan(t, f);
-        if (dd->size > 1)
-            fprintf(f, "  data parallel: %d ranks x %d streams, %d threads per rank (%d ranks "
-                    "on this machine)\n", dd->size, t->streams.Bl, t->streams.threads,
-                    dd->local_size);
-        if (fclose(f) != 0) {
-            free(banner);
-            banner = NULL;
-        }
-    }
-    if (banner) /* the plan for people: the banner (without its last newline) */
-        banner[len && banner[len - 1] == '\n' ? len - 1 : len] = '\0';
+    char *banner = plan_banner(t, 1), *json = start_json(t, resume);
     run_event(t, &(txl_event){.kind = TXL_EV_START, .step = t->st.step,
-                              .max_steps = t->cfg.train.max_steps, .text = banner});
+                              .max_steps = t->cfg.train.max_steps, .json = json,
+                              .text = banner});
     free(banner);
-    log_start(t, resume);
+    free(json);
     return 0;
 }
 
@@ -439,18 +445,7 @@ char *run_dry_run(trainer *t, const char *cfg_path, const char *resume, const ch
         run_dry_plan(t, e) || run_restore_run(t, resume, init_from, origin, 1, e) ||
         (resume && !force && run_resume_overwrites(t, resume, e)))
         return NULL;
-    char *banner = NULL;
-    size_t len = 0;
-    FILE *f = dist_is_root() ? open_memstream(&banner, &len) : NULL;
-    if (f) {
-        run_print_plan(t, f);
-        if (fclose(f) != 0) {
-            free(banner);
-            banner = NULL;
-        }
-    }
-    if (banner)
-        banner[len && banner[len - 1] == '\n' ? len - 1 : len] = '\0';
+    char *banner = plan_banner(t, 0); /* a dry run opens no log: the banner alone */
     run_event(t, &(txl_event){.kind = TXL_EV_START, .step = t->st.step,
                               .max_steps = t->cfg.train.max_steps, .text = banner});
     free(banner);
