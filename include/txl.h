@@ -401,7 +401,8 @@ typedef enum {
                                  txl_train_plan's), text the banner */
     TXL_EV_STEP,              /* a logged training step (every train.log_interval) */
     TXL_EV_EVAL,              /* a validation */
-    TXL_EV_CHECKPOINT,        /* a checkpoint was written (path) */
+    TXL_EV_CHECKPOINT,        /* a checkpoint was written (path: last, best, or a numbered
+                                 one of train.keep_checkpoints) */
     TXL_EV_NOTE,              /* a remark for people (text): a command may hide it (-q); a
                                  skipped update (train.skip_outlier) has json too */
     TXL_EV_WARN,              /* a remark people must see (text): a stop by a signal, a file

@@ -120,6 +120,8 @@ static int keep_one(const trainer *t, txl_err *e)
     snprintf(other, sizeof other, "%s/" STEP_PREFIX "%08ld.safetensors%s", t->cfg.train.out_dir,
              t->st.step, *gz ? "" : ".gz");
     unlink(other); /* the same step in the other format (train.ckpt_gzip changed) */
+    run_event(t, &(txl_event){.kind = TXL_EV_CHECKPOINT, .step = t->st.step,
+                              .max_steps = t->cfg.train.max_steps, .path = path});
     prune(t, t->st.step, t->cfg.train.keep_checkpoints);
     return 0;
 }

@@ -110,7 +110,8 @@ int run_save_checkpoint(trainer *t, const char *path, int with_state, double val
         gather_mem(t);
         mem = &t->streams.gmem;
     }
-    int rc = dist_is_root() ? write_checkpoint(t, path, with_state ? mem : NULL, valid_loss, e) : 0;
+    int rc = dist_is_root() ? write_checkpoint(t, path, with_state ? mem : NULL, valid_loss, e)
+                            : 0;
     if (dist_max_int(rc ? 1 : 0)) {
         if (!rc)
             err_set(e, ERR_RUNTIME, "%s: rank 0 failed to write the checkpoint", path);
@@ -122,6 +123,8 @@ int run_save_checkpoint(trainer *t, const char *path, int with_state, double val
         t->dir.last_step = t->st.step;
         snprintf(t->dir.held_path, sizeof t->dir.held_path, "%s", path);
     }
+    run_event(t, &(txl_event){.kind = TXL_EV_CHECKPOINT, .step = t->st.step,
+                              .max_steps = t->cfg.train.max_steps, .path = path});
     return 0;
 }
 

@@ -2,7 +2,9 @@
  * the run's sinks: a caller's on_event gets every event the log holds, in the same order,
  * each event's json the log's line (the end event: the summary, which the log holds with
  * "event":"end" first). A 12-step micro run (tests/configs/micro.yaml) with steps logged,
- * a validation and the score terms every 6 steps; run from the repository's root.
+ * a validation, a checkpoint (kept numbered too) and the score terms every 6 steps; run
+ * from the repository's root. Every checkpoint written is a TXL_EV_CHECKPOINT event naming
+ * the file.
  *
  * Without the log as a sink, the start line and the terms lines were written beside the
  * events (the start event had no json, the terms none at all): the sequences differ. */
@@ -19,13 +21,25 @@
 typedef struct {
     int n, kinds[TXL_EV_TERMS + 1];
     char *line[MAX_LINES]; /* each event's json as a line of the log would hold it */
+    int lasts, numbered, missing; /* checkpoint events: last, step-N, a file not there */
 } events;
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), m = strlen(tail);
+    return n >= m && strcmp(s + n - m, tail) == 0;
+}
 
 static void take(void *ctx, const txl_event *ev)
 {
     events *w = ctx;
     if ((int)ev->kind >= 0 && ev->kind <= TXL_EV_TERMS)
         w->kinds[ev->kind]++;
+    if (ev->kind == TXL_EV_CHECKPOINT) {
+        w->lasts += ev->path && ends_with(ev->path, "/last.safetensors.gz");
+        w->numbered += ev->path && strstr(ev->path, "/step-");
+        w->missing += !ev->path || access(ev->path, R_OK) != 0;
+    }
     if (!ev->json || w->n == MAX_LINES)
         return;
     size_t n = strlen(ev->json) + 16;
@@ -47,7 +61,8 @@ int main(void)
     CHECK(mkdtemp(dir) != NULL, "a temp dir");
     txl_config *c = txl_config_load("tests/configs/micro.yaml", &e);
     const char *sets[] = {"train.max_steps=12", "train.log_interval=3", "train.eval_interval=6",
-                          "train.ckpt_interval=6", "train.term_stats_interval=6",
+                          "train.ckpt_interval=6", "train.keep_checkpoints=2",
+                          "train.term_stats_interval=6",
                           "train.eval_tokens=2000", "train.threads=1"};
     for (size_t i = 0; c && i < sizeof sets / sizeof *sets; i++)
         txl_config_set(c, sets[i], &e);
@@ -85,6 +100,10 @@ int main(void)
           w.kinds[TXL_EV_END] == 1, "4 steps, 2 validations, 2 terms events and the end "
           "(got %d, %d, %d, %d)", w.kinds[TXL_EV_STEP], w.kinds[TXL_EV_EVAL],
           w.kinds[TXL_EV_TERMS], w.kinds[TXL_EV_END]);
+    CHECK(w.lasts == 2 && w.numbered == 2 && w.missing == 0 &&
+          w.kinds[TXL_EV_CHECKPOINT] >= 4, "a checkpoint event per file written: last and "
+          "step-N at steps 6 and 12, each there (%d events: %d last, %d numbered, %d missing)",
+          w.kinds[TXL_EV_CHECKPOINT], w.lasts, w.numbered, w.missing);
     for (int i = 0; i < w.n; i++)
         free(w.line[i]);
     char cmd[600];
