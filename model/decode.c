@@ -122,6 +122,12 @@ static void decode_begin(decode_state *s, const model_config *c, int B, int M)
     s->attn_threads = par_max_threads();
 }
 
+double decode_cache_floats(const model_config *c, int B, int M)
+{
+    double cap = 2.0 * ((double)M + 1); /* decode_begin's s->cap */
+    return (double)B * c->n_layer * cap * (2.0 * c->n_head * c->d_head + c->d_model);
+}
+
 size_t decode_plan_floats(const model_config *c, int B, int M)
 {
     decode_state s;

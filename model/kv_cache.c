@@ -7,11 +7,16 @@
 #include "kv_cache.h"
 #include "model_impl.h"
 
+size_t kv_rows_floats(const model_config *cfg, int B, int rows)
+{
+    return (size_t)cfg->n_layer * B * rows * 2 * cfg->n_head * cfg->d_head;
+}
+
 size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max)
 {
     if (M <= 0 || pos_get(cfg->pos)->window_keys)
         return 0;
-    return (size_t)cfg->n_layer * B * (M + 2 * Lq_max) * 2 * cfg->n_head * cfg->d_head;
+    return kv_rows_floats(cfg, B, M + 2 * Lq_max);
 }
 
 void kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max)

@@ -30,6 +30,9 @@ struct kv_cache {
 void kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max);
 void kv_cache_invalidate(kv_cache *k);
 void kv_cache_free(kv_cache *k);
+/* The floats of the keys and values of `rows` rows of B streams in every layer: what a
+ * cache holds (kv_cache_plan_floats) and what decoding reads per step (api/decode.c). */
+size_t kv_rows_floats(const model_config *cfg, int B, int rows);
 /* The floats kv_cache_init would allocate for the same arguments (0: no cache). */
 size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max);
 /* For the forward (forward.c), not the rest of txl: row 0 of stream b's window of layer l;
