@@ -75,14 +75,24 @@ static int fresh_meta(txl_model *m, const char *const *extra, txl_err *e)
     return rc ? err_set(e, ERR_RUNTIME, "out of memory") : 0;
 }
 
+/* A handle of its own for a model of config c (NULL: the checkpoint's, read later); NULL
+ * with e when out of memory. */
+static txl_model *model_alloc(const txl_config *c, txl_err *e)
+{
+    txl_model *m = calloc(1, sizeof *m);
+    if (!m)
+        err_set(e, ERR_RUNTIME, "out of memory");
+    else if (c)
+        m->cfg = *c;
+    return m;
+}
+
 txl_model *txl_model_load(const char *ckpt, txl_err *e)
 {
     api_err_clear(e);
-    txl_model *m = calloc(1, sizeof *m);
-    if (!m) {
-        err_set(e, ERR_RUNTIME, "out of memory");
+    txl_model *m = model_alloc(NULL, e);
+    if (!m)
         return NULL;
-    }
     long long step = 0;
     if (ckpt_open(ckpt, &m->from_dir, &m->f, &m->cfg.c, &m->mdl, &m->vocab, e)) {
         free(m);
@@ -146,12 +156,9 @@ static int take_vocab(txl_model *m, const st_file *f, txl_err *e)
 txl_model *txl_model_new(const txl_config *c, txl_err *e)
 {
     api_err_clear(e);
-    txl_model *m = calloc(1, sizeof *m);
-    if (!m) {
-        err_set(e, ERR_RUNTIME, "out of memory");
+    txl_model *m = model_alloc(c, e);
+    if (!m)
         return NULL;
-    }
-    m->cfg = *c;
     if (take_vocab(m, NULL, e) || cfg_validate(&m->cfg.c, c->origin[0] ? c->origin : NULL, e) ||
         model_init(&m->mdl, &m->cfg.c.model, e) || fresh_meta(m, NULL, e)) {
         txl_model_free(m);
@@ -266,13 +273,10 @@ static int check_finite(const model *mdl, const char *in, txl_err *e)
 txl_model *txl_model_import(const char *weights, const txl_config *c, txl_err *e)
 {
     api_err_clear(e);
-    txl_model *m = calloc(1, sizeof *m);
+    txl_model *m = model_alloc(c, e);
     st_file f;
-    if (!m) {
-        err_set(e, ERR_RUNTIME, "out of memory");
+    if (!m)
         return NULL;
-    }
-    m->cfg = *c;
     const char *cfg_name = c->origin[0] ? c->origin : "the config";
     if (st_read(&f, weights, e)) {
         txl_model_free(m);
