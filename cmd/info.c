@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/json.h"
 #include "cli.h"
 #include "cmds.h"
 
@@ -57,10 +58,7 @@ static int info_system(int json)
         for (int i = 0; i < nd; i++)
             cJSON_AddItemToArray(d, cJSON_CreateString(dirs[i]));
         cJSON_AddItemToObject(o, "configs", d);
-        char *s = cJSON_PrintUnformatted(o);
-        if (s)
-            printf("%s\n", s);
-        free(s);
+        json_put_line(stdout, o);
         cJSON_Delete(o);
         return 0;
     }
@@ -205,10 +203,7 @@ static void print_json(const txl_model *m)
     cJSON_AddNumberToObject(o, "tensors", n);
     if (cj)
         cJSON_AddRawToObject(o, "config", cj);
-    char *s = cJSON_PrintUnformatted(o);
-    if (s)
-        printf("%s\n", s);
-    free(s);
+    json_put_line(stdout, o);
     free(cj);
     cJSON_Delete(o);
 }
