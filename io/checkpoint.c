@@ -208,15 +208,25 @@ static int check_names(const model *mdl, const st_file *f, const char *prefix, t
     return rc;
 }
 
+/* The tensor of parameter p in f, of p's shape; NULL with e when it is missing or not. */
+static const st_tensor *param_tensor(const model *mdl, const st_file *f, const param_entry *p,
+                                     txl_err *e)
+{
+    const st_tensor *t = st_find(f, p->name);
+    if (!t) {
+        err_set(e, ERR_INPUT, "%s: missing tensor '%s' (required by pos_scheme %s with this "
+                "config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
+        return NULL;
+    }
+    return check_shape(f, t, p, e) ? NULL : t;
+}
+
 int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e)
 {
     for (int i = 0; i < mdl->n_params; i++) {
         const param_entry *p = &mdl->table[i];
-        const st_tensor *t = st_find(f, p->name);
+        const st_tensor *t = param_tensor(mdl, f, p, e);
         if (!t)
-            return err_set(e, ERR_INPUT, "%s: missing tensor '%s' (required by pos_scheme %s "
-                           "with this config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
-        if (check_shape(f, t, p, e))
             return -1;
         if (check_finite(f, t, st_data(f, t), p->numel, e))
             return -1;
@@ -327,11 +337,7 @@ int ckpt_check_header(const model *mdl, const st_file *f, const ckpt_state *s, t
     char nm[128];
     for (int i = 0; i < mdl->n_params; i++) {
         const param_entry *p = &mdl->table[i];
-        const st_tensor *t = st_find(f, p->name);
-        if (!t)
-            return err_set(e, ERR_INPUT, "%s: missing tensor '%s' (required by pos_scheme %s "
-                           "with this config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
-        if (check_shape(f, t, p, e))
+        if (!param_tensor(mdl, f, p, e))
             return -1;
         for (int pass = 0; pass < 2; pass++) { /* its Adam moments: all of them to resume */
             snprintf(nm, sizeof nm, "optim.%c.%s", pass ? 'v' : 'm', p->name);
