@@ -175,7 +175,7 @@ typedef struct {
     int n, left_out;
 } name_list;
 
-static void list_add(name_list *l, const char *name, const char *detail)
+static void name_list_add(name_list *l, const char *name, const char *detail)
 {
     char item[300];
     snprintf(item, sizeof item, "%s%s", name, detail);
@@ -206,7 +206,7 @@ static int check_import(const model *mdl, const st_file *f, const char *cfg_name
         const param_entry *p = &mdl->table[i];
         const st_tensor *t = st_find(f, p->name);
         if (!t) {
-            list_add(&missing, p->name, "");
+            name_list_add(&missing, p->name, "");
             continue;
         }
         int64_t want[2] = {p->shape[0], p->shape[1]};
@@ -217,16 +217,16 @@ static int check_import(const model *mdl, const st_file *f, const char *cfg_name
         fmt_shape(exp, sizeof exp, p->ndim, want);
         if (t->dtype != ST_F32) {
             snprintf(detail, sizeof detail, " (dtype %s, expected F32)", st_dtype_name(t->dtype));
-            list_add(&wrong, p->name, detail);
+            name_list_add(&wrong, p->name, detail);
         } else if (!ok) {
             snprintf(detail, sizeof detail, " (shape %s, expected %s)", got, exp);
-            list_add(&wrong, p->name, detail);
+            name_list_add(&wrong, p->name, detail);
         }
     }
     int state = 0;
     for (int i = 0; i < f->n; i++)
         if (!model_find_param(mdl, f->t[i].name) && strcmp(f->t[i].name, CKPT_VOCAB_TENSOR)) {
-            list_add(&extra, f->t[i].name, "");
+            name_list_add(&extra, f->t[i].name, "");
             state |= strncmp(f->t[i].name, "optim.", 6) == 0 ||
                      strncmp(f->t[i].name, "state.", 6) == 0;
         }
