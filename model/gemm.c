@@ -3,6 +3,7 @@
 #include "gemm.h"
 
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -167,10 +168,18 @@ int gemm_set_precision(gemm_precision p)
 
 gemm_precision gemm_get_precision(void) { return precision; }
 
-/* gemm() without the accounting; returns the threads the call ran on */
-static int gemm_run(float *C, const float *A, const float *B, int M, int N, int K,
-                    int trans_a, int trans_b, float alpha, float beta, int lda, int ldb,
-                    int ldc)
+/* Whether gemm() runs an M x N x K product in bf16 */
+static int in_bf16(int M, int N, int K)
+{
+    return precision == GEMM_BF16 && M > 1 && N > 1 && K > 0 &&
+           (long)M * N * K >= GEMM_BF16_MIN;
+}
+
+/* gemm() without the accounting, A and B optionally given in bf16 too (Ah, Bh: read when
+ * the product runs in bf16); returns the threads the call ran on */
+static int gemm_run(float *C, const float *A, const uint16_t *Ah, const float *B,
+                    const uint16_t *Bh, int M, int N, int K, int trans_a, int trans_b,
+                    float alpha, float beta, int lda, int ldb, int ldc)
 {
     if (M <= 0 || N <= 0)
         return 1;
@@ -185,8 +194,8 @@ static int gemm_run(float *C, const float *A, const float *B, int M, int N, int 
         return 1;
     }
     int nt = par_threads();
-    if (precision == GEMM_BF16 && (long)M * N * K >= GEMM_BF16_MIN &&
-        gemm_bf16(C, A, B, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb, ldc) == 0)
+    if (in_bf16(M, N, K) && gemm_bf16_x(C, A, Ah, B, Bh, M, N, K, trans_a, trans_b, alpha,
+                                        beta, lda, ldb, ldc) == 0)
         return nt; /* oneDNN ran it on the threads of the moment */
     if (nt == 1 || (long)M * N * K < GEMM_SPLIT_MIN) {
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
@@ -232,7 +241,18 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
           int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
 {
     double t0 = gemm_clock();
-    gemm_account(t0, gemm_run(C, A, B, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb, ldc));
+    gemm_account(t0, gemm_run(C, A, NULL, B, NULL, M, N, K, trans_a, trans_b, alpha, beta, lda,
+                              ldb, ldc));
+}
+
+/* gemm() with A also given in bf16 (Ah, its rows as A's: used when the product runs in bf16) */
+static void gemm_ah(float *C, const float *A, const uint16_t *Ah, const float *B, int M, int N,
+                    int K, int trans_a, int trans_b, float alpha, float beta, int lda, int ldb,
+                    int ldc)
+{
+    double t0 = gemm_clock();
+    gemm_account(t0, gemm_run(C, A, Ah, B, NULL, M, N, K, trans_a, trans_b, alpha, beta, lda,
+                              ldb, ldc));
 }
 
 void gemm_few(float *C, const float *A, const float *B, int M, int N, int K, float alpha,
@@ -290,6 +310,21 @@ void linear_forward_few(float *y, const float *x, const float *W, const float *b
     gemm_few(y, x, W, rows, out, in, 1.0f, bias ? 1.0f : 0.0f, in, in, out);
 }
 
+/* This thread's buffer of at least n bf16 values (grown at a shape's first use: the first
+ * training step), or NULL */
+static uint16_t *dy_buffer(size_t n)
+{
+    static _Thread_local uint16_t *buf;
+    static _Thread_local size_t cap;
+    if (n > cap) {
+        uint16_t *p = realloc(buf, n * sizeof *p);
+        if (!p)
+            return NULL;
+        buf = p, cap = n;
+    }
+    return buf;
+}
+
 void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,
                      const float *W, int rows, int out, int in, int accumulate_dx)
 {
@@ -297,13 +332,19 @@ void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const 
      * (gemm() inside the active region stays on its thread), rather than each split in
      * halves that pack the shared operand twice; otherwise one after the other, split. */
     const int side_by_side = dx && par_threads() == 2 && (long)rows * in * out >= GEMM_SPLIT_MIN;
+    /* in bf16, dy is rounded once for both products (it is dx's A and, transposed, dW's) */
+    uint16_t *dyh = NULL;
+    if (in_bf16(rows, in, out) && in_bf16(out, in, rows) &&
+        (dyh = dy_buffer((size_t)rows * out)))
+        gemm_bf16_round(dyh, dy, rows, out, out);
 #pragma omp parallel sections num_threads(2) if (side_by_side)
     {
 #pragma omp section
         if (dx)
-            gemm(dx, dy, W, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f, out, in, in);
+            gemm_ah(dx, dy, dyh, W, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f, out,
+                    in, in);
 #pragma omp section
-        gemm(dW, dy, x, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
+        gemm_ah(dW, dy, dyh, x, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
     }
     if (dbias) { /* column blocks per thread: each sum runs over the rows in order */
         int nt = (size_t)rows * out > 8192 ? par_threads() : 1;

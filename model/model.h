@@ -64,6 +64,11 @@ typedef struct {
     float *w;            /* parameters */
     float *g;            /* gradients, NULL until model_alloc_grads */
     model_tensors W, G;  /* named views of w and g */
+    uint16_t *wb;        /* bf16 precision: w rounded to bf16 (model_bf16_sync), which the
+                            products read in place of rounding a weight at every use; NULL
+                            until then. A replica shares its source's. */
+    int wb_fresh;        /* wb is w's rounding (model_bf16_sync; cleared by nothing else:
+                            who writes w after a sync syncs again with force) */
 } model;
 
 /* Builds the table for cfg and allocates zeroed weights. cfg must be validated. */
@@ -93,6 +98,14 @@ void model_zero_grads(model *mdl);
 int model_replica(model *r, const model *src, txl_err *e);
 void model_replica_free(model *r);
 void model_free(model *mdl);
+
+/* In bf16 precision (gemm.h), rounds w into wb (allocated at the first call) and makes the
+ * products read it (a gemm_bf16 shadow): once after every change of w, before products use
+ * it: the trainer after each optimiser step (force = 1), inference before its first product
+ * (force = 0: nothing to do while wb_fresh). In fp32 it drops the shadow. Outside parallel
+ * regions. 0, or -1 (out of memory, or too many shadows: products then round w at each use,
+ * as without; not an error for the caller to stop on, the results are the same). */
+int model_bf16_sync(model *mdl, int force);
 /* Table entry by checkpoint name, or NULL. */
 const param_entry *model_find_param(const model *mdl, const char *name);
 /* Named views of an array laid out like the table (w, g, or an Adam moment). */
@@ -157,6 +170,8 @@ typedef struct {
                                 OpenBLAS (bit for bit txl 0.2's); bf16 in AVX-512 builds the
                                 fused kernel, where it measured faster (doc/performance.md);
                                 -DTXL_ATTN_FUSED: fused in fp32 too, to measure side by side */
+    int attn_amx;            /* with the fused kernel: its bf16 products on AMX tiles
+                                (attn_amx.h): bf16 precision on a CPU with AMX-BF16 */
     size_t b_offset;         /* global index of stream 0 (data parallelism: dropout masks are
                                 drawn by global stream, so N ranks x B/N streams draw what one
                                 process with B streams draws) */

@@ -322,6 +322,51 @@ static void test_gemm_bf16_case(int M, int N, int K, int ta, int tb, float alpha
     free(A), free(B), free(Ar), free(Br), free(C), free(C0), free(ref), free(ref32), free(Cp);
 }
 
+/* Shadows (gemm_bf16.h): a product whose weight lies in a shadowed array reads the copy,
+ * which gives the bits of rounding it at the call; linear_backward's dy, rounded once for
+ * both of its products, gives the bits of two separate products. A stale copy (the array
+ * changed, not rounded again) is what the product reads: it shows the copy is used. */
+static void test_gemm_bf16_shadow(void)
+{
+    const int rows = 40, in = 48, out = 36;
+    const size_t nw = (size_t)out * in + 50; /* the weight at offset 50 of its array */
+    float *Wall = rand_f(nw, 1.0f), *W = Wall + 50, *x = rand_f((size_t)rows * in, 1.0f);
+    float *dy = rand_f((size_t)rows * out, 1.0f);
+    uint16_t *copy = malloc(nw * sizeof *copy);
+    gemm_bf16_round(copy, Wall, 1, (int)nw, (int)nw);
+    float *y0 = alloc_f((size_t)rows * out), *y1 = alloc_f((size_t)rows * out);
+    float *dx0 = zeros_f((size_t)rows * in), *dW0 = zeros_f(nw), *dx1 = zeros_f((size_t)rows * in);
+    float *dW1 = zeros_f(nw), *y2 = alloc_f((size_t)rows * out);
+    gemm_set_precision(GEMM_BF16);
+    linear_forward(y0, x, W, NULL, rows, out, in, 0);
+    /* dx and dW as two plain products (each rounds dy itself) */
+    gemm(dx0, dy, W, rows, in, out, 0, 0, 1.0f, 0.0f, out, in, in);
+    gemm(dW0, dy, x, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
+    CHECK(gemm_bf16_shadow(Wall, nw, copy) == 0, "gemm_bf16_shadow takes an array");
+    linear_forward(y1, x, W, NULL, rows, out, in, 0);
+    linear_backward(dx1, dW1, NULL, dy, x, W, rows, out, in, 0);
+    CHECK(same_f(y0, y1, (size_t)rows * out) && same_f(dx0, dx1, (size_t)rows * in) &&
+              same_f(dW0, dW1, (size_t)out * in),
+          "bf16: a shadowed weight's products, and linear_backward's dy rounded once, give the "
+          "bits of rounding at each product");
+    for (size_t i = 0; i < nw; i++)
+        Wall[i] += 0.5f; /* the copy is now stale */
+    linear_forward(y2, x, W, NULL, rows, out, in, 0);
+    int stale = same_f(y2, y1, (size_t)rows * out);
+    gemm_bf16_use_shadows(0);
+    linear_forward(y2, x, W, NULL, rows, out, in, 0);
+    int fresh = !same_f(y2, y1, (size_t)rows * out);
+    gemm_bf16_use_shadows(1);
+    gemm_bf16_unshadow(Wall);
+    linear_forward(y1, x, W, NULL, rows, out, in, 0);
+    gemm_set_precision(GEMM_FP32);
+    CHECK(stale && fresh && same_f(y1, y2, (size_t)rows * out),
+          "bf16: products read the shadow (a stale one too); without shadows, or unshadowed, "
+          "they round the array as it is");
+    free(Wall), free(x), free(dy), free(copy), free(y0), free(y1), free(y2), free(dx0);
+    free(dW0), free(dx1), free(dW1);
+}
+
 static void test_gemm_bf16(void)
 {
     char missing[160];
@@ -338,6 +383,7 @@ static void test_gemm_bf16(void)
             test_gemm_bf16_case(64, 48, 40, ta, tb, 1.0f, 0.0f);
             test_gemm_bf16_case(40, 33, 300, ta, tb, -0.5f, 1.0f);
         }
+    test_gemm_bf16_shadow();
     rng = saved;
 }
 
