@@ -9,6 +9,7 @@
 
 #include "../common/par.h"
 #include "gemm.h"
+#include "attn_amx.h"
 #include "model_impl.h"
 
 /* ---- memory */
@@ -191,6 +192,9 @@ static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max,
 #else
     A->attn_blas = 1;
 #endif
+    A->attn_amx = gemm_get_precision() == GEMM_BF16 && amx_attn_available();
+    if (A->attn_amx)
+        A->attn_blas = 0;
     A->lc = calloc(training && !counting ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
     if (!A->lc)
         return err_set(e, ERR_RUNTIME, "out of memory planning activations");
