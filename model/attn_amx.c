@@ -161,7 +161,7 @@ AMX_FN static inline __m512i cvt16w(const float *x, int n, float scale)
 }
 
 /* 16 x 16 32-bit transpose of r[0..16) in place */
-AMX_FN static void t16(__m512i r[16])
+AMX_FN static inline __attribute__((always_inline)) void t16(__m512i r[16])
 {
     __m512i t[16];
     for (int i = 0; i < 16; i += 2) {
@@ -277,29 +277,30 @@ AMX_FN static void lay_trans(uint16_t *dst, int np, const float *src, size_t ss,
 }
 
 /* dst[j][c] (row stride ld) = (or += when add) src[c][j] (row stride ls) for j < n, c < dh:
- * fp32, by 16 x 16 blocks */
+ * fp32, by 16 x 16 blocks; src has rows up to dh rounded up to 16 and columns up to n
+ * rounded up to 16 (read, finite) */
 AMX_FN static void untranspose(float *dst, size_t ld, const float *src, size_t ls, int n, int dh,
                                int add)
 {
-    for (int j0 = 0; j0 < n; j0 += 16)
-        for (int c0 = 0; c0 < dh; c0 += 16) {
+    for (int c0 = 0; c0 < dh; c0 += 16) {
+        const __mmask16 m = first(dh - c0);
+        for (int j0 = 0; j0 < n; j0 += 16) {
             __m512i r[16];
             for (int k = 0; k < 16; k++)
-                r[k] = c0 + k < dh ? _mm512_loadu_si512(src + (size_t)(c0 + k) * ls + j0)
-                                   : _mm512_setzero_si512();
+                r[k] = _mm512_loadu_si512(src + (size_t)(c0 + k) * ls + j0);
             t16(r); /* r[k]: row j0 + k, columns c0 .. c0+15 */
-            __mmask16 m = first(dh - c0);
-            for (int k = 0; k < 16 && j0 + k < n; k++) {
-                float *d = dst + (size_t)(j0 + k) * ld + c0;
-                __m512 v = _mm512_castsi512_ps(r[k]);
-                if (add)
-                    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, d));
-                _mm512_mask_storeu_ps(d, m, v);
-            }
+            const int rows = n - j0 < 16 ? n - j0 : 16;
+            float *d = dst + (size_t)j0 * ld + c0;
+            if (add)
+                for (int k = 0; k < rows; k++, d += ld)
+                    _mm512_mask_storeu_ps(d, m, _mm512_add_ps(_mm512_castsi512_ps(r[k]),
+                                                              _mm512_maskz_loadu_ps(m, d)));
+            else
+                for (int k = 0; k < rows; k++, d += ld)
+                    _mm512_mask_storeu_ps(d, m, _mm512_castsi512_ps(r[k]));
         }
+    }
 }
-
-/* ---- the product ---- */
 
 typedef struct {
     uint8_t palette, start_row, reserved[14];

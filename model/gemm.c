@@ -245,13 +245,14 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
                               ldb, ldc));
 }
 
-/* gemm() with A also given in bf16 (Ah, its rows as A's: used when the product runs in bf16) */
-static void gemm_ah(float *C, const float *A, const uint16_t *Ah, const float *B, int M, int N,
-                    int K, int trans_a, int trans_b, float alpha, float beta, int lda, int ldb,
-                    int ldc)
+/* gemm() with A and B also given in bf16 (Ah, Bh, laid out as A and B, or NULL: read
+ * when the product runs in bf16) */
+static void gemm_h(float *C, const float *A, const uint16_t *Ah, const float *B,
+                   const uint16_t *Bh, int M, int N, int K, int trans_a, int trans_b,
+                   float alpha, float beta, int lda, int ldb, int ldc)
 {
     double t0 = gemm_clock();
-    gemm_account(t0, gemm_run(C, A, Ah, B, NULL, M, N, K, trans_a, trans_b, alpha, beta, lda,
+    gemm_account(t0, gemm_run(C, A, Ah, B, Bh, M, N, K, trans_a, trans_b, alpha, beta, lda,
                               ldb, ldc));
 }
 
@@ -286,8 +287,22 @@ void gemm_naive(float *C, const float *A, const float *B, int M, int N, int K,
         }
 }
 
+const uint16_t *linear_round(uint16_t *xh, const float *x, int rows, int in)
+{
+    if (!xh || precision != GEMM_BF16)
+        return NULL;
+    gemm_bf16_round(xh, x, rows, in, in);
+    return xh;
+}
+
 void linear_forward(float *y, const float *x, const float *W, const float *bias,
                     int rows, int out, int in, int accumulate)
+{
+    linear_forward_x(y, x, NULL, W, bias, rows, out, in, accumulate);
+}
+
+void linear_forward_x(float *y, const float *x, const uint16_t *xh, const float *W,
+                      const float *bias, int rows, int out, int in, int accumulate)
 {
     float beta = accumulate ? 1.0f : 0.0f;
     if (bias) {
@@ -299,7 +314,7 @@ void linear_forward(float *y, const float *x, const float *W, const float *bias,
         }
         beta = 1.0f;
     }
-    gemm(y, x, W, rows, out, in, 0, 1, 1.0f, beta, in, in, out);
+    gemm_h(y, x, xh, W, NULL, rows, out, in, 0, 1, 1.0f, beta, in, in, out);
 }
 
 void linear_forward_few(float *y, const float *x, const float *W, const float *bias, int rows,
@@ -328,6 +343,13 @@ static uint16_t *dy_buffer(size_t n)
 void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,
                      const float *W, int rows, int out, int in, int accumulate_dx)
 {
+    linear_backward_x(dx, dW, dbias, dy, x, NULL, W, rows, out, in, accumulate_dx);
+}
+
+void linear_backward_x(float *dx, float *dW, float *dbias, const float *dy, const float *x,
+                       const uint16_t *xh, const float *W, int rows, int out, int in,
+                       int accumulate_dx)
+{
     /* On two threads, dx and dW (equal FLOPs) run side by side, each whole on one thread
      * (gemm() inside the active region stays on its thread), rather than each split in
      * halves that pack the shared operand twice; otherwise one after the other, split. */
@@ -341,10 +363,10 @@ void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const 
     {
 #pragma omp section
         if (dx)
-            gemm_ah(dx, dy, dyh, W, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f, out,
-                    in, in);
+            gemm_h(dx, dy, dyh, W, NULL, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f,
+                   out, in, in);
 #pragma omp section
-        gemm_ah(dW, dy, dyh, x, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
+        gemm_h(dW, dy, dyh, x, xh, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
     }
     if (dbias) { /* column blocks per thread: each sum runs over the rows in order */
         int nt = (size_t)rows * out > 8192 ? par_threads() : 1;

@@ -157,6 +157,10 @@ typedef struct {
     float *ffin;             /* pre_lnorm: LN(h1) [B,Lq,d] */
     float *a;                /* [B,Lq,di]: dropout(relu(ff.0)) */
     float *ln2_xhat, *ln2_rstd;
+    /* bf16 precision: the products' inputs rounded once in the forward (and kept for the
+     * backward's weight gradients): cat (catn when pre-LN), the query rows (x, or xq), vec,
+     * ffin (h1 when post-LN), a. NULL in fp32. */
+    uint16_t *catb, *xqb, *vecb, *ffinb, *ab;
     pos_layer pos;           /* the positional scheme's buffers of this layer */
 } layer_cache;
 
@@ -172,6 +176,7 @@ typedef struct {
                                 -DTXL_ATTN_FUSED: fused in fp32 too, to measure side by side */
     int attn_amx;            /* with the fused kernel: its bf16 products on AMX tiles
                                 (attn_amx.h): bf16 precision on a CPU with AMX-BF16 */
+    int bf16;                /* planned in bf16 precision: the layer caches' bf16 twins */
     size_t b_offset;         /* global index of stream 0 (data parallelism: dropout masks are
                                 drawn by global stream, so N ranks x B/N streams draw what one
                                 process with B streams draws) */
@@ -267,6 +272,7 @@ typedef struct {
     float *h1, *ffin, *a, *tmp;
     float *ln1_xhat, *ln1_rstd, *ln2_xhat, *ln2_rstd;
     int few_rows; /* one token per stream (decoding): products through linear_forward_few */
+    uint16_t *vecb, *ffinb, *ab; /* bf16 twins of vec, ffin, a (layer_cache), or NULL */
 } layer_tail_bufs;
 
 /* Everything of layer l after the attention, for rows = B*Lq rows of B streams:
