@@ -102,9 +102,14 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
     }
     /* feed-forward: a = drop(relu(ffin W0^T + b0)), out = h1 + drop(a W3^T + b3) */
     tail_linear(t, t->ffinb, t->a, ffin, L->ff0_w, L->ff0_b, rows, di, d);
-    dropout_relu(t->a, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
-                 base_row * di);
-    tail_linear(t, t->ab, t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di);
+    /* a's bf16 twin made with it (bf16 precision) */
+    uint16_t *ab = gemm_get_precision() == GEMM_BF16 ? t->ab : NULL;
+    dropout_relu_h(t->a, ab, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
+                   base_row * di);
+    if (ab)
+        linear_forward_x(t->tmp, t->a, ab, L->ff3_w, L->ff3_b, rows, d, di, 0);
+    else
+        tail_linear(t, NULL, t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di);
     dropout_add(out, t->h1, t->tmp, n, p, pos_site_key(key, l, SITE_FF_OUT), base_row * d);
     if (!c->pre_lnorm)
         layernorm_forward(out, t->ln2_xhat, t->ln2_rstd, out, L->ff_ln_w, L->ff_ln_b, rows, d);

@@ -343,22 +343,25 @@ static uint16_t *dy_buffer(size_t n)
 void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,
                      const float *W, int rows, int out, int in, int accumulate_dx)
 {
-    linear_backward_x(dx, dW, dbias, dy, x, NULL, W, rows, out, in, accumulate_dx);
+    linear_backward_x(dx, dW, dbias, dy, NULL, x, NULL, W, rows, out, in, accumulate_dx);
 }
 
-void linear_backward_x(float *dx, float *dW, float *dbias, const float *dy, const float *x,
-                       const uint16_t *xh, const float *W, int rows, int out, int in,
-                       int accumulate_dx)
+void linear_backward_x(float *dx, float *dW, float *dbias, const float *dy, const uint16_t *dyh,
+                       const float *x, const uint16_t *xh, const float *W, int rows, int out,
+                       int in, int accumulate_dx)
 {
     /* On two threads, dx and dW (equal FLOPs) run side by side, each whole on one thread
      * (gemm() inside the active region stays on its thread), rather than each split in
      * halves that pack the shared operand twice; otherwise one after the other, split. */
     const int side_by_side = dx && par_threads() == 2 && (long)rows * in * out >= GEMM_SPLIT_MIN;
-    /* in bf16, dy is rounded once for both products (it is dx's A and, transposed, dW's) */
-    uint16_t *dyh = NULL;
-    if (in_bf16(rows, in, out) && in_bf16(out, in, rows) &&
-        (dyh = dy_buffer((size_t)rows * out)))
-        gemm_bf16_round(dyh, dy, rows, out, out);
+    /* in bf16, dy is rounded once for both products (it is dx's A and, transposed, dW's),
+     * unless the caller has it */
+    uint16_t *buf;
+    if (!dyh && in_bf16(rows, in, out) && in_bf16(out, in, rows) &&
+        (buf = dy_buffer((size_t)rows * out))) {
+        gemm_bf16_round(buf, dy, rows, out, out);
+        dyh = buf;
+    }
 #pragma omp parallel sections num_threads(2) if (side_by_side)
     {
 #pragma omp section

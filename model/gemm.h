@@ -67,10 +67,11 @@ void linear_forward_few(float *y, const float *x, const float *W, const float *b
  * = or +=), dW[out,in] += dy^T @ x, dbias[out] += colsum(dy) (dbias may be NULL). */
 void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,
                      const float *W, int rows, int out, int in, int accumulate_dx);
-/* linear_backward with x also given in bf16 (xh from linear_round, or NULL) */
-void linear_backward_x(float *dx, float *dW, float *dbias, const float *dy, const float *x,
-                       const uint16_t *xh, const float *W, int rows, int out, int in,
-                       int accumulate_dx);
+/* linear_backward with dy and x also given in bf16 (dyh, xh: their roundings, e.g. from
+ * linear_round or from the op that made them; NULL: rounded here) */
+void linear_backward_x(float *dx, float *dW, float *dbias, const float *dy, const uint16_t *dyh,
+                       const float *x, const uint16_t *xh, const float *W, int rows, int out,
+                       int in, int accumulate_dx);
 
 /* The address space OpenBLAS and the threads' malloc arenas will map at txl's first GEMM (0
  * once one has run): what a memory check keeps free under an address-space limit

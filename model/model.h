@@ -197,6 +197,7 @@ typedef struct {
     pos_layer pos_bw;        /* the scheme's backward scratch */
     /* backward scratch */
     float *d_out, *d_in, *d_h1, *d_tmp, *d_a, *d_vec, *d_q, *d_kv, *d_cat;
+    uint16_t *d_h1b, *d_tmpb, *d_ab; /* bf16: twins of d_h1, d_tmp, d_a (the tail's dy) */
     /* the segment the caches describe */
     int cur_Lq, cur_m;
     long cur_pos_offset;

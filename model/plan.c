@@ -175,6 +175,9 @@ static void plan(model_acts *A, arena *ar)
         A->d_q = take(ar, BL * hd);
         A->d_kv = take(ar, BK * 2 * hd);
         A->d_cat = c->pre_lnorm ? take(ar, BK * d) : NULL; /* post-LN needs no d(memory) */
+        A->d_h1b = take16(ar, BL * d, A->bf16);
+        A->d_tmpb = take16(ar, BL * d, A->bf16);
+        A->d_ab = take16(ar, BL * di, A->bf16);
     }
 }
 
