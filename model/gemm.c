@@ -194,8 +194,8 @@ static int gemm_run(float *C, const float *A, const uint16_t *Ah, const float *B
         return 1;
     }
     int nt = par_threads();
-    if (in_bf16(M, N, K) && gemm_bf16_x(C, A, Ah, B, Bh, M, N, K, trans_a, trans_b, alpha,
-                                        beta, lda, ldb, ldc) == 0)
+    if (in_bf16(M, N, K) && gemm_bf16_x(C, A, Ah, B, Bh, NULL, M, N, K, trans_a, trans_b,
+                                        alpha, beta, lda, ldb, ldc) == 0)
         return nt; /* oneDNN ran it on the threads of the moment */
     if (nt == 1 || (long)M * N * K < GEMM_SPLIT_MIN) {
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
@@ -305,6 +305,15 @@ void linear_forward_x(float *y, const float *x, const uint16_t *xh, const float 
                       const float *bias, int rows, int out, int in, int accumulate)
 {
     float beta = accumulate ? 1.0f : 0.0f;
+    if (bias && !accumulate && in_bf16(rows, out, in)) { /* the bias added by the bf16
+                                                          * product itself */
+        double t0 = gemm_clock();
+        if (gemm_bf16_x(y, x, xh, W, NULL, bias, rows, out, in, 0, 1, 1.0f, beta, in, in,
+                        out) == 0) {
+            gemm_account(t0, par_threads());
+            return;
+        }
+    }
     if (bias) {
 #pragma omp parallel for schedule(static) if ((size_t)rows * out > 8192)
         for (int r = 0; r < rows; r++) {

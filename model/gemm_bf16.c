@@ -20,10 +20,10 @@
 enum { SLOTS = 64, SHAPES = 128 };
 
 typedef struct {
-    int M, N, K, ta, tb, lda, ldb, ldc;
+    int M, N, K, ta, tb, lda, ldb, ldc, bias;
     float alpha, beta;
     dnnl_primitive_t prim;
-    dnnl_memory_t a, b, c;
+    dnnl_memory_t a, b, c, bias_mem;
 } mm_entry;
 
 typedef struct {
@@ -103,16 +103,16 @@ static int md2(dnnl_memory_desc_t *md, int r, int c, dnnl_dim_t s0, dnnl_dim_t s
  * dimensions lda, ldb), C [M,N] fp32 with row stride ldc */
 static int create(mm_entry *e, mm_slot *s)
 {
-    dnnl_memory_desc_t a, b, c;
+    dnnl_memory_desc_t a, b, c, bias;
     if (md2(&a, e->M, e->K, e->ta ? 1 : e->lda, e->ta ? e->lda : 1, dnnl_bf16) ||
         md2(&b, e->K, e->N, e->tb ? 1 : e->ldb, e->tb ? e->ldb : 1, dnnl_bf16) ||
-        md2(&c, e->M, e->N, e->ldc, 1, dnnl_f32))
+        md2(&c, e->M, e->N, e->ldc, 1, dnnl_f32) || md2(&bias, 1, e->N, e->N, 1, dnnl_f32))
         return -1;
     dnnl_matmul_desc_t mm;
     dnnl_primitive_attr_t attr;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_matmul_desc_init(&mm, &a, &b, NULL, &c) != dnnl_success ||
+    if (dnnl_matmul_desc_init(&mm, &a, &b, e->bias ? &bias : NULL, &c) != dnnl_success ||
         dnnl_primitive_attr_create(&attr) != dnnl_success)
         return -1;
     int ok = e->alpha == 1.0f ||
@@ -125,7 +125,9 @@ static int create(mm_entry *e, mm_slot *s)
          dnnl_primitive_create(&e->prim, pd) == dnnl_success &&
          dnnl_memory_create(&e->a, &a, engine, DNNL_MEMORY_NONE) == dnnl_success &&
          dnnl_memory_create(&e->b, &b, engine, DNNL_MEMORY_NONE) == dnnl_success &&
-         dnnl_memory_create(&e->c, &c, engine, DNNL_MEMORY_NONE) == dnnl_success;
+         dnnl_memory_create(&e->c, &c, engine, DNNL_MEMORY_NONE) == dnnl_success &&
+         (!e->bias ||
+          dnnl_memory_create(&e->bias_mem, &bias, engine, DNNL_MEMORY_NONE) == dnnl_success);
     if (ok)
         dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s->impl);
     if (po)
@@ -142,7 +144,8 @@ static mm_entry *lookup(mm_slot *s, const mm_entry *key)
         mm_entry *e = &s->e[i];
         if (e->M == key->M && e->N == key->N && e->K == key->K && e->ta == key->ta &&
             e->tb == key->tb && e->lda == key->lda && e->ldb == key->ldb &&
-            e->ldc == key->ldc && e->alpha == key->alpha && e->beta == key->beta)
+            e->ldc == key->ldc && e->bias == key->bias && e->alpha == key->alpha &&
+            e->beta == key->beta)
             return e->prim ? e : NULL;
     }
     if (s->n == SHAPES)
@@ -201,7 +204,8 @@ static mm_slot *my_stream(void)
     return s;
 }
 
-static int run(mm_slot *s, float *C, const uint16_t *A, const uint16_t *B, const mm_entry *key)
+static int run(mm_slot *s, float *C, const uint16_t *A, const uint16_t *B, const float *bias,
+               const mm_entry *key)
 {
     mm_entry *e = lookup(s, key);
     if (!e)
@@ -209,17 +213,21 @@ static int run(mm_slot *s, float *C, const uint16_t *A, const uint16_t *B, const
     dnnl_memory_set_data_handle(e->a, (void *)A);
     dnnl_memory_set_data_handle(e->b, (void *)B);
     dnnl_memory_set_data_handle(e->c, C);
-    dnnl_exec_arg_t args[3] = {
-        {DNNL_ARG_SRC, e->a}, {DNNL_ARG_WEIGHTS, e->b}, {DNNL_ARG_DST, e->c}};
-    if (dnnl_primitive_execute(e->prim, s->stream, 3, args) != dnnl_success)
+    dnnl_exec_arg_t args[4] = {
+        {DNNL_ARG_SRC, e->a}, {DNNL_ARG_WEIGHTS, e->b}, {DNNL_ARG_DST, e->c}, {DNNL_ARG_BIAS, NULL}};
+    if (bias) {
+        dnnl_memory_set_data_handle(e->bias_mem, (void *)bias);
+        args[3].memory = e->bias_mem;
+    }
+    if (dnnl_primitive_execute(e->prim, s->stream, bias ? 4 : 3, args) != dnnl_success)
         return -1;
     dnnl_stream_wait(s->stream);
     return 0;
 }
 
 int gemm_bf16_x(float *C, const float *A, const uint16_t *Ah, const float *B,
-                const uint16_t *Bh, int M, int N, int K, int trans_a, int trans_b, float alpha,
-                float beta, int lda, int ldb, int ldc)
+                const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
+                int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
 {
     mm_slot *s = my_stream();
     if (!s)
@@ -236,6 +244,7 @@ int gemm_bf16_x(float *C, const float *A, const uint16_t *Ah, const float *B,
     if (!b)
         gemm_bf16_round(s->bbuf, B, br, bc, ldb), b = s->bbuf, ldb = bc;
     mm_entry key = {.M = M, .N = N, .K = K, .ta = trans_a, .tb = trans_b, .lda = lda,
-                    .ldb = ldb, .ldc = ldc, .alpha = alpha, .beta = beta};
-    return run(s, C, a, b, &key);
+                    .ldb = ldb, .ldc = ldc, .bias = bias != NULL, .alpha = alpha,
+                    .beta = beta};
+    return run(s, C, a, b, bias, &key);
 }

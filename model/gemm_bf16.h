@@ -21,12 +21,13 @@ int gemm_bf16_init(void);
 /* gemm()'s contract (gemm.h) in bf16, each operand given in fp32 (A, B) or already in bf16
  * (Ah, Bh: stored as gemm() stores A and B, with the same leading dimensions; the fp32
  * pointer is then unused and may be NULL). An fp32 operand that lies wholly inside a shadowed
- * array is read from its copy, else rounded. Returns 0, or -1 when this call cannot run in
+ * array is read from its copy, else rounded. bias [N] (fp32, or NULL) is added to every row
+ * of the product before alpha and beta: C = alpha (op(A) op(B) + bias) + beta C. Returns 0, or -1 when this call cannot run in
  * bf16 (no engine, a thread past the slots, oneDNN refused: nothing is computed; the caller
  * runs it in fp32). */
 int gemm_bf16_x(float *C, const float *A, const uint16_t *Ah, const float *B,
-                const uint16_t *Bh, int M, int N, int K, int trans_a, int trans_b, float alpha,
-                float beta, int lda, int ldb, int ldc);
+                const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
+                int trans_b, float alpha, float beta, int lda, int ldb, int ldc);
 
 /* dst[r * cols + c] = bf16(src[r * ld + c]): rows x cols rounded into contiguous rows (split
  * over the threads when large, outside parallel regions). */

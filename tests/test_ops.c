@@ -365,8 +365,26 @@ static void test_gemm_bf16_shadow(void)
     CHECK(stale && fresh && same_f(y1, y2, (size_t)rows * out),
           "bf16: products read the shadow (a stale one too); without shadows, or unshadowed, "
           "they round the array as it is");
+    /* the bias added by the bf16 product (oneDNN's bias input): the bits of filling y with
+     * the bias and adding the product to it */
+    float *bias = rand_f((size_t)out, 1.0f);
+    gemm_set_precision(GEMM_BF16);
+    linear_forward(y1, x, W, bias, rows, out, in, 0);
+    for (int r = 0; r < rows; r++)
+        memcpy(y2 + (size_t)r * out, bias, (size_t)out * sizeof *y2);
+    gemm(y2, x, W, rows, out, in, 0, 1, 1.0f, 1.0f, in, in, out);
+    int same_bias = same_f(y1, y2, (size_t)rows * out);
+    memcpy(y0, y1, (size_t)rows * out * sizeof *y0);
+    linear_forward(y1, x, W, bias, rows, out, in, 1); /* accumulate: y1 = y0 + bias + x W^T */
+    for (int r = 0; r < rows; r++)
+        for (int o = 0; o < out; o++)
+            y2[(size_t)r * out + o] = y0[(size_t)r * out + o] + bias[o];
+    gemm(y2, x, W, rows, out, in, 0, 1, 1.0f, 1.0f, in, in, out);
+    gemm_set_precision(GEMM_FP32);
+    CHECK(same_bias && same_f(y1, y2, (size_t)rows * out), "bf16: linear_forward's bias in the "
+          "product equals a filled bias plus the product, overwriting and accumulating");
     free(Wall), free(x), free(dy), free(copy), free(y0), free(y1), free(y2), free(dx0);
-    free(dW0), free(dx1), free(dW1);
+    free(dW0), free(dx1), free(dW1), free(bias);
 }
 
 static void test_gemm_bf16(void)
