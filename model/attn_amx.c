@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "../common/cpu.h"
+#include "../common/vmath.h"
 #include "attn_fused.h"
 #include "dropout.h"
 #include "gemm_bf16.h"
@@ -377,6 +378,45 @@ AMX_FN static void amx_done(void) { _tile_release(); }
 
 /* ---- forward ---- */
 
+/* fused_softmax_rows's probabilities (the same float operations: vm_exp_sum, then each
+ * times 1 / sum), each written where it is needed in one pass: the prob plane's rows (P, row
+ * stride klen, zeros to klen; NULL in inference), the scores' rows (keep_s: for dropatt) and
+ * Pb's bf16 rows (no dropatt), zeros to wk; Pb's rows from `rows` to Mt zero */
+AMX_FN static void softmax_out(float *S, int lds, float *P, int klen, int keep_s, uint16_t *Pb,
+                               int ldb, int m, int same_len, int i0, int rows, int Mt, int wk)
+{
+    for (int r = 0; r < Mt; r++) {
+        uint16_t *pb = Pb ? Pb + (size_t)r * ldb : NULL;
+        if (r >= rows) {
+            if (pb)
+                memset(pb, 0, (size_t)wk * sizeof *pb);
+            continue;
+        }
+        float *srow = S + (size_t)r * lds, *prow = P ? P + (size_t)(i0 + r) * klen : NULL;
+        int nv = m + i0 + r + 1, lo = same_len > 0 && nv > same_len ? nv - same_len : 0;
+        double sum = vm_exp_sum(srow + lo, nv - lo, vm_max(srow + lo, nv - lo));
+        __m512 inv = _mm512_set1_ps((float)(1.0 / sum));
+        for (int j = 0; j < wk; j += 32) {
+            __mmask16 m0 = first(nv - j) & (__mmask16)~first(lo - j);
+            __mmask16 m1 = first(nv - j - 16) & (__mmask16)~first(lo - j - 16);
+            __m512 a = _mm512_maskz_mul_ps(m0, _mm512_maskz_loadu_ps(m0, srow + j), inv);
+            __m512 b = _mm512_maskz_mul_ps(m1, _mm512_maskz_loadu_ps(m1, srow + j + 16), inv);
+            if (keep_s) {
+                _mm512_storeu_ps(srow + j, a);
+                _mm512_storeu_ps(srow + j + 16, b);
+            }
+            if (prow) {
+                _mm512_mask_storeu_ps(prow + j, first(klen - j), a);
+                _mm512_mask_storeu_ps(prow + j + 16, first(klen - j - 16), b);
+            }
+            if (pb)
+                _mm512_storeu_si512(pb + j, (v32h)_mm512_cvtne2ps_pbh(b, a));
+        }
+        if (prow && wk < klen)
+            memset(prow + wk, 0, (size_t)(klen - wk) * sizeof *prow);
+    }
+}
+
 AMX_FN void amx_forward_bh(float *prob, float *vec, const float *q, const float *kv,
                            const attn_args *a, float *scratch, int b, int h)
 {
@@ -415,25 +455,19 @@ AMX_FN void amx_forward_bh(float *prob, float *vec, const float *q, const float 
             }
         }
         fused_add_biases(f.S, klp, a, b, h, i0, i1);
-        fused_softmax_rows(f.S, klp, m, a->same_len, i0, i1, wk);
-        if (P)
-            for (int i = i0; i < i1; i++) {
-                float *prow = P + (size_t)i * klen;
-                memcpy(prow, f.S + (size_t)(i - i0) * klp, (size_t)w * sizeof *prow);
-                memset(prow + w, 0, (size_t)(klen - w) * sizeof *prow);
-            }
-        const float *Pv = f.S;
-        int ldv = klp;
-        if (a->dropatt > 0.0f && P) {
+        /* the probabilities, and P's bf16 rows for O = P V: from the softmax itself, or
+         * after dropatt's mask */
+        int drop = a->dropatt > 0.0f && P;
+        softmax_out(f.S, klp, P, klen, drop, drop ? NULL : f.Pb, klp, m, a->same_len, i0, rows,
+                    Mt, wk);
+        if (drop) {
             fused_drop_rows(f.D, rlp, f.S, klp, a, b, h, i0, i1, wk);
-            Pv = f.D, ldv = rlp;
+            for (int r = 0; r < Mt; r++)
+                for (int j = 0; j < wk; j += 32)
+                    _mm512_storeu_si512(f.Pb + (size_t)r * klp + j,
+                                        r < rows ? cvt32(f.D + (size_t)r * rlp + j, NULL, 32, 1.0f)
+                                                 : _mm512_setzero_si512());
         }
-        /* O = P V, P's rows in bf16 (zeros past `rows`) */
-        for (int r = 0; r < Mt; r++)
-            for (int j = 0; j < wk; j += 32)
-                _mm512_storeu_si512(f.Pb + (size_t)r * klp + j,
-                                    r < rows ? cvt32(Pv + (size_t)r * ldv + j, NULL, 32, 1.0f)
-                                             : _mm512_setzero_si512());
         amx_mm(f.O, dq, f.Pb, klp, f.Vb, 2 * dq, Mt, dq, wk, 0);
         for (int r = 0; r < rows; r++)
             memcpy(vout + (size_t)(i0 + r) * hd, f.O + (size_t)r * dq, (size_t)dh * sizeof(float));
