@@ -101,15 +101,21 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
         ffin = t->ffin;
     }
     /* feed-forward: a = drop(relu(ffin W0^T + b0)), out = h1 + drop(a W3^T + b3) */
-    tail_linear(t, t->ffinb, t->a, ffin, L->ff0_w, L->ff0_b, rows, di, d);
-    /* a's bf16 twin made with it (bf16 precision) */
     uint16_t *ab = gemm_get_precision() == GEMM_BF16 ? t->ab : NULL;
-    dropout_relu_h(t->a, ab, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
-                   base_row * di);
-    if (ab)
-        linear_forward_x(t->tmp, t->a, ab, L->ff3_w, L->ff3_b, rows, d, di, 0);
-    else
-        tail_linear(t, NULL, t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di);
+    if (ab && t->infer && p <= 0.0f && !t->few_rows &&
+        linear_relu_h(ab, ffin, linear_round(t->ffinb, ffin, rows, d), L->ff0_w, L->ff0_b, rows,
+                      di, d) == 0) { /* inference in bf16: a is made in bf16 by its product */
+        linear_forward_x(t->tmp, NULL, ab, L->ff3_w, L->ff3_b, rows, d, di, 0);
+    } else {
+        tail_linear(t, t->ffinb, t->a, ffin, L->ff0_w, L->ff0_b, rows, di, d);
+        /* a's bf16 twin made with it (bf16 precision) */
+        dropout_relu_h(t->a, ab, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
+                       base_row * di);
+        if (ab)
+            linear_forward_x(t->tmp, t->a, ab, L->ff3_w, L->ff3_b, rows, d, di, 0);
+        else
+            tail_linear(t, NULL, t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di);
+    }
     dropout_add(out, t->h1, t->tmp, n, p, pos_site_key(key, l, SITE_FF_OUT), base_row * d);
     if (!c->pre_lnorm)
         layernorm_forward(out, t->ln2_xhat, t->ln2_rstd, out, L->ff_ln_w, L->ff_ln_b, rows, d);
@@ -219,7 +225,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
 
     layer_tail_bufs tb = {lc->h1, lc->ffin, lc->a, A->tmp,
                           lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd, 0,
-                          lc->vecb, lc->ffinb, lc->ab};
+                          lc->vecb, lc->ffinb, lc->ab, !tr};
     layer_tail_forward(c, L, l, B * Lq, x, lc->vec, A->hs + (size_t)(l + 1) * n, &tb, s->dropout,
                        o->drop_key, A->b_offset * (size_t)Lq);
     if (cached)

@@ -326,6 +326,18 @@ void linear_forward_x(float *y, const float *x, const uint16_t *xh, const float 
     gemm_h(y, x, xh, W, NULL, rows, out, in, 0, 1, 1.0f, beta, in, in, out);
 }
 
+int linear_relu_h(uint16_t *yh, const float *x, const uint16_t *xh, const float *W,
+                  const float *bias, int rows, int out, int in)
+{
+    if (!in_bf16(rows, out, in))
+        return -1;
+    double t0 = gemm_clock();
+    if (gemm_bf16_relu_h(yh, x, xh, W, NULL, bias, rows, out, in, 0, 1, in, in, out))
+        return -1;
+    gemm_account(t0, par_threads());
+    return 0;
+}
+
 void linear_forward_few(float *y, const float *x, const float *W, const float *bias, int rows,
                         int out, int in)
 {

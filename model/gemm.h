@@ -60,6 +60,11 @@ const uint16_t *linear_round(uint16_t *xh, const float *x, int rows, int in);
 /* linear_forward with x also given in bf16 (xh from linear_round, or NULL) */
 void linear_forward_x(float *y, const float *x, const uint16_t *xh, const float *W,
                       const float *bias, int rows, int out, int in, int accumulate);
+/* yh [rows, out] = bf16(relu(x W^T + bias)) by the bf16 product itself (inference's
+ * feed-forward: no fp32 activation, no pass over it): 0, or -1 when it does not run in bf16
+ * (fp32 precision, a small product, oneDNN refused), having written nothing. */
+int linear_relu_h(uint16_t *yh, const float *x, const uint16_t *xh, const float *W,
+                  const float *bias, int rows, int out, int in);
 /* linear_forward (overwriting y) through gemm_few: for decoding. */
 void linear_forward_few(float *y, const float *x, const float *W, const float *bias, int rows,
                         int out, int in);

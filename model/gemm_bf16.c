@@ -20,7 +20,7 @@
 enum { SLOTS = 64, SHAPES = 128 };
 
 typedef struct {
-    int M, N, K, ta, tb, lda, ldb, ldc, bias;
+    int M, N, K, ta, tb, lda, ldb, ldc, bias, relu; /* relu: C = bf16(relu(...)) */
     float alpha, beta;
     dnnl_primitive_t prim;
     dnnl_memory_t a, b, c, bias_mem;
@@ -106,7 +106,8 @@ static int create(mm_entry *e, mm_slot *s)
     dnnl_memory_desc_t a, b, c, bias;
     if (md2(&a, e->M, e->K, e->ta ? 1 : e->lda, e->ta ? e->lda : 1, dnnl_bf16) ||
         md2(&b, e->K, e->N, e->tb ? 1 : e->ldb, e->tb ? e->ldb : 1, dnnl_bf16) ||
-        md2(&c, e->M, e->N, e->ldc, 1, dnnl_f32) || md2(&bias, 1, e->N, e->N, 1, dnnl_f32))
+        md2(&c, e->M, e->N, e->ldc, 1, e->relu ? dnnl_bf16 : dnnl_f32) ||
+        md2(&bias, 1, e->N, e->N, 1, dnnl_f32))
         return -1;
     dnnl_matmul_desc_t mm;
     dnnl_primitive_attr_t attr;
@@ -117,9 +118,11 @@ static int create(mm_entry *e, mm_slot *s)
         return -1;
     int ok = e->alpha == 1.0f ||
              dnnl_primitive_attr_set_output_scales(attr, 1, 0, &e->alpha) == dnnl_success;
-    if (ok && e->beta != 0.0f)
+    if (ok && (e->beta != 0.0f || e->relu))
         ok = dnnl_post_ops_create(&po) == dnnl_success &&
-             dnnl_post_ops_append_sum(po, e->beta) == dnnl_success &&
+             (e->beta == 0.0f || dnnl_post_ops_append_sum(po, e->beta) == dnnl_success) &&
+             (!e->relu || dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f,
+                                                       0.0f) == dnnl_success) &&
              dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
     ok = ok && dnnl_primitive_desc_create(&pd, &mm, attr, engine, NULL) == dnnl_success &&
          dnnl_primitive_create(&e->prim, pd) == dnnl_success &&
@@ -144,7 +147,8 @@ static mm_entry *lookup(mm_slot *s, const mm_entry *key)
         mm_entry *e = &s->e[i];
         if (e->M == key->M && e->N == key->N && e->K == key->K && e->ta == key->ta &&
             e->tb == key->tb && e->lda == key->lda && e->ldb == key->ldb &&
-            e->ldc == key->ldc && e->bias == key->bias && e->alpha == key->alpha &&
+            e->ldc == key->ldc && e->bias == key->bias && e->relu == key->relu &&
+            e->alpha == key->alpha &&
             e->beta == key->beta)
             return e->prim ? e : NULL;
     }
@@ -204,7 +208,7 @@ static mm_slot *my_stream(void)
     return s;
 }
 
-static int run(mm_slot *s, float *C, const uint16_t *A, const uint16_t *B, const float *bias,
+static int run(mm_slot *s, void *C, const uint16_t *A, const uint16_t *B, const float *bias,
                const mm_entry *key)
 {
     mm_entry *e = lookup(s, key);
@@ -225,9 +229,10 @@ static int run(mm_slot *s, float *C, const uint16_t *A, const uint16_t *B, const
     return 0;
 }
 
-int gemm_bf16_x(float *C, const float *A, const uint16_t *Ah, const float *B,
-                const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
-                int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
+/* gemm_bf16_x into C (fp32), or Ch = bf16(relu(...)) (relu) */
+static int product(void *C, int relu, const float *A, const uint16_t *Ah, const float *B,
+                   const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
+                   int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
 {
     mm_slot *s = my_stream();
     if (!s)
@@ -244,7 +249,23 @@ int gemm_bf16_x(float *C, const float *A, const uint16_t *Ah, const float *B,
     if (!b)
         gemm_bf16_round(s->bbuf, B, br, bc, ldb), b = s->bbuf, ldb = bc;
     mm_entry key = {.M = M, .N = N, .K = K, .ta = trans_a, .tb = trans_b, .lda = lda,
-                    .ldb = ldb, .ldc = ldc, .bias = bias != NULL, .alpha = alpha,
+                    .ldb = ldb, .ldc = ldc, .bias = bias != NULL, .relu = relu, .alpha = alpha,
                     .beta = beta};
     return run(s, C, a, b, bias, &key);
+}
+
+int gemm_bf16_x(float *C, const float *A, const uint16_t *Ah, const float *B,
+                const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
+                int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
+{
+    return product(C, 0, A, Ah, B, Bh, bias, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb,
+                   ldc);
+}
+
+int gemm_bf16_relu_h(uint16_t *Ch, const float *A, const uint16_t *Ah, const float *B,
+                     const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
+                     int trans_b, int lda, int ldb, int ldc)
+{
+    return product(Ch, 1, A, Ah, B, Bh, bias, M, N, K, trans_a, trans_b, 1.0f, 0.0f, lda, ldb,
+                   ldc);
 }

@@ -29,6 +29,13 @@ int gemm_bf16_x(float *C, const float *A, const uint16_t *Ah, const float *B,
                 const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
                 int trans_b, float alpha, float beta, int lda, int ldb, int ldc);
 
+/* Ch (bf16, row stride ldc) = bf16(relu(op(A) op(B) + bias)): gemm_bf16_x's product with
+ * the ReLU applied to its fp32 result, then rounded (an inference layer's input made by the
+ * product before it). 0 or -1 as gemm_bf16_x. */
+int gemm_bf16_relu_h(uint16_t *Ch, const float *A, const uint16_t *Ah, const float *B,
+                     const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
+                     int trans_b, int lda, int ldb, int ldc);
+
 /* dst[r * cols + c] = bf16(src[r * ld + c]): rows x cols rounded into contiguous rows (split
  * over the threads when large, outside parallel regions). */
 void gemm_bf16_round(uint16_t *dst, const float *src, int rows, int cols, int ld);

@@ -274,6 +274,7 @@ typedef struct {
     float *ln1_xhat, *ln1_rstd, *ln2_xhat, *ln2_rstd;
     int few_rows; /* one token per stream (decoding): products through linear_forward_few */
     uint16_t *vecb, *ffinb, *ab; /* bf16 twins of vec, ffin, a (layer_cache), or NULL */
+    int infer;    /* inference (no backward: the activations need not be kept) */
 } layer_tail_bufs;
 
 /* Everything of layer l after the attention, for rows = B*Lq rows of B streams:

@@ -380,9 +380,20 @@ static void test_gemm_bf16_shadow(void)
         for (int o = 0; o < out; o++)
             y2[(size_t)r * out + o] = y0[(size_t)r * out + o] + bias[o];
     gemm(y2, x, W, rows, out, in, 0, 1, 1.0f, 1.0f, in, in, out);
+    int same_acc = same_f(y1, y2, (size_t)rows * out);
+    /* inference's feed-forward: bf16(relu(x W^T + b)) made by the product */
+    uint16_t *rh = malloc((size_t)rows * out * sizeof *rh);
+    int relu_ran = linear_relu_h(rh, x, NULL, W, bias, rows, out, in) == 0, relu_same = 1;
+    linear_forward(y1, x, W, bias, rows, out, in, 0);
+    for (size_t i = 0; i < (size_t)rows * out; i++)
+        relu_same &= rh[i] == bf16_from_f32(y1[i] > 0.0f ? y1[i] : 0.0f);
     gemm_set_precision(GEMM_FP32);
-    CHECK(same_bias && same_f(y1, y2, (size_t)rows * out), "bf16: linear_forward's bias in the "
-          "product equals a filled bias plus the product, overwriting and accumulating");
+    CHECK(relu_ran && relu_same && linear_relu_h(rh, x, NULL, W, bias, rows, out, in) == -1,
+          "bf16: linear_relu_h gives the rounding of relu(linear_forward) bit for bit (and "
+          "declines in fp32)");
+    free(rh);
+    CHECK(same_bias && same_acc, "bf16: linear_forward's bias in the product equals a filled bias plus the "
+          "product, overwriting and accumulating");
     free(Wall), free(x), free(dy), free(copy), free(y0), free(y1), free(y2), free(dx0);
     free(dW0), free(dx1), free(dW1), free(bias);
 }
