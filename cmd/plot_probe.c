@@ -316,7 +316,7 @@ static void gp_probes(FILE *f, const probe_data *d, const plot_opts *po, int *np
                                                 : "probes: the needle's accuracy and recall")
                        : d->gain ? "needle in a haystack: retrieval gain (bits)"
                                  : "needle in a haystack: exact-match accuracy";
-    gp_header(f, &q, what, "");
+    gp_header(f, &q, what, "", "");
     double lo, hi;
     heat_range(d, &lo, &hi);
     fprintf(f, "set palette defined (0 '#f7fbff', 0.5 '#6baed6', 1 '#08306b')\n"

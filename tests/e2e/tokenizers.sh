@@ -30,6 +30,27 @@ check "word: validations report loss per token, ppl and bpc over the bytes" jq -
 check "word: the checkpoint holds its vocabulary" sh -c \
     "python3 tools/st_reader.py $TMP/w/last.safetensors.gz | grep -q '^vocab  *U8'"
 
+# ---- plot: the loss per token and its perplexity (train events have no bpc) -----------------
+# (exit 2 before: "'eval' events but no 'train' events", the train events' bpc being null)
+plot_tokens() { # plot_tokens NAME RUN: the learning curves of a word or BPE run, read off the SVG
+    if ! command -v gnuplot >/dev/null 2>&1; then echo "  SKIP plot: no gnuplot"; return; fi
+    $TXL plot $2 -o $TMP/$1.svg 2>$TMP/err
+    check "$1: txl plot exits 0 (was 2)" test $? -eq 0
+    check "$1: ... its points: every train event and validation" \
+        grep -q "run, $(jq -s 'map(select(.event == "train" or .event == "eval")) | length' $2/log.jsonl) points)" $TMP/err
+    check "$1: ... the title, the loss and perplexity axes, the token axis, the legend" sh -c ". tests/e2e/lib.sh
+        svg_has $TMP/$1.svg '$(basename $2): loss per token while training' &&
+        svg_has $TMP/$1.svg 'loss (nats per token)' && svg_has $TMP/$1.svg 'perplexity (exp of the loss)' &&
+        svg_has $TMP/$1.svg \"training tokens (thousands; tokens of the run's vocabulary)\" &&
+        svg_has $TMP/$1.svg '$(basename $2) train' && svg_has $TMP/$1.svg '$(basename $2) valid'"
+    $TXL plot $2 -o $TMP/$1.svg --script > $TMP/$1.gp 2>/dev/null
+    check "$1: ... the last train point is the last step's loss" \
+        grep -q " $(jq -r 'select(.event == "train") | .loss' $2/log.jsonl | tail -1 | awk '{printf "%.6f", $1}')\$" $TMP/$1.gp
+    check "$1: ... the right-hand axis reads the perplexity of the losses" \
+        sh -c "grep -q '^set link y2 via exp(y) inverse log(y)' $TMP/$1.gp && grep -q '^set y2tics' $TMP/$1.gp"
+}
+plot_tokens word $TMP/w
+
 # ---- eval: every token after the first scored once, any batch ------------------------------
 printf 'The game began in the city .\nIt was a good year for the game .\n\n' > $TMP/small.txt
 $TXL eval $TMP/w --data $TMP/small.txt --json -q > $TMP/e1.json 2>$TMP/err ||
@@ -119,6 +140,7 @@ $TXL train $P --set train.max_steps=12 --set train.out_dir=$TMP/b > /dev/null 2>
 check "bpe: train exits 0" test $? -eq 0
 check "bpe: train says it built the vocabulary from the train split" \
     grep -q "built a bpe vocabulary of 600 tokens from the train split" $TMP/b.err
+plot_tokens bpe $TMP/b
 printf 'ROMEO:\nBut soft. What light through yonder window breaks?\n' > $TMP/r.txt
 $TXL eval $TMP/b --data $TMP/r.txt --json -q > $TMP/be.json 2>$TMP/err || bad "bpe eval: $(cat $TMP/err)"
 check "bpe: the bytes scored are the text's after the first token (fewer tokens than bytes)" \
