@@ -132,6 +132,8 @@ $TXL eval $TMP/h --data $TMP/small.txt --json -q > $TMP/h.json 2>$TMP/err ||
     bad "hier eval: $(cat $TMP/err)"
 check "hier + anchors, word: a sent anchor scored beside the words (with bos first, the first word is scored too)" \
     jq -e '.anchor_tokens == 1 and .tokens == 20 and .bytes == 64' $TMP/h.json
+check "hier + anchors, word: vocab info lists the anchors as specials after the 2002 words" \
+    sh -c "$TXL vocab info $TMP/h | grep -q -x -F \"specials: eos=0 unk=1 bos=2002 para=2003 sent=2004 (bos, para, sent: the model's anchors)\""
 # ---- bpe: built from the train split, bits per byte over the exact bytes -------------------
 zcat tests/data/tinyshakespeare.txt.gz | head -c 300000 > $TMP/sh.txt
 P="-c tests/configs/micro.yaml --set data.tokenizer=bpe --set data.train=$TMP/sh.txt
