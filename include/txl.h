@@ -147,6 +147,9 @@ const char *txl_model_path(const txl_model *m);
 int txl_model_from_dir(const txl_model *m);
 size_t txl_model_params(const txl_model *m);
 int txl_model_vocab(const txl_model *m);
+/* The most bytes one token adds to a decoded text: 1 for bytes, a word's and its separating
+ * space, a BPE piece's (anchors add none). */
+size_t txl_model_token_text_max(const txl_model *m);
 /* The training step the checkpoint records (0 when it records none). */
 long txl_model_step(const txl_model *m);
 /* The checkpoint's metadata value for key ("step", "best_valid_loss", ...), or NULL. */

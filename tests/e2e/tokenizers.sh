@@ -70,6 +70,33 @@ check "sample: words separated by single spaces, no byte soup" \
     sh -c "head -c 60 $TMP/s.txt | grep -q -E '^ [^ ]+( [^ ]+)+'"
 $TXL sample $TMP/w --prompt "The game" -n 80 --seed 3 > $TMP/s2.txt 2>/dev/null
 check "sample: the same seed, the same text" cmp -s $TMP/s.txt $TMP/s2.txt
+# -n counts the vocabulary's tokens (it counted bytes: a word model's sample stopped
+# mid-word after 80 bytes)
+$TXL sample $TMP/w --prompt "The game" -n 12 --seed 3 --json -q > $TMP/s12.json
+check "sample -n 12, word: 12 tokens, whole words: $(jq -c '[.tokens, .bytes, .finish]' $TMP/s12.json)" \
+    jq -e '.tokens == 12 and .finish == "length" and .bytes > 12 and
+           (.text | [scan("[^ \n]+|\n")] | length) == 12' $TMP/s12.json
+$TXL sample $TMP/w --prompt "The game" -n 12 --seed 3 -q > $TMP/s12.txt
+check "  ... the streamed text is the same 12 tokens (a newline added at the end)" \
+    test "$(jq -r .text $TMP/s12.json)" = "$(cat $TMP/s12.txt)"
+# top-k and top-p over the word vocabulary: a seed gives its text, top-k 1 is greedy
+for o in "--top-k 5" "--top-p 0.5" "--top-k 50 --top-p 0.9"; do
+    # shellcheck disable=SC2086
+    $TXL sample $TMP/w --prompt "The game" -n 30 --seed 4 $o --json -q > $TMP/k1.json 2>$TMP/err
+    # shellcheck disable=SC2086
+    $TXL sample $TMP/w --prompt "The game" -n 30 --seed 4 $o --json -q > $TMP/k2.json 2>>$TMP/err
+    check "sample $o, word: 30 words, the same seed the same text" \
+        sh -c "jq -e '.tokens == 30' $TMP/k1.json && test \"\$(jq .text $TMP/k1.json)\" = \"\$(jq .text $TMP/k2.json)\""
+done
+$TXL sample $TMP/w --prompt "The game" -n 30 --top-k 1 --seed 5 --json -q | jq .text > $TMP/g1.txt
+$TXL sample $TMP/w --prompt "The game" -n 30 -t 0 --seed 6 --json -q | jq .text > $TMP/g0.txt
+check "sample --top-k 1, word: the greedy text (-t 0), whatever the seed" cmp -s $TMP/g1.txt $TMP/g0.txt
+$TXL sample $TMP/w --prompt "The game" -n 30 --top-p 1e-9 --seed 7 --json -q | jq .text > $TMP/p0.txt
+check "sample --top-p 1e-9, word: the greedy text too" cmp -s $TMP/p0.txt $TMP/g0.txt
+$TXL sample $TMP/w --prompt "The game" -n 200 --top-k 3 --seed 8 --json -q | jq -r .text | tr ' ' '\n' | sort -u > $TMP/k3.words
+$TXL sample $TMP/w --prompt "The game" -n 200 --seed 8 --json -q | jq -r .text | tr ' ' '\n' | sort -u > $TMP/all.words
+check "sample --top-k 3, word: fewer distinct words than sampling from all ($(wc -l < $TMP/k3.words) vs $(wc -l < $TMP/all.words))" \
+    test "$(wc -l < $TMP/k3.words)" -lt "$(wc -l < $TMP/all.words)"
 
 # ---- info ------------------------------------------------------------------------------------
 $TXL info $TMP/w/last.safetensors.gz > $TMP/info.txt 2>&1
@@ -150,6 +177,17 @@ check "bpe: the bytes scored are the text's after the first token (fewer tokens 
     $TMP/be.json
 $TXL sample $TMP/b --prompt "ROMEO:" -n 100 --seed 2 --echo > $TMP/bs.txt 2>/dev/null
 check "bpe: sample echoes the prompt and continues it" sh -c "head -c 6 $TMP/bs.txt | grep -q '^ROMEO:'"
+$TXL sample $TMP/b --prompt "ROMEO:" -n 40 --seed 2 --json -q > $TMP/b40.json
+check "bpe: sample -n 40 draws 40 pieces, more bytes than that: $(jq -c '[.tokens, .bytes]' $TMP/b40.json)" \
+    jq -e '.tokens == 40 and .bytes > 40 and .finish == "length"' $TMP/b40.json
+$TXL sample $TMP/b --prompt "ROMEO:" -n 40 --top-k 1 --seed 3 --json -q | jq .text > $TMP/bg1.txt
+$TXL sample $TMP/b --prompt "ROMEO:" -n 40 -t 0 --json -q | jq .text > $TMP/bg0.txt
+check "bpe: sample --top-k 1 is the greedy text" cmp -s $TMP/bg1.txt $TMP/bg0.txt
+$TXL sample $TMP/b --prompt "ROMEO:" -n 40 --top-k 20 --top-p 0.8 --seed 3 --json -q > $TMP/bk1.json
+$TXL sample $TMP/b --prompt "ROMEO:" -n 40 --top-k 20 --top-p 0.8 --seed 3 --json -q > $TMP/bk2.json
+check "bpe: sample --top-k 20 --top-p 0.8: 40 pieces, the same seed the same text, not the greedy one" \
+    sh -c "jq -e '.tokens == 40' $TMP/bk1.json && test \"\$(jq .text $TMP/bk1.json)\" = \"\$(jq .text $TMP/bk2.json)\" &&
+           test \"\$(jq .text $TMP/bk1.json)\" != \"\$(cat $TMP/bg0.txt)\""
 $TXL train $P --set train.max_steps=12 --set train.out_dir=$TMP/br --steps 5 -q >/dev/null 2>&1
 $TXL train --resume $TMP/br -q >/dev/null 2>$TMP/err || bad "bpe resume: $(cat $TMP/err)"
 step_losses $TMP/b/log.jsonl > $TMP/a.l
