@@ -62,6 +62,31 @@ $TXL eval $TMP/w --data $TMP/small.txt --json -q --batch 3 --tgt-len 4 > $TMP/e3
 check "eval: another batch and length score the same tokens and bytes" \
     test "$(jq -c '[.tokens, .bytes]' $TMP/e1.json)" = "$(jq -c '[.tokens, .bytes]' $TMP/e3.json)"
 check "eval: ppl = exp(loss)" jq -e '((.ppl - (.loss | exp)) | fabs) < 1e-3 * .ppl' $TMP/e1.json
+# sweeps and the paper's mask in tokens: mem_len x 1, 2 of the trained 32 tokens, the same
+# tokens scored in every row; a sweep's factor 1 is the plain evaluation, and with
+# --same-length the same-length one, which scores otherwise
+tail -c 30000 $TMP/wt.txt > $TMP/wv.txt
+EW="--data $TMP/wv.txt --max-tokens 2000 --json -q"
+# shellcheck disable=SC2086
+$TXL eval $TMP/w $EW --sweep 1,2 > $TMP/sw.jsonl 2>$TMP/err || bad "eval --sweep, word: $(cat $TMP/err)"
+# shellcheck disable=SC2086
+$TXL eval $TMP/w $EW --sweep 1,2 --same-length > $TMP/swsl.jsonl 2>$TMP/err ||
+    bad "eval --sweep --same-length, word: $(cat $TMP/err)"
+# shellcheck disable=SC2086
+$TXL eval $TMP/w $EW > $TMP/pl.json
+# shellcheck disable=SC2086
+$TXL eval $TMP/w $EW --same-length > $TMP/sl.json
+check "eval --sweep 1,2, word: mem_len 32 and 64 tokens, 1999 tokens scored in each: $(jq -c '[.factor, .mem_len, .tokens, .loss]' $TMP/sw.jsonl | tr '\n' ' ')" \
+    jq -s -e 'map([.factor, .mem_len, .tokens, .same_length]) == [[1, 32, 1999, false], [2, 64, 1999, false]]' $TMP/sw.jsonl
+check "  ... --same-length too: $(jq -c '[.factor, .mem_len, .loss]' $TMP/swsl.jsonl | tr '\n' ' ')" \
+    jq -s -e 'map([.factor, .mem_len, .tokens, .same_length]) == [[1, 32, 1999, true], [2, 64, 1999, true]]' $TMP/swsl.jsonl
+check "  ... factor 1 is the plain evaluation, bit for bit" \
+    test "$(jq -s -c '.[0] | [.loss, .bpc, .bytes]' $TMP/sw.jsonl)" = "$(jq -c '[.loss, .bpc, .bytes]' $TMP/pl.json)"
+check "  ... and with --same-length the same-length evaluation" \
+    test "$(jq -s -c '.[0] | [.loss, .bpc, .bytes]' $TMP/swsl.jsonl)" = "$(jq -c '[.loss, .bpc, .bytes]' $TMP/sl.json)"
+check "eval --same-length, word: its own mask, another loss ($(jq .loss $TMP/sl.json) vs $(jq .loss $TMP/pl.json))" \
+    jq -n -e --slurpfile a $TMP/sl.json --slurpfile b $TMP/pl.json \
+        '$a[0].same_length and ($a[0].loss != $b[0].loss) and $a[0].tokens == $b[0].tokens'
 
 # ---- sample: words, spaces between them ----------------------------------------------------
 $TXL sample $TMP/w --prompt "The game" -n 80 --seed 3 > $TMP/s.txt 2>$TMP/err
@@ -169,6 +194,18 @@ $TXL train $P --set train.max_steps=12 --set train.out_dir=$TMP/b > /dev/null 2>
 check "bpe: train exits 0" test $? -eq 0
 check "bpe: train says it built the vocabulary from the train split" \
     grep -q "built a bpe vocabulary of 600 tokens from the train split" $TMP/b.err
+# export and import: the vocabulary travels with the weights, the same loss
+$TXL export $TMP/b/last.safetensors.gz -o $TMP/bx.safetensors -q 2>$TMP/err || bad "bpe export: $(cat $TMP/err)"
+$TXL info $TMP/b/last.safetensors.gz | sed -n '/^config:/,$p' | tail -n +2 > $TMP/bcfg.yaml
+$TXL import $TMP/bx.safetensors -c $TMP/bcfg.yaml -o $TMP/by.safetensors.gz -q 2>$TMP/err ||
+    bad "bpe import: $(cat $TMP/err)"
+head -c 20000 $TMP/sh.txt > $TMP/bv.txt
+$TXL eval $TMP/b/last.safetensors.gz --data $TMP/bv.txt --json -q > $TMP/bea.json
+$TXL eval $TMP/by.safetensors.gz --data $TMP/bv.txt --json -q > $TMP/beb.json 2>$TMP/err
+check "bpe: export, import: the same loss, tokens and bytes ($(jq -c '[.loss, .tokens, .bytes]' $TMP/beb.json))" \
+    sh -c "jq -e '.tokens > 0' $TMP/beb.json && test \"\$(jq -c '[.loss, .tokens, .bytes]' $TMP/bea.json)\" = \"\$(jq -c '[.loss, .tokens, .bytes]' $TMP/beb.json)\""
+check "  ... the imported checkpoint holds the BPE vocabulary" \
+    sh -c "$TXL vocab info $TMP/by.safetensors.gz | grep -q -x 'kind: bpe'"
 plot_tokens bpe $TMP/b
 printf 'ROMEO:\nBut soft. What light through yonder window breaks?\n' > $TMP/r.txt
 $TXL eval $TMP/b --data $TMP/r.txt --json -q > $TMP/be.json 2>$TMP/err || bad "bpe eval: $(cat $TMP/err)"
