@@ -70,6 +70,7 @@ static void apply_update(trainer *t, const loop_state *ls, long step, double nor
 {
     adam_step_scaled(t->mdl.w, t->mdl.g, clip_coef(norm, t->cfg.train.clip), t->adam.m,
                      t->adam.v, t->mdl.n_floats, step, lr, &ls->ah);
+    model_bf16_sync(&t->mdl, 1); /* bf16: the products' copy of the new weights */
     t->st.norm_count++;
     double w = t->st.norm_count < NORM_WINDOW ? 1.0 / (double)t->st.norm_count
                                               : 1.0 / NORM_WINDOW;
@@ -188,6 +189,7 @@ int run_train_step(trainer *t, loop_state *ls, txl_err *e)
     const run_streams *s = &t->streams;
     for (int r = 0; r < s->R; r++) /* once per update: the backward adds to the gradient */
         model_zero_grads(r ? &s->rep[r] : &t->mdl);
+    model_bf16_sync(&t->mdl, 0); /* bf16: the first step's (after init or a restore) */
     size_t ntok = (size_t)s->k * s->B * len; /* all streams of the step: each rank and each
                                               * micro-batch scales by the global count */
     double loss = accumulate(t, &o, len, ntok);

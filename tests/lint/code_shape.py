@@ -159,9 +159,10 @@ def cmd_on_api(root, includes):
 # Include circles known and not broken yet, each with the reason and the way out. An entry
 # whose circle is gone is itself reported, so the list cannot go stale.
 EXCUSED = {
-    ("model/attention", "model/attn_fused"):
-        "attn_fused.h includes attention.h for attn_args while attention.c calls the fused "
-        "kernel: attn_args belongs in a header below both (attn_* is being reworked for bf16)",
+    ("model/attention", "model/attn_amx", "model/attn_fused"):
+        "attn_fused.h and attn_amx.h include attention.h for attn_args while attention.c calls "
+        "their kernels: attn_args belongs in a header below them all (attn_* is the bf16 "
+        "rework's)",
 }
 
 
