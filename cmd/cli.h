@@ -215,12 +215,6 @@ int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size
 int cli_check_output(const char *flag, const char *out, const char *const *inputs, int n,
                      txl_err *e);
 
-/* One line of f into *buf (grown as needed, *cap its size; NUL-terminated, with its
- * newline): its length, 0 at the end of f, -1 past `max` bytes, -2 on a read error or out
- * of memory (errno). getline has no bound (a file without newlines, /dev/zero, would take
- * all memory), and its ENOMEM looks like the end of the file. */
-long cli_read_line(FILE *f, size_t max, char **buf, size_t *cap);
-
 /* The command line as main received it (argv[0] first): main keeps a copy before a command
  * parses (cli_parse reorders the pointers), for the training log's start event. */
 void cli_keep_cmdline(int argc, char **argv);

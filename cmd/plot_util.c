@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/line.h"
 #include "cli.h"
 #include "plot.h"
 
@@ -151,7 +152,7 @@ int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), voi
     long ln = 0, pending = 0, damaged = 0, first_damaged = 0; /* pending: a bad line's number */
     int rc = 0;
     *nlines = 0;
-    while (rc == 0 && (len = cli_read_line(f, PLOT_LINE_MAX, &line, &cap)) > 0) {
+    while (rc == 0 && (len = line_read(f, PLOT_LINE_MAX, &line, &cap)) > 0) {
         ln++;
         const char *p = line;
         while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/line.h"
 #include "../common/tok.h"
 #include "cli.h"
 #include "cmds.h"
@@ -239,7 +240,7 @@ static long sample_interactive(txl_decoder *d, const sample_args *a, sink *k, tx
     for (;;) {
         if (marker)
             fputs("> ", stderr), fflush(stderr);
-        if ((len = cli_read_line(stdin, PROMPT_MAX, &line, &cap)) <= 0)
+        if ((len = line_read(stdin, PROMPT_MAX, &line, &cap)) <= 0)
             break;
         size_t fed = (size_t)len;
         int cont = fed >= 2 && line[fed - 1] == '\n' && line[fed - 2] == '\\';
@@ -348,7 +349,7 @@ static int sample_prompts(txl_model *m, const sample_args *a, sink *k, txl_err *
     long len, index = 0;
     int rc = 0;
     txl_decode_opts o = decode_opts(a);
-    while (rc == 0 && (len = cli_read_line(f, PROMPT_MAX, &line, &cap)) > 0) {
+    while (rc == 0 && (len = line_read(f, PROMPT_MAX, &line, &cap)) > 0) {
         size_t n = (size_t)len - (line[len - 1] == '\n');
         if (n == 0)
             continue;
