@@ -7,6 +7,9 @@ Parameters live in a plain dict keyed by the checkpoint tensor names of
 doc/design.md, "Checkpoints".  Linear weights are [out, in] (y = x @ W.T).  The model
 runs in whatever dtype the parameters have (float64 for the fixtures).
 Dropout is not modelled: this is the evaluation-mode network (dropout = 0).
+With a Bf16 (forward's bf argument) it rounds the operands txl's bf16 precision rounds,
+and only those (doc/design.md, "Precision"); everything else stays in the parameters'
+dtype.
 
 Only the standard library and torch are used.
 """
@@ -195,9 +198,49 @@ def random_params(cfg, seed, std=0.1, vocab=V_DEFAULT):
 
 
 # ----------------------------------------------------------------------------
+# txl's bf16 precision (doc/design.md, "Precision")
+
+BF16_MIN = 1 << 15  # multiply-adds below which a product stays fp32
+
+
+def bf16(x):
+    """x rounded to bfloat16, to nearest even, and back to x's dtype.  (torch rounds a
+    float64 through float32, as txl rounds its fp32 values.)"""
+    return x.to(torch.bfloat16).to(x.dtype)
+
+
+class Bf16:
+    """The operands txl's bf16 precision rounds, and nothing else:
+    - gemm()'s products: both operands of an [M, K] x [K, N] product when M > 1, N > 1 and
+      M N K >= BF16_MIN (else it stays fp32).  A product's M is the rows of one call: the
+      segment's rows of all its streams (B Lq); the keys and values of the window's rows
+      (B klen) when the memory's are not cached (see kv); the D distances of an MLP bias.
+      The MLP biases' output layers (hidden -> H) are no gemm() and stay exact.
+    - attention=True (a CPU with AMX-BF16): the attention's scale (q + u), scale (q + v),
+      k, v, rk and the probabilities after the softmax; the scores, the biases and the
+      softmax stay exact.  False: the attention is exact.
+    kv: inference's key cache, per layer the keys and values [B, m, 2 H dh] of the memory's
+    rows as the product that projected them made them; None (the start, a memory copied
+    in, rope's window keys, no memory): the keys and values of the whole window [mem; x]
+    are one product.  forward() keeps it in step with the memory."""
+
+    def __init__(self, attention):
+        self.attention = attention
+        self.kv = None
+        self.kv_next = []
+
+    @staticmethod
+    def product(M, N, K):
+        return M > 1 and N > 1 and M * N * K >= BF16_MIN
+
+
+# ----------------------------------------------------------------------------
 # building blocks
 
-def linear(x, w, b=None):
+def linear(x, w, b=None, bf=None):
+    """x @ w.T (+ b): one product of x's rows, in bf16 when bf says so."""
+    if bf is not None and bf.product(x.numel() // max(1, x.shape[-1]), w.shape[0], w.shape[1]):
+        x, w = bf16(x), bf16(w)
     y = torch.matmul(x, w.t())
     return y if b is None else y + b
 
@@ -244,11 +287,13 @@ def mlp_phi(delta, K, max_dist, dtype):
     return torch.cat([torch.sin(ang), torch.cos(ang)], dim=1).to(dtype)
 
 
-def mlp_bias_table(P, pre, c, n_dist, dtype):
+def mlp_bias_table(P, pre, c, n_dist, dtype, bf=None):
     """b(delta) for delta = 0..n_dist-1, shape [n_dist, H]."""
     delta = torch.arange(n_dist, dtype=torch.float64)
     phi = mlp_phi(delta, c["mlp_num_freqs"], c["mlp_max_dist"], dtype)
-    hid = gelu_erf(linear(phi, P[pre + "attn.bias_mlp.0.weight"], P[pre + "attn.bias_mlp.0.bias"]))
+    hid = gelu_erf(linear(phi, P[pre + "attn.bias_mlp.0.weight"], P[pre + "attn.bias_mlp.0.bias"],
+                          bf))
+    # hidden -> H: not a gemm() in txl, exact in bf16 too
     return linear(hid, P[pre + "attn.bias_mlp.2.weight"], P[pre + "attn.bias_mlp.2.bias"])
 
 
@@ -344,7 +389,7 @@ def tokenize(data, anchors=(), sep=b""):
     return toks, coords
 
 
-def hier_bias(P, pre, c, coords, m, Lq, dtype):
+def hier_bias(P, pre, c, coords, m, Lq, dtype, bf=None):
     """bias [B, H, Lq, klen] of the hierarchical scheme; coords LongTensor [B, klen, 3]
     (word, sent, para counts of the rows [mem; segment])."""
     H = c["n_head"]
@@ -367,9 +412,11 @@ def hier_bias(P, pre, c, coords, m, Lq, dtype):
         q = pre + "attn.hier.%s." % name
         phi = mlp_phi(torch.arange(n_dist, dtype=torch.float64), c["hier_num_freqs"],
                       hier_max_dist(c, name), dtype)
-        hid = gelu_erf(linear(phi, P[q + "0.weight"], P[q + "0.bias"]))
-        b = linear(hid, P[q + "2.weight"], P[q + "2.bias"])       # [n_dist, H]
+        hid = gelu_erf(linear(phi, P[q + "0.weight"], P[q + "0.bias"], bf))
+        b = linear(hid, P[q + "2.weight"], P[q + "2.bias"])       # [n_dist, H] (exact, as mlp's)
         Cl = C[:, li * H:(li + 1) * H]                            # [H, H]
+        if bf is not None and bf.product(H, n_dist, H):           # the table C_l b_l^T
+            Cl, b = bf16(Cl), bf16(b)
         total = total + torch.einsum("gh,bijh->bgij", Cl, b[delta])
     return total + P[pre + "attn.hier.mix.bias"][None, :, None, None]
 
@@ -396,12 +443,13 @@ def xl_R(klen, d, clamp_len, dtype):
 # ----------------------------------------------------------------------------
 # attention
 
-def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
+def attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
     """Multi-head attention of layer l.  h [B, Lq, d] is the layer input, mem
     [B, m, d] its memory (pre_lnorm's LN of cat is applied here).  Returns the
     attention output after Wo, [B, Lq, d].  batch_chunk bounds the size of the
     (b, H, Lq, klen) score tensors.  coords [B, m+Lq, 3]: the rows' text
-    coordinates (hier)."""
+    coordinates (hier).  bf: txl's bf16 roundings (Bf16; its kv_next gets this
+    layer's keys and values of the rows the memory keeps)."""
     pre = "layers.%d." % l
     B, Lq, d = h.shape
     H, dh = c["n_head"], c["d_head"]
@@ -411,10 +459,21 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
     cat = torch.cat([mem, h], dim=1) if m > 0 else h
     if c["pre_lnorm"]:
         cat = layer_norm(cat, P[pre + "attn.ln.weight"], P[pre + "attn.ln.bias"])
-    heads = linear(cat, P[pre + "attn.qkv.weight"])            # [B, klen, 3*H*dh]
-    q = heads[:, m:, 0:H * dh].reshape(B, Lq, H, dh)
-    k = heads[:, :, H * dh:2 * H * dh].reshape(B, klen, H, dh)
-    v = heads[:, :, 2 * H * dh:3 * H * dh].reshape(B, klen, H, dh)
+    if bf is None:
+        heads = linear(cat, P[pre + "attn.qkv.weight"])        # [B, klen, 3*H*dh]
+        q = heads[:, m:, 0:H * dh].reshape(B, Lq, H, dh)
+        kv = heads[:, :, H * dh:]
+    else:  # q of the segment's rows, and k, v of the rows the cache does not hold
+        W = P[pre + "attn.qkv.weight"]
+        q = linear(cat[:, m:], W[:H * dh], bf=bf).reshape(B, Lq, H, dh)
+        if bf.kv is not None and m > 0:
+            kv = torch.cat([bf.kv[l], linear(cat[:, m:], W[H * dh:], bf=bf)], dim=1)
+        else:
+            kv = linear(cat, W[H * dh:], bf=bf)
+        M = c["mem_len"]
+        bf.kv_next.append(kv[:, max(0, klen - M):] if M > 0 else None)
+    k = kv[:, :, 0:H * dh].reshape(B, klen, H, dh)
+    v = kv[:, :, H * dh:2 * H * dh].reshape(B, klen, H, dh)
 
     dev = h.device
     ii = torch.arange(Lq, device=dev)[:, None]
@@ -435,11 +494,11 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
         # ablations: each of the four terms (a) q.k, (b) q.rk, (c) u.k, (d) v.rk on or off
         on = {t: float(t in c["xl_terms"]) for t in "abcd"}
         R = xl_R(klen, d, c["clamp_len"], h.dtype)                # [klen, d]
-        rk = linear(R, P[pre + "attn.r.weight"]).reshape(klen, H, dh)
+        rk = linear(R, P[pre + "attn.r.weight"], bf=bf).reshape(klen, H, dh)
         # p = Lq-1-i+j; for masked (i, j) it may run past klen-1: clamp (masked anyway)
         pidx = (Lq - 1 - ii + jj).clamp(max=klen - 1)             # [Lq, klen]
     elif scheme == "mlp":
-        btab = mlp_bias_table(P, pre, c, klen, h.dtype)          # [klen, H]
+        btab = mlp_bias_table(P, pre, c, klen, h.dtype, bf)      # [klen, H]
         bias = btab[delta.clamp(min=0)].permute(2, 0, 1)          # [H, Lq, klen]
     elif scheme == "alibi":
         slopes = torch.tensor(alibi_slopes(H), dtype=h.dtype, device=dev)
@@ -448,46 +507,63 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
         q = rope_rotate(q, torch.arange(m, m + Lq, dtype=torch.float64))
         k = rope_rotate(k, torch.arange(0, klen, dtype=torch.float64))
     elif scheme == "hier":
-        hbias = hier_bias(P, pre, c, coords, m, Lq, h.dtype)       # [B, H, Lq, klen]
+        hbias = hier_bias(P, pre, c, coords, m, Lq, h.dtype, bf)   # [B, H, Lq, klen]
 
+    # bf16 on AMX: the products' operands rounded, the scale inside the queries' rounding
+    ra = bf is not None and bf.attention
+    if ra:
+        k, v = bf16(k), bf16(v)
+        if scheme == "xl":
+            rk = bf16(rk)
     outs = []
     step = B if not batch_chunk else batch_chunk
     for b0 in range(0, B, step):
         sl = slice(b0, min(B, b0 + step))
         qb, kb, vbv = q[sl], k[sl], v[sl]
         nb = qb.shape[0]
-        if scheme == "xl":
+        if scheme == "xl" and ra:
+            AC = torch.einsum("bihd,bjhd->bhij", bf16(scale * (on["a"] * qb + on["c"] * u)), kb)
+            BDraw = torch.einsum("bihd,phd->bhip", bf16(scale * (on["b"] * qb + on["d"] * vb)), rk)
+            s = AC + torch.gather(BDraw, 3, pidx.expand(nb, H, Lq, klen))
+        elif scheme == "xl":
             AC = torch.einsum("bihd,bjhd->bhij", on["a"] * qb + on["c"] * u, kb)
             BDraw = torch.einsum("bihd,phd->bhip", on["b"] * qb + on["d"] * vb, rk)
             BD = torch.gather(BDraw, 3, pidx.expand(nb, H, Lq, klen))
             s = (AC + BD) * scale
         else:
-            s = torch.einsum("bihd,bjhd->bhij", qb, kb) * scale
+            if ra:
+                s = torch.einsum("bihd,bjhd->bhij", bf16(scale * qb), kb)
+            else:
+                s = torch.einsum("bihd,bjhd->bhij", qb, kb) * scale
             if scheme in ("mlp", "alibi"):
                 s = s + bias[None]
             if scheme == "hier":
                 s = s + hbias[sl]
         s = s.masked_fill(~visible, float("-inf"))
         a = torch.softmax(s, dim=-1)
+        if ra:
+            a = bf16(a)
         o = torch.einsum("bhij,bjhd->bihd", a, vbv)
         outs.append(o.reshape(nb, Lq, H * dh))
     o = torch.cat(outs, dim=0) if len(outs) > 1 else outs[0]
-    return linear(o, P[pre + "attn.o.weight"])
+    return linear(o, P[pre + "attn.o.weight"], bf=bf)
 
 
-def feed_forward(P, pre, x):
-    return linear(torch.relu(linear(x, P[pre + "ff.0.weight"], P[pre + "ff.0.bias"])),
-                  P[pre + "ff.3.weight"], P[pre + "ff.3.bias"])
+def feed_forward(P, pre, x, bf=None):
+    return linear(torch.relu(linear(x, P[pre + "ff.0.weight"], P[pre + "ff.0.bias"], bf)),
+                  P[pre + "ff.3.weight"], P[pre + "ff.3.bias"], bf)
 
 
-def layer(P, c, l, h, mem, batch_chunk=None, coords=None):
+def layer(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
     pre = "layers.%d." % l
-    out = attention(P, c, l, h, mem, batch_chunk, coords)
+    out = attention(P, c, l, h, mem, batch_chunk, coords, bf)
     if c["pre_lnorm"]:
         h1 = h + out
-        return h1 + feed_forward(P, pre, layer_norm(h1, P[pre + "ff.ln.weight"], P[pre + "ff.ln.bias"]))
+        x = layer_norm(h1, P[pre + "ff.ln.weight"], P[pre + "ff.ln.bias"])
+        return h1 + feed_forward(P, pre, x, bf)
     h1 = layer_norm(h + out, P[pre + "attn.ln.weight"], P[pre + "attn.ln.bias"])
-    return layer_norm(h1 + feed_forward(P, pre, h1), P[pre + "ff.ln.weight"], P[pre + "ff.ln.bias"])
+    return layer_norm(h1 + feed_forward(P, pre, h1, bf), P[pre + "ff.ln.weight"],
+                      P[pre + "ff.ln.bias"])
 
 
 def empty_mems(c, B, dtype, device=None):
@@ -500,14 +576,18 @@ def adaptive_vocab(P):
     return sum(v.shape[0] for k, v in P.items() if k.startswith("crit.out_layers."))
 
 
-def forward(P, cfg, x, mems=None, batch_chunk=None, coords=None):
+def forward(P, cfg, x, mems=None, batch_chunk=None, coords=None, bf=None):
     """One segment.  x LongTensor [B, Lq]; mems list of N tensors [B, m, d] (or
     None: empty); coords LongTensor [B, m+Lq, 3], the text coordinates of the rows
     [mem; segment] (hier only).  Returns (logits [B, Lq, V], new_mems); an adaptive
     model's "logits" are its log-probabilities (a softmax of either is the model's
-    distribution)."""
+    distribution).  bf: a Bf16, txl's bf16 roundings (not of the adaptive softmax);
+    its key cache follows the new memory."""
     c = model_cfg(cfg)
     ad = adaptive(c)
+    if bf is not None:
+        assert not ad, "the bf16 roundings of the adaptive softmax are not modelled"
+        bf.kv_next = []
     E = P["word_emb.emb_layers.0.weight" if ad else "word_emb.weight"]
     dtype = E.dtype
     B, Lq = x.shape
@@ -524,8 +604,11 @@ def forward(P, cfg, x, mems=None, batch_chunk=None, coords=None):
         full = torch.cat([mem, h], dim=1)
         start = max(0, full.shape[1] - M) if M > 0 else full.shape[1]
         new_mems.append(full[:, start:].detach())
-        h = layer(P, c, l, h, mem, batch_chunk, coords)
-    logits = adaptive_logprobs(P, c, h, vocab) if ad else linear(h, E, P["out.bias"])
+        h = layer(P, c, l, h, mem, batch_chunk, coords, bf)
+    logits = adaptive_logprobs(P, c, h, vocab) if ad else linear(h, E, P["out.bias"], bf)
+    if bf is not None:  # rope's keys depend on the window: no cache (nor without a memory)
+        keep = c["pos_scheme"] != "rope" and M > 0
+        bf.kv = bf.kv_next if keep else None
     return logits, new_mems
 
 
