@@ -8,7 +8,14 @@
 # nano_hier_anchors is the hierarchical scheme trained with anchor tokens (bos, para, sent)
 # and a document separator: the reference inserts the anchors and computes the coordinates
 # with its own tokenizer. The --same-length lines evaluate with Dai et al.'s mask (every
-# query sees the last mem_len keys). Needs ./txl (or TXL_BIN) and /usr/bin/python3 with torch.
+# query sees the last mem_len keys). expected_bf16.jsonl holds, for tests/e2e/reference_bf16.sh,
+# the reference's losses with txl's bf16 roundings (eval_ckpt.py --bf16: bpc_bf16, a CPU
+# with AVX512_BF16 alone; --bf16-attention too: bpc_bf16_amx, a CPU with AMX-BF16) beside its
+# float64 one (bpc_fp64), on the first 2,000 bytes of the enwik8 slice: every scheme, the
+# memory at 8x (the MLP biases' products over 144 distances in bf16, over 32 in fp32),
+# the same-length mask, d_head 32, and one-stream segments of 4 (products under 2^15
+# multiply-adds in fp32, the memory's cached keys). Needs ./txl (or TXL_BIN) and
+# /usr/bin/python3 with torch.
 # Usage: tests/ref/gen_eval_fixture.sh [--keep]   (--keep: reuse the checkpoints on disk and
 # recompute only the expected results)
 set -eu
@@ -63,3 +70,35 @@ E8=tests/data/enwik8_slice60k.txt.gz
     echo "  $ck $flags"
 done
 echo "wrote $(wc -l < $OUT/expected.jsonl) expected results to $OUT/expected.jsonl"
+
+# bf16: checkpoint | flags, on bytes [0, 2000) of $E8
+BF=$OUT/expected_bf16.jsonl
+: > $BF
+{
+    for s in xl mlp rope alibi absolute none hier; do
+        echo "nano_$s|--batch 4 --mem-len 128"
+        echo "nano_$s|--batch 4 --tgt-len 32 --mem-len 8 --same-length"
+    done
+    echo "nano_hier_anchors|--batch 4 --mem-len 128"
+    # (not its same-length line: bf16 moves that one by 1.1e-6 only, too near the test's 1e-6)
+    echo "nano_hier_anchors|--batch 4"
+    echo "micro|"
+    echo "nano_xl|--batch 1 --tgt-len 4 --mem-len 16"
+    echo "nano_rope|--batch 1 --tgt-len 4 --mem-len 16"
+} | while IFS='|' read -r ck flags; do
+    ev() { $PY tests/ref/eval_ckpt.py $OUT/$ck.safetensors.gz --data $E8 --split-range 0:2000 $flags "$@"; }
+    ev > $TMP/f64.json
+    ev --bf16 > $TMP/bf.json
+    ev --bf16 --bf16-attention > $TMP/amx.json
+    $PY -c "
+import json
+f, b, a = (json.load(open('$TMP/%s.json' % n)) for n in ('f64', 'bf', 'amx'))
+keep = ('tokens', 'bytes', 'anchor_tokens', 'tgt_len', 'mem_len', 'batch', 'data', 'split_range',
+        'pos_scheme', 'same_length')
+d = {k: f[k] for k in keep}
+d.update(bpc_fp64=f['bpc'], bpc_bf16=b['bpc'], bpc_bf16_amx=a['bpc'],
+         ckpt='$OUT/$ck.safetensors.gz', txl_flags='$flags')
+print(json.dumps(d))" >> $BF
+    echo "  bf16: $ck $flags"
+done
+echo "wrote $(wc -l < $BF) bf16 results to $BF"
