@@ -184,8 +184,14 @@ static void layer_project_cached(const model_config *c, const layer_tensors *L,
     linear_forward_x(lc->kv, X, Xh, L->qkv_w + (size_t)hd * d, NULL, B * Lq, 2 * hd, d, 0);
 #pragma omp parallel for schedule(static) if ((size_t)B * Lq * k->row > 65536)
     for (int b = 0; b < B; b++)
-        memcpy(kv_window(k, l, b) + (size_t)(k->start + m) * k->row,
-               lc->kv + (size_t)b * Lq * k->row, (size_t)Lq * k->row * sizeof(float));
+        kv_cache_put(k, l, b, k->start + m, lc->kv + (size_t)b * Lq * k->row, Lq);
+}
+
+/* Whether this forward can use the cache k: it has one; a bf16 one only for the AMX
+ * attention (which reads it) and without the term statistics (which read fp32 keys) */
+static int cache_usable(const kv_cache *k, const model_acts *A, const fwd_opts *o)
+{
+    return kv_cache_on(k) && (!k->hbuf || (A->attn_amx && !A->attn_blas && !o->stats));
 }
 
 static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_seg *s, int l,
@@ -200,12 +206,16 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
     kv_cache *k = o->kv;
 
     const float *kv = lc->kv;
+    const uint16_t *kvh = NULL;
     if (cached) {
         layer_project_cached(c, L, lc, x, k, l, B, Lq, mem->m);
-        kv = kv_window(k, l, 0) + (size_t)k->start * k->row;
+        if (k->hbuf)
+            kv = NULL, kvh = kv_window_h(k, l, 0) + (size_t)k->start * k->row;
+        else
+            kv = kv_window(k, l, 0) + (size_t)k->start * k->row;
     } else {
         layer_project(c, L, lc, x, mem, l, B, Lq);
-        if (k && k->buf)
+        if (cache_usable(k, A, o))
             kv_cache_fill(k, l, lc->kv, klen);
     }
     pos_ctx pc = layer_ctx(mdl, A, s, l, lc);
@@ -215,7 +225,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
         A->pos->layer_forward(&pc);
     attn_args aa = attn_base(A, s, l);
     if (cached)
-        aa.kv_bstride = (size_t)k->cap * k->row;
+        aa.kv_bstride = (size_t)k->cap * k->row, aa.kvh = kvh;
     aa.same_len = o->same_len;
     if (A->pos->attn_args)
         A->pos->attn_args(&pc, &aa);
@@ -273,7 +283,7 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
     if (A->pos->segment)
         A->pos->segment(&s);
     assert(!o->kv || !o->training);
-    int cached = kv_cache_valid(o->kv, mem, Lq);
+    int cached = kv_cache_valid(o->kv, mem, Lq) && cache_usable(o->kv, A, o);
     if (cached && mem->m == 0)
         o->kv->start = 0;
     for (int l = 0; l < N; l++)
@@ -303,7 +313,7 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
         keep_coords(A, mem, klen);
         mem->m = klen < mem->M ? klen : mem->M;
         mem->gen++;
-        if (o->kv && o->kv->buf)
+        if (cache_usable(o->kv, A, o))
             kv_cache_advance(o->kv, mem, klen, !cached);
     }
     return loss;

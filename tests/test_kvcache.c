@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "../data/units.h"
+#include "../model/attn_amx.h"
+#include "../model/gemm.h"
 #include "../model/kv_cache.h"
 #include "../model/model.h"
 #include "testlib.h"
@@ -139,22 +141,24 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int B)
         if (s == 2 || s == 7)
             kv_cache_invalidate(&k);
         int m0 = mb.m;
-        int valid = k.buf && (m0 == 0 || (k.m == m0 && k.of == mb.buf && k.gen == mb.gen));
+        int on = kv_cache_on(&k);
+        int valid = on && (m0 == 0 || (k.m == m0 && k.of == mb.buf && k.gen == mb.gen));
         forward(&f, &ma, NULL, s, la);
         forward(&f, &mb, s == 10 ? NULL : &k, s, lb);
         used += valid && m0 > 0 && s != 10;
-        rebuilt += k.buf && !valid && s != 10;
-        moves += k.buf && k.start < prev_start;
+        rebuilt += on && !valid && s != 10;
+        moves += on && k.start < prev_start;
         prev_start = k.start;
         worst = fmax(worst, rel(la, lb, (size_t)B * f.len[s] * V));
         same &= mem_close(&ma, &mb);
     }
     int expect_cache = M > 0 && pos != POS_ROPE;
-    CHECK(same && worst <= TOL && (k.buf != NULL) == expect_cache &&
+    CHECK(same && worst <= TOL && kv_cache_on(&k) == expect_cache &&
               (!expect_cache || (used == NSEG - 5 && rebuilt == 3 && moves > 0)),
           "%-10s M=%-2d B=%d: %d segments of 1-5 rows with the key cache (%s; used %d times, "
           "rebuilt %d, windows moved %d times) == without it: logits %.1e, memory within %g",
-          label, M, B, NSEG, k.buf ? "kept" : "none", used, rebuilt, moves, worst, TOL);
+          label, M, B, NSEG, k.hbuf ? "kept in bf16" : k.buf ? "kept" : "none", used, rebuilt,
+          moves, worst, TOL);
     mem_free(&ma);
     mem_free(&mb);
     kv_cache_free(&k);
@@ -248,5 +252,19 @@ int main(void)
         run_case("rope", POS_ROPE, 1, 12, B);
     }
     test_rules();
+    /* bf16 with the AMX attention: the cache holds the keys and values in bf16, which the
+     * attention rounds them to anyway: the same logits as projecting the window (the whole
+     * window's fp32 keys, rounded by the attention), to the same tolerance */
+    if (amx_attn_available() && gemm_set_precision(GEMM_BF16) == 0) {
+        for (int B = 1; B <= 3; B += 2) {
+            run_case("xl bf16", POS_XL, 0, 12, B);
+            run_case("xl pre bf16", POS_XL, 1, 4, B);
+            run_case("mlp bf16", POS_MLP, 0, 12, B);
+            run_case("hier bf16", POS_HIER, 0, 12, B);
+        }
+        gemm_set_precision(GEMM_FP32);
+    } else {
+        printf("  skip the bf16 key cache: no AMX-BF16 here\n");
+    }
     return tl_done("test_kvcache");
 }
