@@ -78,22 +78,12 @@ int kv_cache_valid(const kv_cache *k, const model_mem *mem, int Lq)
     return mem->m == 0 || (k->m == mem->m && k->of == mem->buf && k->gen == mem->gen);
 }
 
-/* Refill layer l from a window projected whole (kv [B, klen, row]): its last rows that the
- * memory keeps, at the front. */
-void kv_cache_fill(kv_cache *k, int l, const float *kv, int klen)
-{
-    int keep = klen < k->M ? klen : k->M;
-#pragma omp parallel for schedule(static) if ((size_t)k->B * keep * k->row > 65536)
-    for (int b = 0; b < k->B; b++)
-        kv_cache_put(k, l, b, 0, kv + ((size_t)b * klen + (klen - keep)) * k->row, keep);
-}
-
 /* After a segment of klen rows ending at start + klen: the memory is its last rows. When
  * the next segment would not fit behind them, they move to the front of every window. */
-void kv_cache_advance(kv_cache *k, const model_mem *mem, int klen, int filled)
+void kv_cache_advance(kv_cache *k, const model_mem *mem, int klen)
 {
     int keep = klen < k->M ? klen : k->M;
-    int s = filled ? 0 : k->start + klen - keep;
+    int s = k->start + klen - keep;
     if (s + keep + k->Lq_max > k->cap) {
         int n = k->n_layer * k->B;
 #pragma omp parallel for schedule(static) if ((size_t)n * keep * k->row > 65536)

@@ -1,5 +1,7 @@
-/* test_kvcache.c: inference with the memory's keys and values kept (kv_cache, kv_cache.h)
- * computes what projecting the whole window computes: the same logits and the same memory
+/* test_kvcache.c: inference with the memory's keys and values kept (kv_cache, kv_cache.h),
+ * its activations planned ACTS_CACHED (segment-sized window buffers; a cache out of step is
+ * refilled from the memory a segment's rows at a time), computes what projecting the whole
+ * window computes: the same logits and the same memory
  * for every positional scheme (rope keeps none: its keys move with the window),
  * post- and pre-LN, one stream and several, memories longer and shorter than a segment,
  * segments of varying length, through enough segments that the windows move back to the
@@ -27,7 +29,7 @@ enum { NSEG = 14, LQ = 5, MAXB = 3, V = 256 };
 typedef struct {
     model_config c;
     model mdl;
-    model_acts A;
+    model_acts A, Ac; /* for the forwards without a cache, and with one (ACTS_CACHED) */
     int B, M;
     txl_tok tok[NSEG][MAXB * LQ];
     int32_t co[NSEG][MAXB * LQ][TXL_N_COORDS];
@@ -43,7 +45,8 @@ static int setup(fixture *f, pos_scheme pos, int pre, int M, int B, txl_err *e)
                           .vocab = V, .hier_levels = HIER_ALL, .hier_num_freqs = 3};
     f->B = B;
     f->M = M;
-    if (model_init(&f->mdl, &f->c, e) || acts_init(&f->A, &f->c, B, LQ, M, 0, e))
+    if (model_init(&f->mdl, &f->c, e) || acts_init(&f->A, &f->c, B, LQ, M, 0, e) ||
+        acts_init(&f->Ac, &f->c, B, LQ, M, ACTS_CACHED, e))
         return -1;
     tl_rng r = {777 + (uint64_t)pos * 17 + (uint64_t)pre * 5 + (uint64_t)M};
     for (int i = 0; i < f->mdl.n_params; i++) {
@@ -79,15 +82,18 @@ static int setup(fixture *f, pos_scheme pos, int pre, int M, int B, txl_err *e)
 static void teardown(fixture *f)
 {
     acts_free(&f->A);
+    acts_free(&f->Ac);
     model_free(&f->mdl);
 }
 
-/* segment s through model_forward with (k) or without (NULL) a cache: its logits */
+/* segment s through model_forward with (k: activations planned ACTS_CACHED, whose
+ * window-sized buffers hold a segment) or without (NULL) a cache: its logits */
 static void forward(fixture *f, model_mem *mem, kv_cache *k, int s, float *logits)
 {
     fwd_opts fo = {.training = 0, .coords = &f->co[s][0][0], .kv = k};
-    model_forward(&f->mdl, &f->A, mem, f->tok[s], NULL, f->len[s], &fo);
-    memcpy(logits, f->A.logits, (size_t)f->B * f->len[s] * V * sizeof(float));
+    model_acts *A = k ? &f->Ac : &f->A;
+    model_forward(&f->mdl, A, mem, f->tok[s], NULL, f->len[s], &fo);
+    memcpy(logits, A->logits, (size_t)f->B * f->len[s] * V * sizeof(float));
 }
 
 #define TOL 1e-5
