@@ -56,6 +56,8 @@ typedef struct {
     const attn_bias_fn *score_bias; /* a text-dependent bias, or NULL */
     size_t kv_bstride;      /* floats from one stream's kv rows to the next (0 = klen*2*H*dh):
                                decoding reads each stream's keys from a longer window */
+    const uint16_t *kvh;    /* the AMX kernel's forward only: kv in bf16 (a bf16 key cache's
+                               window, kv_cache.h; the kv argument is then NULL), or NULL */
     int threads;            /* threads the scratch was sized for (attn_scratch_floats) */
     int row_block;          /* query rows per GEMM block (0 = 64; fused: 0 = 32, at most
                                FUSED_RB_MAX): each block computes only the keys its rows see */

@@ -177,6 +177,7 @@ typedef struct {
     int attn_amx;            /* with the fused kernel: its bf16 products on AMX tiles
                                 (attn_amx.h): bf16 precision on a CPU with AMX-BF16 */
     int bf16;                /* planned in bf16 precision: the layer caches' bf16 twins */
+    int cached;              /* planned as ACTS_CACHED (acts_init) */
     size_t b_offset;         /* global index of stream 0 (data parallelism: dropout masks are
                                 drawn by global stream, so N ranks x B/N streams draw what one
                                 process with B streams draws) */
@@ -213,7 +214,13 @@ typedef struct {
 } model_acts;
 
 /* Plans every buffer for batch B, segments up to Lq_max, memory up to M. training = 1
- * keeps per-layer caches for the backward and allocates gradient scratch. */
+ * keeps per-layer caches for the backward and allocates gradient scratch; 0 is inference;
+ * ACTS_CACHED is inference that always runs with a usable key cache (kv_cache.h: the caller
+ * has one, and asks for no term statistics): the window's buffers (cat, its LN, kv and their
+ * bf16 twins) hold a segment, not memory + segment, and a forward whose cache is not in
+ * step with the memory refills it from the memory a segment's rows at a time: evaluation's
+ * memory then grows with the memory and its cache only. */
+#define ACTS_CACHED 2
 int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, int training,
               txl_err *e);
 void acts_free(model_acts *A);
