@@ -79,7 +79,8 @@ typedef struct {
     const layer_tensors *W;
     const model_tensors *MW;
     int M, m;                /* memory capacity, rows held (the query is row m) */
-    const float *tables;     /* this layer's decode tables */
+    float *tables;           /* this layer's decode tables (fire writes the row of a query
+                                that depends on it) */
     const int32_t *coords;   /* [B][..] coordinates of rows 0..m per stream, or NULL */
     size_t coords_bstride;   /* int32s from one stream's rows to the next */
     void *bias_state;        /* storage for a score-bias context (POS_BIAS_STATE bytes) */
@@ -168,7 +169,7 @@ typedef struct pos_ops {
                       int pos_step, float *scratch);
 } pos_ops;
 
-/* decode_args of the schemes whose decode table is a distance bias [H, M+1] (mlp, alibi). */
+/* decode_args of the schemes whose decode table is a distance bias [H, M+1] (mlp, alibi, t5). */
 void pos_decode_dist_bias(const pos_decode *d, attn_args *a);
 
 /* The registry: the ops of a scheme (never NULL for a valid pos_scheme). */
