@@ -11,8 +11,8 @@
  * Score of query i and key j (delta = m+i-j >= 0 visible, else masked):
  *   s_ij = scale * (q_i + u)·k_j                          content (+ global content bias)
  *        + scale * (q_i + v)·rk[Lq-1-i+j]                 xl position terms (when rk)
- *        + dist_bias[h][delta]                            mlp / alibi bias (when dist_bias)
- *        + score_bias(b, h, i, j)                         hier bias (when score_bias)
+ *        + dist_bias[h][delta]                            mlp / alibi / t5 bias (when dist_bias)
+ *        + score_bias(b, h, i, j)                         hier / fire bias (when score_bias)
  * xl computes the position term as one GEMM per (b, h), BDraw = (q+v) @ rk_h^T [Lq, klen],
  * and reads BD[i][j] = BDraw[i][j+Lq-1-i]: never a (B,H,Lq,klen,dh) tensor.
  * Rope rotates q and k before these kernels and needs nothing here.

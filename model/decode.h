@@ -5,8 +5,8 @@
  * value projections of all M memory rows and (xl) the projected positions: O(M d^2) per
  * layer and token. The memory rows never change once written, so their k and v are
  * computed once and kept in a window per layer and stream; the scheme's position tables
- * (xl's rk, the mlp/alibi bias) are built once for every distance up to M (pos.h:
- * decode_tables). A step then runs a layer of model_forward for a 1-token segment: the
+ * (xl's rk, the mlp/alibi/t5 bias) are built once for every distance up to M (pos.h:
+ * decode_tables; fire's row of a query past its threshold, once per step). A step then runs a layer of model_forward for a 1-token segment: the
  * same q/kv projection, attn_decode (attention.c: the attention kernel's scores for one
  * query per stream) over the cached rows, and the same layer_tail_forward (forward.c); it
  * costs O(M*H*dh + d^2) per layer and token, whatever the amount of text generated, and

@@ -50,6 +50,7 @@ typedef struct {
     size_t offset; /* in floats, into the flat arrays */
     size_t numel;
     param_init init;
+    float init_arg;/* INIT_CONST's value, INIT_UNIFORM's bound */
     int layer;     /* -1: model-wide */
     int field;     /* index of its view among the float * of model_tensors (layer -1) or
                       layer_tensors */

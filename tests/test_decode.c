@@ -24,7 +24,8 @@ static void run_case_ad(const char *label, pos_scheme pos, int pre, int M, int c
                       .clamp_len = clamp > 0 ? clamp : 0, .xl_off = clamp < 0 ? -clamp : 0,
                       .mlp_num_freqs = 4, .mlp_max_dist = 64,
                       .mlp_hidden = 8, .vocab = 256, .hier_levels = HIER_ALL,
-                      .hier_num_freqs = 3};
+                      .hier_num_freqs = 3, .fire_hidden = 6, .fire_threshold = 6.0f,
+                      .t5_buckets = 8, .t5_max_dist = 10, .t5_shared = 1};
     if (ad)
         c.cutoffs = (cutoff_list){3, {30, 45, 100}};
     if (ad == 2)
@@ -145,10 +146,13 @@ int main(void)
         run_case("none", POS_NONE, 1, 12, 0, B, 7);
         run_case("hier", POS_HIER, 0, 12, 0, B, 7);
         run_case("hier pre", POS_HIER, 1, 12, 0, B, 7);
+        run_case("fire", POS_FIRE, 0, 12, 0, B, 7); /* L near 6: rows on both sides */
+        run_case("t5", POS_T5, 1, 12, 0, B, 7);
         /* a memory of 70 rows from the prompt: decode_prime projects it in two blocks */
         run_case("xl long", POS_XL, 0, 70, 0, B, 75);
         run_case("rope long", POS_ROPE, 0, 70, 0, B, 75);
         run_case("hier long", POS_HIER, 1, 70, 0, B, 75);
+        run_case("fire long", POS_FIRE, 1, 70, 0, B, 75);
     }
     return tl_done("test_decode");
 }

@@ -42,7 +42,9 @@ static int setup(fixture *f, pos_scheme pos, int pre, int M, int B, txl_err *e)
     f->c = (model_config){.n_layer = 2, .d_model = 16, .n_head = 2, .d_head = 8, .d_inner = 24,
                           .tgt_len = LQ, .mem_len = M, .pre_lnorm = pre, .pos = pos,
                           .mlp_num_freqs = 4, .mlp_max_dist = 64, .mlp_hidden = 8,
-                          .vocab = V, .hier_levels = HIER_ALL, .hier_num_freqs = 3};
+                          .vocab = V, .hier_levels = HIER_ALL, .hier_num_freqs = 3,
+                          .fire_hidden = 6, .fire_threshold = 8.0f, .t5_buckets = 8,
+                          .t5_max_dist = 10, .t5_shared = 1};
     f->B = B;
     f->M = M;
     if (model_init(&f->mdl, &f->c, e) || acts_init(&f->A, &f->c, B, LQ, M, 0, e) ||
@@ -256,6 +258,8 @@ int main(void)
         run_case("hier", POS_HIER, 0, 12, B);
         run_case("hier pre", POS_HIER, 1, 4, B);
         run_case("rope", POS_ROPE, 1, 12, B);
+        run_case("fire", POS_FIRE, 0, 12, B);
+        run_case("t5", POS_T5, 1, 12, B);
     }
     test_rules();
     /* bf16 with the AMX attention: the cache holds the keys and values in bf16, which the
