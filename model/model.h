@@ -23,6 +23,8 @@
 #include "pos.h"
 
 typedef struct kv_cache kv_cache; /* kv_cache.h: inference's keys and values of the memory */
+typedef struct qmat qmat;         /* quant.h: a matrix stored in 16 or 8 bits */
+typedef struct layer_qmats layer_qmats; /* quant.h: one layer's stored matrices */
 
 /* Named views of one layer's tensors (every member a float *: the table fills them by
  * index). pos[] are the positional scheme's, in the order its params hook added them. */
@@ -64,6 +66,11 @@ typedef struct {
     float *w;            /* parameters */
     float *g;            /* gradients, NULL until model_alloc_grads */
     model_tensors W, G;  /* named views of w and g */
+    /* A quantized checkpoint's tensors as it stores them (quant.h), by table index: w holds
+     * their exact dequantization (every product of training, evaluation and prompts reads
+     * it), decoding's few-row products read these. NULL: every tensor is fp32. */
+    qmat *qm;            /* [n_params] */
+    void *qbuf;          /* their bytes (owned, with qm) */
 } model;
 
 /* Builds the table for cfg and allocates zeroed weights. cfg must be validated. */
@@ -252,6 +259,9 @@ typedef struct {
     float *h1, *ffin, *a, *tmp;
     float *ln1_xhat, *ln1_rstd, *ln2_xhat, *ln2_rstd;
     int few_rows; /* one token per stream (decoding): products through linear_forward_few */
+    const layer_qmats *q; /* decoding a quantized model: the layer's stored matrices, whose
+                             products (qgemm.h) read them instead of the fp32 weights; or
+                             NULL */
 } layer_tail_bufs;
 
 /* Everything of layer l after the attention, for rows = B*Lq rows of B streams:
