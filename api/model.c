@@ -8,6 +8,7 @@
 #include "../io/checkpoint.h"
 #include "../io/ckpt_open.h"
 #include "../model/pos.h"
+#include "../model/quant.h"
 #include "api.h"
 
 static void meta_free(txl_model *m)
@@ -285,7 +286,7 @@ txl_model *txl_model_import(const char *weights, const txl_config *c, txl_err *e
     }
     const char *extra[] = {"imported_from", weights, NULL};
     int rc = model_init(&m->mdl, &m->cfg.c.model, e) || check_import(&m->mdl, &f, cfg_name, e) ||
-             ckpt_load_weights(&m->mdl, &f, e) || check_finite(&m->mdl, weights, e) ||
+             ckpt_load_weights(&m->mdl, &f, 0, e) || check_finite(&m->mdl, weights, e) ||
              fresh_meta(m, extra, e);
     st_free(&f);
     if (rc) {
@@ -317,6 +318,31 @@ int txl_model_save(const txl_model *m, const char *path, txl_err *e)
     free(vb);
     free(meta);
     return rc;
+}
+
+int txl_model_quantize(txl_model *m, const char *type, txl_err *e)
+{
+    api_err_clear(e);
+    qtype t = strcmp(type, "q8") == 0 ? QT_Q8 : strcmp(type, "bf16") == 0 ? QT_BF16 : QT_F32;
+    if (t == QT_F32)
+        return err_set(e, ERR_INPUT, "quantize type '%s': expected bf16 or q8", type);
+    if (quant_model(&m->mdl, t, e))
+        return -1;
+    return api_model_set_meta(m, "quantized", type) ? err_set(e, ERR_RUNTIME, "out of memory")
+                                                   : 0;
+}
+
+const char *txl_model_quant(const txl_model *m) { return qtype_name(quant_model_type(&m->mdl)); }
+
+size_t txl_model_weight_bytes(const txl_model *m)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->mdl.n_params; i++) {
+        const param_entry *p = &m->mdl.table[i];
+        const qmat *q = quant_of(&m->mdl, i);
+        n += q ? qtype_bytes(q->type, (size_t)q->rows, (size_t)q->cols) : p->numel * 4;
+    }
+    return n;
 }
 
 const txl_config *txl_model_config(const txl_model *m) { return &m->cfg; }

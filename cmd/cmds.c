@@ -41,6 +41,8 @@ const cli_cmd txl_commands[] = {
      &plot_spec, 0},
     {"export", cmd_export, "a checkpoint's weights as standard safetensors",
      "CKPT -o OUT.safetensors[.gz] [-q]", &export_spec, 0},
+    {"quantize", cmd_quantize, "a checkpoint with its matrices in bf16 or 8 bits, for sampling",
+     "CKPT --type bf16|q8 -o OUT.safetensors[.gz] [-q]", &quantize_spec, 0},
     {"import", cmd_import, "a checkpoint from safetensors weights and a config",
      "WEIGHTS.safetensors[.gz] -c CONFIG.yaml -o OUT.safetensors[.gz] "
      "[--set key.path=value ...] [-q]",

@@ -135,6 +135,21 @@ txl_model *txl_model_import(const char *weights, const txl_config *c, txl_err *e
  * atomically to path: gzip'd when it ends in .gz. */
 int txl_model_save(const txl_model *m, const char *path, txl_err *e);
 
+/* Quantized checkpoints (doc/design.md, "Quantized checkpoints"). txl_model_quantize
+ * stores m's matrices as `type`: "bf16" (each linear layer's weights, the embedding and the
+ * output layer rounded to bfloat16) or "q8" (the linear layers' weights in blocks of 32
+ * int8 values with one bf16 scale each, the embedding and output layer bf16), the rest
+ * fp32; the model then computes with the dequantized weights, as one read from the
+ * quantized checkpoint txl_model_save then writes (BF16, and I8 with NAME_scale tensors:
+ * safetensors' own dtypes). From a quantized model, quantizes its dequantized weights
+ * (q8 to q8 gives the same bits). TXL_ERR_INPUT for another type. Training refuses a
+ * quantized checkpoint; --init-from reads its weights, dequantized. */
+int txl_model_quantize(txl_model *m, const char *type, txl_err *e);
+/* How m's matrices are stored: "fp32", "bf16" or "q8" (the narrowest any tensor has), and
+ * the bytes of its weights as stored (an fp32 model: 4 a parameter). */
+const char *txl_model_quant(const txl_model *m);
+size_t txl_model_weight_bytes(const txl_model *m);
+
 /* The model's config (owned by the model). */
 const txl_config *txl_model_config(const txl_model *m);
 /* The checkpoint file an argument names: a file as given, or a run directory's last (when

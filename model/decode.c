@@ -9,6 +9,7 @@
 #include "../common/par.h"
 #include "gemm.h"
 #include "layernorm.h"
+#include "qgemm.h"
 
 /* Memory rows projected at a time by decode_prime. */
 #define PRIME_ROWS 64
@@ -94,6 +95,7 @@ static void layout(decode_state *s, const model_config *c, bump *b)
     s->scratch = bump_take(b, scr);
     s->prime_x = bump_take(b, PRIME_ROWS * d);
     s->prime_kv = bump_take(b, PRIME_ROWS * 2 * hd);
+    s->lq = (layer_qmats *)bump_take(b, (double)s->n_layer * sizeof(layer_qmats) / sizeof(float));
     s->tail = (layer_tail_bufs){.h1 = bump_take(b, B * d), .ffin = bump_take(b, B * d),
                                 .a = bump_take(b, B * (size_t)c->d_inner),
                                 .tmp = bump_take(b, B * d), .few_rows = 1};
@@ -144,6 +146,8 @@ int decode_init(decode_state *s, const model *mdl, int B, int M, txl_err *e)
     memset(s->buf, 0, (b.used + 16) * sizeof(float));
     b = (bump){s->buf, 0};
     layout(s, c, &b);
+    quant_views(mdl, s->lq, &s->out_q);
+    s->tail.q = NULL; /* per layer, in layer_step */
     return 0;
 }
 
@@ -210,7 +214,10 @@ static void layer_step(decode_state *s, const model *mdl, int l)
         layernorm_forward(s->xn, NULL, NULL, s->x, L->attn_ln_w, L->attn_ln_b, B, d);
         X = s->xn;
     }
-    linear_forward_few(s->qkv, X, L->qkv_w, NULL, B, 3 * hd, d);
+    if (s->lq[l].qkv)
+        qlinear(s->qkv, X, s->lq[l].qkv, NULL, B);
+    else
+        linear_forward_few(s->qkv, X, L->qkv_w, NULL, B, 3 * hd, d);
     for (int b = 0; b < B; b++) {
         float *qkv = s->qkv + (size_t)b * 3 * hd;
         if (s->pos->decode_qk)
@@ -233,6 +240,7 @@ static void layer_step(decode_state *s, const model *mdl, int l)
     if (s->pos->decode_args)
         s->pos->decode_args(&pd, &aa);
     attn_decode(s->vec, s->q, kv_at(s, l, 0) + (size_t)s->start * s->dh, &aa, s->attn_scratch);
+    s->tail.q = &s->lq[l];
     layer_tail_forward(c, L, l, B, s->x, s->vec, s->x, &s->tail, 0.0f, 0, 0);
 }
 
@@ -281,7 +289,10 @@ void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const in
         layer_step(s, mdl, l);
     advance(s);
     s->next_pos++;
-    model_logprobs(mdl, s->x, s->B, s->logits, &s->ad, 1);
+    if (s->out_q && !adapt_in_use(&mdl->cfg))
+        qlinear(s->logits, s->x, s->out_q, mdl->W.out_bias, s->B);
+    else
+        model_logprobs(mdl, s->x, s->B, s->logits, &s->ad, 1);
 }
 
 void decode_sync_mem(const decode_state *s, model_mem *mem)

@@ -47,6 +47,9 @@ typedef struct {
     float *tables;    /* [N][tab_floats] the scheme's decode tables */
     float *x, *xn, *qkv, *q, *vec, *logits, *attn_scratch, *scratch;
     float *prime_x, *prime_kv; /* decode_prime's rows: layer norm, then k and v */
+    layer_qmats *lq;  /* [N] a quantized model's stored matrices (quant.h), read by the
+                         layer products (qgemm.h); all NULL for an fp32 model */
+    const qmat *out_q;/* the output layer's (full softmax), or NULL */
     layer_tail_bufs tail;
     adapt_ws ad;      /* the adaptive softmax's buffers (adaptive.h), when in use */
     pos_acts pos_acts;

@@ -25,7 +25,7 @@ static size_t dtype_size(st_dtype d)
     case ST_F64: case ST_I64: return 8;
     case ST_F32: case ST_I32: return 4;
     case ST_F16: case ST_BF16: return 2;
-    case ST_U8: return 1;
+    case ST_U8: case ST_I8: return 1;
     }
     return 0;
 }
