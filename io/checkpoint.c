@@ -331,8 +331,7 @@ int ckpt_load_weights(model *mdl, const st_file *f, int keep, txl_err *e)
             return -1;
         qtype qt = t->dtype == ST_I8 ? QT_Q8 : t->dtype == ST_BF16 ? QT_BF16 : QT_F32;
         if (qt != QT_F32)
-            qbytes += (qtype_bytes(qt, (size_t)p->shape[0],
-                                   (size_t)(p->ndim == 2 ? p->shape[1] : 1)) + 63) / 64 * 64;
+            qbytes += quant_place(NULL, qt, p->shape[0], p->ndim == 2 ? p->shape[1] : 1, NULL);
     }
     if (check_names(mdl, f, NULL, e))
         return -1;
@@ -355,24 +354,21 @@ int ckpt_load_weights(model *mdl, const st_file *f, int keep, txl_err *e)
             continue;
         }
         qmat *m = &qm[i];
-        *m = (qmat){.rows = p->shape[0], .cols = p->ndim == 2 ? p->shape[1] : 1};
-        unsigned char *d = qbuf + at;
+        at += quant_place(m, t->dtype == ST_I8 ? QT_Q8 : QT_BF16, p->shape[0],
+                          p->ndim == 2 ? p->shape[1] : 1, qbuf + at);
         if (t->dtype == ST_BF16) {
             rc = check_finite_bf16(f, t, e);
-            m->type = QT_BF16;
-            memcpy(d, st_data(f, t), p->numel * 2);
-            m->bf16 = (const uint16_t *)d;
+            memcpy((void *)m->bf16, st_data(f, t), p->numel * 2);
         } else {
             rc = check_scales(f, t, p, &s, e) || check_finite_bf16(f, s, e) ? -1 : 0;
-            m->type = QT_Q8;
-            memcpy(d, st_data(f, t), p->numel);
-            memcpy(d + (p->numel + 63) / 64 * 64, st_data(f, s), s->numel * 2);
-            m->q = (const int8_t *)d;
-            m->scale = (const uint16_t *)(d + (p->numel + 63) / 64 * 64);
+            memcpy((void *)m->q, st_data(f, t), p->numel);
+            if (rc == 0)
+                memcpy((void *)m->scale, st_data(f, s), s->numel * 2);
         }
-        at += (qtype_bytes(m->type, (size_t)m->rows, (size_t)m->cols) + 63) / 64 * 64;
-        if (rc == 0)
+        if (rc == 0) {
+            quant_finish(m);
             quant_dequant(w, m);
+        }
     }
     free(mdl->qm);
     free(mdl->qbuf);

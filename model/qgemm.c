@@ -1,9 +1,19 @@
 /* qgemm.c: see qgemm.h. A tile of R rows of W times S rows of A keeps R x S sums of 16
- * lanes in registers; each 16 weights of a row of W are dequantized once per tile (q8:
- * sign-extended, converted, times the block's scale; bf16: shifted into the high half of
- * a float) and multiplied into the S rows. A tile past W's last row repeats that row and
- * drops its results. The kernels are compiled for their instruction sets with target
- * attributes and picked at the first call by what the CPU (and the OS) offers. */
+ * lanes in registers; each block of a row of W is converted once per tile (q8: its int8
+ * values sign-extended and converted to floats, exactly; bf16: shifted into the high half
+ * of a float) and multiplied into the S rows. A tile past W's last row repeats that row
+ * and drops its results. The kernels are compiled for their instruction sets with target
+ * attributes and picked at the first call by what the CPU (and the OS) offers.
+ *
+ * The sums, lane l of 16 (each kernel computes exactly these, in this order):
+ *   bf16: lane_l = fma(w_k, x_k, lane_l) for k = l, l + 16, ...
+ *   q8, block b (k0 = 32 b + l, k1 = k0 + 16): t = q_k0 x_k0; t = fma(q_k1, x_k1, t);
+ *         lane_l = fma(t, s_b, lane_l)
+ * then the lanes in gemm.c's tree. q8 multiplies each block's sum by its scale rather than
+ * each weight (w = q s exactly, so this is the dequantized product, rounded otherwise):
+ * per 32 weights of a row and a row of A, 2 conversions and 3 products instead of 2
+ * conversions and 4, which one stream (a product bound by the CPU, not by its reads of
+ * W) measured 1.4x faster; and its scale is a float broadcast from memory (quant.h, sf). */
 #include "qgemm.h"
 
 #include <math.h>
@@ -23,12 +33,9 @@ static float tree16(const float *l)
     return (v[0] + v[2]) + (v[1] + v[3]);
 }
 
-static inline float weight_at(const qmat *W, size_t o, size_t k)
+static inline float bf16_at(const qmat *W, size_t o, size_t k)
 {
-    size_t K = (size_t)W->cols;
-    if (W->type == QT_BF16)
-        return bf16_to_f32(W->bf16[o * K + k]);
-    return (float)W->q[o * K + k] * bf16_to_f32(W->scale[o * (K / QK) + k / QK]);
+    return bf16_to_f32(W->bf16[o * (size_t)W->cols + k]);
 }
 
 static inline void store(float *c, float sum, float beta)
@@ -39,17 +46,30 @@ static inline void store(float *c, float sum, float beta)
 /* The plain C twin: the same sums, one element at a time. */
 static void qgemm_c(float *C, const float *A, const qmat *W, int M, float beta, int lda, int ldc)
 {
-    const int N = W->rows, K = W->cols, K16 = K / 16 * 16;
+    const int N = W->rows, K = W->cols, K16 = K / 16 * 16, nb = K / QK;
     for (int o = 0; o < N; o++)
         for (int b = 0; b < M; b++) {
             const float *x = A + (size_t)b * lda;
             float lane[16] = {0};
-            for (int k = 0; k < K16; k += 16)
-                for (int l = 0; l < 16; l++)
-                    lane[l] = fmaf(weight_at(W, (size_t)o, (size_t)(k + l)), x[k + l], lane[l]);
+            if (W->type == QT_Q8) {
+                const int8_t *q = W->q + (size_t)o * K;
+                for (int k = 0; k < nb; k++) {
+                    float s = W->sf[(size_t)o * nb + k];
+                    for (int l = 0; l < 16; l++) {
+                        int k0 = k * QK + l, k1 = k0 + 16;
+                        float t = (float)q[k0] * x[k0];
+                        t = fmaf((float)q[k1], x[k1], t);
+                        lane[l] = fmaf(t, s, lane[l]);
+                    }
+                }
+            } else {
+                for (int k = 0; k < K16; k += 16)
+                    for (int l = 0; l < 16; l++)
+                        lane[l] = fmaf(bf16_at(W, (size_t)o, (size_t)(k + l)), x[k + l], lane[l]);
+            }
             float s = tree16(lane);
-            for (int k = K16; k < K; k++)
-                s = fmaf(weight_at(W, (size_t)o, (size_t)k), x[k], s);
+            for (int k = K16; W->type == QT_BF16 && k < K; k++)
+                s = fmaf(bf16_at(W, (size_t)o, (size_t)k), x[k], s);
             store(C + (size_t)b * ldc + o, s, beta);
         }
 }
@@ -62,28 +82,31 @@ static void qgemm_c(float *C, const float *A, const qmat *W, int M, float beta, 
  * rows are whole blocks). */
 static inline float tail(float s, const qmat *W, size_t o, const float *x, int K16, int K)
 {
-    for (int k = K16; k < K; k++)
-        s = fmaf(weight_at(W, o, (size_t)k), x[k], s);
+    for (int k = K16; W->type == QT_BF16 && k < K; k++)
+        s = fmaf(bf16_at(W, o, (size_t)k), x[k], s);
     return s;
 }
 
 /* ---------------------------------------------------------------- AVX-512 */
 #define T512 __attribute__((target("avx512f,avx2,fma,f16c"), always_inline)) inline
 
-static T512 float sum512(__m512 a)
+/* The trees of four sums at once: lanes 0..3 of the result are those of a, b, c, d. */
+static T512 __m128 sum4_512(__m512 a, __m512 b, __m512 c, __m512 d)
 {
-    __m256 lo = _mm512_castps512_ps256(a);
-    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
-    __m256 u = _mm256_add_ps(lo, hi);
-    __m128 v = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
-    __m128 w = _mm_add_ps(v, _mm_movehl_ps(v, v));
-    return _mm_cvtss_f32(_mm_add_ss(w, _mm_shuffle_ps(w, w, 1)));
+    __m512 uab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+    __m512 ucd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xee));
+    /* lanes i + (i + 8) of each in its 8 lanes; then i + (i + 4): a quarter each */
+    __m512 v = _mm512_add_ps(_mm512_shuffle_f32x4(uab, ucd, 0x88),
+                             _mm512_shuffle_f32x4(uab, ucd, 0xdd));
+    __m512 w = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4e)); /* v0 + v2, v1 + v3 */
+    __m512 z = _mm512_add_ps(w, _mm512_permute_ps(w, 0xb1)); /* (v0 + v2) + (v1 + v3) */
+    return _mm512_castps512_ps128(
+        _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), z));
 }
 
-static T512 __m512 deq_q8_512(const int8_t *q, __m512 s)
+static T512 __m512 cvt_q8_512(const int8_t *q)
 {
-    __m512i i = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(i), s);
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q)));
 }
 
 static T512 __m512 deq_bf16_512(const uint16_t *p)
@@ -110,18 +133,18 @@ static T512 void tile512(float *C, const float *A, const qmat *W, int o0, int b0
             acc[r][t] = _mm512_setzero_ps();
     if (W->type == QT_Q8) {
         for (int b = 0; b < nb; b++) {
-            __m512 sc[RM];
-            for (int r = 0; r < R; r++)
-                sc[r] = _mm512_set1_ps(bf16_to_f32(W->scale[o[r] * nb + b]));
-            for (int h = 0; h < QK; h += 16) {
-                int k = b * QK + h;
-                __m512 w[RM];
-                for (int r = 0; r < R; r++)
-                    w[r] = deq_q8_512(W->q + o[r] * K + k, sc[r]);
-                for (int t = 0; t < S; t++) {
-                    __m512 xv = _mm512_loadu_ps(x[t] + k);
-                    for (int r = 0; r < R; r++)
-                        acc[r][t] = _mm512_fmadd_ps(w[r], xv, acc[r][t]);
+            __m512 w0[RM], w1[RM], sc[RM];
+            for (int r = 0; r < R; r++) {
+                const int8_t *q = W->q + o[r] * K + b * QK;
+                w0[r] = cvt_q8_512(q);
+                w1[r] = cvt_q8_512(q + 16);
+                sc[r] = _mm512_set1_ps(W->sf[o[r] * nb + b]);
+            }
+            for (int t = 0; t < S; t++) {
+                __m512 x0 = _mm512_loadu_ps(x[t] + b * QK), x1 = _mm512_loadu_ps(x[t] + b * QK + 16);
+                for (int r = 0; r < R; r++) {
+                    __m512 tb = _mm512_fmadd_ps(w1[r], x1, _mm512_mul_ps(w0[r], x0));
+                    acc[r][t] = _mm512_fmadd_ps(tb, sc[r], acc[r][t]);
                 }
             }
         }
@@ -137,10 +160,13 @@ static T512 void tile512(float *C, const float *A, const qmat *W, int o0, int b0
             }
         }
     }
-    for (int r = 0; r < R && o0 + r < N; r++)
-        for (int t = 0; t < S; t++)
-            store(C + (size_t)(b0 + t) * ldc + o0 + r,
-                  tail(sum512(acc[r][t]), W, o[r], x[t], K16, K), beta);
+    for (int t = 0; t < S; t++) {
+        float sum[4];
+        _mm_storeu_ps(sum, sum4_512(acc[0][t], acc[R > 1 ? 1 : 0][t], acc[R > 2 ? 2 : 0][t],
+                                    acc[R > 3 ? 3 : 0][t]));
+        for (int r = 0; r < R && o0 + r < N; r++)
+            store(C + (size_t)(b0 + t) * ldc + o0 + r, tail(sum[r], W, o[r], x[t], K16, K), beta);
+    }
 }
 
 #define TILE512(R, S)                                                                        \
@@ -180,10 +206,9 @@ static T256 float sum256(__m256 a0, __m256 a1)
     return _mm_cvtss_f32(_mm_add_ss(w, _mm_shuffle_ps(w, w, 1)));
 }
 
-static T256 __m256 deq_q8_256(const int8_t *q, __m256 s)
+static T256 __m256 cvt_q8_256(const int8_t *q)
 {
-    __m256i i = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(i), s);
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
 }
 
 static T256 __m256 deq_bf16_256(const uint16_t *p)
@@ -211,19 +236,23 @@ static T256 void tile256(float *C, const float *A, const qmat *W, int o0, int b0
         for (int b = 0; b < nb; b++) {
             __m256 sc[RM];
             for (int r = 0; r < R; r++)
-                sc[r] = _mm256_set1_ps(bf16_to_f32(W->scale[o[r] * nb + b]));
-            for (int h = 0; h < QK; h += 16)
-                for (int p = 0; p < 2; p++) {
-                    int k = b * QK + h + 8 * p;
-                    __m256 w[RM];
-                    for (int r = 0; r < R; r++)
-                        w[r] = deq_q8_256(W->q + o[r] * K + k, sc[r]);
-                    for (int t = 0; t < S; t++) {
-                        __m256 xv = _mm256_loadu_ps(x[t] + k);
-                        for (int r = 0; r < R; r++)
-                            acc[r][t][p] = _mm256_fmadd_ps(w[r], xv, acc[r][t][p]);
+                sc[r] = _mm256_broadcast_ss(W->sf + o[r] * nb + b);
+            for (int p = 0; p < 2; p++) { /* lanes 0-7, then 8-15 */
+                __m256 w0[RM], w1[RM];
+                for (int r = 0; r < R; r++) {
+                    const int8_t *q = W->q + o[r] * K + b * QK + 8 * p;
+                    w0[r] = cvt_q8_256(q);
+                    w1[r] = cvt_q8_256(q + 16);
+                }
+                for (int t = 0; t < S; t++) {
+                    const float *xp = x[t] + b * QK + 8 * p;
+                    __m256 x0 = _mm256_loadu_ps(xp), x1 = _mm256_loadu_ps(xp + 16);
+                    for (int r = 0; r < R; r++) {
+                        __m256 tb = _mm256_fmadd_ps(w1[r], x1, _mm256_mul_ps(w0[r], x0));
+                        acc[r][t][p] = _mm256_fmadd_ps(tb, sc[r], acc[r][t][p]);
                     }
                 }
+            }
         }
     } else {
         for (int k0 = 0; k0 < K16; k0 += 16)

@@ -21,6 +21,32 @@ size_t qtype_bytes(qtype t, size_t rows, size_t cols)
     return rows * cols * (t == QT_BF16 ? 2 : 4);
 }
 
+size_t quant_place(qmat *m, qtype t, int rows, int cols, unsigned char *buf)
+{
+    size_t n = (size_t)rows * cols, nb = (size_t)rows * (cols / QK);
+    size_t a = (qtype_bytes(t, (size_t)rows, (size_t)cols) + 63) / 64 * 64;
+    if (t == QT_Q8)
+        a = (n + 63) / 64 * 64 + (nb * 2 + 63) / 64 * 64 + (nb * 4 + 63) / 64 * 64;
+    if (!buf)
+        return a;
+    *m = (qmat){.type = t, .rows = rows, .cols = cols};
+    if (t == QT_BF16) {
+        m->bf16 = (const uint16_t *)buf;
+    } else if (t == QT_Q8) {
+        m->q = (const int8_t *)buf;
+        m->scale = (const uint16_t *)(buf + (n + 63) / 64 * 64);
+        m->sf = (const float *)(buf + (n + 63) / 64 * 64 + (nb * 2 + 63) / 64 * 64);
+    }
+    return a;
+}
+
+void quant_finish(qmat *m)
+{
+    size_t nb = (size_t)m->rows * (m->cols / QK);
+    for (size_t i = 0; m->type == QT_Q8 && i < nb; i++)
+        ((float *)m->sf)[i] = bf16_to_f32(m->scale[i]);
+}
+
 void quant_q8_row(int8_t *q, uint16_t *scale, const float *w, int cols)
 {
     for (int b = 0; b < cols / QK; b++) {
@@ -98,8 +124,8 @@ int quant_model(model *mdl, qtype target, txl_err *e)
         size_t bytes = 0;
         for (int i = 0; i < mdl->n_params; i++) {
             const param_entry *p = &mdl->table[i];
-            bytes += (qtype_bytes(quant_type_for(p, target), (size_t)p->shape[0],
-                                  (size_t)(p->ndim == 2 ? p->shape[1] : 1)) + 63) / 64 * 64;
+            qtype t = quant_type_for(p, target);
+            bytes += t == QT_F32 ? 0 : quant_place(NULL, t, p->shape[0], p->shape[1], NULL);
         }
         qm = calloc((size_t)mdl->n_params, sizeof *qm);
         buf = aligned_alloc(64, bytes + 64);
@@ -117,21 +143,14 @@ int quant_model(model *mdl, qtype target, txl_err *e)
             int rows = p->shape[0], cols = p->shape[1];
             const float *w = mdl->w + p->offset;
             qmat *m = &qm[i];
-            *m = (qmat){.type = t, .rows = rows, .cols = cols};
-            if (t == QT_BF16) {
-                uint16_t *d = (uint16_t *)(buf + at);
-                quant_bf16(d, w, p->numel);
-                m->bf16 = d;
-            } else {
-                int8_t *q = (int8_t *)(buf + at);
-                uint16_t *s = (uint16_t *)(buf + at + (p->numel + 63) / 64 * 64);
-                for (int r = 0; r < rows; r++)
-                    quant_q8_row(q + (size_t)r * cols, s + (size_t)r * (cols / QK),
-                                 w + (size_t)r * cols, cols);
-                m->q = q;
-                m->scale = s;
-            }
-            at += (qtype_bytes(t, (size_t)rows, (size_t)cols) + 63) / 64 * 64;
+            at += quant_place(m, t, rows, cols, buf + at);
+            if (t == QT_BF16)
+                quant_bf16((uint16_t *)m->bf16, w, p->numel);
+            for (int r = 0; t == QT_Q8 && r < rows; r++)
+                quant_q8_row((int8_t *)m->q + (size_t)r * cols,
+                             (uint16_t *)m->scale + (size_t)r * (cols / QK),
+                             w + (size_t)r * cols, cols);
+            quant_finish(m);
         }
     }
     free(mdl->qm);

@@ -31,7 +31,9 @@ struct qmat { /* model.h's typedef */
     int rows, cols;        /* [out, in] */
     const uint16_t *bf16;  /* QT_BF16: [rows, cols] */
     const int8_t *q;       /* QT_Q8: [rows, cols] */
-    const uint16_t *scale; /* QT_Q8: [rows, cols / QK], bf16 */
+    const uint16_t *scale; /* QT_Q8: [rows, cols / QK], bf16 (the file's) */
+    const float *sf;       /* QT_Q8: the same scales as floats (exact; what the kernels read:
+                              a broadcast from memory, no conversion per block) */
 };
 
 /* "fp32", "bf16", "q8". */
@@ -64,6 +66,13 @@ qtype quant_type_for(const param_entry *p, qtype target);
  * exact dequantization, as if the model had been read from the quantized checkpoint. 0,
  * or -1 with e (out of memory). */
 int quant_model(model *mdl, qtype target, txl_err *e);
+
+/* Places a rows x cols matrix stored as t in buf (64-byte aligned, NULL: only counts):
+ * m's type, shape and pointers, whose contents the caller fills (bf16, or q and scale,
+ * then quant_finish). Returns the bytes it takes, a multiple of 64. */
+size_t quant_place(qmat *m, qtype t, int rows, int cols, unsigned char *buf);
+/* Derives what m keeps beside the file's data once that is filled in (q8: sf). */
+void quant_finish(qmat *m);
 
 /* The storage of parameter i (mdl->qm[i]), or NULL when it is fp32. */
 static inline const qmat *quant_of(const model *mdl, int i)

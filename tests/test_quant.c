@@ -132,10 +132,12 @@ static void test_product(qtype t, int M, int N, int K, float beta, int with_bias
     for (int i = 0; i < M * ldc; i++)
         C0[i] = i % ldc >= N ? 777.0f : tl_normal(&rng, 1.0f);
     qmat m = {.type = t, .rows = N, .cols = K};
+    float *sf = malloc(sizeof(float) * N * (K / QK + 1));
     if (t == QT_Q8) {
         for (int r = 0; r < N; r++)
             quant_q8_row(q + (size_t)r * K, s + (size_t)r * (K / QK), w + (size_t)r * K, K);
-        m.q = q, m.scale = s;
+        m.q = q, m.scale = s, m.sf = sf;
+        quant_finish(&m);
     } else {
         quant_bf16(bb, w, (size_t)N * K);
         m.bf16 = bb;
@@ -180,7 +182,7 @@ static void test_product(qtype t, int M, int N, int K, float beta, int with_bias
           "give the same bits: %s", qtype_name(t), M, N, K, beta, with_bias ? " + bias" : "",
           worst, names, same ? "yes" : "NO");
     free(w), free(Wd), free(A), free(C0), free(C), free(Cc), free(bias), free(q), free(s),
-        free(bb);
+        free(bb), free(sf);
 }
 
 static void test_model(void)
