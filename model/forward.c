@@ -19,7 +19,6 @@
 #include "embedding.h"
 #include "gemm.h"
 #include "layernorm.h"
-#include "qgemm.h"
 #include "xent.h"
 #include "model_impl.h"
 
@@ -87,10 +86,9 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
     size_t n = (size_t)rows * d;
     void (*lin)(float *, const float *, const float *, const float *, int, int, int) =
         t->few_rows ? linear_forward_few : linear_overwrite;
-    const layer_qmats *q = t->q;
     /* output projection, dropout, residual (+ LN when post) */
-    if (q && q->o)
-        qlinear(t->tmp, vec, q->o, NULL, rows);
+    if (t->lin)
+        t->lin(t->lin_ctx, l, LIN_O, t->tmp, vec, NULL, rows);
     else
         lin(t->tmp, vec, L->o_w, NULL, rows, d, hd);
     dropout_add(t->h1, x, t->tmp, n, p, pos_site_key(key, l, SITE_ATTN_OUT), base_row * d);
@@ -104,14 +102,14 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
         ffin = t->ffin;
     }
     /* feed-forward: a = drop(relu(ffin W0^T + b0)), out = h1 + drop(a W3^T + b3) */
-    if (q && q->ff0)
-        qlinear(t->a, ffin, q->ff0, L->ff0_b, rows);
+    if (t->lin)
+        t->lin(t->lin_ctx, l, LIN_FF0, t->a, ffin, L->ff0_b, rows);
     else
         lin(t->a, ffin, L->ff0_w, L->ff0_b, rows, di, d);
     dropout_relu(t->a, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
                  base_row * di);
-    if (q && q->ff3)
-        qlinear(t->tmp, t->a, q->ff3, L->ff3_b, rows);
+    if (t->lin)
+        t->lin(t->lin_ctx, l, LIN_FF3, t->tmp, t->a, L->ff3_b, rows);
     else
         lin(t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di);
     dropout_add(out, t->h1, t->tmp, n, p, pos_site_key(key, l, SITE_FF_OUT), base_row * d);
@@ -219,7 +217,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
     attn_forward(tr ? lc->prob : NULL, lc->vec, lc->q, kv, &aa, A->attn_scratch);
 
     layer_tail_bufs tb = {lc->h1, lc->ffin, lc->a, A->tmp,
-                          lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd, 0, NULL};
+                          lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd, 0, NULL, NULL};
     layer_tail_forward(c, L, l, B * Lq, x, lc->vec, A->hs + (size_t)(l + 1) * n, &tb, s->dropout,
                        o->drop_key, A->b_offset * (size_t)Lq);
     if (cached)

@@ -24,7 +24,6 @@
 
 typedef struct kv_cache kv_cache; /* kv_cache.h: inference's keys and values of the memory */
 typedef struct qmat qmat;         /* quant.h: a matrix stored in 16 or 8 bits */
-typedef struct layer_qmats layer_qmats; /* quant.h: one layer's stored matrices */
 
 /* Named views of one layer's tensors (every member a float *: the table fills them by
  * index). pos[] are the positional scheme's, in the order its params hook added them. */
@@ -259,10 +258,14 @@ typedef struct {
     float *h1, *ffin, *a, *tmp;
     float *ln1_xhat, *ln1_rstd, *ln2_xhat, *ln2_rstd;
     int few_rows; /* one token per stream (decoding): products through linear_forward_few */
-    const layer_qmats *q; /* decoding a quantized model: the layer's stored matrices, whose
-                             products (qgemm.h) read them instead of the fp32 weights; or
-                             NULL */
+    /* decoding's own products (decode.c: a quantized model's stored matrices, bf16 weights
+     * through the matrix units), or NULL: y [rows, out] = x W^T + bias of layer l's matrix
+     * `which` (LIN_O, LIN_FF0, LIN_FF3) */
+    void (*lin)(void *ctx, int l, int which, float *y, const float *x, const float *bias,
+                int rows);
+    void *lin_ctx;
 } layer_tail_bufs;
+enum { LIN_QKV, LIN_O, LIN_FF0, LIN_FF3, LIN_N };
 
 /* Everything of layer l after the attention, for rows = B*Lq rows of B streams:
  *   post: h1 = LN_attn(x + drop(vec @ Wo^T));  out = LN_ff(h1 + drop(FF(h1)))

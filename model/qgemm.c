@@ -1,22 +1,29 @@
 /* qgemm.c: see qgemm.h. A tile of R rows of W times S rows of A keeps R x S sums of 16
  * lanes in registers; each block of a row of W is converted once per tile (q8: its int8
- * values sign-extended and converted to floats, exactly; bf16: shifted into the high half
- * of a float) and multiplied into the S rows. A tile past W's last row repeats that row
- * and drops its results. The kernels are compiled for their instruction sets with target
- * attributes and picked at the first call by what the CPU (and the OS) offers.
+ * values sign-extended and converted to floats, exactly; bf16: each pair of values, one
+ * 32-bit word, shifted (the first) or masked (the second) into floats, exactly) and
+ * multiplied into the S rows. A tile past W's last row repeats that row and drops its
+ * results; the next tile's rows are prefetched while one is computed. The kernels are
+ * compiled for their instruction sets with target attributes and picked at the first call
+ * by what the CPU (and the OS) offers.
  *
  * The sums, lane l of 16 (each kernel computes exactly these, in this order):
- *   bf16: lane_l = fma(w_k, x_k, lane_l) for k = l, l + 16, ...
  *   q8, block b (k0 = 32 b + l, k1 = k0 + 16): t = q_k0 x_k0; t = fma(q_k1, x_k1, t);
  *         lane_l = fma(t, s_b, lane_l)
- * then the lanes in gemm.c's tree. q8 multiplies each block's sum by its scale rather than
- * each weight (w = q s exactly, so this is the dequantized product, rounded otherwise):
- * per 32 weights of a row and a row of A, 2 conversions and 3 products instead of 2
- * conversions and 4, which one stream (a product bound by the CPU, not by its reads of
- * W) measured 1.4x faster; and its scale is a float broadcast from memory (quant.h, sf). */
+ *   bf16, chunk c of 32 (k0 = 32 c + 2 l, k1 = k0 + 1): lane_l = fma(w_k0, x_k0, lane_l);
+ *         lane_l = fma(w_k1, x_k1, lane_l)
+ * then the lanes in gemm.c's tree, then (bf16) the K mod 32 tail in order. q8 multiplies
+ * each block's sum by its scale rather than each weight (w = q s exactly, so this is the
+ * dequantized product, rounded otherwise): per 32 weights of a row and a row of A, 2
+ * conversions and 3 products instead of 2 conversions and 4, which one stream (a product
+ * bound by the CPU, not by its reads of W) measured 1.2x faster; its scale is a float
+ * broadcast from memory (quant.h, sf). bf16 pairs its lanes with A's values deinterleaved
+ * (even and odd k of a chunk, two permutes per row of A): per 32 weights 3 operations to
+ * convert instead of 4. */
 #include "qgemm.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "gemm_bf16.h"
@@ -38,15 +45,25 @@ static inline float bf16_at(const qmat *W, size_t o, size_t k)
     return bf16_to_f32(W->bf16[o * (size_t)W->cols + k]);
 }
 
-static inline void store(float *c, float sum, float beta)
+static inline void store(float *c, float sum, float alpha, float beta)
 {
-    *c = sum + (beta == 0.0f ? 0.0f : beta * *c);
+    *c = alpha * sum + (beta == 0.0f ? 0.0f : beta * *c);
+}
+
+/* The K mod 32 tail of one row of W against one row of A, after the tree (bf16 only: q8
+ * rows are whole blocks). */
+static inline float tail(float s, const qmat *W, size_t o, const float *x, int K32, int K)
+{
+    for (int k = K32; W->type == QT_BF16 && k < K; k++)
+        s = fmaf(bf16_at(W, o, (size_t)k), x[k], s);
+    return s;
 }
 
 /* The plain C twin: the same sums, one element at a time. */
-static void qgemm_c(float *C, const float *A, const qmat *W, int M, float beta, int lda, int ldc)
+static void qgemm_c(float *C, const float *A, const qmat *W, int M, float alpha, float beta,
+                    int lda, int ldc)
 {
-    const int N = W->rows, K = W->cols, K16 = K / 16 * 16, nb = K / QK;
+    const int N = W->rows, K = W->cols, K32 = K / 32 * 32, nb = K / QK;
     for (int o = 0; o < N; o++)
         for (int b = 0; b < M; b++) {
             const float *x = A + (size_t)b * lda;
@@ -63,29 +80,36 @@ static void qgemm_c(float *C, const float *A, const qmat *W, int M, float beta, 
                     }
                 }
             } else {
-                for (int k = 0; k < K16; k += 16)
-                    for (int l = 0; l < 16; l++)
-                        lane[l] = fmaf(bf16_at(W, (size_t)o, (size_t)(k + l)), x[k + l], lane[l]);
+                for (int c = 0; c < K32; c += 32)
+                    for (int l = 0; l < 16; l++) {
+                        int k0 = c + 2 * l;
+                        lane[l] = fmaf(bf16_at(W, (size_t)o, (size_t)k0), x[k0], lane[l]);
+                        lane[l] = fmaf(bf16_at(W, (size_t)o, (size_t)k0 + 1), x[k0 + 1], lane[l]);
+                    }
             }
-            float s = tree16(lane);
-            for (int k = K16; W->type == QT_BF16 && k < K; k++)
-                s = fmaf(bf16_at(W, (size_t)o, (size_t)k), x[k], s);
-            store(C + (size_t)b * ldc + o, s, beta);
+            store(C + (size_t)b * ldc + o, tail(tree16(lane), W, (size_t)o, x, K32, K), alpha,
+                  beta);
         }
+}
+
+/* qgemv_t's twin: each element's terms in k order, one fma each. */
+static void gemv_t_c(float *y, const float *a, const uint16_t *W, int K, int N, int ldw, int n0)
+{
+    for (int n = n0; n < N; n++) {
+        float s = 0;
+        for (int k = 0; k < K; k++)
+            s = fmaf(a[k], bf16_to_f32(W[(size_t)k * ldw + n]), s);
+        y[n] = s;
+    }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define HAVE_SIMD 1
 
-/* The K mod 16 tail of one row of W against one row of A, after the tree (bf16 only: q8
- * rows are whole blocks). */
-static inline float tail(float s, const qmat *W, size_t o, const float *x, int K16, int K)
-{
-    for (int k = K16; W->type == QT_BF16 && k < K; k++)
-        s = fmaf(bf16_at(W, o, (size_t)k), x[k], s);
-    return s;
-}
+/* The next tile's bytes at p + ahead (an address, never dereferenced: a prefetch past the
+ * end of W is a no-op) */
+#define PREFETCH(p, ahead) _mm_prefetch((const char *)((uintptr_t)(p) + (ahead)), _MM_HINT_T0)
 
 /* ---------------------------------------------------------------- AVX-512 */
 #define T512 __attribute__((target("avx512f,avx2,fma,f16c"), always_inline)) inline
@@ -109,6 +133,24 @@ static T512 __m512 cvt_q8_512(const int8_t *q)
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q)));
 }
 
+/* 32 bf16 values: the first of each pair (even k) and the second (odd k) as floats */
+static T512 void bf16_pair512(const uint16_t *p, __m512 *e, __m512 *o)
+{
+    __m512i v = _mm512_loadu_si512(p);
+    *e = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    *o = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+/* 32 floats: those of even k and of odd k */
+static T512 void x_pair512(const float *x, __m512 *e, __m512 *o)
+{
+    __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
+    const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i io = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    *e = _mm512_permutex2var_ps(a, ie, b);
+    *o = _mm512_permutex2var_ps(a, io, b);
+}
+
 static T512 __m512 deq_bf16_512(const uint16_t *p)
 {
     __m512i i = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
@@ -117,10 +159,10 @@ static T512 __m512 deq_bf16_512(const uint16_t *p)
 
 /* Rows o0 .. o0 + R - 1 of W (the last repeated past N) times rows b0 .. b0 + S - 1 of A. */
 static T512 void tile512(float *C, const float *A, const qmat *W, int o0, int b0, int R, int S,
-                         float beta, int lda, int ldc)
+                         float alpha, float beta, int lda, int ldc)
 {
-    enum { RM = 4, SM = 8 };
-    const int N = W->rows, K = W->cols, K16 = K / 16 * 16, nb = K / QK;
+    enum { RM = 4, SM = QG_ROWS };
+    const int N = W->rows, K = W->cols, K32 = K / 32 * 32, nb = K / QK;
     size_t o[RM];
     const float *x[SM];
     __m512 acc[RM][SM];
@@ -136,6 +178,7 @@ static T512 void tile512(float *C, const float *A, const qmat *W, int o0, int b0
             __m512 w0[RM], w1[RM], sc[RM];
             for (int r = 0; r < R; r++) {
                 const int8_t *q = W->q + o[r] * K + b * QK;
+                PREFETCH(q, (size_t)R * K);
                 w0[r] = cvt_q8_512(q);
                 w1[r] = cvt_q8_512(q + 16);
                 sc[r] = _mm512_set1_ps(W->sf[o[r] * nb + b]);
@@ -149,50 +192,87 @@ static T512 void tile512(float *C, const float *A, const qmat *W, int o0, int b0
             }
         }
     } else {
-        for (int k = 0; k < K16; k += 16) {
-            __m512 w[RM];
-            for (int r = 0; r < R; r++)
-                w[r] = deq_bf16_512(W->bf16 + o[r] * K + k);
+        for (int k = 0; k < K32; k += 32) {
+            __m512 we[RM], wo[RM];
+            for (int r = 0; r < R; r++) {
+                const uint16_t *w = W->bf16 + o[r] * K + k;
+                PREFETCH(w, (size_t)R * K * 2);
+                bf16_pair512(w, &we[r], &wo[r]);
+            }
             for (int t = 0; t < S; t++) {
-                __m512 xv = _mm512_loadu_ps(x[t] + k);
+                __m512 xe, xo;
+                x_pair512(x[t] + k, &xe, &xo);
                 for (int r = 0; r < R; r++)
-                    acc[r][t] = _mm512_fmadd_ps(w[r], xv, acc[r][t]);
+                    acc[r][t] = _mm512_fmadd_ps(wo[r], xo, _mm512_fmadd_ps(we[r], xe, acc[r][t]));
             }
         }
     }
+    const int whole = R == 4 && o0 + 3 < N && K32 == K; /* 4 results, no tails: one store */
+    const __m128 va = _mm_set1_ps(alpha), vb = _mm_set1_ps(beta);
     for (int t = 0; t < S; t++) {
+        __m128 s4 = sum4_512(acc[0][t], acc[R > 1 ? 1 : 0][t], acc[R > 2 ? 2 : 0][t],
+                             acc[R > 3 ? 3 : 0][t]);
+        float *c = C + (size_t)(b0 + t) * ldc + o0;
+        if (whole) {
+            __m128 prev = beta == 0.0f ? _mm_setzero_ps() : _mm_mul_ps(vb, _mm_loadu_ps(c));
+            _mm_storeu_ps(c, _mm_add_ps(_mm_mul_ps(va, s4), prev));
+            continue;
+        }
         float sum[4];
-        _mm_storeu_ps(sum, sum4_512(acc[0][t], acc[R > 1 ? 1 : 0][t], acc[R > 2 ? 2 : 0][t],
-                                    acc[R > 3 ? 3 : 0][t]));
+        _mm_storeu_ps(sum, s4);
         for (int r = 0; r < R && o0 + r < N; r++)
-            store(C + (size_t)(b0 + t) * ldc + o0 + r, tail(sum[r], W, o[r], x[t], K16, K), beta);
+            store(c + r, tail(sum[r], W, o[r], x[t], K32, K), alpha, beta);
     }
+}
+
+/* qgemv_t, 64 columns at a time (then 16), the rest in C */
+static __attribute__((target("avx512f,avx2,fma,f16c"))) void gemv_t512(float *y, const float *a,
+                                                                     const uint16_t *W, int K,
+                                                                     int N, int ldw)
+{
+    int n0 = 0;
+    for (; n0 + 64 <= N; n0 += 64) {
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                         _mm512_setzero_ps()};
+        for (int k = 0; k < K; k++) {
+            __m512 ak = _mm512_set1_ps(a[k]);
+            const uint16_t *w = W + (size_t)k * ldw + n0;
+            for (int c = 0; c < 4; c++)
+                acc[c] = _mm512_fmadd_ps(ak, deq_bf16_512(w + 16 * c), acc[c]);
+        }
+        for (int c = 0; c < 4; c++)
+            _mm512_storeu_ps(y + n0 + 16 * c, acc[c]);
+    }
+    for (; n0 + 16 <= N; n0 += 16) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int k = 0; k < K; k++)
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), deq_bf16_512(W + (size_t)k * ldw + n0), acc);
+        _mm512_storeu_ps(y + n0, acc);
+    }
+    gemv_t_c(y, a, W, K, N, ldw, n0);
 }
 
 #define TILE512(R, S)                                                                        \
     static __attribute__((target("avx512f,avx2,fma,f16c"))) void tile512_##R##_##S(          \
-        float *C, const float *A, const qmat *W, int o0, int b0, float beta, int lda,         \
-        int ldc)                                                                             \
+        float *C, const float *A, const qmat *W, int o0, int b0, float alpha, float beta,     \
+        int lda, int ldc)                                                                    \
     {                                                                                        \
-        tile512(C, A, W, o0, b0, R, S, beta, lda, ldc);                                       \
+        tile512(C, A, W, o0, b0, R, S, alpha, beta, lda, ldc);                                \
     }
 TILE512(4, 1)
 TILE512(4, 2)
 TILE512(4, 3)
 TILE512(4, 4)
-TILE512(2, 5)
-TILE512(2, 6)
-TILE512(2, 7)
-TILE512(2, 8)
 
-typedef void (*tile_fn)(float *, const float *, const qmat *, int, int, float, int, int);
+typedef void (*tile_fn)(float *, const float *, const qmat *, int, int, float, float, int, int);
 
+/* (2 x 8 tiles measured slower than two 4 x 4: 870 against 714 us for S's products of 8
+ * rows) */
 static const struct {
     int R;
     tile_fn f;
-} tiles512[QG_ROWS + 1] = {{0, NULL},        {4, tile512_4_1}, {4, tile512_4_2},
-                           {4, tile512_4_3}, {4, tile512_4_4}, {2, tile512_2_5},
-                           {2, tile512_2_6}, {2, tile512_2_7}, {2, tile512_2_8}};
+} tiles512[QG_ROWS + 1] = {{0, NULL}, {4, tile512_4_1}, {4, tile512_4_2}, {4, tile512_4_3},
+                           {4, tile512_4_4}};
 
 /* ---------------------------------------------------------------- AVX2 */
 /* The 16 lanes as two 8-lane parts (lanes 0-7, 8-15): the same sums. */
@@ -211,6 +291,22 @@ static T256 __m256 cvt_q8_256(const int8_t *q)
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
 }
 
+/* 16 bf16 values (lanes 8p .. 8p + 7 of a chunk): the first and the second of each pair */
+static T256 void bf16_pair256(const uint16_t *p, __m256 *e, __m256 *o)
+{
+    __m256i v = _mm256_loadu_si256((const __m256i *)p);
+    *e = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    *o = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)));
+}
+
+/* 16 floats: those of even and of odd k */
+static T256 void x_pair256(const float *x, __m256 *e, __m256 *o)
+{
+    __m256 a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
+    *e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+    *o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+}
+
 static T256 __m256 deq_bf16_256(const uint16_t *p)
 {
     __m256i i = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
@@ -218,10 +314,10 @@ static T256 __m256 deq_bf16_256(const uint16_t *p)
 }
 
 static T256 void tile256(float *C, const float *A, const qmat *W, int o0, int b0, int R, int S,
-                         float beta, int lda, int ldc)
+                         float alpha, float beta, int lda, int ldc)
 {
-    enum { RM = 2, SM = 4 };
-    const int N = W->rows, K = W->cols, K16 = K / 16 * 16, nb = K / QK;
+    enum { RM = 2, SM = QG_ROWS };
+    const int N = W->rows, K = W->cols, K32 = K / 32 * 32, nb = K / QK;
     size_t o[RM];
     const float *x[SM];
     __m256 acc[RM][SM][2];
@@ -235,8 +331,10 @@ static T256 void tile256(float *C, const float *A, const qmat *W, int o0, int b0
     if (W->type == QT_Q8) {
         for (int b = 0; b < nb; b++) {
             __m256 sc[RM];
-            for (int r = 0; r < R; r++)
+            for (int r = 0; r < R; r++) {
                 sc[r] = _mm256_broadcast_ss(W->sf + o[r] * nb + b);
+                PREFETCH(W->q + o[r] * K + b * QK, (size_t)R * K);
+            }
             for (int p = 0; p < 2; p++) { /* lanes 0-7, then 8-15 */
                 __m256 w0[RM], w1[RM];
                 for (int r = 0; r < R; r++) {
@@ -255,31 +353,63 @@ static T256 void tile256(float *C, const float *A, const qmat *W, int o0, int b0
             }
         }
     } else {
-        for (int k0 = 0; k0 < K16; k0 += 16)
+        for (int k0 = 0; k0 < K32; k0 += 32)
             for (int p = 0; p < 2; p++) {
-                int k = k0 + 8 * p;
-                __m256 w[RM];
-                for (int r = 0; r < R; r++)
-                    w[r] = deq_bf16_256(W->bf16 + o[r] * K + k);
+                int k = k0 + 16 * p;
+                __m256 we[RM], wo[RM];
+                for (int r = 0; r < R; r++) {
+                    const uint16_t *w = W->bf16 + o[r] * K + k;
+                    PREFETCH(w, (size_t)R * K * 2);
+                    bf16_pair256(w, &we[r], &wo[r]);
+                }
                 for (int t = 0; t < S; t++) {
-                    __m256 xv = _mm256_loadu_ps(x[t] + k);
+                    __m256 xe, xo;
+                    x_pair256(x[t] + k, &xe, &xo);
                     for (int r = 0; r < R; r++)
-                        acc[r][t][p] = _mm256_fmadd_ps(w[r], xv, acc[r][t][p]);
+                        acc[r][t][p] = _mm256_fmadd_ps(wo[r], xo,
+                                                       _mm256_fmadd_ps(we[r], xe, acc[r][t][p]));
                 }
             }
     }
     for (int r = 0; r < R && o0 + r < N; r++)
         for (int t = 0; t < S; t++)
             store(C + (size_t)(b0 + t) * ldc + o0 + r,
-                  tail(sum256(acc[r][t][0], acc[r][t][1]), W, o[r], x[t], K16, K), beta);
+                  tail(sum256(acc[r][t][0], acc[r][t][1]), W, o[r], x[t], K32, K), alpha, beta);
+}
+
+static __attribute__((target("avx2,fma,f16c"))) void gemv_t256(float *y, const float *a,
+                                                              const uint16_t *W, int K, int N,
+                                                              int ldw)
+{
+    int n0 = 0;
+    for (; n0 + 32 <= N; n0 += 32) {
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                         _mm256_setzero_ps()};
+        for (int k = 0; k < K; k++) {
+            __m256 ak = _mm256_broadcast_ss(a + k);
+            const uint16_t *w = W + (size_t)k * ldw + n0;
+            for (int c = 0; c < 4; c++)
+                acc[c] = _mm256_fmadd_ps(ak, deq_bf16_256(w + 8 * c), acc[c]);
+        }
+        for (int c = 0; c < 4; c++)
+            _mm256_storeu_ps(y + n0 + 8 * c, acc[c]);
+    }
+    for (; n0 + 8 <= N; n0 += 8) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int k = 0; k < K; k++)
+            acc = _mm256_fmadd_ps(_mm256_broadcast_ss(a + k), deq_bf16_256(W + (size_t)k * ldw + n0),
+                                  acc);
+        _mm256_storeu_ps(y + n0, acc);
+    }
+    gemv_t_c(y, a, W, K, N, ldw, n0);
 }
 
 #define TILE256(R, S)                                                                        \
     static __attribute__((target("avx2,fma,f16c"))) void tile256_##R##_##S(                  \
-        float *C, const float *A, const qmat *W, int o0, int b0, float beta, int lda,         \
-        int ldc)                                                                             \
+        float *C, const float *A, const qmat *W, int o0, int b0, float alpha, float beta,     \
+        int lda, int ldc)                                                                    \
     {                                                                                        \
-        tile256(C, A, W, o0, b0, R, S, beta, lda, ldc);                                       \
+        tile256(C, A, W, o0, b0, R, S, alpha, beta, lda, ldc);                                \
     }
 TILE256(2, 1)
 TILE256(2, 2)
@@ -289,7 +419,7 @@ TILE256(1, 4)
 static const struct {
     int R;
     tile_fn f;
-} tiles256[5] = {{0, NULL}, {2, tile256_2_1}, {2, tile256_2_2}, {1, tile256_1_3}, {1, tile256_1_4}};
+} tiles256[QG_ROWS + 1] = {{0, NULL}, {2, tile256_2_1}, {2, tile256_2_2}, {1, tile256_1_3}, {1, tile256_1_4}};
 #endif /* __x86_64__ */
 
 enum { K_C, K_AVX2, K_AVX512 };
@@ -326,7 +456,8 @@ int qgemm_use(const char *name)
     return -1;
 }
 
-void qgemm(float *C, const float *A, const qmat *W, int M, float beta, int lda, int ldc)
+void qgemm(float *C, const float *A, const qmat *W, int M, float alpha, float beta, int lda,
+           int ldc)
 {
     if (kernel < 0)
         kernel = best_kernel();
@@ -336,23 +467,40 @@ void qgemm(float *C, const float *A, const qmat *W, int M, float beta, int lda, 
     if (W->cols <= 0) {
         for (int b = 0; b < M; b++)
             for (int o = 0; o < N; o++)
-                store(C + (size_t)b * ldc + o, 0.0f, beta);
+                store(C + (size_t)b * ldc + o, 0.0f, alpha, beta);
         return;
     }
 #ifdef HAVE_SIMD
     if (kernel != K_C) {
-        int smax = kernel == K_AVX512 ? QG_ROWS : 4;
+        const int smax = QG_ROWS;
         for (int b0 = 0; b0 < M; b0 += smax) {
             int S = M - b0 < smax ? M - b0 : smax;
             int R = kernel == K_AVX512 ? tiles512[S].R : tiles256[S].R;
             tile_fn f = kernel == K_AVX512 ? tiles512[S].f : tiles256[S].f;
             for (int o0 = 0; o0 < N; o0 += R)
-                f(C, A, W, o0, b0, beta, lda, ldc);
+                f(C, A, W, o0, b0, alpha, beta, lda, ldc);
         }
         return;
     }
 #endif
-    qgemm_c(C, A, W, M, beta, lda, ldc);
+    qgemm_c(C, A, W, M, alpha, beta, lda, ldc);
+}
+
+void qgemv_t(float *y, const float *a, const uint16_t *W, int K, int N, int ldw)
+{
+    if (kernel < 0)
+        kernel = best_kernel();
+#ifdef HAVE_SIMD
+    if (kernel == K_AVX512) {
+        gemv_t512(y, a, W, K, N, ldw);
+        return;
+    }
+    if (kernel == K_AVX2) {
+        gemv_t256(y, a, W, K, N, ldw);
+        return;
+    }
+#endif
+    gemv_t_c(y, a, W, K, N, ldw, 0);
 }
 
 void qlinear(float *y, const float *x, const qmat *W, const float *bias, int rows)
@@ -360,5 +508,5 @@ void qlinear(float *y, const float *x, const qmat *W, const float *bias, int row
     const int out = W->rows;
     for (int r = 0; bias && r < rows; r++)
         memcpy(y + (size_t)r * out, bias, (size_t)out * sizeof(float));
-    qgemm(y, x, W, rows, bias ? 1.0f : 0.0f, W->cols, out);
+    qgemm(y, x, W, rows, 1.0f, bias ? 1.0f : 0.0f, W->cols, out);
 }

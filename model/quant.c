@@ -188,12 +188,12 @@ void quant_views(const model *mdl, layer_qmats *lq, const qmat **out_emb)
         }
         layer_qmats *l = &lq[p->layer];
         if (p->field == LAYER_FIELD(qkv_w))
-            l->qkv = m;
+            l->m[LIN_QKV] = m;
         else if (p->field == LAYER_FIELD(o_w))
-            l->o = m;
+            l->m[LIN_O] = m;
         else if (p->field == LAYER_FIELD(ff0_w))
-            l->ff0 = m;
+            l->m[LIN_FF0] = m;
         else if (p->field == LAYER_FIELD(ff3_w))
-            l->ff3 = m;
+            l->m[LIN_FF3] = m;
     }
 }

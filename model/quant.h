@@ -86,9 +86,9 @@ qtype quant_model_type(const model *mdl);
 
 /* The stored matrices of one layer's products (NULL where fp32), and of the output layer
  * (word_emb: the full softmax's), from the table. */
-struct layer_qmats { /* model.h's typedef */
-    const qmat *qkv, *o, *ff0, *ff3;
-};
+typedef struct {
+    const qmat *m[LIN_N]; /* by LIN_QKV, LIN_O, LIN_FF0, LIN_FF3 (model.h) */
+} layer_qmats;
 /* lq [n_layer] and *out_emb for mdl (all NULL for an fp32 model). */
 void quant_views(const model *mdl, layer_qmats *lq, const qmat **out_emb);
 

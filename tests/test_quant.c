@@ -6,8 +6,8 @@
  * - The products equal an fp32 product of the dequantized weights to float rounding: against
  *   the double product of the dequantized weights, |C - ref| <= (K + 2) 2^-24 sum |w x| per
  *   element; every kernel the CPU can run (avx512, avx2, the C twin) gives the same bits;
- *   strided rows, beta, bias, tiles past the edges (rows of W not a multiple of the tile,
- *   more rows of A than QG_ROWS), bf16 rows with a tail (K mod 16).
+ *   strided rows, alpha, beta, bias, tiles past the edges (rows of W not a multiple of the
+ *   tile, more rows of A than QG_ROWS), bf16 rows with a tail (K mod 32), or all tail.
  * - quant_model: the stored types by tensor, w the exact dequantization of the stored
  *   copies, and quantizing again changes nothing. */
 #include <float.h>
@@ -90,8 +90,8 @@ static void test_roundtrip(void)
 /* C [M, N] (ldc) against the double product of the dequantized weights, to float rounding;
  * the padding past N untouched. */
 static int check_product(const float *C, const float *C0, const float *A, const float *Wd,
-                         const float *bias, int M, int N, int K, float beta, int lda, int ldc,
-                         double *worst)
+                         const float *bias, int M, int N, int K, float alpha, float beta, int lda,
+                         int ldc, double *worst)
 {
     int ok = 1;
     for (int b = 0; b < M; b++) {
@@ -103,7 +103,8 @@ static int check_product(const float *C, const float *C0, const float *A, const 
                 mag += fabs(t);
             }
             double c0 = bias ? bias[o] : beta * C0[(size_t)b * ldc + o];
-            s += c0;
+            s = alpha * s + c0;
+            mag = fabs(alpha) * mag;
             mag += fabs(c0);
             double err = fabs(C[(size_t)b * ldc + o] - s), tol = (K + 2) * 0x1p-24 * mag;
             if (err > tol)
@@ -117,7 +118,7 @@ static int check_product(const float *C, const float *C0, const float *A, const 
     return ok;
 }
 
-static void test_product(qtype t, int M, int N, int K, float beta, int with_bias)
+static void test_product(qtype t, int M, int N, int K, float alpha, float beta, int with_bias)
 {
     int lda = K + 3, ldc = N + 2;
     float *w = malloc(sizeof(float) * N * K), *Wd = malloc(sizeof(float) * N * K);
@@ -164,10 +165,10 @@ static void test_product(qtype t, int M, int N, int K, float beta, int with_bias
                 memcpy(C + (size_t)b * ldc, y2 + (size_t)b * N, sizeof(float) * N);
             free(Ac), free(y), free(y2);
         } else {
-            qgemm(C, A, &m, M, beta, lda, ldc);
+            qgemm(C, A, &m, M, alpha, beta, lda, ldc);
         }
-        all_ok &= check_product(C, C0, A, Wd, with_bias ? bias : NULL, M, N, K, beta, lda, ldc,
-                                &worst);
+        all_ok &= check_product(C, C0, A, Wd, with_bias ? bias : NULL, M, N, K, alpha, beta, lda,
+                                ldc, &worst);
         if (ran++ == 0)
             memcpy(Cc, C, sizeof(float) * M * ldc);
         else
@@ -177,9 +178,9 @@ static void test_product(qtype t, int M, int N, int K, float beta, int with_bias
     }
     if (qgemm_use(kernels[2]) && qgemm_use(kernels[1])) /* back to the best */
         qgemm_use(kernels[0]);
-    CHECK(all_ok && same, "%s product M %d N %d K %d beta %g%s: within (K+2) 2^-24 sum|wx| of "
+    CHECK(all_ok && same, "%s product M %d N %d K %d alpha %g beta %g%s: within (K+2) 2^-24 sum|wx| of "
           "the double product of the dequantized weights (worst %.1e of sum|wx|); kernels %s "
-          "give the same bits: %s", qtype_name(t), M, N, K, beta, with_bias ? " + bias" : "",
+          "give the same bits: %s", qtype_name(t), M, N, K, alpha, beta, with_bias ? " + bias" : "",
           worst, names, same ? "yes" : "NO");
     free(w), free(Wd), free(A), free(C0), free(C), free(Cc), free(bias), free(q), free(s),
         free(bb), free(sf);
@@ -221,8 +222,9 @@ static void test_model(void)
     layer_qmats lq[2];
     const qmat *emb;
     quant_views(&m, lq, &emb);
-    CHECK(lq[1].ff3 && lq[1].ff3->type == QT_Q8 && lq[1].ff3->rows == 64 &&
-          lq[1].ff3->cols == 96 && emb && emb->type == QT_BF16, "quant_views: layer 1's ff.3 "
+    const qmat *ff3 = lq[1].m[LIN_FF3];
+    CHECK(ff3 && ff3->type == QT_Q8 && ff3->rows == 64 && ff3->cols == 96 && emb &&
+          emb->type == QT_BF16, "quant_views: layer 1's ff.3 "
           "q8 [64, 96], the output layer bf16");
     quant_model(&m, QT_F32, &e);
     CHECK(!m.qm && quant_model_type(&m) == QT_F32, "QT_F32 drops the stored copies");
@@ -236,12 +238,15 @@ int main(void)
     test_roundtrip();
     int Ms[] = {1, 2, 3, 4, 5, 8, 9, 17};
     for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++) {
-        test_product(QT_Q8, Ms[i], 7, 96, 0.0f, 0);
-        test_product(QT_BF16, Ms[i], 5, 37, 1.0f, 0);
+        test_product(QT_Q8, Ms[i], 7, 96, 1.0f, 0.0f, 0);
+        test_product(QT_BF16, Ms[i], 5, 37, 1.0f, 1.0f, 0);
+        test_product(QT_BF16, Ms[i], 9, 64, 0.125f, 1.0f, 0);
     }
-    test_product(QT_Q8, 3, 33, 256, 0.5f, 0);
-    test_product(QT_Q8, 6, 10, 64, 0.0f, 1);
-    test_product(QT_BF16, 1, 9, 70, 0.0f, 1);
+    test_product(QT_Q8, 3, 33, 256, 1.0f, 0.5f, 0);
+    test_product(QT_Q8, 4, 12, 64, 0.3f, 2.0f, 0);
+    test_product(QT_Q8, 6, 10, 64, 1.0f, 0.0f, 1);
+    test_product(QT_BF16, 1, 9, 70, 1.0f, 0.0f, 1);
+    test_product(QT_BF16, 2, 6, 20, 1.0f, 0.0f, 0);
     test_model();
     return tl_done("test_quant");
 }

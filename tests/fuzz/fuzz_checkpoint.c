@@ -137,7 +137,7 @@ static void run_small(model *mdl, const run_config *cfg, const uint8_t *tok, siz
     fo.coords = &co[4][0];
     model_forward(mdl, &A, &mem, x + 4, y + 4, Lq, &fo);
     decode_state ds;
-    if (decode_init(&ds, mdl, 1, M, &e) == 0) {
+    if (decode_init(&ds, mdl, 1, M, DECODE_CACHE_FP32, &e) == 0) {
         decode_prime(&ds, mdl, &mem, 2L * Lq);
         for (int i = 0; i < 3; i++)
             decode_step(&ds, mdl, &x[i], co[i]);
