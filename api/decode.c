@@ -76,7 +76,10 @@ static int check_memory(const txl_decoder *d, txl_err *e)
         bytes = 4.0 * act + mem_plan_bytes(c, 1, d->M) + 4.0 * d->V +
                 (double)FEED_TOKENS(d->Lq) * (sizeof(txl_tok) + TXL_N_COORDS * sizeof(int32_t)) +
                 4.0 * decode_plan_floats(c, d->G, d->M, (decode_cache)d->cache) +
-                (d->G > 1 ? mem_plan_bytes(c, d->G, d->M) : 0);
+                (d->G > 1 ? mem_plan_bytes(c, d->G, d->M) : 0) +
+                /* the weights in bf16 for the matrix units (decode.h) */
+                (d->G >= DECODE_BF16W_ROWS && gemm_get_precision() == GEMM_BF16
+                     ? 2.0 * d->m->mdl.n_weights : 0);
     }
     char who[160];
     snprintf(who, sizeof who, "sampling with mem_len %d: %d sample%s, %d side by side,", d->M,

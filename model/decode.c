@@ -9,6 +9,7 @@
 #include "../common/par.h"
 #include "gemm.h"
 #include "gemm_bf16.h"
+#include "gemm_bf16w.h"
 #include "layernorm.h"
 #include "qgemm.h"
 
@@ -166,6 +167,9 @@ static void dec_linear(void *ctx, int l, int which, float *y, const float *x, co
     const layer_tensors *L = &s->mdl->W.layer[l];
     const model_config *c = &s->mdl->cfg;
     const qmat *q = s->lq[l].m[which];
+    bf16w *w = s->w16 ? s->w16[l * LIN_N + which] : NULL;
+    if (w && rows == s->B && bf16w_run(w, y, x) == 0)
+        return;
     if (q) {
         qlinear(y, x, q, bias, rows);
         return;
@@ -177,6 +181,25 @@ static void dec_linear(void *ctx, int l, int which, float *y, const float *x, co
     case LIN_FF0: linear_forward_few(y, x, L->ff0_w, bias, rows, di, d); break;
     default: linear_forward_few(y, x, L->ff3_w, bias, rows, d, di); break;
     }
+}
+
+/* The bf16 products of every layer matrix and the output layer (full softmax), where
+ * oneDNN makes them; a matrix it does not stays on dec_linear's other paths. */
+static void bf16w_plan(decode_state *s, const model *mdl)
+{
+    const model_config *c = &mdl->cfg;
+    int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
+    s->w16 = calloc((size_t)s->n_layer * LIN_N, sizeof *s->w16);
+    for (int l = 0; s->w16 && l < s->n_layer; l++) {
+        const layer_tensors *L = &mdl->W.layer[l];
+        bf16w **w = s->w16 + (size_t)l * LIN_N;
+        w[LIN_QKV] = bf16w_new(L->qkv_w, NULL, 3 * hd, d, s->B);
+        w[LIN_O] = bf16w_new(L->o_w, NULL, d, hd, s->B);
+        w[LIN_FF0] = bf16w_new(L->ff0_w, L->ff0_b, di, d, s->B);
+        w[LIN_FF3] = bf16w_new(L->ff3_w, L->ff3_b, d, di, s->B);
+    }
+    if (!adapt_in_use(c))
+        s->out16 = bf16w_new(mdl->W.word_emb, mdl->W.out_bias, c->vocab, d, s->B);
 }
 
 int decode_init(decode_state *s, const model *mdl, int B, int M, decode_cache cache,
@@ -197,11 +220,17 @@ int decode_init(decode_state *s, const model *mdl, int B, int M, decode_cache ca
     quant_views(mdl, s->lq, &s->out_q);
     s->tail.lin = dec_linear;
     s->tail.lin_ctx = s;
+    if (B >= DECODE_BF16W_ROWS && gemm_get_precision() == GEMM_BF16)
+        bf16w_plan(s, mdl);
     return 0;
 }
 
 void decode_free(decode_state *s)
 {
+    for (int i = 0; s->w16 && i < s->n_layer * LIN_N; i++)
+        bf16w_free(s->w16[i]);
+    free(s->w16);
+    bf16w_free(s->out16);
     free(s->buf);
     memset(s, 0, sizeof *s);
 }
@@ -356,7 +385,9 @@ void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const in
         layer_step(s, mdl, l);
     advance(s);
     s->next_pos++;
-    if (s->out_q && !adapt_in_use(&mdl->cfg))
+    if (s->out16 && bf16w_run(s->out16, s->logits, s->x) == 0)
+        ; /* the matrix units' */
+    else if (s->out_q && !adapt_in_use(&mdl->cfg))
         qlinear(s->logits, s->x, s->out_q, mdl->W.out_bias, s->B);
     else
         model_logprobs(mdl, s->x, s->B, s->logits, &s->ad, 1);

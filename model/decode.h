@@ -29,7 +29,14 @@
  * rounded to bfloat16 (round to nearest even): half the bytes a token reads from them
  * (at mem_len 1024 they outweigh S's weights), the products over them qgemm.h's (each term
  * an exact bf16 value times an fp32 query or probability, summed in fp32). The layer inputs
- * (the memory, decode_sync_mem) stay fp32. */
+ * (the memory, decode_sync_mem) stay fp32.
+ *
+ * Many streams under bf16 precision (gemm_set_precision(GEMM_BF16)): from DECODE_BF16W_ROWS
+ * streams a step's products run on the CPU's matrix units (gemm_bf16w.h: the weights
+ * rounded to bf16 and reordered once, at decode_init; the activations rounded at each
+ * step), which for S's 16 products of 32 rows measured 0.50 ms against 2.8 ms for q8's and
+ * 2.9 for fp32's own kernels, and as fast as those at 4 rows (all bound by the weight
+ * reads there). */
 #ifndef TXL_DECODE_H
 #define TXL_DECODE_H
 
@@ -44,9 +51,15 @@
  * the bf16 cache to. */
 typedef enum { DECODE_CACHE_FP32, DECODE_CACHE_BF16, DECODE_CACHE_ROUNDED } decode_cache;
 
+#define DECODE_BF16W_ROWS 4
+
+typedef struct bf16w bf16w;
+
 typedef struct {
     const pos_ops *pos;
     const model *mdl; /* decode_init's */
+    bf16w **w16;      /* [N][LIN_N] bf16 products on the matrix units, or NULL */
+    bf16w *out16;     /* the output layer's (full softmax), or NULL */
     int n_layer, B, M, d, H, dh, V;
     int cap;          /* rows of each window: 2 (M + 1) */
     int m, start;     /* memory rows held, first row of the window */

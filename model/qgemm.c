@@ -225,23 +225,34 @@ static T512 void tile512(float *C, const float *A, const qmat *W, int o0, int b0
     }
 }
 
-/* qgemv_t, 64 columns at a time (then 16), the rest in C */
+/* qgemv_t, 64 columns at a time (then 16), the rest in C. 64 columns are two loads of 32
+ * bf16 values, each split into its even and odd columns (a shift, a mask), with an
+ * accumulator each; the columns go back in order at the store. */
 static __attribute__((target("avx512f,avx2,fma,f16c"))) void gemv_t512(float *y, const float *a,
                                                                      const uint16_t *W, int K,
                                                                      int N, int ldw)
 {
     int n0 = 0;
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
     for (; n0 + 64 <= N; n0 += 64) {
         __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                         _mm512_setzero_ps()};
+                         _mm512_setzero_ps()}; /* even, odd of columns 0-31; of 32-63 */
         for (int k = 0; k < K; k++) {
-            __m512 ak = _mm512_set1_ps(a[k]);
+            __m512 ak = _mm512_set1_ps(a[k]), e, o;
             const uint16_t *w = W + (size_t)k * ldw + n0;
-            for (int c = 0; c < 4; c++)
-                acc[c] = _mm512_fmadd_ps(ak, deq_bf16_512(w + 16 * c), acc[c]);
+            bf16_pair512(w, &e, &o);
+            acc[0] = _mm512_fmadd_ps(ak, e, acc[0]);
+            acc[1] = _mm512_fmadd_ps(ak, o, acc[1]);
+            bf16_pair512(w + 32, &e, &o);
+            acc[2] = _mm512_fmadd_ps(ak, e, acc[2]);
+            acc[3] = _mm512_fmadd_ps(ak, o, acc[3]);
         }
-        for (int c = 0; c < 4; c++)
-            _mm512_storeu_ps(y + n0 + 16 * c, acc[c]);
+        for (int c = 0; c < 2; c++) {
+            _mm512_storeu_ps(y + n0 + 32 * c, _mm512_permutex2var_ps(acc[2 * c], lo, acc[2 * c + 1]));
+            _mm512_storeu_ps(y + n0 + 32 * c + 16,
+                             _mm512_permutex2var_ps(acc[2 * c], hi, acc[2 * c + 1]));
+        }
     }
     for (; n0 + 16 <= N; n0 += 16) {
         __m512 acc = _mm512_setzero_ps();

@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cpu.h"
 #include "../model/gemm_bf16.h"
+#include "../model/gemm_bf16w.h"
 #include "../model/qgemm.h"
 #include "../model/quant.h"
 #include "testlib.h"
@@ -186,6 +188,84 @@ static void test_product(qtype t, int M, int N, int K, float alpha, float beta, 
         free(bb), free(sf);
 }
 
+/* qgemv_t (attention's weighted values over a bf16 cache): y = a W for W bf16 [K, N],
+ * columns in blocks of 64 and 16 and a rest, strided rows; every kernel the same bits, each
+ * element within (K + 2) 2^-24 sum |a w| of the double sum. */
+static void test_gemv_t(int K, int N)
+{
+    int ldw = N + 5;
+    uint16_t *W = malloc(sizeof(uint16_t) * K * ldw);
+    float *a = malloc(sizeof(float) * K), *y = malloc(sizeof(float) * N), *y0 = malloc(sizeof(float) * N);
+    for (int i = 0; i < K * ldw; i++)
+        W[i] = bf16_from_f32(tl_normal(&rng, 1.0f));
+    tl_fill(&rng, a, (size_t)K, 1.0f);
+    static const char *const kernels[] = {"c", "avx2", "avx512"};
+    int ok = 1, same = 1, ran = 0;
+    double worst = 0;
+    for (int k = 0; k < 3; k++) {
+        if (qgemm_use(kernels[k]))
+            continue;
+        qgemv_t(y, a, W, K, N, ldw);
+        for (int n = 0; n < N; n++) {
+            double s = 0, mag = 0;
+            for (int j = 0; j < K; j++) {
+                double t = (double)a[j] * bf16_to_f32(W[(size_t)j * ldw + n]);
+                s += t, mag += fabs(t);
+            }
+            double err = fabs(y[n] - s);
+            ok &= err <= (K + 2) * 0x1p-24 * mag;
+            worst = mag > 0 && err / mag > worst ? err / mag : worst;
+        }
+        if (ran++ == 0)
+            memcpy(y0, y, sizeof(float) * N);
+        else
+            same &= memcmp(y0, y, sizeof(float) * N) == 0;
+    }
+    if (qgemm_use(kernels[2]) && qgemm_use(kernels[1]))
+        qgemm_use(kernels[0]);
+    CHECK(ok && same, "qgemv_t K %d N %d: within (K+2) 2^-24 sum|aw| of the double sum (worst "
+          "%.1e); every kernel the same bits: %s", K, N, worst, same ? "yes" : "NO");
+    free(W), free(a), free(y), free(y0);
+}
+
+/* bf16w (decoding's products on the matrix units): y = x W^T + bias against the double
+ * product of the bf16-rounded x and W (the roundings bf16 precision makes), sums in fp32:
+ * 1e-5 of the largest |y|, as test_ops's bf16 gemm; where the CPU has bf16. */
+static void test_bf16w(int M, int N, int K, int with_bias)
+{
+    char missing[160];
+    if (!cpu_bf16_kernel(missing, sizeof missing)) {
+        printf("  skip bf16w: %s\n", missing);
+        return;
+    }
+    float *W = malloc(sizeof(float) * N * K), *x = malloc(sizeof(float) * M * K);
+    float *b = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * M * N);
+    double *ref = malloc(sizeof(double) * M * N);
+    tl_fill(&rng, W, (size_t)N * K, 1.0f);
+    tl_fill(&rng, x, (size_t)M * K, 1.0f);
+    tl_fill(&rng, b, (size_t)N, 1.0f);
+    bf16w *w = bf16w_new(W, with_bias ? b : NULL, N, K, M);
+    if (!w) {
+        CHECK(0, "bf16w %dx%dx%d: oneDNN made no product", M, N, K);
+        free(W), free(x), free(b), free(y), free(ref);
+        return;
+    }
+    int rc = bf16w_run(w, y, x);
+    for (int i = 0; i < M; i++)
+        for (int o = 0; o < N; o++) {
+            double s = with_bias ? b[o] : 0;
+            for (int k = 0; k < K; k++)
+                s += (double)bf16_to_f32(bf16_from_f32(x[(size_t)i * K + k])) *
+                     bf16_to_f32(bf16_from_f32(W[(size_t)o * K + k]));
+            ref[(size_t)i * N + o] = s;
+        }
+    double e = tl_max_rel_err(y, ref, (size_t)M * N, 1e-30);
+    CHECK(rc == 0 && e <= 1e-5, "bf16w %dx%dx%d%s (%s): vs the double product of the bf16-rounded "
+          "operands %.1e (tol 1e-5)", M, N, K, with_bias ? " + bias" : "", bf16w_impl(), e);
+    bf16w_free(w);
+    free(W), free(x), free(b), free(y), free(ref);
+}
+
 static void test_model(void)
 {
     model_config c = {0};
@@ -247,6 +327,10 @@ int main(void)
     test_product(QT_Q8, 6, 10, 64, 1.0f, 0.0f, 1);
     test_product(QT_BF16, 1, 9, 70, 1.0f, 0.0f, 1);
     test_product(QT_BF16, 2, 6, 20, 1.0f, 0.0f, 0);
+    test_gemv_t(37, 85);
+    test_gemv_t(129, 64);
+    test_bf16w(4, 33, 64, 0);
+    test_bf16w(32, 768, 256, 1);
     test_model();
     return tl_done("test_quant");
 }
