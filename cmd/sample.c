@@ -308,9 +308,9 @@ static long sample_interactive(txl_decoder *d, const sample_args *a, sink *k, tx
 /* --stats: one JSON line on stderr. Tokens are summed over the streams; the full_ figures
  * are the tokens drawn once the memory was full (txl_decoder_stats); no rate without them.
  * After a failure, the rates of the groups that ran before it are left out. */
-static void print_stats(const txl_model *m, const txl_decoder *d, const sample_args *a,
-                        size_t tlen, long generated, int threads, double prompt_s, double s,
-                        double cpu)
+static void print_stats(const txl_model *m, const txl_decoder *d, const sink *k,
+                        const sample_args *a, size_t tlen, long generated, int threads,
+                        double prompt_s, double s, double cpu)
 {
     long ft = 0;
     double fs = 0, fc = 0;
@@ -330,9 +330,10 @@ static void print_stats(const txl_model *m, const txl_decoder *d, const sample_a
             "\"cpu_s\":%.4f,\"tok_per_s\":%.1f,\"full_tokens\":%ld,\"full_s\":%.4f,"
             "\"full_cpu_s\":%.4f,\"full_tok_per_s\":%s,\"full_tok_per_cpu_s\":%s,"
             "\"mem_len\":%d,\"samples\":%ld,\"batch\":%d,\"threads\":%d,\"weights\":\"%s\","
-            "\"weight_bytes\":%zu,\"cache\":\"%s\"}\n", tlen, prompt_s, tokens, s, cpu,
-            tokens / (s > 0 ? s : 1e-9), ft, fs, fc, full, full_cpu, M, a->num_samples, batch,
-            threads, txl_model_quant(m), txl_model_weight_bytes(m), txl_decoder_cache(d));
+            "\"weight_bytes\":%zu,\"cache\":\"%s\",\"precision\":\"%s\"}\n", tlen, prompt_s,
+            tokens, s, cpu, tokens / (s > 0 ? s : 1e-9), ft, fs, fc, full, full_cpu, M,
+            a->num_samples, batch, threads, txl_model_quant(m), txl_model_weight_bytes(m),
+            txl_decoder_cache(d), k->precision ? k->precision : "fp32");
 }
 
 /* The --stop strings as bytes (\\n a newline, \\t a tab, \\\\ a backslash), into buf. */
@@ -436,6 +437,7 @@ static txl_model *open_model(const char *ckpt, const sample_args *a, const char 
     if (sink_init(k, m, (int)a->num_samples, a->n, live, a->show_anchors, stops, a->stop.n, e))
         return txl_model_free(m), NULL;
     k->stop_at_newline = a->interactive;
+    k->precision = took;
     return m;
 }
 
@@ -481,7 +483,7 @@ static int sample_one(txl_model *m, const sample_args *a, sink *k, int threads, 
         rc = generated < 0 ? -1 : 0;
         double t2 = sys_now(), c2 = sys_cpu_now();
         if (a->stats)
-            print_stats(m, d, a, tlen, generated, threads, t1 - t0, t2 - t1, c2 - c1);
+            print_stats(m, d, k, a, tlen, generated, threads, t1 - t0, t2 - t1, c2 - c1);
     }
     txl_decoder_free(d);
     free(text);

@@ -37,6 +37,7 @@ typedef struct {
     int last;                  /* live: the last byte written (-1: none) */
     long max_bytes;            /* -n */
     double t0;                 /* when generating started */
+    const char *precision;     /* the products' ("fp32", "bf16"): --stats says it */
 } sink;
 
 /* A sink for N samples of up to max_bytes bytes (live: stream 0 to stdout; else kept,
