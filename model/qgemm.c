@@ -24,9 +24,9 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "../common/cpu.h"
 #include "gemm_bf16.h"
 
 /* The 16 lanes added in gemm.c's fixed tree: i + (i + 8), then i + (i + 4), then
@@ -438,15 +438,14 @@ enum { K_C, K_AVX2, K_AVX512 };
 static const char *const kernel_names[] = {"c", "avx2", "avx512"};
 static int kernel = -1;
 
-/* The best kernel the CPU and the OS run; DNNL_MAX_CPU_ISA=AVX2 (oneDNN's cap, which make
- * bench-avx2 sets to emulate an AVX2 CPU) caps it at AVX2 too. */
+/* The best kernel the CPU and the OS run; DNNL_MAX_CPU_ISA below AVX-512 (oneDNN's cap,
+ * which make bench-avx2 sets to emulate an AVX2 CPU: common/cpu.h) caps it at AVX2 too. */
 static int best_kernel(void)
 {
 #ifdef HAVE_SIMD
     __builtin_cpu_init();
-    const char *cap = getenv("DNNL_MAX_CPU_ISA");
-    int avx2_cap = cap && (strcmp(cap, "AVX2") == 0 || strcmp(cap, "avx2") == 0);
-    if (!avx2_cap && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+    if (!cpu_detect()->avx512_capped && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("fma"))
         return K_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return K_AVX2;
