@@ -193,11 +193,13 @@ static T512 void tile512(float *C, const float *A, const qmat *W, int o0, int b0
             }
         }
     } else {
+        /* the next tile's rows, or (short rows: attention's keys) 2 KiB on */
+        const size_t ahead = (size_t)R * K * 2 > 2048 ? (size_t)R * K * 2 : 2048;
         for (int k = 0; k < K32; k += 32) {
             __m512 we[RM], wo[RM];
             for (int r = 0; r < R; r++) {
                 const uint16_t *w = W->bf16 + o[r] * K + k;
-                PREFETCH(w, (size_t)R * K * 2);
+                PREFETCH(w, ahead);
                 bf16_pair512(w, &we[r], &wo[r]);
             }
             for (int t = 0; t < S; t++) {
@@ -242,6 +244,7 @@ static __attribute__((target("avx512f,avx2,fma,f16c"))) void gemv_t512(float *y,
         for (int k = 0; k < K; k++) {
             __m512 ak = _mm512_set1_ps(a[k]), e, o;
             const uint16_t *w = W + (size_t)k * ldw + n0;
+            PREFETCH(w, (size_t)16 * ldw * 2); /* 16 rows on */
             bf16_pair512(w, &e, &o);
             acc[0] = _mm512_fmadd_ps(ak, e, acc[0]);
             acc[1] = _mm512_fmadd_ps(ak, o, acc[1]);
