@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gemm_bf16.h"
+#include "quant.h"
 
 struct bf16w {
     int M, N, K;
@@ -112,9 +113,7 @@ bf16w *bf16w_new(const float *W, const float *bias, int N, int K, int M)
 
 int bf16w_run(bf16w *w, float *y, const float *x)
 {
-    size_t n = (size_t)w->M * w->K;
-    for (size_t i = 0; i < n; i++)
-        w->xbuf[i] = bf16_from_f32(x[i]);
+    quant_bf16(w->xbuf, x, (size_t)w->M * w->K);
     dnnl_memory_set_data_handle(w->dst, y);
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, w->src},
                                {DNNL_ARG_WEIGHTS, w->wei},

@@ -68,8 +68,14 @@ void quant_q8_row(int8_t *q, uint16_t *scale, const float *w, int cols)
 
 void quant_bf16(uint16_t *dst, const float *w, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        dst[i] = bf16_from_f32(w[i]);
+    /* bf16_from_f32 (gemm_bf16.h) without its branch, so the loop vectorises: round to
+     * nearest even, a NaN kept quiet */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &w[i], sizeof u);
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+        dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+    }
 }
 
 void quant_dequant(float *w, const qmat *m)
