@@ -7,10 +7,10 @@
  *   [-127, 127] times one bf16 scale s of its block: w = q s. The scale is the block's
  *   largest magnitude over 127, rounded to bf16; q = round(w / s) to nearest even.
  *   A bf16 scale (8 significant bits, fp32's range) keeps that largest weight at q = +-127
- *   whatever its size (the scale's rounding moves w/s by at most 127 x 2^-9 < 0.5), so
- *   quantizing a dequantized matrix gives back the same q and s, bit for bit; and q s (at
- *   most 7 + 8 significant bits) is exact in fp32: the dequantized weight is a float with
- *   no rounding of its own. A block whose largest magnitude is below FLT_MIN x 127 (no
+ *   whatever its size (the scale's rounding, at most 2^-8 relative, moves w/s by at most
+ *   127 x 2^-8 / (1 - 2^-8) = 0.498 < 0.5), so quantizing a dequantized matrix gives back
+ *   the same q and s, bit for bit; and q s (at most 7 + 8 significant bits) is exact in
+ *   fp32: the dequantized weight is a float with no rounding of its own. A block whose largest magnitude is below FLT_MIN x 127 (no
  *   normal bf16 scale) is stored as zeros.
  *
  * The layout in memory is the file's: q [out, in] int8 row-major, scales [out, in / QK]. */
