@@ -22,9 +22,10 @@ static const char *const quant_types[] = {"bf16", "q8", NULL};
 static const cli_opt quantize_options[] = {
     {.name = "--type", .type = CLI_CHOICE, .off = O(type), .choices = quant_types,
      .metavar = "T", .def = -1,
-     .help = "bf16: the linear layers, the embedding and the output layer in bfloat16 (half "
-             "the bytes); q8: the linear layers in blocks of 32 int8 values with one bf16 "
-             "scale each (0.27x the bytes), the embedding and output layer bf16 (required)"},
+     .help = "bf16: the linear layers, the embedding, the output layer (and xl's position "
+             "projection) in bfloat16 (half the bytes); q8: the linear layers in blocks of 32 "
+             "int8 values with one bf16 scale each (0.27x their bytes), the others bf16 "
+             "(required)"},
     {.short_name = "-o", .name = "--output", .type = CLI_FILE, .off = O(out), .metavar = "FILE",
      .glob = "*.@(safetensors|safetensors.gz)", .help = "the file to write (required)"},
     CLI_OPT_QUIET(O(quiet), "no message on stderr"),
