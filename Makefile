@@ -111,16 +111,18 @@ $(BUILD)/tests/testlib.o: tests/testlib.c
 
 # The fuzz harnesses (tests/fuzz/) as plain objects: test_fuzz_replay runs them over the
 # committed corpora, so `make test` needs no clang.
-FUZZNAMES := config checkpoint corpus vocab
+FUZZNAMES := config checkpoint corpus vocab plotlog
 FUZZLIB := $(addprefix $(BUILD)/fuzzlib/,$(FUZZNAMES:%=fuzz_%.o) fuzz_util.o replay.o)
+# the plotlog harness reads logs as `txl plot` does: with the command's own reader
+PLOTLOG_OBJ := $(BUILD)/cmd/plot_curves.o $(BUILD)/cmd/plot_util.o
 
 $(BUILD)/fuzzlib/%.o: tests/fuzz/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DTXL_FUZZ_NO_ENTRY -c -o $@ $<
 
-$(BUILD)/tests/test_fuzz_replay: tests/test_fuzz_replay.c $(FUZZLIB) $(LIBOBJ) $(BUILD)/tests/testlib.o
+$(BUILD)/tests/test_fuzz_replay: tests/test_fuzz_replay.c $(FUZZLIB) $(PLOTLOG_OBJ) $(LIBOBJ) $(BUILD)/tests/testlib.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZLIB) $(LIBOBJ) $(BUILD)/tests/testlib.o $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZLIB) $(PLOTLOG_OBJ) $(LIBOBJ) $(BUILD)/tests/testlib.o $(LDLIBS)
 
 # Unit tests (C programs, one per file) and end-to-end CLI scripts (tests/e2e/*.sh), in
 # parallel (TXL_TEST_JOBS at a time, default the cores; the longest first). `make check`: the
@@ -254,7 +256,7 @@ asan:
 		CFLAGS="-O1 -march=native -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" TXL_SKIP="$(ASAN_SKIP)" test
 
-# libFuzzer (clang): builds build-fuzz/fuzz_{config,checkpoint,corpus} and runs each for
+# libFuzzer (clang): builds build-fuzz/fuzz_{config,checkpoint,corpus,vocab,plotlog} and runs each for
 # FUZZ_SECONDS (tests/fuzz/run.sh: seeds, dictionaries, crash artifacts in build-fuzz/).
 # FUZZ=name runs one harness. Plain replay programs: make build/fuzz/replay_<name>.
 FUZZ_SECONDS ?= 300
@@ -278,6 +280,8 @@ $(BUILD)/fuzz/%.o: tests/fuzz/%.c
 
 $(BUILD)/fuzz/replay_%: $(BUILD)/fuzz/fuzz_%.o $(BUILD)/fuzz/replay.o $(BUILD)/fuzz/fuzz_util.o $(LIBOBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+build-fuzz/fuzz_plotlog $(BUILD)/fuzz/replay_plotlog: $(PLOTLOG_OBJ)
 
 # The data-parallel equivalence test: 1 rank vs 2 ranks (needs libopenmpi-dev openmpi-bin).
 test-mpi:

@@ -132,6 +132,7 @@ txl_decoder *txl_decoder_new(txl_model *m, const txl_decode_opts *o, txl_err *e)
     }
     d->m = m;
     d->c = &m->mdl.cfg;
+    model_bf16_sync(&m->mdl, 0); /* bf16: the weights' copy the products read */
     if (take_opts(d, o, e) || check_memory(d, e) ||
         acts_init(&d->A, d->c, 1, d->Lq, d->M, 0, e) || mem_init(&d->mem, d->c, 1, d->M, e)) {
         txl_decoder_free(d);

@@ -174,6 +174,7 @@ static void make_row(const eval_call *c, int fct, int T, int Mm, const eval_resu
 int txl_eval(txl_model *m, const txl_eval_opts *o, txl_eval_fn fn, void *ctx, txl_err *e)
 {
     api_err_clear(e);
+    model_bf16_sync(&m->mdl, 0); /* bf16: the weights' copy the products read */
     eval_call c;
     int rc = call_init(&c, m, o, 0, e);
     for (int k = 0; rc == 0 && k < c.n; k++) {
@@ -246,6 +247,7 @@ int txl_eval_terms(txl_model *m, const txl_eval_opts *o, long segments,
                    int (*fn)(void *ctx, const txl_terms_row *row), void *ctx, txl_err *e)
 {
     api_err_clear(e);
+    model_bf16_sync(&m->mdl, 0);
     eval_call c;
     terms_pass tp = {0};
     if (o->same_length)

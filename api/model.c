@@ -350,6 +350,19 @@ const char *txl_model_path(const txl_model *m) { return m->has_file ? m->f.path 
 int txl_model_from_dir(const txl_model *m) { return m->from_dir; }
 size_t txl_model_params(const txl_model *m) { return m->mdl.n_weights; }
 int txl_model_vocab(const txl_model *m) { return m->mdl.cfg.vocab; }
+
+size_t txl_model_token_text_max(const txl_model *m)
+{
+    if (!m->vocab)
+        return 1; /* a byte (an anchor adds none) */
+    size_t most = 1; /* a word-level <eos>: "\n" */
+    for (size_t t = 0; t < vocab_size(m->vocab); t++) {
+        size_t n;
+        vocab_piece(m->vocab, (txl_tok)t, &n);
+        most = n > most ? n : most;
+    }
+    return most + (vocab_get_kind(m->vocab) == VOCAB_WORD); /* a word's separating space */
+}
 long txl_model_step(const txl_model *m) { return m->step; }
 
 const char *txl_model_meta(const txl_model *m, const char *key)

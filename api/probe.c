@@ -62,6 +62,7 @@ int txl_probe(txl_model *m, const txl_probe_opts *o,
               int (*fn)(void *ctx, const txl_probe_row *row), void *ctx, txl_err *e)
 {
     api_err_clear(e);
+    model_bf16_sync(&m->mdl, 0); /* bf16: the weights' copy the products read */
     probe_opts a;
     if (take_opts(o, txl_model_path(m), &a, e))
         return -1;

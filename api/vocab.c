@@ -12,6 +12,7 @@
 #include "../common/instream.h"
 #include "../config/config.h"
 #include "../data/tokfile.h"
+#include "../data/units.h"
 #include "../data/vocab.h"
 #include "../io/ckpt_open.h"
 #include "../io/safetensors.h"
@@ -21,6 +22,7 @@ struct txl_vocab {
     vocab *v;
     const char *source;          /* "file", "checkpoint", "bytes" or NULL */
     char path[CKPT_PATH_MAX];
+    unsigned anchors;            /* a checkpoint's anchors (ANCHOR_* bits), ids V, V+1, ... */
 };
 
 static txl_vocab *wrap(vocab *v, const char *source, const char *path, txl_err *e)
@@ -67,7 +69,10 @@ txl_vocab *txl_vocab_load(const char *path, txl_err *e)
     vocab *v;
     if (ckpt_resolve(path, 0, file, sizeof file, &dir, e) || ckpt_vocab_of(file, &v, &cfg, e))
         return NULL;
-    return wrap(v, cfg_tokenizer(&cfg) == VOCAB_BYTE ? "bytes" : "checkpoint", file, e);
+    txl_vocab *tv = wrap(v, cfg_tokenizer(&cfg) == VOCAB_BYTE ? "bytes" : "checkpoint", file, e);
+    if (tv)
+        tv->anchors = cfg_units(&cfg).anchors;
+    return tv;
 }
 
 txl_vocab *txl_vocab_build(const char *kind, const char *const *files, int n_files, long size,
@@ -145,7 +150,8 @@ int txl_vocab_special(const txl_vocab *v, int i, const char **name, uint32_t *id
 {
     static const char *const names[] = {"eos", "unk", "eot"};
     static const vocab_special_kind kinds[] = {SPECIAL_EOS, SPECIAL_UNK, SPECIAL_EOT};
-    for (int k = 0, seen = 0; k < 3; k++) {
+    int seen = 0;
+    for (int k = 0; k < 3; k++) {
         long t = vocab_special_id(v->v, kinds[k]);
         if (t >= 0 && seen++ == i) {
             *name = names[k];
@@ -153,7 +159,24 @@ int txl_vocab_special(const txl_vocab *v, int i, const char **name, uint32_t *id
             return 0;
         }
     }
+    /* a checkpoint's anchors: the tokens after the vocabulary's (data/units.h) */
+    static const char *const anames[] = {"bos", "para", "sent"};
+    static const unsigned akinds[] = {ANCHOR_BOS, ANCHOR_PARA, ANCHOR_SENT};
+    units_config u = {.anchors = v->anchors, .base = (txl_tok)vocab_size(v->v)};
+    for (int k = 0; k < 3; k++) {
+        long t = units_anchor_token(&u, akinds[k]);
+        if (t >= 0 && seen++ == i) {
+            *name = anames[k];
+            *id = (uint32_t)t;
+            return 0;
+        }
+    }
     return -1;
+}
+
+int txl_vocab_anchors(const txl_vocab *v)
+{
+    return units_n_anchors(v->anchors);
 }
 
 size_t txl_vocab_token(const txl_vocab *v, uint32_t id, int escaped, char *buf, size_t cap,

@@ -3,7 +3,8 @@
 # side by side in one process (bench/adaptive.c: both models built, each round trains both
 # for STEPS steps back to back on the same Zipf-drawn tokens; tokens/s the median over
 # ROUNDS, the ratio taken within each round), and the memory either plans at V, 2V, 4V.
-# Environment: V (267735, WikiText-103's words), N_LAYER (4), B (8 streams of tgt_len 150),
+# Environment: V (267735, WikiText-103's words), N_LAYER (4; 16 is configs/wt103_base.yaml's,
+# the real model), B (8 streams of tgt_len 150),
 # ROUNDS (3), STEPS (2), THREADS (1; 0: all cores), OUT (runs/bench-adaptive), BUILD (build).
 # The ratio is of tokens per CPU-second (the machine is shared: with 1 thread, a step's CPU
 # time is what it takes on an idle machine); wall tokens/s are printed too.
@@ -17,9 +18,12 @@ OUT=${OUT:-runs/bench-adaptive}
 TXL=${TXL_BIN:-./txl}
 mkdir -p "$OUT"
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
-echo "bench-adaptive: $cpu, $(nproc) cores; V ${V:-267735}, ${N_LAYER:-4} layers of d 410, batch ${B:-8} x 150"
+flags=$(grep -o -w -E 'avx2|avx512f|avx512_bf16|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
+echo "bench-adaptive: $cpu, $(nproc) cores ($flags); V ${V:-267735}, ${N_LAYER:-4} layers of d 410, batch ${B:-8} x 150"
+echo "  $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg) at the start (the rounds' CPU time counts this process alone)"
 nice "$BUILD/bench/adaptive" "${V:-267735}" "${N_LAYER:-4}" "${B:-8}" "${ROUNDS:-3}" \
     "${STEPS:-2}" "${THREADS:-1}" | tee "$OUT/adaptive.jsonl"
+echo "  load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 jq -r 'select(.summary) | "adaptive \(.adaptive_tok_per_cpu_s) tok/CPU-s, full softmax \(.full_tok_per_cpu_s) tok/CPU-s: \(.ratio)x (median of the rounds'"'"' ratios; wall: \(.adaptive_tok_per_s) and \(.full_tok_per_s) tok/s); peak RSS \(.peak_rss_mib) MiB (both models)"' "$OUT/adaptive.jsonl"
 jq -r 'select(.plan) | "  plan \(.plan) V \(.V): activations \(.activation_mib) MiB, parameters \(.params) (with gradient and Adam: \(.param_grad_adam_mib) MiB)"' "$OUT/adaptive.jsonl"
 if [ -n "${WT103:-}" ]; then

@@ -7,7 +7,8 @@
 #  2. Learning bpe merges: txl vocab build --tokenizer bpe --size 32000 against
 #     spm_train --model_type=bpe --vocab_size=32000 --num_threads=1 (Debian's sentencepiece)
 #     on 10 MB: the shared corpora (enwik8_first3MB, tinyshakespeare, wikitext2 valid and
-#     test: 6.5 MB), then their first 3.5 MB again.
+#     test: 6.5 MB), then their first 3.5 MB again; the time and the peak resident memory
+#     of each (GNU time's %M, when /usr/bin/time is installed).
 # Needs node and npm (tiktoken is installed into NPM_REF when missing) and spm_train.
 # Environment: TXL_BIN, BUILD, DATA (the shared corpora), ROUNDS (2), REPS (3), OUT.
 set -eu
@@ -26,6 +27,7 @@ export NODE_PATH="$(cd "$NPM_REF" && pwd)/node_modules" OMP_NUM_THREADS=1
 cpu=$(lscpu | sed -n 's/^Model name: *//p')
 flags=$(grep -o -w -E 'avx2|avx512f|avx512bw|avx512_vbmi2' /proc/cpuinfo | sort -u | tr '\n' ' ')
 echo "CPU: $cpu ($(getconf _NPROCESSORS_ONLN) cores; $flags); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'); OpenBLAS core $($TXL info --system --json | jq -r .blas_core) (vocab build uses none)"
 echo "node $(node --version), tiktoken $(jq -r .version "$NODE_PATH/tiktoken/package.json"), $(spm_train --version 2>&1 | head -1)"
 
 zcat "$DATA/enwik8_first3MB.txt.gz" > "$OUT/enwik8_3MB.txt"
@@ -47,21 +49,33 @@ for t in enwik8_3MB shakespeare wikitext2_valid; do
 done
 
 echo
-echo "2. Learning 32000 bpe tokens from 10 MB (seconds, one thread; best of $ROUNDS)"
+echo "2. Learning 32000 bpe tokens from 10 MB (seconds, one thread; best of $ROUNDS; peak"
+echo "   resident memory, the most of the rounds, by GNU time when /usr/bin/time is there)"
 for i in 1 2; do
     zcat "$DATA/enwik8_first3MB.txt.gz" "$DATA/tinyshakespeare.txt.gz" \
          "$DATA/wikitext2_tok_valid.txt.gz" "$DATA/wikitext2_tok_test.txt.gz"
 done | head -c 10000000 > "$OUT/c10.txt"
-tt=999999 ts=999999
-elapsed() { # elapsed CMD...: wall seconds
-    s=$(date +%s.%N); "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
-    echo "$s $(date +%s.%N)" | awk '{print $2 - $1}'
+tt=999999 ts=999999 mt=0 ms=0
+measure() { # measure CMD...: "wall_seconds peak_rss_kib" (0 KiB: no GNU time to tell)
+    s=$(date +%s.%N)
+    if [ -x /usr/bin/time ]; then
+        /usr/bin/time -f %M -o "$OUT/rss" "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
+    else
+        "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
+        echo 0 > "$OUT/rss"
+    fi
+    echo "$s $(date +%s.%N) $(tail -1 "$OUT/rss")" | awk '{print $2 - $1, $3}'
 }
 for r in $(seq "$ROUNDS"); do
-    x=$(elapsed "$TXL" vocab build --tokenizer bpe --size 32000 "$OUT/c10.txt" -o "$OUT/txl.vocab" -q)
-    tt=$(echo "$tt $x" | awk '{print ($2 < $1) ? $2 : $1}')
-    x=$(elapsed spm_train --input="$OUT/c10.txt" --model_prefix="$OUT/spm" --model_type=bpe \
+    set -- $(measure "$TXL" vocab build --tokenizer bpe --size 32000 "$OUT/c10.txt" -o "$OUT/txl.vocab" -q)
+    tt=$(echo "$tt $1" | awk '{print ($2 < $1) ? $2 : $1}')
+    mt=$(echo "$mt $2" | awk '{print ($2 > $1) ? $2 : $1}')
+    set -- $(measure spm_train --input="$OUT/c10.txt" --model_prefix="$OUT/spm" --model_type=bpe \
         --vocab_size=32000 --num_threads=1 --minloglevel=2)
-    ts=$(echo "$ts $x" | awk '{print ($2 < $1) ? $2 : $1}')
+    ts=$(echo "$ts $1" | awk '{print ($2 < $1) ? $2 : $1}')
+    ms=$(echo "$ms $2" | awk '{print ($2 > $1) ? $2 : $1}')
 done
-echo "$tt $ts $($TXL vocab info "$OUT/txl.vocab" --json | jq .size)" | awk '{printf "  txl vocab build %.2f s (%d tokens), spm_train %.2f s: %.1fx\n", $1, $3, $2, $2 / $1}'
+echo "$tt $ts $($TXL vocab info "$OUT/txl.vocab" --json | jq .size) $mt $ms" | awk '{
+    printf "  txl vocab build %.2f s (%d tokens), spm_train %.2f s: %.1fx\n", $1, $3, $2, $2 / $1
+    if ($4 > 0) printf "  peak memory: txl vocab build %.0f MB, spm_train %.0f MB (%.1fx less)\n", $4 * 1024 / 1e6, $5 * 1024 / 1e6, $5 / $4
+    else print "  peak memory: not measured (no /usr/bin/time: apt-get install time)" }'

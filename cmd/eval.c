@@ -119,7 +119,9 @@ static int print_row(void *ctx, const txl_eval_row *r)
     snprintf(p->split, sizeof p->split, "%s", r->split ? r->split : "");
     p->batch = r->batch;
     p->clamp_len = r->clamp_len;
-    return cli_stdout_flush(); /* stdout failed: the rest would be lost too */
+    /* stdout failed: the rest would be lost too. 1, not -1: the call returns the value, and
+     * -1 would read as its own failure (an empty message before main's) */
+    return cli_stdout_flush() ? 1 : 0;
 }
 
 static int print_terms(void *ctx, const txl_terms_row *r)
@@ -129,7 +131,7 @@ static int print_terms(void *ctx, const txl_terms_row *r)
         printf("%s\n", r->json);
     else
         printf("%s%s", r->layer == 0 ? r->head : "", r->text);
-    return cli_stdout_flush();
+    return cli_stdout_flush() ? 1 : 0;
 }
 
 /* One checkpoint evaluated and its rows printed (a heading first when there are several):

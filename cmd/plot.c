@@ -1,17 +1,12 @@
-/* plot.c: `txl plot` — learning curves of runs (log.jsonl) and length-extrapolation curves
- * (`txl eval --sweep --json` output) as PNG or SVG, drawn by gnuplot; the probes' pictures
- * are in plot_probe.c, a run's score terms (--terms) in plot_terms.c.
+/* plot.c: `txl plot` — the command: its options, length-extrapolation curves (`txl eval
+ * --sweep --json` output) and running gnuplot. The learning curves of runs are in
+ * plot_curves.c, the probes' pictures in plot_probe.c, a run's score terms (--terms) in
+ * plot_terms.c.
  *
  * txl writes one gnuplot program, data inline as datablocks ($name << EOD ... EOD), and
  * pipes it to gnuplot (Debian: gnuplot-nox; terminals pngcairo and svg). `--script` prints
  * that program instead, so a plot can be restyled by hand. gnuplot renders into a temp file
- * next to the output, renamed into place on success: a failed plot never leaves half a file.
- *
- * Curves: x = training tokens (bytes, for the byte tokenizer), y = bits per byte. A train
- * event gives (tokens, bpc) directly; an eval event carries only its step, so its x is the
- * token count at that step, read off the train events (interpolated between logged steps).
- * A `start` event of a resumed run drops the points past its step: the log of a run resumed
- * from an earlier checkpoint describes one timeline, not two. */
+ * next to the output, renamed into place on success: a failed plot never leaves half a file. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -64,7 +59,8 @@ static const cli_opt plot_options[] = {
     {.name = "--no-logx", .type = CLI_SWITCH, .off = O(logx), .def = -1, .flags = CLI_NEGATE,
      .help = "linear x axis"},
     {.name = "--ymax", .type = CLI_NUM, .off = O(ymax), .dlo = 1e-6, .dhi = 1e6, .ddef = NAN,
-     .metavar = "Y", .help = "clip the y axis at Y bits per byte", .def_doc = "automatic"},
+     .metavar = "Y", .help = "clip the y axis at Y (bits per byte; for word and BPE runs' "
+     "curves nats per token)", .def_doc = "automatic"},
     {.name = "--script", .type = CLI_SWITCH, .off = O(script),
      .help = "print the gnuplot program (with its data) to stdout, do not run it"},
     CLI_OPT_QUIET(O(quiet), "no message on stderr"),
@@ -75,7 +71,8 @@ const cli_spec plot_spec = {
     CLI_OPTS(plot_options),
     .about = "Draws bits per byte against training tokens for one or more runs "
              "(RUN_DIR/log.jsonl: train events as solid lines, validation as points and line, "
-             "one color per run), or, with --sweep, bits per byte against the evaluated context "
+             "one color per run; for word and BPE runs, whose train events have no bits per "
+             "byte, the loss per token with its perplexity on the right-hand axis), or, with --sweep, bits per byte against the evaluated context "
              "(tgt_len + mem_len) from the output of 'txl eval --sweep ... --json' (one color "
              "per checkpoint the rows name, or per 'scheme' field when they have one; line "
              "style per sweep_mode), with --probe the probes' results, with --terms a run's "
@@ -93,97 +90,6 @@ const cli_spec plot_spec = {
     .pos_glob_if = "--sweep",
     .pos_glob_alt = "*.@(jsonl|json)",
 };
-
-typedef struct {
-    series *train, *valid;
-    txl_err *e;
-    const char *path;
-} log_ctx;
-
-static void drop_after(series *s, long step)
-{
-    while (s->n > 0 && s->p[s->n - 1].step > step)
-        s->n--;
-}
-
-/* The events of a run's log that make its curves. A step that is not a whole number in
- * [0, 2^53] is an error (txl writes none); an event without a step, tokens or bpc (a
- * blown-up loss is written as null) is left out. */
-static int log_line(const cJSON *o, long ln, void *vctx)
-{
-    log_ctx *c = vctx;
-    const char *ev = str_field(o, "event");
-    double tokens = 0, bpc = 0;
-    long step = 0;
-    if (!ev)
-        return 0;
-    int has_step = 0;
-    if (strcmp(ev, "start") == 0 || strcmp(ev, "train") == 0 || strcmp(ev, "eval") == 0)
-        has_step = int_field(o, "step", 0, PLOT_INT_MAX, c->path, ln, &step, c->e);
-    if (has_step < 0)
-        return -1;
-    if (strcmp(ev, "start") == 0) {
-        const cJSON *res = cJSON_GetObjectItemCaseSensitive(o, "resume");
-        long s = has_step && cJSON_IsTrue(res) ? step : 0;
-        drop_after(c->train, s);
-        drop_after(c->valid, s);
-    } else if (strcmp(ev, "train") == 0) {
-        if (has_step && num_field(o, "tokens", &tokens) && num_field(o, "bpc", &bpc) &&
-            tokens > 0) {
-            drop_after(c->train, step - 1);
-            if (pt_push(c->train, tokens, bpc, step))
-                return err_set(c->e, ERR_RUNTIME, "out of memory");
-        }
-    } else if (strcmp(ev, "eval") == 0) {
-        const char *split = str_field(o, "split");
-        if ((!split || strcmp(split, "valid") == 0) && has_step && num_field(o, "bpc", &bpc)) {
-            drop_after(c->valid, step - 1);
-            if (pt_push(c->valid, NAN, bpc, step))
-                return err_set(c->e, ERR_RUNTIME, "out of memory");
-        }
-    }
-    return 0;
-}
-
-/* Tokens trained at `step`, from the train points (ascending in step, tokens > 0): before
- * the first, in proportion to it (0 at step 0); between two, interpolated; past the last, at
- * the last one's rate. A train point at step 0 (not txl's: its steps count from 1) has no
- * rate: its own tokens stand. */
-static double tokens_at(const series *t, long step)
-{
-    const point *p = t->p;
-    size_t n = t->n;
-    if (step <= p[0].step)
-        return p[0].step > 0 ? p[0].x * step / (double)p[0].step : p[0].x;
-    for (size_t i = 1; i < n; i++)
-        if (step <= p[i].step)
-            return p[i - 1].x + (p[i].x - p[i - 1].x) * (step - p[i - 1].step) /
-                                    (double)(p[i].step - p[i - 1].step);
-    if (p[n - 1].step == 0)
-        return p[n - 1].x;
-    return p[n - 1].x + (step - p[n - 1].step) * p[n - 1].x / (double)p[n - 1].step;
-}
-
-/* RUN (a directory or a log.jsonl) -> its train and valid series. */
-static int load_run(const char *arg, series *train, series *valid, txl_err *e)
-{
-    char path[2048];
-    if (run_log_path(arg, path, sizeof path, e))
-        return -1;
-    log_ctx c = {train, valid, e, path};
-    long nlines = 0;
-    if (each_json_line(path, log_line, &c, &nlines, e))
-        return -1;
-    if (train->n == 0 && valid->n == 0)
-        return err_set(e, ERR_INPUT, "%s: no 'train' or 'eval' events to plot (%s)", path,
-                       nlines ? "the run has not logged a step yet" : "empty log");
-    if (valid->n > 0 && train->n == 0)
-        return err_set(e, ERR_INPUT, "%s: 'eval' events but no 'train' events: cannot place "
-                       "them on the token axis", path);
-    for (size_t i = 0; i < valid->n; i++)
-        valid->p[i].x = tokens_at(train, valid->p[i].step);
-    return 0;
-}
 
 /* A curve's group (one color): the rows' own label (`scheme`, as scripts/extrapolation.sh
  * writes it), else the checkpoint they measured (`checkpoint` and `step`, which txl eval
@@ -293,121 +199,6 @@ static int cmp_series(const void *a, const void *b)
 
 /* ---- the gnuplot program ------------------------------------------------------------ */
 
-/* The points a plot cannot draw are left out of its data (never a nan or an inf for gnuplot)
- * and counted, for render's note: x <= 0 on a log x axis (an evaluation at step 0, at 0
- * tokens) and a coordinate that is not finite (token counts so large that the
- * interpolation overflows). */
-typedef struct {
-    size_t zero_logx, not_finite;
-} dropped_pts;
-
-static int drawable(const point *p, int logx)
-{
-    return isfinite(p->x) && isfinite(p->y) && (!logx || p->x > 0);
-}
-
-static size_t n_drawable(const series *s, int logx)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < s->n; i++)
-        n += drawable(&s->p[i], logx);
-    return n;
-}
-
-static void gp_block(FILE *f, const char *name, const series *s, double xscale, int logx,
-                     dropped_pts *d)
-{
-    fprintf(f, "$%s << EOD\n", name);
-    for (size_t i = 0; i < s->n; i++) {
-        const point *p = &s->p[i];
-        if (drawable(p, logx))
-            fprintf(f, "%.9g %.6f\n", p->x / xscale, p->y);
-        else if (isfinite(p->x) && isfinite(p->y))
-            d->zero_logx++;
-        else
-            d->not_finite++;
-    }
-    fputs("EOD\n", f);
-}
-
-/* The smallest positive and the largest finite x; lo = inf when there is none. */
-static void x_range(const series_list *l, double *lo, double *hi)
-{
-    *lo = INFINITY;
-    *hi = -INFINITY;
-    for (size_t i = 0; i < l->n; i++)
-        for (size_t k = 0; k < l->s[i].n; k++) {
-            double x = l->s[i].p[k].x;
-            if (!isfinite(x))
-                continue;
-            if (x > 0 && x < *lo)
-                *lo = x;
-            if (x > *hi)
-                *hi = x;
-        }
-}
-
-/* l holds train, valid, train, valid, ... per run. */
-static void gp_curves(FILE *f, const series_list *l, const plot_opts *o, dropped_pts *d)
-{
-    double lo, hi;
-    x_range(l, &lo, &hi);
-    int logx = isfinite(lo) && (o->logx >= 0 ? o->logx : hi / lo >= 100);
-    /* short tic labels: 1k 10k 100k 1M on a log axis, x in thousands/millions on a linear one */
-    double scale = 1;
-    const char *unit = "";
-    if (logx)
-        ;
-    else if (hi >= 1e9)
-        scale = 1e9, unit = "billions; ";
-    else if (hi >= 1e6)
-        scale = 1e6, unit = "millions; ";
-    else if (hi >= 1e3)
-        scale = 1e3, unit = "thousands; ";
-    char xlabel[128];
-    snprintf(xlabel, sizeof xlabel, "training tokens (%s1 token = 1 byte)", unit);
-    size_t nruns = l->n / 2;
-    char title[256];
-    if (nruns == 1)
-        snprintf(title, sizeof title, "%s: bits per byte while training", l->s[0].label);
-    else
-        snprintf(title, sizeof title, "bits per byte while training: %zu runs", nruns);
-    gp_header(f, o, title, xlabel);
-    if (logx)
-        fprintf(f, "set logscale x 10\nset format x '%%.0s%%c'\nset xrange [%g:%g]\n",
-                lo / 1.08, hi * 1.08); /* the data and a little air, not whole decades */
-    for (size_t r = 0; r < nruns; r++) {
-        char name[32];
-        snprintf(name, sizeof name, "train%zu", r);
-        gp_block(f, name, &l->s[2 * r], scale, logx, d);
-        snprintf(name, sizeof name, "valid%zu", r);
-        gp_block(f, name, &l->s[2 * r + 1], scale, logx, d);
-    }
-    fputs("plot ", f);
-    int first = 1;
-    for (size_t r = 0; r < nruns; r++) {
-        const char *col = plot_palette[r % PLOT_NPAL];
-        int dt = 1 + (int)(r / PLOT_NPAL); /* past 10 runs, dashes tell the cycles apart */
-        char t[300];
-        size_t nt = n_drawable(&l->s[2 * r], logx);
-        if (nt) {
-            snprintf(t, sizeof t, "%s train", l->s[2 * r].label);
-            fprintf(f, "%s$train%zu using 1:2 with %s lw 1.6 dt %d lc rgb '%s' title ",
-                    first ? "" : ", \\\n     ", r, nt > 1 ? "lines" : "points pt 7", dt, col);
-            gp_str(f, t);
-            first = 0;
-        }
-        if (n_drawable(&l->s[2 * r + 1], logx)) {
-            snprintf(t, sizeof t, "%s valid", l->s[2 * r].label);
-            fprintf(f, "%s$valid%zu using 1:2 with linespoints lw 1.2 dt 2 pt 7 ps 1.1 "
-                    "lc rgb '%s' title ", first ? "" : ", \\\n     ", r, col);
-            gp_str(f, t);
-            first = 0;
-        }
-    }
-    fputs("\nunset output\n", f);
-}
-
 static void gp_sweep(FILE *f, const series_list *l, const plot_opts *o, dropped_pts *d)
 {
     double lo, hi;
@@ -434,7 +225,7 @@ static void gp_sweep(FILE *f, const series_list *l, const plot_opts *o, dropped_
             }
     }
     gp_header(f, o, "length extrapolation: bits per byte against evaluated context",
-              "evaluated context: tgt_len + mem_len (tokens)");
+              "evaluated context: tgt_len + mem_len (tokens)", "bits per byte (bpc)");
     int logx = isfinite(lo) && (o->logx >= 0 ? o->logx : hi / lo >= 4);
     if (logx)
         fprintf(f, "set logscale x 2\nset mxtics default\nset xrange [%g:%g]\n", lo / 1.06,
@@ -558,33 +349,6 @@ static int parse_size(const char *v, plot_opts *po)
     return 0;
 }
 
-/* The runs' train and valid series, two per run, labelled by directory name (the whole
- * argument when two runs share one). */
-static int load_runs(series_list *l, char **inputs, int nin, txl_err *e)
-{
-    for (int r = 0; r < nin; r++) {
-        series *t = list_add(l), *v = t ? list_add(l) : NULL;
-        if (!v)
-            return err_set(e, ERR_RUNTIME, "out of memory");
-        t = &l->s[l->n - 2]; /* list_add may have moved the array */
-        char lab[1024];
-        run_label(lab, sizeof lab, inputs[r]);
-        for (int q = 0; q < r; q++) { /* same base name as another run: the full path */
-            char other[1024];
-            run_label(other, sizeof other, inputs[q]);
-            if (strcmp(other, lab) == 0) {
-                snprintf(lab, sizeof lab, "%s", inputs[r]);
-                free(l->s[2 * q].label);
-                l->s[2 * q].label = dupstr(inputs[q]);
-            }
-        }
-        t->label = dupstr(lab);
-        if (load_run(inputs[r], t, v, e))
-            return -1;
-    }
-    return 0;
-}
-
 /* The legend names of the checkpoint groups: the shortest that tell them apart. */
 static int label_ckpt_groups(series_list *l, const sweep_group *g, int n, txl_err *e)
 {
@@ -658,7 +422,7 @@ static int load_sweeps(series_list *l, char **inputs, int nin, txl_err *e)
 /* The gnuplot program for l (or the probe files, or a run's terms), in a malloc'd string;
  * NULL with e. *npoints and *npanels: the probe's or the terms' points and panels; *d: the
  * curves' or sweeps' points left out of the data. */
-static char *gp_program(const series_list *l, const plot_opts *po, const plot_args *a,
+static char *gp_program(series_list *l, const plot_opts *po, const plot_args *a,
                         size_t *len, size_t *npoints, int *npanels, dropped_pts *d, txl_err *e)
 {
     char *prog = NULL;
@@ -677,7 +441,7 @@ static char *gp_program(const series_list *l, const plot_opts *po, const plot_ar
     else if (a->sweep)
         gp_sweep(ms, l, po, d);
     else
-        gp_curves(ms, l, po, d);
+        plot_curves_program(ms, l, po, d);
     if (fclose(ms) != 0 || rc) {
         if (!rc)
             err_set(e, ERR_RUNTIME, "out of memory");
@@ -746,7 +510,7 @@ static int image_complete(const char *path, const char *out, int svg, off_t size
 
 /* Prints the program (--script), or has gnuplot draw it into a temp file next to OUT,
  * renamed into place when it is whole (image_complete). Returns the exit code. */
-static int render(const series_list *l, plot_opts *po, const plot_args *a)
+static int render(series_list *l, plot_opts *po, const plot_args *a)
 {
     txl_err e = {0};
     char tmp[4096], gpbuf[4096];
@@ -836,7 +600,7 @@ static int plot_files(plot_args a, const cli_pos pos, plot_opts po)
         return cli_fail("plot", &e);
     if (a.probe || a.terms)
         rc = render(&l, &po, &a);
-    else if (a.sweep ? load_sweeps(&l, pos.v, pos.n, &e) : load_runs(&l, pos.v, pos.n, &e))
+    else if (a.sweep ? load_sweeps(&l, pos.v, pos.n, &e) : plot_load_runs(&l, pos.v, pos.n, &e))
         rc = cli_fail("plot", &e);
     else
         rc = render(&l, &po, &a);

@@ -17,7 +17,8 @@ extern const char *const plot_palette[];
 
 typedef struct {
     double x, y;
-    long step; /* train/eval step (curves), factor (sweep) */
+    long step;   /* train/eval step (curves), factor (sweep) */
+    double loss; /* curves: the event's loss in nats per token (NAN: none); y is its bpc */
 } point;
 
 typedef struct {
@@ -67,7 +68,23 @@ int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), voi
 /* A gnuplot single-quoted string. */
 void gp_str(FILE *f, const char *s);
 /* Terminal, output, title, axes and grid. */
-void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabel);
+void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabel,
+               const char *ylabel);
+
+/* The points a plot cannot draw are left out of its data (never a nan or an inf for gnuplot)
+ * and counted, for the note of `txl plot`: x <= 0 on a log x axis (an evaluation at step 0,
+ * at 0 tokens) and a coordinate that is not finite (token counts so large that the
+ * interpolation overflows). */
+typedef struct {
+    size_t zero_logx, not_finite;
+} dropped_pts;
+int drawable(const point *p, int logx);
+size_t n_drawable(const series *s, int logx);
+/* A datablock $name of s's drawable points, x divided by xscale. */
+void gp_block(FILE *f, const char *name, const series *s, double xscale, int logx,
+              dropped_pts *d);
+/* The smallest positive and the largest finite x; lo = inf when there is none. */
+void x_range(const series_list *l, double *lo, double *hi);
 /* Legend names for n checkpoints (path, step: the "checkpoint" and "step" fields of eval and
  * probe rows) that tell every one apart: "best, step 1500" (the file's name without
  * .safetensors[.gz]); with its directory ("run/best, step 1500") when two would read the
@@ -78,6 +95,15 @@ void run_label(char *buf, size_t cap, const char *arg);
 
 /* RUN (a run directory or the path of a log.jsonl) -> the log's path; -1 with e. */
 int run_log_path(const char *arg, char *path, size_t cap, txl_err *e);
+
+/* The runs' (run directories or log.jsonl files) learning curves: two series per run, train
+ * then valid, labelled by the run directory's name (the whole argument when two runs share
+ * one); 0 or -1 with e (ERR_INPUT naming the file and line for a log txl did not write). */
+int plot_load_runs(series_list *l, char **inputs, int nin, txl_err *e);
+/* The gnuplot program of plot_load_runs' curves: bits per byte, or the loss per token (and
+ * its perplexity) when a run's train events have no bpc (word and BPE models; every point's
+ * y then becomes its loss). */
+void plot_curves_program(FILE *f, series_list *l, const plot_opts *o, dropped_pts *d);
 
 /* --probe: loads the probe files and writes the gnuplot program (a panel per needle map,
  * one for the recall curves); 0 or -1 with e. */

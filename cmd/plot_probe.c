@@ -1,8 +1,9 @@
 /* plot_probe.c: `txl plot --probe FILE.jsonl...` — the probes' results (txl probe ... --json)
  * as pictures: needle cells as heat maps (context length x depth, color = exact-match
  * accuracy, or with --gain the retrieval gain in bits), one panel per checkpoint (or file,
- * or scheme) and mode, all on one color scale; recall as the gain in bits per byte against
- * the distance (log scale) with its 95% interval, one color per checkpoint (or file, or
+ * or scheme) and mode, all on one color scale; recall as the gain in bits per unit (per
+ * byte, or per token for word and BPE models: the rows' `unit`) against the distance in
+ * that unit (log scale) with its 95% interval, one color per checkpoint (or file, or
  * scheme), dashed for the window mode, in a panel of its own. Files of both probes get a
  * panel each: the needle's maps, then the recall curves. */
 #include <limits.h>
@@ -43,6 +44,7 @@ typedef struct {
     int n_groups;
     const char *file_label, *path;
     int by_scheme, gain;
+    int units;                       /* recall rows' units seen: 1 bytes, 2 tokens */
     txl_err *e;
     size_t points;
 } probe_data;
@@ -140,11 +142,22 @@ static int needle_row(probe_data *d, const cJSON *o, int group, long ln)
 static int recall_row(probe_data *d, const cJSON *o, int group, long ln)
 {
     double D, g;
-    const cJSON *ci = cJSON_GetObjectItemCaseSensitive(o, "gain_bpc_ci");
     if (!num_field(o, "distance", &D))
         return 0; /* the effective-context summary line */
-    if (!num_field(o, "gain_bpc", &g))
-        return err_set(d->e, ERR_INPUT, "%s:%ld: a recall row without gain_bpc", d->path, ln);
+    /* the gain in bits per unit: per byte (gain_bpc), or per token (gain_bpt) */
+    const char *unit = str_field(o, "unit");
+    int tok = unit && !strcmp(unit, "token");
+    if (unit && !tok && strcmp(unit, "byte"))
+        return err_set(d->e, ERR_INPUT, "%s:%ld: a recall row of unit '%s' (expected byte or "
+                       "token)", d->path, ln, unit);
+    const char *gname = tok ? "gain_bpt" : "gain_bpc";
+    char ciname[16];
+    snprintf(ciname, sizeof ciname, "%s_ci", gname);
+    const cJSON *ci = cJSON_GetObjectItemCaseSensitive(o, ciname);
+    if (!num_field(o, gname, &g))
+        return err_set(d->e, ERR_INPUT, "%s:%ld: a recall row of unit %s without %s", d->path,
+                       ln, tok ? "token" : "byte", gname);
+    d->units |= tok ? 2 : 1;
     const char *mode = str_field(o, "mode");
     series *s = NULL;
     for (size_t i = 0; i < d->recall.n && !s; i++)
@@ -270,10 +283,15 @@ static void gp_heat_panel(FILE *f, const probe_data *d, int p, int cols, double 
 /* alone: the figure's title is the panel's, and the key goes beside it */
 static void gp_recall_panel(FILE *f, const probe_data *d, int alone)
 {
+    /* the rows' unit: bytes, tokens (word and BPE models), or both in one panel */
+    static const char *const dist[] = {"", "bytes", "tokens", "bytes or tokens: each row's unit"};
+    static const char *const per[] = {"", "bits per byte", "bits per token",
+                                      "bits per byte or token"};
     fputs(alone ? "unset title\n" : "set title 'recall: gain by distance'\n", f);
-    fputs("set xlabel 'distance between the occurrences (bytes)'\n"
-          "set ylabel 'gain (bits per byte)'\nset xtics autofreq\nset ytics autofreq\n"
-          "set autoscale xy\nset logscale x 2\nset grid\n", f);
+    fprintf(f, "set xlabel 'distance between the occurrences (%s)'\n"
+            "set ylabel 'gain (%s)'\nset xtics autofreq\nset ytics autofreq\n"
+            "set autoscale xy\nset logscale x 2\nset grid\n", dist[d->units & 3],
+            per[d->units & 3]);
     fputs(alone ? "set key outside right top\n" : "set key inside top right opaque\n", f);
     fputs("unset rmargin\n", f);
     for (size_t i = 0; i < d->recall.n; i++) {
@@ -309,14 +327,17 @@ static void gp_probes(FILE *f, const probe_data *d, const plot_opts *po, int *np
         q.height = 300 * rows;
     if (!po->fixed_size && cols > 1) /* two maps side by side, their cells' labels legible */
         q.width = 1200;
-    const char *what = !d->n_heat ? "recall by distance: bits per byte saved on the second "
-                                    "occurrence"
+    static const char *const recall_what[] = {
+        "", "recall by distance: bits per byte saved on the second occurrence",
+        "recall by distance: bits per token saved on the second occurrence",
+        "recall by distance: bits saved on the second occurrence"};
+    const char *what = !d->n_heat ? recall_what[d->units & 3]
                        : d->recall.n ? (d->gain ? "probes: the needle's retrieval gain (bits) "
                                                   "and recall"
                                                 : "probes: the needle's accuracy and recall")
                        : d->gain ? "needle in a haystack: retrieval gain (bits)"
                                  : "needle in a haystack: exact-match accuracy";
-    gp_header(f, &q, what, "");
+    gp_header(f, &q, what, "", "");
     double lo, hi;
     heat_range(d, &lo, &hi);
     fprintf(f, "set palette defined (0 '#f7fbff', 0.5 '#6baed6', 1 '#08306b')\n"

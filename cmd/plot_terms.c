@@ -174,7 +174,7 @@ static void gp_terms(FILE *f, const terms_data *d, const plot_opts *po, const ch
         q.height = 300 * rows + 140 > po->height ? 300 * rows + 140 : po->height;
     char title[1100];
     snprintf(title, sizeof title, "%s: spread of the score terms while training", run);
-    gp_header(f, o, title, "step");
+    gp_header(f, o, title, "step", "");
     fputs("set format y '%g'\nset datafile missing '?'\n", f);
     if (o->logx == 1)
         fputs("set logscale x 10\n", f);

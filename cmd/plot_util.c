@@ -30,7 +30,7 @@ int pt_push(series *s, double x, double y, long step)
         s->p = np;
         s->cap = cap;
     }
-    s->p[s->n++] = (point){x, y, step};
+    s->p[s->n++] = (point){x, y, step, NAN};
     return 0;
 }
 
@@ -335,7 +335,8 @@ void gp_str(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabel)
+void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabel,
+               const char *ylabel)
 {
     if (o->svg)
         fprintf(f, "set terminal svg size %d,%d dynamic noenhanced font 'Sans,13' "
@@ -349,8 +350,9 @@ void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabe
     gp_str(f, o->title ? o->title : title);
     fputs(" font ',14'\nset xlabel ", f);
     gp_str(f, xlabel);
-    fputs("\nset ylabel 'bits per byte (bpc)'\n"
-          "set border 3 lw 1 lc rgb '#444444'\n"
+    fputs("\nset ylabel ", f);
+    gp_str(f, ylabel);
+    fputs("\nset border 3 lw 1 lc rgb '#444444'\n"
           "set tics nomirror out\n"
           "set mxtics\nset mytics 2\n"
           "set grid xtics ytics mxtics mytics lt 1 lw 1 lc rgb '#e0e0e0', "
@@ -359,4 +361,51 @@ void gp_header(FILE *f, const plot_opts *o, const char *title, const char *xlabe
           "set key top right opaque box lc rgb '#cccccc' spacing 1.2 samplen 3\n", f);
     if (isfinite(o->ymax))
         fprintf(f, "set yrange [:%g]\n", o->ymax);
+}
+
+/* ---- datablocks --------------------------------------------------------------------- */
+
+int drawable(const point *p, int logx)
+{
+    return isfinite(p->x) && isfinite(p->y) && (!logx || p->x > 0);
+}
+
+size_t n_drawable(const series *s, int logx)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += drawable(&s->p[i], logx);
+    return n;
+}
+
+void gp_block(FILE *f, const char *name, const series *s, double xscale, int logx,
+              dropped_pts *d)
+{
+    fprintf(f, "$%s << EOD\n", name);
+    for (size_t i = 0; i < s->n; i++) {
+        const point *p = &s->p[i];
+        if (drawable(p, logx))
+            fprintf(f, "%.9g %.6f\n", p->x / xscale, p->y);
+        else if (isfinite(p->x) && isfinite(p->y))
+            d->zero_logx++;
+        else
+            d->not_finite++;
+    }
+    fputs("EOD\n", f);
+}
+
+void x_range(const series_list *l, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (size_t i = 0; i < l->n; i++)
+        for (size_t k = 0; k < l->s[i].n; k++) {
+            double x = l->s[i].p[k].x;
+            if (!isfinite(x))
+                continue;
+            if (x > 0 && x < *lo)
+                *lo = x;
+            if (x > *hi)
+                *hi = x;
+        }
 }

@@ -114,7 +114,9 @@ static int print_row(void *ctx, const txl_probe_row *r)
         printf("%s\n", r->json);
     else
         printf("%s%s%s\n", r->head ? r->head : "", r->head ? "\n" : "", r->text);
-    return cli_stdout_flush(); /* stdout failed: the rest would be lost too */
+    /* stdout failed: the rest would be lost too. 1, not -1: the call returns the value, and
+     * -1 would read as its own failure (an empty message before main's) */
+    return cli_stdout_flush() ? 1 : 0;
 }
 
 int cmd_probe(int argc, char **argv)

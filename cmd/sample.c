@@ -1,7 +1,7 @@
 /* sample.c: `txl sample` — text from a checkpoint (doc/design.md, "Sampling"), on the
  * decoder of include/txl.h: the flags, the prompts (a flag, a file, stdin, -i's lines) and
  * where the text goes (stdout as it comes, or N samples kept and printed at the end), the
- * anchors' markers, -n's bytes and --stats. */
+ * anchors' markers, -n's tokens and --stats. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -40,7 +40,10 @@ static const cli_opt sample_options[] = {
      .help = "one prompt per line of FILE ('-' = stdin; empty lines skipped), each sampled "
              "on its own (a fresh memory), its --num-samples printed after it"},
     {.short_name = "-n", .name = "--tokens", .type = CLI_INT, .off = O(n), .lo = 0,
-     .hi = 1L << 40, .def = 500, .metavar = "N", .help = "bytes to generate"},
+     .hi = 1L << 40, .def = 500, .metavar = "N",
+     .help = "tokens to generate, of the model's vocabulary: bytes for a byte model, words "
+             "and line ends (<eos>) for a word model, pieces for BPE; the anchors a model "
+             "inserts come on top"},
     {.short_name = "-t", .name = "--temperature", .type = CLI_NUM, .off = O(temperature),
      .dlo = 0, .dhi = 100, .ddef = 1.0, .metavar = "T",
      .help = "softmax temperature; 0 = greedy", .def_doc = "1.0"},
@@ -65,7 +68,7 @@ static const cli_opt sample_options[] = {
     {.short_name = "-i", .name = "--interactive", .type = CLI_SWITCH, .off = O(interactive),
      .excludes = "--num-samples",
      .help = "read prompts from stdin, one per line (a '> ' marker on stderr when stdin is "
-             "a terminal); after each, generate until a newline (or -n bytes), keeping the "
+             "a terminal); after each, generate until a newline (or -n tokens), keeping the "
              "model's memory from line to line. A line ending in \\ is continued: fed "
              "without the \\ and its newline, the answer completes it"},
     {.name = "--stop", .type = CLI_STR, .off = O(stop), .flags = CLI_REPEAT,
@@ -98,7 +101,8 @@ static const cli_opt sample_options[] = {
 
 const cli_spec sample_spec = {
     CLI_OPTS(sample_options),
-    .about = "Generates bytes from a checkpoint and streams them to stdout. Without --prompt or "
+    .about = "Generates text from a checkpoint and streams it to stdout, -n tokens of the "
+             "model's vocabulary (bytes, words or BPE pieces). Without --prompt or "
              "--prompt-file the prompt is read from stdin when it is not a terminal, else it is "
              "a newline. A long prompt is fed through the model first, with a progress line on "
              "stderr (terminal). CKPT may be a run directory: its best checkpoint (else last).",
@@ -223,7 +227,7 @@ static long read_line(FILE *f, char **buf, size_t *cap)
     return (long)n;
 }
 
-/* Tokens drawn at most per stream for -n bytes: anchors come on top of the bytes (about one
+/* Tokens drawn at most per stream for -n tokens: anchors come on top of them (about one
  * per sentence); a model that draws little but anchors stops here. */
 static long token_budget(long n)
 {
@@ -257,7 +261,7 @@ static int stdin_readable(void)
     return fl != -1 && (fl & O_ACCMODE) != O_WRONLY;
 }
 
-/* -i: a prompt per line of stdin; after each, text until a newline or -n bytes, the
+/* -i: a prompt per line of stdin; after each, text until a newline or -n tokens, the
  * decoder's memory going on from both. A line ending in a backslash is continued: fed
  * without it and its newline, and printed again, so the answer completes the line. With
  * stdin a terminal, '> ' on stderr asks for each line. A stdin at its end at once has no

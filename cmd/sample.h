@@ -13,7 +13,7 @@
 #define SAMPLE_MAX_STOPS 8
 #define SAMPLE_STOP_MAX 64     /* bytes of a --stop string */
 
-/* Why a sample ended: its -n bytes, a --stop string, the end of -i's answer line. */
+/* Why a sample ended: its -n tokens, a --stop string, the end of -i's answer line. */
 enum { SINK_GOING = 0, SINK_LENGTH = 1, SINK_NEWLINE = 2, SINK_STOP = 3 };
 
 typedef struct {
@@ -31,24 +31,27 @@ typedef struct {
     int *done;                 /* [N] SINK_* */
     long *bytes;               /* [N] bytes generated (anchors are not bytes) */
     long *tokens;              /* [N] tokens drawn and used (anchors included) */
+    long *counted;             /* [N] of those, the tokens -n counts (all but anchors) */
     double *seconds;           /* [N] from the start of generating to the sample's end */
     char (*pend)[SAMPLE_STOP_MAX]; /* [N] text held back: it may begin a stop string */
     int *npend;
     int last;                  /* live: the last byte written (-1: none) */
-    long max_bytes;            /* -n */
+    long max_tokens;           /* -n: tokens of the vocabulary (anchors come on top) */
     double t0;                 /* when generating started */
     const char *precision;     /* the products' ("fp32", "bf16"): --stats says it */
 } sink;
 
-/* A sink for N samples of up to max_bytes bytes (live: stream 0 to stdout; else kept,
- * checked against the machine before allocating); 0, or -1 with e. */
-int sink_init(sink *k, const txl_model *m, int N, long max_bytes, int live, int show_anchors,
+/* A sink for N samples of up to max_tokens tokens of the model's vocabulary, the anchors
+ * a model inserts on top (live: stream 0 to stdout; else kept, their most bytes,
+ * txl_model_token_text_max a token, checked against the machine before allocating); 0, or
+ * -1 with e. */
+int sink_init(sink *k, const txl_model *m, int N, long max_tokens, int live, int show_anchors,
               const char *const *stops, int n_stops, txl_err *e);
 /* Every stream going again, nothing kept (the next prompt of -i or --prompts). */
 void sink_reset(sink *k, double t0);
 /* txl_token_fn: stores or prints stream b's next token's text (an anchor: a marker with
- * --show-anchors, else nothing), at most -n bytes in all; 0 goes on, 1 when the stream is
- * done (-n bytes, a stop string, a newline in interactive mode), -1 when stdout went away. */
+ * --show-anchors, else nothing); 0 goes on, 1 when the stream is done (its -n tokens, a
+ * stop string, a newline in interactive mode), -1 when stdout went away. */
 int sink_put(void *ctx, int stream, int token, const char *text, size_t len);
 /* The end of a generate: what each stream still holds back (no stop string came) written,
  * the end time of those still going. Live: a newline after a text that ends without one.

@@ -11,15 +11,16 @@
 
 #define MARKER_MAX 9 /* "<|para|>" and the like */
 
-int sink_init(sink *k, const txl_model *m, int N, long max_bytes, int live, int show_anchors,
+int sink_init(sink *k, const txl_model *m, int N, long max_tokens, int live, int show_anchors,
               const char *const *stops, int n_stops, txl_err *e)
 {
-    /* tokens drawn at most per stream for -n bytes: anchors come on top (about one per
+    /* tokens drawn at most per stream for -n tokens: anchors come on top (about one per
      * sentence); a model that draws little but anchors stops there (sample.c) */
-    long budget = max_bytes > 0 ? 2 * max_bytes + 16 : 0;
-    long cap = max_bytes + (show_anchors ? budget * MARKER_MAX : 0);
+    long budget = max_tokens > 0 ? 2 * max_tokens + 16 : 0;
+    long cap = max_tokens * (long)txl_model_token_text_max(m) +
+               (show_anchors ? budget * MARKER_MAX : 0);
     *k = (sink){.m = m, .N = N, .live = live, .cap = cap, .show_anchors = show_anchors,
-                .stops = stops, .n_stops = n_stops, .max_bytes = max_bytes, .last = -1};
+                .stops = stops, .n_stops = n_stops, .max_tokens = max_tokens, .last = -1};
     char who[160];
     snprintf(who, sizeof who, "sampling %d samples of up to %ld bytes each (kept until all "
              "are drawn)", N, cap);
@@ -29,14 +30,14 @@ int sink_init(sink *k, const txl_model *m, int N, long max_bytes, int live, int 
     k->done = calloc((size_t)N, sizeof *k->done);
     k->bytes = calloc((size_t)N, sizeof *k->bytes);
     k->tokens = calloc((size_t)N, sizeof *k->tokens);
+    k->counted = calloc((size_t)N, sizeof *k->counted);
     k->seconds = calloc((size_t)N, sizeof *k->seconds);
     k->pend = calloc((size_t)N, sizeof *k->pend);
     k->npend = calloc((size_t)N, sizeof *k->npend);
     k->buf = live ? NULL : malloc((size_t)N * (size_t)(cap > 0 ? cap : 1));
-    if (!k->len || !k->done || !k->bytes || !k->tokens || !k->seconds || !k->pend ||
-        !k->npend || (!live && !k->buf))
-        return err_set(e, ERR_RUNTIME, "out of memory for %d samples of %ld bytes", N,
-                       max_bytes);
+    if (!k->len || !k->done || !k->bytes || !k->tokens || !k->counted || !k->seconds ||
+        !k->pend || !k->npend || (!live && !k->buf))
+        return err_set(e, ERR_RUNTIME, "out of memory for %d samples of %ld bytes", N, cap);
     return 0;
 }
 
@@ -47,6 +48,7 @@ void sink_reset(sink *k, double t0)
     memset(k->done, 0, n * sizeof *k->done);
     memset(k->bytes, 0, n * sizeof *k->bytes);
     memset(k->tokens, 0, n * sizeof *k->tokens);
+    memset(k->counted, 0, n * sizeof *k->counted);
     memset(k->seconds, 0, n * sizeof *k->seconds);
     memset(k->npend, 0, n * sizeof *k->npend);
     k->calls = 0;
@@ -113,27 +115,25 @@ int sink_put(void *ctx, int b, int t, const char *text, size_t len)
     sink *k = ctx;
     k->calls++;
     k->tokens[b]++;
-    if (len > 0) { /* at most -n bytes in all: a longer token is cut */
-        size_t room = (size_t)(k->max_bytes - k->bytes[b]);
+    const char *name = len ? NULL : txl_token_name(k->m, t); /* an anchor's */
+    if (len > 0) {
         const char *nl = k->stop_at_newline ? memchr(text, '\n', len) : NULL;
-        size_t n = nl ? (size_t)(nl - text) + 1 : len;
-        n = n < room ? n : room;
+        size_t n = nl ? (size_t)(nl - text) + 1 : len; /* -i: the answer ends its line */
         if (through_stops(k, b, text, n))
             return -1;
         k->bytes[b] += (long)n;
-        if (k->done[b] == SINK_GOING && nl && n == (size_t)(nl - text) + 1)
-            k->done[b] = SINK_NEWLINE; /* the answer ended its line */
-        else if (k->done[b] == SINK_GOING && k->bytes[b] >= k->max_bytes)
-            k->done[b] = SINK_LENGTH;
-    } else if (k->show_anchors) {
-        const char *name = txl_token_name(k->m, t);
-        if (name) { /* none: a special of the vocabulary with no text (GPT-2's <|endoftext|>) */
-            char m[MARKER_MAX];
-            snprintf(m, sizeof m, "<|%s|>", name);
-            if (through_stops(k, b, m, strlen(m)))
-                return -1;
-        }
+        if (k->done[b] == SINK_GOING && nl)
+            k->done[b] = SINK_NEWLINE;
+    } else if (name && k->show_anchors) {
+        char m[MARKER_MAX];
+        snprintf(m, sizeof m, "<|%s|>", name);
+        if (through_stops(k, b, m, strlen(m)))
+            return -1;
     }
+    /* -n counts the vocabulary's tokens, a special without text (GPT-2's <|endoftext|>)
+     * too; the anchors a model inserts come on top, as they did on -n bytes */
+    if (!name && ++k->counted[b] >= k->max_tokens && k->done[b] == SINK_GOING)
+        k->done[b] = SINK_LENGTH;
     if (k->done[b])
         k->seconds[b] = sys_now() - k->t0;
     return k->done[b] != SINK_GOING;
@@ -241,6 +241,7 @@ void sink_free(sink *k)
     free(k->done);
     free(k->bytes);
     free(k->tokens);
+    free(k->counted);
     free(k->seconds);
     free(k->pend);
     free(k->npend);

@@ -403,15 +403,26 @@ static void info_text(const txl_vocab *v, const char *arg, const uint32_t *ids,
     if (src && strcmp(src, "file"))
         printf(" (%s: %s)", txl_vocab_path(v), strcmp(src, "bytes") == 0
                ? "a byte model, no vocab tensor: the 256 bytes" : "its vocab tensor");
+    int na = txl_vocab_anchors(v);
     printf("\nkind: %s\nsize: %zu tokens", txl_vocab_kind(v), txl_vocab_size(v));
     if (txl_vocab_merges(v))
         printf(" (%zu merges)", txl_vocab_merges(v));
+    if (na)
+        printf(" + %d anchor%s (the model's %zu)", na, na == 1 ? "" : "s",
+               txl_vocab_size(v) + (size_t)na);
     printf("\nspecials:");
     const char *name;
     uint32_t id;
+    char anames[32] = "";
     int i = 0;
-    for (; txl_vocab_special(v, i, &name, &id) == 0; i++)
+    for (; txl_vocab_special(v, i, &name, &id) == 0; i++) {
         printf(" %s=%u", name, id);
+        if (id >= txl_vocab_size(v)) /* an anchor */
+            snprintf(anames + strlen(anames), sizeof anames - strlen(anames), "%s%s",
+                     anames[0] ? ", " : "", name);
+    }
+    if (na)
+        printf(" (%s: the model's anchor%s)", anames, na == 1 ? "" : "s");
     printf("%s\nfingerprint: %016llx\nlongest tokens:", i ? "" : " none",
            (unsigned long long)txl_vocab_fingerprint(v));
     for (int j = 0; j < k; j++) {
@@ -443,6 +454,7 @@ static void info_json(const txl_vocab *v, const char *arg, const uint32_t *ids,
     for (int i = 0; txl_vocab_special(v, i, &name, &id) == 0; i++)
         cJSON_AddNumberToObject(sp, name, id);
     cJSON_AddItemToObject(o, "specials", sp);
+    cJSON_AddNumberToObject(o, "anchors", txl_vocab_anchors(v));
     snprintf(fp, sizeof fp, "%016llx", (unsigned long long)txl_vocab_fingerprint(v));
     cJSON_AddStringToObject(o, "fingerprint", fp);
     for (int j = 0; j < k; j++) {

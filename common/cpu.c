@@ -37,6 +37,7 @@ static void detect(cpu_features *f)
     __cpuid_count(7, 0, a, b, c, d);
     f->avx2 = (b >> 5) & 1;
     f->avx512f = (b >> 16) & 1;
+    f->avx512bw = (b >> 30) & 1;
     f->amx_bf16 = (d >> 22) & 1;
     f->amx_tile = (d >> 24) & 1;
     unsigned a1, b1, c1, d1;

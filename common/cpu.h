@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 typedef struct {
-    int avx2, avx512f, avx512_bf16, amx_bf16, amx_tile;
+    int avx2, avx512f, avx512bw, avx512_bf16, amx_bf16, amx_tile;
     int os_avx512;   /* XCR0 has the opmask and ZMM state */
     int os_amx;      /* XCR0 has the tile state, and the OS granted it to this process */
     int avx512_capped; /* DNNL_MAX_CPU_ISA caps the instructions below AVX-512 (AVX2, ...):

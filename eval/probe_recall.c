@@ -19,7 +19,9 @@
  * context is the largest D whose gain is still at least half the gain at the smallest D,
  * unknown (null) when that gain is not significantly above 0 (effective_context). The
  * texts become tokens by the model's rules (probe_tokenize: anchors make their token
- * counts differ, and the shorter streams are padded, never cut).
+ * counts differ, and the shorter streams are padded, never cut). JSON rows name the bits per
+ * unit after the unit: gain_bpc, first_bpc, ... (bits per byte) for bytes, gain_bpt,
+ * first_bpt, ... (bits per token) for tokens.
  * Trials run side by side as streams, in memory mode (segments of tgt_len through the
  * memory) and/or window mode (one window, no memory). */
 #include <math.h>
@@ -201,10 +203,15 @@ static int distance_row(probe_ctx *p, probe_mode mode, const recall_set *s,
     fprintf(r.json, "{\"probe\":\"recall\",\"mode\":\"%s\",\"distance\":%d,"
             "\"string_len\":%d,\"trials\":%d,\"unit\":\"%s\"", mn, s->D, s->S, s->B,
             probe_unit(p));
-    print_ci(r.json, "gain_bpc", gi);
-    print_ci(r.json, "first_bpc", fi);
-    print_ci(r.json, "second_bpc", se);
-    print_ci(r.json, "control_bpc", ci);
+    /* the bits per unit: bpc (bits per byte) for bytes, bpt (bits per token) for tokens */
+    const char *u = p->tokens ? "bpt" : "bpc";
+    static const char *const what[] = {"gain", "first", "second", "control"};
+    const stat_ci *st[] = {&gi, &fi, &se, &ci};
+    for (int k = 0; k < 4; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s_%s", what[k], u);
+        print_ci(r.json, name, *st[k]);
+    }
     fprintf(r.json, ",\"cut_trials\":%d,\"pad_max\":%d", s->cut, s->pad_max);
     fprintf(r.json, ",\"tgt_len\":%d,\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld,"
             "\"tok_per_s\":%.1f,\"seed\":%llu", ev->T, ev->M,

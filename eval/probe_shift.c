@@ -2,7 +2,7 @@
  * evaluated with every absolute coordinate a scheme uses shifted by K (fwd_opts.pos_offset):
  * rope rotates by m+i+K and j+K, absolute reads P[i+K]; xl, mlp, alibi and hier see
  * differences only, so their loss must not change at all. Each row gives the loss at K and
- * its change from K = 0. The text is the span's first max_tokens bytes (the byte
+ * its change from K = 0, with the metrics of an evaluation (bpc, ppl, tokens, bytes). The text is the span's first max_tokens bytes (the byte
  * vocabulary: as txl always read it, anchors inserted after), or its first max_tokens
  * tokens under a word or BPE vocabulary (anchors included), as the model's tokens. */
 #include <math.h>
@@ -30,11 +30,15 @@ static int offset_row(probe_ctx *p, int off, int off0, const eval_result *r, dou
     print_num(row.json, d);
     fprintf(row.json, ",\"relative\":");
     print_num(row.json, rel);
-    fprintf(row.json, ",\"base_offset\":%d,\"tokens\":%zu,\"tgt_len\":%d,\"mem_len\":%d,"
-            "\"pos_scheme\":\"%s\",\"step\":%ld", off0, r->tokens, p->T, p->M,
-            pos_scheme_name(p->cfg->model.pos), p->step);
+    fprintf(row.json, ",\"bpc\":");
+    print_num(row.json, r->bpc);
+    fprintf(row.json, ",\"ppl\":");
+    print_num(row.json, exp(r->loss));
+    fprintf(row.json, ",\"base_offset\":%d,\"tokens\":%zu,\"bytes\":%zu,\"tgt_len\":%d,"
+            "\"mem_len\":%d,\"pos_scheme\":\"%s\",\"step\":%ld", off0, r->tokens, r->bytes,
+            p->T, p->M, pos_scheme_name(p->cfg->model.pos), p->step);
     probe_json_end(p, row.json);
-    fprintf(row.text, "%10d %12.8f %12.3e %12.3e", off, r->loss, d, rel);
+    fprintf(row.text, "%10d %12.8f %12.3e %12.3e %8.4f", off, r->loss, d, rel, r->bpc);
     return probe_row_end(p, &row, NULL, 0, e);
 }
 
@@ -127,8 +131,8 @@ int probe_shift(probe_ctx *p, txl_err *e)
         tok_stream_free(&ts);
         return -1;
     }
-    snprintf(p->head, sizeof p->head, "%10s %12s %12s %12s", "offset", "loss", "delta",
-             "relative");
+    snprintf(p->head, sizeof p->head, "%10s %12s %12s %12s %8s", "offset", "loss", "delta",
+             "relative", "bpc");
     double base = NAN;
     int rc = 0;
     for (int k = 0; rc == 0 && k < n; k++) {

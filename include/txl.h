@@ -162,6 +162,9 @@ const char *txl_model_path(const txl_model *m);
 int txl_model_from_dir(const txl_model *m);
 size_t txl_model_params(const txl_model *m);
 int txl_model_vocab(const txl_model *m);
+/* The most bytes one token adds to a decoded text: 1 for bytes, a word's and its separating
+ * space, a BPE piece's (anchors add none). */
+size_t txl_model_token_text_max(const txl_model *m);
 /* The training step the checkpoint records (0 when it records none). */
 long txl_model_step(const txl_model *m);
 /* The checkpoint's metadata value for key ("step", "best_valid_loss", ...), or NULL. */
@@ -502,8 +505,13 @@ uint64_t txl_vocab_fingerprint(const txl_vocab *v);
  * file read (a run directory's checkpoint), or NULL. */
 const char *txl_vocab_source(const txl_vocab *v);
 const char *txl_vocab_path(const txl_vocab *v);
-/* The specials, i from 0: their name ("eos", "unk", "eot") and id; -1 past the last. */
+/* The specials, i from 0: their name ("eos", "unk", "eot") and id, then the anchors of a
+ * checkpoint's model ("bos", "para", "sent": special tokens after the vocabulary's, ids
+ * txl_vocab_size, +1, ...); -1 past the last. */
 int txl_vocab_special(const txl_vocab *v, int i, const char **name, uint32_t *id);
+/* The anchors of the checkpoint the vocabulary came from (0 for a file's, or a model
+ * without): the model's tokens are txl_vocab_size + this many. */
+int txl_vocab_anchors(const txl_vocab *v);
 /* Token id's text into buf (at most cap bytes, no NUL added): its own bytes, a special's
  * name ("<eos>", "<unk>", "<|endoftext|>"); with `escaped`, as the vocabulary file writes
  * it (ASCII and printable UTF-8; \s, \xHH ...). Returns the length; *special (when not

@@ -14,6 +14,7 @@
 #include "../common/par.h"
 #include "../common/rng.h"
 #include "../common/vmath.h"
+#include "attn_amx.h"
 #include "attn_fused.h"
 #include "dropout.h"
 #include "gemm.h"
@@ -39,6 +40,8 @@ static size_t per_pair(int Lq, int klen, int dh)
 {
     size_t blas = (size_t)3 * Lq * dh + (size_t)Lq + (size_t)2 * Lq * klen;
     size_t fused = (size_t)fused_scratch_floats(Lq, klen, dh, FUSED_RB_MAX);
+    size_t amx = (size_t)amx_scratch_floats(Lq, klen, dh);
+    fused = fused > amx ? fused : amx;
     return blas > fused ? blas : fused;
 }
 
@@ -53,7 +56,9 @@ double attn_scratch_floats(int Lq, int klen, int dh, int H, int threads)
     /* per_thread's sum in doubles: the plan counts configs far too large too */
     double pair = 3.0 * Lq * dh + Lq + 2.0 * Lq * klen;
     double fused = fused_scratch_floats(Lq, klen, dh, FUSED_RB_MAX);
+    double amx = amx_scratch_floats(Lq, klen, dh);
     pair = pair > fused ? pair : fused;
+    pair = pair > amx ? pair : amx;
     return (pair + (double)klen * H * dh + 2.0 * H * dh + (double)H * klen) *
            (threads > 0 ? threads : 1);
 }
@@ -185,7 +190,9 @@ void attn_forward(float *prob, float *vec, const float *q, const float *kv,
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int p = 0; p < pairs; p++) {
         float *scr = scratch + per * (size_t)par_thread_id();
-        if (a->fused)
+        if (a->amx)
+            amx_forward_bh(prob, vec, q, kv, a, scr, p / a->H, p % a->H);
+        else if (a->fused)
             fused_forward_bh(prob, vec, q, kv, a, scr, p / a->H, p % a->H);
         else
             forward_bh(prob, vec, q, kv, a, scr, p / a->H, p % a->H);
@@ -416,7 +423,7 @@ void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, floa
             memset(p_sb, 0, sb->grad_floats * sizeof(float));
 #pragma omp for schedule(static)
         for (int p = 0; p < pairs; p++)
-            (a->fused ? fused_backward_bh : backward_bh)(
+            (a->amx ? amx_backward_bh : a->fused ? fused_backward_bh : backward_bh)(
                 dq, dkv, drk ? p_rk : NULL, du ? p_u : NULL, dv ? p_v : NULL,
                 d_dist_bias ? p_db : NULL, p_sb, dvec, prob, q, kv, a, scr, p / H, p % H);
     }

@@ -60,6 +60,7 @@ typedef struct {
     int row_block;          /* query rows per GEMM block (0 = 64; fused: 0 = 32, at most
                                FUSED_RB_MAX): each block computes only the keys its rows see */
     unsigned char fused;    /* 1: attn_fused.h's kernel (txl's own tiles), 0: OpenBLAS */
+    unsigned char amx;      /* with fused: its bf16 twin on AMX tiles (attn_amx.h) */
     int same_len;           /* inference (txl eval --same-length): query i sees at most
                                same_len keys, its own included, keys max(0, m+i+1-same_len)
                                .. m+i (Dai et al.'s evaluation mask); 0: keys 0..m+i. A

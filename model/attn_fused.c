@@ -121,20 +121,20 @@ static void pack_rows(float *dst, int dhp, const float *src, size_t ss, int n, i
     }
 }
 
-static size_t kv_stride(const attn_args *a, int klen)
+size_t fused_kv_stride(const attn_args *a, int klen)
 {
     return a->kv_bstride ? a->kv_bstride : (size_t)klen * 2 * a->H * a->dh;
 }
 
 /* global counter of element (i, 0) of (b, h)'s dropatt plane */
-static uint64_t drop_base(const attn_args *a, int b, int h, int i)
+uint64_t fused_drop_base(const attn_args *a, int b, int h, int i)
 {
     size_t klen = (size_t)a->m + a->Lq;
     return ((a->b_offset + (size_t)b) * a->H + h) * (size_t)a->Lq * klen + (size_t)i * klen;
 }
 
 /* the biases of rows i0..i1-1 onto the block's scores (row stride ld) */
-static void add_biases(float *S, int ld, const attn_args *a, int b, int h, int i0, int i1)
+void fused_add_biases(float *S, int ld, const attn_args *a, int b, int h, int i0, int i1)
 {
     const int m = a->m, klen = m + a->Lq;
     if (a->dist_bias) {
@@ -151,7 +151,7 @@ static void add_biases(float *S, int ld, const attn_args *a, int b, int h, int i
 
 /* the masked row softmax of attention.c, rows i0..i1-1, zero from m+i+1 to `to`, and
  * below the row's first key: max(0, m+i+1-same_len) with same_len (attention.h), else 0 */
-static void softmax_rows(float *S, int ld, int m, int same_len, int i0, int i1, int to)
+void fused_softmax_rows(float *S, int ld, int m, int same_len, int i0, int i1, int to)
 {
     for (int i = i0; i < i1; i++) {
         float *srow = S + (size_t)(i - i0) * ld;
@@ -166,14 +166,14 @@ static void softmax_rows(float *S, int ld, int m, int same_len, int i0, int i1, 
 }
 
 /* the dropped probabilities of rows i0..i1-1 (P row stride ldp) into D, zero up to w */
-static void drop_rows(float *D, int ldd, const float *P, int ldp, const attn_args *a, int b,
+void fused_drop_rows(float *D, int ldd, const float *P, int ldp, const attn_args *a, int b,
                       int h, int i0, int i1, int w)
 {
     for (int i = i0; i < i1; i++) {
         float *d = D + (size_t)(i - i0) * ldd;
         int nv = a->m + i + 1;
         dropout_forward(d, P + (size_t)(i - i0) * ldp, (size_t)nv, a->dropatt, a->drop_key,
-                        drop_base(a, b, h, i));
+                        fused_drop_base(a, b, h, i));
         memset(d + nv, 0, (size_t)(w - nv) * sizeof *d);
     }
 }
@@ -201,7 +201,7 @@ void fused_forward_bh(float *prob, float *vec, const float *q, const float *kv,
     const int rb = fused_row_block(a);
     fbufs f = layout(scratch, Lq, klen, dh, rb);
     const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
-    const float *kbh = kv + (size_t)b * kv_stride(a, klen) + (size_t)h * dh;
+    const float *kbh = kv + (size_t)b * fused_kv_stride(a, klen) + (size_t)h * dh;
     float *P = prob ? prob + ((size_t)b * H + h) * Lq * klen : NULL;
     float *vout = vec + (size_t)b * Lq * hd + (size_t)h * dh;
 
@@ -221,8 +221,8 @@ void fused_forward_bh(float *prob, float *vec, const float *q, const float *kv,
                   a->scale);
         if (a->rk)
             position_rows(f.S, f.klp, &f, a, i0, i1);
-        add_biases(f.S, f.klp, a, b, h, i0, i1);
-        softmax_rows(f.S, f.klp, m, a->same_len, i0, i1, wn);
+        fused_add_biases(f.S, f.klp, a, b, h, i0, i1);
+        fused_softmax_rows(f.S, f.klp, m, a->same_len, i0, i1, wn);
         if (P)
             for (int i = i0; i < i1; i++) {
                 float *prow = P + (size_t)i * klen;
@@ -231,7 +231,7 @@ void fused_forward_bh(float *prob, float *vec, const float *q, const float *kv,
             }
         const float *Pv = f.S;
         if (a->dropatt > 0.0f && P) {
-            drop_rows(f.D, f.klp, f.S, f.klp, a, b, h, i0, i1, w);
+            fused_drop_rows(f.D, f.klp, f.S, f.klp, a, b, h, i0, i1, w);
             Pv = f.D;
         }
         at_rows(f.O, f.dhp, Pv, f.klp, f.X, f.dhp, rows, w, f.dhp, 1.0f, 0);
@@ -242,7 +242,7 @@ void fused_forward_bh(float *prob, float *vec, const float *q, const float *kv,
 
 /* softmax's backward on the block: dS = P (dP - sum_j P dP), zero past the visible keys up
  * to ld (the position products read the zeros) */
-static void softmax_back_rows(float *G, int ld, const float *P, int ldp, int m, int i0, int i1)
+void fused_softmax_back_rows(float *G, int ld, const float *P, int ldp, int m, int i0, int i1)
 {
     for (int i = i0; i < i1; i++) {
         float *g = G + (size_t)(i - i0) * ld;
@@ -255,13 +255,29 @@ static void softmax_back_rows(float *G, int ld, const float *P, int ldp, int m, 
     }
 }
 
+void fused_bias_grads(float *d_dist_bias, float *d_score_bias, const float *dS, int ld,
+                      const attn_args *a, int b, int h, int i0, int i1)
+{
+    const int m = a->m, klen = m + a->Lq;
+    if (d_score_bias)
+        a->score_bias->grad(a->score_bias, dS, ld, b, h, i1 - i0, m + i0, d_score_bias);
+    if (d_dist_bias) {
+        float *tb = d_dist_bias + (size_t)h * klen;
+        for (int i = i0; i < i1; i++) {
+            const float *g = dS + (size_t)(i - i0) * ld;
+            for (int j = 0; j <= m + i; j++)
+                tb[m + i - j] += g[j];
+        }
+    }
+}
+
 /* the gradients of rows i0..i1 from their dS (f->S): dq's rows (content, then xl's
  * position term), du, dv, and the sums dK, dR; the biases' gradients */
 static void block_grads(float *dqbh, float *du, float *dv, float *d_dist_bias,
                         float *d_score_bias, const fbufs *f, const attn_args *a, int b, int h,
                         int i0, int i1)
 {
-    const int dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq, hd = a->H * dh;
+    const int dh = a->dh, Lq = a->Lq, m = a->m, hd = a->H * dh;
     const int rows = i1 - i0, w = m + i1, dhp = f->dhp;
     at_rows(f->O, dhp, f->S, f->klp, f->X, dhp, rows, w, dhp, a->scale, 0);
     at_cols(f->dK, dhp, f->S, f->klp, f->qu + (size_t)i0 * dhp, dhp, rows, w, dhp, a->scale);
@@ -285,16 +301,7 @@ static void block_grads(float *dqbh, float *du, float *dv, float *d_dist_bias,
         for (int c = 0; dv && a->rk && c < dh; c++)
             dv[(size_t)h * dh + c] += o2[c];
     }
-    if (d_score_bias)
-        a->score_bias->grad(a->score_bias, f->S, f->klp, b, h, rows, m + i0, d_score_bias);
-    if (d_dist_bias) {
-        float *tb = d_dist_bias + (size_t)h * klen;
-        for (int i = i0; i < i1; i++) {
-            const float *g = f->S + (size_t)(i - i0) * f->klp;
-            for (int j = 0; j <= m + i; j++)
-                tb[m + i - j] += g[j];
-        }
-    }
+    fused_bias_grads(d_dist_bias, d_score_bias, f->S, f->klp, a, b, h, i0, i1);
 }
 
 /* the per-(b, h) packing of the backward; zeroes the sums */
@@ -337,7 +344,7 @@ void fused_backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
         const float *Pv = Pb;
         int ldv = klen;
         if (a->dropatt > 0.0f) {
-            drop_rows(f.D, f.klp, Pb, klen, a, b, h, i0, i1, w);
+            fused_drop_rows(f.D, f.klp, Pb, klen, a, b, h, i0, i1, w);
             Pv = f.D, ldv = f.klp;
         }
         pack_rows(f.dO, f.dhp, dvbh + (size_t)i0 * hd, hd, rows, dh, NULL);
@@ -348,8 +355,8 @@ void fused_backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
             for (int i = i0; i < i1; i++)
                 dropout_backward(f.S + (size_t)(i - i0) * f.klp, f.S + (size_t)(i - i0) * f.klp,
                                  (size_t)(m + i + 1), a->dropatt, a->drop_key,
-                                 drop_base(a, b, h, i));
-        softmax_back_rows(f.S, f.klp, Pb, klen, m, i0, i1);
+                                 fused_drop_base(a, b, h, i));
+        fused_softmax_back_rows(f.S, f.klp, Pb, klen, m, i0, i1);
         block_grads(dq + (size_t)b * Lq * hd + (size_t)h * dh, du, dv, d_dist_bias,
                     d_score_bias, &f, a, b, h, i0, i1);
     }

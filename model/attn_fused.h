@@ -15,6 +15,7 @@
 #define TXL_ATTN_FUSED_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "attention.h"
 
@@ -33,5 +34,25 @@ void fused_backward_bh(float *dq, float *dkv, float *drk, float *du, float *dv,
                        float *d_dist_bias, float *d_score_bias, const float *dvec,
                        const float *prob, const float *q, const float *kv, const attn_args *a,
                        float *scratch, int b, int h);
+
+/* The blocks' row passes, fp32, shared with attn_amx.c (rows i0..i1-1 of (b, h); S points
+ * at row i0, row stride ld). */
+/* floats from one stream's kv rows to the next */
+size_t fused_kv_stride(const attn_args *a, int klen);
+/* the global counter of element (i, 0) of (b, h)'s dropatt plane */
+uint64_t fused_drop_base(const attn_args *a, int b, int h, int i);
+/* dist_bias and score_bias onto the scores */
+void fused_add_biases(float *S, int ld, const attn_args *a, int b, int h, int i0, int i1);
+/* the masked softmax (same_len: attention.h), zero from each row's last visible key + 1 up
+ * to `to` and below its first */
+void fused_softmax_rows(float *S, int ld, int m, int same_len, int i0, int i1, int to);
+/* the dropped probabilities of P (row stride ldp) into D (row stride ldd), zero up to w */
+void fused_drop_rows(float *D, int ldd, const float *P, int ldp, const attn_args *a, int b,
+                     int h, int i0, int i1, int w);
+/* softmax's backward in place: dS = P (dP - sum_j P dP), zero past the visible keys to ld */
+void fused_softmax_back_rows(float *G, int ld, const float *P, int ldp, int m, int i0, int i1);
+/* dS's contributions to the biases' gradients (NULL: none) */
+void fused_bias_grads(float *d_dist_bias, float *d_score_bias, const float *dS, int ld,
+                      const attn_args *a, int b, int h, int i0, int i1);
 
 #endif

@@ -13,11 +13,11 @@
 
 /* Post-LN: d(x) += d(q) Wq + d(kv)[segment rows] Wkv, and dWq += d(q)^T x. */
 static void qkv_dx(float *d_in, float *dWq, const float *d_q, const float *d_kv, const float *x,
-                   const float *Wqkv, int B, int Lq, int m, int d, int hd)
+                   const uint16_t *xh, const float *Wqkv, int B, int Lq, int m, int d, int hd)
 {
     const float *Wkv = Wqkv + (size_t)hd * d;
     int klen = m + Lq;
-    linear_backward(d_in, dWq, NULL, d_q, x, Wqkv, B * Lq, hd, d, 1);
+    linear_backward_x(d_in, dWq, NULL, d_q, NULL, x, xh, Wqkv, B * Lq, hd, d, 1);
 #pragma omp parallel for schedule(static) if (B > 1)
     for (int b = 0; b < B; b++)
         gemm(d_in + (size_t)b * Lq * d, d_kv + ((size_t)b * klen + m) * 2 * hd, Wkv, Lq, d,
@@ -40,32 +40,40 @@ static void layer_tail_backward(model *mdl, model_acts *A, int l, const float *d
     float *d_r2 = A->d_tmp, *d_h1 = A->d_h1;
 
     /* out = LN_ff(h1 + z2) (post) or h1 + z2 (pre) */
+    /* bf16: the products' dy rounded where they are made (their twins), else NULL */
+    const int h = gemm_get_precision() == GEMM_BF16;
+    uint16_t *d_r2h = h ? A->d_tmpb : NULL, *d_ah = h ? A->d_ab : NULL;
+    uint16_t *d_h1h = h ? A->d_h1b : NULL;
     if (!c->pre_lnorm) {
         layernorm_backward(d_r2, G->ff_ln_w, G->ff_ln_b, d_out, lc->ln2_xhat, lc->ln2_rstd,
                            L->ff_ln_w, (int)BL, d, 0);
     }
     /* d_h1 = d(h1 + z2) (the residual branch); d_r2 = its masked copy (the ff branch) */
-    dropout_backward_copy(d_r2, d_h1, c->pre_lnorm ? d_out : d_r2, n, p,
-                          pos_site_key(key, l, SITE_FF_OUT), A->b_offset * (n / B));
+    dropout_backward_copy_h(d_r2, d_r2h, d_h1, c->pre_lnorm ? d_out : d_r2, n, p,
+                            pos_site_key(key, l, SITE_FF_OUT), A->b_offset * (n / B));
     /* z2 = a @ W3^T + b3; a = drop(relu(z1)); z1 = ffin @ W0^T + b0 */
-    linear_backward(A->d_a, G->ff3_w, G->ff3_b, d_r2, lc->a, L->ff3_w, (int)BL, d, di, 0);
-    dropout_relu_backward(A->d_a, A->d_a, lc->a, BL * di, p);
+    linear_backward_x(A->d_a, G->ff3_w, G->ff3_b, d_r2, d_r2h, lc->a, lc->ab, L->ff3_w,
+                      (int)BL, d, di, 0);
+    dropout_relu_backward_h(A->d_a, d_ah, A->d_a, lc->a, BL * di, p);
     const float *ffin = c->pre_lnorm ? lc->ffin : lc->h1;
     if (!c->pre_lnorm) {
         /* ffin is h1 itself: its gradient adds straight onto the residual branch's */
-        linear_backward(d_h1, G->ff0_w, G->ff0_b, A->d_a, ffin, L->ff0_w, (int)BL, di, d, 1);
+        linear_backward_x(d_h1, G->ff0_w, G->ff0_b, A->d_a, d_ah, ffin, lc->ffinb, L->ff0_w,
+                          (int)BL, di, d, 1);
         /* h1 = LN_attn(x + drop(ao)): d_h1 becomes d(x + drop(ao)) */
         layernorm_backward(d_h1, G->attn_ln_w, G->attn_ln_b, d_h1, lc->ln1_xhat, lc->ln1_rstd,
                            L->attn_ln_w, (int)BL, d, 0);
     } else { /* d_r2 = d(ffin) = d(LN_ff(h1)) */
-        linear_backward(d_r2, G->ff0_w, G->ff0_b, A->d_a, ffin, L->ff0_w, (int)BL, di, d, 0);
+        linear_backward_x(d_r2, G->ff0_w, G->ff0_b, A->d_a, d_ah, ffin, lc->ffinb, L->ff0_w,
+                          (int)BL, di, d, 0);
         layernorm_backward(d_h1, G->ff_ln_w, G->ff_ln_b, d_r2, lc->ln1_xhat, lc->ln1_rstd,
                            L->ff_ln_w, (int)BL, d, 1);
     }
     /* residual to x, then through the dropout and the output projection */
-    dropout_backward_copy(d_h1, d_in, d_h1, n, p, pos_site_key(key, l, SITE_ATTN_OUT),
-                          A->b_offset * (n / B)); /* d_in = d_h1 before the mask */
-    linear_backward(A->d_vec, G->o_w, NULL, d_h1, lc->vec, L->o_w, (int)BL, d, hd, 0);
+    dropout_backward_copy_h(d_h1, d_h1h, d_in, d_h1, n, p, pos_site_key(key, l, SITE_ATTN_OUT),
+                            A->b_offset * (n / B)); /* d_in = d_h1 before the mask */
+    linear_backward_x(A->d_vec, G->o_w, NULL, d_h1, d_h1h, lc->vec, lc->vecb, L->o_w, (int)BL, d, hd,
+                      0);
 }
 
 /* Pre-LN: d(cat) from d(kv) and d(q), through LN_attn; the memory rows give the LN
@@ -78,10 +86,11 @@ static void qkv_backward_pre(model *mdl, model_acts *A, int l, float *d_in)
     int B = A->B, d = c->d_model, hd = c->n_head * c->d_head;
     int Lq = A->cur_Lq, m = A->cur_m, klen = m + Lq;
     layer_cache *lc = &A->lc[l];
-    linear_backward(A->d_cat, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, lc->catn,
-                    L->qkv_w + (size_t)hd * d, B * klen, 2 * hd, d, 0);
+    linear_backward_x(A->d_cat, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, NULL, lc->catn, lc->catb,
+                      L->qkv_w + (size_t)hd * d, B * klen, 2 * hd, d, 0);
     /* d(LN(cat) segment rows) = d(q) Wq, parked in d_tmp (free by now) */
-    linear_backward(A->d_tmp, G->qkv_w, NULL, A->d_q, lc->xq, L->qkv_w, B * Lq, hd, d, 0);
+    linear_backward_x(A->d_tmp, G->qkv_w, NULL, A->d_q, NULL, lc->xq, lc->xqb, L->qkv_w, B * Lq, hd,
+                      d, 0);
     for (int b = 0; b < B; b++) {
         float *dcb = A->d_cat + (size_t)b * klen * d;
         size_t r0 = (size_t)b * klen;
@@ -137,10 +146,10 @@ static void layer_backward(model *mdl, model_acts *A, const pos_seg *s, int l,
 #pragma omp parallel sections num_threads(2) if (par_threads() == 2 && m == Lq)
     {
 #pragma omp section
-        linear_backward(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, lc->cat, Wkv, B * klen,
-                        2 * hd, d, 0);
+        linear_backward_x(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, NULL, lc->cat, lc->catb,
+                          Wkv, B * klen, 2 * hd, d, 0);
 #pragma omp section
-        qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, x, L->qkv_w, B, Lq, m, d, hd);
+        qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, x, lc->xqb, L->qkv_w, B, Lq, m, d, hd);
     }
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common/par.h"
+#include "gemm_bf16.h"
 
 /* What the fused map does around the mask, element by element (always inlined with constant
  * flags, so each public function gets its own straight-line loop):
@@ -16,6 +17,7 @@ typedef struct {
     const float *x, *res;
     float *copy;
     int relu;
+    uint16_t *yh; /* y rounded to bf16 too, or NULL */
 } drop_op;
 
 static inline float drop_in(const drop_op *o, size_t i)
@@ -30,7 +32,10 @@ static inline float drop_in(const drop_op *o, size_t i)
 
 static inline void drop_out(const drop_op *o, size_t i, float v)
 {
-    o->y[i] = o->res ? o->res[i] + v : v;
+    float y = o->res ? o->res[i] + v : v;
+    o->y[i] = y;
+    if (o->yh)
+        o->yh[i] = bf16_from_f32(y);
 }
 
 /* draw[4j + k] = 16-bit lane k (low first) of h[j], j < n: on a little-endian machine the
@@ -49,7 +54,7 @@ static inline __attribute__((always_inline)) void drop_map(drop_op o, size_t n, 
                                                            uint64_t key, uint64_t base)
 {
     if (p <= 0.0f) {
-        if (o.y == o.x && !o.copy && !o.relu && !o.res)
+        if (o.y == o.x && !o.copy && !o.relu && !o.res && !o.yh)
             return;
 #pragma omp parallel for schedule(static) if (n > 16384)
         for (size_t i = 0; i < n; i++)
@@ -121,15 +126,48 @@ void dropout_backward_copy(float *dx, float *copy, const float *dy, size_t n, fl
     drop_map((drop_op){.y = dx, .x = dy, .copy = copy}, n, p, key, base);
 }
 
+void dropout_backward_copy_h(float *dx, uint16_t *dxh, float *copy, const float *dy, size_t n,
+                             float p, uint64_t key, uint64_t base)
+{
+    if (!dxh)
+        dropout_backward_copy(dx, copy, dy, n, p, key, base);
+    else
+        drop_map((drop_op){.y = dx, .x = dy, .copy = copy, .yh = dxh}, n, p, key, base);
+}
+
 void dropout_relu(float *y, const float *x, size_t n, float p, uint64_t key, uint64_t base)
 {
     drop_map((drop_op){.y = y, .x = x, .relu = 1}, n, p, key, base);
 }
 
+void dropout_relu_h(float *y, uint16_t *yh, const float *x, size_t n, float p, uint64_t key,
+                    uint64_t base)
+{
+    if (!yh)
+        dropout_relu(y, x, n, p, key, base);
+    else
+        drop_map((drop_op){.y = y, .x = x, .relu = 1, .yh = yh}, n, p, key, base);
+}
+
 void dropout_relu_backward(float *dz, const float *da, const float *a, size_t n, float p)
 {
+    dropout_relu_backward_h(dz, NULL, da, a, n, p);
+}
+
+void dropout_relu_backward_h(float *dz, uint16_t *dzh, const float *da, const float *a,
+                             size_t n, float p)
+{
     float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    if (!dzh) {
 #pragma omp parallel for schedule(static) if (n > 16384)
-    for (size_t i = 0; i < n; i++)
-        dz[i] = a[i] != 0.0f ? da[i] * scale : 0.0f;
+        for (size_t i = 0; i < n; i++)
+            dz[i] = a[i] != 0.0f ? da[i] * scale : 0.0f;
+        return;
+    }
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (size_t i = 0; i < n; i++) {
+        float v = a[i] != 0.0f ? da[i] * scale : 0.0f;
+        dz[i] = v;
+        dzh[i] = bf16_from_f32(v);
+    }
 }

@@ -36,6 +36,15 @@ void dropout_relu(float *y, const float *x, size_t n, float p, uint64_t key, uin
  * mask pass): dz[n] = da[n] / (1-p) where a != 0, else 0. dz may alias da. */
 void dropout_relu_backward(float *dz, const float *da, const float *a, size_t n, float p);
 
+/* The same, writing the fp32 output's bf16 rounding too (yh, dxh, dzh: NULL = not): the
+ * input of a bf16 product, rounded where it is made (gemm.h, linear_round). */
+void dropout_relu_h(float *y, uint16_t *yh, const float *x, size_t n, float p, uint64_t key,
+                    uint64_t base);
+void dropout_backward_copy_h(float *dx, uint16_t *dxh, float *copy, const float *dy, size_t n,
+                             float p, uint64_t key, uint64_t base);
+void dropout_relu_backward_h(float *dz, uint16_t *dzh, const float *da, const float *a,
+                             size_t n, float p);
+
 /* The 16-bit threshold below which a draw drops the element. */
 static inline uint32_t dropout_threshold(float p)
 {

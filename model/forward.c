@@ -71,11 +71,15 @@ static void keep_coords(const model_acts *A, model_mem *mem, int klen)
 
 
 
-/* linear_forward overwriting y, with linear_forward_few's signature */
-static void linear_overwrite(float *y, const float *x, const float *W, const float *bias,
-                             int rows, int out, int in)
+/* y = x W^T + bias for the tail: through linear_forward_few (decoding), or linear_forward
+ * with x's bf16 twin xb (bf16 precision: rounded here, kept for the backward) */
+static void tail_linear(const layer_tail_bufs *t, uint16_t *xb, float *y, const float *x,
+                        const float *W, const float *bias, int rows, int out, int in)
 {
-    linear_forward(y, x, W, bias, rows, out, in, 0);
+    if (t->few_rows)
+        linear_forward_few(y, x, W, bias, rows, out, in);
+    else
+        linear_forward_x(y, x, linear_round(xb, x, rows, in), W, bias, rows, out, in, 0);
 }
 
 void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, int rows,
@@ -84,13 +88,11 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
 {
     int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
     size_t n = (size_t)rows * d;
-    void (*lin)(float *, const float *, const float *, const float *, int, int, int) =
-        t->few_rows ? linear_forward_few : linear_overwrite;
     /* output projection, dropout, residual (+ LN when post) */
-    if (t->lin)
+    if (t->lin) /* decoding's own products (decode.c) */
         t->lin(t->lin_ctx, l, LIN_O, t->tmp, vec, NULL, rows);
     else
-        lin(t->tmp, vec, L->o_w, NULL, rows, d, hd);
+        tail_linear(t, t->vecb, t->tmp, vec, L->o_w, NULL, rows, d, hd);
     dropout_add(t->h1, x, t->tmp, n, p, pos_site_key(key, l, SITE_ATTN_OUT), base_row * d);
     const float *ffin = t->h1;
     if (!c->pre_lnorm) {
@@ -102,16 +104,26 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
         ffin = t->ffin;
     }
     /* feed-forward: a = drop(relu(ffin W0^T + b0)), out = h1 + drop(a W3^T + b3) */
-    if (t->lin)
+    uint16_t *ab = gemm_get_precision() == GEMM_BF16 ? t->ab : NULL;
+    if (t->lin) { /* decoding's own products (decode.c) */
         t->lin(t->lin_ctx, l, LIN_FF0, t->a, ffin, L->ff0_b, rows);
-    else
-        lin(t->a, ffin, L->ff0_w, L->ff0_b, rows, di, d);
-    dropout_relu(t->a, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
-                 base_row * di);
-    if (t->lin)
+        dropout_relu_h(t->a, NULL, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
+                       base_row * di);
         t->lin(t->lin_ctx, l, LIN_FF3, t->tmp, t->a, L->ff3_b, rows);
-    else
-        lin(t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di);
+    } else if (ab && t->infer && p <= 0.0f && !t->few_rows &&
+        linear_relu_h(ab, ffin, linear_round(t->ffinb, ffin, rows, d), L->ff0_w, L->ff0_b, rows,
+                      di, d) == 0) { /* inference in bf16: a is made in bf16 by its product */
+        linear_forward_x(t->tmp, NULL, ab, L->ff3_w, L->ff3_b, rows, d, di, 0);
+    } else {
+        tail_linear(t, t->ffinb, t->a, ffin, L->ff0_w, L->ff0_b, rows, di, d);
+        /* a's bf16 twin made with it (bf16 precision) */
+        dropout_relu_h(t->a, ab, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
+                       base_row * di);
+        if (ab)
+            linear_forward_x(t->tmp, t->a, ab, L->ff3_w, L->ff3_b, rows, d, di, 0);
+        else
+            tail_linear(t, NULL, t->tmp, t->a, L->ff3_w, L->ff3_b, rows, d, di);
+    }
     dropout_add(out, t->h1, t->tmp, n, p, pos_site_key(key, l, SITE_FF_OUT), base_row * d);
     if (!c->pre_lnorm)
         layernorm_forward(out, t->ln2_xhat, t->ln2_rstd, out, L->ff_ln_w, L->ff_ln_b, rows, d);
@@ -141,8 +153,10 @@ static void layer_project(const model_config *c, const layer_tensors *L, layer_c
                    (size_t)Lq * d * sizeof(float));
         Xq = lc->xq;
     }
-    linear_forward(lc->kv, X, L->qkv_w + (size_t)hd * d, NULL, B * klen, 2 * hd, d, 0);
-    linear_forward(lc->q, Xq, L->qkv_w, NULL, B * Lq, hd, d, 0);
+    linear_forward_x(lc->kv, X, linear_round(lc->catb, X, B * klen, d),
+                     L->qkv_w + (size_t)hd * d, NULL, B * klen, 2 * hd, d, 0);
+    linear_forward_x(lc->q, Xq, linear_round(lc->xqb, Xq, B * Lq, d), L->qkv_w, NULL, B * Lq,
+                     hd, d, 0);
 }
 
 /* new mem[l] = the last M rows of [mem[l]; x] in place (inference with a key cache, which
@@ -173,8 +187,9 @@ static void layer_project_cached(const model_config *c, const layer_tensors *L,
         layernorm_forward(lc->xq, NULL, NULL, x, L->attn_ln_w, L->attn_ln_b, B * Lq, d);
         X = lc->xq;
     }
-    linear_forward(lc->q, X, L->qkv_w, NULL, B * Lq, hd, d, 0);
-    linear_forward(lc->kv, X, L->qkv_w + (size_t)hd * d, NULL, B * Lq, 2 * hd, d, 0);
+    const uint16_t *Xh = linear_round(lc->xqb, X, B * Lq, d); /* bf16: once for both */
+    linear_forward_x(lc->q, X, Xh, L->qkv_w, NULL, B * Lq, hd, d, 0);
+    linear_forward_x(lc->kv, X, Xh, L->qkv_w + (size_t)hd * d, NULL, B * Lq, 2 * hd, d, 0);
 #pragma omp parallel for schedule(static) if ((size_t)B * Lq * k->row > 65536)
     for (int b = 0; b < B; b++)
         memcpy(kv_window(k, l, b) + (size_t)(k->start + m) * k->row,
@@ -217,7 +232,8 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
     attn_forward(tr ? lc->prob : NULL, lc->vec, lc->q, kv, &aa, A->attn_scratch);
 
     layer_tail_bufs tb = {lc->h1, lc->ffin, lc->a, A->tmp,
-                          lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd, 0, NULL, NULL};
+                          lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd, 0,
+                          lc->vecb, lc->ffinb, lc->ab, !tr, NULL, NULL};
     layer_tail_forward(c, L, l, B * Lq, x, lc->vec, A->hs + (size_t)(l + 1) * n, &tb, s->dropout,
                        o->drop_key, A->b_offset * (size_t)Lq);
     if (cached)

@@ -3,6 +3,7 @@
 #include "gemm.h"
 
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -167,10 +168,18 @@ int gemm_set_precision(gemm_precision p)
 
 gemm_precision gemm_get_precision(void) { return precision; }
 
-/* gemm() without the accounting; returns the threads the call ran on */
-static int gemm_run(float *C, const float *A, const float *B, int M, int N, int K,
-                    int trans_a, int trans_b, float alpha, float beta, int lda, int ldb,
-                    int ldc)
+/* Whether gemm() runs an M x N x K product in bf16 */
+static int in_bf16(int M, int N, int K)
+{
+    return precision == GEMM_BF16 && M > 1 && N > 1 && K > 0 &&
+           (long)M * N * K >= GEMM_BF16_MIN;
+}
+
+/* gemm() without the accounting, A and B optionally given in bf16 too (Ah, Bh: read when
+ * the product runs in bf16); returns the threads the call ran on */
+static int gemm_run(float *C, const float *A, const uint16_t *Ah, const float *B,
+                    const uint16_t *Bh, int M, int N, int K, int trans_a, int trans_b,
+                    float alpha, float beta, int lda, int ldb, int ldc)
 {
     if (M <= 0 || N <= 0)
         return 1;
@@ -185,8 +194,8 @@ static int gemm_run(float *C, const float *A, const float *B, int M, int N, int 
         return 1;
     }
     int nt = par_threads();
-    if (precision == GEMM_BF16 && (long)M * N * K >= GEMM_BF16_MIN &&
-        gemm_bf16(C, A, B, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb, ldc) == 0)
+    if (in_bf16(M, N, K) && gemm_bf16_x(C, A, Ah, B, Bh, NULL, M, N, K, trans_a, trans_b,
+                                        alpha, beta, lda, ldb, ldc) == 0)
         return nt; /* oneDNN ran it on the threads of the moment */
     if (nt == 1 || (long)M * N * K < GEMM_SPLIT_MIN) {
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
@@ -232,7 +241,19 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
           int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
 {
     double t0 = gemm_clock();
-    gemm_account(t0, gemm_run(C, A, B, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb, ldc));
+    gemm_account(t0, gemm_run(C, A, NULL, B, NULL, M, N, K, trans_a, trans_b, alpha, beta, lda,
+                              ldb, ldc));
+}
+
+/* gemm() with A and B also given in bf16 (Ah, Bh, laid out as A and B, or NULL: read
+ * when the product runs in bf16) */
+static void gemm_h(float *C, const float *A, const uint16_t *Ah, const float *B,
+                   const uint16_t *Bh, int M, int N, int K, int trans_a, int trans_b,
+                   float alpha, float beta, int lda, int ldb, int ldc)
+{
+    double t0 = gemm_clock();
+    gemm_account(t0, gemm_run(C, A, Ah, B, Bh, M, N, K, trans_a, trans_b, alpha, beta, lda,
+                              ldb, ldc));
 }
 
 void gemm_few(float *C, const float *A, const float *B, int M, int N, int K, float alpha,
@@ -266,10 +287,33 @@ void gemm_naive(float *C, const float *A, const float *B, int M, int N, int K,
         }
 }
 
+const uint16_t *linear_round(uint16_t *xh, const float *x, int rows, int in)
+{
+    if (!xh || precision != GEMM_BF16)
+        return NULL;
+    gemm_bf16_round(xh, x, rows, in, in);
+    return xh;
+}
+
 void linear_forward(float *y, const float *x, const float *W, const float *bias,
                     int rows, int out, int in, int accumulate)
 {
+    linear_forward_x(y, x, NULL, W, bias, rows, out, in, accumulate);
+}
+
+void linear_forward_x(float *y, const float *x, const uint16_t *xh, const float *W,
+                      const float *bias, int rows, int out, int in, int accumulate)
+{
     float beta = accumulate ? 1.0f : 0.0f;
+    if (bias && !accumulate && in_bf16(rows, out, in)) { /* the bias added by the bf16
+                                                          * product itself */
+        double t0 = gemm_clock();
+        if (gemm_bf16_x(y, x, xh, W, NULL, bias, rows, out, in, 0, 1, 1.0f, beta, in, in,
+                        out) == 0) {
+            gemm_account(t0, par_threads());
+            return;
+        }
+    }
     if (bias) {
 #pragma omp parallel for schedule(static) if ((size_t)rows * out > 8192)
         for (int r = 0; r < rows; r++) {
@@ -279,7 +323,19 @@ void linear_forward(float *y, const float *x, const float *W, const float *bias,
         }
         beta = 1.0f;
     }
-    gemm(y, x, W, rows, out, in, 0, 1, 1.0f, beta, in, in, out);
+    gemm_h(y, x, xh, W, NULL, rows, out, in, 0, 1, 1.0f, beta, in, in, out);
+}
+
+int linear_relu_h(uint16_t *yh, const float *x, const uint16_t *xh, const float *W,
+                  const float *bias, int rows, int out, int in)
+{
+    if (!in_bf16(rows, out, in))
+        return -1;
+    double t0 = gemm_clock();
+    if (gemm_bf16_relu_h(yh, x, xh, W, NULL, bias, rows, out, in, 0, 1, in, in, out))
+        return -1;
+    gemm_account(t0, par_threads());
+    return 0;
 }
 
 void linear_forward_few(float *y, const float *x, const float *W, const float *bias, int rows,
@@ -290,20 +346,51 @@ void linear_forward_few(float *y, const float *x, const float *W, const float *b
     gemm_few(y, x, W, rows, out, in, 1.0f, bias ? 1.0f : 0.0f, in, in, out);
 }
 
+/* This thread's buffer of at least n bf16 values (grown at a shape's first use: the first
+ * training step), or NULL */
+static uint16_t *dy_buffer(size_t n)
+{
+    static _Thread_local uint16_t *buf;
+    static _Thread_local size_t cap;
+    if (n > cap) {
+        uint16_t *p = realloc(buf, n * sizeof *p);
+        if (!p)
+            return NULL;
+        buf = p, cap = n;
+    }
+    return buf;
+}
+
 void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,
                      const float *W, int rows, int out, int in, int accumulate_dx)
+{
+    linear_backward_x(dx, dW, dbias, dy, NULL, x, NULL, W, rows, out, in, accumulate_dx);
+}
+
+void linear_backward_x(float *dx, float *dW, float *dbias, const float *dy, const uint16_t *dyh,
+                       const float *x, const uint16_t *xh, const float *W, int rows, int out,
+                       int in, int accumulate_dx)
 {
     /* On two threads, dx and dW (equal FLOPs) run side by side, each whole on one thread
      * (gemm() inside the active region stays on its thread), rather than each split in
      * halves that pack the shared operand twice; otherwise one after the other, split. */
     const int side_by_side = dx && par_threads() == 2 && (long)rows * in * out >= GEMM_SPLIT_MIN;
+    /* in bf16, dy is rounded once for both products (it is dx's A and, transposed, dW's),
+     * unless the caller has it */
+    uint16_t *buf;
+    if (!dyh && in_bf16(rows, in, out) && in_bf16(out, in, rows) &&
+        (buf = dy_buffer((size_t)rows * out))) {
+        gemm_bf16_round(buf, dy, rows, out, out);
+        dyh = buf;
+    }
 #pragma omp parallel sections num_threads(2) if (side_by_side)
     {
 #pragma omp section
         if (dx)
-            gemm(dx, dy, W, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f, out, in, in);
+            gemm_h(dx, dy, dyh, W, NULL, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f,
+                   out, in, in);
 #pragma omp section
-        gemm(dW, dy, x, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
+        gemm_h(dW, dy, dyh, x, xh, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
     }
     if (dbias) { /* column blocks per thread: each sum runs over the rows in order */
         int nt = (size_t)rows * out > 8192 ? par_threads() : 1;

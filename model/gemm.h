@@ -12,6 +12,7 @@
 #define TXL_GEMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 void gemm(float *C, const float *A, const float *B, int M, int N, int K,
           int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc);
@@ -52,6 +53,18 @@ void gemm_naive(float *C, const float *A, const float *B, int M, int N, int K,
  * accumulate = 0 overwrites y, 1 adds to it. Contiguous rows. */
 void linear_forward(float *y, const float *x, const float *W, const float *bias,
                     int rows, int out, int in, int accumulate);
+/* In bf16 precision, x [rows, in] (contiguous) rounded into xh and xh returned: the bf16
+ * input of the linear_forward_x / linear_backward_x calls that take x; else (fp32, or xh
+ * NULL) NULL, and they read x. */
+const uint16_t *linear_round(uint16_t *xh, const float *x, int rows, int in);
+/* linear_forward with x also given in bf16 (xh from linear_round, or NULL) */
+void linear_forward_x(float *y, const float *x, const uint16_t *xh, const float *W,
+                      const float *bias, int rows, int out, int in, int accumulate);
+/* yh [rows, out] = bf16(relu(x W^T + bias)) by the bf16 product itself (inference's
+ * feed-forward: no fp32 activation, no pass over it): 0, or -1 when it does not run in bf16
+ * (fp32 precision, a small product, oneDNN refused), having written nothing. */
+int linear_relu_h(uint16_t *yh, const float *x, const uint16_t *xh, const float *W,
+                  const float *bias, int rows, int out, int in);
 /* linear_forward (overwriting y) through gemm_few: for decoding. */
 void linear_forward_few(float *y, const float *x, const float *W, const float *bias, int rows,
                         int out, int in);
@@ -59,6 +72,11 @@ void linear_forward_few(float *y, const float *x, const float *W, const float *b
  * = or +=), dW[out,in] += dy^T @ x, dbias[out] += colsum(dy) (dbias may be NULL). */
 void linear_backward(float *dx, float *dW, float *dbias, const float *dy, const float *x,
                      const float *W, int rows, int out, int in, int accumulate_dx);
+/* linear_backward with dy and x also given in bf16 (dyh, xh: their roundings, e.g. from
+ * linear_round or from the op that made them; NULL: rounded here) */
+void linear_backward_x(float *dx, float *dW, float *dbias, const float *dy, const uint16_t *dyh,
+                       const float *x, const uint16_t *xh, const float *W, int rows, int out,
+                       int in, int accumulate_dx);
 
 /* The address space OpenBLAS and the threads' malloc arenas will map at txl's first GEMM (0
  * once one has run): what a memory check keeps free under an address-space limit

@@ -1,13 +1,14 @@
 /* gemm_bf16.c: see gemm_bf16.h.
  *
- * Each call rounds op(A) and op(B)'s stored matrices into this thread's bf16 buffers
- * (contiguous, the transposition kept as strides) and runs a oneDNN matmul primitive with
- * an fp32 destination: alpha as its output scale, beta = 1 as a sum post-op. The primitives
- * are kept per thread (a slot each) and shape (created at a shape's first call: the first training
- * step or evaluation segment; none after), with their memory objects, whose data handles
- * each call points at its operands. oneDNN runs on txl's OpenMP pool: a call outside a
- * parallel region uses every thread, one inside a region (linear_backward's two sections,
- * attention's pairs) its own thread. */
+ * Each call takes each operand in bf16: from a shadow (the array's copy, same leading
+ * dimension) or rounded into this thread's buffers (contiguous, the transposition kept as
+ * strides), and runs a oneDNN matmul primitive with an fp32 destination: alpha as its output
+ * scale, beta = 1 as a sum post-op. The primitives are kept per thread (a slot each) and
+ * shape (created at a shape's first call: the first training step or evaluation segment;
+ * none after), with their memory objects, whose data handles each call points at its
+ * operands. oneDNN runs on txl's OpenMP pool: a call outside a parallel region uses every
+ * thread, one inside a region (linear_backward's two sections, attention's pairs) its own
+ * thread. */
 #include "gemm_bf16.h"
 
 #include <dnnl.h>
@@ -16,13 +17,13 @@
 
 #include "../common/par.h"
 
-enum { SLOTS = 64, SHAPES = 48 };
+enum { SLOTS = 64, SHAPES = 128 };
 
 typedef struct {
-    int M, N, K, ta, tb, ldc;
+    int M, N, K, ta, tb, lda, ldb, ldc, bias, relu; /* relu: C = bf16(relu(...)) */
     float alpha, beta;
     dnnl_primitive_t prim;
-    dnnl_memory_t a, b, c;
+    dnnl_memory_t a, b, c, bias_mem;
 } mm_entry;
 
 typedef struct {
@@ -36,6 +37,13 @@ typedef struct {
 
 static dnnl_engine_t engine;
 static mm_slot slots[SLOTS];
+
+static struct {
+    const float *base;
+    size_t n;
+    const uint16_t *copy;
+} shadows[GEMM_BF16_SHADOWS];
+static int use_shadows = 1;
 
 /* This thread's slot, taken at its first bf16 product: not omp_get_thread_num(), which is 0
  * for both replicas' threads inside their (inactive, nested) parallel sections */
@@ -61,8 +69,7 @@ const char *gemm_bf16_impl(void)
     return t < SLOTS && slots[t].impl ? slots[t].impl : "";
 }
 
-/* the rows x cols matrix at x (row stride ld) rounded into dst, contiguous */
-static void round_into(uint16_t *dst, const float *x, int rows, int cols, int ld)
+void gemm_bf16_round(uint16_t *dst, const float *x, int rows, int cols, int ld)
 {
     int nt = (size_t)rows * cols > (1u << 16) ? par_threads() : 1;
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -92,33 +99,38 @@ static int md2(dnnl_memory_desc_t *md, int r, int c, dnnl_dim_t s0, dnnl_dim_t s
     return dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides) == dnnl_success ? 0 : -1;
 }
 
-/* the primitive of one shape: op(A) [M,K] and op(B) [K,N] contiguous bf16 as stored, C
- * [M,N] fp32 with row stride ldc */
+/* the primitive of one shape: op(A) [M,K] and op(B) [K,N] bf16 as stored (leading
+ * dimensions lda, ldb), C [M,N] fp32 with row stride ldc */
 static int create(mm_entry *e, mm_slot *s)
 {
-    dnnl_memory_desc_t a, b, c;
-    if (md2(&a, e->M, e->K, e->ta ? 1 : e->K, e->ta ? e->M : 1, dnnl_bf16) ||
-        md2(&b, e->K, e->N, e->tb ? 1 : e->N, e->tb ? e->K : 1, dnnl_bf16) ||
-        md2(&c, e->M, e->N, e->ldc, 1, dnnl_f32))
+    dnnl_memory_desc_t a, b, c, bias;
+    if (md2(&a, e->M, e->K, e->ta ? 1 : e->lda, e->ta ? e->lda : 1, dnnl_bf16) ||
+        md2(&b, e->K, e->N, e->tb ? 1 : e->ldb, e->tb ? e->ldb : 1, dnnl_bf16) ||
+        md2(&c, e->M, e->N, e->ldc, 1, e->relu ? dnnl_bf16 : dnnl_f32) ||
+        md2(&bias, 1, e->N, e->N, 1, dnnl_f32))
         return -1;
     dnnl_matmul_desc_t mm;
     dnnl_primitive_attr_t attr;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_matmul_desc_init(&mm, &a, &b, NULL, &c) != dnnl_success ||
+    if (dnnl_matmul_desc_init(&mm, &a, &b, e->bias ? &bias : NULL, &c) != dnnl_success ||
         dnnl_primitive_attr_create(&attr) != dnnl_success)
         return -1;
     int ok = e->alpha == 1.0f ||
              dnnl_primitive_attr_set_output_scales(attr, 1, 0, &e->alpha) == dnnl_success;
-    if (ok && e->beta != 0.0f)
+    if (ok && (e->beta != 0.0f || e->relu))
         ok = dnnl_post_ops_create(&po) == dnnl_success &&
-             dnnl_post_ops_append_sum(po, e->beta) == dnnl_success &&
+             (e->beta == 0.0f || dnnl_post_ops_append_sum(po, e->beta) == dnnl_success) &&
+             (!e->relu || dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f,
+                                                       0.0f) == dnnl_success) &&
              dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
     ok = ok && dnnl_primitive_desc_create(&pd, &mm, attr, engine, NULL) == dnnl_success &&
          dnnl_primitive_create(&e->prim, pd) == dnnl_success &&
          dnnl_memory_create(&e->a, &a, engine, DNNL_MEMORY_NONE) == dnnl_success &&
          dnnl_memory_create(&e->b, &b, engine, DNNL_MEMORY_NONE) == dnnl_success &&
-         dnnl_memory_create(&e->c, &c, engine, DNNL_MEMORY_NONE) == dnnl_success;
+         dnnl_memory_create(&e->c, &c, engine, DNNL_MEMORY_NONE) == dnnl_success &&
+         (!e->bias ||
+          dnnl_memory_create(&e->bias_mem, &bias, engine, DNNL_MEMORY_NONE) == dnnl_success);
     if (ok)
         dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s->impl);
     if (po)
@@ -129,20 +141,21 @@ static int create(mm_entry *e, mm_slot *s)
     return ok ? 0 : -1;
 }
 
-static mm_entry *lookup(mm_slot *s, int M, int N, int K, int ta, int tb, int ldc, float alpha,
-                        float beta)
+static mm_entry *lookup(mm_slot *s, const mm_entry *key)
 {
     for (int i = 0; i < s->n; i++) {
         mm_entry *e = &s->e[i];
-        if (e->M == M && e->N == N && e->K == K && e->ta == ta && e->tb == tb &&
-            e->ldc == ldc && e->alpha == alpha && e->beta == beta)
+        if (e->M == key->M && e->N == key->N && e->K == key->K && e->ta == key->ta &&
+            e->tb == key->tb && e->lda == key->lda && e->ldb == key->ldb &&
+            e->ldc == key->ldc && e->bias == key->bias && e->relu == key->relu &&
+            e->alpha == key->alpha &&
+            e->beta == key->beta)
             return e->prim ? e : NULL;
     }
     if (s->n == SHAPES)
         return NULL;
     mm_entry *e = &s->e[s->n++];
-    *e = (mm_entry){.M = M, .N = N, .K = K, .ta = ta, .tb = tb, .ldc = ldc, .alpha = alpha,
-                    .beta = beta};
+    *e = *key;
     if (create(e, s)) {
         e->prim = NULL; /* remembered as refused: fp32 from now on for this shape */
         return NULL;
@@ -150,27 +163,109 @@ static mm_entry *lookup(mm_slot *s, int M, int N, int K, int ta, int tb, int ldc
     return e;
 }
 
-int gemm_bf16(float *C, const float *A, const float *B, int M, int N, int K, int trans_a,
-              int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
+int gemm_bf16_shadow(const float *base, size_t n, const uint16_t *copy)
+{
+    gemm_bf16_unshadow(base);
+    for (int i = 0; i < GEMM_BF16_SHADOWS; i++)
+        if (!shadows[i].base) {
+            shadows[i].base = base, shadows[i].n = n, shadows[i].copy = copy;
+            return 0;
+        }
+    return -1;
+}
+
+void gemm_bf16_unshadow(const float *base)
+{
+    for (int i = 0; i < GEMM_BF16_SHADOWS; i++)
+        if (shadows[i].base == base)
+            shadows[i].base = NULL;
+}
+
+void gemm_bf16_use_shadows(int on) { use_shadows = on; }
+
+/* The copy of the rows x cols operand at x (row stride ld) when a shadow holds all of it */
+static const uint16_t *shadow_of(const float *x, int rows, int cols, int ld)
+{
+    if (!use_shadows)
+        return NULL;
+    uintptr_t p = (uintptr_t)x, end = p + ((size_t)(rows - 1) * ld + cols) * sizeof *x;
+    for (int i = 0; i < GEMM_BF16_SHADOWS; i++) {
+        uintptr_t b = (uintptr_t)shadows[i].base;
+        if (b && p >= b && end <= b + shadows[i].n * sizeof(float))
+            return shadows[i].copy + (p - b) / sizeof(float);
+    }
+    return NULL;
+}
+
+static mm_slot *my_stream(void)
 {
     int t = my_slot();
     if (!engine || t >= SLOTS)
-        return -1;
+        return NULL;
     mm_slot *s = &slots[t];
     if (!s->stream && dnnl_stream_create(&s->stream, engine, dnnl_stream_default_flags))
+        return NULL;
+    return s;
+}
+
+static int run(mm_slot *s, void *C, const uint16_t *A, const uint16_t *B, const float *bias,
+               const mm_entry *key)
+{
+    mm_entry *e = lookup(s, key);
+    if (!e)
         return -1;
-    mm_entry *e = lookup(s, M, N, K, trans_a, trans_b, ldc, alpha, beta);
-    if (!e || grow(&s->abuf, &s->acap, (size_t)M * K) || grow(&s->bbuf, &s->bcap, (size_t)K * N))
-        return -1;
-    round_into(s->abuf, A, trans_a ? K : M, trans_a ? M : K, lda);
-    round_into(s->bbuf, B, trans_b ? N : K, trans_b ? K : N, ldb);
-    dnnl_memory_set_data_handle(e->a, s->abuf);
-    dnnl_memory_set_data_handle(e->b, s->bbuf);
+    dnnl_memory_set_data_handle(e->a, (void *)A);
+    dnnl_memory_set_data_handle(e->b, (void *)B);
     dnnl_memory_set_data_handle(e->c, C);
-    dnnl_exec_arg_t args[3] = {
-        {DNNL_ARG_SRC, e->a}, {DNNL_ARG_WEIGHTS, e->b}, {DNNL_ARG_DST, e->c}};
-    if (dnnl_primitive_execute(e->prim, s->stream, 3, args) != dnnl_success)
+    dnnl_exec_arg_t args[4] = {
+        {DNNL_ARG_SRC, e->a}, {DNNL_ARG_WEIGHTS, e->b}, {DNNL_ARG_DST, e->c}, {DNNL_ARG_BIAS, NULL}};
+    if (bias) {
+        dnnl_memory_set_data_handle(e->bias_mem, (void *)bias);
+        args[3].memory = e->bias_mem;
+    }
+    if (dnnl_primitive_execute(e->prim, s->stream, bias ? 4 : 3, args) != dnnl_success)
         return -1;
     dnnl_stream_wait(s->stream);
     return 0;
+}
+
+/* gemm_bf16_x into C (fp32), or Ch = bf16(relu(...)) (relu) */
+static int product(void *C, int relu, const float *A, const uint16_t *Ah, const float *B,
+                   const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
+                   int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
+{
+    mm_slot *s = my_stream();
+    if (!s)
+        return -1;
+    /* the operands as stored: op(A) [M, K] is A [K, M] when transposed */
+    int ar = trans_a ? K : M, ac = trans_a ? M : K, br = trans_b ? N : K, bc = trans_b ? K : N;
+    const uint16_t *a = Ah ? Ah : shadow_of(A, ar, ac, lda);
+    const uint16_t *b = Bh ? Bh : shadow_of(B, br, bc, ldb);
+    if ((!a && grow(&s->abuf, &s->acap, (size_t)ar * ac)) ||
+        (!b && grow(&s->bbuf, &s->bcap, (size_t)br * bc)))
+        return -1;
+    if (!a)
+        gemm_bf16_round(s->abuf, A, ar, ac, lda), a = s->abuf, lda = ac;
+    if (!b)
+        gemm_bf16_round(s->bbuf, B, br, bc, ldb), b = s->bbuf, ldb = bc;
+    mm_entry key = {.M = M, .N = N, .K = K, .ta = trans_a, .tb = trans_b, .lda = lda,
+                    .ldb = ldb, .ldc = ldc, .bias = bias != NULL, .relu = relu, .alpha = alpha,
+                    .beta = beta};
+    return run(s, C, a, b, bias, &key);
+}
+
+int gemm_bf16_x(float *C, const float *A, const uint16_t *Ah, const float *B,
+                const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
+                int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
+{
+    return product(C, 0, A, Ah, B, Bh, bias, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb,
+                   ldc);
+}
+
+int gemm_bf16_relu_h(uint16_t *Ch, const float *A, const uint16_t *Ah, const float *B,
+                     const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
+                     int trans_b, int lda, int ldb, int ldc)
+{
+    return product(Ch, 1, A, Ah, B, Bh, bias, M, N, K, trans_a, trans_b, 1.0f, 0.0f, lda, ldb,
+                   ldc);
 }

@@ -70,6 +70,11 @@ typedef struct {
      * it), decoding's few-row products read these. NULL: every tensor is fp32. */
     qmat *qm;            /* [n_params] */
     void *qbuf;          /* their bytes (owned, with qm) */
+    uint16_t *wb;        /* bf16 precision: w rounded to bf16 (model_bf16_sync), which the
+                            products read in place of rounding a weight at every use; NULL
+                            until then. A replica shares its source's. */
+    int wb_fresh;        /* wb is w's rounding (model_bf16_sync; cleared by nothing else:
+                            who writes w after a sync syncs again with force) */
 } model;
 
 /* Builds the table for cfg and allocates zeroed weights. cfg must be validated. */
@@ -99,6 +104,14 @@ void model_zero_grads(model *mdl);
 int model_replica(model *r, const model *src, txl_err *e);
 void model_replica_free(model *r);
 void model_free(model *mdl);
+
+/* In bf16 precision (gemm.h), rounds w into wb (allocated at the first call) and makes the
+ * products read it (a gemm_bf16 shadow): once after every change of w, before products use
+ * it: the trainer after each optimiser step (force = 1), inference before its first product
+ * (force = 0: nothing to do while wb_fresh). In fp32 it drops the shadow. Outside parallel
+ * regions. 0, or -1 (out of memory, or too many shadows: products then round w at each use,
+ * as without; not an error for the caller to stop on, the results are the same). */
+int model_bf16_sync(model *mdl, int force);
 /* Table entry by checkpoint name, or NULL. */
 const param_entry *model_find_param(const model *mdl, const char *name);
 /* Named views of an array laid out like the table (w, g, or an Adam moment). */
@@ -150,6 +163,10 @@ typedef struct {
     float *ffin;             /* pre_lnorm: LN(h1) [B,Lq,d] */
     float *a;                /* [B,Lq,di]: dropout(relu(ff.0)) */
     float *ln2_xhat, *ln2_rstd;
+    /* bf16 precision: the products' inputs rounded once in the forward (and kept for the
+     * backward's weight gradients): cat (catn when pre-LN), the query rows (x, or xq), vec,
+     * ffin (h1 when post-LN), a. NULL in fp32. */
+    uint16_t *catb, *xqb, *vecb, *ffinb, *ab;
     pos_layer pos;           /* the positional scheme's buffers of this layer */
 } layer_cache;
 
@@ -163,6 +180,9 @@ typedef struct {
                                 OpenBLAS (bit for bit txl 0.2's); bf16 in AVX-512 builds the
                                 fused kernel, where it measured faster (doc/performance.md);
                                 -DTXL_ATTN_FUSED: fused in fp32 too, to measure side by side */
+    int attn_amx;            /* with the fused kernel: its bf16 products on AMX tiles
+                                (attn_amx.h): bf16 precision on a CPU with AMX-BF16 */
+    int bf16;                /* planned in bf16 precision: the layer caches' bf16 twins */
     size_t b_offset;         /* global index of stream 0 (data parallelism: dropout masks are
                                 drawn by global stream, so N ranks x B/N streams draw what one
                                 process with B streams draws) */
@@ -183,6 +203,7 @@ typedef struct {
     pos_layer pos_bw;        /* the scheme's backward scratch */
     /* backward scratch */
     float *d_out, *d_in, *d_h1, *d_tmp, *d_a, *d_vec, *d_q, *d_kv, *d_cat;
+    uint16_t *d_h1b, *d_tmpb, *d_ab; /* bf16: twins of d_h1, d_tmp, d_a (the tail's dy) */
     /* the segment the caches describe */
     int cur_Lq, cur_m;
     long cur_pos_offset;
@@ -258,6 +279,8 @@ typedef struct {
     float *h1, *ffin, *a, *tmp;
     float *ln1_xhat, *ln1_rstd, *ln2_xhat, *ln2_rstd;
     int few_rows; /* one token per stream (decoding): products through linear_forward_few */
+    uint16_t *vecb, *ffinb, *ab; /* bf16 twins of vec, ffin, a (layer_cache), or NULL */
+    int infer;    /* inference (no backward: the activations need not be kept) */
     /* decoding's own products (decode.c: a quantized model's stored matrices, bf16 weights
      * through the matrix units), or NULL: y [rows, out] = x W^T + bias of layer l's matrix
      * `which` (LIN_O, LIN_FF0, LIN_FF3) */

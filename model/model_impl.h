@@ -40,7 +40,8 @@ static inline attn_args attn_base(const model_acts *A, const pos_seg *s, int l)
                        .dropatt = s->training ? c->dropatt : 0.0f,
                        .drop_key = pos_site_key(s->drop_key, l, SITE_DROPATT),
                        .b_offset = s->b_offset, .threads = A->threads,
-                       .row_block = A->attn_row_block, .fused = !A->attn_blas};
+                       .row_block = A->attn_row_block, .fused = !A->attn_blas,
+                       .amx = !A->attn_blas && A->attn_amx};
 }
 
 /* kv_cache.c, for the forward: row 0 of stream b's window of layer l; whether k holds the

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "../common/rng.h"
+#include "gemm.h"
+#include "gemm_bf16.h"
 #include "model_impl.h"
 
 /* The table as it is built: entries, the running offset, and which layer the positional
@@ -361,8 +363,35 @@ void model_replica_free(model *r)
     memset(r, 0, sizeof *r);
 }
 
+int model_bf16_sync(model *mdl, int force)
+{
+    if (gemm_get_precision() != GEMM_BF16 || !mdl->w) {
+        if (mdl->wb)
+            gemm_bf16_unshadow(mdl->w);
+        mdl->wb_fresh = 0;
+        return 0;
+    }
+    if (mdl->wb_fresh && !force)
+        return 0;
+    if (!mdl->wb && !(mdl->wb = malloc(mdl->n_floats * sizeof *mdl->wb)))
+        return -1;
+    /* in rows of 4096 floats, so that gemm_bf16_round splits them over the threads */
+    enum { ROW = 4096 };
+    size_t rows = mdl->n_floats / ROW, tail = mdl->n_floats - rows * ROW;
+    if (rows)
+        gemm_bf16_round(mdl->wb, mdl->w, (int)rows, ROW, ROW);
+    if (tail)
+        gemm_bf16_round(mdl->wb + rows * ROW, mdl->w + rows * ROW, 1, (int)tail, (int)tail);
+    mdl->wb_fresh = 1;
+    return gemm_bf16_shadow(mdl->w, mdl->n_floats, mdl->wb);
+}
+
 void model_free(model *mdl)
 {
+    if (mdl->wb) {
+        gemm_bf16_unshadow(mdl->w);
+        free(mdl->wb);
+    }
     free(mdl->table);
     free(mdl->w);
     free(mdl->g);

@@ -9,6 +9,7 @@
 
 #include "../common/par.h"
 #include "gemm.h"
+#include "attn_amx.h"
 #include "model_impl.h"
 
 /* ---- memory */
@@ -83,6 +84,12 @@ static float *take(arena *a, double n)
 
 static float *take_cb(void *a, double n) { return take(a, n); }
 
+/* n bf16 values in float-sized slots (NULL when off) */
+static uint16_t *take16(arena *a, double n, int on)
+{
+    return on ? (uint16_t *)take(a, (n + 1) / 2) : NULL;
+}
+
 static void plan_layer(model_acts *A, arena *ar, layer_cache *lc, pos_alloc *pa,
                        const pos_dims *pd)
 {
@@ -108,6 +115,11 @@ static void plan_layer(model_acts *A, arena *ar, layer_cache *lc, pos_alloc *pa,
     lc->a = take(ar, BL * di);
     lc->ln2_xhat = tr && !c->pre_lnorm ? take(ar, BL * d) : NULL;
     lc->ln2_rstd = tr && !c->pre_lnorm ? take(ar, BL) : NULL;
+    lc->catb = take16(ar, BK * d, A->bf16);
+    lc->xqb = take16(ar, BL * d, A->bf16);
+    lc->vecb = take16(ar, BL * hd, A->bf16);
+    lc->ffinb = take16(ar, BL * d, A->bf16);
+    lc->ab = take16(ar, BL * di, A->bf16);
     memset(&lc->pos, 0, sizeof lc->pos);
     if (A->pos->plan_layer)
         A->pos->plan_layer(c, pd, pa, &lc->pos);
@@ -163,6 +175,9 @@ static void plan(model_acts *A, arena *ar)
         A->d_q = take(ar, BL * hd);
         A->d_kv = take(ar, BK * 2 * hd);
         A->d_cat = c->pre_lnorm ? take(ar, BK * d) : NULL; /* post-LN needs no d(memory) */
+        A->d_h1b = take16(ar, BL * d, A->bf16);
+        A->d_tmpb = take16(ar, BL * d, A->bf16);
+        A->d_ab = take16(ar, BL * di, A->bf16);
     }
 }
 
@@ -191,6 +206,10 @@ static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max,
 #else
     A->attn_blas = 1;
 #endif
+    A->bf16 = gemm_get_precision() == GEMM_BF16;
+    A->attn_amx = A->bf16 && amx_attn_available();
+    if (A->attn_amx)
+        A->attn_blas = 0;
     A->lc = calloc(training && !counting ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
     if (!A->lc)
         return err_set(e, ERR_RUNTIME, "out of memory planning activations");

@@ -77,6 +77,7 @@ static void apply_update(trainer *t, const loop_state *ls, long step, double nor
 {
     adam_step_scaled(t->mdl.w, t->mdl.g, clip_coef(norm, t->cfg.train.clip), t->adam_m,
                      t->adam_v, t->mdl.n_floats, step, lr, &ls->ah);
+    model_bf16_sync(&t->mdl, 1); /* bf16: the products' copy of the new weights */
     t->st.norm_count++;
     double w = t->st.norm_count < NORM_WINDOW ? 1.0 / (double)t->st.norm_count
                                               : 1.0 / NORM_WINDOW;
@@ -206,6 +207,7 @@ int run_train_step(trainer *t, loop_state *ls, txl_err *e)
     fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
     for (int r = 0; r < t->R; r++) /* once per update: the backward adds to the gradient */
         model_zero_grads(r ? &t->rep[r] : &t->mdl);
+    model_bf16_sync(&t->mdl, 0); /* bf16: the first step's (after init or a restore) */
     size_t ntok = (size_t)t->k * t->B * len; /* all streams of the step: each rank and each
                                               * micro-batch scales by the global count */
     double loss = accumulate(t, &o, len, ntok);

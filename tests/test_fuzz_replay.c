@@ -35,6 +35,7 @@ int main(void)
         {"checkpoint", txl_fuzz_checkpoint},
         {"corpus", txl_fuzz_corpus},
         {"vocab", txl_fuzz_vocab},
+        {"plotlog", txl_fuzz_plotlog},
     };
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) {
         replay_dir("regress", h[i].name, h[i].fn, 0);

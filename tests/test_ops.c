@@ -39,6 +39,8 @@
 #include "../common/vmath.h"
 #include "../model/adaptive.h"
 #include "../model/attention.h"
+#include "../model/attn_amx.h"
+#include "../model/attn_fused.h"
 #include "../model/dropout.h"
 #include "../model/embedding.h"
 #include "../model/gemm.h"
@@ -322,6 +324,80 @@ static void test_gemm_bf16_case(int M, int N, int K, int ta, int tb, float alpha
     free(A), free(B), free(Ar), free(Br), free(C), free(C0), free(ref), free(ref32), free(Cp);
 }
 
+/* Shadows (gemm_bf16.h): a product whose weight lies in a shadowed array reads the copy,
+ * which gives the bits of rounding it at the call; linear_backward's dy, rounded once for
+ * both of its products, gives the bits of two separate products. A stale copy (the array
+ * changed, not rounded again) is what the product reads: it shows the copy is used. */
+static void test_gemm_bf16_shadow(void)
+{
+    const int rows = 40, in = 48, out = 36;
+    const size_t nw = (size_t)out * in + 50; /* the weight at offset 50 of its array */
+    float *Wall = rand_f(nw, 1.0f), *W = Wall + 50, *x = rand_f((size_t)rows * in, 1.0f);
+    float *dy = rand_f((size_t)rows * out, 1.0f);
+    uint16_t *copy = malloc(nw * sizeof *copy);
+    gemm_bf16_round(copy, Wall, 1, (int)nw, (int)nw);
+    float *y0 = alloc_f((size_t)rows * out), *y1 = alloc_f((size_t)rows * out);
+    float *dx0 = zeros_f((size_t)rows * in), *dW0 = zeros_f(nw), *dx1 = zeros_f((size_t)rows * in);
+    float *dW1 = zeros_f(nw), *y2 = alloc_f((size_t)rows * out);
+    gemm_set_precision(GEMM_BF16);
+    linear_forward(y0, x, W, NULL, rows, out, in, 0);
+    /* dx and dW as two plain products (each rounds dy itself) */
+    gemm(dx0, dy, W, rows, in, out, 0, 0, 1.0f, 0.0f, out, in, in);
+    gemm(dW0, dy, x, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
+    CHECK(gemm_bf16_shadow(Wall, nw, copy) == 0, "gemm_bf16_shadow takes an array");
+    linear_forward(y1, x, W, NULL, rows, out, in, 0);
+    linear_backward(dx1, dW1, NULL, dy, x, W, rows, out, in, 0);
+    CHECK(same_f(y0, y1, (size_t)rows * out) && same_f(dx0, dx1, (size_t)rows * in) &&
+              same_f(dW0, dW1, (size_t)out * in),
+          "bf16: a shadowed weight's products, and linear_backward's dy rounded once, give the "
+          "bits of rounding at each product");
+    for (size_t i = 0; i < nw; i++)
+        Wall[i] += 0.5f; /* the copy is now stale */
+    linear_forward(y2, x, W, NULL, rows, out, in, 0);
+    int stale = same_f(y2, y1, (size_t)rows * out);
+    gemm_bf16_use_shadows(0);
+    linear_forward(y2, x, W, NULL, rows, out, in, 0);
+    int fresh = !same_f(y2, y1, (size_t)rows * out);
+    gemm_bf16_use_shadows(1);
+    gemm_bf16_unshadow(Wall);
+    linear_forward(y1, x, W, NULL, rows, out, in, 0);
+    gemm_set_precision(GEMM_FP32);
+    CHECK(stale && fresh && same_f(y1, y2, (size_t)rows * out),
+          "bf16: products read the shadow (a stale one too); without shadows, or unshadowed, "
+          "they round the array as it is");
+    /* the bias added by the bf16 product (oneDNN's bias input): the bits of filling y with
+     * the bias and adding the product to it */
+    float *bias = rand_f((size_t)out, 1.0f);
+    gemm_set_precision(GEMM_BF16);
+    linear_forward(y1, x, W, bias, rows, out, in, 0);
+    for (int r = 0; r < rows; r++)
+        memcpy(y2 + (size_t)r * out, bias, (size_t)out * sizeof *y2);
+    gemm(y2, x, W, rows, out, in, 0, 1, 1.0f, 1.0f, in, in, out);
+    int same_bias = same_f(y1, y2, (size_t)rows * out);
+    memcpy(y0, y1, (size_t)rows * out * sizeof *y0);
+    linear_forward(y1, x, W, bias, rows, out, in, 1); /* accumulate: y1 = y0 + bias + x W^T */
+    for (int r = 0; r < rows; r++)
+        for (int o = 0; o < out; o++)
+            y2[(size_t)r * out + o] = y0[(size_t)r * out + o] + bias[o];
+    gemm(y2, x, W, rows, out, in, 0, 1, 1.0f, 1.0f, in, in, out);
+    int same_acc = same_f(y1, y2, (size_t)rows * out);
+    /* inference's feed-forward: bf16(relu(x W^T + b)) made by the product */
+    uint16_t *rh = malloc((size_t)rows * out * sizeof *rh);
+    int relu_ran = linear_relu_h(rh, x, NULL, W, bias, rows, out, in) == 0, relu_same = 1;
+    linear_forward(y1, x, W, bias, rows, out, in, 0);
+    for (size_t i = 0; i < (size_t)rows * out; i++)
+        relu_same &= rh[i] == bf16_from_f32(y1[i] > 0.0f ? y1[i] : 0.0f);
+    gemm_set_precision(GEMM_FP32);
+    CHECK(relu_ran && relu_same && linear_relu_h(rh, x, NULL, W, bias, rows, out, in) == -1,
+          "bf16: linear_relu_h gives the rounding of relu(linear_forward) bit for bit (and "
+          "declines in fp32)");
+    free(rh);
+    CHECK(same_bias && same_acc, "bf16: linear_forward's bias in the product equals a filled bias plus the "
+          "product, overwriting and accumulating");
+    free(Wall), free(x), free(dy), free(copy), free(y0), free(y1), free(y2), free(dx0);
+    free(dW0), free(dx1), free(dW1), free(bias);
+}
+
 static void test_gemm_bf16(void)
 {
     char missing[160];
@@ -338,6 +414,7 @@ static void test_gemm_bf16(void)
             test_gemm_bf16_case(64, 48, 40, ta, tb, 1.0f, 0.0f);
             test_gemm_bf16_case(40, 33, 300, ta, tb, -0.5f, 1.0f);
         }
+    test_gemm_bf16_shadow();
     rng = saved;
 }
 
@@ -399,22 +476,28 @@ static void test_gemm_accounting(void)
     double ratio[3];
     for (int k = 0; k < 3; k++) {
         par_set_threads(k ? 3 : 1);
-        double g0 = gemm_thread_seconds(), t0 = wall_s();
+        double g0 = gemm_thread_seconds(), t0 = wall_s(), span[3] = {0};
         if (k < 2)
             for (int r = 0; r < reps; r++)
                 gemm(C, A, B, n, n, n, 0, 1, 1.0f, 0.0f, n, n, n);
         else
 #pragma omp parallel num_threads(3)
+        { /* each thread's own span: on a busy machine the threads may not overlap */
+            double s0 = wall_s();
             for (int r = 0; r < reps; r++)
                 gemm(C + (size_t)par_thread_id() * n * n, A, B, n, n, n, 0, 1, 1.0f, 0.0f, n,
                      n, n);
-        ratio[k] = (gemm_thread_seconds() - g0) / (wall_s() - t0);
+            span[par_thread_id()] = wall_s() - s0;
+        }
+        double wall = k < 2 ? wall_s() - t0 : span[0] + span[1] + span[2];
+        ratio[k] = (gemm_thread_seconds() - g0) / wall;
     }
     par_set_threads(1);
     CHECK(ratio[0] > 0.9 && ratio[0] <= 1.001 && ratio[1] > 2.7 && ratio[1] <= 3.003 &&
-              ratio[2] > 0.9 && ratio[2] <= 3.003,
-          "gemm_thread_seconds / wall: one thread %.3f (0.9-1), split over 3 %.3f (2.7-3), "
-          "3 threads each on its own %.3f (0.9-3)", ratio[0], ratio[1], ratio[2]);
+              ratio[2] > 0.9 && ratio[2] <= 1.001,
+          "gemm_thread_seconds / wall: one thread %.3f (0.9-1), split over 3 %.3f (2.7-3); 3 "
+          "threads each on its own, over the sum of their spans, %.3f (0.9-1)", ratio[0],
+          ratio[1], ratio[2]);
     free(A), free(B), free(C);
 }
 
@@ -1546,36 +1629,283 @@ static void test_attn_same_len(void)
     }
 }
 
+static const attn_case attn_cases[] = {
+    /*  name                               B  H dh Lq  m  u  v rk bias dr clamp drop  qs */
+    {"xl B2 H2 Lq3 m2 (klen > Lq)",        2, 2, 4, 3, 2, 1, 1, 1, 0,  6, 0, 0.0f, 1.0f},
+    {"xl m=0",                             1, 2, 4, 4, 0, 1, 1, 1, 0,  8, 0, 0.0f, 1.0f},
+    {"xl Lq=1 m=4",                        2, 1, 6, 1, 4, 1, 1, 1, 0,  4, 0, 0.0f, 1.0f},
+    {"xl clamp_len=2",                     1, 2, 4, 3, 3, 1, 1, 1, 0,  6, 2, 0.0f, 1.0f},
+    {"xl u=v=NULL",                        1, 2, 3, 2, 3, 0, 0, 1, 0,  4, 0, 0.0f, 1.0f},
+    {"xl B2 H3 dh8 Lq7 m5",                2, 3, 8, 7, 5, 1, 1, 1, 0, 10, 0, 0.0f, 1.0f},
+    {"dist_bias (mlp/alibi) m=3",          1, 3, 5, 4, 3, 0, 0, 0, 1,  0, 0, 0.0f, 1.0f},
+    {"content bias u, no rk (+dist_bias)", 1, 2, 4, 3, 2, 1, 0, 0, 1,  0, 0, 0.0f, 1.0f},
+    {"none m=0",                           2, 2, 3, 3, 0, 0, 0, 0, 0,  0, 0, 0.0f, 1.0f},
+    {"single key (Lq=1 m=0)",              1, 2, 4, 1, 0, 1, 1, 1, 1,  4, 0, 0.0f, 1.0f},
+    {"xl+dist_bias dropatt=0.3",           2, 2, 4, 3, 2, 1, 1, 1, 1,  6, 0, 0.3f, 1.0f},
+    {"xl dropatt=0.5 m=0",                 1, 2, 4, 5, 0, 1, 1, 1, 0,  6, 0, 0.5f, 1.0f},
+    {"saturated scores (|q|~30)",          1, 2, 8, 4, 3, 1, 1, 1, 1,  8, 0, 0.0f, 30.0f},
+    /* the fused kernel's edges: dh past a vector (padding), rows past a tile, keys past
+     * one and two key tiles, several row blocks (dropatt drawn per row) */
+    {"xl dh20 Lq19 m13",                   1, 2, 20, 19, 13, 1, 1, 1, 0, 8, 0, 0.0f, 1.0f},
+    {"xl+dist_bias dh64 Lq40 m27 drop.2",  1, 2, 64, 40, 27, 1, 1, 1, 1, 8, 0, 0.2f, 1.0f},
+    {"dist_bias dh16 Lq37 m50",            2, 1, 16, 37, 50, 0, 0, 0, 1, 0, 0, 0.0f, 1.0f},
+    /* one-token decoding with decode's dh 64 over 21 keys (bf16 cache: whole tiles and
+     * chunks of the products, tiles past the last key), 5 streams (qgemm's row groups) */
+    {"xl+dist_bias dh64 Lq1 m20 B5",       5, 2, 64, 1, 20, 1, 1, 1, 1, 8, 0, 0.0f, 1.0f},
+};
+
+#define N_ATTN_CASES (sizeof attn_cases / sizeof attn_cases[0])
+
+/* ---- the AMX kernel (attn_amx.h) */
+
+static float bfr(float x) { return bf16_to_f32(bf16_from_f32(x)); }
+
+/* Floats of y (shape of ref) against ref, normwise: max |y - ref| / max |ref| */
+static double norm_err(const float *y, const double *ref, size_t n)
+{
+    double e = 0, mx = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        e = fmax(e, fabs((double)y[i] - ref[i]));
+        mx = fmax(mx, fabs(ref[i]));
+    }
+    return e / mx;
+}
+
+/* The AMX kernel's arithmetic in plain loops (attn_amx.h): products of the bf16-rounded
+ * operands summed in double and rounded to float where the kernel keeps fp32, with the
+ * kernel's own fp32 row passes (fused_*, checked against the double formula above) in
+ * between. So every difference from the kernel is the order of its fp32 sums: normwise
+ * 1e-5. prob_ref [B,H,Lq,klen] (float, the softmax), vec_ref [B,Lq,hd]. */
+static void amx_ref_forward(float *prob_ref, double *vec_ref, const attn_args *a,
+                            const float *q, const float *kv)
+{
+    const int B = a->B, H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
+    const int hd = H * dh;
+    float *S = alloc_f(klen), *D = alloc_f(klen);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Lq; i++) {
+                const float *qi = q + ((size_t)b * Lq + i) * hd + (size_t)h * dh;
+                for (int j = 0; j < klen; j++) {
+                    const float *kj = kv + ((size_t)b * klen + j) * 2 * hd + (size_t)h * dh;
+                    double ac = 0, bd = 0;
+                    for (int c = 0; c < dh; c++) {
+                        float qu = a->scale * (qi[c] + (a->u ? a->u[h * dh + c] : 0.0f));
+                        ac += (double)bfr(qu) * bfr(kj[c]);
+                        int p = Lq - 1 - i + j;
+                        if (a->rk && p < klen) {
+                            float qv = a->scale * (qi[c] + (a->v ? a->v[h * dh + c] : 0.0f));
+                            bd += (double)bfr(qv) * bfr(a->rk[(size_t)p * hd + h * dh + c]);
+                        }
+                    }
+                    S[j] = (float)ac + (a->rk ? (float)bd : 0.0f);
+                }
+                fused_add_biases(S, klen, a, b, h, i, i + 1);
+                fused_softmax_rows(S, klen, m, a->same_len, i, i + 1, klen);
+                memcpy(prob_ref + (((size_t)b * H + h) * Lq + i) * klen, S, klen * sizeof *S);
+                const float *Pv = S;
+                if (a->dropatt > 0) {
+                    fused_drop_rows(D, klen, S, klen, a, b, h, i, i + 1, klen);
+                    Pv = D;
+                }
+                for (int c = 0; c < dh; c++) {
+                    double acc = 0;
+                    for (int j = 0; j < klen; j++)
+                        acc += (double)bfr(Pv[j]) *
+                               bfr(kv[((size_t)b * klen + j) * 2 * hd + hd + (size_t)h * dh + c]);
+                    vec_ref[((size_t)b * Lq + i) * hd + (size_t)h * dh + c] = acc;
+                }
+            }
+    free(S), free(D);
+}
+
+/* The backward likewise, from the kernel's prob and dvec g: dq, dkv overwritten, drk, du,
+ * dv, dbias added to (double arrays, zeroed by the caller). */
+static void amx_ref_backward(double *dq, double *dkv, double *drk, double *du, double *dv,
+                             double *dbias, const float *g, const float *prob,
+                             const attn_args *a, const float *q, const float *kv)
+{
+    const int B = a->B, H = a->H, dh = a->dh, Lq = a->Lq, m = a->m, klen = m + Lq;
+    const int hd = H * dh;
+    float *G = alloc_f(klen), *D = alloc_f(klen), *dS = alloc_f((size_t)Lq * klen);
+    float *fb = alloc_f((size_t)H * klen);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *P = prob + ((size_t)b * H + h) * Lq * klen;
+            const float *kvb = kv + (size_t)b * klen * 2 * hd + (size_t)h * dh;
+            for (int i = 0; i < Lq; i++) {
+                const float *gi = g + ((size_t)b * Lq + i) * hd + (size_t)h * dh;
+                const float *Pv = P + (size_t)i * klen;
+                if (a->dropatt > 0) {
+                    fused_drop_rows(D, klen, Pv, klen, a, b, h, i, i + 1, klen);
+                    Pv = D;
+                }
+                for (int j = 0; j < klen; j++) {
+                    double gp = 0;
+                    for (int c = 0; c < dh; c++) {
+                        dkv[((size_t)b * klen + j) * 2 * hd + hd + (size_t)h * dh + c] +=
+                            (double)bfr(Pv[j]) * bfr(gi[c]);
+                        gp += (double)bfr(gi[c]) * bfr(kvb[(size_t)j * 2 * hd + hd + c]);
+                    }
+                    G[j] = (float)gp;
+                }
+                if (a->dropatt > 0)
+                    dropout_backward(G, G, (size_t)(m + i + 1), a->dropatt, a->drop_key,
+                                     fused_drop_base(a, b, h, i));
+                fused_softmax_back_rows(G, klen, P + (size_t)i * klen, klen, m, i, i + 1);
+                memcpy(dS + (size_t)i * klen, G, klen * sizeof *G);
+                if (dbias) {
+                    memset(fb, 0, (size_t)H * klen * sizeof *fb);
+                    fused_bias_grads(fb, NULL, G, klen, a, b, h, i, i + 1);
+                    for (int t = 0; t < H * klen; t++)
+                        dbias[t] += fb[t];
+                }
+            }
+            for (int i = 0; i < Lq; i++) {
+                const float *qi = q + ((size_t)b * Lq + i) * hd + (size_t)h * dh;
+                for (int c = 0; c < dh; c++) {
+                    double cont = 0, pos = 0;
+                    for (int j = 0; j < klen; j++) {
+                        float ds = bfr(a->scale * dS[(size_t)i * klen + j]);
+                        int p = Lq - 1 - i + j;
+                        cont += (double)ds * bfr(kvb[(size_t)j * 2 * hd + c]);
+                        float qu = a->no_q_content ? 0.0f : qi[c];
+                        dkv[((size_t)b * klen + j) * 2 * hd + (size_t)h * dh + c] +=
+                            (double)ds * bfr(qu + (a->u ? a->u[h * dh + c] : 0.0f));
+                        if (a->rk && p < klen) {
+                            pos += (double)ds * bfr(a->rk[(size_t)p * hd + h * dh + c]);
+                            float qv = a->no_q_position ? 0.0f : qi[c];
+                            drk[(size_t)p * hd + h * dh + c] +=
+                                (double)ds * bfr(qv + (a->v ? a->v[h * dh + c] : 0.0f));
+                        }
+                    }
+                    float fc = (float)cont, fp = (float)pos;
+                    dq[((size_t)b * Lq + i) * hd + (size_t)h * dh + c] =
+                        (a->no_q_content ? 0.0f : fc) + (a->rk && !a->no_q_position ? fp : 0.0f);
+                    if (du)
+                        du[h * dh + c] += fc;
+                    if (dv && a->rk)
+                        dv[h * dh + c] += fp;
+                }
+            }
+        }
+    free(G), free(D), free(dS), free(fb);
+}
+
+static double *zeros_d(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
+
+/* The AMX kernel against its plain-loop twin (normwise 1e-5), forward and backward; the
+ * same invariants as the other kernels: inference = training's vec, gradients overwritten or
+ * added to, 2 and 3 threads bitwise the one thread's forward and overwritten gradients. */
+static void test_attn_amx_case(const attn_case *t)
+{
+    const int B = t->B, H = t->H, dh = t->dh, Lq = t->Lq, m = t->m, klen = m + Lq;
+    const int hd = H * dh;
+    const size_t nq = (size_t)B * Lq * hd, nkv = (size_t)B * klen * 2 * hd;
+    const size_t np = (size_t)B * H * Lq * klen, nrk = (size_t)klen * hd;
+    const size_t nb = (size_t)H * klen, nu = (size_t)hd;
+    float *q = rand_f(nq, t->qscale), *kv = rand_f(nkv, 1.0f);
+    float *u = t->use_u ? rand_f(nu, 0.5f) : NULL, *v = t->use_v ? rand_f(nu, 0.5f) : NULL;
+    float *bias = t->use_bias ? rand_f(nb, 0.5f) : NULL;
+    float *rk = t->use_rk ? rand_f(nrk, 1.0f) : NULL;
+    float *prob = nan_f(np), *vec = nan_f(nq), *g = rand_f(nq, 1.0f);
+    float *scratch = alloc_f((size_t)attn_scratch_floats(Lq, klen, dh, H, 3));
+    attn_args a = {.B = B, .H = H, .dh = dh, .Lq = Lq, .m = m,
+                   .scale = (float)(1.0 / sqrt((double)dh)), .dropatt = t->dropatt,
+                   .drop_key = 0xabcdef, .u = u, .v = v, .rk = rk, .dist_bias = bias,
+                   .threads = 1, .fused = 1, .amx = 1};
+    attn_forward(prob, vec, q, kv, &a, scratch);
+    float *pref = alloc_f(np);
+    double *vref = alloc_d(nq);
+    amx_ref_forward(pref, vref, &a, q, kv);
+    double *pref_d = alloc_d(np);
+    for (size_t i = 0; i < np; i++)
+        pref_d[i] = pref[i];
+    double ep = norm_err(prob, pref_d, np), ev = norm_err(vec, vref, nq);
+    CHECK(ep <= 1e-5 && ev <= 1e-5, "attn %s [amx]: prob, vec vs the bf16 twin (normwise): "
+          "%.1e, %.1e (tol 1e-5)", t->name, ep, ev);
+    if (t->dropatt == 0) {
+        float *vec2 = nan_f(nq);
+        attn_forward(NULL, vec2, q, kv, &a, scratch);
+        CHECK(same_f(vec, vec2, nq), "attn %s [amx]: prob = NULL (inference) gives the same "
+              "vec", t->name);
+        free(vec2);
+    }
+    float *dq = nan_f(nq), *dkv = nan_f(nkv);
+    float *drk = rk ? zeros_f(nrk) : NULL, *du = u ? zeros_f(nu) : NULL;
+    float *dv = v ? zeros_f(nu) : NULL, *dbias = bias ? zeros_f(nb) : NULL;
+    attn_backward(dq, dkv, drk, du, dv, dbias, g, prob, q, kv, &a, scratch);
+    double *rdq = zeros_d(nq), *rdkv = zeros_d(nkv), *rdrk = zeros_d(nrk), *rdu = zeros_d(nu);
+    double *rdv = zeros_d(nu), *rdb = zeros_d(nb);
+    amx_ref_backward(rdq, rdkv, rdrk, u ? rdu : NULL, v ? rdv : NULL, bias ? rdb : NULL, g,
+                     prob, &a, q, kv);
+    double e = fmax(norm_err(dq, rdq, nq), norm_err(dkv, rdkv, nkv));
+    if (rk)
+        e = fmax(e, norm_err(drk, rdrk, nrk));
+    if (u)
+        e = fmax(e, norm_err(du, rdu, nu));
+    if (v)
+        e = fmax(e, norm_err(dv, rdv, nu));
+    if (bias)
+        e = fmax(e, norm_err(dbias, rdb, nb));
+    CHECK(e <= 1e-5, "attn %s [amx]: dq, dkv, drk, du, dv, d_dist_bias vs the bf16 twin "
+          "(normwise): %.1e (tol 1e-5)", t->name, e);
+    float *dq1 = copy_f(dq, nq), *dkv1 = copy_f(dkv, nkv);
+    float *drk1 = rk ? copy_f(drk, nrk) : NULL;
+    attn_backward(dq, dkv, drk, du, dv, dbias, g, prob, q, kv, &a, scratch);
+    CHECK(same_f(dq, dq1, nq) && same_f(dkv, dkv1, nkv) &&
+              (!rk || doubling_err(drk1, drk, nrk, NULL) <= TOL_DOUBLE),
+          "attn %s [amx]: dq, dkv overwritten, drk added to (a second call)", t->name);
+    int same_all = 1;
+    par_set_threads(3);
+    for (int th = 2; th <= 3; th++) {
+        attn_args at = a;
+        at.threads = th;
+        float *pt = nan_f(np), *vt = nan_f(nq), *dqt = nan_f(nq), *dkvt = nan_f(nkv);
+        float *drkt = rk ? zeros_f(nrk) : NULL, *dut = u ? zeros_f(nu) : NULL;
+        float *dvt = v ? zeros_f(nu) : NULL, *dbt = bias ? zeros_f(nb) : NULL;
+        attn_forward(pt, vt, q, kv, &at, scratch);
+        attn_backward(dqt, dkvt, drkt, dut, dvt, dbt, g, pt, q, kv, &at, scratch);
+        same_all &= same_f(pt, prob, np) && same_f(vt, vec, nq) && same_f(dqt, dq1, nq) &&
+                    same_f(dkvt, dkv1, nkv);
+        free(pt), free(vt), free(dqt), free(dkvt), free(drkt), free(dut), free(dvt), free(dbt);
+    }
+    par_set_threads(1);
+    CHECK(same_all, "attn %s [amx]: threads 2, 3 vs 1: prob, vec, dq, dkv bitwise equal",
+          t->name);
+    free(q), free(kv), free(u), free(v), free(bias), free(rk), free(prob), free(vec), free(g);
+    free(scratch), free(pref), free(vref), free(pref_d), free(dq), free(dkv), free(drk);
+    free(du), free(dv), free(dbias), free(rdq), free(rdkv), free(rdrk), free(rdu), free(rdv);
+    free(rdb), free(dq1), free(dkv1), free(drk1);
+}
+
+/* The AMX kernel on every attention case, and on shapes of the models (dh 64, blocks of 32
+ * rows, xl's odd and even first positions), where the CPU has AMX-BF16 */
+static void test_attn_amx(void)
+{
+    if (!amx_attn_available()) {
+        printf("  skip attention [amx]: no AMX-BF16 here (or the OS refused the tile state)\n");
+        return;
+    }
+    static const attn_case big[] = {
+        /*  name                               B  H dh Lq  m  u  v rk bias dr clamp drop  qs */
+        {"xl dh64 Lq70 m45 drop.1",            1, 2, 64, 70, 45, 1, 1, 1, 1, 8, 0, 0.1f, 1.0f},
+        {"xl dh41 Lq33 m64",                   2, 1, 41, 33, 64, 1, 1, 1, 0, 8, 0, 0.0f, 1.0f},
+        {"dist_bias dh64 Lq64 m64",            1, 2, 64, 64, 64, 0, 0, 0, 1, 0, 0, 0.0f, 1.0f},
+    };
+    for (size_t i = 0; i < N_ATTN_CASES; i++)
+        test_attn_amx_case(&attn_cases[i]);
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+        test_attn_amx_case(&big[i]);
+}
+
 static void test_attention(void)
 {
-    static const attn_case cases[] = {
-        /*  name                               B  H dh Lq  m  u  v rk bias dr clamp drop  qs */
-        {"xl B2 H2 Lq3 m2 (klen > Lq)",        2, 2, 4, 3, 2, 1, 1, 1, 0,  6, 0, 0.0f, 1.0f},
-        {"xl m=0",                             1, 2, 4, 4, 0, 1, 1, 1, 0,  8, 0, 0.0f, 1.0f},
-        {"xl Lq=1 m=4",                        2, 1, 6, 1, 4, 1, 1, 1, 0,  4, 0, 0.0f, 1.0f},
-        {"xl clamp_len=2",                     1, 2, 4, 3, 3, 1, 1, 1, 0,  6, 2, 0.0f, 1.0f},
-        {"xl u=v=NULL",                        1, 2, 3, 2, 3, 0, 0, 1, 0,  4, 0, 0.0f, 1.0f},
-        {"xl B2 H3 dh8 Lq7 m5",                2, 3, 8, 7, 5, 1, 1, 1, 0, 10, 0, 0.0f, 1.0f},
-        {"dist_bias (mlp/alibi) m=3",          1, 3, 5, 4, 3, 0, 0, 0, 1,  0, 0, 0.0f, 1.0f},
-        {"content bias u, no rk (+dist_bias)", 1, 2, 4, 3, 2, 1, 0, 0, 1,  0, 0, 0.0f, 1.0f},
-        {"none m=0",                           2, 2, 3, 3, 0, 0, 0, 0, 0,  0, 0, 0.0f, 1.0f},
-        {"single key (Lq=1 m=0)",              1, 2, 4, 1, 0, 1, 1, 1, 1,  4, 0, 0.0f, 1.0f},
-        {"xl+dist_bias dropatt=0.3",           2, 2, 4, 3, 2, 1, 1, 1, 1,  6, 0, 0.3f, 1.0f},
-        {"xl dropatt=0.5 m=0",                 1, 2, 4, 5, 0, 1, 1, 1, 0,  6, 0, 0.5f, 1.0f},
-        {"saturated scores (|q|~30)",          1, 2, 8, 4, 3, 1, 1, 1, 1,  8, 0, 0.0f, 30.0f},
-        /* the fused kernel's edges: dh past a vector (padding), rows past a tile, keys past
-         * one and two key tiles, several row blocks (dropatt drawn per row) */
-        {"xl dh20 Lq19 m13",                   1, 2, 20, 19, 13, 1, 1, 1, 0, 8, 0, 0.0f, 1.0f},
-        {"xl+dist_bias dh64 Lq40 m27 drop.2",  1, 2, 64, 40, 27, 1, 1, 1, 1, 8, 0, 0.2f, 1.0f},
-        {"dist_bias dh16 Lq37 m50",            2, 1, 16, 37, 50, 0, 0, 0, 1, 0, 0, 0.0f, 1.0f},
-        /* one-token decoding with decode's dh 64 over 21 keys (bf16 cache: whole tiles and
-         * chunks of the products, tiles past the last key), 5 streams (qgemm's row groups) */
-        {"xl+dist_bias dh64 Lq1 m20 B5",       5, 2, 64, 1, 20, 1, 1, 1, 1, 8, 0, 0.0f, 1.0f},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (size_t i = 0; i < N_ATTN_CASES; i++)
         for (int kernel = 0; kernel < 3; kernel++)
-            test_attn_case(&cases[i], kernel);
+            test_attn_case(&attn_cases[i], kernel);
     test_attn_same_len();
+    test_attn_amx();
 }
 
 /* ---------------------------------------------------------------- posenc */

@@ -17,6 +17,14 @@ EOF
 check "info: vocabulary of 256 bytes + 3 anchors" \
     test "$($TXL info $CK --json 2>/dev/null | jq .vocab)" = 259
 check "info (text) says so" sh -c "$TXL info $CK | grep -q -F 'vocabulary: 259 tokens (256 bytes + anchors [bos, para, sent])'"
+# txl vocab info of the checkpoint: the anchors are special tokens after the 256 bytes (it
+# said "specials: none")
+$TXL vocab info $CK > $TMP/vinfo.txt 2>$TMP/err || bad "vocab info: $(cat $TMP/err)"
+check "vocab info: the anchors listed as specials, ids 256, 257, 258: $(grep specials $TMP/vinfo.txt)" \
+    grep -q -x -F "specials: bos=256 para=257 sent=258 (bos, para, sent: the model's anchors)" $TMP/vinfo.txt
+check "  ... the size: 256 tokens + 3 anchors" grep -q -x -F "size: 256 tokens + 3 anchors (the model's 259)" $TMP/vinfo.txt
+check "  ... --json: the specials and the anchor count" \
+    test "$($TXL vocab info $CK --json | jq -c '[.specials, .anchors]')" = '[{"bos":256,"para":257,"sent":258},3]'
 check "the training log's validations count bytes and anchors" jq -s -e \
     'map(select(.event == "eval")) | length > 0 and all(.bytes > 0 and .anchor_tokens > 0)' \
     $TMP/run/log.jsonl

@@ -95,6 +95,21 @@ for c in configs/*.yaml; do
         jq -e '.params == 151107538' $TMP/ready.json ;; esac
 done
 check "  ... no out_dir" test ! -e $TMP/ready
+# the commands the configs' headers show name flags txl has (wt103_base's eval line said
+# "txl has no such flag" of --same-length, which it has)
+for c in configs/*.yaml; do
+    grep -o -E '^# +txl (eval|train|sample|probe) .*' "$c" | sed 's/^# *//' > $TMP/hdr.cmds
+    while read -r line; do
+        cmd=$(echo "$line" | cut -d ' ' -f 2)
+        for f in $(echo "$line" | grep -o -E -- ' --?[a-z][a-z-]*' ); do
+            check "$c: '$f' of its header's 'txl $cmd' line is a flag of txl $cmd" \
+                sh -c "$TXL __complete --options $cmd | tr ' ' '\n' | grep -q -x -e '$f'"
+        done
+    done < $TMP/hdr.cmds
+done
+check "configs/wt103_base.yaml: the paper's evaluation, --same-length included" \
+    grep -q -e '^#   txl eval runs/wt103_base --split test --tgt-len 128 --mem-len 1600 --clamp-len 1000 --same-length$' configs/wt103_base.yaml
+check_not "  ... and no 'no such flag'" grep -q 'no such flag' configs/wt103_base.yaml
 
 echo "-- a plan far larger than memory"
 # the paper's enwik8 model with batch 256: ~100 GiB of activations, planned in a few MiB

@@ -54,10 +54,12 @@ check "txl train -c configs/tiny.yaml: exit 2 (got $rc)" test $rc -eq 2
 check "  ... names corpora/kjv.txt, suggests make demo and --set data.train=FILE: $(head -c 300 $TMP/kjv.err)" \
     sh -c "grep -q 'corpora/kjv.txt: cannot open corpus' $TMP/kjv.err && grep -q '\`make demo\` creates corpora/kjv.txt' $TMP/kjv.err &&
            grep -q -e '--set data.train=FILE' $TMP/kjv.err"
-(cd $C && PATH=$TMP/bin:$PATH txl train -c configs/enwik8_10min.yaml) > /dev/null 2> $TMP/e8.err
-check "txl train -c configs/enwik8_10min.yaml: exit 2, names corpora/enwik8_first3MB.txt.gz and make data" \
-    sh -c "grep -q 'corpora/enwik8_first3MB.txt.gz: cannot open corpus' $TMP/e8.err &&
-           grep -q '\`make data\` downloads enwik8 into corpora/' $TMP/e8.err"
+for c in enwik8_10min enwik8_bpe; do
+    (cd $C && PATH=$TMP/bin:$PATH txl train -c configs/$c.yaml) > /dev/null 2> $TMP/e8.err
+    check "txl train -c configs/$c.yaml: exit 2, names corpora/enwik8_first3MB.txt.gz and make data" \
+        sh -c "grep -q 'corpora/enwik8_first3MB.txt.gz: cannot open corpus' $TMP/e8.err &&
+               grep -q '\`make data\` downloads enwik8 into corpora/' $TMP/e8.err"
+done
 check "  ... and creates no run directory" test ! -e $C/runs
 
 # the example lines of a help text (stdin): from the line starting "example:", "examples:"

@@ -7,7 +7,8 @@
 # is summed by one GEMM over all rows, the accumulated one micro-batch by micro-batch, and the
 # loss sums likewise. The step losses and the final weights (an eval of each last checkpoint
 # with the same batch) agree to 1e-5 relative, for xl and for hier with anchors (the memory
-# rows' text coordinates), while batch B without accumulation is far off (the test can tell).
+# rows' text coordinates), for a word model with the adaptive softmax and for BPE, while
+# batch B without accumulation is far off (the test can tell).
 # Resume with grad_accum 2 equals the uninterrupted run bit for bit; a checkpoint continues
 # with another split of its streams (batch_size x grad_accum unchanged) to round-off, and a
 # resume with another number of streams exits 2.
@@ -37,14 +38,27 @@ train() {
     step_losses $TMP/$_n/log.jsonl > $TMP/$_n.l
 }
 
-for s in xl hier+anchors; do
+# word and BPE vocabularies: 300 KB of Shakespeare, its punctuation split off for words (a
+# word model with the adaptive softmax, whose clusters' gradients accumulate too), a BPE
+# vocabulary of 600 built once
+zcat tests/data/tinyshakespeare.txt.gz | head -c 300000 > $TMP/sh.txt
+sed 's/\([.,;:!?]\)/ \1/g' $TMP/sh.txt > $TMP/wt.txt
+$TXL vocab build --tokenizer bpe --size 600 $TMP/sh.txt -o $TMP/b600.vocab -q
+for s in xl hier+anchors word bpe; do
     case $s in
     hier+anchors) SO="--set model.pos_scheme=hier --set data.anchors=[bos,para,sent]" ;;
+    word) SO="--set data.tokenizer=word --set data.train=$TMP/wt.txt --set data.vocab_size=2000
+              --set model.cutoffs=[500,1000]" ;;
+    bpe) SO="--set data.tokenizer=bpe --set data.train=$TMP/sh.txt --set data.vocab=$TMP/b600.vocab" ;;
     *) SO="--set model.pos_scheme=$s" ;;
     esac
+    # shellcheck disable=SC2086
     train big_$s $SO --set train.batch_size=8
+    # shellcheck disable=SC2086
     train acc_$s $SO --set train.batch_size=4 --set train.grad_accum=2
+    # shellcheck disable=SC2086
     train acc4_$s $SO --set train.batch_size=2 --set train.grad_accum=4
+    # shellcheck disable=SC2086
     train small_$s $SO --set train.batch_size=4
     check "$s: $N steps each" test "$(wc -l < $TMP/big_$s.l)" -eq $N -a "$(wc -l < $TMP/acc_$s.l)" -eq $N
     w=$(relmax $TMP/big_$s.l $TMP/acc_$s.l)

@@ -72,6 +72,18 @@ check "recall: two distances and a summary per mode, all in tokens" \
     jq -s -e 'length == 6 and all(.unit == "token") and (map(select(has("effective_context"))) | length == 2)' $TMP/recall.jsonl
 check "recall: strings of 6 tokens, no trial cut, no pad" \
     jq -s -e 'map(select(.distance)) | all(.string_len == 6 and .cut_trials == 0 and .pad_max == 0)' $TMP/recall.jsonl
+check "recall: the bits per token are named so (gain_bpt, first_bpt, ...), no bits-per-byte names" \
+    jq -s -e 'map(select(.distance)) | all(has("gain_bpt") and has("gain_bpt_ci") and has("first_bpt")
+        and has("second_bpt") and has("control_bpt") and (keys | map(select(endswith("_bpc") or endswith("_bpc_ci"))) | length == 0))' $TMP/recall.jsonl
+# plot --probe: the recall panel in the rows' unit (it said bytes and bits per byte)
+if command -v gnuplot >/dev/null 2>&1; then
+    $TXL plot --probe $TMP/recall.jsonl -o $TMP/recall.svg -q 2>$TMP/err || bad "plot --probe: $(cat $TMP/err)"
+    check "plot --probe, word recall: the axes in tokens and bits per token, the title too" sh -c ". tests/e2e/lib.sh
+        svg_has $TMP/recall.svg 'distance between the occurrences (tokens)' &&
+        svg_has $TMP/recall.svg 'gain (bits per token)' &&
+        svg_has $TMP/recall.svg 'recall by distance: bits per token saved on the second occurrence' &&
+        ! svg_text $TMP/recall.svg | grep -q 'byte'"
+fi
 
 # --- shift: the first --max-tokens tokens, those eval --max-tokens scores (shift prints 6
 # digits); invariance
@@ -85,12 +97,15 @@ for s in $(schemes | grep -v -x -e rope -e absolute); do
     check "shift $s, word model: the loss is the same at offsets 1, 1000, 100000, bit for bit" \
         jq -s -e 'length == 4 and all(.delta == 0 and .tokens == 2999)' $TMP/shift_$s.jsonl
 done
+check "shift, word model: the rows have an evaluation's metrics: ppl = exp(loss), bpc over the bytes" \
+    jq -s -e 'all(.bytes > 2 * .tokens and ((.ppl - (.loss | exp)) | fabs) < 1e-4 * .ppl and
+        ((.bpc - .loss * .tokens / .bytes / 0.6931471805599453) | fabs) < 1e-4 * .bpc)' $TMP/shift_xl.jsonl
 check "shift absolute, word model: the loss changes with the offset" \
     jq -s -e '.[2].relative | fabs > 1e-4' $TMP/shift_absolute.jsonl
-ev=$($TXL eval $TMP/sh_xl/last.safetensors.gz --data $TMP/wiki.txt --batch 1 --max-tokens 3000 --json -q | jq -c '[.loss, .tokens]')
-sh0=$(jq -s -c '.[0] | [.loss, .tokens]' $TMP/shift_xl.jsonl)
-check "shift at offset 0 scores the tokens eval --max-tokens 3000 scores: the same loss ($sh0, eval $ev)" \
-    sh -c "jq -n -e --argjson a '$sh0' --argjson b '$ev' '(\$a[0] - \$b[0] | fabs) < 1e-5 * \$b[0] and \$a[1] == \$b[1]'"
+ev=$($TXL eval $TMP/sh_xl/last.safetensors.gz --data $TMP/wiki.txt --batch 1 --max-tokens 3000 --json -q | jq -c '[.loss, .tokens, .bytes, .bpc]')
+sh0=$(jq -s -c '.[0] | [.loss, .tokens, .bytes, .bpc]' $TMP/shift_xl.jsonl)
+check "shift at offset 0 scores the tokens eval --max-tokens 3000 scores: the same loss, bytes and bpc ($sh0, eval $ev)" \
+    sh -c "jq -n -e --argjson a '$sh0' --argjson b '$ev' '(\$a[0] - \$b[0] | fabs) < 1e-5 * \$b[0] and \$a[1] == \$b[1] and \$a[2] == \$b[2] and (\$a[3] - \$b[3] | fabs) < 1e-5 * \$b[3]'"
 
 # --- anchors and hier's coordinates: pads of <eos>, no cut, recall's control lined up
 train anc $W --set data.anchors=[bos,para,sent] --set model.pos_scheme=hier
@@ -123,11 +138,11 @@ echo "  (the word copier trained in $(( $(date +%s) - t0 )) s)"
 $TXL probe recall $TMP/wq --data $TMP/wtext.txt --mode memory --string-len 6 --distances 2,32,64 \
     --trials 30 --json -q --threads 1 > $TMP/wq.jsonl 2>$TMP/err || bad "recall on the word copier: $(cat $TMP/err)"
 row() { echo "map(select(.distance == $1))[0]"; }
-check "word copier: recall gains at D=2 tokens (6-token strings): $(jq -c 'select(.distance==2) | [.gain_bpc, .gain_bpc_ci]' $TMP/wq.jsonl)" \
-    jq -s -e "$(row 2) | .unit == \"token\" and .gain_bpc > 1.5 and .gain_bpc_ci[0] > 1" $TMP/wq.jsonl
+check "word copier: recall gains at D=2 tokens (6-token strings): $(jq -c 'select(.distance==2) | [.gain_bpt, .gain_bpt_ci]' $TMP/wq.jsonl)" \
+    jq -s -e "$(row 2) | .unit == \"token\" and .gain_bpt > 1.5 and .gain_bpt_ci[0] > 1" $TMP/wq.jsonl
 for D in 32 64; do
     check "word copier, mem_len 0: no gain at all at D=$D tokens, beyond the 32-token window" \
-        jq -s -e "$(row $D) | .gain_bpc == 0 and .gain_bpc_ci == [0, 0] and .second_bpc == .control_bpc" $TMP/wq.jsonl
+        jq -s -e "$(row $D) | .gain_bpt == 0 and .gain_bpt_ci == [0, 0] and .second_bpt == .control_bpt" $TMP/wq.jsonl
 done
 check "word copier: the effective context is 2 tokens" \
     jq -s -e 'map(select(has("effective_context")))[0] | .effective_context == 2 and .unit == "token"' $TMP/wq.jsonl

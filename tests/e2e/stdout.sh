@@ -1,6 +1,6 @@
 #!/bin/sh
 # Results that do not reach stdout are a failure: every command that prints a result (eval
-# and probe --json, sample with one, several and interactive samples, info plain, --json and
+# and probe --json (shift, recall, needle), sample with one, several and interactive samples, info plain, --json and
 # --system, train's --print-config, --dry-run and the result line of a run), with stdout on
 # /dev/full (ENOSPC) and closed (>&-, EBADF), exits 1 with "txl CMD: writing the results to
 # stdout: <why>". Sample stops at the first failed write; a training run still writes its
@@ -26,11 +26,13 @@ full() {
     check "$label > /dev/full: exit 1 (got $rc)" test $rc -eq 1
     check "  ... says so: $(head -1 $TMP/full.err | cut -c1-100)" \
         grep -q "^txl $name: writing the results to stdout: No space left on device" $TMP/full.err
+    check "  ... and only that (no empty 'txl $name: ' line before it)" test "$(grep -c . $TMP/full.err)" -eq 1
     "$TXL" "$@" >&- 2>$TMP/closed.err </dev/null
     rc=$?
     check "$label >&-: exit 1 (got $rc)" test $rc -eq 1
     check "  ... says so: $(head -1 $TMP/closed.err | cut -c1-100)" \
         grep -q "^txl $name: writing the results to stdout: Bad file descriptor" $TMP/closed.err
+    check "  ... and only that" test "$(grep -c . $TMP/closed.err)" -eq 1
 }
 EV="--data tests/data/enwik8_slice60k.txt.gz --max-tokens 2000 -q --threads 1"
 # shellcheck disable=SC2086
@@ -38,7 +40,15 @@ full "eval --json" eval $CK $EV --json
 # shellcheck disable=SC2086
 full "eval --sweep 1,2 (a table)" eval $CK $EV --sweep 1,2
 # shellcheck disable=SC2086
+full "eval --term-stats" eval $CK $EV --term-stats 2
+# shellcheck disable=SC2086
 full "probe shift --json" probe shift $CK $EV --json
+# shellcheck disable=SC2086
+full "probe recall --json" probe recall $CK $EV --json --trials 2 --distances 16,32 --string-len 8
+# shellcheck disable=SC2086
+full "probe needle --json" probe needle $CK $EV --json --trials 2 --lengths 2 --depths 0,100
+# shellcheck disable=SC2086
+full "probe needle (a table)" probe needle $CK $EV --trials 2 --lengths 2 --depths 50
 full "sample (one sample)" sample $CK -p "ROMEO:" -n 40 -q
 full "sample --num-samples 3" sample $CK -p "ROMEO:" -n 40 --num-samples 3 -q
 full "info" info $CK

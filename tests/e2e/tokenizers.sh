@@ -30,6 +30,27 @@ check "word: validations report loss per token, ppl and bpc over the bytes" jq -
 check "word: the checkpoint holds its vocabulary" sh -c \
     "python3 tools/st_reader.py $TMP/w/last.safetensors.gz | grep -q '^vocab  *U8'"
 
+# ---- plot: the loss per token and its perplexity (train events have no bpc) -----------------
+# (exit 2 before: "'eval' events but no 'train' events", the train events' bpc being null)
+plot_tokens() { # plot_tokens NAME RUN: the learning curves of a word or BPE run, read off the SVG
+    if ! command -v gnuplot >/dev/null 2>&1; then echo "  SKIP plot: no gnuplot"; return; fi
+    $TXL plot $2 -o $TMP/$1.svg 2>$TMP/err
+    check "$1: txl plot exits 0 (was 2)" test $? -eq 0
+    check "$1: ... its points: every train event and validation" \
+        grep -q "run, $(jq -s 'map(select(.event == "train" or .event == "eval")) | length' $2/log.jsonl) points)" $TMP/err
+    check "$1: ... the title, the loss and perplexity axes, the token axis, the legend" sh -c ". tests/e2e/lib.sh
+        svg_has $TMP/$1.svg '$(basename $2): loss per token while training' &&
+        svg_has $TMP/$1.svg 'loss (nats per token)' && svg_has $TMP/$1.svg 'perplexity (exp of the loss)' &&
+        svg_has $TMP/$1.svg \"training tokens (thousands; tokens of the run's vocabulary)\" &&
+        svg_has $TMP/$1.svg '$(basename $2) train' && svg_has $TMP/$1.svg '$(basename $2) valid'"
+    $TXL plot $2 -o $TMP/$1.svg --script > $TMP/$1.gp 2>/dev/null
+    check "$1: ... the last train point is the last step's loss" \
+        grep -q " $(jq -r 'select(.event == "train") | .loss' $2/log.jsonl | tail -1 | awk '{printf "%.6f", $1}')\$" $TMP/$1.gp
+    check "$1: ... the right-hand axis reads the perplexity of the losses" \
+        sh -c "grep -q '^set link y2 via exp(y) inverse log(y)' $TMP/$1.gp && grep -q '^set y2tics' $TMP/$1.gp"
+}
+plot_tokens word $TMP/w
+
 # ---- eval: every token after the first scored once, any batch ------------------------------
 printf 'The game began in the city .\nIt was a good year for the game .\n\n' > $TMP/small.txt
 $TXL eval $TMP/w --data $TMP/small.txt --json -q > $TMP/e1.json 2>$TMP/err ||
@@ -41,6 +62,31 @@ $TXL eval $TMP/w --data $TMP/small.txt --json -q --batch 3 --tgt-len 4 > $TMP/e3
 check "eval: another batch and length score the same tokens and bytes" \
     test "$(jq -c '[.tokens, .bytes]' $TMP/e1.json)" = "$(jq -c '[.tokens, .bytes]' $TMP/e3.json)"
 check "eval: ppl = exp(loss)" jq -e '((.ppl - (.loss | exp)) | fabs) < 1e-3 * .ppl' $TMP/e1.json
+# sweeps and the paper's mask in tokens: mem_len x 1, 2 of the trained 32 tokens, the same
+# tokens scored in every row; a sweep's factor 1 is the plain evaluation, and with
+# --same-length the same-length one, which scores otherwise
+tail -c 30000 $TMP/wt.txt > $TMP/wv.txt
+EW="--data $TMP/wv.txt --max-tokens 2000 --json -q"
+# shellcheck disable=SC2086
+$TXL eval $TMP/w $EW --sweep 1,2 > $TMP/sw.jsonl 2>$TMP/err || bad "eval --sweep, word: $(cat $TMP/err)"
+# shellcheck disable=SC2086
+$TXL eval $TMP/w $EW --sweep 1,2 --same-length > $TMP/swsl.jsonl 2>$TMP/err ||
+    bad "eval --sweep --same-length, word: $(cat $TMP/err)"
+# shellcheck disable=SC2086
+$TXL eval $TMP/w $EW > $TMP/pl.json
+# shellcheck disable=SC2086
+$TXL eval $TMP/w $EW --same-length > $TMP/sl.json
+check "eval --sweep 1,2, word: mem_len 32 and 64 tokens, 1999 tokens scored in each: $(jq -c '[.factor, .mem_len, .tokens, .loss]' $TMP/sw.jsonl | tr '\n' ' ')" \
+    jq -s -e 'map([.factor, .mem_len, .tokens, .same_length]) == [[1, 32, 1999, false], [2, 64, 1999, false]]' $TMP/sw.jsonl
+check "  ... --same-length too: $(jq -c '[.factor, .mem_len, .loss]' $TMP/swsl.jsonl | tr '\n' ' ')" \
+    jq -s -e 'map([.factor, .mem_len, .tokens, .same_length]) == [[1, 32, 1999, true], [2, 64, 1999, true]]' $TMP/swsl.jsonl
+check "  ... factor 1 is the plain evaluation, bit for bit" \
+    test "$(jq -s -c '.[0] | [.loss, .bpc, .bytes]' $TMP/sw.jsonl)" = "$(jq -c '[.loss, .bpc, .bytes]' $TMP/pl.json)"
+check "  ... and with --same-length the same-length evaluation" \
+    test "$(jq -s -c '.[0] | [.loss, .bpc, .bytes]' $TMP/swsl.jsonl)" = "$(jq -c '[.loss, .bpc, .bytes]' $TMP/sl.json)"
+check "eval --same-length, word: its own mask, another loss ($(jq .loss $TMP/sl.json) vs $(jq .loss $TMP/pl.json))" \
+    jq -n -e --slurpfile a $TMP/sl.json --slurpfile b $TMP/pl.json \
+        '$a[0].same_length and ($a[0].loss != $b[0].loss) and $a[0].tokens == $b[0].tokens'
 
 # ---- sample: words, spaces between them ----------------------------------------------------
 $TXL sample $TMP/w --prompt "The game" -n 80 --seed 3 > $TMP/s.txt 2>$TMP/err
@@ -49,6 +95,33 @@ check "sample: words separated by single spaces, no byte soup" \
     sh -c "head -c 60 $TMP/s.txt | grep -q -E '^ [^ ]+( [^ ]+)+'"
 $TXL sample $TMP/w --prompt "The game" -n 80 --seed 3 > $TMP/s2.txt 2>/dev/null
 check "sample: the same seed, the same text" cmp -s $TMP/s.txt $TMP/s2.txt
+# -n counts the vocabulary's tokens (it counted bytes: a word model's sample stopped
+# mid-word after 80 bytes)
+$TXL sample $TMP/w --prompt "The game" -n 12 --seed 3 --json -q > $TMP/s12.json
+check "sample -n 12, word: 12 tokens, whole words: $(jq -c '[.tokens, .bytes, .finish]' $TMP/s12.json)" \
+    jq -e '.tokens == 12 and .finish == "length" and .bytes > 12 and
+           (.text | [scan("[^ \n]+|\n")] | length) == 12' $TMP/s12.json
+$TXL sample $TMP/w --prompt "The game" -n 12 --seed 3 -q > $TMP/s12.txt
+check "  ... the streamed text is the same 12 tokens (a newline added at the end)" \
+    test "$(jq -r .text $TMP/s12.json)" = "$(cat $TMP/s12.txt)"
+# top-k and top-p over the word vocabulary: a seed gives its text, top-k 1 is greedy
+for o in "--top-k 5" "--top-p 0.5" "--top-k 50 --top-p 0.9"; do
+    # shellcheck disable=SC2086
+    $TXL sample $TMP/w --prompt "The game" -n 30 --seed 4 $o --json -q > $TMP/k1.json 2>$TMP/err
+    # shellcheck disable=SC2086
+    $TXL sample $TMP/w --prompt "The game" -n 30 --seed 4 $o --json -q > $TMP/k2.json 2>>$TMP/err
+    check "sample $o, word: 30 words, the same seed the same text" \
+        sh -c "jq -e '.tokens == 30' $TMP/k1.json && test \"\$(jq .text $TMP/k1.json)\" = \"\$(jq .text $TMP/k2.json)\""
+done
+$TXL sample $TMP/w --prompt "The game" -n 30 --top-k 1 --seed 5 --json -q | jq .text > $TMP/g1.txt
+$TXL sample $TMP/w --prompt "The game" -n 30 -t 0 --seed 6 --json -q | jq .text > $TMP/g0.txt
+check "sample --top-k 1, word: the greedy text (-t 0), whatever the seed" cmp -s $TMP/g1.txt $TMP/g0.txt
+$TXL sample $TMP/w --prompt "The game" -n 30 --top-p 1e-9 --seed 7 --json -q | jq .text > $TMP/p0.txt
+check "sample --top-p 1e-9, word: the greedy text too" cmp -s $TMP/p0.txt $TMP/g0.txt
+$TXL sample $TMP/w --prompt "The game" -n 200 --top-k 3 --seed 8 --json -q | jq -r .text | tr ' ' '\n' | sort -u > $TMP/k3.words
+$TXL sample $TMP/w --prompt "The game" -n 200 --seed 8 --json -q | jq -r .text | tr ' ' '\n' | sort -u > $TMP/all.words
+check "sample --top-k 3, word: fewer distinct words than sampling from all ($(wc -l < $TMP/k3.words) vs $(wc -l < $TMP/all.words))" \
+    test "$(wc -l < $TMP/k3.words)" -lt "$(wc -l < $TMP/all.words)"
 
 # ---- info ------------------------------------------------------------------------------------
 $TXL info $TMP/w/last.safetensors.gz > $TMP/info.txt 2>&1
@@ -111,6 +184,8 @@ $TXL eval $TMP/h --data $TMP/small.txt --json -q > $TMP/h.json 2>$TMP/err ||
     bad "hier eval: $(cat $TMP/err)"
 check "hier + anchors, word: a sent anchor scored beside the words (with bos first, the first word is scored too)" \
     jq -e '.anchor_tokens == 1 and .tokens == 20 and .bytes == 64' $TMP/h.json
+check "hier + anchors, word: vocab info lists the anchors as specials after the 2002 words" \
+    sh -c "$TXL vocab info $TMP/h | grep -q -x -F \"specials: eos=0 unk=1 bos=2002 para=2003 sent=2004 (bos, para, sent: the model's anchors)\""
 # ---- bpe: built from the train split, bits per byte over the exact bytes -------------------
 zcat tests/data/tinyshakespeare.txt.gz | head -c 300000 > $TMP/sh.txt
 P="-c tests/configs/micro.yaml --set data.tokenizer=bpe --set data.train=$TMP/sh.txt
@@ -119,6 +194,19 @@ $TXL train $P --set train.max_steps=12 --set train.out_dir=$TMP/b > /dev/null 2>
 check "bpe: train exits 0" test $? -eq 0
 check "bpe: train says it built the vocabulary from the train split" \
     grep -q "built a bpe vocabulary of 600 tokens from the train split" $TMP/b.err
+# export and import: the vocabulary travels with the weights, the same loss
+$TXL export $TMP/b/last.safetensors.gz -o $TMP/bx.safetensors -q 2>$TMP/err || bad "bpe export: $(cat $TMP/err)"
+$TXL info $TMP/b/last.safetensors.gz | sed -n '/^config:/,$p' | tail -n +2 > $TMP/bcfg.yaml
+$TXL import $TMP/bx.safetensors -c $TMP/bcfg.yaml -o $TMP/by.safetensors.gz -q 2>$TMP/err ||
+    bad "bpe import: $(cat $TMP/err)"
+head -c 20000 $TMP/sh.txt > $TMP/bv.txt
+$TXL eval $TMP/b/last.safetensors.gz --data $TMP/bv.txt --json -q > $TMP/bea.json
+$TXL eval $TMP/by.safetensors.gz --data $TMP/bv.txt --json -q > $TMP/beb.json 2>$TMP/err
+check "bpe: export, import: the same loss, tokens and bytes ($(jq -c '[.loss, .tokens, .bytes]' $TMP/beb.json))" \
+    sh -c "jq -e '.tokens > 0' $TMP/beb.json && test \"\$(jq -c '[.loss, .tokens, .bytes]' $TMP/bea.json)\" = \"\$(jq -c '[.loss, .tokens, .bytes]' $TMP/beb.json)\""
+check "  ... the imported checkpoint holds the BPE vocabulary" \
+    sh -c "$TXL vocab info $TMP/by.safetensors.gz | grep -q -x 'kind: bpe'"
+plot_tokens bpe $TMP/b
 printf 'ROMEO:\nBut soft. What light through yonder window breaks?\n' > $TMP/r.txt
 $TXL eval $TMP/b --data $TMP/r.txt --json -q > $TMP/be.json 2>$TMP/err || bad "bpe eval: $(cat $TMP/err)"
 check "bpe: the bytes scored are the text's after the first token (fewer tokens than bytes)" \
@@ -126,6 +214,17 @@ check "bpe: the bytes scored are the text's after the first token (fewer tokens 
     $TMP/be.json
 $TXL sample $TMP/b --prompt "ROMEO:" -n 100 --seed 2 --echo > $TMP/bs.txt 2>/dev/null
 check "bpe: sample echoes the prompt and continues it" sh -c "head -c 6 $TMP/bs.txt | grep -q '^ROMEO:'"
+$TXL sample $TMP/b --prompt "ROMEO:" -n 40 --seed 2 --json -q > $TMP/b40.json
+check "bpe: sample -n 40 draws 40 pieces, more bytes than that: $(jq -c '[.tokens, .bytes]' $TMP/b40.json)" \
+    jq -e '.tokens == 40 and .bytes > 40 and .finish == "length"' $TMP/b40.json
+$TXL sample $TMP/b --prompt "ROMEO:" -n 40 --top-k 1 --seed 3 --json -q | jq .text > $TMP/bg1.txt
+$TXL sample $TMP/b --prompt "ROMEO:" -n 40 -t 0 --json -q | jq .text > $TMP/bg0.txt
+check "bpe: sample --top-k 1 is the greedy text" cmp -s $TMP/bg1.txt $TMP/bg0.txt
+$TXL sample $TMP/b --prompt "ROMEO:" -n 40 --top-k 20 --top-p 0.8 --seed 3 --json -q > $TMP/bk1.json
+$TXL sample $TMP/b --prompt "ROMEO:" -n 40 --top-k 20 --top-p 0.8 --seed 3 --json -q > $TMP/bk2.json
+check "bpe: sample --top-k 20 --top-p 0.8: 40 pieces, the same seed the same text, not the greedy one" \
+    sh -c "jq -e '.tokens == 40' $TMP/bk1.json && test \"\$(jq .text $TMP/bk1.json)\" = \"\$(jq .text $TMP/bk2.json)\" &&
+           test \"\$(jq .text $TMP/bk1.json)\" != \"\$(cat $TMP/bg0.txt)\""
 $TXL train $P --set train.max_steps=12 --set train.out_dir=$TMP/br --steps 5 -q >/dev/null 2>&1
 $TXL train --resume $TMP/br -q >/dev/null 2>$TMP/err || bad "bpe resume: $(cat $TMP/err)"
 step_losses $TMP/b/log.jsonl > $TMP/a.l

@@ -20,6 +20,7 @@ int txl_fuzz_config(const uint8_t *data, size_t size);
 int txl_fuzz_checkpoint(const uint8_t *data, size_t size);
 int txl_fuzz_corpus(const uint8_t *data, size_t size);
 int txl_fuzz_vocab(const uint8_t *data, size_t size);
+int txl_fuzz_plotlog(const uint8_t *data, size_t size);
 
 /* The libFuzzer entry point of a harness (left out of the plain replay builds, which define
  * TXL_FUZZ_NO_ENTRY). */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs libFuzzer harnesses one after the other (make fuzz builds them first).
-# Usage: FUZZ_SECONDS=300 tests/fuzz/run.sh [config] [checkpoint] [corpus]
+# Usage: FUZZ_SECONDS=300 tests/fuzz/run.sh [config] [checkpoint] [corpus] [vocab] [plotlog]
 #
 # Each harness starts from the committed corpus tests/fuzz/corpus/<name>/ and the crashers
 # of tests/fuzz/regress/<name>/ and writes new inputs to build-fuzz/work/<name>/ (not
@@ -14,7 +14,7 @@
 set -eu
 cd "$(dirname "$0")/../.."
 secs=${FUZZ_SECONDS:-300}
-[ $# -gt 0 ] || set -- config checkpoint corpus
+[ $# -gt 0 ] || set -- config checkpoint corpus vocab plotlog
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # huge allocations fail (NULL) instead of aborting, so the out-of-memory paths are tested
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1}

@@ -5,7 +5,8 @@
 # and so do the final checkpoints. A run started on 2 ranks resumes on 1 (the memory is
 # stored for the whole batch, with its text coordinates), and a batch that cannot be split
 # over the ranks is refused. Gradient accumulation splits each micro-batch over the ranks as
-# a batch is, and the memory of all its streams is gathered into the checkpoint.
+# a batch is, and the memory of all its streams is gathered into the checkpoint. Word and BPE
+# models: 2 ranks compute what 2 replicas of one process do, bit for bit.
 # Needs `make MPI=1 txl` (done by `make test-mpi`) and Open MPI's mpirun.
 . tests/e2e/lib.sh
 . tests/e2e/badlib.inc # st_tensor
@@ -51,6 +52,28 @@ $MPIRUN -np 2 $TXL train -c $CFG $WORD --set train.max_steps=1 --set train.warmu
     --set train.threads=1 --set train.out_dir=$TMP/w2n >/dev/null 2>$TMP/w2n.err
 check "word: the vocabulary note is printed once (rank 0)" \
     test "$(grep -c 'built a word vocabulary' $TMP/w2n.err)" -eq 1
+# a BPE model: every rank learns the same merges from the train split (the fingerprint in
+# the checkpoint is the one process's) and reads its streams' pieces; 2 ranks == 2 replicas,
+# bit for bit, validation split over the ranks included
+zcat tests/data/tinyshakespeare.txt.gz | head -c 200000 > $TMP/b.txt
+BPE="--set data.tokenizer=bpe --set data.train=$TMP/b.txt --set data.vocab_size=500"
+$MPIRUN -np 2 $TXL train -c $CFG $BPE --set train.threads=1 --set train.max_steps=10 \
+    --set train.eval_interval=5 --set train.out_dir=$TMP/b2 >/dev/null 2>$TMP/b2.err ||
+    bad "2 ranks, bpe: $(cat $TMP/b2.err)"
+$TXL train -c $CFG $BPE --set train.threads=2 --set train.max_steps=10 --set train.eval_interval=5 \
+    --set train.out_dir=$TMP/bt -q >/dev/null 2>$TMP/bt.err || bad "2 threads, bpe: $(cat $TMP/bt.err)"
+step_losses $TMP/b2/log.jsonl > $TMP/lb2
+step_losses $TMP/bt/log.jsonl > $TMP/lbt
+check "bpe: 2 ranks == 1 process x 2 replicas, 10 step losses bit for bit" \
+    sh -c "test \$(wc -l < $TMP/lb2) -eq 10 && cmp -s $TMP/lb2 $TMP/lbt"
+check "bpe: the validations agree: $(jq -s -c 'map(select(.event == "eval") | .loss)' $TMP/b2/log.jsonl)" \
+    test "$(jq -s -c 'map(select(.event == "eval") | [.loss, .tokens, .bytes])' $TMP/b2/log.jsonl)" = \
+         "$(jq -s -c 'map(select(.event == "eval") | [.loss, .tokens, .bytes])' $TMP/bt/log.jsonl)"
+check "bpe: the same vocabulary in both checkpoints" \
+    test "$($TXL vocab info $TMP/b2 --json | jq -c '[.kind, .size, .fingerprint]')" = \
+         "$($TXL vocab info $TMP/bt --json | jq -c '[.kind, .size, .fingerprint]')"
+check "bpe: the vocabulary note is printed once (rank 0)" \
+    test "$(grep -c 'built a bpe vocabulary' $TMP/b2.err)" -eq 1
 
 # train.comm_overlap on: each layer's gradient sum starts when its backward ends (1 replica
 # per rank), the same sums (bit for bit); the time the step then waits (comm_exposed_s) is
