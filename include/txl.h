@@ -128,8 +128,9 @@ txl_model *txl_model_load(const char *ckpt, txl_err *e);
 /* A new model of config c, its weights drawn from train.seed. */
 txl_model *txl_model_new(const txl_config *c, txl_err *e);
 /* Plain safetensors weights named as in txl checkpoints (the output of txl_model_save, or
- * of tools/convert_official.py) with the model config c: every tensor present, F32, of the
- * right shape, nothing else; every problem is named in the message. */
+ * of tools/convert_official.py) with the model config c: every tensor present, F32 (or a
+ * quantized model's BF16, or I8 with its scales: the model stays quantized), of the right
+ * shape, nothing else; every problem is named in the message. */
 txl_model *txl_model_import(const char *weights, const txl_config *c, txl_err *e);
 /* Writes the weights with the metadata (config, and a loaded checkpoint's training state)
  * atomically to path: gzip'd when it ends in .gz. */

@@ -181,6 +181,17 @@ if command -v python3 >/dev/null 2>&1; then
     check "st_reader.py --config reads the JSON config of older checkpoints" \
         test "$(python3 tools/st_reader.py tests/fixtures/legacy/nano_json_last.safetensors.gz --config | jq -r .train.seed)" = 18446744073709551615
     check "st_reader.py on a bad file: exit 2" test "$(code python3 tools/st_reader.py $TMP/trunc.st)" -eq 2
+    :
+fi
+# a quantized checkpoint exported and imported: still q8, the same loss
+$TXL quantize $CKPT --type q8 -o $TMP/q8run.safetensors -q
+$TXL export $TMP/q8run.safetensors -o $TMP/q8w.safetensors -q
+check "import of exported q8 weights" $TXL import $TMP/q8w.safetensors -c $TMP/run/config.yaml -o $TMP/q8imp.safetensors -q
+check "  ... a q8 checkpoint still" test "$($TXL info $TMP/q8imp.safetensors --json | jq -r .weights)" = q8
+check "  ... with the quantized checkpoint's loss" test \
+    "$($TXL eval $TMP/q8imp.safetensors --data $TMP/w.safetensors --max-tokens 2000 --json -q | jq .loss)" = \
+    "$($TXL eval $TMP/q8run.safetensors --data $TMP/w.safetensors --max-tokens 2000 --json -q | jq .loss)"
+if command -v python3 >/dev/null 2>&1; then
     # a quantized checkpoint through a reader that is not txl's: every I8 matrix with its
     # BF16 NAME_scale [out, in/32], q in [-127, 127], each weight of the original within
     # half a step of its block's q s, and the largest of each block at q = +-127; BF16
