@@ -77,6 +77,10 @@ typedef struct {
     int kv_row;             /* floats from key (value) j to j+1 (0 = 2*H*dh) */
     size_t rk_hstride;      /* xl: floats from head h's position rows to h+1's (0 = dh) */
     int rk_row;             /* xl: floats from position row p to p+1 (0 = H*dh) */
+    /* attn_decode with a bf16 cache (decode.h): the keys and values (kv16), and xl's position
+     * rows (rk16, with rk still set), are read from these bf16 arrays of the same layout
+     * instead (kv_row and rk_row then dh); NULL: the fp32 ones. */
+    const uint16_t *kv16, *rk16;
 } attn_args;
 
 /* Floats of scratch a call needs: the (b, h) pairs run in parallel, each thread with its
@@ -91,7 +95,8 @@ void attn_forward(float *prob, float *vec, const float *q, const float *kv,
  * term of all B streams is one product against the shared position rows; then per stream
  * the content term, the biases, the softmax and the weighted values, each a one-row
  * product (gemm() turns it into a matrix-vector product: the cached rows are read once, not
- * packed). Same scores as attn_forward, summed in another order. */
+ * packed; from a bf16 cache, qgemm.h's products). Same scores as attn_forward, summed in
+ * another order (a bf16 cache: of its rounded keys, values and positions). */
 size_t attn_decode_scratch_floats(int B, int klen, int dh, int threads);
 void attn_decode(float *vec, const float *q, const float *kv, const attn_args *a,
                  float *scratch);

@@ -89,7 +89,10 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
     int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
     size_t n = (size_t)rows * d;
     /* output projection, dropout, residual (+ LN when post) */
-    tail_linear(t, t->vecb, t->tmp, vec, L->o_w, NULL, rows, d, hd);
+    if (t->lin) /* decoding's own products (decode.c) */
+        t->lin(t->lin_ctx, l, LIN_O, t->tmp, vec, NULL, rows);
+    else
+        tail_linear(t, t->vecb, t->tmp, vec, L->o_w, NULL, rows, d, hd);
     dropout_add(t->h1, x, t->tmp, n, p, pos_site_key(key, l, SITE_ATTN_OUT), base_row * d);
     const float *ffin = t->h1;
     if (!c->pre_lnorm) {
@@ -102,7 +105,12 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
     }
     /* feed-forward: a = drop(relu(ffin W0^T + b0)), out = h1 + drop(a W3^T + b3) */
     uint16_t *ab = gemm_get_precision() == GEMM_BF16 ? t->ab : NULL;
-    if (ab && t->infer && p <= 0.0f && !t->few_rows &&
+    if (t->lin) { /* decoding's own products (decode.c) */
+        t->lin(t->lin_ctx, l, LIN_FF0, t->a, ffin, L->ff0_b, rows);
+        dropout_relu_h(t->a, NULL, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
+                       base_row * di);
+        t->lin(t->lin_ctx, l, LIN_FF3, t->tmp, t->a, L->ff3_b, rows);
+    } else if (ab && t->infer && p <= 0.0f && !t->few_rows &&
         linear_relu_h(ab, ffin, linear_round(t->ffinb, ffin, rows, d), L->ff0_w, L->ff0_b, rows,
                       di, d) == 0) { /* inference in bf16: a is made in bf16 by its product */
         linear_forward_x(t->tmp, NULL, ab, L->ff3_w, L->ff3_b, rows, d, di, 0);
@@ -269,7 +277,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
 
     layer_tail_bufs tb = {lc->h1, lc->ffin, lc->a, A->tmp,
                           lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd, 0,
-                          lc->vecb, lc->ffinb, lc->ab, !tr};
+                          lc->vecb, lc->ffinb, lc->ab, !tr, NULL, NULL};
     layer_tail_forward(c, L, l, B * Lq, x, lc->vec, A->hs + (size_t)(l + 1) * n, &tb, s->dropout,
                        o->drop_key, A->b_offset * (size_t)Lq);
     if (cached)

@@ -416,5 +416,7 @@ void model_free(model *mdl)
     free(mdl->g);
     free(mdl->W.layer);
     free(mdl->G.layer);
+    free(mdl->qm);
+    free(mdl->qbuf);
     memset(mdl, 0, sizeof *mdl);
 }

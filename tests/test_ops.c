@@ -1319,6 +1319,54 @@ static void attn_ref(double *prob, double *vec, const attn_case *t, const float 
  * Backward: smooth, step 1e-3. Each probe moves one row of scores (or one key's column),
  * whose float noise ~ 6e-8 * sqrt(klen dh) * |vec||g| / 2e-3 ~ 1e-4 of gradients that are
  * O(0.1..1) here: tol 2e-3. */
+/* attn_decode over a bf16 cache (decode.h): the keys, values and xl position rows in
+ * decode's layout (each head's rows contiguous, [klen, dh]) rounded to bf16, read through
+ * kv16 and rk16, against the fp32 path over the same rounded values in the same layout:
+ * the same terms in another order (qgemm.h), 1e-5. */
+static void test_decode_bf16(const char *lbl, const attn_args *a0, const float *q,
+                             const float *kv, const float *rk, size_t nq)
+{
+    const int B = a0->B, H = a0->H, dh = a0->dh, klen = a0->m + 1, hd = H * dh;
+    const size_t per_b = (size_t)H * 2 * klen * dh, nrk = (size_t)H * klen * dh;
+    float *kvr = alloc_f((size_t)B * per_b), *rkr = alloc_f(nrk);
+    uint16_t *kv16 = malloc(sizeof(uint16_t) * B * per_b), *rk16 = malloc(sizeof(uint16_t) * nrk);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < klen; j++)
+                for (int i = 0; i < dh; i++)
+                    for (int kvh = 0; kvh < 2; kvh++) { /* key, value */
+                        float x = kv[((size_t)b * klen + j) * 2 * hd + (size_t)kvh * hd +
+                                     (size_t)h * dh + i];
+                        size_t o = (size_t)b * per_b + ((size_t)h * 2 + kvh) * klen * dh +
+                                   (size_t)j * dh + i;
+                        kv16[o] = bf16_from_f32(x);
+                        kvr[o] = bf16_to_f32(kv16[o]);
+                    }
+    for (int h = 0; rk && h < H; h++)
+        for (int j = 0; j < klen; j++)
+            for (int i = 0; i < dh; i++) {
+                size_t o = ((size_t)h * klen + j) * dh + i;
+                rk16[o] = bf16_from_f32(rk[(size_t)j * hd + (size_t)h * dh + i]);
+                rkr[o] = bf16_to_f32(rk16[o]);
+            }
+    attn_args a = *a0;
+    a.kv_bstride = per_b, a.kv_hstride = 2 * (size_t)klen * dh, a.v_offset = (size_t)klen * dh;
+    a.kv_row = dh;
+    a.rk = rk ? rkr : NULL, a.rk_hstride = (size_t)klen * dh, a.rk_row = dh;
+    float *dscr = alloc_f(attn_decode_scratch_floats(B, klen, dh, 1));
+    float *v32 = nan_f(nq), *v16 = nan_f(nq);
+    attn_decode(v32, q, kvr, &a, dscr);
+    a.kv16 = kv16, a.rk16 = rk ? rk16 : NULL;
+    attn_decode(v16, q, NULL, &a, dscr);
+    double *ref = alloc_d(nq);
+    for (size_t i = 0; i < nq; i++)
+        ref[i] = v32[i];
+    double e = tl_max_rel_err(v16, ref, nq, 1e-30);
+    CHECK(e <= 1e-5 && count_nonfinite(v16, nq) == 0, "attn %s: attn_decode over a bf16 cache "
+          "vs fp32 over the same rounded rows: %.1e (tol 1e-5)", lbl, e);
+    free(kvr), free(rkr), free(kv16), free(rk16), free(dscr), free(v32), free(v16), free(ref);
+}
+
 static void test_attn_case(const attn_case *t, int kernel)
 {
     const int B = t->B, H = t->H, dh = t->dh, Lq = t->Lq, m = t->m, klen = m + Lq;
@@ -1391,6 +1439,8 @@ static void test_attn_case(const attn_case *t, int kernel)
             double ed = tl_max_rel_err(vec2, vref, nq, 1e-30);
             CHECK(ed <= 1e-5, "attn %s: attn_decode vec vs the double formula: %.1e (tol 1e-5)",
                   lbl, ed);
+            if (kernel == 0)
+                test_decode_bf16(lbl, &a, q, kv, rk, nq);
             free(dscr);
         }
         free(vec2);
@@ -1599,6 +1649,9 @@ static const attn_case attn_cases[] = {
     {"xl dh20 Lq19 m13",                   1, 2, 20, 19, 13, 1, 1, 1, 0, 8, 0, 0.0f, 1.0f},
     {"xl+dist_bias dh64 Lq40 m27 drop.2",  1, 2, 64, 40, 27, 1, 1, 1, 1, 8, 0, 0.2f, 1.0f},
     {"dist_bias dh16 Lq37 m50",            2, 1, 16, 37, 50, 0, 0, 0, 1, 0, 0, 0.0f, 1.0f},
+    /* one-token decoding with decode's dh 64 over 21 keys (bf16 cache: whole tiles and
+     * chunks of the products, tiles past the last key), 5 streams (qgemm's row groups) */
+    {"xl+dist_bias dh64 Lq1 m20 B5",       5, 2, 64, 1, 20, 1, 1, 1, 1, 8, 0, 0.0f, 1.0f},
 };
 
 #define N_ATTN_CASES (sizeof attn_cases / sizeof attn_cases[0])
