@@ -30,9 +30,11 @@ MODEL_DEFAULTS = {
     "dropatt": 0.0, "pos_scheme": "xl", "clamp_len": 0, "untie_r": False, "xl_terms": "abcd",
     "mlp_num_freqs": 16, "mlp_max_dist": 4096, "mlp_hidden": 64,
     "hier_levels": ["token", "word", "sent", "para"], "hier_num_freqs": 8,
+    "fire_hidden": 32, "fire_threshold": 512.0,
+    "t5_buckets": 32, "t5_max_dist": 128, "t5_shared": True,
     "cutoffs": [], "div_val": 1, "d_embed": 0, "tie_projs": False,
 }
-SCHEMES = ("xl", "mlp", "rope", "alibi", "absolute", "none", "hier")
+SCHEMES = ("xl", "mlp", "rope", "alibi", "absolute", "none", "hier", "fire", "t5")
 HIER_LEVELS = ("token", "word", "sent", "para")
 HIER_DIV = {"token": 1, "word": 4, "sent": 32, "para": 128}
 
@@ -155,6 +157,8 @@ def param_shapes(cfg, vocab=V_DEFAULT):
         out = [("word_emb.weight", (vocab, d)), ("out.bias", (vocab,))]
     if xl and not c["untie_r"]:
         out += [("r_w_bias", (H, dh)), ("r_r_bias", (H, dh))]
+    if c["pos_scheme"] == "t5" and c["t5_shared"]:
+        out.append(("t5.rel_bias", (H, c["t5_buckets"])))
     for l in range(c["n_layer"]):
         p = "layers.%d." % l
         out.append((p + "attn.qkv.weight", (3 * H * dh, d)))
@@ -178,6 +182,13 @@ def param_shapes(cfg, vocab=V_DEFAULT):
                         (q + "2.weight", (H, hid)), (q + "2.bias", (H,))]
             out += [(p + "attn.hier.mix.weight", (H, len(lv) * H)),
                     (p + "attn.hier.mix.bias", (H,))]
+        if c["pos_scheme"] == "fire":
+            hid = c["fire_hidden"]
+            out += [(p + "attn.fire.mlp.0.weight", (hid, 1)), (p + "attn.fire.mlp.0.bias", (hid,)),
+                    (p + "attn.fire.mlp.2.weight", (H, hid)), (p + "attn.fire.mlp.2.bias", (H,)),
+                    (p + "attn.fire.c", (1,)), (p + "attn.fire.L_mult", (1,))]
+        if c["pos_scheme"] == "t5" and not c["t5_shared"]:
+            out.append((p + "attn.t5.rel_bias", (H, c["t5_buckets"])))
         out += [(p + "ff.0.weight", (di, d)), (p + "ff.0.bias", (di,)),
                 (p + "ff.3.weight", (d, di)), (p + "ff.3.bias", (d,)),
                 (p + "ff.ln.weight", (d,)), (p + "ff.ln.bias", (d,))]
@@ -186,13 +197,24 @@ def param_shapes(cfg, vocab=V_DEFAULT):
 
 def random_params(cfg, seed, std=0.1, vocab=V_DEFAULT):
     """Fixture parameters (float32): larger-than-init scales so that every path
-    matters.  Weights, embedding, biases, u, v ~ N(0, std); LN gains ~ N(1, std)."""
+    matters.  Weights, embedding, biases, u, v ~ N(0, std); LN gains ~ N(1, std).
+    FIRE: its first layer (fan-in 1, init U(-1, 1)) ~ N(0, 10 std), so that its inputs'
+    differences show; c and L_mult of layer l fixed at (-1)^l (0.3 + 0.3 l) and
+    (-1)^l (0.45 + 0.3 l), negative in odd layers (the absolute values), so that with the
+    fixtures' fire_threshold 10, L = 4.5 and 7.5 falls inside the windows (queries on both
+    sides of it)."""
     g = torch.Generator().manual_seed(seed)
     out = {}
     for name, shape in param_shapes(cfg, vocab):
         t = torch.randn(shape, generator=g, dtype=torch.float64) * std
         if name.endswith("ln.weight"):
             t = t + 1.0
+        if ".attn.fire.mlp.0." in name:
+            t = t * 10.0
+        if name.endswith(".attn.fire.c") or name.endswith(".attn.fire.L_mult"):
+            l = int(name.split(".")[1])
+            base = 0.3 if name.endswith(".c") else 0.45
+            t = torch.full(shape, (-1.0) ** l * (base + 0.3 * l), dtype=torch.float64)
         out[name] = t.to(torch.float32)
     return out
 
@@ -213,16 +235,19 @@ class Bf16:
     """The operands txl's bf16 precision rounds, and nothing else:
     - gemm()'s products: both operands of an [M, K] x [K, N] product when M > 1, N > 1 and
       M N K >= BF16_MIN (else it stays fp32).  A product's M is the rows of one call: the
-      segment's rows of all its streams (B Lq); the keys and values of the window's rows
-      (B klen) when the memory's are not cached (see kv); the D distances of an MLP bias.
-      The MLP biases' output layers (hidden -> H) are no gemm() and stay exact.
+      segment's rows of all its streams (B Lq); for the keys and values, rope's whole
+      window (B klen; no cache), and a memory not cached (see kv) tgt_len of its rows per
+      stream at a time; the D distances of an MLP bias; a block of FIRE_BLOCK of fire's
+      inputs (fire_rounded).  The mlp and hier biases' output layers and fire's hidden
+      layer are no gemm() and stay exact.
     - attention=True (a CPU with AMX-BF16): the attention's scale (q + u), scale (q + v),
       k, v, rk and the probabilities after the softmax; the scores, the biases and the
       softmax stay exact.  False: the attention is exact.
     kv: inference's key cache, per layer the keys and values [B, m, 2 H dh] of the memory's
-    rows as the product that projected them made them; None (the start, a memory copied
-    in, rope's window keys, no memory): the keys and values of the whole window [mem; x]
-    are one product.  forward() keeps it in step with the memory."""
+    rows as the product that projected them made them; None (a memory copied in): they are
+    projected again, tgt_len rows per stream at a time.  forward() keeps it in step with
+    the memory; rope (whose keys turn with the window) and a model without memory have
+    none."""
 
     def __init__(self, attention):
         self.attention = attention
@@ -295,6 +320,72 @@ def mlp_bias_table(P, pre, c, n_dist, dtype, bf=None):
                           bf))
     # hidden -> H: not a gemm() in txl, exact in bf16 too
     return linear(hid, P[pre + "attn.bias_mlp.2.weight"], P[pre + "attn.bias_mlp.2.bias"])
+
+
+FIRE_BLOCK = 1024  # fire's inputs per product of its MLP's output layer
+
+
+def fire_rounded(c, m, Lq, L, H, bf):
+    """[Lq, klen] bool: whether query p = m+i's bias at key j comes from a bf16 product.
+    txl's inputs of the MLP are, in order, one shared row of distances 0..n0-1 for the
+    queries p <= L, then a row of distances 0..p for each query p > L; its output layer
+    is one product per block of FIRE_BLOCK inputs [n, hidden] x [hidden, H]."""
+    klen, p1 = m + Lq, m + Lq - 1
+    if m > L:
+        n0, p0 = 0, m
+    elif p1 <= L:
+        n0 = p0 = p1 + 1
+    else:
+        p0 = int(math.floor(L)) + 1
+        n0 = p0
+    R = n0 + sum(p + 1 for p in range(p0, p1 + 1))
+    out = torch.zeros(Lq, klen, dtype=torch.bool)
+    for i in range(Lq):
+        p = m + i
+        for j in range(p + 1):
+            r = p - j if p < p0 else n0 + (p - p0) * (p + p0 + 1) // 2 + p - j
+            b0 = r // FIRE_BLOCK * FIRE_BLOCK
+            out[i, j] = bf.product(min(FIRE_BLOCK, R - b0), H, c["fire_hidden"])
+    return out
+
+
+def fire_bias(P, pre, c, m, Lq, bf=None):
+    """FIRE (Li et al. 2023, eq. for b(i, j) with progressive interpolation) for the
+    queries at window rows p = m..m+Lq-1 (counted from the window's first key) and keys
+    j = 0..m+Lq-1: b(p, j) = f(psi(p - j) / psi(max(L, p))), psi(x) = log(c x + 1), with
+    the published listing's parameterisation: c -> |c|, L = |L_mult| fire_threshold, 1e-6
+    added to the normaliser; f = Linear(1, hidden), ReLU, Linear(hidden, H).  A tie p = L
+    takes L.  Returns [H, Lq, klen]; entries j > p are masked by the caller."""
+    klen = m + Lq
+    dt = P[pre + "attn.fire.c"].dtype
+    p = torch.arange(m, klen, dtype=dt)[:, None]
+    j = torch.arange(klen, dtype=dt)[None, :]
+    rel = (p - j).clamp(min=0.0)
+    cc = torch.abs(P[pre + "attn.fire.c"])
+    L = torch.abs(P[pre + "attn.fire.L_mult"]) * c["fire_threshold"]
+    norm = torch.where(p > L, p, L)                               # [Lq, 1]
+    x = torch.log(cc * rel + 1.0) / (torch.log(cc * norm + 1.0) + 1e-6)
+    hid = torch.relu(linear(x[..., None], P[pre + "attn.fire.mlp.0.weight"],
+                            P[pre + "attn.fire.mlp.0.bias"]))
+    W2, b2 = P[pre + "attn.fire.mlp.2.weight"], P[pre + "attn.fire.mlp.2.bias"]
+    out = linear(hid, W2, b2)
+    if bf is not None:
+        rnd = fire_rounded(c, m, Lq, float(L), W2.shape[0], bf)
+        if bool(rnd.any()):
+            out = torch.where(rnd[..., None], torch.matmul(bf16(hid), bf16(W2).t()) + b2, out)
+    return out.permute(2, 0, 1)
+
+
+def t5_bucket(n, num_buckets, max_distance):
+    """T5's relative position bucket, causal (bidirectional=False): n = query - key >= 0
+    (LongTensor).  Half the buckets are single distances, the other half logarithmically
+    wider up to max_distance; larger distances share the last bucket."""
+    max_exact = num_buckets // 2
+    nn = n.clamp(min=max_exact).to(torch.float64)
+    large = max_exact + (torch.log(nn / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.clamp(large, max=num_buckets - 1)
+    return torch.where(n < max_exact, n, large)
 
 
 def hier_levels(c):
@@ -466,12 +557,18 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
     else:  # q of the segment's rows, and k, v of the rows the cache does not hold
         W = P[pre + "attn.qkv.weight"]
         q = linear(cat[:, m:], W[:H * dh], bf=bf).reshape(B, Lq, H, dh)
-        if bf.kv is not None and m > 0:
-            kv = torch.cat([bf.kv[l], linear(cat[:, m:], W[H * dh:], bf=bf)], dim=1)
-        else:
+        M, T = c["mem_len"], c["tgt_len"]
+        if scheme == "rope" or M == 0:  # no cache: the whole window
             kv = linear(cat, W[H * dh:], bf=bf)
-        M = c["mem_len"]
-        bf.kv_next.append(kv[:, max(0, klen - M):] if M > 0 else None)
+        else:
+            if m == 0:
+                parts = []
+            elif bf.kv is not None:
+                parts = [bf.kv[l]]
+            else:  # the cache primed: the memory's rows, a segment's worth at a time
+                parts = [linear(cat[:, r0:min(m, r0 + T)], W[H * dh:], bf=bf) for r0 in range(0, m, T)]
+            kv = torch.cat(parts + [linear(cat[:, m:], W[H * dh:], bf=bf)], dim=1)
+            bf.kv_next.append(kv[:, max(0, klen - M):])
     k = kv[:, :, 0:H * dh].reshape(B, klen, H, dh)
     v = kv[:, :, H * dh:2 * H * dh].reshape(B, klen, H, dh)
 
@@ -508,6 +605,12 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
         k = rope_rotate(k, torch.arange(0, klen, dtype=torch.float64))
     elif scheme == "hier":
         hbias = hier_bias(P, pre, c, coords, m, Lq, h.dtype, bf)   # [B, H, Lq, klen]
+    elif scheme == "fire":
+        bias = fire_bias(P, pre, c, m, Lq, bf)                      # [H, Lq, klen]
+    elif scheme == "t5":
+        T = P["t5.rel_bias"] if c["t5_shared"] else P[pre + "attn.t5.rel_bias"]  # [H, NB]
+        bk = t5_bucket(delta.clamp(min=0), c["t5_buckets"], c["t5_max_dist"])
+        bias = T[:, bk]                                             # [H, Lq, klen]
 
     # bf16 on AMX: the products' operands rounded, the scale inside the queries' rounding
     ra = bf is not None and bf.attention
@@ -535,7 +638,7 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
                 s = torch.einsum("bihd,bjhd->bhij", bf16(scale * qb), kb)
             else:
                 s = torch.einsum("bihd,bjhd->bhij", qb, kb) * scale
-            if scheme in ("mlp", "alibi"):
+            if scheme in ("mlp", "alibi", "fire", "t5"):
                 s = s + bias[None]
             if scheme == "hier":
                 s = s + hbias[sl]
@@ -607,8 +710,7 @@ def forward(P, cfg, x, mems=None, batch_chunk=None, coords=None, bf=None):
         h = layer(P, c, l, h, mem, batch_chunk, coords, bf)
     logits = adaptive_logprobs(P, c, h, vocab) if ad else linear(h, E, P["out.bias"], bf)
     if bf is not None:  # rope's keys depend on the window: no cache (nor without a memory)
-        keep = c["pos_scheme"] != "rope" and M > 0
-        bf.kv = bf.kv_next if keep else None
+        bf.kv = bf.kv_next if c["pos_scheme"] != "rope" and M > 0 else None
     return logits, new_mems
 
 
