@@ -12,14 +12,14 @@
 # operand whose fp32 and float64 values straddle a bf16 rounding midpoint rounds a whole
 # bf16 step (2^-8 relative) apart. Flips are rare, but they dominate: the reference run in
 # float32 moves by as much as txl differs from it (4.8e-7 on a line where txl is 3e-9 from
-# that float32 run), and txl's largest difference over 70 evaluations measured (both
-# kernels) is 4.9e-7: 1e-6 is twice that, and 1,000 times the 1e-3. The roundings
-# themselves move these losses by 3e-6 to 4e-5: every line checks that its exact loss is
-# outside TOL (a txl that ran fp32 would fail), and the attention's roundings move most
-# lines by more than TOL too (a wrong kernel's line would fail). On a CPU with AMX the
+# that float32 run), and txl's largest difference over the 70 and more evaluations measured
+# (both kernels) is 4.9e-7: 1e-6 is twice that, and a thousandth of the issue's ~1e-3. The
+# roundings themselves move these losses by 3e-6 to 4e-5: every line checks that its exact
+# loss is outside TOL (a txl that ran fp32 would fail), and the attention's roundings move
+# most lines by more than TOL too (a wrong kernel's line would fail). On a CPU with AMX the
 # AVX512_BF16 kernel runs too (DNNL_MAX_CPU_ISA=AVX512_CORE_BF16 hides AMX from oneDNN and
 # txl alike). Skipped on a CPU without bf16. Regenerate with tests/ref/gen_eval_fixture.sh
-# (make fixtures).
+# --bf16 (make fixtures: all of tests/fixtures/eval/).
 . tests/e2e/lib.sh
 FX=tests/fixtures/eval/expected_bf16.jsonl
 TOL=1e-6
