@@ -721,6 +721,10 @@ static void test_validate(void)
         { 9, "cfg.yaml: model.n_head * model.d_head must be <=" },
         { 10, "cfg.yaml: train.eval_interval must be >= 0, found -1" },
         { 11, "cfg.yaml: model.pre_lnorm: expected true or false, found 2" },
+        { 12, "cfg.yaml: model.t5_max_dist must be greater than t5_buckets / 2 (the exact "
+              "buckets, 16: the logarithmic ones span the distances from there to t5_max_dist), "
+              "found 16" },
+        { 13, "cfg.yaml: model.fire_threshold must be >= 0, found -1" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cfg_defaults(&c);
@@ -738,6 +742,8 @@ static void test_validate(void)
         case 9: c.model.n_head = 1 << 16; c.model.d_head = 1 << 16; break;
         case 10: c.train.eval_interval = -1; break;
         case 11: c.model.pre_lnorm = 2; break;
+        case 12: c.model.pos = POS_T5; c.model.t5_max_dist = 16; break;
+        case 13: c.model.pos = POS_FIRE; c.model.fire_threshold = -1.0f; break;
         }
         e.msg[0] = 0;
         int rc = cfg_validate(&c, "cfg.yaml", &e);
