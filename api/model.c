@@ -198,21 +198,6 @@ static void fmt_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
     snprintf(buf + o, cap - o, "]");
 }
 
-/* Every parameter of mdl present in f with dtype F32 and its shape; no other tensors. All
- * problems go into one message, which names the weights and the config (`cfg_name`). */
-/* NAME_scale of an I8 tensor NAME of f: a q8 matrix's scales (ckpt_load_weights checks them) */
-static int is_i8_scale(const st_file *f, const char *nm)
-{
-    size_t n = strlen(nm), ns = strlen(CKPT_SCALE_SUFFIX);
-    char base[256];
-    if (n <= ns || n - ns >= sizeof base || strcmp(nm + n - ns, CKPT_SCALE_SUFFIX) != 0)
-        return 0;
-    memcpy(base, nm, n - ns);
-    base[n - ns] = 0;
-    const st_tensor *t = st_find(f, base);
-    return t && t->dtype == ST_I8;
-}
-
 /* Every parameter of mdl present in f with its shape, F32 (or a quantized checkpoint's BF16,
  * or I8 with its scales), and no other tensors. All problems go into one message, which
  * names the weights and the config (`cfg_name`). */
@@ -244,7 +229,7 @@ static int check_import(const model *mdl, const st_file *f, const char *cfg_name
     int state = 0;
     for (int i = 0; i < f->n; i++)
         if (!model_find_param(mdl, f->t[i].name) && strcmp(f->t[i].name, CKPT_VOCAB_TENSOR) &&
-            !is_i8_scale(f, f->t[i].name)) {
+            !ckpt_is_i8_scale(f, f->t[i].name)) {
             name_list_add(&extra, f->t[i].name, "");
             state |= strncmp(f->t[i].name, "optim.", 6) == 0 ||
                      strncmp(f->t[i].name, "state.", 6) == 0;

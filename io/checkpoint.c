@@ -271,9 +271,7 @@ static int cmp_str_ptr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* nm is NAME_scale and NAME is an I8 tensor of f (whose own checks, as a parameter, hold
- * the scales to it). */
-static int is_scale_of_i8(const st_file *f, const char *nm)
+int ckpt_is_i8_scale(const st_file *f, const char *nm)
 {
     size_t n = strlen(nm), ns = strlen(CKPT_SCALE_SUFFIX);
     char base[256];
@@ -306,7 +304,7 @@ static int check_names(const model *mdl, const st_file *f, const char *prefix, t
             continue;
         if (prefix) /* optim.m.<name>, optim.v.<name> */
             key = (nm[6] == 'm' || nm[6] == 'v') && nm[7] == '.' ? nm + 8 : NULL;
-        if (!prefix && is_scale_of_i8(f, nm))
+        if (!prefix && ckpt_is_i8_scale(f, nm))
             continue;
         if (!key || !bsearch(&key, names, (size_t)mdl->n_params, sizeof *names, cmp_str_ptr))
             rc = err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (not %s of a pos_scheme %s "
