@@ -12,7 +12,7 @@
 #ifndef TXL_ATTN_AMX_H
 #define TXL_ATTN_AMX_H
 
-#include "attention.h"
+#include "attn_args.h"
 
 /* 1 when this process can run the kernel: the CPU has AMX-BF16 and the OS granted the tile
  * state (common/cpu.h), and the build has the instructions. */

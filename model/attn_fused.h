@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attention.h"
+#include "attn_args.h"
 
 /* Floats of one thread's scratch (fused_forward_bh and fused_backward_bh). */
 double fused_scratch_floats(int Lq, int klen, int dh, int rb);

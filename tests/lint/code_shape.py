@@ -158,12 +158,7 @@ def cmd_on_api(root, includes):
 
 # Include circles known and not broken yet, each with the reason and the way out. An entry
 # whose circle is gone is itself reported, so the list cannot go stale.
-EXCUSED = {
-    ("model/attention", "model/attn_amx", "model/attn_fused"):
-        "attn_fused.h and attn_amx.h include attention.h for attn_args while attention.c calls "
-        "their kernels: attn_args belongs in a header below them all (attn_* is the bf16 "
-        "rework's)",
-}
+EXCUSED = {}
 
 
 def node(path):
