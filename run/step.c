@@ -109,6 +109,15 @@ static void layer_grads_done(void *ctx, int l)
     dist_poll();
 }
 
+/* ...and between the ops of a layer: MPI moves the started sums on only inside its calls
+ * (a sum's rounds, and over TCP the socket's next bytes), so once per layer leaves the link
+ * idle for most of a layer's backward */
+static void backward_poll(void *ctx)
+{
+    (void)ctx;
+    dist_poll();
+}
+
 /* The step's gradient summed over the ranks: with overlap, the layers' sums are under way
  * (accumulate), so the model-wide tensors' sum, then the wait; otherwise one sum. */
 static void sum_over_ranks(trainer *t)
@@ -159,7 +168,9 @@ static double accumulate(trainer *t, const fwd_opts *o, int len, size_t ntok)
     for (int j = 0; j < t->k; j++) {
         if (t->R == 1) {
             m = m0;
-            t->A[0].layer_grads_done = t->overlap && j == t->k - 1 ? layer_grads_done : NULL;
+            int last = t->overlap && j == t->k - 1;
+            t->A[0].layer_grads_done = last ? layer_grads_done : NULL;
+            t->A[0].backward_poll = last ? backward_poll : NULL;
             loss += replica_pass(t, o, j, 0, len, ntok, &m);
             continue;
         }
