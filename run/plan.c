@@ -237,10 +237,7 @@ static int plan_replicas(trainer *t, txl_err *e)
     for (int i = mdl->n_params - 1; i >= 0; i--) /* layer l's first tensor */
         if (mdl->table[i].layer >= 0)
             t->layer_at[mdl->table[i].layer] = mdl->table[i].offset;
-    const dist_t *dd = dist_self();
-    comm_overlap_kind ov = t->cfg.train.comm_overlap;
-    t->overlap = dd->size > 1 && t->R == 1 &&
-                 (ov == OVERLAP_ON || (ov == OVERLAP_AUTO && dd->local_size < dd->size));
+    run_overlap_plan(t);
     t->act_floats = 0;
     for (int r = 0; r < t->R; r++) {
         if (acts_init(&t->A[r], m, t->Bl / t->R, m->tgt_len, m->mem_len, 1, e) ||

@@ -211,6 +211,7 @@ static double step_lr(const trainer *t, const loop_state *ls, long step)
 int run_train_step(trainer *t, loop_state *ls, txl_err *e)
 {
     const train_config *tc = &t->cfg.train;
+    double t0 = sys_now(), c0 = dist_comm_seconds();
     int len = next_batch(t, e);
     if (len < 0)
         return run_stop_keeping_last(t, e);
@@ -250,5 +251,6 @@ int run_train_step(trainer *t, loop_state *ls, txl_err *e)
     ls->norm = norm;
     ls->lr = lr;
     ls->ntok = ntok;
+    run_overlap_step(t, sys_now() - t0, dist_comm_seconds() - c0);
     return 0;
 }
