@@ -11,10 +11,13 @@
 #   a sum of m bytes        t(m) = 2 (p-1)/p m / bw + 2 log2(p) a   (reduce-scatter and
 #                           allgather: 2 (p-1)/p of the buffer each way, 2 log2 p rounds)
 #   blocking                T = C + t(n)
-#   overlapped              the backward is 2/3 of C (twice the forward's FLOPs), layer l's
-#                           sum starts when its backward ends (from the top), the link takes
-#                           the sums one after the other; after the backward the model-wide
-#                           sum: T = C + max(0, f - C) + t(n_0), f when the last layer sum ends.
+#   overlapped              the sums' own work (TCP on both ends, the reduction: on these
+#                           cores, as fast as the fastest setting's sums ran, cpu_bw) is done
+#                           between the layers: C' = C + 2 (p-1)/p n / cpu_bw. The backward
+#                           is 2/3 of C' (twice the forward's FLOPs), layer l's sum starts
+#                           when its backward ends (from the top), the link takes the sums
+#                           one after the other; after the backward the model-wide sum:
+#                           T = C' + max(0, f - C') + t(n_0), f when the last layer sum ends.
 # bw and a are measured by bench/mpi_link.c at each setting: the blocking MPI_Allreduce's fit
 # for blocking sums, the MPI_Iallreduce's for the overlapped layers' sums, the ping-pong's
 # latency. The predictions take the 1 Gbit/s setting's efficiency (measured bw over the
@@ -43,6 +46,7 @@ function layer_floats(c) { return 5 * HD[c] * D[c] + 2 * D[c] * DI[c] + DI[c] + 
 function blocking(c, C, p, bw, a) { return C + tsum(4 * PARAMS[c], p, bw, a) }
 function overlapped(c, C, p, bw, nbw, a,    N, nl, n0, bwd, f, l, s) {
     N = NL[c]; nl = 4 * layer_floats(c); n0 = 4 * PARAMS[c] - N * nl
+    C += 2 * (p - 1) / p * 4 * PARAMS[c] / CPUBW # the work of the sums, on the same core
     bwd = C * 2 / 3; f = 0
     for (l = N - 1; l >= 0; l--) {
         s = (C - bwd) + bwd * (N - l) / N
@@ -50,15 +54,28 @@ function overlapped(c, C, p, bw, nbw, a,    N, nl, n0, bwd, f, l, s) {
     }
     return C + (f > C ? f - C : 0) + tsum(n0, p, bw, a)
 }
-$1 == "shape" { NL[$2] = $3; D[$2] = $4; HD[$2] = $5 * $6; DI[$2] = $7; BATCH[$2] = $10 }
+$1 == "shape" { NL[$2] = $3; D[$2] = $4; HD[$2] = $5 * $6; DI[$2] = $7; LQ[$2] = $8; BATCH[$2] = $10 }
 $1 == "link" { BW[$2] = $3; LAT[$2] = $4 * 1e-6; P2P[$2] = $5; LLOAD[$2] = $6; NBW[$2] = $7; links[++nlinks] = $2 }
 $1 == "run" {
     c = $2; PARAMS[c] = $7
-    if ($4 == 1) { ONE[c, $5] = $8; TOK1[c, $5] = $9; if (!(c in seen)) { seen[c] = 1; cfgs[++ncfg] = c } ; next }
+    if ($4 == 1) { # the baselines before (link none) and after (after) the config'"'"'s runs
+        if (!(c in seen)) { seen[c] = 1; cfgs[++ncfg] = c }
+        if ($3 == "after") { ONE2[c, $5] = $8; next }
+        ONE[c, $5] = $8; TOK1[c, $5] = $9; next
+    }
     k = c SUBSEP $3 SUBSEP $6
     STEP[k] = $8; TOK[k] = $9; COMM[k] = $10; EXP[k] = $11; L0[k] = $12; L1[k] = $13; DEC[k] = $14
 }
 END {
+    CPUBW = 0 # the fastest non-blocking sum measured: the cores own limit
+    for (j = 1; j <= nlinks; j++) if (NBW[links[j]] > CPUBW) CPUBW = NBW[links[j]]
+    for (i = 1; i <= ncfg; i++) { # the baselines: the mean of before and after
+        c = cfgs[i]
+        for (h = 1; h <= 2; h++) {
+            b = h == 1 ? BATCH[c] : BATCH[c] / 2
+            BASE[c, b] = ((c, b) in ONE2) ? (ONE[c, b] + ONE2[c, b]) / 2 : ONE[c, b]
+        }
+    }
     print "Measured (2 ranks on two namespaces, 1 core and 1 thread each; efficiency = tok/s over"
     print "twice one rank'"'"'s with the whole batch):"
     print ""
@@ -66,8 +83,12 @@ END {
     print "|---|---|---|---:|---:|---:|---:|---:|---|"
     for (i = 1; i <= ncfg; i++) {
         c = cfgs[i]
-        printf "| %s | 1 rank, batch %d | - | %.0f | %.3f | - | - | 1 | |\n", c, BATCH[c], TOK1[c, BATCH[c]], ONE[c, BATCH[c]]
-        printf "| %s | 2 x 1 rank, batch %d each, no link | - | %.0f | %.3f | - | - | - | |\n", c, BATCH[c] / 2, TOK1[c, BATCH[c] / 2], ONE[c, BATCH[c] / 2]
+        for (h = 1; h <= 2; h++) {
+            b = h == 1 ? BATCH[c] : BATCH[c] / 2
+            printf "| %s | %s, batch %d, before/after | - | %.0f | %.3f/%.3f | - | - | %s | |\n", c,
+                h == 1 ? "1 rank" : "2 x 1 rank side by side, no link", b,
+                b * LQ[c] / BASE[c, b], ONE[c, b], ONE2[c, b], h == 1 ? "1" : "-"
+        }
         for (j = 1; j <= nlinks; j++) {
             lk = links[j]
             split("off on auto", ovs, " ")
@@ -76,7 +97,7 @@ END {
                 if (!(k in STEP)) continue
                 printf "| %s | %s (%.2f/%.2f Gbit/s, %.0f us) | %s%s | %.0f | %.3f | %.3f | %.3f | %.2f | %.1f-%.1f |\n", c, lk,
                     BW[lk] * 8e-9, NBW[lk] * 8e-9, LAT[lk] * 1e6, ovs[o], ovs[o] == "auto" ? " (" DEC[k] ")" : "",
-                    TOK[k], STEP[k], COMM[k], EXP[k], TOK[k] / (2 * TOK1[c, BATCH[c]]), L0[k], L1[k]
+                    TOK[k], STEP[k], COMM[k], EXP[k], BASE[c, BATCH[c]] / (2 * STEP[k]), L0[k], L1[k]
             }
         }
     }
@@ -88,7 +109,7 @@ END {
     print "|---|---|---|---:|---:|---:|"
     worst = 0
     for (i = 1; i <= ncfg; i++) {
-        c = cfgs[i]; C = ONE[c, BATCH[c] / 2]
+        c = cfgs[i]; C = BASE[c, BATCH[c] / 2]
         for (j = 1; j <= nlinks; j++) {
             lk = links[j]
             for (o = 1; o <= 2; o++) {
@@ -110,7 +131,7 @@ END {
     print "| config | link | ranks | blocking | overlapped |"
     print "|---|---|---:|---:|---:|"
     for (i = 1; i <= ncfg; i++) {
-        c = cfgs[i]; C = ONE[c, BATCH[c] / 2]
+        c = cfgs[i]; C = BASE[c, BATCH[c] / 2]
         if (C == "") continue
         split("1 10", rates, " ")
         for (r = 1; r <= 2; r++) {

@@ -76,14 +76,15 @@ link_shape() {
 }
 
 # mh_mpirun SECONDS NP ARGS...: mpirun across the link (NP 2: one rank per machine; NP 1:
-# rank 0 alone in A, on core 0), TCP on the veth only, each process on its machine's core;
-# killed after SECONDS (exit 124, as timeout's). It runs in the background and is waited
-# for: a signal's trap then runs at once (sh runs it only after a foreground command ends)
+# rank 0 alone in A, on core 0), TCP on the veth only, each process on its machine's core, at
+# niceness MH_NICE (default 0); killed after SECONDS (exit 124, as timeout's). It runs in the
+# background and is waited for: a signal's trap then runs at once (sh runs it only after a
+# foreground command ends)
 mh_mpirun() {
     secs=$1 np=$2; shift 2
     hf=$MH_DIR/hosts
     [ "$np" -eq 1 ] && hf=$MH_DIR/host1
-    timeout -k 5 "$secs" ip netns exec "$MH_A" unshare --uts sh -c 'hostname txlA; exec taskset -c 0 "$@"' \
+    timeout -k 5 "$secs" nice -n "${MH_NICE:-0}" ip netns exec "$MH_A" unshare --uts sh -c 'hostname txlA; exec taskset -c 0 "$@"' \
         mh mpirun --hostfile "$hf" -np "$np" --map-by node --bind-to none \
         --mca plm_rsh_agent "$MH_DIR/agent" --mca pml ob1 --mca btl tcp,self \
         --mca btl_tcp_if_include $MH_NET --mca oob_tcp_if_include $MH_NET "$@" &
