@@ -43,7 +43,7 @@ CMDOBJ  := $(filter $(BUILD)/cmd/%,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test check unit e2e demo fixtures clean asan bench bench-adaptive bench-avx2 bench-loaded bench-quality bench-sample bench-schemes bench-precision bench-attn test-mpi \
+.PHONY: all test check unit e2e demo fixtures clean asan bench bench-adaptive bench-avx2 bench-loaded bench-quality bench-quant bench-sample bench-schemes bench-precision bench-attn test-mpi \
         test-multihost bench-multihost
 all: $(BIN)
 
@@ -226,6 +226,11 @@ bench-quality: $(BIN)
 # Sampling alone, with the memory full (TXL_BASE=old/txl: old and new side by side).
 bench-sample: $(BIN) $(BUILD)/bench/mem_bw
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/sample.sh
+
+# What txl quantize costs in quality: bits per byte and greedy samples of a trained S
+# (bench/quant.sh; trains one for MINUTES, default 5, unless Q_CKPT names one).
+bench-quant: $(BIN)
+	@TXL_BIN=$(abspath $(BIN)) bench/quant.sh
 
 # The adaptive softmax against the full softmax over WikiText-103's 267,735 words: training
 # tokens/s side by side, and the memory each plans at V, 2V and 4V (bench/adaptive.sh).

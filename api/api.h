@@ -38,6 +38,7 @@ struct txl_decoder {
     int G;                   /* the most streams side by side (opts.batch or auto) */
     int n_groups, batch;     /* groups of N / n_groups streams or one more; the largest */
     int M, Lq, V;
+    int cache;               /* decode_cache (model/decode.h) */
     model_acts A;            /* one stream's segment of tgt_len */
     model_mem mem;           /* the text's memory: one stream */
     float *logits;           /* [V] after the last token fed (or generated, one stream): the

@@ -17,6 +17,7 @@
 #include "../model/decode.h"
 #include "../model/gemm.h"
 #include "../model/pos.h"
+#include "../model/quant.h"
 #include "../model/sampler.h"
 #include "api.h"
 
@@ -48,8 +49,9 @@ static int batch_streams(const txl_decoder *d)
     if (l3 <= 0 || N <= 2)
         return N;
     const model_config *c = d->c;
-    double budget = 0.25 * (double)l3, weights = 4.0 * (double)d->m->mdl.n_floats;
-    double per = 4.0 * 2.0 * c->n_layer * (double)d->M * c->n_head * c->d_head; /* k, v rows */
+    double budget = 0.25 * (double)l3, weights = (double)txl_model_weight_bytes(d->m);
+    double per = (d->cache == DECODE_CACHE_BF16 ? 2.0 : 4.0) * 2.0 * c->n_layer * (double)d->M *
+                 c->n_head * c->d_head; /* k, v rows */
     if (weights + N * per <= budget)
         return N;
     double fit = per > 0 ? (budget - weights) / per : N;
@@ -64,8 +66,8 @@ static int check_memory(const txl_decoder *d, txl_err *e)
     const model_config *c = d->c;
     double act, bytes;
     /* the caches' rows in double first: decode_plan_floats counts in size_t */
-    double kv = 4.0 * d->G * 2.0 * (d->M + 1) * c->n_layer * (2.0 * c->n_head * c->d_head +
-                                                                  c->d_model);
+    double kv = 4.0 * d->G * 2.0 * (d->M + 1) * c->n_layer *
+                ((d->cache == DECODE_CACHE_BF16 ? 1.0 : 2.0) * c->n_head * c->d_head + c->d_model);
     if (kv > 0x1p60) {
         bytes = kv; /* no machine holds it */
     } else {
@@ -73,8 +75,11 @@ static int check_memory(const txl_decoder *d, txl_err *e)
             return -1;
         bytes = 4.0 * act + mem_plan_bytes(c, 1, d->M) + 4.0 * d->V +
                 (double)FEED_TOKENS(d->Lq) * (sizeof(txl_tok) + TXL_N_COORDS * sizeof(int32_t)) +
-                4.0 * decode_plan_floats(c, d->G, d->M) +
-                (d->G > 1 ? mem_plan_bytes(c, d->G, d->M) : 0);
+                4.0 * decode_plan_floats(c, d->G, d->M, (decode_cache)d->cache) +
+                (d->G > 1 ? mem_plan_bytes(c, d->G, d->M) : 0) +
+                /* the weights in bf16 for the matrix units (decode.h) */
+                (d->G >= DECODE_BF16W_ROWS && gemm_get_precision() == GEMM_BF16
+                     ? 2.0 * d->m->mdl.n_weights : 0);
     }
     char who[160];
     snprintf(who, sizeof who, "sampling with mem_len %d: %d sample%s, %d side by side,", d->M,
@@ -104,6 +109,12 @@ static int take_opts(txl_decoder *d, const txl_decode_opts *o, txl_err *e)
                        o->top_p);
     if (d->o.top_p == 0)
         d->o.top_p = 1;
+    const char *cache = o->cache && *o->cache ? o->cache : NULL;
+    if (cache && strcmp(cache, "fp32") && strcmp(cache, "bf16"))
+        return err_set(e, ERR_INPUT, "cache '%s': expected fp32 or bf16", cache);
+    d->cache = (cache ? strcmp(cache, "bf16") == 0 : quant_model_type(&d->m->mdl) != QT_F32)
+                   ? DECODE_CACHE_BF16 : DECODE_CACHE_FP32;
+    d->o.cache = NULL; /* not kept: the caller's string */
     d->G = batch_streams(d);
     d->n_groups = (d->N + d->G - 1) / d->G; /* sizes differing by at most one: a small last
                                              * group would share its weight reads among few */
@@ -279,7 +290,7 @@ static int group_init(txl_decoder *d, int n, decode_state *ds, txl_err *e)
 {
     model_mem many = {0};
     if ((n > 1 && mem_init(&many, d->c, n, d->M, e)) ||
-        decode_init(ds, &d->m->mdl, n, d->M, e)) {
+        decode_init(ds, &d->m->mdl, n, d->M, (decode_cache)d->cache, e)) {
         mem_free(&many);
         return -1;
     }
@@ -434,6 +445,11 @@ void txl_decoder_plan(const txl_decoder *d, int *mem_len, int *batch)
 {
     *mem_len = d->M;
     *batch = d->batch;
+}
+
+const char *txl_decoder_cache(const txl_decoder *d)
+{
+    return d->cache == DECODE_CACHE_BF16 ? "bf16" : "fp32";
 }
 
 void txl_decoder_stats(const txl_decoder *d, long *tokens, double *seconds, double *cpu)

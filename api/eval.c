@@ -64,7 +64,7 @@ static int check_setting(const eval_call *c, long long T, long long Mm, long seg
                        "queries of a segment see 1 to tgt_len %lld keys (evaluate with "
                        "--mem-len N, or a memory or both sweep)", what, T);
     double p;
-    if (acts_plan_floats(&c->mc, c->B, (int)T, (int)Mm, 0, &p, e))
+    if (acts_plan_floats(&c->mc, c->B, (int)T, (int)Mm, ACTS_CACHED, &p, e))
         return -1;
     if (p > CFG_MAX_PLAN)
         return err_set(e, ERR_INPUT, "%s: batch %d x tgt_len %lld with mem_len %lld needs about "

@@ -8,6 +8,7 @@
 #include "../io/checkpoint.h"
 #include "../io/ckpt_open.h"
 #include "../model/pos.h"
+#include "../model/quant.h"
 #include "api.h"
 
 static void meta_free(txl_model *m)
@@ -192,6 +193,22 @@ static void fmt_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
 
 /* Every parameter of mdl present in f with dtype F32 and its shape; no other tensors. All
  * problems go into one message, which names the weights and the config (`cfg_name`). */
+/* NAME_scale of an I8 tensor NAME of f: a q8 matrix's scales (ckpt_load_weights checks them) */
+static int is_i8_scale(const st_file *f, const char *nm)
+{
+    size_t n = strlen(nm), ns = strlen(CKPT_SCALE_SUFFIX);
+    char base[256];
+    if (n <= ns || n - ns >= sizeof base || strcmp(nm + n - ns, CKPT_SCALE_SUFFIX) != 0)
+        return 0;
+    memcpy(base, nm, n - ns);
+    base[n - ns] = 0;
+    const st_tensor *t = st_find(f, base);
+    return t && t->dtype == ST_I8;
+}
+
+/* Every parameter of mdl present in f with its shape, F32 (or a quantized checkpoint's BF16,
+ * or I8 with its scales), and no other tensors. All problems go into one message, which
+ * names the weights and the config (`cfg_name`). */
 static int check_import(const model *mdl, const st_file *f, const char *cfg_name, txl_err *e)
 {
     name_list missing = {0}, wrong = {0}, extra = {0};
@@ -208,7 +225,8 @@ static int check_import(const model *mdl, const st_file *f, const char *cfg_name
         char got[96], exp[64], detail[200];
         fmt_shape(got, sizeof got, t->ndim, t->shape);
         fmt_shape(exp, sizeof exp, p->ndim, want);
-        if (t->dtype != ST_F32) {
+        int quant = t->dtype == ST_BF16 || (t->dtype == ST_I8 && p->ndim == 2);
+        if (t->dtype != ST_F32 && !quant) {
             snprintf(detail, sizeof detail, " (dtype %s, expected F32)", st_dtype_name(t->dtype));
             list_add(&wrong, p->name, detail);
         } else if (!ok) {
@@ -218,7 +236,8 @@ static int check_import(const model *mdl, const st_file *f, const char *cfg_name
     }
     int state = 0;
     for (int i = 0; i < f->n; i++)
-        if (!model_find_param(mdl, f->t[i].name) && strcmp(f->t[i].name, CKPT_VOCAB_TENSOR)) {
+        if (!model_find_param(mdl, f->t[i].name) && strcmp(f->t[i].name, CKPT_VOCAB_TENSOR) &&
+            !is_i8_scale(f, f->t[i].name)) {
             list_add(&extra, f->t[i].name, "");
             state |= strncmp(f->t[i].name, "optim.", 6) == 0 ||
                      strncmp(f->t[i].name, "state.", 6) == 0;
@@ -284,9 +303,13 @@ txl_model *txl_model_import(const char *weights, const txl_config *c, txl_err *e
         return NULL;
     }
     const char *extra[] = {"imported_from", weights, NULL};
+    /* quantized weights stay so (keep): the checkpoint written is quantized as they were */
     int rc = model_init(&m->mdl, &m->cfg.c.model, e) || check_import(&m->mdl, &f, cfg_name, e) ||
-             ckpt_load_weights(&m->mdl, &f, e) || check_finite(&m->mdl, weights, e) ||
-             fresh_meta(m, extra, e);
+             ckpt_load_weights(&m->mdl, &f, 1, e) || check_finite(&m->mdl, weights, e) ||
+             fresh_meta(m, extra, e) ||
+             (quant_model_type(&m->mdl) != QT_F32 &&
+              api_model_set_meta(m, "quantized", qtype_name(quant_model_type(&m->mdl))) &&
+              err_set(e, ERR_RUNTIME, "out of memory"));
     st_free(&f);
     if (rc) {
         txl_model_free(m);
@@ -317,6 +340,31 @@ int txl_model_save(const txl_model *m, const char *path, txl_err *e)
     free(vb);
     free(meta);
     return rc;
+}
+
+int txl_model_quantize(txl_model *m, const char *type, txl_err *e)
+{
+    api_err_clear(e);
+    qtype t = strcmp(type, "q8") == 0 ? QT_Q8 : strcmp(type, "bf16") == 0 ? QT_BF16 : QT_F32;
+    if (t == QT_F32)
+        return err_set(e, ERR_INPUT, "quantize type '%s': expected bf16 or q8", type);
+    if (quant_model(&m->mdl, t, e))
+        return -1;
+    return api_model_set_meta(m, "quantized", type) ? err_set(e, ERR_RUNTIME, "out of memory")
+                                                   : 0;
+}
+
+const char *txl_model_quant(const txl_model *m) { return qtype_name(quant_model_type(&m->mdl)); }
+
+size_t txl_model_weight_bytes(const txl_model *m)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->mdl.n_params; i++) {
+        const param_entry *p = &m->mdl.table[i];
+        const qmat *q = quant_of(&m->mdl, i);
+        n += q ? qtype_bytes(q->type, (size_t)q->rows, (size_t)q->cols) : p->numel * 4;
+    }
+    return n;
 }
 
 const txl_config *txl_model_config(const txl_model *m) { return &m->cfg; }

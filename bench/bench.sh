@@ -3,8 +3,12 @@
 # side with the lean PyTorch reference (tests/ref/bench_ref.py) when /usr/bin/python3 has
 # torch, all in one run (the machine is shared and noisy: compare ratios, not absolutes).
 #
-# Sampling runs with the memory full (bench/sample.sh: S at mem_len 128..1024, S with 1, 8
-# and 32 streams, M against the bound of reading its weights once per token).
+# Sampling runs with the memory full (bench/sample.sh: S at mem_len 128, 512 and 1024 with
+# 1, 8 and 32 streams, M at its mem_len, each with fp32, bf16 and q8 weights (txl quantize)
+# against the bound of reading its weights once per token, and issue 30's goals); then what
+# quantizing costs in quality on a trained S (bench/quant.sh: bits per byte and greedy
+# samples; it trains one for MINUTES, default 5, unless Q_CKPT names one; SKIP_QUANT=1
+# leaves it out).
 #
 # The loaded scenario (bench/loaded.sh: S training with one competing CPU-bound process it
 # starts) follows: the default threads against the best explicit setting, and against idle.
@@ -123,6 +127,9 @@ done
 # sampling with the memory full, on the checkpoints just trained (bench/sample.sh)
 S_CKPT=$OUT/S/last.safetensors.gz M_CKPT=$OUT/M/last.safetensors.gz OUT=$OUT BUILD=$BUILD \
     CONFIGS=$CONFIGS TXL_BIN=$TXL bench/sample.sh
+
+# what quantizing costs in quality (bench/quant.sh)
+[ "${SKIP_QUANT:-0}" = 1 ] || OUT=$OUT TXL_BIN=$TXL bench/quant.sh
 
 # bf16 against fp32 and against PyTorch under autocast bf16 (bench/precision.sh)
 OUT=$OUT TXL_BIN=$TXL THREADS=$THREADS CONFIGS=$CONFIGS S_STEPS=$S_STEPS M_STEPS=$M_STEPS \

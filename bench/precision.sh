@@ -59,9 +59,9 @@ for cfg in $CONFIGS; do
         xt="$xt $(ratio "$b_tr" "$f_tr")" xe="$xe $(ratio "$b_ev" "$f_ev")"
         j="{}"
         if [ $torch = 1 ]; then
-            j=$($PY tests/ref/bench_ref.py --config "$cfg" --steps "$steps" --threads 1 --autocast bf16 2>/dev/null | tail -1)
+            j=$($PY tests/ref/bench_ref.py --config "$cfg" --steps "$steps" --threads "$THREADS" --autocast bf16 2>/dev/null | tail -1)
             t_tr=$(echo "$j" | jq .train_tokens_per_s) t_ev=$(echo "$j" | jq .eval_tokens_per_s)
-            line="$line; vs pytorch autocast bf16 (1 thread) train $(printf %.0f "$t_tr") = $(ratio "$b_tr" "$t_tr")x, eval $(printf %.0f "$t_ev") = $(ratio "$b_ev" "$t_ev")x"
+            line="$line; vs pytorch autocast bf16 ($THREADS threads, as txl) train $(printf %.0f "$t_tr") = $(ratio "$b_tr" "$t_tr")x, eval $(printf %.0f "$t_ev") = $(ratio "$b_ev" "$t_ev")x"
             pt="$pt $(ratio "$b_tr" "$t_tr")" pe="$pe $(ratio "$b_ev" "$t_ev")"
         fi
         echo "$line"

@@ -19,7 +19,7 @@ const cli_cmd txl_commands[] = {
     {"sample", cmd_sample, "generate text from a checkpoint",
      "CKPT [--prompt TEXT | --prompt-file F | --prompts FILE] [-n N] [--temperature T] "
      "[--top-k K] [--top-p P] [--seed S] [--num-samples N [--batch B] | -i] [--stop STRING] "
-     "[--json] [--mem-len N] [--echo] [--show-anchors] [--stats] "
+     "[--json] [--mem-len N] [--echo] [--show-anchors] [--stats] [--cache fp32|bf16] "
      "[--precision fp32|bf16|auto] [--threads N] [-q]",
      &sample_spec, 0},
     {"probe", cmd_probe, "long-context probes: needle in a haystack, recall by distance, "
@@ -41,6 +41,8 @@ const cli_cmd txl_commands[] = {
      &plot_spec, 0},
     {"export", cmd_export, "a checkpoint's weights as standard safetensors",
      "CKPT -o OUT.safetensors[.gz] [-q]", &export_spec, 0},
+    {"quantize", cmd_quantize, "a checkpoint with its matrices in bf16 or 8 bits, for sampling",
+     "CKPT --type bf16|q8 -o OUT.safetensors[.gz] [-q]", &quantize_spec, 0},
     {"import", cmd_import, "a checkpoint from safetensors weights and a config",
      "WEIGHTS.safetensors[.gz] -c CONFIG.yaml -o OUT.safetensors[.gz] "
      "[--set key.path=value ...] [-q]",

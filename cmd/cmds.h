@@ -14,6 +14,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
@@ -23,7 +24,7 @@ int cmd_complete(int argc, char **argv);
 
 /* Each command's options, defined next to the command. */
 extern const cli_spec train_spec, eval_spec, sample_spec, info_spec, export_spec,
-    import_spec, plot_spec, probe_spec, vocab_spec;
+    quantize_spec, import_spec, plot_spec, probe_spec, vocab_spec;
 
 /* The table, in the order `txl help` lists it; n_commands rows. */
 extern const cli_cmd txl_commands[];

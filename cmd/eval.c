@@ -65,7 +65,8 @@ static const cli_opt eval_options[] = {
      .def_doc = "",
      .help = "per layer, mean and std of the score terms over the first N segments (N "
              "defaults to 4): xl's content, content-position, global content bias and global "
-             "position bias; mlp/alibi: content and distance bias"},
+             "position bias; mlp/alibi/t5: content and distance bias; hier, fire: content "
+             "and their bias"},
     CLI_OPT_JSON(O(json), "one JSON object per setting on stdout"),
     CLI_OPT_PRECISION(O(precision)),
     CLI_OPT_THREADS(O(threads), 0, "threads, 0 = all cores"),

@@ -25,7 +25,8 @@ static const cli_opt info_options[] = {
 
 const cli_spec info_spec = {
     CLI_OPTS(info_options),
-    .about = "Prints a checkpoint's config, parameter count, step, tokens and metrics; or, "
+    .about = "Prints a checkpoint's config, parameter count, step, tokens and metrics, and how "
+             "its weights are stored (fp32, or quantized: bf16 or q8) and their size; or, "
              "with --system, the OpenBLAS build and the core it runs on. CKPT may be a run "
              "directory: its best checkpoint (else last). Several checkpoints (or a quoted "
              "glob: 'runs/x/step-*') are printed one after the other (--json: one line each).",
@@ -191,6 +192,8 @@ static void print_json(const txl_model *m)
     cJSON_AddStringToObject(o, "path", txl_model_path(m));
     cJSON_AddNumberToObject(o, "params", (double)txl_model_params(m));
     cJSON_AddNumberToObject(o, "vocab", txl_model_vocab(m));
+    cJSON_AddStringToObject(o, "weights", txl_model_quant(m));
+    cJSON_AddNumberToObject(o, "weight_bytes", (double)txl_model_weight_bytes(m));
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
         double d;
         if (!txl_model_meta(m, keys[k]))
@@ -252,6 +255,12 @@ static void print_text(const txl_model *m)
     printf("vocabulary: %d tokens (%s%s%s)\n", V, what, anchors ? " + anchors " : "",
            anchors ? an : "");
     print_state(m);
+    double mb = txl_model_weight_bytes(m) / 1048576.0, mb32 = 4.0 * txl_model_params(m) / 1048576.0;
+    if (strcmp(txl_model_quant(m), "fp32") == 0)
+        printf("weights: fp32, %.1f MB\n", mb);
+    else
+        printf("weights: %s, %.1f MB (%.2fx the %.1f MB of fp32; quantized: use the original to "
+               "train)\n", txl_model_quant(m), mb, mb / mb32, mb32);
     printf("resumable: %s (%d tensors)\n", has_optim ? "yes" : "no", n);
     printf("config:\n");
     char *yaml = txl_config_yaml(txl_model_config(m));

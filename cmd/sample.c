@@ -22,8 +22,11 @@ typedef struct {
     unsigned long long seed;
     int echo, stats, quiet, interactive, show_anchors, json;
     int precision;            /* cli_precision_names */
+    int cache;                /* cache_names, -1: the model's default */
     cli_strs stop;
 } sample_args;
+
+static const char *const cache_names[] = {"fp32", "bf16", NULL};
 
 #define O(f) offsetof(sample_args, f)
 static const cli_opt sample_options[] = {
@@ -84,6 +87,11 @@ static const cli_opt sample_options[] = {
              "(by default they are not printed)"},
     {.name = "--stats", .type = CLI_SWITCH, .off = O(stats),
      .help = "print timing as one JSON line on stderr at the end"},
+    {.name = "--cache", .type = CLI_CHOICE, .off = O(cache), .choices = cache_names,
+     .metavar = "C", .def = -1, .def_doc = "fp32 for an fp32 model, bf16 for a quantized one",
+     .help = "the cached keys and values (and xl's position rows) in fp32, or rounded to "
+             "bf16: half the bytes a token reads from them, which at long memories outweigh "
+             "the weights"},
     CLI_OPT_PRECISION(O(precision)),
     CLI_OPT_THREADS(O(threads), 1, "threads: one token at a time is latency-bound; 0 = all "
                                    "cores, which helps a long prompt and many samples"),
@@ -304,8 +312,9 @@ static long sample_interactive(txl_decoder *d, const sample_args *a, sink *k, tx
 /* --stats: one JSON line on stderr. Tokens are summed over the streams; the full_ figures
  * are the tokens drawn once the memory was full (txl_decoder_stats); no rate without them.
  * After a failure, the rates of the groups that ran before it are left out. */
-static void print_stats(const txl_decoder *d, const sample_args *a, size_t tlen,
-                        long generated, int threads, double prompt_s, double s, double cpu)
+static void print_stats(const txl_model *m, const txl_decoder *d, const sink *k,
+                        const sample_args *a, size_t tlen, long generated, int threads,
+                        double prompt_s, double s, double cpu)
 {
     long ft = 0;
     double fs = 0, fc = 0;
@@ -324,9 +333,11 @@ static void print_stats(const txl_decoder *d, const sample_args *a, size_t tlen,
     fprintf(stderr, "{\"prompt_tokens\":%zu,\"prompt_s\":%.4f,\"tokens\":%ld,\"seconds\":%.4f,"
             "\"cpu_s\":%.4f,\"tok_per_s\":%.1f,\"full_tokens\":%ld,\"full_s\":%.4f,"
             "\"full_cpu_s\":%.4f,\"full_tok_per_s\":%s,\"full_tok_per_cpu_s\":%s,"
-            "\"mem_len\":%d,\"samples\":%ld,\"batch\":%d,\"threads\":%d}\n", tlen, prompt_s,
+            "\"mem_len\":%d,\"samples\":%ld,\"batch\":%d,\"threads\":%d,\"weights\":\"%s\","
+            "\"weight_bytes\":%zu,\"cache\":\"%s\",\"precision\":\"%s\"}\n", tlen, prompt_s,
             tokens, s, cpu, tokens / (s > 0 ? s : 1e-9), ft, fs, fc, full, full_cpu, M,
-            a->num_samples, batch, threads);
+            a->num_samples, batch, threads, txl_model_quant(m), txl_model_weight_bytes(m),
+            txl_decoder_cache(d), k->precision ? k->precision : "fp32");
 }
 
 /* The --stop strings as bytes (\\n a newline, \\t a tab, \\\\ a backslash), into buf. */
@@ -359,7 +370,8 @@ static txl_decode_opts decode_opts(const sample_args *a)
     return (txl_decode_opts){.streams = (int)a->num_samples, .batch = (int)a->batch,
                              .mem_len = (int)a->mem_len, .temperature = a->temperature,
                              .top_k = (int)a->top_k, .top_p = a->top_p, .seed = a->seed,
-                             .progress = !a->quiet && cli_isatty_stderr()};
+                             .progress = !a->quiet && cli_isatty_stderr(),
+                             .cache = a->cache >= 0 ? cache_names[a->cache] : NULL};
 }
 
 /* --prompts FILE: each non-empty line a prompt of its own (a fresh decoder: a fresh
@@ -429,6 +441,7 @@ static txl_model *open_model(const char *ckpt, const sample_args *a, const char 
     if (sink_init(k, m, (int)a->num_samples, a->n, live, a->show_anchors, stops, a->stop.n, e))
         return txl_model_free(m), NULL;
     k->stop_at_newline = a->interactive;
+    k->precision = took;
     return m;
 }
 
@@ -474,7 +487,7 @@ static int sample_one(txl_model *m, const sample_args *a, sink *k, int threads, 
         rc = generated < 0 ? -1 : 0;
         double t2 = sys_now(), c2 = sys_cpu_now();
         if (a->stats)
-            print_stats(d, a, tlen, generated, threads, t1 - t0, t2 - t1, c2 - c1);
+            print_stats(m, d, k, a, tlen, generated, threads, t1 - t0, t2 - t1, c2 - c1);
     }
     txl_decoder_free(d);
     free(text);

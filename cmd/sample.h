@@ -38,6 +38,7 @@ typedef struct {
     int last;                  /* live: the last byte written (-1: none) */
     long max_tokens;           /* -n: tokens of the vocabulary (anchors come on top) */
     double t0;                 /* when generating started */
+    const char *precision;     /* the products' ("fp32", "bf16"): --stats says it */
 } sink;
 
 /* A sink for N samples of up to max_tokens tokens of the model's vocabulary, the anchors

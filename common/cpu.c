@@ -67,6 +67,7 @@ static void cap_isa(cpu_features *f)
         up[i] = (char)(isa[i] >= 'a' && isa[i] <= 'z' ? isa[i] - 32 : isa[i]);
     if (!*up || strcmp(up, "ALL") == 0 || strstr(up, "AMX"))
         return;
+    f->avx512_capped = strncmp(up, "AVX512", 6) != 0;
     f->amx_bf16 = f->amx_tile = f->os_amx = 0;
     if (strcmp(up, "AVX512_CORE_BF16") && strcmp(up, "AVX512_CORE_FP16"))
         f->avx512_bf16 = 0;

@@ -62,7 +62,7 @@ typedef struct {
 } cfg_value;
 
 
-enum { CFG_NKEYS = 62, CFG_NSECTIONS = 3 };
+enum { CFG_NKEYS = 67, CFG_NSECTIONS = 3 };
 extern const cfg_key cfg_keys[]; /* keys.c: the table (CFG_NKEYS keys), in writing order */
 extern const char *const cfg_sections[CFG_NSECTIONS];
 

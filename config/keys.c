@@ -155,6 +155,18 @@ const cfg_key cfg_keys[] = { /* sized by its entries: a count off is an error */
       .flags = F_REQUIRED, .def = {HIER_ALL} },
     { KEY("model", "hier_num_freqs", CT_INT, model.hier_num_freqs), .flags = F_MIN, .min = 1,
       .def = {8} },
+    { KEY("model", "fire_hidden", CT_INT, model.fire_hidden), .flags = F_MIN, .min = 1,
+      .def = {32} },
+    /* 0: no threshold (every query normalises by its own row) */
+    { KEY("model", "fire_threshold", CT_FLOAT, model.fire_threshold), .flags = F_MIN, .min = 0,
+      .def = {512} },
+    /* the exact buckets are floor(t5_buckets / 2) >= 1; t5_max_dist above them is
+     * pos_t5.c's validate */
+    { KEY("model", "t5_buckets", CT_INT, model.t5_buckets), .flags = F_MIN | F_MAX, .min = 2,
+      .max = 1 << 20, .def = {32} },
+    { KEY("model", "t5_max_dist", CT_INT, model.t5_max_dist), .flags = F_MIN, .min = 2,
+      .def = {128} },
+    { KEY("model", "t5_shared", CT_BOOL, model.t5_shared), .def = {1} },
     /* the adaptive softmax and input (model/adaptive.h): [] is the full softmax; the cutoffs'
      * bound V is check_cross's (it is not a key) */
     { KEY("model", "cutoffs", CT_INTS, model.cutoffs), .def = {0} },

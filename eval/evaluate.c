@@ -32,11 +32,14 @@ static int pass_init(pass *p, model *mdl, const model_config *cfg, const eval_op
     p->o = o;
     p->nb = nb;
     p->kv.m = -1;
-    if (run && (acts_init(&p->A, cfg, nb, o->tgt_len, o->mem_len, 0, e) ||
-                mem_init(&p->mem, cfg, nb, o->mem_len, e)))
-        return -1;
+    /* the key cache first: with one, and no term statistics (which project the window),
+     * the activations hold a segment (ACTS_CACHED) */
     if (run)
         kv_cache_init(&p->kv, cfg, nb, o->mem_len, o->tgt_len);
+    int mode = run && kv_cache_on(&p->kv) && !o->stats ? ACTS_CACHED : 0;
+    if (run && (acts_init(&p->A, cfg, nb, o->tgt_len, o->mem_len, mode, e) ||
+                mem_init(&p->mem, cfg, nb, o->mem_len, e)))
+        return -1;
     if (!buffers)
         return 0;
     size_t BL = (size_t)o->batch * o->tgt_len;
@@ -254,7 +257,8 @@ static int pass_bytes(const model_config *cfg, const eval_opts *o, int nb, int r
                       double *bytes, txl_err *e)
 {
     double act = 0;
-    if (run && acts_plan_floats(cfg, nb, o->tgt_len, o->mem_len, 0, &act, e))
+    if (run && acts_plan_floats(cfg, nb, o->tgt_len, o->mem_len, o->stats ? 0 : ACTS_CACHED,
+                                &act, e))
         return -1;
     if (run)
         *bytes += 4.0 * act + 4.0 * kv_cache_plan_floats(cfg, nb, o->mem_len, o->tgt_len) +

@@ -1,10 +1,12 @@
 /* probe_shift.c: translation invariance (doc/design.md, "Probes"). The same text is
  * evaluated with every absolute coordinate a scheme uses shifted by K (fwd_opts.pos_offset):
- * rope rotates by m+i+K and j+K, absolute reads P[i+K]; xl, mlp, alibi and hier see
- * differences only, so their loss must not change at all. Each row gives the loss at K and
- * its change from K = 0, with the metrics of an evaluation (bpc, ppl, tokens, bytes). The text is the span's first max_tokens bytes (the byte
- * vocabulary: as txl always read it, anchors inserted after), or its first max_tokens
- * tokens under a word or BPE vocabulary (anchors included), as the model's tokens. */
+ * rope rotates by m+i+K and j+K, absolute reads P[i+K]; xl, mlp, alibi, hier and t5 see
+ * differences only, fire them and the query's row in its window, so their loss must not
+ * change at all. Each row gives the loss at K and its change from K = 0, with the metrics
+ * of an evaluation (bpc, ppl, tokens, bytes). The text is the span's first max_tokens bytes
+ * (the byte vocabulary: as txl always read it, anchors inserted after), or its first
+ * max_tokens tokens under a word or BPE vocabulary (anchors included), as the model's
+ * tokens. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,13 +13,17 @@ int streams_init(stream_eval *s, model *mdl, const model_config *cfg, int B, int
     s->B = B;
     s->T = T;
     s->M = M;
-    if (acts_init(&s->A, cfg, B, T, M, 0, e))
-        return -1;
-    if (mem_init(&s->mem, cfg, B, M, e)) {
-        acts_free(&s->A);
+    /* the key cache first: with one, the activations hold a segment (ACTS_CACHED) */
+    kv_cache_init(&s->kv, cfg, B, M, T);
+    if (acts_init(&s->A, cfg, B, T, M, kv_cache_on(&s->kv) ? ACTS_CACHED : 0, e)) {
+        kv_cache_free(&s->kv);
         return -1;
     }
-    kv_cache_init(&s->kv, cfg, B, M, T);
+    if (mem_init(&s->mem, cfg, B, M, e)) {
+        acts_free(&s->A);
+        kv_cache_free(&s->kv);
+        return -1;
+    }
     size_t BT = (size_t)B * T;
     s->x = malloc(BT * sizeof *s->x);
     s->y = malloc(BT * sizeof *s->y);
@@ -36,7 +40,7 @@ int streams_plan_bytes(const model_config *cfg, int B, int T, int M, double *byt
                        txl_err *e)
 {
     double act;
-    if (acts_plan_floats(cfg, B, T, M, 0, &act, e))
+    if (acts_plan_floats(cfg, B, T, M, ACTS_CACHED, &act, e))
         return -1;
     *bytes = 4.0 * act + mem_plan_bytes(cfg, B, M) +
              4.0 * kv_cache_plan_floats(cfg, B, M, T) +

@@ -128,12 +128,28 @@ txl_model *txl_model_load(const char *ckpt, txl_err *e);
 /* A new model of config c, its weights drawn from train.seed. */
 txl_model *txl_model_new(const txl_config *c, txl_err *e);
 /* Plain safetensors weights named as in txl checkpoints (the output of txl_model_save, or
- * of tools/convert_official.py) with the model config c: every tensor present, F32, of the
- * right shape, nothing else; every problem is named in the message. */
+ * of tools/convert_official.py) with the model config c: every tensor present, F32 (or a
+ * quantized model's BF16, or I8 with its scales: the model stays quantized), of the right
+ * shape, nothing else; every problem is named in the message. */
 txl_model *txl_model_import(const char *weights, const txl_config *c, txl_err *e);
 /* Writes the weights with the metadata (config, and a loaded checkpoint's training state)
  * atomically to path: gzip'd when it ends in .gz. */
 int txl_model_save(const txl_model *m, const char *path, txl_err *e);
+
+/* Quantized checkpoints (doc/design.md, "Quantized checkpoints"). txl_model_quantize
+ * stores m's matrices as `type`: "bf16" (each linear layer's weights, the embedding and the
+ * output layer rounded to bfloat16) or "q8" (the linear layers' weights in blocks of 32
+ * int8 values with one bf16 scale each, the embedding and output layer bf16), the rest
+ * fp32; the model then computes with the dequantized weights, as one read from the
+ * quantized checkpoint txl_model_save then writes (BF16, and I8 with NAME_scale tensors:
+ * safetensors' own dtypes). From a quantized model, quantizes its dequantized weights
+ * (q8 to q8 gives the same bits). TXL_ERR_INPUT for another type. Training refuses a
+ * quantized checkpoint; --init-from reads its weights, dequantized. */
+int txl_model_quantize(txl_model *m, const char *type, txl_err *e);
+/* How m's matrices are stored: "fp32", "bf16" or "q8" (the narrowest any tensor has), and
+ * the bytes of its weights as stored (an fp32 model: 4 a parameter). */
+const char *txl_model_quant(const txl_model *m);
+size_t txl_model_weight_bytes(const txl_model *m);
 
 /* The model's config (owned by the model). */
 const txl_config *txl_model_config(const txl_model *m);
@@ -337,6 +353,10 @@ typedef struct {
                                  draw, can differ with a group's size past 16 streams) */
     int progress;             /* a feed that takes over half a second redraws a progress
                                  line on stderr (tokens, rate, ETA): for a terminal */
+    const char *cache;        /* the keys and values decoding keeps (doc/design.md,
+                                 "Sampling"): "fp32", or "bf16" (rounded to bfloat16: half
+                                 the bytes a token reads from them); NULL or "": fp32 for an
+                                 fp32 model, bf16 for a quantized one */
 } txl_decode_opts;
 
 /* A decoder of model m, which must outlive it. Everything the decoder will hold (the
@@ -378,6 +398,8 @@ const char *txl_token_name(const txl_model *m, int token);
 /* The memory rows in use and the streams decoded side by side (the largest group of a
  * generate: opts.batch or the automatic choice, balanced over the groups). */
 void txl_decoder_plan(const txl_decoder *d, int *mem_len, int *batch);
+/* The cache in use: "fp32" or "bf16" (opts.cache, or the model's default). */
+const char *txl_decoder_cache(const txl_decoder *d);
 /* Tokens drawn once the memory held mem_len rows, summed over the streams and the
  * generates, and their wall and CPU seconds (the draws included): the steady state of a
  * long sample, without the prompt and the filling of the memory (txl sample --stats). */

@@ -8,13 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../model/gemm_bf16.h"
+#include "../model/quant.h"
+
 int ckpt_save(const char *path, const model *mdl, const float *adam_m, const float *adam_v,
               const model_mem *mem, const ckpt_vocab *vocab, const char *const *meta,
               int gzip_level, txl_err *e)
 {
     st_writer w;
     st_writer_init(&w);
-    int n_extra = (adam_m ? 2 * mdl->n_params : 0) + (mem ? mem->n_layer : 0);
+    int n_extra = (adam_m ? 2 * mdl->n_params : 0) + (mem ? mem->n_layer : 0) + mdl->n_params;
     int32_t *coordcopy = NULL;
     char **names = calloc((size_t)n_extra + 1, sizeof *names);
     float *memcopy = NULL;
@@ -23,10 +26,25 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
         int64_t shape[1] = {(int64_t)vocab->len};
         rc = st_writer_add(&w, CKPT_VOCAB_TENSOR, ST_U8, 1, shape, vocab->bytes);
     }
-    for (int i = 0; rc == 0 && i < mdl->n_params; i++) {
+    for (int i = 0; rc == 0 && i < mdl->n_params; i++) { /* each as stored (quant.h) */
         const param_entry *p = &mdl->table[i];
+        const qmat *q = quant_of(mdl, i);
         int64_t shape[2] = {p->shape[0], p->shape[1]};
-        rc = st_writer_add(&w, p->name, ST_F32, p->ndim, shape, mdl->w + p->offset);
+        if (!q) {
+            rc = st_writer_add(&w, p->name, ST_F32, p->ndim, shape, mdl->w + p->offset);
+        } else if (q->type == QT_BF16) {
+            rc = st_writer_add(&w, p->name, ST_BF16, p->ndim, shape, q->bf16);
+        } else {
+            size_t len = strlen(p->name) + sizeof CKPT_SCALE_SUFFIX;
+            int64_t sshape[2] = {p->shape[0], p->shape[1] / QK};
+            if (!(names[k] = malloc(len))) {
+                rc = -1;
+                break;
+            }
+            snprintf(names[k], len, "%s%s", p->name, CKPT_SCALE_SUFFIX);
+            rc = st_writer_add(&w, p->name, ST_I8, 2, shape, q->q) ||
+                 st_writer_add(&w, names[k++], ST_BF16, 2, sshape, q->scale);
+        }
     }
     for (int pass = 0; adam_m && rc == 0 && pass < 2; pass++)
         for (int i = 0; rc == 0 && i < mdl->n_params; i++) {
@@ -148,19 +166,94 @@ static int check_finite(const st_file *f, const st_tensor *t, const void *x, siz
     return check_values(f, t, x, n, 0, e);
 }
 
-static int check_shape(const st_file *f, const st_tensor *t, const param_entry *p, txl_err *e)
+/* Every bf16 value of a tensor is finite (the exponent of an infinity or a NaN is all
+ * ones); else the message names the tensor and the first bad value's element. */
+static int check_finite_bf16(const st_file *f, const st_tensor *t, txl_err *e)
+{
+    const uint8_t *p = st_data(f, t);
+    uint16_t bad = 0, u;
+    for (size_t i = 0; i < t->numel; i++) {
+        memcpy(&u, p + 2 * i, 2);
+        bad |= (u & 0x7f80u) == 0x7f80u;
+    }
+    for (size_t i = 0; bad && i < t->numel; i++) {
+        memcpy(&u, p + 2 * i, 2);
+        if ((u & 0x7f80u) == 0x7f80u)
+            return err_set(e, ERR_INPUT, "%s: tensor '%s' holds a non-finite value (%g) at "
+                           "element %zu of %zu", f->path, t->name, bf16_to_f32(u), i,
+                           t->numel);
+    }
+    return 0;
+}
+
+static void fmt_dims(char *buf, size_t cap, const st_tensor *t)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < t->ndim && o < cap - 24; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+}
+
+/* The scales of the q8 tensor t (parameter p, [rows, cols]): NAME_scale, BF16 [rows,
+ * cols / QK]. A scale tensor of another width is a block size that does not divide the
+ * row, or one that is not txl's (QK); of other rows, a truncated one. */
+static int check_scales(const st_file *f, const st_tensor *t, const param_entry *p,
+                        const st_tensor **out, txl_err *e)
+{
+    char nm[sizeof p->name + sizeof CKPT_SCALE_SUFFIX], got[128];
+    snprintf(nm, sizeof nm, "%s%s", p->name, CKPT_SCALE_SUFFIX);
+    const st_tensor *s = st_find(f, nm);
+    int rows = p->shape[0], cols = p->shape[1];
+    if (p->ndim != 2 || cols % QK)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' is I8 (q8), but its rows of %d are not "
+                       "whole blocks of %d (store it as BF16 or F32)", f->path, t->name,
+                       p->ndim == 2 ? cols : p->shape[0], QK);
+    if (!s)
+        return err_set(e, ERR_INPUT, "%s: missing tensor '%s': the scales of the q8 tensor '%s' "
+                       "(BF16 [%d, %d], one per block of %d weights of a row)", f->path, nm,
+                       t->name, rows, cols / QK, QK);
+    fmt_dims(got, sizeof got, s);
+    if (s->dtype != ST_BF16)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' has dtype %s: txl's q8 scales are BF16",
+                       f->path, nm, st_dtype_name(s->dtype));
+    if (s->ndim == 2 && s->shape[0] == rows && s->shape[1] > 0 && s->shape[1] != cols / QK) {
+        if (cols % s->shape[1])
+            return err_set(e, ERR_INPUT, "%s: tensor '%s' has shape [%s]: %lld scales a row "
+                           "make blocks that do not divide the row of %d weights of '%s'",
+                           f->path, nm, got, (long long)s->shape[1], cols, t->name);
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' has shape [%s]: blocks of %lld weights, "
+                       "but txl's q8 blocks are %d (expected [%d, %d] for '%s' [%d, %d])",
+                       f->path, nm, got, (long long)(cols / s->shape[1]), QK, rows, cols / QK,
+                       t->name, rows, cols);
+    }
+    if (s->ndim != 2 || s->shape[0] != rows || s->shape[1] != cols / QK)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' has shape [%s], but the q8 tensor '%s' "
+                       "[%d, %d] needs [%d, %d] (one scale per block of %d weights of a row)",
+                       f->path, nm, got, t->name, rows, cols, rows, cols / QK, QK);
+    *out = s;
+    return 0;
+}
+
+/* A parameter's tensor: the table's shape; F32, or (quant_ok) BF16 or I8 with its scales
+ * (quant.h), any parameter, as other tools may store them. Training (!quant_ok) refuses a
+ * quantized checkpoint by the first tensor that is not F32. */
+static int check_shape(const st_file *f, const st_tensor *t, const param_entry *p, int quant_ok,
+                       txl_err *e)
 {
     int ok = t->ndim == p->ndim && t->shape[0] == p->shape[0] &&
              (p->ndim == 1 || t->shape[1] == p->shape[1]);
-    if (t->dtype != ST_F32)
-        return err_set(e, ERR_INPUT, "%s: tensor '%s' has dtype %s, expected F32", f->path,
-                       t->name, st_dtype_name(t->dtype));
+    int quant = t->dtype == ST_BF16 || t->dtype == ST_I8;
+    if (quant && !quant_ok)
+        return err_set(e, ERR_INPUT, "%s: quantized (tensor '%s' is %s), use the original to "
+                       "train (--init-from reads a quantized checkpoint's weights, dequantized)",
+                       f->path, t->name, st_dtype_name(t->dtype));
+    if (t->dtype != ST_F32 && !quant)
+        return err_set(e, ERR_INPUT, "%s: tensor '%s' has dtype %s, expected F32%s", f->path,
+                       t->name, st_dtype_name(t->dtype),
+                       quant_ok ? " (or BF16, or I8 with its scales: a quantized checkpoint)" : "");
     if (!ok) {
         char got[128] = "", want[64];
-        size_t o = 0;
-        for (int i = 0; i < t->ndim && o < sizeof got - 24; i++)
-            o += (size_t)snprintf(got + o, sizeof got - o, "%s%lld", i ? ", " : "",
-                                  (long long)t->shape[i]);
+        fmt_dims(got, sizeof got, t);
         if (p->ndim == 1)
             snprintf(want, sizeof want, "%d", p->shape[0]);
         else
@@ -169,12 +262,27 @@ static int check_shape(const st_file *f, const st_tensor *t, const param_entry *
                        "%s: tensor '%s' has shape [%s], but the config in the checkpoint "
                        "implies [%s]", f->path, t->name, got, want);
     }
-    return 0;
+    const st_tensor *sc;
+    return t->dtype == ST_I8 ? check_scales(f, t, p, &sc, e) : 0;
 }
 
 static int cmp_str_ptr(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* nm is NAME_scale and NAME is an I8 tensor of f (whose own checks, as a parameter, hold
+ * the scales to it). */
+static int is_scale_of_i8(const st_file *f, const char *nm)
+{
+    size_t n = strlen(nm), ns = strlen(CKPT_SCALE_SUFFIX);
+    char base[256];
+    if (n <= ns || n - ns >= sizeof base || strcmp(nm + n - ns, CKPT_SCALE_SUFFIX) != 0)
+        return 0;
+    memcpy(base, nm, n - ns);
+    base[n - ns] = 0;
+    const st_tensor *t = st_find(f, base);
+    return t && t->dtype == ST_I8;
 }
 
 /* Every tensor of f in a class is one this model has: with `prefix` NULL, every tensor
@@ -198,6 +306,8 @@ static int check_names(const model *mdl, const st_file *f, const char *prefix, t
             continue;
         if (prefix) /* optim.m.<name>, optim.v.<name> */
             key = (nm[6] == 'm' || nm[6] == 'v') && nm[7] == '.' ? nm + 8 : NULL;
+        if (!prefix && is_scale_of_i8(f, nm))
+            continue;
         if (!key || !bsearch(&key, names, (size_t)mdl->n_params, sizeof *names, cmp_str_ptr))
             rc = err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (not %s of a pos_scheme %s "
                          "model with this config)", f->path, nm,
@@ -208,21 +318,67 @@ static int check_names(const model *mdl, const st_file *f, const char *prefix, t
     return rc;
 }
 
-int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e)
+int ckpt_load_weights(model *mdl, const st_file *f, int keep, txl_err *e)
 {
+    size_t qbytes = 0;
     for (int i = 0; i < mdl->n_params; i++) {
         const param_entry *p = &mdl->table[i];
         const st_tensor *t = st_find(f, p->name);
         if (!t)
             return err_set(e, ERR_INPUT, "%s: missing tensor '%s' (required by pos_scheme %s "
                            "with this config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
-        if (check_shape(f, t, p, e))
+        if (check_shape(f, t, p, 1, e))
             return -1;
-        if (check_finite(f, t, st_data(f, t), p->numel, e))
-            return -1;
-        memcpy(mdl->w + p->offset, st_data(f, t), p->numel * sizeof(float));
+        qtype qt = t->dtype == ST_I8 ? QT_Q8 : t->dtype == ST_BF16 ? QT_BF16 : QT_F32;
+        if (qt != QT_F32)
+            qbytes += quant_place(NULL, qt, p->shape[0], p->ndim == 2 ? p->shape[1] : 1, NULL);
     }
-    return check_names(mdl, f, NULL, e);
+    if (check_names(mdl, f, NULL, e))
+        return -1;
+    qmat *qm = NULL;
+    unsigned char *qbuf = NULL;
+    if (qbytes && (!(qm = calloc((size_t)mdl->n_params, sizeof *qm)) ||
+                   !(qbuf = aligned_alloc(64, qbytes + 64)))) {
+        free(qm);
+        return err_set(e, ERR_RUNTIME, "%s: out of memory for the quantized weights", f->path);
+    }
+    size_t at = 0;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < mdl->n_params; i++) {
+        const param_entry *p = &mdl->table[i];
+        const st_tensor *t = st_find(f, p->name), *s = NULL;
+        float *w = mdl->w + p->offset;
+        if (t->dtype == ST_F32) {
+            if (!(rc = check_finite(f, t, st_data(f, t), p->numel, e)))
+                memcpy(w, st_data(f, t), p->numel * sizeof(float));
+            continue;
+        }
+        qmat *m = &qm[i];
+        at += quant_place(m, t->dtype == ST_I8 ? QT_Q8 : QT_BF16, p->shape[0],
+                          p->ndim == 2 ? p->shape[1] : 1, qbuf + at);
+        if (t->dtype == ST_BF16) {
+            rc = check_finite_bf16(f, t, e);
+            memcpy((void *)m->bf16, st_data(f, t), p->numel * 2);
+        } else {
+            rc = check_scales(f, t, p, &s, e) || check_finite_bf16(f, s, e) ? -1 : 0;
+            memcpy((void *)m->q, st_data(f, t), p->numel);
+            if (rc == 0)
+                memcpy((void *)m->scale, st_data(f, s), s->numel * 2);
+        }
+        if (rc == 0) {
+            quant_finish(m);
+            quant_dequant(w, m);
+        }
+    }
+    free(mdl->qm);
+    free(mdl->qbuf);
+    mdl->qm = rc == 0 && keep ? qm : NULL;
+    mdl->qbuf = rc == 0 && keep ? qbuf : NULL;
+    if (!mdl->qm) {
+        free(qm);
+        free(qbuf);
+    }
+    return rc;
 }
 
 int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_err *e)
@@ -237,7 +393,7 @@ int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_
                 return err_set(e, ERR_INPUT, "%s: missing tensor '%s': this checkpoint has no "
                                "optimiser state to resume from (use --init-from to start a new "
                                "run from its weights)", f->path, nm);
-            if (check_shape(f, t, p, e))
+            if (check_shape(f, t, p, 0, e))
                 return -1;
             if (check_values(f, t, st_data(f, t), p->numel, pass, e))
                 return -1;
@@ -331,7 +487,7 @@ int ckpt_check_header(const model *mdl, const st_file *f, const ckpt_state *s, t
         if (!t)
             return err_set(e, ERR_INPUT, "%s: missing tensor '%s' (required by pos_scheme %s "
                            "with this config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
-        if (check_shape(f, t, p, e))
+        if (check_shape(f, t, p, !s->exact, e))
             return -1;
         for (int pass = 0; pass < 2; pass++) { /* its Adam moments: all of them to resume */
             snprintf(nm, sizeof nm, "optim.%c.%s", pass ? 'v' : 'm', p->name);
@@ -340,7 +496,7 @@ int ckpt_check_header(const model *mdl, const st_file *f, const ckpt_state *s, t
                 return err_set(e, ERR_INPUT, "%s: missing tensor '%s': this checkpoint has no "
                                "optimiser state to resume from (use --init-from to start a new "
                                "run from its weights)", f->path, nm);
-            if (o && check_shape(f, o, p, e))
+            if (o && check_shape(f, o, p, 0, e))
                 return -1;
         }
     }

@@ -26,9 +26,16 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
               const model_mem *mem, const ckpt_vocab *vocab, const char *const *meta,
               int gzip_level, txl_err *e);
 
-/* Copies every parameter of mdl's table from f, checking presence, dtype F32 and shape.
- * Tensors that are neither parameters of this model nor optim.* / state.* are errors. */
-int ckpt_load_weights(model *mdl, const st_file *f, txl_err *e);
+/* A quantized checkpoint (doc/design.md, "Quantized checkpoints"; model/quant.h) stores a
+ * parameter as BF16, or as I8 (q8) with its scales in NAME_scale (BF16 [rows, cols / 32]). */
+#define CKPT_SCALE_SUFFIX "_scale"
+
+/* Reads every parameter of mdl's table from f into mdl->w, checking presence, shape, dtype
+ * (F32, or BF16, or I8 with its scales: dequantized exactly) and that every value is
+ * finite. Tensors that are neither parameters of this model (nor the scales of an I8 one)
+ * nor optim.* / state.* are errors. keep: the quantized tensors' own copies stay with the
+ * model too (mdl->qm: decoding's products read them); else (training) only w. */
+int ckpt_load_weights(model *mdl, const st_file *f, int keep, txl_err *e);
 /* Loads the Adam moments (all of them, or fails). */
 int ckpt_load_optim(const model *mdl, const st_file *f, float *m, float *v, txl_err *e);
 /* Loads streams [b_offset, b_offset + mem->B) of state.mem.* (stored [B_total, m, d]) into
@@ -48,8 +55,9 @@ typedef struct {
 } ckpt_state;
 
 /* The header of f (st_open: before its data is read or allocated) against mdl's table
- * (model_init_table suffices) and the state s allows: every parameter present, F32 of its
- * shape; every other tensor an Adam moment of a parameter (optim.m.<name>, optim.v.<name>,
+ * (model_init_table suffices) and the state s allows: every parameter present, of its
+ * shape, F32 (or, unless s->exact, quantized: BF16, or I8 with its scales; to resume from,
+ * a quantized checkpoint is refused: "quantized, use the original to train"); every other tensor an Adam moment of a parameter (optim.m.<name>, optim.v.<name>,
  * F32 of the parameter's shape), a state tensor as above, or the vocabulary (U8 [n], at
  * most CKPT_VOCAB_MAX bytes). So the data read is at most
  * what the model and its state take. ERR_INPUT naming the file and the tensor. */

@@ -53,10 +53,11 @@ int ckpt_check_config(const st_file *f, const model_config *m, const char *path,
     model_count mc;
     if (model_counts(m, &mc, e))
         return err_wrap(e, "%s: the config in the checkpoint", path);
-    size_t have = 0;
+    size_t have = 0; /* bytes as fp32: a quantized tensor's elements count 4 bytes each */
     for (int i = 0; i < f->n; i++)
         if (strncmp(f->t[i].name, "optim.", 6) != 0 && strncmp(f->t[i].name, "state.", 6) != 0)
-            have += f->t[i].end - f->t[i].begin;
+            have += f->t[i].dtype == ST_BF16 || f->t[i].dtype == ST_I8 ? 4 * f->t[i].numel
+                                                                       : f->t[i].end - f->t[i].begin;
     double need = 4.0 * mc.weights;
     if (need > 2.0 * (double)have)
         return err_set(e, ERR_INPUT, "%s: the config in the checkpoint (model.n_layer %d, "
@@ -74,7 +75,8 @@ int ckpt_check_config(const st_file *f, const model_config *m, const char *path,
         n_m += strncmp(s, "optim.m.", 8) == 0;
         n_v += strncmp(s, "optim.v.", 8) == 0;
         n_s += strncmp(s, "state.", 6) == 0;
-        n_p += strncmp(s, "optim.", 6) != 0 && strncmp(s, "state.", 6) != 0;
+        n_p += strncmp(s, "optim.", 6) != 0 && strncmp(s, "state.", 6) != 0 &&
+               !(strlen(s) > 6 && strcmp(s + strlen(s) - 6, "_scale") == 0); /* q8 scales */
     }
     int n_state = m->n_layer + (pos_get(m->pos)->needs_coords ? 1 : 0); /* + state.coords */
     if (n_p <= P && (n_m > P || n_v > P || n_s > n_state))
@@ -325,7 +327,7 @@ int ckpt_open(const char *arg, int *from_dir, st_file *f, run_config *cfg, model
                           .mem_len = m->mem_len, .coords = pos_get(m->pos)->needs_coords};
         rc = ckpt_check_header(mdl, f, &st, e) || ckpt_check_meta(f, cfg, mdl->n_weights, e) ||
              st_read_data(f, e) || ckpt_read_vocab(f, cfg, &voc, e) ||
-             model_alloc_weights(mdl, e) || ckpt_load_weights(mdl, f, e);
+             model_alloc_weights(mdl, e) || ckpt_load_weights(mdl, f, 1, e);
     }
     if (rc) {
         vocab_free(voc);

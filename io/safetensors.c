@@ -29,6 +29,7 @@ static const struct {
 } dtypes[] = {
     [ST_F32] = {"F32", 4}, [ST_F64] = {"F64", 8}, [ST_I32] = {"I32", 4}, [ST_I64] = {"I64", 8},
     [ST_U8] = {"U8", 1},   [ST_F16] = {"F16", 2}, [ST_BF16] = {"BF16", 2},
+    [ST_I8] = {"I8", 1},
 };
 #define N_DTYPES (int)(sizeof dtypes / sizeof dtypes[0])
 

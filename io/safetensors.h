@@ -17,7 +17,7 @@
 
 #include "../common/err.h"
 
-typedef enum { ST_F32, ST_F64, ST_I32, ST_I64, ST_U8, ST_F16, ST_BF16 } st_dtype;
+typedef enum { ST_F32, ST_F64, ST_I32, ST_I64, ST_U8, ST_F16, ST_BF16, ST_I8 } st_dtype;
 
 #define ST_MAX_DIMS 8
 /* The most entries (tensors and __metadata__) a header may list, whatever its config says:

@@ -18,6 +18,7 @@
 #include "attn_fused.h"
 #include "dropout.h"
 #include "gemm.h"
+#include "qgemm.h"
 
 /* Per thread: qu, qv, dqa [Lq, dh]; Lq zeros (the backward's, see position_backward); two
  * [Lq, klen] planes (BDraw / dP, P'); and
@@ -220,15 +221,28 @@ static void decode_head(float *vec, const float *q, const float *kv, const attn_
             add_row_bias(qv + (size_t)b * dh,
                          a->no_q_position ? NULL : q + (size_t)b * hd + (size_t)h * dh, hd,
                          a->v ? a->v + (size_t)h * dh : NULL, 1, dh);
-        gemm_few(S, qv, rkh, B, klen, dh, a->scale, 0.0f, dh, a->rk_row ? a->rk_row : hd, klen);
+        if (a->rk16) { /* the same rows in bf16: [klen, dh] */
+            qmat R = {.type = QT_BF16, .rows = klen, .cols = dh,
+                      .bf16 = a->rk16 + (rkh - a->rk)};
+            qgemm(S, qv, &R, B, a->scale, 0.0f, dh, klen);
+        } else {
+            gemm_few(S, qv, rkh, B, klen, dh, a->scale, 0.0f, dh, a->rk_row ? a->rk_row : hd,
+                     klen);
+        }
         beta = 1.0f;
     }
     for (int b = 0; b < B; b++) {
-        const float *kbh = kv + (size_t)b * bs + (size_t)h * hs;
+        const float *kbh = a->kv16 ? NULL : kv + (size_t)b * bs + (size_t)h * hs;
+        const uint16_t *kb16 = a->kv16 ? a->kv16 + (size_t)b * bs + (size_t)h * hs : NULL;
         float *srow = S + (size_t)b * klen;
         add_row_bias(qx, a->no_q_content ? NULL : q + (size_t)b * hd + (size_t)h * dh, hd,
                      a->u ? a->u + (size_t)h * dh : NULL, 1, dh);
-        gemm(srow, qx, kbh, 1, klen, dh, 0, 1, a->scale, beta, dh, row, klen);
+        if (kb16) {
+            qmat Km = {.type = QT_BF16, .rows = klen, .cols = dh, .bf16 = kb16};
+            qgemm(srow, qx, &Km, 1, a->scale, beta, dh, klen);
+        } else {
+            gemm(srow, qx, kbh, 1, klen, dh, 0, 1, a->scale, beta, dh, row, klen);
+        }
         if (a->dist_bias) {
             const float *tb = a->dist_bias + (size_t)h * bias_ld(a, klen);
             for (int j = 0; j <= m; j++)
@@ -240,8 +254,11 @@ static void decode_head(float *vec, const float *q, const float *kv, const attn_
         float inv = (float)(1.0 / sum);
         for (int j = 0; j < klen; j++)
             srow[j] *= inv;
-        gemm(vec + (size_t)b * hd + (size_t)h * dh, srow, kbh + vo, 1, dh, klen, 0, 0, 1.0f,
-             0.0f, klen, row, hd);
+        if (kb16)
+            qgemv_t(vec + (size_t)b * hd + (size_t)h * dh, srow, kb16 + vo, klen, dh, dh);
+        else
+            gemm(vec + (size_t)b * hd + (size_t)h * dh, srow, kbh + vo, 1, dh, klen, 0, 0, 1.0f,
+                 0.0f, klen, row, hd);
     }
 }
 

@@ -11,8 +11,8 @@
  * Score of query i and key j (delta = m+i-j >= 0 visible, else masked):
  *   s_ij = scale * (q_i + u)·k_j                          content (+ global content bias)
  *        + scale * (q_i + v)·rk[Lq-1-i+j]                 xl position terms (when rk)
- *        + dist_bias[h][delta]                            mlp / alibi bias (when dist_bias)
- *        + score_bias(b, h, i, j)                         hier bias (when score_bias)
+ *        + dist_bias[h][delta]                            mlp / alibi / t5 bias (when dist_bias)
+ *        + score_bias(b, h, i, j)                         hier / fire bias (when score_bias)
  * xl computes the position term as one GEMM per (b, h), BDraw = (q+v) @ rk_h^T [Lq, klen],
  * and reads BD[i][j] = BDraw[i][j+Lq-1-i]: never a (B,H,Lq,klen,dh) tensor.
  * Rope rotates q and k before these kernels and needs nothing here.
@@ -56,6 +56,8 @@ typedef struct {
     const attn_bias_fn *score_bias; /* a text-dependent bias, or NULL */
     size_t kv_bstride;      /* floats from one stream's kv rows to the next (0 = klen*2*H*dh):
                                decoding reads each stream's keys from a longer window */
+    const uint16_t *kvh;    /* the AMX kernel's forward only: kv in bf16 (a bf16 key cache's
+                               window, kv_cache.h; the kv argument is then NULL), or NULL */
     int threads;            /* threads the scratch was sized for (attn_scratch_floats) */
     int row_block;          /* query rows per GEMM block (0 = 64; fused: 0 = 32, at most
                                FUSED_RB_MAX): each block computes only the keys its rows see */
@@ -75,6 +77,10 @@ typedef struct {
     int kv_row;             /* floats from key (value) j to j+1 (0 = 2*H*dh) */
     size_t rk_hstride;      /* xl: floats from head h's position rows to h+1's (0 = dh) */
     int rk_row;             /* xl: floats from position row p to p+1 (0 = H*dh) */
+    /* attn_decode with a bf16 cache (decode.h): the keys and values (kv16), and xl's position
+     * rows (rk16, with rk still set), are read from these bf16 arrays of the same layout
+     * instead (kv_row and rk_row then dh); NULL: the fp32 ones. */
+    const uint16_t *kv16, *rk16;
 } attn_args;
 
 /* Floats of scratch a call needs: the (b, h) pairs run in parallel, each thread with its
@@ -89,7 +95,8 @@ void attn_forward(float *prob, float *vec, const float *q, const float *kv,
  * term of all B streams is one product against the shared position rows; then per stream
  * the content term, the biases, the softmax and the weighted values, each a one-row
  * product (gemm() turns it into a matrix-vector product: the cached rows are read once, not
- * packed). Same scores as attn_forward, summed in another order. */
+ * packed; from a bf16 cache, qgemm.h's products). Same scores as attn_forward, summed in
+ * another order (a bf16 cache: of its rounded keys, values and positions). */
 size_t attn_decode_scratch_floats(int B, int klen, int dh, int threads);
 void attn_decode(float *vec, const float *q, const float *kv, const attn_args *a,
                  float *scratch);

@@ -220,6 +220,27 @@ AMX_FN static void lay_keys(uint16_t *dst, int np, const float *src, size_t ss, 
         }
 }
 
+/* keys from bf16 rows: dst[t][j][e] = src[j][2t + e] for j < n, 2t + e < dh, zero elsewhere
+ * ([dq/2][np][2]): each key's bf16 pairs, transposed */
+AMX_FN static void lay_keys16(uint16_t *dst, int np, const uint16_t *src, size_t ss, int n,
+                              int dh, int dq)
+{
+    uint32_t *d = (uint32_t *)dst;
+    for (int c0 = 0; c0 < dq; c0 += 32) {
+        int left = dh - c0;
+        __mmask32 m = left >= 32 ? ~(__mmask32)0 : left <= 0 ? 0 : (((__mmask32)1 << left) - 1);
+        for (int j0 = 0; j0 < np; j0 += 16) {
+            __m512i r[16];
+            for (int k = 0; k < 16; k++)
+                r[k] = j0 + k < n ? _mm512_maskz_loadu_epi16(m, src + (size_t)(j0 + k) * ss + c0)
+                                  : _mm512_setzero_si512();
+            t16(r);
+            for (int k = 0; k < 16; k++)
+                _mm512_storeu_si512(d + (size_t)(c0 / 2 + k) * np + j0, r[k]);
+        }
+    }
+}
+
 /* pairs: dst[t][c][e] = bf16(scale src[2t + e][c]) for rows 2t + e < n, c < cols: [np/2][cp]
  * [2]; zero elsewhere (np even, cp a multiple of 16) */
 AMX_FN static void lay_pairs(uint16_t *dst, int cp, const float *src, size_t ss, int n, int np,
@@ -425,14 +446,20 @@ AMX_FN void amx_forward_bh(float *prob, float *vec, const float *q, const float 
     layout(&f, scratch, Lq, klen, dh, 0);
     const int dq = f.dq, klp = f.klp, rlp = f.rlp;
     const float *qbh = q + (size_t)b * Lq * hd + (size_t)h * dh;
-    const float *kbh = kv + (size_t)b * fused_kv_stride(a, klen) + (size_t)h * dh;
+    const float *kbh = kv ? kv + (size_t)b * fused_kv_stride(a, klen) + (size_t)h * dh : NULL;
     float *P = prob ? prob + ((size_t)b * H + h) * Lq * klen : NULL;
     float *vout = vec + (size_t)b * Lq * hd + (size_t)h * dh;
 
     lay_rows(f.Qb, dq, a->no_q_content ? NULL : qbh, hd, Lq, f.Lqp, dh,
              a->u ? a->u + (size_t)h * dh : NULL, a->scale);
-    lay_keys(f.Kb, klp, kbh, 2 * (size_t)hd, klen, dh, dq);
-    lay_pairs(f.Vb, dq, kbh + hd, 2 * (size_t)hd, klen, klp, dh, 1.0f);
+    if (a->kvh) { /* a bf16 key cache: the values already rounded */
+        const uint16_t *kh = a->kvh + (size_t)b * fused_kv_stride(a, klen) + (size_t)h * dh;
+        lay_keys16(f.Kb, klp, kh, 2 * (size_t)hd, klen, dh, dq);
+        lay_pairs_h(f.Vb, dq, kh + hd, 2 * (size_t)hd, klen, klp, dh);
+    } else {
+        lay_keys(f.Kb, klp, kbh, 2 * (size_t)hd, klen, dh, dq);
+        lay_pairs(f.Vb, dq, kbh + hd, 2 * (size_t)hd, klen, klp, dh, 1.0f);
+    }
     if (a->rk) {
         lay_rows(f.Qvb, dq, a->no_q_position ? NULL : qbh, hd, Lq, f.Lqp, dh,
                  a->v ? a->v + (size_t)h * dh : NULL, a->scale);

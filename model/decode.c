@@ -8,37 +8,51 @@
 
 #include "../common/par.h"
 #include "gemm.h"
+#include "gemm_bf16.h"
+#include "gemm_bf16w.h"
 #include "layernorm.h"
+#include "qgemm.h"
 
 /* Memory rows projected at a time by decode_prime. */
 #define PRIME_ROWS 64
 
 static size_t hd_of(const decode_state *s) { return (size_t)s->H * s->dh; }
 
-/* Windows of layer l, stream b: [H][2][cap][dh], each head's keys then its values. */
-static float *kv_at(const decode_state *s, int l, int b)
+/* Elements from the windows' start to those of layer l, stream b: each is [H][2][cap][dh],
+ * each head's keys then its values (kv or kv16). */
+static size_t kv_off(const decode_state *s, int l, int b)
 {
-    return s->kv + ((size_t)l * s->B + b) * s->cap * 2 * hd_of(s);
+    return ((size_t)l * s->B + b) * s->cap * 2 * hd_of(s);
 }
 
-/* Head h's keys in a [H][2][cap][dh] block; its values follow at + cap*dh. */
-static float *head_at(const decode_state *s, float *kv, int h)
+static float *kv_at(const decode_state *s, int l, int b) { return s->kv + kv_off(s, l, b); }
+
+static void put_row(float *dst, uint16_t *dst16, const float *x, size_t n, int round)
 {
-    return kv + (size_t)h * 2 * s->cap * s->dh;
+    if (dst16)
+        quant_bf16(dst16, x, n);
+    else if (round)
+        for (size_t i = 0; i < n; i++)
+            dst[i] = bf16_to_f32(bf16_from_f32(x[i]));
+    else
+        memcpy(dst, x, n * sizeof(float));
 }
 
-/* Stores rows of [k | v] (stride ld, heads as column blocks) into the window kv of one
- * stream at row `row`. */
-static void store_rows(const decode_state *s, float *kv, int row, const float *src, int rows,
+/* Stores rows of [k | v] (stride ld, heads as column blocks) into the window of layer l,
+ * stream b at row `row` (a bf16 cache: rounded). */
+static void store_rows(const decode_state *s, int l, int b, int row, const float *src, int rows,
                        size_t ld)
 {
     size_t hd = hd_of(s), dh = (size_t)s->dh, vo = (size_t)s->cap * dh;
     for (int h = 0; h < s->H; h++) {
-        float *k = head_at(s, kv, h) + (size_t)row * dh;
+        size_t k = kv_off(s, l, b) + (size_t)h * 2 * s->cap * dh + (size_t)row * dh;
         for (int r = 0; r < rows; r++) {
             const float *x = src + (size_t)r * ld + (size_t)h * dh;
-            memcpy(k + (size_t)r * dh, x, dh * sizeof(float));
-            memcpy(k + vo + (size_t)r * dh, x + hd, dh * sizeof(float));
+            size_t o = k + (size_t)r * dh;
+            int rd = s->cache == DECODE_CACHE_ROUNDED;
+            put_row(s->kv ? s->kv + o : NULL, s->kv16 ? s->kv16 + o : NULL, x, dh, rd);
+            put_row(s->kv ? s->kv + o + vo : NULL, s->kv16 ? s->kv16 + o + vo : NULL, x + hd, dh,
+                    rd);
         }
     }
 }
@@ -70,11 +84,19 @@ static float *bump_take(void *a, double n)
 static void layout(decode_state *s, const model_config *c, bump *b)
 {
     size_t B = (size_t)s->B, hd = hd_of(s), K = (size_t)s->M + 1, d = (size_t)s->d;
-    s->kv = bump_take(b, (size_t)s->n_layer * B * s->cap * 2 * hd);
+    size_t kvn = (size_t)s->n_layer * B * s->cap * 2 * hd;
+    if (s->cache == DECODE_CACHE_BF16)
+        s->kv16 = (uint16_t *)bump_take(b, (double)((kvn + 1) / 2));
+    else
+        s->kv = bump_take(b, (double)kvn);
     s->xin = bump_take(b, (size_t)s->n_layer * B * s->cap * d);
     /* int32 coordinates in float-sized slots (only ever accessed as int32) */
     s->coords = s->pos->needs_coords ? (int32_t *)bump_take(b, B * s->cap * TXL_N_COORDS) : NULL;
     s->tables = bump_take(b, (size_t)s->n_layer * s->tab_floats);
+    if (s->cache == DECODE_CACHE_BF16)
+        s->tables16 = (uint16_t *)bump_take(b, (double)(((size_t)s->n_layer * s->tab_floats + 1) / 2));
+    if (s->cache == DECODE_CACHE_ROUNDED)
+        s->tables_r = bump_take(b, (double)s->n_layer * s->tab_floats);
     s->x = bump_take(b, B * d);
     s->xn = bump_take(b, B * d);
     s->qkv = bump_take(b, B * 3 * hd);
@@ -94,6 +116,7 @@ static void layout(decode_state *s, const model_config *c, bump *b)
     s->scratch = bump_take(b, scr);
     s->prime_x = bump_take(b, PRIME_ROWS * d);
     s->prime_kv = bump_take(b, PRIME_ROWS * 2 * hd);
+    s->lq = (layer_qmats *)bump_take(b, (double)s->n_layer * sizeof(layer_qmats) / sizeof(float));
     s->tail = (layer_tail_bufs){.h1 = bump_take(b, B * d), .ffin = bump_take(b, B * d),
                                 .a = bump_take(b, B * (size_t)c->d_inner),
                                 .tmp = bump_take(b, B * d), .few_rows = 1};
@@ -106,9 +129,11 @@ static void layout(decode_state *s, const model_config *c, bump *b)
 }
 
 /* The sizes of s for B streams and memory M, before layout() places the buffers. */
-static void decode_begin(decode_state *s, const model_config *c, int B, int M)
+static void decode_begin(decode_state *s, const model_config *c, int B, int M,
+                         decode_cache cache)
 {
     memset(s, 0, sizeof *s);
+    s->cache = cache;
     s->pos = pos_get(c->pos);
     s->n_layer = c->n_layer;
     s->B = B;
@@ -122,19 +147,66 @@ static void decode_begin(decode_state *s, const model_config *c, int B, int M)
     s->attn_threads = par_max_threads();
 }
 
-size_t decode_plan_floats(const model_config *c, int B, int M)
+size_t decode_plan_floats(const model_config *c, int B, int M, decode_cache cache)
 {
     decode_state s;
-    decode_begin(&s, c, B, M);
+    decode_begin(&s, c, B, M, cache);
     bump b = {NULL, 0};
     layout(&s, c, &b);
     return b.used + 16;
 }
 
-int decode_init(decode_state *s, const model *mdl, int B, int M, txl_err *e)
+/* y [rows, out] = x W^T + bias for layer l's matrix `which` (model.h, LIN_*): a quantized
+ * model's stored matrix through qgemm (for any rows: it measured as fast as sgemm at 32 and
+ * faster below, and a stream's results then do not depend on how many run beside it),
+ * else the fp32 weights through gemm_few. */
+static void dec_linear(void *ctx, int l, int which, float *y, const float *x, const float *bias,
+                       int rows)
+{
+    decode_state *s = ctx;
+    const layer_tensors *L = &s->mdl->W.layer[l];
+    const model_config *c = &s->mdl->cfg;
+    const qmat *q = s->lq[l].m[which];
+    bf16w *w = s->w16 ? s->w16[l * LIN_N + which] : NULL;
+    if (w && rows == s->B && bf16w_run(w, y, x) == 0)
+        return;
+    if (q) {
+        qlinear(y, x, q, bias, rows);
+        return;
+    }
+    int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
+    switch (which) {
+    case LIN_QKV: linear_forward_few(y, x, L->qkv_w, bias, rows, 3 * hd, d); break;
+    case LIN_O: linear_forward_few(y, x, L->o_w, bias, rows, d, hd); break;
+    case LIN_FF0: linear_forward_few(y, x, L->ff0_w, bias, rows, di, d); break;
+    default: linear_forward_few(y, x, L->ff3_w, bias, rows, d, di); break;
+    }
+}
+
+/* The bf16 products of every layer matrix and the output layer (full softmax), where
+ * oneDNN makes them; a matrix it does not stays on dec_linear's other paths. */
+static void bf16w_plan(decode_state *s, const model *mdl)
 {
     const model_config *c = &mdl->cfg;
-    decode_begin(s, c, B, M);
+    int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
+    s->w16 = calloc((size_t)s->n_layer * LIN_N, sizeof *s->w16);
+    for (int l = 0; s->w16 && l < s->n_layer; l++) {
+        const layer_tensors *L = &mdl->W.layer[l];
+        bf16w **w = s->w16 + (size_t)l * LIN_N;
+        w[LIN_QKV] = bf16w_new(L->qkv_w, NULL, 3 * hd, d, s->B);
+        w[LIN_O] = bf16w_new(L->o_w, NULL, d, hd, s->B);
+        w[LIN_FF0] = bf16w_new(L->ff0_w, L->ff0_b, di, d, s->B);
+        w[LIN_FF3] = bf16w_new(L->ff3_w, L->ff3_b, d, di, s->B);
+    }
+    if (!adapt_in_use(c))
+        s->out16 = bf16w_new(mdl->W.word_emb, mdl->W.out_bias, c->vocab, d, s->B);
+}
+
+int decode_init(decode_state *s, const model *mdl, int B, int M, decode_cache cache,
+                txl_err *e)
+{
+    const model_config *c = &mdl->cfg;
+    decode_begin(s, c, B, M, cache);
     bump b = {NULL, 0};
     layout(s, c, &b);
     s->buf = aligned_alloc(64, (b.used + 16) * sizeof(float));
@@ -144,19 +216,29 @@ int decode_init(decode_state *s, const model *mdl, int B, int M, txl_err *e)
     memset(s->buf, 0, (b.used + 16) * sizeof(float));
     b = (bump){s->buf, 0};
     layout(s, c, &b);
+    s->mdl = mdl;
+    quant_views(mdl, s->lq, &s->out_q);
+    s->tail.lin = dec_linear;
+    s->tail.lin_ctx = s;
+    if (B >= DECODE_BF16W_ROWS && gemm_get_precision() == GEMM_BF16)
+        bf16w_plan(s, mdl);
     return 0;
 }
 
 void decode_free(decode_state *s)
 {
+    for (int i = 0; s->w16 && i < s->n_layer * LIN_N; i++)
+        bf16w_free(s->w16[i]);
+    free(s->w16);
+    bf16w_free(s->out16);
     free(s->buf);
     memset(s, 0, sizeof *s);
 }
 
-/* k and v of `rows` layer inputs h [rows, d] of layer l into the window kv of one stream,
- * from its row 0 (rope: keys rotated at positions pos, pos+1, ...), PRIME_ROWS at a time. */
+/* k and v of `rows` layer inputs h [rows, d] of layer l into the window of stream b, from
+ * its row 0 (rope: keys rotated at positions pos, pos+1, ...), PRIME_ROWS at a time. */
 static void cache_rows(decode_state *s, const model *mdl, int l, const float *h, int rows,
-                       float *kv, long pos)
+                       int b, long pos)
 {
     const model_config *c = &mdl->cfg;
     const layer_tensors *L = &mdl->W.layer[l];
@@ -172,7 +254,7 @@ static void cache_rows(decode_state *s, const model *mdl, int l, const float *h,
         if (s->pos->decode_qk)
             s->pos->decode_qk(c, NULL, s->prime_kv, n, 2 * (int)hd, pos + r0 + s->pos_offset, 1,
                               s->scratch);
-        store_rows(s, kv, r0, s->prime_kv, n, 2 * hd);
+        store_rows(s, l, b, r0, s->prime_kv, n, 2 * hd);
     }
 }
 
@@ -186,13 +268,18 @@ void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long 
         if (s->pos->decode_tables)
             s->pos->decode_tables(c, &mdl->W.layer[l], &mdl->W, s->M,
                                   s->tables + (size_t)l * s->tab_floats, s->scratch);
+    size_t nt = (size_t)s->n_layer * s->tab_floats;
+    if (s->tables16)
+        quant_bf16(s->tables16, s->tables, nt);
+    for (size_t i = 0; s->tables_r && i < nt; i++)
+        s->tables_r[i] = bf16_to_f32(bf16_from_f32(s->tables[i]));
     if (s->m == 0)
         return;
     for (int l = 0; l < s->n_layer; l++)
         for (int b = 0; b < s->B; b++) {
             const float *rows = mem_layer(mem, l) + (size_t)b * mem->M * s->d;
             memcpy(xin_at(s, l, b), rows, (size_t)s->m * s->d * sizeof(float));
-            cache_rows(s, mdl, l, rows, s->m, kv_at(s, l, b), pos - s->m);
+            cache_rows(s, mdl, l, rows, s->m, b, pos - s->m);
         }
     for (int b = 0; s->coords && b < s->B; b++)
         memcpy(coords_at(s, b), mem->coords + (size_t)b * mem->M * TXL_N_COORDS,
@@ -210,14 +297,14 @@ static void layer_step(decode_state *s, const model *mdl, int l)
         layernorm_forward(s->xn, NULL, NULL, s->x, L->attn_ln_w, L->attn_ln_b, B, d);
         X = s->xn;
     }
-    linear_forward_few(s->qkv, X, L->qkv_w, NULL, B, 3 * hd, d);
+    dec_linear(s, l, LIN_QKV, s->qkv, X, NULL, B);
     for (int b = 0; b < B; b++) {
         float *qkv = s->qkv + (size_t)b * 3 * hd;
         if (s->pos->decode_qk)
             s->pos->decode_qk(c, qkv, qkv + hd, 1, 3 * hd, s->next_pos + s->pos_offset, 0,
                               s->scratch);
         memcpy(s->q + (size_t)b * hd, qkv, (size_t)hd * sizeof(float));
-        store_rows(s, kv_at(s, l, b), row, qkv + hd, 1, 3 * (size_t)hd);
+        store_rows(s, l, b, row, qkv + hd, 1, 3 * (size_t)hd);
         memcpy(xin_at(s, l, b) + (size_t)row * d, s->x + (size_t)b * d, (size_t)d * sizeof(float));
     }
     size_t cd = (size_t)s->cap * s->dh;
@@ -232,7 +319,19 @@ static void layer_step(decode_state *s, const model *mdl, int l)
                      .bias_state = s->bias_state};
     if (s->pos->decode_args)
         s->pos->decode_args(&pd, &aa);
-    attn_decode(s->vec, s->q, kv_at(s, l, 0) + (size_t)s->start * s->dh, &aa, s->attn_scratch);
+    const float *kv = NULL;
+    size_t t0 = (size_t)l * s->tab_floats; /* xl's position rows: from the tables' copy */
+    int rk_in_tables = aa.rk && aa.rk >= s->tables + t0 && aa.rk < s->tables + t0 + s->tab_floats;
+    if (s->kv16) { /* the same rows in bf16 */
+        aa.kv16 = s->kv16 + kv_off(s, l, 0) + (size_t)s->start * s->dh;
+        if (rk_in_tables)
+            aa.rk16 = s->tables16 + (aa.rk - s->tables);
+    } else {
+        kv = kv_at(s, l, 0) + (size_t)s->start * s->dh;
+        if (rk_in_tables && s->tables_r)
+            aa.rk = s->tables_r + (aa.rk - s->tables);
+    }
+    attn_decode(s->vec, s->q, kv, &aa, s->attn_scratch);
     layer_tail_forward(c, L, l, B, s->x, s->vec, s->x, &s->tail, 0.0f, 0, 0);
 }
 
@@ -253,8 +352,13 @@ static void advance(decode_state *s)
         for (int b = 0; b < s->B; b++) {
             float *xi = xin_at(s, l, b);
             for (int h = 0; h < 2 * s->H; h++) { /* each head's keys, then its values */
-                float *kv = kv_at(s, l, b) + (size_t)h * s->cap * dh;
-                memmove(kv, kv + (size_t)s->start * dh, (size_t)s->m * dh * sizeof(float));
+                size_t o = kv_off(s, l, b) + (size_t)h * s->cap * dh;
+                if (s->kv16)
+                    memmove(s->kv16 + o, s->kv16 + o + (size_t)s->start * dh,
+                            (size_t)s->m * dh * sizeof(uint16_t));
+                else
+                    memmove(s->kv + o, s->kv + o + (size_t)s->start * dh,
+                            (size_t)s->m * dh * sizeof(float));
             }
             memmove(xi, xi + (size_t)s->start * s->d, (size_t)s->m * s->d * sizeof(float));
         }
@@ -281,7 +385,12 @@ void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const in
         layer_step(s, mdl, l);
     advance(s);
     s->next_pos++;
-    model_logprobs(mdl, s->x, s->B, s->logits, &s->ad, 1);
+    if (s->out16 && bf16w_run(s->out16, s->logits, s->x) == 0)
+        ; /* the matrix units' */
+    else if (s->out_q && !adapt_in_use(&mdl->cfg))
+        qlinear(s->logits, s->x, s->out_q, mdl->W.out_bias, s->B);
+    else
+        model_logprobs(mdl, s->x, s->B, s->logits, &s->ad, 1);
 }
 
 void decode_sync_mem(const decode_state *s, model_mem *mem)

@@ -5,8 +5,8 @@
  * value projections of all M memory rows and (xl) the projected positions: O(M d^2) per
  * layer and token. The memory rows never change once written, so their k and v are
  * computed once and kept in a window per layer and stream; the scheme's position tables
- * (xl's rk, the mlp/alibi bias) are built once for every distance up to M (pos.h:
- * decode_tables). A step then runs a layer of model_forward for a 1-token segment: the
+ * (xl's rk, the mlp/alibi/t5 bias) are built once for every distance up to M (pos.h:
+ * decode_tables; fire's row of a query past its threshold, once per step). A step then runs a layer of model_forward for a 1-token segment: the
  * same q/kv projection, attn_decode (attention.c: the attention kernel's scores for one
  * query per stream) over the cached rows, and the same layer_tail_forward (forward.c); it
  * costs O(M*H*dh + d^2) per layer and token, whatever the amount of text generated, and
@@ -23,7 +23,20 @@
  * memory) are kept the same way and copied out by decode_sync_mem.
  *
  * Rope rotates each cached key by the absolute position of its token and the query by its
- * own: only the difference enters the score, as in model_forward. */
+ * own: only the difference enters the score, as in model_forward.
+ *
+ * A bf16 cache (DECODE_CACHE_BF16) keeps the keys, the values and xl's position rows
+ * rounded to bfloat16 (round to nearest even): half the bytes a token reads from them
+ * (at mem_len 1024 they outweigh S's weights), the products over them qgemm.h's (each term
+ * an exact bf16 value times an fp32 query or probability, summed in fp32). The layer inputs
+ * (the memory, decode_sync_mem) stay fp32.
+ *
+ * Many streams under bf16 precision (gemm_set_precision(GEMM_BF16)): from DECODE_BF16W_ROWS
+ * streams a step's products run on the CPU's matrix units (gemm_bf16w.h: the weights
+ * rounded to bf16 and reordered once, at decode_init; the activations rounded at each
+ * step), which for S's 16 products of 32 rows measured 0.50 ms against 2.8 ms for q8's and
+ * 2.9 for fp32's own kernels, and as fast as those at 4 rows (all bound by the weight
+ * reads there). */
 #ifndef TXL_DECODE_H
 #define TXL_DECODE_H
 
@@ -31,22 +44,43 @@
 
 #include "../common/err.h"
 #include "model.h"
+#include "quant.h"
+
+/* DECODE_CACHE_ROUNDED (tests): an fp32 cache of the bf16 cache's values, rounded to bf16
+ * and kept as floats: the bf16 cache's numbers on the fp32 path, which test_decode holds
+ * the bf16 cache to. */
+typedef enum { DECODE_CACHE_FP32, DECODE_CACHE_BF16, DECODE_CACHE_ROUNDED } decode_cache;
+
+#define DECODE_BF16W_ROWS 4
+
+typedef struct bf16w bf16w;
 
 typedef struct {
     const pos_ops *pos;
+    const model *mdl; /* decode_init's */
+    bf16w **w16;      /* [N][LIN_N] bf16 products on the matrix units, or NULL */
+    bf16w *out16;     /* the output layer's (full softmax), or NULL */
     int n_layer, B, M, d, H, dh, V;
     int cap;          /* rows of each window: 2 (M + 1) */
     int m, start;     /* memory rows held, first row of the window */
     long next_pos;    /* absolute position of the next token (rope) */
     long pos_offset;  /* added to absolute positions (eval-style offsets; 0 as trained) */
     size_t tab_floats;/* per layer */
+    decode_cache cache;
     float *kv;        /* [N][B][H][2][cap][dh] each head's keys, then its values (rope:
-                         keys rotated) */
+                         keys rotated); NULL with a bf16 cache */
+    uint16_t *kv16;   /* a bf16 cache: the same in bf16, else NULL */
     float *xin;       /* [N][B][cap][d] layer inputs: the memory */
     int32_t *coords;  /* [B][cap][TXL_N_COORDS] text coordinates (needs_coords), or NULL */
     float *tables;    /* [N][tab_floats] the scheme's decode tables */
+    uint16_t *tables16; /* a bf16 cache: the same in bf16 (xl's position rows are read from
+                           it), else NULL */
+    float *tables_r;  /* DECODE_CACHE_ROUNDED: the same rounded to bf16, else NULL */
     float *x, *xn, *qkv, *q, *vec, *logits, *attn_scratch, *scratch;
     float *prime_x, *prime_kv; /* decode_prime's rows: layer norm, then k and v */
+    layer_qmats *lq;  /* [N] a quantized model's stored matrices (quant.h), read by the
+                         layer products (qgemm.h); all NULL for an fp32 model */
+    const qmat *out_q;/* the output layer's (full softmax), or NULL */
     layer_tail_bufs tail;
     adapt_ws ad;      /* the adaptive softmax's buffers (adaptive.h), when in use */
     pos_acts pos_acts;
@@ -55,10 +89,11 @@ typedef struct {
     float *buf;
 } decode_state;
 
-/* Plans the caches for B streams and memory length M. */
-int decode_init(decode_state *s, const model *mdl, int B, int M, txl_err *e);
+/* Plans the caches for B streams and memory length M, of type `cache`. */
+int decode_init(decode_state *s, const model *mdl, int B, int M, decode_cache cache,
+                txl_err *e);
 /* The floats decode_init allocates for the same arguments (without allocating them). */
-size_t decode_plan_floats(const model_config *c, int B, int M);
+size_t decode_plan_floats(const model_config *c, int B, int M, decode_cache cache);
 void decode_free(decode_state *s);
 /* Builds the position tables from the weights and the caches from the memory as it stands
  * (mem->B == B, e.g. after a prompt ran through model_forward); `pos` = tokens consumed so

@@ -89,7 +89,10 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
     int d = c->d_model, hd = c->n_head * c->d_head, di = c->d_inner;
     size_t n = (size_t)rows * d;
     /* output projection, dropout, residual (+ LN when post) */
-    tail_linear(t, t->vecb, t->tmp, vec, L->o_w, NULL, rows, d, hd);
+    if (t->lin) /* decoding's own products (decode.c) */
+        t->lin(t->lin_ctx, l, LIN_O, t->tmp, vec, NULL, rows);
+    else
+        tail_linear(t, t->vecb, t->tmp, vec, L->o_w, NULL, rows, d, hd);
     dropout_add(t->h1, x, t->tmp, n, p, pos_site_key(key, l, SITE_ATTN_OUT), base_row * d);
     const float *ffin = t->h1;
     if (!c->pre_lnorm) {
@@ -102,7 +105,12 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
     }
     /* feed-forward: a = drop(relu(ffin W0^T + b0)), out = h1 + drop(a W3^T + b3) */
     uint16_t *ab = gemm_get_precision() == GEMM_BF16 ? t->ab : NULL;
-    if (ab && t->infer && p <= 0.0f && !t->few_rows &&
+    if (t->lin) { /* decoding's own products (decode.c) */
+        t->lin(t->lin_ctx, l, LIN_FF0, t->a, ffin, L->ff0_b, rows);
+        dropout_relu_h(t->a, NULL, t->a, (size_t)rows * di, p, pos_site_key(key, l, SITE_FF_ACT),
+                       base_row * di);
+        t->lin(t->lin_ctx, l, LIN_FF3, t->tmp, t->a, L->ff3_b, rows);
+    } else if (ab && t->infer && p <= 0.0f && !t->few_rows &&
         linear_relu_h(ab, ffin, linear_round(t->ffinb, ffin, rows, d), L->ff0_w, L->ff0_b, rows,
                       di, d) == 0) { /* inference in bf16: a is made in bf16 by its product */
         linear_forward_x(t->tmp, NULL, ab, L->ff3_w, L->ff3_b, rows, d, di, 0);
@@ -184,8 +192,50 @@ static void layer_project_cached(const model_config *c, const layer_tensors *L,
     linear_forward_x(lc->kv, X, Xh, L->qkv_w + (size_t)hd * d, NULL, B * Lq, 2 * hd, d, 0);
 #pragma omp parallel for schedule(static) if ((size_t)B * Lq * k->row > 65536)
     for (int b = 0; b < B; b++)
-        memcpy(kv_window(k, l, b) + (size_t)(k->start + m) * k->row,
-               lc->kv + (size_t)b * Lq * k->row, (size_t)Lq * k->row * sizeof(float));
+        kv_cache_put(k, l, b, k->start + m, lc->kv + (size_t)b * Lq * k->row, Lq);
+}
+
+/* Whether this forward can use the cache k: it has one; a bf16 one only for the AMX
+ * attention (which reads it) and without the term statistics (which read fp32 keys) */
+static int cache_usable(const kv_cache *k, const model_acts *A, const fwd_opts *o)
+{
+    return kv_cache_on(k) && (!k->hbuf || (A->attn_amx && !A->attn_blas && !o->stats));
+}
+
+/* The cache put in step with mem: per layer, the keys and values of the memory's m rows
+ * projected a segment's worth of rows at a time (after LN_attn when pre-LN) into rows
+ * 0..m-1 of every window. The same rows times the same weights as a whole window's
+ * projection (a row may round its last bit differently in a GEMM of other rows), in
+ * buffers of a segment: ACTS_CACHED plans no window-sized ones. */
+static void prime_cache(const model *mdl, model_acts *A, const model_mem *mem, kv_cache *k)
+{
+    const model_config *c = &A->cfg;
+    const int B = A->B, d = c->d_model, hd = c->n_head * c->d_head, m = mem->m, T = A->Lq_max;
+    layer_cache *lc = &A->lc[0];
+    for (int l = 0; l < c->n_layer && m > 0; l++) {
+        const layer_tensors *L = &mdl->W.layer[l];
+        const float *ml = mem_layer(mem, l);
+        for (int r0 = 0; r0 < m; r0 += T) {
+            int rows = m - r0 < T ? m - r0 : T;
+            for (int b = 0; b < B; b++)
+                memcpy(A->tmp + (size_t)b * rows * d, ml + ((size_t)b * mem->M + r0) * d,
+                       (size_t)rows * d * sizeof(float));
+            const float *X = A->tmp;
+            if (c->pre_lnorm) {
+                layernorm_forward(lc->xq, NULL, NULL, A->tmp, L->attn_ln_w, L->attn_ln_b,
+                                  B * rows, d);
+                X = lc->xq;
+            }
+            linear_forward_x(lc->kv, X, linear_round(lc->xqb, X, B * rows, d),
+                             L->qkv_w + (size_t)hd * d, NULL, B * rows, 2 * hd, d, 0);
+            for (int b = 0; b < B; b++)
+                kv_cache_put(k, l, b, r0, lc->kv + (size_t)b * rows * k->row, rows);
+        }
+    }
+    k->start = 0;
+    k->m = m;
+    k->of = mem->buf;
+    k->gen = mem->gen;
 }
 
 static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_seg *s, int l,
@@ -200,13 +250,15 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
     kv_cache *k = o->kv;
 
     const float *kv = lc->kv;
+    const uint16_t *kvh = NULL;
     if (cached) {
         layer_project_cached(c, L, lc, x, k, l, B, Lq, mem->m);
-        kv = kv_window(k, l, 0) + (size_t)k->start * k->row;
+        if (k->hbuf)
+            kv = NULL, kvh = kv_window_h(k, l, 0) + (size_t)k->start * k->row;
+        else
+            kv = kv_window(k, l, 0) + (size_t)k->start * k->row;
     } else {
         layer_project(c, L, lc, x, mem, l, B, Lq);
-        if (k && k->buf)
-            kv_cache_fill(k, l, lc->kv, klen);
     }
     pos_ctx pc = layer_ctx(mdl, A, s, l, lc);
     if (cached)
@@ -215,7 +267,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
         A->pos->layer_forward(&pc);
     attn_args aa = attn_base(A, s, l);
     if (cached)
-        aa.kv_bstride = (size_t)k->cap * k->row;
+        aa.kv_bstride = (size_t)k->cap * k->row, aa.kvh = kvh;
     aa.same_len = o->same_len;
     if (A->pos->attn_args)
         A->pos->attn_args(&pc, &aa);
@@ -225,7 +277,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
 
     layer_tail_bufs tb = {lc->h1, lc->ffin, lc->a, A->tmp,
                           lc->ln1_xhat, lc->ln1_rstd, lc->ln2_xhat, lc->ln2_rstd, 0,
-                          lc->vecb, lc->ffinb, lc->ab, !tr};
+                          lc->vecb, lc->ffinb, lc->ab, !tr, NULL, NULL};
     layer_tail_forward(c, L, l, B * Lq, x, lc->vec, A->hs + (size_t)(l + 1) * n, &tb, s->dropout,
                        o->drop_key, A->b_offset * (size_t)Lq);
     if (cached)
@@ -273,9 +325,13 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
     if (A->pos->segment)
         A->pos->segment(&s);
     assert(!o->kv || !o->training);
-    int cached = kv_cache_valid(o->kv, mem, Lq);
+    /* inference with a cache: in step with the memory, or put in step with it */
+    int cached = cache_usable(o->kv, A, o);
     if (cached && mem->m == 0)
         o->kv->start = 0;
+    else if (cached && !kv_cache_valid(o->kv, mem, Lq))
+        prime_cache(mdl, A, mem, o->kv);
+    assert(cached || !A->cached); /* ACTS_CACHED: the window's buffers hold a segment only */
     for (int l = 0; l < N; l++)
         layer_forward(mdl, A, mem, &s, l, o, cached);
 
@@ -303,8 +359,8 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
         keep_coords(A, mem, klen);
         mem->m = klen < mem->M ? klen : mem->M;
         mem->gen++;
-        if (o->kv && o->kv->buf)
-            kv_cache_advance(o->kv, mem, klen, !cached);
+        if (cached)
+            kv_cache_advance(o->kv, mem, klen);
     }
     return loss;
 }

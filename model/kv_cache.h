@@ -16,9 +16,13 @@
  * and row count; an empty memory always matches), else projects the whole window and
  * refills it. Rows copied into that memory by hand need kv_cache_invalidate. Schemes with
  * window_keys (rope) get no cache (buf NULL), nor does a memory of 0 rows, nor a cache that
- * could not be allocated (the forward then projects every window whole, as without one). */
+ * could not be allocated (the forward then projects every window whole, as without one).
+ * In bf16 precision with the AMX attention (attn_amx.h), which rounds the keys and values
+ * to bf16 anyway, the cache holds their bf16 roundings (hbuf, half the bytes; buf NULL):
+ * the same values, so the same results. */
 struct kv_cache {
     float *buf;              /* [n_layer][B][cap][row], or NULL */
+    uint16_t *hbuf;          /* the same in bf16 (see above), or NULL */
     int n_layer, B, M, Lq_max, cap, row; /* cap = M + 2 Lq_max, row = 2 H dh */
     int start, m;            /* the memory's rows in each window; m = -1: invalid */
     const float *of;         /* the memory buffer it mirrors */
@@ -32,10 +36,13 @@ void kv_cache_invalidate(kv_cache *k);
 void kv_cache_free(kv_cache *k);
 /* The floats kv_cache_init would allocate for the same arguments (0: no cache). */
 size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max);
-/* The floats it holds (0 without a buffer). */
+/* Whether it holds a buffer (fp32 or bf16) */
+static inline int kv_cache_on(const kv_cache *k) { return k && (k->buf || k->hbuf); }
+/* The floats' worth of bytes it holds (0 without a buffer). */
 static inline size_t kv_cache_floats(const kv_cache *k)
 {
-    return k->buf ? (size_t)k->n_layer * k->B * k->cap * k->row : 0;
+    size_t n = (size_t)k->n_layer * k->B * k->cap * k->row;
+    return k->buf ? n : k->hbuf ? (n + 1) / 2 : 0;
 }
 
 #endif

@@ -23,6 +23,7 @@
 #include "pos.h"
 
 typedef struct kv_cache kv_cache; /* kv_cache.h: inference's keys and values of the memory */
+typedef struct qmat qmat;         /* quant.h: a matrix stored in 16 or 8 bits */
 
 /* Named views of one layer's tensors (every member a float *: the table fills them by
  * index). pos[] are the positional scheme's, in the order its params hook added them. */
@@ -50,6 +51,7 @@ typedef struct {
     size_t offset; /* in floats, into the flat arrays */
     size_t numel;
     param_init init;
+    float init_arg;/* INIT_CONST's value, INIT_UNIFORM's bound */
     int layer;     /* -1: model-wide */
     int field;     /* index of its view among the float * of model_tensors (layer -1) or
                       layer_tensors */
@@ -64,6 +66,11 @@ typedef struct {
     float *w;            /* parameters */
     float *g;            /* gradients, NULL until model_alloc_grads */
     model_tensors W, G;  /* named views of w and g */
+    /* A quantized checkpoint's tensors as it stores them (quant.h), by table index: w holds
+     * their exact dequantization (every product of training, evaluation and prompts reads
+     * it), decoding's few-row products read these. NULL: every tensor is fp32. */
+    qmat *qm;            /* [n_params] */
+    void *qbuf;          /* their bytes (owned, with qm) */
     uint16_t *wb;        /* bf16 precision: w rounded to bf16 (model_bf16_sync), which the
                             products read in place of rounding a weight at every use; NULL
                             until then. A replica shares its source's. */
@@ -177,6 +184,7 @@ typedef struct {
     int attn_amx;            /* with the fused kernel: its bf16 products on AMX tiles
                                 (attn_amx.h): bf16 precision on a CPU with AMX-BF16 */
     int bf16;                /* planned in bf16 precision: the layer caches' bf16 twins */
+    int cached;              /* planned as ACTS_CACHED (acts_init) */
     size_t b_offset;         /* global index of stream 0 (data parallelism: dropout masks are
                                 drawn by global stream, so N ranks x B/N streams draw what one
                                 process with B streams draws) */
@@ -216,7 +224,13 @@ typedef struct {
 } model_acts;
 
 /* Plans every buffer for batch B, segments up to Lq_max, memory up to M. training = 1
- * keeps per-layer caches for the backward and allocates gradient scratch. */
+ * keeps per-layer caches for the backward and allocates gradient scratch; 0 is inference;
+ * ACTS_CACHED is inference that always runs with a usable key cache (kv_cache.h: the caller
+ * has one, and asks for no term statistics): the window's buffers (cat, its LN, kv and their
+ * bf16 twins) hold a segment, not memory + segment, and a forward whose cache is not in
+ * step with the memory refills it from the memory a segment's rows at a time: evaluation's
+ * memory then grows with the memory and its cache only. */
+#define ACTS_CACHED 2
 int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, int training,
               txl_err *e);
 void acts_free(model_acts *A);
@@ -278,7 +292,14 @@ typedef struct {
     int few_rows; /* one token per stream (decoding): products through linear_forward_few */
     uint16_t *vecb, *ffinb, *ab; /* bf16 twins of vec, ffin, a (layer_cache), or NULL */
     int infer;    /* inference (no backward: the activations need not be kept) */
+    /* decoding's own products (decode.c: a quantized model's stored matrices, bf16 weights
+     * through the matrix units), or NULL: y [rows, out] = x W^T + bias of layer l's matrix
+     * `which` (LIN_O, LIN_FF0, LIN_FF3) */
+    void (*lin)(void *ctx, int l, int which, float *y, const float *x, const float *bias,
+                int rows);
+    void *lin_ctx;
 } layer_tail_bufs;
+enum { LIN_QKV, LIN_O, LIN_FF0, LIN_FF3, LIN_N };
 
 /* Everything of layer l after the attention, for rows = B*Lq rows of B streams:
  *   post: h1 = LN_attn(x + drop(vec @ Wo^T));  out = LN_ff(h1 + drop(FF(h1)))

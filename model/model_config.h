@@ -12,7 +12,9 @@
     X(ALIBI, alibi)                                                                            \
     X(ABSOLUTE, absolute)                                                                      \
     X(NONE, none)                                                                              \
-    X(HIER, hier)
+    X(HIER, hier)                                                                              \
+    X(FIRE, fire)                                                                              \
+    X(T5, t5)
 
 typedef enum {
 #define POS_ENUM(u, l) POS_##u,
@@ -64,6 +66,11 @@ typedef struct {
     int mlp_hidden;     /* mlp, hier: hidden width of the bias MLPs */
     int hier_levels;    /* hier: levels in use, bits of HIER_TOKEN.. (pos_hier.c) */
     int hier_num_freqs; /* hier: K of each level's features */
+    int fire_hidden;    /* fire: hidden width of its MLP */
+    float fire_threshold; /* fire: the threshold L's start (L = |L_mult| fire_threshold) */
+    int t5_buckets;     /* t5: NB relative-position buckets */
+    int t5_max_dist;    /* t5: the distance where the logarithmic buckets end */
+    int t5_shared;      /* t5: one table for all layers (T5's choice) */
     cutoff_list cutoffs;/* adaptive softmax and input: the tail clusters' first ids (n = 0:
                            the full softmax, tied to one embedding [V, d]) */
     int div_val;        /* cluster i's width d_embed / div_val^i (0 or 1: one table) */

@@ -44,12 +44,15 @@ static inline attn_args attn_base(const model_acts *A, const pos_seg *s, int l)
                        .amx = !A->attn_blas && A->attn_amx};
 }
 
-/* kv_cache.c, for the forward: row 0 of stream b's window of layer l; whether k holds the
- * keys of mem's rows; refilling layer l from a window projected whole; advancing after a
+/* kv_cache.c, for the forward: row 0 of stream b's window of layer l (fp32, bf16); rows
+ * written into a window; whether k holds the keys of mem's rows; advancing after a
  * segment. */
 float *kv_window(const kv_cache *k, int l, int b);
+uint16_t *kv_window_h(const kv_cache *k, int l, int b);
+/* rows [row, row + rows) of stream b's window of layer l from src (fp32 rows, rounded to bf16
+ * in a bf16 cache) */
+void kv_cache_put(kv_cache *k, int l, int b, int row, const float *src, int rows);
 int kv_cache_valid(const kv_cache *k, const model_mem *mem, int Lq);
-void kv_cache_fill(kv_cache *k, int l, const float *kv, int klen);
-void kv_cache_advance(kv_cache *k, const model_mem *mem, int klen, int filled);
+void kv_cache_advance(kv_cache *k, const model_mem *mem, int klen);
 
 #endif

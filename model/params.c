@@ -27,7 +27,7 @@ struct param_table {
 #define LAYER_FIELD(f) ((int)(offsetof(layer_tensors, f) / sizeof(float *)))
 #define MODEL_FIELD(f) ((int)(offsetof(model_tensors, f) / sizeof(float *)))
 
-static int table_add(param_table *b, int field, int d0, int d1, param_init init,
+static int table_add(param_table *b, int field, int d0, int d1, param_init init, float arg,
                      const char *fmt, va_list ap)
 {
     if (b->counting) {
@@ -53,6 +53,7 @@ static int table_add(param_table *b, int field, int d0, int d1, param_init init,
     p->shape[1] = d1 > 0 ? d1 : 0;
     p->numel = (size_t)d0 * (d1 > 0 ? (size_t)d1 : 1);
     p->init = init;
+    p->init_arg = arg;
     p->layer = b->layer;
     p->field = field;
     p->offset = b->off;
@@ -69,19 +70,35 @@ static int core_add(param_table *b, int field, int d0, int d1, param_init init,
 {
     va_list ap;
     va_start(ap, fmt);
-    int rc = table_add(b, field, d0, d1, init, fmt, ap);
+    int rc = table_add(b, field, d0, d1, init, 0.0f, fmt, ap);
     va_end(ap);
     return rc;
 }
 
-int param_add(param_table *b, int d0, int d1, param_init init, const char *fmt, ...)
+static int pos_add(param_table *b, int d0, int d1, param_init init, float arg, const char *fmt,
+                   va_list ap)
 {
     if (b->n_pos == POS_SLOTS)
         return -1;
     int field = b->layer < 0 ? MODEL_FIELD(pos) : LAYER_FIELD(pos);
+    return table_add(b, field + b->n_pos++, d0, d1, init, arg, fmt, ap);
+}
+
+int param_add(param_table *b, int d0, int d1, param_init init, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    int rc = table_add(b, field + b->n_pos++, d0, d1, init, fmt, ap);
+    int rc = pos_add(b, d0, d1, init, 0.0f, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int param_add_init(param_table *b, int d0, int d1, param_init init, float arg,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = pos_add(b, d0, d1, init, arg, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -315,6 +332,8 @@ void model_init_weights(model *mdl, uint64_t seed)
             w[k] = p->init == INIT_NORMAL ? (float)(0.02 * rng_normal(&r))
                    : p->init == INIT_PROJ ? (float)(0.01 * rng_normal(&r))
                    : p->init == INIT_ONE  ? 1.0f
+                   : p->init == INIT_CONST ? p->init_arg
+                   : p->init == INIT_UNIFORM ? (float)(p->init_arg * (2.0 * rng_uniform(&r) - 1.0))
                    : p->init == INIT_EYES ? (float)((int)(k % (size_t)p->shape[1]) %
                                                     p->shape[0] == (int)(k / (size_t)p->shape[1]))
                                           : 0.0f;
@@ -397,5 +416,7 @@ void model_free(model *mdl)
     free(mdl->g);
     free(mdl->W.layer);
     free(mdl->G.layer);
+    free(mdl->qm);
+    free(mdl->qbuf);
     memset(mdl, 0, sizeof *mdl);
 }

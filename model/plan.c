@@ -97,6 +97,8 @@ static void plan_layer(model_acts *A, arena *ar, layer_cache *lc, pos_alloc *pa,
     int B = A->B, Lq = A->Lq_max, klen = Lq + A->M, d = c->d_model;
     int H = c->n_head, hd = H * c->d_head, di = c->d_inner, tr = A->training;
     double BL = (double)B * Lq, BK = (double)B * klen; /* doubles: see arena */
+    if (A->cached) /* the window's rows are projected a segment at a time */
+        BK = BL;
     lc->cat = take(ar, BK * d);
     if (c->pre_lnorm) {
         lc->catn = take(ar, BK * d);
@@ -191,7 +193,8 @@ static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max,
     A->B = B;
     A->Lq_max = Lq_max;
     A->M = M;
-    A->training = training;
+    A->training = training == 1;
+    A->cached = training == ACTS_CACHED && M > 0 && !pos_get(cfg->pos)->window_keys;
     A->threads = par_max_threads();
     /* (gemm_get_precision: the callers set the precision before they plan.) fp32 is the
      * exact path of txl before 0.3, bit for bit: attention's products on
@@ -210,7 +213,7 @@ static int acts_begin(model_acts *A, const model_config *cfg, int B, int Lq_max,
     A->attn_amx = A->bf16 && amx_attn_available();
     if (A->attn_amx)
         A->attn_blas = 0;
-    A->lc = calloc(training && !counting ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
+    A->lc = calloc(A->training && !counting ? (size_t)cfg->n_layer : 1, sizeof(layer_cache));
     if (!A->lc)
         return err_set(e, ERR_RUNTIME, "out of memory planning activations");
     return 0;

@@ -34,14 +34,19 @@ typedef struct attn_grads attn_grads;
 
 /* Adds one parameter tensor (shape [d0] when d1 == 0, else [d0, d1]) named by fmt to the
  * table (params.c) with the given init (N(0, 0.02) for INIT_NORMAL). Returns 0, or -1 when
- * out of memory or when the scheme has used all POS_SLOTS views of this layer. */
+ * out of memory or when the scheme has used all POS_SLOTS views of this layer.
+ * param_add_init takes the argument of the inits that have one. */
 typedef enum {
     INIT_NORMAL, INIT_ZERO, INIT_ONE,
     INIT_EYES, /* [r, c]: w[i][j] = 1 where j % r == i, else 0 (identity blocks side by side) */
-    INIT_PROJ  /* N(0, 0.01): the adaptive softmax's projections (official's proj_init_std) */
+    INIT_PROJ, /* N(0, 0.01): the adaptive softmax's projections (official's proj_init_std) */
+    INIT_CONST,  /* every element = arg */
+    INIT_UNIFORM /* U(-arg, arg) */
 } param_init;
 int param_add(param_table *t, int d0, int d1, param_init init, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+int param_add_init(param_table *t, int d0, int d1, param_init init, float arg,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Sizes the activation plan works with. */
 typedef struct {
@@ -74,7 +79,8 @@ typedef struct {
     const layer_tensors *W;
     const model_tensors *MW;
     int M, m;                /* memory capacity, rows held (the query is row m) */
-    const float *tables;     /* this layer's decode tables */
+    float *tables;           /* this layer's decode tables (fire writes the row of a query
+                                that depends on it) */
     const int32_t *coords;   /* [B][..] coordinates of rows 0..m per stream, or NULL */
     size_t coords_bstride;   /* int32s from one stream's rows to the next */
     void *bias_state;        /* storage for a score-bias context (POS_BIAS_STATE bytes) */
@@ -163,7 +169,7 @@ typedef struct pos_ops {
                       int pos_step, float *scratch);
 } pos_ops;
 
-/* decode_args of the schemes whose decode table is a distance bias [H, M+1] (mlp, alibi). */
+/* decode_args of the schemes whose decode table is a distance bias [H, M+1] (mlp, alibi, t5). */
 void pos_decode_dist_bias(const pos_decode *d, attn_args *a);
 
 /* The registry: the ops of a scheme (never NULL for a valid pos_scheme). */

@@ -348,7 +348,7 @@ static void hier_decode_args(const pos_decode *d, attn_args *a)
     }
     hx->coords = d->coords;
     hx->bstride = d->coords_bstride;
-    point_tables(hx, d->c, (float *)d->tables, (size_t)d->M + 1);
+    point_tables(hx, d->c, d->tables, (size_t)d->M + 1);
     hx->fn.add = hier_add;
     a->score_bias = &hx->fn;
 }

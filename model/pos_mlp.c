@@ -165,7 +165,7 @@ static void mlp_decode_tables(const model_config *c, const layer_tensors *W,
                      M + 1);
 }
 
-/* A distance-bias table [H, M+1] of any scheme (mlp, alibi). */
+/* A distance-bias table [H, M+1] of any scheme (mlp, alibi, t5). */
 void pos_decode_dist_bias(const pos_decode *d, attn_args *a)
 {
     a->dist_bias = d->tables;

@@ -270,7 +270,7 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
                     st_read_data(&f, e)))
         rc = -1;
     model_free(&tab);
-    if (rc == 0 && !dry && (ckpt_load_weights(&t->mdl, &f, e) ||
+    if (rc == 0 && !dry && (ckpt_load_weights(&t->mdl, &f, 0, e) ||
                             ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
                             load_mem(t, &f, e)))
         rc = -1;
@@ -386,7 +386,7 @@ static int load_init_from(trainer *t, const char *path, int dry, txl_err *e)
         rc = err_set(e, ERR_INPUT, "--init-from %s: parameter shapes differ from the config "
                      "(checkpoint vs config): %s", path, diff);
     else if (!dry)
-        rc = ckpt_load_weights(&t->mdl, &f, e);
+        rc = ckpt_load_weights(&t->mdl, &f, 0, e); /* a quantized one dequantized */
     model_free(&src);
     st_free(&f);
     return rc;

@@ -178,7 +178,7 @@ static void test_bad_files(void)
         { "bad_split_len.yaml", 1, "bad_split_len.yaml:2:10: ", "data.split", "found 2 items" },
         { "bad_null.yaml", 1, "bad_null.yaml:2:12: ", "model.n_layer", "found null" },
         { "bad_enum.yaml", 1, "bad_enum.yaml:2:15: ", "model.pos_scheme",
-          "expected one of xl, mlp, rope, alibi, absolute, none, hier, found 'rotary'" },
+          "expected one of xl, mlp, rope, alibi, absolute, none, hier, fire, t5, found 'rotary'" },
         { "bad_bool.yaml", 1, "bad_bool.yaml:2:14: ", "model.pre_lnorm",
           "expected true or false" },
         { "bad_seed.yaml", 1, "bad_seed.yaml:1:25: ", "train.seed", "found '-1'" },
@@ -553,7 +553,7 @@ static void test_set(void)
         { "data.split=[0.8,0.3,0.1]", "must sum to <= 1" },
         { "data.split=[0,0.5,0.5]", "train fraction must be > 0" },
         { "data.tokenizer=char", "data.tokenizer: expected one of byte, word, bpe, found \"char\"" },
-        { "model.pos_scheme=rotary", "expected one of xl, mlp, rope, alibi, absolute, none, hier" },
+        { "model.pos_scheme=rotary", "expected one of xl, mlp, rope, alibi, absolute, none, hier, fire, t5" },
         { "train.lr=0", "train.lr must be > 0, found 0" },
         { "train.lr=inf", "train.lr: expected a number, found 'inf'" },
         { "train.lr=0x10", "expected a number" },
@@ -707,6 +707,10 @@ static void test_validate(void)
         { 9, "cfg.yaml: model.n_head * model.d_head must be <=" },
         { 10, "cfg.yaml: train.eval_interval must be >= 0, found -1" },
         { 11, "cfg.yaml: model.pre_lnorm: expected true or false, found 2" },
+        { 12, "cfg.yaml: model.t5_max_dist must be greater than t5_buckets / 2 (the exact "
+              "buckets, 16: the logarithmic ones span the distances from there to t5_max_dist), "
+              "found 16" },
+        { 13, "cfg.yaml: model.fire_threshold must be >= 0, found -1" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cfg_defaults(&c);
@@ -724,6 +728,8 @@ static void test_validate(void)
         case 9: c.model.n_head = 1 << 16; c.model.d_head = 1 << 16; break;
         case 10: c.train.eval_interval = -1; break;
         case 11: c.model.pre_lnorm = 2; break;
+        case 12: c.model.pos = POS_T5; c.model.t5_max_dist = 16; break;
+        case 13: c.model.pos = POS_FIRE; c.model.fire_threshold = -1.0f; break;
         }
         e.msg[0] = 0;
         int rc = cfg_validate(&c, "cfg.yaml", &e);

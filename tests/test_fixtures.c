@@ -204,6 +204,10 @@ static void run_fixture(const char *path, const char *name, int row_block, int b
          * vocabulary, tools/test_adaptive_official.py's, names it) */
         .vocab = jint(jm, "vocab", TXL_BYTES + units_n_anchors(uc.anchors)),
         .hier_levels = jlevels(jm), .hier_num_freqs = jint(jm, "hier_num_freqs", 8),
+        .fire_hidden = jint(jm, "fire_hidden", 32),
+        .fire_threshold = (float)jnum(jm, "fire_threshold", 512),
+        .t5_buckets = jint(jm, "t5_buckets", 32), .t5_max_dist = jint(jm, "t5_max_dist", 128),
+        .t5_shared = jint(jm, "t5_shared", 1),
         .xl_off = jxl_off(jm), .cutoffs = jcutoffs(jm), .div_val = jint(jm, "div_val", 1),
         .d_embed = jint(jm, "d_embed", 0), .tie_projs = jint(jm, "tie_projs", 0)};
     cJSON *ps = cJSON_GetObjectItemCaseSensitive(jm, "pos_scheme");

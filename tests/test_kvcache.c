@@ -1,5 +1,7 @@
-/* test_kvcache.c: inference with the memory's keys and values kept (kv_cache, kv_cache.h)
- * computes what projecting the whole window computes: the same logits and the same memory
+/* test_kvcache.c: inference with the memory's keys and values kept (kv_cache, kv_cache.h),
+ * its activations planned ACTS_CACHED (segment-sized window buffers; a cache out of step is
+ * refilled from the memory a segment's rows at a time), computes what projecting the whole
+ * window computes: the same logits and the same memory
  * for every positional scheme (rope keeps none: its keys move with the window),
  * post- and pre-LN, one stream and several, memories longer and shorter than a segment,
  * segments of varying length, through enough segments that the windows move back to the
@@ -16,6 +18,8 @@
 #include <string.h>
 
 #include "../data/units.h"
+#include "../model/attn_amx.h"
+#include "../model/gemm.h"
 #include "../model/kv_cache.h"
 #include "../model/model.h"
 #include "testlib.h"
@@ -25,7 +29,7 @@ enum { NSEG = 14, LQ = 5, MAXB = 3, V = 256 };
 typedef struct {
     model_config c;
     model mdl;
-    model_acts A;
+    model_acts A, Ac; /* for the forwards without a cache, and with one (ACTS_CACHED) */
     int B, M;
     txl_tok tok[NSEG][MAXB * LQ];
     int32_t co[NSEG][MAXB * LQ][TXL_N_COORDS];
@@ -38,10 +42,13 @@ static int setup(fixture *f, pos_scheme pos, int pre, int M, int B, txl_err *e)
     f->c = (model_config){.n_layer = 2, .d_model = 16, .n_head = 2, .d_head = 8, .d_inner = 24,
                           .tgt_len = LQ, .mem_len = M, .pre_lnorm = pre, .pos = pos,
                           .mlp_num_freqs = 4, .mlp_max_dist = 64, .mlp_hidden = 8,
-                          .vocab = V, .hier_levels = HIER_ALL, .hier_num_freqs = 3};
+                          .vocab = V, .hier_levels = HIER_ALL, .hier_num_freqs = 3,
+                          .fire_hidden = 6, .fire_threshold = 8.0f, .t5_buckets = 8,
+                          .t5_max_dist = 10, .t5_shared = 1};
     f->B = B;
     f->M = M;
-    if (model_init(&f->mdl, &f->c, e) || acts_init(&f->A, &f->c, B, LQ, M, 0, e))
+    if (model_init(&f->mdl, &f->c, e) || acts_init(&f->A, &f->c, B, LQ, M, 0, e) ||
+        acts_init(&f->Ac, &f->c, B, LQ, M, ACTS_CACHED, e))
         return -1;
     tl_rng r = {777 + (uint64_t)pos * 17 + (uint64_t)pre * 5 + (uint64_t)M};
     for (int i = 0; i < f->mdl.n_params; i++) {
@@ -77,15 +84,18 @@ static int setup(fixture *f, pos_scheme pos, int pre, int M, int B, txl_err *e)
 static void teardown(fixture *f)
 {
     acts_free(&f->A);
+    acts_free(&f->Ac);
     model_free(&f->mdl);
 }
 
-/* segment s through model_forward with (k) or without (NULL) a cache: its logits */
+/* segment s through model_forward with (k: activations planned ACTS_CACHED, whose
+ * window-sized buffers hold a segment) or without (NULL) a cache: its logits */
 static void forward(fixture *f, model_mem *mem, kv_cache *k, int s, float *logits)
 {
     fwd_opts fo = {.training = 0, .coords = &f->co[s][0][0], .kv = k};
-    model_forward(&f->mdl, &f->A, mem, f->tok[s], NULL, f->len[s], &fo);
-    memcpy(logits, f->A.logits, (size_t)f->B * f->len[s] * V * sizeof(float));
+    model_acts *A = k ? &f->Ac : &f->A;
+    model_forward(&f->mdl, A, mem, f->tok[s], NULL, f->len[s], &fo);
+    memcpy(logits, A->logits, (size_t)f->B * f->len[s] * V * sizeof(float));
 }
 
 #define TOL 1e-5
@@ -139,22 +149,24 @@ static void run_case(const char *label, pos_scheme pos, int pre, int M, int B)
         if (s == 2 || s == 7)
             kv_cache_invalidate(&k);
         int m0 = mb.m;
-        int valid = k.buf && (m0 == 0 || (k.m == m0 && k.of == mb.buf && k.gen == mb.gen));
+        int on = kv_cache_on(&k);
+        int valid = on && (m0 == 0 || (k.m == m0 && k.of == mb.buf && k.gen == mb.gen));
         forward(&f, &ma, NULL, s, la);
         forward(&f, &mb, s == 10 ? NULL : &k, s, lb);
         used += valid && m0 > 0 && s != 10;
-        rebuilt += k.buf && !valid && s != 10;
-        moves += k.buf && k.start < prev_start;
+        rebuilt += on && !valid && s != 10;
+        moves += on && k.start < prev_start;
         prev_start = k.start;
         worst = fmax(worst, rel(la, lb, (size_t)B * f.len[s] * V));
         same &= mem_close(&ma, &mb);
     }
     int expect_cache = M > 0 && pos != POS_ROPE;
-    CHECK(same && worst <= TOL && (k.buf != NULL) == expect_cache &&
+    CHECK(same && worst <= TOL && kv_cache_on(&k) == expect_cache &&
               (!expect_cache || (used == NSEG - 5 && rebuilt == 3 && moves > 0)),
           "%-10s M=%-2d B=%d: %d segments of 1-5 rows with the key cache (%s; used %d times, "
           "rebuilt %d, windows moved %d times) == without it: logits %.1e, memory within %g",
-          label, M, B, NSEG, k.buf ? "kept" : "none", used, rebuilt, moves, worst, TOL);
+          label, M, B, NSEG, k.hbuf ? "kept in bf16" : k.buf ? "kept" : "none", used, rebuilt,
+          moves, worst, TOL);
     mem_free(&ma);
     mem_free(&mb);
     kv_cache_free(&k);
@@ -246,7 +258,23 @@ int main(void)
         run_case("hier", POS_HIER, 0, 12, B);
         run_case("hier pre", POS_HIER, 1, 4, B);
         run_case("rope", POS_ROPE, 1, 12, B);
+        run_case("fire", POS_FIRE, 0, 12, B);
+        run_case("t5", POS_T5, 1, 12, B);
     }
     test_rules();
+    /* bf16 with the AMX attention: the cache holds the keys and values in bf16, which the
+     * attention rounds them to anyway: the same logits as projecting the window (the whole
+     * window's fp32 keys, rounded by the attention), to the same tolerance */
+    if (amx_attn_available() && gemm_set_precision(GEMM_BF16) == 0) {
+        for (int B = 1; B <= 3; B += 2) {
+            run_case("xl bf16", POS_XL, 0, 12, B);
+            run_case("xl pre bf16", POS_XL, 1, 4, B);
+            run_case("mlp bf16", POS_MLP, 0, 12, B);
+            run_case("hier bf16", POS_HIER, 0, 12, B);
+        }
+        gemm_set_precision(GEMM_FP32);
+    } else {
+        printf("  skip the bf16 key cache: no AMX-BF16 here\n");
+    }
     return tl_done("test_kvcache");
 }

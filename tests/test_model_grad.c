@@ -104,7 +104,8 @@ static void run_case_ad(const char *label, pos_scheme pos, int pre, float dropou
                       .xl_off = clamp < 0 ? -clamp : 0, .untie_r = untie,
                       .mlp_num_freqs = 3, .mlp_max_dist = 32, .mlp_hidden = 5, .vocab = 256,
                       .hier_levels = untie ? HIER_WORD | HIER_PARA : HIER_ALL,
-                      .hier_num_freqs = 3};
+                      .hier_num_freqs = 3, .fire_hidden = 6, .fire_threshold = 4.0f,
+                      .t5_buckets = 6, .t5_max_dist = 5, .t5_shared = !untie};
     if (ad) {
         c.cutoffs.n = ad->n;
         memcpy(c.cutoffs.v, ad->cut, sizeof ad->cut);
@@ -126,8 +127,11 @@ static void run_case_ad(const char *label, pos_scheme pos, int pre, float dropou
     for (int i = 0; i < s.mdl.n_params; i++) {
         const param_entry *p = &s.mdl.table[i];
         float *w = s.mdl.w + p->offset;
+        /* fire's MLP at the scale of its init (U(-1, 1) for the first layer: its units' kinks
+         * among the inputs, its bias large enough to matter) */
+        float sd = p->init == INIT_UNIFORM ? p->init_arg : 0.3f;
         for (size_t k = 0; k < p->numel; k++)
-            w[k] = (p->init == INIT_ONE ? 1.0f : 0.0f) + tl_normal(&r, 0.3f);
+            w[k] = (p->init == INIT_ONE ? 1.0f : 0.0f) + tl_normal(&r, sd);
     }
     /* tokens 0..39 (adaptive: 0..127, so that the targets reach every cluster) */
     float span = ad ? 64.0f : 20.0f;
@@ -220,5 +224,11 @@ int main(void)
     run_case("hier", POS_HIER, 0, 0.0f, 0.0f, 4, 0, 0);
     run_case("hier pre dropout", POS_HIER, 1, 0.1f, 0.1f, 4, 0, 0);
     run_case("hier word+para", POS_HIER, 0, 0.0f, 0.0f, 2, 1, 0); /* untie: levels subset */
+    /* L = 4 |L_mult| (L_mult near 1): the second segment's queries (window rows 4..6) on
+     * both sides of it */
+    run_case("fire", POS_FIRE, 0, 0.0f, 0.0f, 4, 0, 0);
+    run_case("fire pre dropout", POS_FIRE, 1, 0.1f, 0.1f, 4, 0, 0);
+    run_case("t5 shared", POS_T5, 0, 0.0f, 0.0f, 4, 0, 0);
+    run_case("t5 per layer pre dropout", POS_T5, 1, 0.1f, 0.1f, 4, 1, 0); /* untie: per layer */
     return tl_done("test_model_grad");
 }

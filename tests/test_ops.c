@@ -1319,6 +1319,54 @@ static void attn_ref(double *prob, double *vec, const attn_case *t, const float 
  * Backward: smooth, step 1e-3. Each probe moves one row of scores (or one key's column),
  * whose float noise ~ 6e-8 * sqrt(klen dh) * |vec||g| / 2e-3 ~ 1e-4 of gradients that are
  * O(0.1..1) here: tol 2e-3. */
+/* attn_decode over a bf16 cache (decode.h): the keys, values and xl position rows in
+ * decode's layout (each head's rows contiguous, [klen, dh]) rounded to bf16, read through
+ * kv16 and rk16, against the fp32 path over the same rounded values in the same layout:
+ * the same terms in another order (qgemm.h), 1e-5. */
+static void test_decode_bf16(const char *lbl, const attn_args *a0, const float *q,
+                             const float *kv, const float *rk, size_t nq)
+{
+    const int B = a0->B, H = a0->H, dh = a0->dh, klen = a0->m + 1, hd = H * dh;
+    const size_t per_b = (size_t)H * 2 * klen * dh, nrk = (size_t)H * klen * dh;
+    float *kvr = alloc_f((size_t)B * per_b), *rkr = alloc_f(nrk);
+    uint16_t *kv16 = malloc(sizeof(uint16_t) * B * per_b), *rk16 = malloc(sizeof(uint16_t) * nrk);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < klen; j++)
+                for (int i = 0; i < dh; i++)
+                    for (int kvh = 0; kvh < 2; kvh++) { /* key, value */
+                        float x = kv[((size_t)b * klen + j) * 2 * hd + (size_t)kvh * hd +
+                                     (size_t)h * dh + i];
+                        size_t o = (size_t)b * per_b + ((size_t)h * 2 + kvh) * klen * dh +
+                                   (size_t)j * dh + i;
+                        kv16[o] = bf16_from_f32(x);
+                        kvr[o] = bf16_to_f32(kv16[o]);
+                    }
+    for (int h = 0; rk && h < H; h++)
+        for (int j = 0; j < klen; j++)
+            for (int i = 0; i < dh; i++) {
+                size_t o = ((size_t)h * klen + j) * dh + i;
+                rk16[o] = bf16_from_f32(rk[(size_t)j * hd + (size_t)h * dh + i]);
+                rkr[o] = bf16_to_f32(rk16[o]);
+            }
+    attn_args a = *a0;
+    a.kv_bstride = per_b, a.kv_hstride = 2 * (size_t)klen * dh, a.v_offset = (size_t)klen * dh;
+    a.kv_row = dh;
+    a.rk = rk ? rkr : NULL, a.rk_hstride = (size_t)klen * dh, a.rk_row = dh;
+    float *dscr = alloc_f(attn_decode_scratch_floats(B, klen, dh, 1));
+    float *v32 = nan_f(nq), *v16 = nan_f(nq);
+    attn_decode(v32, q, kvr, &a, dscr);
+    a.kv16 = kv16, a.rk16 = rk ? rk16 : NULL;
+    attn_decode(v16, q, NULL, &a, dscr);
+    double *ref = alloc_d(nq);
+    for (size_t i = 0; i < nq; i++)
+        ref[i] = v32[i];
+    double e = tl_max_rel_err(v16, ref, nq, 1e-30);
+    CHECK(e <= 1e-5 && count_nonfinite(v16, nq) == 0, "attn %s: attn_decode over a bf16 cache "
+          "vs fp32 over the same rounded rows: %.1e (tol 1e-5)", lbl, e);
+    free(kvr), free(rkr), free(kv16), free(rk16), free(dscr), free(v32), free(v16), free(ref);
+}
+
 static void test_attn_case(const attn_case *t, int kernel)
 {
     const int B = t->B, H = t->H, dh = t->dh, Lq = t->Lq, m = t->m, klen = m + Lq;
@@ -1391,6 +1439,8 @@ static void test_attn_case(const attn_case *t, int kernel)
             double ed = tl_max_rel_err(vec2, vref, nq, 1e-30);
             CHECK(ed <= 1e-5, "attn %s: attn_decode vec vs the double formula: %.1e (tol 1e-5)",
                   lbl, ed);
+            if (kernel == 0)
+                test_decode_bf16(lbl, &a, q, kv, rk, nq);
             free(dscr);
         }
         free(vec2);
@@ -1599,6 +1649,9 @@ static const attn_case attn_cases[] = {
     {"xl dh20 Lq19 m13",                   1, 2, 20, 19, 13, 1, 1, 1, 0, 8, 0, 0.0f, 1.0f},
     {"xl+dist_bias dh64 Lq40 m27 drop.2",  1, 2, 64, 40, 27, 1, 1, 1, 1, 8, 0, 0.2f, 1.0f},
     {"dist_bias dh16 Lq37 m50",            2, 1, 16, 37, 50, 0, 0, 0, 1, 0, 0, 0.0f, 1.0f},
+    /* one-token decoding with decode's dh 64 over 21 keys (bf16 cache: whole tiles and
+     * chunks of the products, tiles past the last key), 5 streams (qgemm's row groups) */
+    {"xl+dist_bias dh64 Lq1 m20 B5",       5, 2, 64, 1, 20, 1, 1, 1, 1, 8, 0, 0.0f, 1.0f},
 };
 
 #define N_ATTN_CASES (sizeof attn_cases / sizeof attn_cases[0])
@@ -2088,6 +2141,201 @@ static void test_mlp(void)
     test_mlp_case(4, 8, 16, 4096.0f, 12);
 }
 
+/* T5's buckets (bidirectional=False) at the first distance of every bucket, as T5's own
+ * formula gives them in float32 (transformers' T5Attention._relative_position_bucket,
+ * computed once with torch): 32 buckets to distance 128, and two small tables. */
+static void test_t5(void)
+{
+    static const int first32[32] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                    16, 19, 21, 24, 27, 31, 35, 40, 46, 52, 59, 67, 77, 87, 99, 113};
+    static const int b6[14] = {0, 1, 2, 3, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5};
+    static const int b8[14] = {0, 1, 2, 3, 4, 4, 5, 6, 6, 6, 7, 7, 7, 7};
+    int bad = 0;
+    for (int k = 0; k < 32; k++) {
+        bad += t5_bucket(first32[k], 32, 128) != k;
+        bad += k > 0 && t5_bucket(first32[k] - 1, 32, 128) != k - 1;
+    }
+    bad += t5_bucket(128, 32, 128) != 31 || t5_bucket(1000000, 32, 128) != 31 ||
+           t5_bucket(2147483647L, 32, 128) != 31;
+    for (int n = 0; n < 14; n++)
+        bad += t5_bucket(n, 6, 6) != b6[n] || t5_bucket(n, 8, 12) != b8[n];
+    CHECK(bad == 0, "t5_bucket: T5's buckets (32 to 128: exact to 15, 16 at 16, 31 from 113 "
+          "on; 6 to 6; 8 to 12): %d differ", bad);
+    enum { H = 3, NB = 8, N = 14 };
+    float *T = rand_f((size_t)H * NB, 1.0f), *bias = nan_f((size_t)H * N);
+    t5_bias(bias, T, H, NB, 12, N);
+    int ok = 1;
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < N; t++)
+            ok &= bias[(size_t)h * N + t] == T[(size_t)h * NB + b8[t]];
+    CHECK(ok, "t5_bias: bias[h][delta] = T[h][bucket(delta)]");
+    free(T), free(bias);
+}
+
+typedef struct {
+    float *w1, *b1, *W2, *b2, *c, *lm, *g;
+    float thr;
+    int m, Lq, H, hidden;
+    fire_layout f; /* at the unperturbed weights: where g's entries are */
+} fire_tctx;
+
+/* x of (p, delta), written out: psi(delta) / (psi(max(L, p)) + 1e-6), psi(t) = ln(|c| t + 1) */
+static double fire_x_ref(double c, double L, int p, int delta)
+{
+    double N = p > L ? p : L;
+    return log(fabs(c) * delta + 1) / (log(fabs(c) * N + 1) + 1e-6);
+}
+
+/* b_h(p, delta) in double from the weights, into out[H] */
+static void fire_b_ref(double *out, const fire_tctx *t, int p, int delta)
+{
+    double xv = fire_x_ref(t->c[0], fabs((double)t->lm[0]) * t->thr, p, delta);
+    for (int h = 0; h < t->H; h++) {
+        double s = t->b2[h];
+        for (int k = 0; k < t->hidden; k++)
+            s += (double)t->W2[(size_t)h * t->hidden + k] *
+                 fmax(0.0, (double)t->w1[k] * xv + t->b1[k]);
+        out[h] = s;
+    }
+}
+
+/* sum of g * T over T's entries (the layout at the unperturbed weights): the shared row's
+ * distances under N = L (p = -1), then each own row */
+static double fire_loss_ref(void *p)
+{
+    fire_tctx *t = p;
+    double s = 0, b[8];
+    for (size_t r = 0; r < t->f.R; r++) {
+        int q = -1, d = (int)r;
+        for (int k = t->f.p0; r >= (size_t)t->f.n0 && fire_offset(&t->f, k) <= r; k++)
+            q = k, d = (int)(r - fire_offset(&t->f, k));
+        fire_b_ref(b, t, q, d);
+        for (int h = 0; h < t->H; h++)
+            s += b[h] * t->g[r * t->H + h];
+    }
+    return s;
+}
+
+/* FIRE's MLP inputs and bias (pos_fire.c) for the queries at window rows m..m+Lq-1 with
+ * L = |L_mult| thr among them or not: the layout's count and every query's row against the
+ * formula in double (tol 1e-6); the backward (with the chain rule of pos_fire.c through
+ * a = |c| and L = |L_mult| thr) against central differences of that double formula, so the
+ * step can be 1e-6 of a weight: no round-off, a truncation of order 1e-12 where the loss is
+ * smooth (c, L_mult), none where it is linear (w1, b1 between ReLU kinks, W2, b2): tol 1e-5,
+ * the kernel's float32. Each hidden unit's kink -b1/w1 sits in the middle of one of the
+ * widest gaps between the inputs, at least 1e-4 from any, so no step crosses one; one unit
+ * is active everywhere, one nowhere (its w1, b1 have no gradient). */
+static void test_fire_case(float c, float lm, float thr, int m, int Lq, int H)
+{
+    enum { HID = 5 };
+    char lbl[96];
+    snprintf(lbl, sizeof lbl, "fire c=%g L=%g m=%d Lq=%d H=%d", c, fabs(lm) * thr, m, Lq, H);
+    fire_layout f;
+    fire_layout_of(&f, c, lm, thr, m, Lq);
+    size_t R = f.R, want = 0;
+    double L = fabs((double)lm) * thr;
+    int p1 = m + Lq - 1, n0 = 0;
+    for (int p = m; p <= p1; p++)
+        if (p > L)
+            want += (size_t)p + 1;
+        else
+            n0 = p + 1;
+    want += (size_t)n0;
+    CHECK(R == want && f.n0 == n0, "%s: %zu inputs (%d shared), expected %zu (%d)", lbl, R,
+          f.n0, want, n0);
+    /* the inputs, sorted, and the widest gaps for the kinks */
+    double *xs = alloc_d((size_t)Lq * (p1 + 1)); /* every (p, delta), repeats included */
+    size_t nx = 0;
+    for (int p = m; p <= p1; p++)
+        for (int d = 0; d <= p; d++)
+            xs[nx++] = fire_x_ref(c, L, p, d);
+    for (size_t i = 1; i < nx; i++) /* insertion sort: a few dozen */
+        for (size_t j = i; j > 0 && xs[j - 1] > xs[j]; j--) {
+            double s = xs[j];
+            xs[j] = xs[j - 1], xs[j - 1] = s;
+        }
+    float *w1 = alloc_f(HID), *b1 = alloc_f(HID);
+    double used[3] = {-1, -1, -1}, margin = 1;
+    for (int k = 0; k < 3; k++) {
+        double best = -1, at = 0;
+        for (size_t i = 1; i < nx; i++) {
+            double mid = 0.5 * (xs[i] + xs[i - 1]), gap = xs[i] - xs[i - 1];
+            if (gap > best && mid != used[0] && mid != used[1])
+                best = gap, at = mid;
+        }
+        used[k] = at;
+        margin = fmin(margin, best / 2);
+        w1[k] = k % 2 ? -0.9f : 1.3f;
+        b1[k] = (float)(-w1[k] * at);
+    }
+    w1[3] = 0.7f, b1[3] = 0.3f;   /* active for every x >= 0 */
+    w1[4] = -1.1f, b1[4] = -0.2f; /* active for none */
+    free(xs);
+    CHECK(margin > 1e-4, "%s: every kink at least %.1e from every input", lbl, margin);
+
+    float *W2 = rand_f((size_t)H * HID, 1.0f), *b2 = rand_f(H, 0.5f);
+    float *T = nan_f(R * H), *x = nan_f(FIRE_BLOCK), *act = nan_f((size_t)FIRE_BLOCK * HID);
+    float *g = rand_f(R * H, 1.0f);
+    fire_forward(T, x, act, &f, w1, b1, W2, b2, H, HID);
+    double *ref = alloc_d(R * H);
+    for (int p = m; p <= p1; p++)
+        for (int d = 0; d <= p; d++) {
+            double xv = fire_x_ref(c, L, p, d), hid[HID];
+            for (int k = 0; k < HID; k++)
+                hid[k] = fmax(0.0, (double)w1[k] * xv + b1[k]);
+            for (int h = 0; h < H; h++) {
+                double s = b2[h];
+                for (int k = 0; k < HID; k++)
+                    s += (double)W2[(size_t)h * HID + k] * hid[k];
+                ref[(fire_offset(&f, p) + (size_t)d) * H + h] = s;
+            }
+        }
+    double ef = tl_max_rel_err(T, ref, R * H, 1e-30);
+    CHECK(ef <= 1e-6, "%s: bias of every query and distance vs double: %.1e (tol 1e-6)", lbl, ef);
+
+    float *dw1 = zeros_f(HID), *db1 = zeros_f(HID), *dW2 = zeros_f((size_t)H * HID);
+    float *db2 = zeros_f(H), *dact = nan_f((size_t)FIRE_BLOCK * HID);
+    double da = 0, dL = 0;
+    fire_backward(dw1, db1, dW2, db2, &da, &dL, g, x, act, dact, &f, w1, b1, W2, H, HID);
+    float cv = c, lv = lm;
+    float dc = (float)(da * (c > 0 ? 1 : -1)), dlm = (float)(dL * (lm > 0 ? 1 : -1) * thr);
+    fire_tctx t = {w1, b1, W2, b2, &cv, &lv, g, thr, m, Lq, H, HID, f};
+    CHECK(dw1[4] == 0 && db1[4] == 0, "%s: the unit active nowhere has no gradient", lbl);
+    check_fd(lbl, "w1", fire_loss_ref, &t, w1, dw1, HID, 1e-6, 1e-5, 0);
+    check_fd(lbl, "b1", fire_loss_ref, &t, b1, db1, HID, 1e-6, 1e-5, 0);
+    check_fd(lbl, "W2", fire_loss_ref, &t, W2, dW2, (size_t)H * HID, STEP_AFFINE, 1e-5, 0);
+    check_fd(lbl, "b2", fire_loss_ref, &t, b2, db2, H, STEP_AFFINE, 1e-5, 0);
+    check_fd(lbl, "c", fire_loss_ref, &t, &cv, &dc, 1, 1e-6, 1e-5, 0);
+    if (n0 > 0)
+        check_fd(lbl, "L_mult", fire_loss_ref, &t, &lv, &dlm, 1, 1e-6, 1e-5, 0);
+    else
+        CHECK(dL == 0, "%s: no shared row, no gradient for L", lbl);
+
+    float *dw11 = copy_f(dw1, HID), *db11 = copy_f(db1, HID);
+    float *dW21 = copy_f(dW2, (size_t)H * HID), *db21 = copy_f(db2, H);
+    double da1 = da, dL1 = dL;
+    fire_backward(dw1, db1, dW2, db2, &da, &dL, g, x, act, dact, &f, w1, b1, W2, H, HID);
+    check_doubling("fire dw1", dw11, dw1, HID);
+    check_doubling("fire db1", db11, db1, HID);
+    check_doubling("fire dW2", dW21, dW2, (size_t)H * HID);
+    check_doubling("fire db2", db21, db2, H);
+    CHECK(fabs(da - 2 * da1) <= 1e-12 * fabs(da) && fabs(dL - 2 * dL1) <= 1e-12 * fabs(dL),
+          "fire da, dL: second backward doubles them (+=, double sums)");
+
+    free(w1), free(b1), free(W2), free(b2), free(T), free(x), free(act), free(g), free(ref);
+    free(dw1), free(db1), free(dW2), free(db2), free(dact), free(dw11), free(db11), free(dW21);
+    free(db21);
+}
+
+static void test_fire(void)
+{
+    test_fire_case(-0.35f, 0.45f, 10.0f, 3, 4, 3); /* shared rows 3, 4; own 5, 6 */
+    test_fire_case(0.7f, -0.25f, 10.0f, 4, 5, 2);  /* every query past L = 2.5 */
+    test_fire_case(0.1f, 1.0f, 512.0f, 6, 5, 2);   /* the defaults: all within L */
+    /* more inputs than a block of the hidden layer: rows 31..79 past L = 30.5 */
+    test_fire_case(0.2f, 0.61f, 50.0f, 25, 55, 2);
+}
+
 /* ---------------------------------------------------------------- optim */
 
 /* torch.optim.Adam / AdamW (single-tensor path) in double. */
@@ -2569,6 +2817,8 @@ int main(void)
     test_rope();
     test_alibi();
     test_mlp();
+    test_t5();
+    test_fire();
     test_adam();
     test_clip();
     test_lr();

@@ -64,6 +64,18 @@ $TXL sample $CK -p "ROMEO:" -n 100 --seed 5 --num-samples 3 --json -q > $TMP/thr
 check "--num-samples 3: each sample has 100 bytes" \
     test "$(jq -s -c 'map(.bytes) | unique' $TMP/three)" = "[100]"
 
+# fire with anchors (doc/design.md: they are tokens of its window, as for mlp): it trains,
+# eval scores the same bytes and anchors, sample draws them
+$TXL train -c $CFG -q --set model.pos_scheme=fire --set data.anchors=[bos,para,sent] \
+    --set train.max_steps=10 --set train.out_dir=$TMP/fire >/dev/null 2>$TMP/err ||
+    bad "fire with anchors: training failed: $(cat $TMP/err)"
+$TXL eval $TMP/fire/last.safetensors.gz --data $TMP/text.txt --json -q > $TMP/fe.json \
+    2>$TMP/err || bad "fire with anchors: eval: $(cat $TMP/err)"
+check "fire with anchors: eval scores the bytes and anchors hier's did" \
+    test "$(jq -c '[.bytes, .anchor_tokens]' $TMP/fe.json)" = "$(jq -c '[.bytes, .anchor_tokens]' $TMP/e.json)"
+check "  ... sample -n 100: 100 bytes" test "$($TXL sample $TMP/fire/last.safetensors.gz -p "ROMEO:" \
+    -n 100 --seed 5 --json -q 2>/dev/null | jq .bytes)" = 100
+
 # a checkpoint goes on only with its anchors
 before=$(sha256sum $CK)
 $TXL train -q --resume $CK --set data.anchors=[para] >/dev/null 2>$TMP/r.err; rc=$?

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Damaged checkpoints, one case per failure class (doc/design.md, "Checkpoints"), gzip'd and plain,
-# through eval, info, sample, export and train --resume: exit 2, a message naming the file and the
+# through eval, info, sample, export and train --resume (and quantized ones: txl quantize's
+# scales truncated, blocks that do not divide the row, a q8 checkpoint to train): exit 2, a message naming the file and the
 # place (tensor, byte offset), never a crash; the run directory next to them (and an
 # export target that already exists) stays byte for byte the same. The bad files are made
 # here from a real checkpoint with head, od, dd, printf, gzip and jq (tests/e2e/badlib.inc).
@@ -437,6 +438,68 @@ expect2 "train --resume: hier memory without its state.coords" "$B/nocoords.safe
 st_edit $TMP/hier.safetensors $B/coords_short.safetensors '.["state.coords"].shape = [8, 16, 6]'
 expect2 "train --resume: hier state.coords of fewer rows than the memory" "$B/coords_short.safetensors;;tensor 'state.coords' missing or not [8, 32, 3] I32" \
     $TXL train -q --resume $B/coords_short.safetensors --set train.out_dir=$TMP/hier_nc
+
+echo "-- quantized checkpoints (txl quantize: BF16, I8 with BF16 scales in NAME_scale)"
+Q=$TMP/q8.safetensors
+$TXL quantize $GZ --type q8 -o $Q -q || bad "quantize q8"
+check "a q8 checkpoint loads" $TXL info $Q
+check "...and evaluates" $TXL eval $Q --data $TMP/last.safetensors --max-tokens 2000 -q
+# every reader refuses; a resume refuses any quantized checkpoint first, naming its first
+# quantized tensor (word_emb.weight, bf16 in q8)
+RQ="quantized (tensor 'word_emb.weight' is BF16), use the original to train"
+# a truncated scale tensor: fewer rows than its matrix (its shape and data both shorter)
+st_edit $Q $B/scale_rows.safetensors \
+    '.["layers.0.attn.qkv.weight_scale"] |= (.shape[0] -= 1 | .data_offsets[1] -= 4)'
+RESUME_NEEDLES=$RQ readers "q8 scales of a row too few" \
+    "tensor 'layers.0.attn.qkv.weight_scale' has shape [191, 2], but the q8 tensor 'layers.0.attn.qkv.weight' [192, 64] needs [192, 2]" \
+    $B/scale_rows.safetensors
+# ...and its data shorter than its shape
+st_edit $Q $B/scale_short.safetensors '.["layers.0.attn.qkv.weight_scale"].data_offsets[1] -= 2'
+expect2 "q8 scale tensor with its last bytes cut" \
+    "$B/scale_short.safetensors;;tensor 'layers.0.attn.qkv.weight_scale': 766 bytes of data for 384 elements of BF16" \
+    $TXL info $B/scale_short.safetensors
+# a block size that does not divide the row (3 scales for rows of 128), and one that is not 32
+st_edit $Q $B/scale_blocks.safetensors \
+    '.["layers.0.ff.3.weight_scale"] |= (.shape[1] = 3 | .data_offsets[1] -= 128)'
+RESUME_NEEDLES=$RQ readers "q8 blocks that do not divide the row" \
+    "tensor 'layers.0.ff.3.weight_scale' has shape [64, 3]: 3 scales a row make blocks that do not divide the row of 128 weights of 'layers.0.ff.3.weight'" \
+    $B/scale_blocks.safetensors
+st_edit $Q $B/scale_64.safetensors \
+    '.["layers.0.ff.3.weight_scale"] |= (.shape[1] = 2 | .data_offsets[1] -= 256)'
+expect2 "q8 blocks of 64" "$B/scale_64.safetensors;;blocks of 64 weights, but txl's q8 blocks are 32" \
+    $TXL sample $B/scale_64.safetensors -n 5
+st_drop $Q $B/scale_none.safetensors 'del(.["layers.1.attn.o.weight_scale"])'
+expect2 "q8 tensor without its scales" \
+    "$B/scale_none.safetensors;;missing tensor 'layers.1.attn.o.weight_scale': the scales of the q8 tensor 'layers.1.attn.o.weight'" \
+    $TXL eval $B/scale_none.safetensors --data $TMP/last.safetensors
+st_edit $Q $B/scale_f16.safetensors '.["layers.1.attn.o.weight_scale"].dtype = "F16"'
+expect2 "q8 scales in F16" "$B/scale_f16.safetensors;;tensor 'layers.1.attn.o.weight_scale' has dtype F16: txl's q8 scales are BF16" \
+    $TXL info $B/scale_f16.safetensors
+at=$(( 8 + $(st_hlen $Q) + $(st_header $Q | jq '.["layers.1.ff.0.weight_scale"].data_offsets[0]') + 6 ))
+cp $Q $B/scale_nan.safetensors
+printf '\300\177' | dd of=$B/scale_nan.safetensors bs=1 seek=$at conv=notrunc 2>/dev/null
+expect2 "a NaN q8 scale" "$B/scale_nan.safetensors;;tensor 'layers.1.ff.0.weight_scale' holds a non-finite value (nan) at element 3" \
+    $TXL eval $B/scale_nan.safetensors --data $TMP/last.safetensors
+# a scale tensor beside an F32 matrix is a stranger
+st_edit $TMP/w.safetensors $B/scale_f32.safetensors ".[\"layers.0.attn.o.weight_scale\"] = $empty_t"
+expect2 "a _scale tensor of an F32 matrix" \
+    "$B/scale_f32.safetensors;;unexpected tensor 'layers.0.attn.o.weight_scale'" $TXL info $B/scale_f32.safetensors
+# training refuses a quantized checkpoint; --init-from reads it dequantized
+expect2 "train --resume: a q8 checkpoint" "$Q;;$RQ;;--init-from" \
+    $TXL train -q -c $CFG --resume $Q --set train.out_dir=$RUN
+check "train --init-from a q8 checkpoint trains from its weights" \
+    $TXL train -q -c $CFG --init-from $Q --set train.max_steps=2 --set train.warmup_steps=0 \
+    --set train.eval_interval=0 --set train.out_dir=$TMP/from_q8
+check "...whose checkpoint is fp32 again" test "$($TXL info $TMP/from_q8 --json | jq -r .weights)" = fp32
+# txl quantize's own input: export's rules for -o, a missing or wrong --type
+expect2 "quantize -o onto its input" "-o $GZ;;the same file" $TXL quantize $GZ --type q8 -o $GZ
+expect2 "quantize -o onto the run's other checkpoint" "-o $RUN/last.safetensors.gz;;an input" \
+    $TXL quantize $RUN --type bf16 -o $RUN/last.safetensors.gz
+expect2 "quantize -o a directory" "-o $B;;is a directory" $TXL quantize $GZ --type q8 -o $B
+expect2 "quantize -o a FIFO" "-o $B/fifo.safetensors;;FIFO" $TXL quantize $GZ --type q8 -o $B/fifo.safetensors
+expect2 "quantize without --type" "missing --type bf16|q8" $TXL quantize $GZ -o $B/q.safetensors
+expect2 "quantize --type q4" "--type;;q4" $TXL quantize $GZ --type q4 -o $B/q.safetensors
+check "...nothing written by them" test ! -e $B/q.safetensors
 
 guard_sum > $TMP/guard.end
 check "the run directory is untouched after all of the above" cmp -s $TMP/guard.sum $TMP/guard.end

@@ -181,6 +181,51 @@ if command -v python3 >/dev/null 2>&1; then
     check "st_reader.py --config reads the JSON config of older checkpoints" \
         test "$(python3 tools/st_reader.py tests/fixtures/legacy/nano_json_last.safetensors.gz --config | jq -r .train.seed)" = 18446744073709551615
     check "st_reader.py on a bad file: exit 2" test "$(code python3 tools/st_reader.py $TMP/trunc.st)" -eq 2
+    :
+fi
+# a quantized checkpoint exported and imported: still q8, the same loss
+$TXL quantize $CKPT --type q8 -o $TMP/q8run.safetensors -q
+$TXL export $TMP/q8run.safetensors -o $TMP/q8w.safetensors -q
+check "import of exported q8 weights" $TXL import $TMP/q8w.safetensors -c $TMP/run/config.yaml -o $TMP/q8imp.safetensors -q
+check "  ... a q8 checkpoint still" test "$($TXL info $TMP/q8imp.safetensors --json | jq -r .weights)" = q8
+check "  ... with the quantized checkpoint's loss" test \
+    "$($TXL eval $TMP/q8imp.safetensors --data $TMP/w.safetensors --max-tokens 2000 --json -q | jq .loss)" = \
+    "$($TXL eval $TMP/q8run.safetensors --data $TMP/w.safetensors --max-tokens 2000 --json -q | jq .loss)"
+if command -v python3 >/dev/null 2>&1; then
+    # a quantized checkpoint through a reader that is not txl's: every I8 matrix with its
+    # BF16 NAME_scale [out, in/32], q in [-127, 127], each weight of the original within
+    # half a step of its block's q s, and the largest of each block at q = +-127; BF16
+    # matrices within bf16's rounding (2^-8 relative)
+    $TXL quantize $TMP/w.safetensors --type q8 -o $TMP/q8.safetensors -q
+    check "st_reader.py reads a q8 checkpoint: I8 matrices, BF16 scales, the original within half a step" \
+        python3 -c '
+import sys
+sys.path.insert(0, "tools")
+import st_reader
+q, _ = st_reader.load(sys.argv[1])
+w, _ = st_reader.load(sys.argv[2])
+n8 = 0
+for name, (dt, shape, raw) in q.items():
+    if name.endswith("_scale"):
+        continue
+    orig = st_reader.to_list(w[name])
+    if dt == "I8":
+        n8 += 1
+        s = st_reader.to_list(q[name + "_scale"])
+        assert q[name + "_scale"][0] == "BF16" and q[name + "_scale"][1] == [shape[0], shape[1] // 32]
+        v = st_reader.to_list(q[name])
+        for i, (x, o) in enumerate(zip(v, orig)):
+            sc = s[i // 32]
+            assert -127 <= x <= 127 and abs(x * sc - o) <= 0.5 * sc * (1 + 1e-6), (name, i)
+        for b in range(len(s)):
+            assert s[b] == 0 or max(abs(x) for x in v[32 * b:32 * b + 32]) == 127, (name, b)
+    elif dt == "BF16":
+        for x, o in zip(st_reader.to_list(q[name]), orig):
+            assert abs(x - o) <= abs(o) * 2 ** -8, name
+    else:
+        assert dt == "F32" and st_reader.to_list(q[name]) == orig, name
+assert n8 == 8, n8
+' $TMP/q8.safetensors $TMP/w.safetensors
 else
     echo "  SKIP tools/st_reader.py: no python3"
 fi

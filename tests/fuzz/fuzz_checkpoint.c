@@ -5,8 +5,10 @@
  * data, sizes matching shapes). Then ckpt_open builds the model from the config
  * in the metadata and loads the weights; when that succeeds the Adam moments and memory are
  * loaded as --resume does, and a small model runs two segments forward and a few decoding
- * steps, so whatever the loader accepts is usable. Accepted files hold exactly the data
- * their header describes (within the caps) and only finite weights, moments and memory. */
+ * steps, so whatever the loader accepts is usable (a quantized one: its stored matrices are
+ * what its weights dequantize from, and it decodes with them and a bf16 cache). Accepted
+ * files hold exactly the data their header describes (within the caps) and only finite
+ * weights, moments and memory. */
 #include <math.h>
 #include <string.h>
 
@@ -16,6 +18,7 @@
 #include "../../io/checkpoint.h"
 #include "../../model/decode.h"
 #include "../../model/model.h"
+#include "../../model/quant.h"
 #include "../../io/safetensors.h"
 #include "fuzz.h"
 
@@ -25,7 +28,7 @@ static size_t dtype_size(st_dtype d)
     case ST_F64: case ST_I64: return 8;
     case ST_F32: case ST_I32: return 4;
     case ST_F16: case ST_BF16: return 2;
-    case ST_U8: return 1;
+    case ST_U8: case ST_I8: return 1;
     }
     return 0;
 }
@@ -137,7 +140,8 @@ static void run_small(model *mdl, const run_config *cfg, const uint8_t *tok, siz
     fo.coords = &co[4][0];
     model_forward(mdl, &A, &mem, x + 4, y + 4, Lq, &fo);
     decode_state ds;
-    if (decode_init(&ds, mdl, 1, M, &e) == 0) {
+    decode_cache cache = mdl->qm ? DECODE_CACHE_BF16 : DECODE_CACHE_FP32; /* sample's default */
+    if (decode_init(&ds, mdl, 1, M, cache, &e) == 0) {
         decode_prime(&ds, mdl, &mem, 2L * Lq);
         for (int i = 0; i < 3; i++)
             decode_step(&ds, mdl, &x[i], co[i]);
@@ -171,6 +175,17 @@ int txl_fuzz_checkpoint(const uint8_t *data, size_t size)
     }
     FUZZ_CHECK(cfg_validate(&cfg, path, &e) == 0, "loaded config does not validate: %s", e.msg);
     check_finite(mdl.w, mdl.n_floats, "weights");
+    for (int i = 0; i < mdl.n_params; i++) { /* a quantized tensor's weights are its values */
+        const qmat *q = quant_of(&mdl, i);
+        float *d = q ? malloc(mdl.table[i].numel * sizeof(float) + 1) : NULL;
+        if (d) {
+            quant_dequant(d, q);
+            FUZZ_CHECK(memcmp(d, mdl.w + mdl.table[i].offset, mdl.table[i].numel * sizeof(float)) == 0,
+                       "%s: the weights are not the stored tensor's dequantization",
+                       mdl.table[i].name);
+        }
+        free(d);
+    }
     load_state(&mdl, &f, &cfg, path);
     run_small(&mdl, &cfg, data, size);
     model_free(&mdl);

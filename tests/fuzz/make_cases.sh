@@ -8,7 +8,9 @@
 #               missing, a negative Adam second moment, a tensor the model lacks; metadata
 #               every reader refuses: a NUL in a value (a config starting with \u0000, a raw
 #               0 byte), step -5 and 1e400, format txl/2, a config over 1 MiB; a hier
-#               checkpoint without its state.coords
+#               checkpoint without its state.coords; quantized (txl quantize) q8 and bf16
+#               checkpoints, and q8 scales truncated, of blocks that do not divide the row,
+#               missing, of another dtype, NaN
 #   config:     nesting 40,000 deep (flow, block, and in a --set), brackets in quoted text
 #               and comments, a null data.doc_separator, a negative clamp_len
 #   corpus:     bytes after the gzip data, two gzip members
@@ -60,6 +62,24 @@ st_edit $P $K/case-step-negative '.__metadata__.step = "-5"'
 st_edit $P $K/case-step-1e400 '.__metadata__.step = "1e400"'
 st_edit $P $K/case-format-txl2 '.__metadata__.format = "txl/2"'
 st_edit $P $K/case-config-1mib '.__metadata__.config += "\n#" + ("x" * 1100000)'
+# quantized: a model whose rows are whole q8 blocks (1 layer, d_model 32, d_inner 128), q8
+# and bf16
+$TXL train -q -c tests/configs/micro.yaml --set data.train=$TMP/text.txt \
+    --set model.n_layer=1 --set model.d_model=32 --set model.n_head=1 --set model.d_head=32 \
+    --set model.d_inner=128 --set model.tgt_len=4 --set model.mem_len=3 \
+    --set train.batch_size=2 --set train.max_steps=2 --set train.warmup_steps=0 \
+    --set train.eval_interval=0 --set train.eval_tokens=64 --set train.ckpt_gzip=false \
+    --set train.out_dir=$TMP/q >/dev/null
+$TXL quantize $TMP/q/last.safetensors --type q8 -o $K/case-q8 -q
+$TXL quantize $TMP/q/last.safetensors --type bf16 -o $K/case-bf16 -q
+Q=$K/case-q8
+st_edit $Q $K/case-q8-scale-rows '.["layers.0.attn.qkv.weight_scale"] |= (.shape[0] -= 1 | .data_offsets[1] -= 2)'
+st_edit $Q $K/case-q8-scale-blocks '.["layers.0.ff.3.weight_scale"] |= (.shape[1] = 3 | .data_offsets[1] -= 64)'
+st_edit $Q $K/case-q8-scale-dtype '.["layers.0.attn.o.weight_scale"].dtype = "F16"'
+st_drop $Q $K/case-q8-no-scale 'del(.["layers.0.ff.0.weight_scale"])'
+cp $Q $K/case-q8-scale-nan
+printf '\300\177' | dd of=$K/case-q8-scale-nan bs=1 conv=notrunc 2>/dev/null \
+    seek=$(( 8 + $(st_hlen $Q) + $(st_header $Q | jq '.["layers.0.ff.0.weight_scale"].data_offsets[0]') ))
 { gzip -c $P; printf 'junk'; } > $K/case-gzip-garbage
 { head -c 1000 $P | gzip -1; tail -c +1001 $P | gzip -9; } > $K/case-gzip-members
 

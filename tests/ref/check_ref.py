@@ -211,6 +211,21 @@ def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None):
                                               for zz in z], dtype=h.dtype)
                             bb = z @ P[pre + "attn.bias_mlp.2.weight"].t() + P[pre + "attn.bias_mlp.2.bias"]
                             s = s + bb[hh]
+                        elif scheme == "fire":
+                            p, a = m + i, abs(float(P[pre + "attn.fire.c"]))
+                            Lt = abs(float(P[pre + "attn.fire.L_mult"])) * c["fire_threshold"]
+                            norm = p if p > Lt else Lt
+                            xx = math.log(a * dist + 1) / (math.log(a * norm + 1) + 1e-6)
+                            z = torch.relu(P[pre + "attn.fire.mlp.0.weight"][:, 0] * xx
+                                           + P[pre + "attn.fire.mlp.0.bias"])
+                            bb = z @ P[pre + "attn.fire.mlp.2.weight"].t() + P[pre + "attn.fire.mlp.2.bias"]
+                            s = s + bb[hh]
+                        elif scheme == "t5":
+                            NB, E = c["t5_buckets"], c["t5_buckets"] // 2
+                            bk = dist if dist < E else min(NB - 1, E + int(
+                                math.log(dist / E) / math.log(c["t5_max_dist"] / E) * (NB - E)))
+                            T = P["t5.rel_bias"] if c["t5_shared"] else P[pre + "attn.t5.rel_bias"]
+                            s = s + T[hh, bk]
                     sc.append(s)
                 a = torch.softmax(torch.stack(sc), 0)
                 for j in range(m + i + 1):
@@ -373,6 +388,7 @@ def sensitivity_check():
             setattr(ref, attr, old)
 
     orig_sin, orig_R, orig_phi, orig_rot = ref.sinusoid, ref.xl_R, ref.mlp_phi, ref.rope_rotate
+    orig_fire, orig_bucket = ref.fire_bias, ref.t5_bucket
 
     def sin_cos_swapped(pos, d, dtype):
         r = orig_sin(pos, d, dtype)
@@ -401,7 +417,8 @@ def sensitivity_check():
         P["r_w_bias"], P["r_r_bias"] = P["r_r_bias"], P["r_w_bias"]
 
     rows = []
-    for name in ("xl_post", "xl_clamp_untie", "mlp", "rope", "alibi", "absolute", "none", "xl_pre"):
+    for name in ("xl_post", "xl_clamp_untie", "mlp", "rope", "alibi", "absolute", "none", "xl_pre",
+                 "fire", "t5"):
         base = run(name)
         model, _ = case(name)
         rows.append((name, "memory dropped (mem_len 0)", diff(base, run(name, {"mem_len": 0}))))
@@ -416,6 +433,13 @@ def sensitivity_check():
                 rows.append((name, "clamp_len ignored", diff(base, patched(name, "xl_R", R_clamp_ignored))))
         if model["pos_scheme"] == "mlp":
             rows.append((name, "phi sin/cos interleaved", diff(base, patched(name, "mlp_phi", phi_interleaved))))
+        if model["pos_scheme"] == "fire":
+            rows.append((name, "query counted from 1, not 0", diff(base, patched(
+                name, "fire_bias", lambda P, pre, c, m, Lq: orig_fire(P, pre, c, m + 1, Lq)[:, :, 1:]))))
+            rows.append((name, "threshold ignored (L = 0)", diff(base, run(name, {"fire_threshold": 0.0}))))
+        if model["pos_scheme"] == "t5":
+            rows.append((name, "buckets of distance + 1", diff(base, patched(
+                name, "t5_bucket", lambda n, nb, md: orig_bucket(n + 1, nb, md)))))
         if model["pos_scheme"] == "rope":
             rows.append((name, "rope pairs interleaved", diff(base, patched(name, "rope_rotate", rot_interleaved))))
         if model["pos_scheme"] == "alibi":
@@ -465,9 +489,10 @@ def adaptive_check(name, V=256, rows=7):
 def main(argv):
     torch.set_num_threads(2)
     fdir = argv[1] if len(argv) > 1 else None
-    for n in ("xl_post", "mlp", "xl_pre", "xl_clamp_untie", "xl_nomem", "rope", "alibi", "absolute", "none"):
-        fd_check(n, n_entries=300 if n in ("xl_post", "mlp") else 100)
-    for n in ("xl_post", "mlp", "rope", "alibi", "none"):
+    for n in ("xl_post", "mlp", "xl_pre", "xl_clamp_untie", "xl_nomem", "rope", "alibi", "absolute",
+              "none", "fire", "t5", "t5_layers"):
+        fd_check(n, n_entries=300 if n in ("xl_post", "mlp", "fire") else 100)
+    for n in ("xl_post", "mlp", "rope", "alibi", "none", "fire", "t5"):
         for pl in (False, True):
             consistency_check(n, pl)
     for n in ("adaptive_div2", "adaptive_proj"):

@@ -55,6 +55,21 @@ CASES = [
                           tgt_len=6, mem_len=5, data=dict(anchors=["para", "sent"],
                                                           doc_separator="!\n")),
      [6, 6, 5]),
+    # FIRE: L = 4.5 (layer 0) and 7.5 (layer 1) inside the windows (txl_ref.random_params),
+    # so queries fall on both sides of it; then pre-LN with anchor tokens (256, 257)
+    ("fire", dict(pos_scheme="fire", fire_hidden=6, fire_threshold=10.0, tgt_len=5,
+                  mem_len=4), [5, 5, 3]),
+    ("fire_pre_anchors", dict(pos_scheme="fire", pre_lnorm=True, fire_hidden=5,
+                              fire_threshold=10.0, n_head=3, tgt_len=6, mem_len=5,
+                              data=dict(anchors=["bos", "sent"], doc_separator="!\n")),
+     [6, 6, 5]),
+    # T5's buckets, small enough that the windows reach the logarithmic ones and the last:
+    # 6 buckets to distance 6 (exact 0..2, then 3, 4, and 5 from 5 on), one table for both
+    # layers; 8 to 12 (exact 0..3, then 4-5, 6, 7-9, and 7 from 10 on), a table per layer
+    ("t5", dict(pos_scheme="t5", t5_buckets=6, t5_max_dist=6, t5_shared=True, tgt_len=5,
+                mem_len=4), [5, 5, 3]),
+    ("t5_layers", dict(pos_scheme="t5", t5_buckets=8, t5_max_dist=12, t5_shared=False,
+                       pre_lnorm=True, n_head=3, tgt_len=5, mem_len=7), [5, 5, 5]),
     # the adaptive softmax and input (clusters [0,30) [30,45) [45,100) [100,256)): official's
     # wt103 shape (one table, no projection); div_val 2 (widths 16, 8, 4, 2) with the tails'
     # output projections tied to the input's; one projected table (d_embed 12) with its own
@@ -176,7 +191,7 @@ def gen_case(outdir, name, mover, lens):
         total = total + loss
         tensors["seg%d.x" % s] = x.to(torch.int32)
         tensors["seg%d.y" % s] = y.to(torch.int32)
-        if hier:
+        if hier or data:  # with anchors, test_fixtures checks txl puts them at the same places
             tensors["seg%d.coords" % s] = coords[:, start:start + L].to(torch.int32).contiguous()
         start += L
         tensors["seg%d.logits" % s] = logits.detach().clone()

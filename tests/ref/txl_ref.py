@@ -27,9 +27,11 @@ MODEL_DEFAULTS = {
     "dropatt": 0.0, "pos_scheme": "xl", "clamp_len": 0, "untie_r": False, "xl_terms": "abcd",
     "mlp_num_freqs": 16, "mlp_max_dist": 4096, "mlp_hidden": 64,
     "hier_levels": ["token", "word", "sent", "para"], "hier_num_freqs": 8,
+    "fire_hidden": 32, "fire_threshold": 512.0,
+    "t5_buckets": 32, "t5_max_dist": 128, "t5_shared": True,
     "cutoffs": [], "div_val": 1, "d_embed": 0, "tie_projs": False,
 }
-SCHEMES = ("xl", "mlp", "rope", "alibi", "absolute", "none", "hier")
+SCHEMES = ("xl", "mlp", "rope", "alibi", "absolute", "none", "hier", "fire", "t5")
 HIER_LEVELS = ("token", "word", "sent", "para")
 HIER_DIV = {"token": 1, "word": 4, "sent": 32, "para": 128}
 
@@ -152,6 +154,8 @@ def param_shapes(cfg, vocab=V_DEFAULT):
         out = [("word_emb.weight", (vocab, d)), ("out.bias", (vocab,))]
     if xl and not c["untie_r"]:
         out += [("r_w_bias", (H, dh)), ("r_r_bias", (H, dh))]
+    if c["pos_scheme"] == "t5" and c["t5_shared"]:
+        out.append(("t5.rel_bias", (H, c["t5_buckets"])))
     for l in range(c["n_layer"]):
         p = "layers.%d." % l
         out.append((p + "attn.qkv.weight", (3 * H * dh, d)))
@@ -175,6 +179,13 @@ def param_shapes(cfg, vocab=V_DEFAULT):
                         (q + "2.weight", (H, hid)), (q + "2.bias", (H,))]
             out += [(p + "attn.hier.mix.weight", (H, len(lv) * H)),
                     (p + "attn.hier.mix.bias", (H,))]
+        if c["pos_scheme"] == "fire":
+            hid = c["fire_hidden"]
+            out += [(p + "attn.fire.mlp.0.weight", (hid, 1)), (p + "attn.fire.mlp.0.bias", (hid,)),
+                    (p + "attn.fire.mlp.2.weight", (H, hid)), (p + "attn.fire.mlp.2.bias", (H,)),
+                    (p + "attn.fire.c", (1,)), (p + "attn.fire.L_mult", (1,))]
+        if c["pos_scheme"] == "t5" and not c["t5_shared"]:
+            out.append((p + "attn.t5.rel_bias", (H, c["t5_buckets"])))
         out += [(p + "ff.0.weight", (di, d)), (p + "ff.0.bias", (di,)),
                 (p + "ff.3.weight", (d, di)), (p + "ff.3.bias", (d,)),
                 (p + "ff.ln.weight", (d,)), (p + "ff.ln.bias", (d,))]
@@ -183,13 +194,24 @@ def param_shapes(cfg, vocab=V_DEFAULT):
 
 def random_params(cfg, seed, std=0.1, vocab=V_DEFAULT):
     """Fixture parameters (float32): larger-than-init scales so that every path
-    matters.  Weights, embedding, biases, u, v ~ N(0, std); LN gains ~ N(1, std)."""
+    matters.  Weights, embedding, biases, u, v ~ N(0, std); LN gains ~ N(1, std).
+    FIRE: its first layer (fan-in 1, init U(-1, 1)) ~ N(0, 10 std), so that its inputs'
+    differences show; c and L_mult of layer l fixed at (-1)^l (0.3 + 0.3 l) and
+    (-1)^l (0.45 + 0.3 l), negative in odd layers (the absolute values), so that with the
+    fixtures' fire_threshold 10, L = 4.5 and 7.5 falls inside the windows (queries on both
+    sides of it)."""
     g = torch.Generator().manual_seed(seed)
     out = {}
     for name, shape in param_shapes(cfg, vocab):
         t = torch.randn(shape, generator=g, dtype=torch.float64) * std
         if name.endswith("ln.weight"):
             t = t + 1.0
+        if ".attn.fire.mlp.0." in name:
+            t = t * 10.0
+        if name.endswith(".attn.fire.c") or name.endswith(".attn.fire.L_mult"):
+            l = int(name.split(".")[1])
+            base = 0.3 if name.endswith(".c") else 0.45
+            t = torch.full(shape, (-1.0) ** l * (base + 0.3 * l), dtype=torch.float64)
         out[name] = t.to(torch.float32)
     return out
 
@@ -250,6 +272,40 @@ def mlp_bias_table(P, pre, c, n_dist, dtype):
     phi = mlp_phi(delta, c["mlp_num_freqs"], c["mlp_max_dist"], dtype)
     hid = gelu_erf(linear(phi, P[pre + "attn.bias_mlp.0.weight"], P[pre + "attn.bias_mlp.0.bias"]))
     return linear(hid, P[pre + "attn.bias_mlp.2.weight"], P[pre + "attn.bias_mlp.2.bias"])
+
+
+def fire_bias(P, pre, c, m, Lq):
+    """FIRE (Li et al. 2023, eq. for b(i, j) with progressive interpolation) for the
+    queries at window rows p = m..m+Lq-1 (counted from the window's first key) and keys
+    j = 0..m+Lq-1: b(p, j) = f(psi(p - j) / psi(max(L, p))), psi(x) = log(c x + 1), with
+    the published listing's parameterisation: c -> |c|, L = |L_mult| fire_threshold, 1e-6
+    added to the normaliser; f = Linear(1, hidden), ReLU, Linear(hidden, H).  A tie p = L
+    takes L.  Returns [H, Lq, klen]; entries j > p are masked by the caller."""
+    klen = m + Lq
+    dt = P[pre + "attn.fire.c"].dtype
+    p = torch.arange(m, klen, dtype=dt)[:, None]
+    j = torch.arange(klen, dtype=dt)[None, :]
+    rel = (p - j).clamp(min=0.0)
+    cc = torch.abs(P[pre + "attn.fire.c"])
+    L = torch.abs(P[pre + "attn.fire.L_mult"]) * c["fire_threshold"]
+    norm = torch.where(p > L, p, L)                               # [Lq, 1]
+    x = torch.log(cc * rel + 1.0) / (torch.log(cc * norm + 1.0) + 1e-6)
+    hid = torch.relu(linear(x[..., None], P[pre + "attn.fire.mlp.0.weight"],
+                            P[pre + "attn.fire.mlp.0.bias"]))
+    out = linear(hid, P[pre + "attn.fire.mlp.2.weight"], P[pre + "attn.fire.mlp.2.bias"])
+    return out.permute(2, 0, 1)
+
+
+def t5_bucket(n, num_buckets, max_distance):
+    """T5's relative position bucket, causal (bidirectional=False): n = query - key >= 0
+    (LongTensor).  Half the buckets are single distances, the other half logarithmically
+    wider up to max_distance; larger distances share the last bucket."""
+    max_exact = num_buckets // 2
+    nn = n.clamp(min=max_exact).to(torch.float64)
+    large = max_exact + (torch.log(nn / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.clamp(large, max=num_buckets - 1)
+    return torch.where(n < max_exact, n, large)
 
 
 def hier_levels(c):
@@ -449,6 +505,12 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
         k = rope_rotate(k, torch.arange(0, klen, dtype=torch.float64))
     elif scheme == "hier":
         hbias = hier_bias(P, pre, c, coords, m, Lq, h.dtype)       # [B, H, Lq, klen]
+    elif scheme == "fire":
+        bias = fire_bias(P, pre, c, m, Lq)                          # [H, Lq, klen]
+    elif scheme == "t5":
+        T = P["t5.rel_bias"] if c["t5_shared"] else P[pre + "attn.t5.rel_bias"]  # [H, NB]
+        bk = t5_bucket(delta.clamp(min=0), c["t5_buckets"], c["t5_max_dist"])
+        bias = T[:, bk]                                             # [H, Lq, klen]
 
     outs = []
     step = B if not batch_chunk else batch_chunk
@@ -463,7 +525,7 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
             s = (AC + BD) * scale
         else:
             s = torch.einsum("bihd,bjhd->bhij", qb, kb) * scale
-            if scheme in ("mlp", "alibi"):
+            if scheme in ("mlp", "alibi", "fire", "t5"):
                 s = s + bias[None]
             if scheme == "hier":
                 s = s + hbias[sl]
