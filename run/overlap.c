@@ -4,17 +4,12 @@
 void overlap_auto_init(overlap_auto *a, int possible)
 {
     *a = (overlap_auto){.phase = possible ? OVL_WARMING : OVL_DECIDED, .blocking_s = INFINITY,
-                        .comm_s = INFINITY, .overlapped_s = NAN};
+                        .comm_s = INFINITY, .overlapped_s = INFINITY};
 }
 
-int overlap_worth_trying(double blocking_s, double comm_s)
+int overlap_pays(double blocking_s, double comm_s, double overlapped_s)
 {
-    return comm_s >= OVL_MIN_SHARE * blocking_s;
-}
-
-int overlap_pays(double blocking_s, double overlapped_s)
-{
-    return overlapped_s < (1 - OVL_MARGIN) * blocking_s;
+    return comm_s >= OVL_MIN_SHARE * blocking_s && overlapped_s < (1 - OVL_MARGIN) * blocking_s;
 }
 
 int overlap_auto_step(overlap_auto *a, double step_s, double comm_s)
@@ -22,20 +17,19 @@ int overlap_auto_step(overlap_auto *a, double step_s, double comm_s)
     switch (a->phase) {
     case OVL_WARMING:
         if (++a->n == OVL_WARM)
-            a->phase = OVL_BLOCKING, a->n = 0;
+            a->phase = OVL_TRYING, a->n = 0;
         return 0;
-    case OVL_BLOCKING:
-        a->blocking_s = fmin(a->blocking_s, step_s);
-        a->comm_s = fmin(a->comm_s, comm_s);
-        if (++a->n < OVL_TRIAL)
+    case OVL_TRYING:
+        if (a->on) {
+            a->overlapped_s = fmin(a->overlapped_s, step_s);
+        } else {
+            a->blocking_s = fmin(a->blocking_s, step_s);
+            a->comm_s = fmin(a->comm_s, comm_s);
+        }
+        a->on = ++a->n % 2; /* blocking, overlapped, blocking, ... */
+        if (a->n < 2 * OVL_TRIAL)
             return 0;
-        a->want = overlap_worth_trying(a->blocking_s, a->comm_s);
-        return 1;
-    case OVL_OVERLAPPED:
-        a->overlapped_s = fmin(a->overlapped_s, step_s); /* fmin(NAN, x) = x */
-        if (++a->n < OVL_TRIAL)
-            return 0;
-        a->want = overlap_pays(a->blocking_s, a->overlapped_s);
+        a->want = overlap_pays(a->blocking_s, a->comm_s, a->overlapped_s);
         return 1;
     case OVL_DECIDED:
         return 0;
@@ -45,10 +39,6 @@ int overlap_auto_step(overlap_auto *a, double step_s, double comm_s)
 
 void overlap_auto_settle(overlap_auto *a, int agreed)
 {
-    if (a->phase == OVL_BLOCKING && agreed) {
-        a->phase = OVL_OVERLAPPED, a->n = 0, a->on = 1;
-        return;
-    }
     a->phase = OVL_DECIDED;
     a->on = agreed;
 }
@@ -68,34 +58,23 @@ void run_overlap_plan(trainer *t)
     t->overlap = t->ovl.on;
 }
 
-/* After a step (its seconds, its blocking sums' seconds): the trial goes on; at the end of
- * a phase the ranks take rank 0's proposal (their clocks differ a little) and the decision
- * is logged: an overlap event, and a note. */
+/* After a step (its seconds, its blocking sums' seconds): the trial goes on; at its end the
+ * ranks take rank 0's verdict (their clocks differ a little) and the decision is logged: an
+ * overlap event, and a note. */
 void run_overlap_step(trainer *t, double step_s, double comm_s)
 {
     overlap_auto *a = &t->ovl;
     if (a->phase == OVL_DECIDED)
         return;
     if (overlap_auto_step(a, step_s, comm_s)) {
-        int was = a->phase;
         overlap_auto_settle(a, dist_max_int(dist_is_root() ? a->want : 0));
-        if (a->phase == OVL_DECIDED) {
-            char ov[32] = "null";
-            if (was == OVL_OVERLAPPED)
-                snprintf(ov, sizeof ov, "%.6f", a->overlapped_s);
-            run_log_json(t, "{\"event\":\"overlap\",\"step\":%ld,\"on\":%s,\"blocking_step_s\":"
-                         "%.6f,\"blocking_comm_s\":%.6f,\"overlapped_step_s\":%s}",
-                         t->st.step, a->on ? "true" : "false", a->blocking_s, a->comm_s, ov);
-            if (was == OVL_BLOCKING)
-                run_note(t, TXL_EV_NOTE, "comm_overlap auto: the gradient sum takes %.1f%% of "
-                         "a step (%.3f of %.3f s), under %.0f%%: blocking",
-                         100 * a->comm_s / a->blocking_s, a->comm_s, a->blocking_s,
-                         100 * OVL_MIN_SHARE);
-            else
-                run_note(t, TXL_EV_NOTE, "comm_overlap auto: steps take %.3f s overlapped, "
-                         "%.3f s blocking (the sum %.3f s): %s", a->overlapped_s,
-                         a->blocking_s, a->comm_s, a->on ? "overlapped" : "blocking");
-        }
+        run_log_json(t, "{\"event\":\"overlap\",\"step\":%ld,\"on\":%s,\"blocking_step_s\":"
+                     "%.6f,\"blocking_comm_s\":%.6f,\"overlapped_step_s\":%.6f}", t->st.step,
+                     a->on ? "true" : "false", a->blocking_s, a->comm_s, a->overlapped_s);
+        run_note(t, TXL_EV_NOTE, "comm_overlap auto: steps take %.3f s blocking (the sum %.3f "
+                 "s, %.1f%%), %.3f s overlapped: %s", a->blocking_s, a->comm_s,
+                 100 * a->comm_s / a->blocking_s, a->overlapped_s,
+                 a->on ? "overlapped" : "blocking");
     }
     t->overlap = a->on;
 }
