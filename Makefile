@@ -342,4 +342,4 @@ uninstall:
 		$(addprefix $(INSTDIR)/share/txl/configs/,$(notdir $(wildcard configs/*.yaml)))
 	-rmdir $(INSTDIR)/share/txl/configs $(INSTDIR)/share/txl 2>/dev/null
 
--include $(OBJ:.o=.d) $(TESTBIN:=.d) $(FUZZLIB:.o=.d)
+-include $(OBJ:.o=.d) $(PICOBJ:.o=.d) $(TESTBIN:=.d) $(FUZZLIB:.o=.d)

@@ -16,6 +16,7 @@
 #include "../data/textenc.h"
 #include "../model/decode.h"
 #include "../model/gemm.h"
+#include "../model/kv_cache.h"
 #include "../model/pos.h"
 #include "../model/quant.h"
 #include "../model/sampler.h"
@@ -48,10 +49,9 @@ static int batch_streams(const txl_decoder *d)
     long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (l3 <= 0 || N <= 2)
         return N;
-    const model_config *c = d->c;
     double budget = 0.25 * (double)l3, weights = (double)txl_model_weight_bytes(d->m);
-    double per = (d->cache == DECODE_CACHE_BF16 ? 2.0 : 4.0) * 2.0 * c->n_layer * (double)d->M *
-                 c->n_head * c->d_head; /* k, v rows */
+    double per = (d->cache == DECODE_CACHE_BF16 ? 2.0 : 4.0) * /* a stream's keys, values */
+                 (double)kv_rows_floats(d->c, 1, d->M);
     if (weights + N * per <= budget)
         return N;
     double fit = per > 0 ? (budget - weights) / per : N;
@@ -65,9 +65,8 @@ static int check_memory(const txl_decoder *d, txl_err *e)
 {
     const model_config *c = d->c;
     double act, bytes;
-    /* the caches' rows in double first: decode_plan_floats counts in size_t */
-    double kv = 4.0 * d->G * 2.0 * (d->M + 1) * c->n_layer *
-                ((d->cache == DECODE_CACHE_BF16 ? 1.0 : 2.0) * c->n_head * c->d_head + c->d_model);
+    /* the caches in double first: decode_plan_floats counts in size_t */
+    double kv = 4.0 * decode_cache_floats(c, d->G, d->M, (decode_cache)d->cache);
     if (kv > 0x1p60) {
         bytes = kv; /* no machine holds it */
     } else {

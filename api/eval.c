@@ -103,10 +103,7 @@ static int call_init(eval_call *c, txl_model *m, const txl_eval_opts *o, long se
     c->factors = o->factors && o->n_factors > 0 ? o->factors : &one;
     c->n = o->factors && o->n_factors > 0 ? o->n_factors : 1;
     c->is_sweep = c->n > 1 || c->factors[0] != 1 || o->mode != TXL_SWEEP_MEMORY;
-    int split = !o->split || strcmp(o->split, "valid") == 0 ? SPLIT_VALID
-                : strcmp(o->split, "test") == 0            ? SPLIT_TEST
-                : strcmp(o->split, "train") == 0           ? SPLIT_TRAIN
-                                                           : -1;
+    int split = o->split ? split_find(o->split) : SPLIT_VALID;
     if (split < 0)
         return err_set(e, ERR_INPUT, "split '%s': expected valid, test or train", o->split);
     if (cfg_open_text(o->data, split, &cfg->data, &c->c, &c->span, &c->label, e) ||

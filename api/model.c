@@ -76,14 +76,24 @@ static int fresh_meta(txl_model *m, const char *const *extra, txl_err *e)
     return rc ? err_set(e, ERR_RUNTIME, "out of memory") : 0;
 }
 
+/* A handle of its own for a model of config c (NULL: the checkpoint's, read later); NULL
+ * with e when out of memory. */
+static txl_model *model_alloc(const txl_config *c, txl_err *e)
+{
+    txl_model *m = calloc(1, sizeof *m);
+    if (!m)
+        err_set(e, ERR_RUNTIME, "out of memory");
+    else if (c)
+        m->cfg = *c;
+    return m;
+}
+
 txl_model *txl_model_load(const char *ckpt, txl_err *e)
 {
     api_err_clear(e);
-    txl_model *m = calloc(1, sizeof *m);
-    if (!m) {
-        err_set(e, ERR_RUNTIME, "out of memory");
+    txl_model *m = model_alloc(NULL, e);
+    if (!m)
         return NULL;
-    }
     long long step = 0;
     if (ckpt_open(ckpt, &m->from_dir, &m->f, &m->cfg.c, &m->mdl, &m->vocab, e)) {
         free(m);
@@ -147,12 +157,9 @@ static int take_vocab(txl_model *m, const st_file *f, txl_err *e)
 txl_model *txl_model_new(const txl_config *c, txl_err *e)
 {
     api_err_clear(e);
-    txl_model *m = calloc(1, sizeof *m);
-    if (!m) {
-        err_set(e, ERR_RUNTIME, "out of memory");
+    txl_model *m = model_alloc(c, e);
+    if (!m)
         return NULL;
-    }
-    m->cfg = *c;
     if (take_vocab(m, NULL, e) || cfg_validate(&m->cfg.c, c->origin[0] ? c->origin : NULL, e) ||
         model_init(&m->mdl, &m->cfg.c.model, e) || fresh_meta(m, NULL, e)) {
         txl_model_free(m);
@@ -169,7 +176,7 @@ typedef struct {
     int n, left_out;
 } name_list;
 
-static void list_add(name_list *l, const char *name, const char *detail)
+static void name_list_add(name_list *l, const char *name, const char *detail)
 {
     char item[300];
     snprintf(item, sizeof item, "%s%s", name, detail);
@@ -191,21 +198,6 @@ static void fmt_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
     snprintf(buf + o, cap - o, "]");
 }
 
-/* Every parameter of mdl present in f with dtype F32 and its shape; no other tensors. All
- * problems go into one message, which names the weights and the config (`cfg_name`). */
-/* NAME_scale of an I8 tensor NAME of f: a q8 matrix's scales (ckpt_load_weights checks them) */
-static int is_i8_scale(const st_file *f, const char *nm)
-{
-    size_t n = strlen(nm), ns = strlen(CKPT_SCALE_SUFFIX);
-    char base[256];
-    if (n <= ns || n - ns >= sizeof base || strcmp(nm + n - ns, CKPT_SCALE_SUFFIX) != 0)
-        return 0;
-    memcpy(base, nm, n - ns);
-    base[n - ns] = 0;
-    const st_tensor *t = st_find(f, base);
-    return t && t->dtype == ST_I8;
-}
-
 /* Every parameter of mdl present in f with its shape, F32 (or a quantized checkpoint's BF16,
  * or I8 with its scales), and no other tensors. All problems go into one message, which
  * names the weights and the config (`cfg_name`). */
@@ -216,7 +208,7 @@ static int check_import(const model *mdl, const st_file *f, const char *cfg_name
         const param_entry *p = &mdl->table[i];
         const st_tensor *t = st_find(f, p->name);
         if (!t) {
-            list_add(&missing, p->name, "");
+            name_list_add(&missing, p->name, "");
             continue;
         }
         int64_t want[2] = {p->shape[0], p->shape[1]};
@@ -228,17 +220,17 @@ static int check_import(const model *mdl, const st_file *f, const char *cfg_name
         int quant = t->dtype == ST_BF16 || (t->dtype == ST_I8 && p->ndim == 2);
         if (t->dtype != ST_F32 && !quant) {
             snprintf(detail, sizeof detail, " (dtype %s, expected F32)", st_dtype_name(t->dtype));
-            list_add(&wrong, p->name, detail);
+            name_list_add(&wrong, p->name, detail);
         } else if (!ok) {
             snprintf(detail, sizeof detail, " (shape %s, expected %s)", got, exp);
-            list_add(&wrong, p->name, detail);
+            name_list_add(&wrong, p->name, detail);
         }
     }
     int state = 0;
     for (int i = 0; i < f->n; i++)
         if (!model_find_param(mdl, f->t[i].name) && strcmp(f->t[i].name, CKPT_VOCAB_TENSOR) &&
-            !is_i8_scale(f, f->t[i].name)) {
-            list_add(&extra, f->t[i].name, "");
+            !ckpt_is_i8_scale(f, f->t[i].name)) {
+            name_list_add(&extra, f->t[i].name, "");
             state |= strncmp(f->t[i].name, "optim.", 6) == 0 ||
                      strncmp(f->t[i].name, "state.", 6) == 0;
         }
@@ -285,13 +277,10 @@ static int check_finite(const model *mdl, const char *in, txl_err *e)
 txl_model *txl_model_import(const char *weights, const txl_config *c, txl_err *e)
 {
     api_err_clear(e);
-    txl_model *m = calloc(1, sizeof *m);
+    txl_model *m = model_alloc(c, e);
     st_file f;
-    if (!m) {
-        err_set(e, ERR_RUNTIME, "out of memory");
+    if (!m)
         return NULL;
-    }
-    m->cfg = *c;
     const char *cfg_name = c->origin[0] ? c->origin : "the config";
     if (st_read(&f, weights, e)) {
         txl_model_free(m);

@@ -67,10 +67,7 @@ int txl_probe(txl_model *m, const txl_probe_opts *o,
     if (take_opts(o, txl_model_path(m), &a, e))
         return -1;
     const run_config *cfg = &m->cfg.c;
-    int split = !o->split || strcmp(o->split, "valid") == 0 ? SPLIT_VALID
-                : strcmp(o->split, "test") == 0            ? SPLIT_TEST
-                : strcmp(o->split, "train") == 0           ? SPLIT_TRAIN
-                                                           : -1;
+    int split = o->split ? split_find(o->split) : SPLIT_VALID;
     if (split < 0)
         return err_set(e, ERR_INPUT, "split '%s': expected valid, test or train", o->split);
     probe_ctx p = {.a = &a, .cfg = cfg, .mdl = &m->mdl, .step = m->step,

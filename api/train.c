@@ -56,7 +56,8 @@ static txl_trainer *trainer_begin(const txl_config *c, const txl_train_opts *o, 
     trainer *t = &tr->t;
     tr->opts = *o;
     t->opts = &tr->opts;
-    t->lock_fd = -1;
+    t->sinks[RUN_SINK_CALLER] = (run_sink){o->on_event, o->ctx};
+    t->dir.lock_fd = -1;
     t->run_steps = o->steps;
     t->st.best_valid = t->st.best_valid_bpc = INFINITY;
     t->cfg = c->c;

@@ -42,25 +42,13 @@ static txl_vocab *wrap(vocab *v, const char *source, const char *path, txl_err *
     return tv;
 }
 
-/* A checkpoint or run directory, by the project's rule (io/ckpt_open.c's ckpt_vocab_of): a
- * directory, or a name ending in .safetensors or .safetensors.gz. */
-static int names_checkpoint(const char *path)
-{
-    struct stat sb;
-    size_t n = strlen(path);
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return 1;
-    return (n >= 12 && strcmp(path + n - 12, ".safetensors") == 0) ||
-           (n >= 15 && strcmp(path + n - 15, ".safetensors.gz") == 0);
-}
-
 txl_vocab *txl_vocab_load(const char *path, txl_err *e)
 {
     if (!path || !*path) {
         err_set(e, ERR_INPUT, "no vocabulary given");
         return NULL;
     }
-    if (!names_checkpoint(path))
+    if (!ckpt_names_checkpoint(path))
         return wrap(vocab_load(path, e), "file", path, e);
     /* the checkpoint's vocabulary, held to its config (ckpt_vocab_of) */
     char file[CKPT_PATH_MAX];

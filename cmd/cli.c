@@ -650,6 +650,32 @@ static int shadows_run_ckpt(const char *flag, const char *out, txl_err *e)
     return 0;
 }
 
+txl_model *cli_model_to_write(const char *cmd, const char *ckpt, const char *out, int quiet,
+                              txl_err *e)
+{
+    txl_model *m = txl_model_load(ckpt, e);
+    if (!m)
+        return NULL;
+    char run[4][TXL_PATH_MAX + 24];
+    const char *inputs[5] = {txl_model_path(m)};
+    int n_in = 1;
+    if (txl_model_from_dir(m)) {
+        for (int i = 0; i < 4; i++) {
+            snprintf(run[i], sizeof run[i], "%s/%s.safetensors%s", ckpt, i < 2 ? "best" : "last",
+                     i % 2 ? "" : ".gz");
+            inputs[n_in++] = run[i];
+        }
+        if (!quiet)
+            fprintf(stderr, "txl %s: %s is a run directory: using %s\n", cmd, ckpt,
+                    txl_model_path(m));
+    }
+    if (cli_check_output("-o", out, inputs, n_in, e)) {
+        txl_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 int cli_check_output(const char *flag, const char *out, const char *const *inputs, int n,
                      txl_err *e)
 {

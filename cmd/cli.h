@@ -214,6 +214,13 @@ int cli_config_path(const char *arg, const char *cmd, int quiet, char *buf, size
  * exist are skipped: their readers report them. Call it before anything is written. */
 int cli_check_output(const char *flag, const char *out, const char *const *inputs, int n,
                      txl_err *e);
+/* The model of CKPT for a command that writes it to `out` (-o; export, quantize): a file,
+ * or a run directory's best else last (said on stderr as "txl CMD: ... using ..." unless
+ * quiet), with out held by cli_check_output to neither the file read nor, for a run
+ * directory, another of the run's checkpoints (writing best onto last would end the run's
+ * resumability). NULL with e. */
+txl_model *cli_model_to_write(const char *cmd, const char *ckpt, const char *out, int quiet,
+                              txl_err *e);
 
 /* The command line as main received it (argv[0] first): main keeps a copy before a command
  * parses (cli_parse reorders the pointers), for the training log's start event. */

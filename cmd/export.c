@@ -47,23 +47,10 @@ int cmd_export(int argc, char **argv)
     if (!ckpt || !out)
         return cli_usage("export", "%s", !ckpt ? "missing the checkpoint to export"
                                             : "missing -o OUT.safetensors[.gz]");
-    txl_model *m = txl_model_load(ckpt, &e);
+    txl_model *m = cli_model_to_write("export", ckpt, out, a.quiet, &e);
     if (!m)
         return cli_fail("export", &e);
-    /* OUT may not replace the file read, nor, when CKPT is a run directory, the run's other
-     * checkpoint (exporting best onto last would end the run's resumability) */
-    char run[4][TXL_PATH_MAX + 24];
-    const char *inputs[5] = {txl_model_path(m)};
-    int n_in = 1;
-    if (txl_model_from_dir(m))
-        for (int i = 0; i < 4; i++) {
-            snprintf(run[i], sizeof run[i], "%s/%s.safetensors%s", ckpt, i < 2 ? "best" : "last",
-                     i % 2 ? "" : ".gz");
-            inputs[n_in++] = run[i];
-        }
-    if (txl_model_from_dir(m) && !a.quiet)
-        fprintf(stderr, "txl export: %s is a run directory: using %s\n", ckpt, txl_model_path(m));
-    rc = cli_check_output("-o", out, inputs, n_in, &e) || txl_model_save(m, out, &e) ? -1 : 0;
+    rc = txl_model_save(m, out, &e) ? -1 : 0;
     size_t params = txl_model_params(m);
     txl_model_free(m);
     if (rc)

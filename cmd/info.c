@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/json.h"
 #include "cli.h"
 #include "cmds.h"
 
@@ -35,12 +36,10 @@ const cli_spec info_spec = {
     .pos_glob = "*.@(safetensors|safetensors.gz)",
 };
 
-char *openblas_get_config(void);
-
 static int info_system(int json)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *cfg = openblas_get_config();
+    const char *cfg = sys_blas_config();
     const char *env = getenv("OPENBLAS_CORETYPE");
     char dirs[CLI_CONFIG_DIRS][TXL_PATH_MAX];
     int nd = cli_config_dirs(dirs);
@@ -60,10 +59,7 @@ static int info_system(int json)
         for (int i = 0; i < nd; i++)
             cJSON_AddItemToArray(d, cJSON_CreateString(dirs[i]));
         cJSON_AddItemToObject(o, "configs", d);
-        char *s = cJSON_PrintUnformatted(o);
-        if (s)
-            printf("%s\n", s);
-        free(s);
+        json_put_line(stdout, o);
         cJSON_Delete(o);
         return 0;
     }
@@ -210,10 +206,7 @@ static void print_json(const txl_model *m)
     cJSON_AddNumberToObject(o, "tensors", n);
     if (cj)
         cJSON_AddRawToObject(o, "config", cj);
-    char *s = cJSON_PrintUnformatted(o);
-    if (s)
-        printf("%s\n", s);
-    free(s);
+    json_put_line(stdout, o);
     free(cj);
     cJSON_Delete(o);
 }

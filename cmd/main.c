@@ -6,10 +6,9 @@
 #include <unistd.h>
 
 #include "../common/dist.h"
+#include "../common/sys.h"
 #include "cli.h"
 #include "cmds.h"
-
-char *openblas_get_corename(void);
 
 static int core_is(const char *core, const char *const *names)
 {
@@ -33,7 +32,7 @@ static int want_blas_core(void)
      * exercises the re-exec on CPUs OpenBLAS does recognise */
     const char *core = getenv("TXL_TEST_BLAS_DETECTED");
     if (!core || !*core)
-        core = openblas_get_corename();
+        core = sys_blas_corename();
     if (!core)
         return 0;
     static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", NULL};

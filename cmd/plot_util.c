@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/line.h"
 #include "cli.h"
 #include "plot.h"
 
@@ -136,37 +137,6 @@ static int is_start(const cJSON *o)
  * (/dev/zero, a binary) from taking all memory. */
 #define PLOT_LINE_MAX (64L << 20)
 
-/* One line of f into *buf (NUL-terminated, with its newline): its length, 0 at the end of
- * the file, -1 past PLOT_LINE_MAX bytes, -2 on a read error or out of memory (errno).
- * getline has no bound, and its ENOMEM looked like the end of the file: the events after
- * a long line were dropped with exit 0. */
-static long read_line(FILE *f, char **buf, size_t *cap)
-{
-    size_t n = 0;
-    int ch;
-    errno = 0;
-    while ((ch = getc_unlocked(f)) != EOF) {
-        if (n == PLOT_LINE_MAX)
-            return -1;
-        if (n + 2 > *cap) {
-            size_t nc = *cap ? 2 * *cap : 4096;
-            char *nb = realloc(*buf, nc);
-            if (!nb)
-                return -2;
-            *buf = nb;
-            *cap = nc;
-        }
-        (*buf)[n++] = (char)ch;
-        if (ch == '\n')
-            break;
-    }
-    if (ferror(f))
-        return -2;
-    if (*buf)
-        (*buf)[n] = 0;
-    return (long)n;
-}
-
 /* Calls fn(obj, line number, ctx) for every JSON line of path. Damaged lines (see
  * recover_glued) are skipped and counted on stderr; any other unparsable line is an error,
  * and so is a line longer than PLOT_LINE_MAX. */
@@ -182,7 +152,7 @@ int each_json_line(const char *path, int (*fn)(const cJSON *, long, void *), voi
     long ln = 0, pending = 0, damaged = 0, first_damaged = 0; /* pending: a bad line's number */
     int rc = 0;
     *nlines = 0;
-    while (rc == 0 && (len = read_line(f, &line, &cap)) > 0) {
+    while (rc == 0 && (len = line_read(f, PLOT_LINE_MAX, &line, &cap)) > 0) {
         ln++;
         const char *p = line;
         while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')

@@ -60,29 +60,15 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage("quantize", "%s", !ckpt ? "missing the checkpoint to quantize"
                                            : !out ? "missing -o OUT.safetensors[.gz]"
                                                   : "missing --type bf16|q8");
-    txl_model *m = txl_model_load(ckpt, &e);
+    txl_model *m = cli_model_to_write("quantize", ckpt, out, a.quiet, &e);
     if (!m)
         return cli_fail("quantize", &e);
-    /* as export: OUT may not replace the file read, nor the run's other checkpoint */
-    char run[4][TXL_PATH_MAX + 24];
-    const char *inputs[5] = {txl_model_path(m)};
-    int n_in = 1;
-    if (txl_model_from_dir(m))
-        for (int i = 0; i < 4; i++) {
-            snprintf(run[i], sizeof run[i], "%s/%s.safetensors%s", ckpt, i < 2 ? "best" : "last",
-                     i % 2 ? "" : ".gz");
-            inputs[n_in++] = run[i];
-        }
-    if (txl_model_from_dir(m) && !a.quiet)
-        fprintf(stderr, "txl quantize: %s is a run directory: using %s\n", ckpt,
-                txl_model_path(m));
     const char *was = txl_model_quant(m);
     if (strcmp(was, "fp32") != 0 && !a.quiet)
         fprintf(stderr, "txl quantize: %s is already %s: quantizing its dequantized weights\n",
                 txl_model_path(m), was);
     double before = (double)txl_model_weight_bytes(m);
-    rc = cli_check_output("-o", out, inputs, n_in, &e) ||
-         txl_model_quantize(m, quant_types[a.type], &e) || txl_model_save(m, out, &e) ? -1 : 0;
+    rc = txl_model_quantize(m, quant_types[a.type], &e) || txl_model_save(m, out, &e) ? -1 : 0;
     double after = (double)txl_model_weight_bytes(m);
     txl_model_free(m);
     if (rc)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/line.h"
 #include "../common/tok.h"
 #include "cli.h"
 #include "cmds.h"
@@ -199,34 +200,6 @@ static int read_prompt(const sample_args *a, char **text, size_t *len, txl_err *
     return 0;
 }
 
-/* One line of f (with its newline) into *buf (grown as needed, *cap its size), -i's
- * prompts: its length, 0 at the end of f, -1 past PROMPT_MAX bytes (getline has no cap:
- * `-i < /dev/zero` grew without end), -2 on a read error or out of memory. */
-static long read_line(FILE *f, char **buf, size_t *cap)
-{
-    size_t n = 0;
-    for (int ch; (ch = getc(f)) != EOF;) {
-        if (n == PROMPT_MAX)
-            return -1;
-        if (n + 2 > *cap) {
-            size_t nc = *cap ? 2 * *cap : 256;
-            char *nb = realloc(*buf, nc);
-            if (!nb)
-                return -2;
-            *buf = nb;
-            *cap = nc;
-        }
-        (*buf)[n++] = (char)ch;
-        if (ch == '\n')
-            break;
-    }
-    if (ferror(f))
-        return -2;
-    if (*buf)
-        (*buf)[n] = '\0';
-    return (long)n;
-}
-
 /* Tokens drawn at most per stream for -n tokens: anchors come on top of them (about one
  * per sentence); a model that draws little but anchors stops here. */
 static long token_budget(long n)
@@ -275,7 +248,7 @@ static long sample_interactive(txl_decoder *d, const sample_args *a, sink *k, tx
     for (;;) {
         if (marker)
             fputs("> ", stderr), fflush(stderr);
-        if ((len = read_line(stdin, &line, &cap)) <= 0)
+        if ((len = line_read(stdin, PROMPT_MAX, &line, &cap)) <= 0)
             break;
         size_t fed = (size_t)len;
         int cont = fed >= 2 && line[fed - 1] == '\n' && line[fed - 2] == '\\';
@@ -388,7 +361,7 @@ static int sample_prompts(txl_model *m, const sample_args *a, sink *k, txl_err *
     long len, index = 0;
     int rc = 0;
     txl_decode_opts o = decode_opts(a);
-    while (rc == 0 && (len = read_line(f, &line, &cap)) > 0) {
+    while (rc == 0 && (len = line_read(f, PROMPT_MAX, &line, &cap)) > 0) {
         size_t n = (size_t)len - (line[len - 1] == '\n');
         if (n == 0)
             continue;

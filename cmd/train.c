@@ -87,8 +87,10 @@ const cli_spec train_spec = {
     .pos_glob = "*.@(yaml|yml)",
 };
 
-/* The run's events on stderr and stdout. On a terminal the progress line is redrawn in
- * place; a note or a validation line takes its place, and a warning or the end keeps it. */
+/* The run's events on stderr and stdout (log.jsonl, the library's sink, has them all). On a
+ * terminal the progress line is redrawn in place; a note or a validation line takes its
+ * place, and a warning or the end keeps it. Events without a text (terms, checkpoints) are
+ * the log's alone. */
 typedef struct {
     int quiet, tty;
     int line_open; /* a progress line without its newline is on the terminal */
@@ -98,7 +100,7 @@ static void on_event(void *ctx, const txl_event *ev)
 {
     printer *p = ctx;
     int show = ev->kind == TXL_EV_WARN || ev->kind == TXL_EV_END || !p->quiet;
-    if (!show)
+    if (!show || (!ev->text && ev->kind != TXL_EV_END))
         return;
     if (p->line_open && ev->kind != TXL_EV_STEP) {
         fputs(ev->kind == TXL_EV_WARN || ev->kind == TXL_EV_END ? "\n" : "\r\033[K", stderr);
@@ -126,6 +128,7 @@ static void on_event(void *ctx, const txl_event *ev)
         fprintf(stderr, "txl train: %s\n", ev->text);
         break;
     case TXL_EV_CHECKPOINT:
+    case TXL_EV_TERMS:
         break;
     }
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/json.h"
 #include "cmds.h"
 
 static const char *const tokenizer_names[] = {"word", "bpe", NULL};
@@ -474,10 +475,7 @@ static void info_json(const txl_vocab *v, const char *arg, const uint32_t *ids,
         cJSON_AddNumberToObject(d, "tokens", (double)tokens);
         cJSON_AddNumberToObject(d, "bytes_per_token", tokens ? (double)bytes / (double)tokens : 0);
     }
-    char *s = cJSON_PrintUnformatted(o);
-    if (s)
-        printf("%s\n", s);
-    free(s);
+    json_put_line(stdout, o);
     cJSON_Delete(o);
 }
 

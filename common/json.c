@@ -19,6 +19,16 @@ static char *quoted(const char *s)
     return t;
 }
 
+int json_put_line(FILE *f, const cJSON *o)
+{
+    char *t = cJSON_PrintUnformatted(o);
+    if (!t)
+        return -1;
+    fprintf(f, "%s\n", t);
+    free(t);
+    return 0;
+}
+
 int json_put_str(FILE *f, const char *s)
 {
     char *t = quoted(s);

@@ -77,13 +77,25 @@ int sys_check_memory(const char *what, double bytes, double as_reserve, txl_err 
                    bytes / mib, phys / mib, rss / mib, lim);
 }
 
-/* OpenBLAS's own (libopenblas exports it; cblas.h of some versions does not declare it) */
+/* OpenBLAS's own (libopenblas exports them; cblas.h of some versions does not declare
+ * them) */
 char *openblas_get_corename(void);
+char *openblas_get_config(void);
+
+const char *sys_blas_corename(void)
+{
+    return openblas_get_corename();
+}
+
+const char *sys_blas_config(void)
+{
+    return openblas_get_config();
+}
 
 const char *sys_blas_core(void)
 {
     static char buf[160];
-    const char *c = openblas_get_corename();
+    const char *c = sys_blas_corename();
     const char *was = getenv("TXL_BLAS_DETECTED");
     if (was && *was)
         snprintf(buf, sizeof buf, "%s (chosen by txl; OpenBLAS detected %s)", c ? c : "?", was);

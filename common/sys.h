@@ -1,5 +1,6 @@
-/* sys.h: what txl asks of the machine: clocks, a duration for people, and whether a plan of
- * so many bytes fits this process (physical memory and its address-space limit). */
+/* sys.h: what txl asks of the machine: clocks, a duration for people, whether a plan of so
+ * many bytes fits this process (physical memory and its address-space limit), and the
+ * OpenBLAS it runs on. */
 #ifndef TXL_SYS_H
 #define TXL_SYS_H
 
@@ -26,5 +27,10 @@ int sys_check_memory(const char *what, double bytes, double as_reserve, txl_err 
 /* The OpenBLAS core in use ("Haswell", "SkylakeX", ...), with the one OpenBLAS detected when
  * txl chose another (TXL_BLAS_DETECTED, set by main's re-exec). A static buffer. */
 const char *sys_blas_core(void);
+/* OpenBLAS's own words: the core it runs ("SkylakeX"; the one it detected unless
+ * OPENBLAS_CORETYPE named another when it loaded), and its build ("OpenBLAS 0.3.21
+ * DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64"); NULL when it names none. */
+const char *sys_blas_corename(void);
+const char *sys_blas_config(void);
 
 #endif

@@ -50,9 +50,11 @@ typedef struct {
     long min_freq;             /* word: words seen fewer times are <unk> (0, 1: none) */
     int anchors;               /* anchor kinds inserted (ANCHOR_* bits, data/units.h) */
     char doc_separator[65];    /* a document starts after each occurrence ("" = none) */
-    /* not a key: the tokens of the vocabulary in use (256 for bytes; word, bpe: the
-     * attached vocabulary's, 0 until one is: cfg_attach_vocab) */
+    /* not keys (cfg_derive's): the tokens of the vocabulary in use (256 for bytes; word,
+     * bpe: the attached vocabulary's, 0 until one is: cfg_attach_vocab), and the tokenizer
+     * they count for (a data.tokenizer that names another since drops them to 0) */
     long vocab_tokens;
+    vocab_kind vocab_tokenizer;
 } data_config;
 
 typedef struct {
@@ -95,9 +97,10 @@ typedef struct {
 
 /* Fills every key with its default (doc/design.md, "Configuration"; out_dir "runs/default"). */
 void cfg_defaults(run_config *c);
-/* The values that are not keys, from the keys: data.vocab_tokens for bytes (256), and
- * model.vocab (the vocabulary's tokens + one per anchor kind of data.anchors). Every loader
- * and setter below ends with it; code that writes a key's field directly calls it after. */
+/* The values that are not keys, from the keys: data.vocab_tokens for bytes (256), none (0)
+ * when data.tokenizer no longer names the attached vocabulary's tokenizer, and model.vocab
+ * (the vocabulary's tokens + one per anchor kind of data.anchors). Every loader and setter
+ * below ends with it; code that writes a key's field directly calls it after. */
 void cfg_derive(run_config *c);
 /* The tokenizer of data.tokenizer (byte, word, bpe). */
 vocab_kind cfg_tokenizer(const run_config *c);

@@ -1,6 +1,8 @@
-/* config_impl.h: what the config module's files share (keys.c: the key table, values,
- * checks and scalar parsing; read.c: the YAML reader and the three sources; write.c: the
- * writer; check.c: validation and diffs). Not for the rest of txl, which includes config.h. */
+/* config_impl.h: what the config module's files share (keys.c: the key table; value.c: a
+ * key's value, its text and checks; scalar.c: the scalar rules; suggest.c: "did you mean";
+ * derive.c: the values that are not keys; read.c: the YAML reader and the three sources;
+ * write.c: the writer; check.c: validation and diffs). Not for the rest of txl, which
+ * includes config.h. */
 #ifndef TXL_CONFIG_IMPL_H
 #define TXL_CONFIG_IMPL_H
 
@@ -66,8 +68,11 @@ enum { CFG_NKEYS = 67, CFG_NSECTIONS = 3 };
 extern const cfg_key cfg_keys[]; /* keys.c: the table (CFG_NKEYS keys), in writing order */
 extern const char *const cfg_sections[CFG_NSECTIONS];
 
-/* keys.c's helpers for the other files (documented at their definitions): a key's value in
- * and out of the struct, formatting, checks, lookup with "did you mean", scalar parsing */
+/* The helpers of keys.c, value.c, suggest.c and scalar.c for the other files (documented at
+ * their definitions): lookup, a key's value in and out of the struct, formatting, checks,
+ * "did you mean", scalar parsing. value.c knows a key but not the table; keys.c's table,
+ * lookup and defaults stand on value.c, derive.c and scalar.c. */
+int cfg_enum_parse(const cfg_key *k, const char *s);
 void cfg_key_get(const cfg_key *k, const run_config *c, cfg_value *v);
 void cfg_key_put(const cfg_key *k, run_config *c, const cfg_value *v);
 void cfg_fmt_double(char *buf, size_t cap, double x);

@@ -8,8 +8,6 @@
 int cfg_open_text(const char *data, int split, const data_config *d, corpus *c,
                   token_span *span, const char **label, txl_err *e)
 {
-    static const char *const names[] = {[SPLIT_TRAIN] = "train", [SPLIT_VALID] = "valid",
-                                        [SPLIT_TEST] = "test"};
     if (data) {
         *label = "file";
         if (corpus_open(c, data, e))
@@ -17,11 +15,11 @@ int cfg_open_text(const char *data, int split, const data_config *d, corpus *c,
         *span = corpus_all(c);
         return 0;
     }
-    *label = names[split];
+    *label = split_name(split);
     data_paths p = {d->train, d->valid, d->test, d->split};
     if (data_open_split(&p, split, c, span, e))
         return err_wrap(e, "--split %s (from the checkpoint's data config; pass --data FILE to "
-                        "score another file)", names[split]);
+                        "score another file)", split_name(split));
     return 0;
 }
 

@@ -1,6 +1,6 @@
 /* read.c: the one reader of configs (doc/design.md, "Configuration"): libyaml parses config
  * files, --set values and the config stored in checkpoints, and the same code applies them
- * to a copy of the config, committed only on success (keys.c states the scalar rules). */
+ * to a copy of the config, committed only on success (scalar.c states the scalar rules). */
 #include "config_impl.h"
 #include "../data/units.h"
 #include "../model/model.h"

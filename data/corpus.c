@@ -230,6 +230,19 @@ void corpus_split(const corpus *c, const double frac[3], token_span out[3])
 
 static const char *const split_names[3] = {"train", "valid", "test"};
 
+const char *split_name(int which)
+{
+    return which >= 0 && which < 3 ? split_names[which] : NULL;
+}
+
+int split_find(const char *name)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, split_names[i]) == 0)
+            return i;
+    return -1;
+}
+
 /* Where split `which` lives: the index of its file (SPLIT_TRAIN: data.train, ...; -1 for
  * none) and *part, the fraction of that file it is (-1: the whole file). */
 static int split_source(const data_paths *p, int which, int *part)

@@ -69,6 +69,9 @@ token_span corpus_all(const corpus *c);
 
 /* The data section of a config, as plain values (data/ knows no config struct). */
 enum { SPLIT_TRAIN, SPLIT_VALID, SPLIT_TEST };
+/* A split's name ("train", "valid", "test"), and the split a name means, or -1. */
+const char *split_name(int which);
+int split_find(const char *name);
 typedef struct {
     const char *train;        /* required */
     const char *valid, *test; /* separate files; NULL or "" = none */

@@ -38,26 +38,14 @@ static int fail(outfile *f, const char *what, int er, txl_err *e)
     return -1;
 }
 
-int outfile_write(outfile *f, const void *p, size_t n, txl_err *e)
+/* All n bytes of p, at the file's end (at_end) or at offset off, through short writes and
+ * interruptions. */
+static int write_all(outfile *f, const void *p, size_t n, int at_end, size_t off, txl_err *e)
 {
     const char *b = p;
     while (n) {
-        ssize_t w = write(f->fd, b, n > (1u << 30) ? (1u << 30) : n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return fail(f, "write", w < 0 ? errno : EIO, e);
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-int outfile_pwrite(outfile *f, const void *p, size_t n, size_t off, txl_err *e)
-{
-    const char *b = p;
-    while (n) {
-        ssize_t w = pwrite(f->fd, b, n, (off_t)off);
+        ssize_t w = at_end ? write(f->fd, b, n > (1u << 30) ? (1u << 30) : n)
+                           : pwrite(f->fd, b, n, (off_t)off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -67,6 +55,16 @@ int outfile_pwrite(outfile *f, const void *p, size_t n, size_t off, txl_err *e)
         off += (size_t)w;
     }
     return 0;
+}
+
+int outfile_write(outfile *f, const void *p, size_t n, txl_err *e)
+{
+    return write_all(f, p, n, 1, 0, e);
+}
+
+int outfile_pwrite(outfile *f, const void *p, size_t n, size_t off, txl_err *e)
+{
+    return write_all(f, p, n, 0, off, e);
 }
 
 int outfile_commit(outfile *f, txl_err *e)

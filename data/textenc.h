@@ -33,7 +33,7 @@
 /* One model token: its id, coordinates, the bytes of text it covers (nbytes: what bits per
  * byte count), and where it came from in the text fed: [off, off + len) (an anchor: len 0
  * at the next token's first byte; a word: its own bytes, not the space before it). */
-typedef struct {
+typedef struct textenc_tok {
     txl_tok tok;
     uint32_t nbytes;
     int32_t co[TXL_N_COORDS];

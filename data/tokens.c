@@ -22,38 +22,41 @@ typedef struct {
     int coords;
 } stream_sink;
 
-static int grow(stream_sink *k)
+static int grow(tok_stream *ts, size_t *capp, int coords)
 {
-    tok_stream *ts = k->ts;
-    size_t cap = k->cap ? 2 * k->cap : 1 << 16;
+    size_t cap = *capp ? 2 * *capp : 1 << 16;
     txl_tok *tok = realloc(ts->tok, cap * sizeof *tok);
     if (tok)
         ts->tok = tok;
     uint32_t *nb = tok ? realloc(ts->nbytes, cap * sizeof *nb) : NULL;
     if (nb)
         ts->nbytes = nb;
-    int32_t *co = nb && k->coords ? realloc(ts->coords, cap * TXL_N_COORDS * sizeof *co) : NULL;
+    int32_t *co = nb && coords ? realloc(ts->coords, cap * TXL_N_COORDS * sizeof *co) : NULL;
     if (co)
         ts->coords = co;
-    if (!tok || !nb || (k->coords && !co))
+    if (!tok || !nb || (coords && !co))
         return -1;
-    k->cap = cap;
+    *capp = cap;
+    return 0;
+}
+
+int tok_stream_push(tok_stream *ts, size_t *cap, int coords, const textenc_tok *t)
+{
+    if (ts->n == *cap && grow(ts, cap, coords))
+        return -1;
+    ts->tok[ts->n] = t->tok;
+    ts->nbytes[ts->n] = t->nbytes;
+    if (coords)
+        memcpy(ts->coords + ts->n * TXL_N_COORDS, t->co, sizeof t->co);
+    ts->bytes += t->nbytes;
+    ts->n++;
     return 0;
 }
 
 static int sink_token(void *ctx, const textenc_tok *t)
 {
     stream_sink *k = ctx;
-    tok_stream *ts = k->ts;
-    if (ts->n == k->cap && grow(k))
-        return 2; /* out of memory */
-    ts->tok[ts->n] = t->tok;
-    ts->nbytes[ts->n] = t->nbytes;
-    if (k->coords)
-        memcpy(ts->coords + ts->n * TXL_N_COORDS, t->co, sizeof t->co);
-    ts->bytes += t->nbytes;
-    ts->n++;
-    return 0;
+    return tok_stream_push(k->ts, &k->cap, k->coords, t) ? 2 : 0; /* 2: out of memory */
 }
 
 /* A token file's ids under v: held to v (its size and fingerprint), then each through the
@@ -123,7 +126,7 @@ int tok_stream_open(tok_stream *ts, token_span span, const vocab *v, const units
     stream_sink k = {.ts = ts, .coords = coords};
     int rc = ids ? feed_ids(&te, &span, v, &k, e) : feed_text(&te, &span, &k, e);
     textenc_free(&te);
-    if (rc == 0 && !ts->tok && grow(&k)) /* an empty text: arrays all the same */
+    if (rc == 0 && !ts->tok && grow(ts, &k.cap, coords)) /* an empty text: arrays all the same */
         rc = 2;
     if (rc) {
         tok_stream_free(ts);

@@ -43,6 +43,10 @@ typedef struct {
 int tok_stream_open(tok_stream *ts, token_span span, const vocab *v, const units_config *u,
                     int coords, txl_err *e);
 void tok_stream_free(tok_stream *ts);
+/* Appends token t (its id, bytes and, with `coords`, coordinates) to a stream being built,
+ * whose arrays hold *cap tokens (grown by doubling, *cap updated): 0, or -1 out of memory. */
+struct textenc_tok;
+int tok_stream_push(tok_stream *ts, size_t *cap, int coords, const struct textenc_tok *t);
 /* Tokens [off, off + n) into tok, and their coordinates into coords when it is not NULL
  * (the stream has them). -1 with e when the corpus cannot be read. */
 int tok_stream_read(const tok_stream *ts, size_t off, txl_tok *tok, int32_t *coords, size_t n,

@@ -1,17 +1,15 @@
 /* vocab.c: the vocabulary (vocab.h): its tokens and specials, the byte vocabulary, the
- * builder and its checks (vocab_impl.h), lookup by bytes, the fingerprint, the chunked
- * encoder over the kinds' scanners (word.c, bpe.c) and the reading of a build's inputs. */
+ * builder and its checks (vocab_impl.h), lookup by bytes, and its text (the file's format,
+ * vocab_file.c, written; the fingerprint hashes it). What differs by kind sits above it:
+ * the encoder (vocab_encoder.c over word.c's and bpe.c's scanners) and building
+ * (vocab_build.c over word.c and bpe_train.c, which read their texts through
+ * vocab_input.c). */
 #include "vocab_impl.h"
+#include "whitespace.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include "../common/instream.h"
 
 static const char *const kind_names[] = {"byte", "word", "bpe"};
 
@@ -268,7 +266,7 @@ static int seal_kind(vocab *v, const char *origin, long line, txl_err *e)
                        vocab_kind_name(v->kind));
     if (v->kind == VOCAB_WORD)
         for (size_t t = 0; t < v->n; t++) {
-            size_t len = v->off[t + 1] - v->off[t], at = word_space_in(v->bytes + v->off[t], len);
+            size_t len = v->off[t + 1] - v->off[t], at = whitespace_in(v->bytes + v->off[t], len);
             if (at < len)
                 return err_set(e, ERR_INPUT, "%s: word %zu holds whitespace at its byte %zu "
                                "(a word never does)", AT(line, t), t, at);
@@ -463,224 +461,136 @@ uint64_t vocab_fingerprint(const vocab *v)
     return v->fingerprint;
 }
 
-/* ---- Encoding ---------------------------------------------------------------------------- */
-
-vocab_encoder *vocab_encoder_new(const vocab *v, txl_err *e)
-{
-    vocab_encoder *en = calloc(1, sizeof *en);
-    if (!en) {
-        err_set(e, ERR_RUNTIME, "out of memory for an encoder");
-        return NULL;
-    }
-    en->v = v;
-    if (v->kind == VOCAB_BPE && bpe_encoder_init(en, e)) {
-        free(en);
-        return NULL;
-    }
-    return en;
-}
-
-void vocab_encoder_free(vocab_encoder *en)
-{
-    if (!en)
-        return;
-    bpe_encoder_free(en);
-    free(en->buf);
-    free(en);
-}
-
-static int emit_bytes(vocab_encoder *en, int final, vocab_emit_fn emit, void *ctx, txl_err *e)
-{
-    (void)final;
-    (void)e;
-    for (size_t i = 0; i < en->len; i++) {
-        int rc = emit(ctx, en->buf[i], en->base + i, 1);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-/* Runs the kind's scanner over the held bytes and keeps what it did not consume. */
-static int encode_held(vocab_encoder *en, int final, vocab_emit_fn emit, void *ctx, txl_err *e)
-{
-    int rc = 0;
-    long used;
-    if (en->v->kind == VOCAB_BYTE) {
-        rc = emit_bytes(en, final, emit, ctx, e);
-        used = rc ? -1 : (long)en->len;
-    } else {
-        used = en->v->kind == VOCAB_WORD ? word_scan(en, final, emit, ctx, &rc, e)
-                                          : bpe_scan(en, final, emit, ctx, &rc, e);
-    }
-    if (used < 0)
-        return rc ? rc : -1;
-    memmove(en->buf, en->buf + used, en->len - (size_t)used);
-    en->len -= (size_t)used;
-    en->base += (size_t)used;
-    return 0;
-}
-
-int vocab_encoder_feed(vocab_encoder *en, const uint8_t *text, size_t n, vocab_emit_fn emit,
-                       void *ctx, txl_err *e)
-{
-    if (n == 0)
-        return 0;
-    if (en->len + n > en->cap) {
-        size_t nc = en->cap ? en->cap : 4096;
-        while (nc < en->len + n)
-            nc *= 2;
-        uint8_t *nb = realloc(en->buf, nc);
-        if (!nb)
-            return err_set(e, ERR_RUNTIME, "out of memory encoding (%zu bytes held)", en->len);
-        en->buf = nb;
-        en->cap = nc;
-    }
-    memcpy(en->buf + en->len, text, n);
-    en->len += n;
-    return encode_held(en, 0, emit, ctx, e);
-}
-
-int vocab_encoder_finish(vocab_encoder *en, vocab_emit_fn emit, void *ctx, txl_err *e)
-{
-    int rc = encode_held(en, 1, emit, ctx, e);
-    en->len = 0;
-    en->base = 0;
-    en->mid_line = 0;
-    return rc;
-}
-
-int vocab_encoder_flush(vocab_encoder *en, vocab_emit_fn emit, void *ctx, txl_err *e)
-{
-    return encode_held(en, VOCAB_FLUSH, emit, ctx, e); /* the line and the offsets go on */
-}
+/* ---- The text (vocab_file.c's format) --------------------------------------------------- */
 
 typedef struct {
-    txl_tok *t;
+    uint8_t *p;
     size_t n, cap;
-    txl_err *e;
-} tok_vec;
+    int oom;
+} obuf;
 
-static int push_tok(void *ctx, txl_tok t, size_t off, size_t len)
+static void put(obuf *b, const void *s, size_t n)
 {
-    (void)off;
-    (void)len;
-    tok_vec *tv = ctx;
-    if (tv->n == tv->cap) {
-        size_t nc = tv->cap ? 2 * tv->cap : 1024;
-        txl_tok *nt = realloc(tv->t, nc * sizeof *nt);
-        if (!nt)
-            return err_set(tv->e, ERR_RUNTIME, "out of memory for %zu tokens", tv->n);
-        tv->t = nt;
-        tv->cap = nc;
-    }
-    tv->t[tv->n++] = t;
-    return 0;
-}
-
-int vocab_encode(const vocab *v, const uint8_t *text, size_t len, txl_tok **out, size_t *n,
-                 txl_err *e)
-{
-    *out = NULL;
-    *n = 0;
-    vocab_encoder *en = vocab_encoder_new(v, e);
-    if (!en)
-        return -1;
-    tok_vec tv = {.e = e};
-    int rc = vocab_encoder_feed(en, text, len, push_tok, &tv, e);
-    if (!rc)
-        rc = vocab_encoder_finish(en, push_tok, &tv, e);
-    vocab_encoder_free(en);
-    if (rc) {
-        free(tv.t);
-        return -1;
-    }
-    *out = tv.t;
-    *n = tv.n;
-    return 0;
-}
-
-/* ---- Building ------------------------------------------------------------------------------ */
-
-vocab *vocab_build(vocab_kind k, const vocab_build_opts *o, txl_err *e)
-{
-    if (k == VOCAB_BYTE)
-        return vocab_new_bytes(e);
-    if (!o->read && o->n_files <= 0) {
-        err_set(e, ERR_INPUT, "no text to build a %s vocabulary from", vocab_kind_name(k));
-        return NULL;
-    }
-    return k == VOCAB_WORD ? word_build(o, e) : bpe_build(o, e);
-}
-
-#define READ_CHUNK (1u << 20)
-
-/* The progress line: MiB read so far, every 16 MiB (a terminal only). */
-static void progress(const vocab_build_opts *o, size_t *done, size_t n)
-{
-    if (o->progress && (*done + n) >> 24 != *done >> 24 && isatty(STDERR_FILENO))
-        fprintf(stderr, "\rtxl: vocabulary: %zu MiB read", (*done + n) >> 20);
-    *done += n;
-}
-
-static int read_file(const vocab_build_opts *o, const char *path, vocab_chunk_fn fn, void *ctx,
-                     uint8_t *buf, size_t *done, txl_err *e)
-{
-    int std_in = strcmp(path, "-") == 0;
-    const char *name = std_in ? "<stdin>" : path;
-    int fd = std_in ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0) : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return err_set(e, ERR_INPUT, "%s: cannot open: %s", name, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        close(fd);
-        return err_set(e, ERR_INPUT, "%s: is a directory, expected a text file", name);
-    }
-    instream in;
-    if (ins_open(&in, fd, name, e))
-        return -1;
-    int rc = 0;
-    for (;;) {
-        long long got = ins_read(&in, buf, READ_CHUNK, e);
-        if (got < 0 || (got > 0 && (rc = fn(ctx, buf, (size_t)got, 0, e))) != 0) {
-            rc = -1;
-            break;
+    if (b->oom)
+        return;
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 1 << 16;
+        while (nc < b->n + n)
+            nc *= 2;
+        uint8_t *np = realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
         }
-        progress(o, done, (size_t)got);
-        if (got == 0) {
-            rc = fn(ctx, NULL, 0, 1, e);
-            break;
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+static void putf(obuf *b, const char *fmt, long long x)
+{
+    char s[64];
+    int n = snprintf(s, sizeof s, fmt, x);
+    put(b, s, (size_t)n);
+}
+
+/* Characters written raw: not C1 controls, blanks, format characters or unassigned
+ * specials (those are escaped, so a line shows what it holds). */
+static int printable(uint32_t c)
+{
+    return c >= 0xa1 && c != 0xad && c != 0x34f && c != 0x61c && c != 0x1680 &&
+           !(c >= 0x115f && c <= 0x1160) && !(c >= 0x180b && c <= 0x180f) &&
+           !(c >= 0x2000 && c <= 0x200f) && !(c >= 0x2028 && c <= 0x202f) &&
+           !(c >= 0x205f && c <= 0x206f) && c != 0x3000 && c != 0x3164 &&
+           !(c >= 0xfe00 && c <= 0xfe0f) && c != 0xfeff && c != 0xffa0 &&
+           !(c >= 0xfff0 && c <= 0xffff) && !(c >= 0xe0000 && c <= 0xe0fff) &&
+           !(c >= 0xf0000);
+}
+
+static void put_escaped(obuf *b, const uint8_t *p, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n;) {
+        uint8_t c = p[i];
+        uint32_t cp;
+        int len;
+        if (c > 0x20 && c < 0x7f && c != '\\') {
+            put(b, &c, 1);
+            i++;
+        } else if (c >= 0x80 && (len = vocab_utf8(p + i, n - i, &cp)) && printable(cp)) {
+            put(b, p + i, (size_t)len);
+            i += (size_t)len;
+        } else {
+            char s[4] = {'\\', 0, 0, 0};
+            size_t k = 2;
+            s[1] = c == '\\' ? '\\' : c == ' ' ? 's' : c == '\t' ? 't' : c == '\n' ? 'n'
+                   : c == '\r' ? 'r' : 'x';
+            if (s[1] == 'x') {
+                s[2] = hex[c >> 4];
+                s[3] = hex[c & 15];
+                k = 4;
+            }
+            put(b, s, k);
+            i++;
         }
     }
-    ins_close(&in);
-    return rc;
 }
 
-static int read_text(const vocab_build_opts *o, vocab_chunk_fn fn, void *ctx, uint8_t *buf,
-                     size_t *done, txl_err *e)
+size_t vocab_escape(const uint8_t *p, size_t n, char *buf, size_t cap)
 {
-    for (size_t at = 0; at < o->text_len; at += READ_CHUNK) {
-        size_t n = o->text_len - at < READ_CHUNK ? o->text_len - at : READ_CHUNK;
-        if (o->read(o->read_ctx, at, buf, n, e) || fn(ctx, buf, n, 0, e))
-            return -1;
-        progress(o, done, n);
+    obuf b = {0};
+    put_escaped(&b, p, n);
+    size_t len = b.oom ? 0 : b.n;
+    if (buf && cap)
+        memcpy(buf, b.p, len < cap ? len : cap);
+    free(b.p);
+    return len;
+}
+
+int vocab_serialize(const vocab *v, uint8_t **buf, size_t *len, txl_err *e)
+{
+    obuf b = {0};
+    put(&b, "txl-vocab 1\nkind ", 17);
+    put(&b, vocab_kind_name(v->kind), strlen(vocab_kind_name(v->kind)));
+    putf(&b, "\nsize %lld\n", (long long)v->n);
+    for (int k = SPECIAL_EOS; k <= SPECIAL_EOT; k++)
+        if (v->special_id[k] >= 0) {
+            put(&b, "special ", 8);
+            put(&b, vocab_special_name(k), 3);
+            putf(&b, " %lld\n", v->special_id[k]);
+        }
+    put(&b, "tokens\n", 7);
+    for (size_t t = 0; t < v->n; t++) {
+        putf(&b, "%lld ", (long long)t);
+        const char *sp = vocab_special_text(v->special[t]);
+        size_t n;
+        const uint8_t *p = vocab_piece(v, (txl_tok)t, &n);
+        if (v->special[t])
+            put(&b, sp, strlen(sp));
+        else
+            put_escaped(&b, p, n);
+        put(&b, "\n", 1);
     }
-    return fn(ctx, NULL, 0, 1, e);
-}
-
-int vocab_read_inputs(const vocab_build_opts *o, vocab_chunk_fn fn, void *ctx, txl_err *e)
-{
-    uint8_t *buf = malloc(READ_CHUNK);
-    if (!buf)
-        return err_set(e, ERR_RUNTIME, "out of memory for a read buffer");
-    int rc = 0;
-    size_t done = 0;
-    if (o->read)
-        rc = read_text(o, fn, ctx, buf, &done, e);
-    for (int i = 0; !rc && !o->read && i < o->n_files; i++)
-        rc = read_file(o, o->files[i], fn, ctx, buf, &done, e);
-    if (o->progress && done >= (1u << 24) && isatty(STDERR_FILENO))
-        fprintf(stderr, "\n");
-    free(buf);
-    return rc;
+    if (v->kind == VOCAB_BPE) {
+        putf(&b, "merges %lld\n", (long long)v->n_merges);
+        for (size_t r = 0; r < v->n_merges; r++) {
+            size_t n;
+            const uint8_t *p = vocab_piece(v, v->merges[r].a, &n);
+            put_escaped(&b, p, n);
+            put(&b, " ", 1);
+            p = vocab_piece(v, v->merges[r].b, &n);
+            put_escaped(&b, p, n);
+            put(&b, "\n", 1);
+        }
+    }
+    put(&b, "end\n", 4);
+    if (b.oom) {
+        free(b.p);
+        return err_set(e, ERR_RUNTIME, "out of memory writing a vocabulary of %zu tokens", v->n);
+    }
+    *buf = b.p;
+    *len = b.n;
+    return 0;
 }

@@ -1,6 +1,6 @@
-/* vocab_impl.h: what the vocabulary's files share (vocab.c, vocab_file.c, word.c, bpe.c,
- * bpe_train.c, gpt2.c): the struct, the builder and the lookup tables. Not for other
- * modules: they use vocab.h.
+/* vocab_impl.h: what the vocabulary's files share (vocab.c, vocab_file.c, vocab_encoder.c,
+ * vocab_build.c, vocab_input.c, word.c, bpe.c, bpe_train.c, gpt2.c): the struct, the
+ * builder and the lookup tables. Not for other modules: they use vocab.h.
  *
  * A vocabulary is built by adding its tokens in id order (vb_add) and, for bpe, its merges
  * by rank (vb_merge), then sealed (vb_seal): the checks of a well-formed vocabulary (the
@@ -130,7 +130,7 @@ static inline long vocab_pair_rank(const vocab *v, txl_tok a, txl_tok b)
 }
 
 /* ---- The encoders, one per kind (word.c, bpe.c) ------------------------------------------
- * The generic encoder (vocab.c) holds the bytes not yet final in `buf`; a kind's `scan`
+ * The generic encoder (vocab_encoder.c) holds the bytes not yet final in `buf`; a kind's `scan`
  * emits the tokens of buf[0 .. len) that are final (all of them when `final`: 1 at the
  * text's end, VOCAB_FLUSH when the text goes on after them, so a word-level line gets no
  * <eos> yet) and returns how many bytes it consumed (the rest is held), or -1 / emit's
@@ -145,11 +145,6 @@ struct vocab_encoder {
     void *bpe;               /* bpe: the pre-tokenizer and the cache (bpe.c) */
 };
 
-/* Word (word.c): the length of the whitespace character (Python's str.split() set) at p
- * (0: none there; an incomplete sequence at the end counts as none), and the offset of the
- * first whitespace character in p[0..n) (n: none). */
-size_t word_space_len(const uint8_t *p, size_t n);
-size_t word_space_in(const uint8_t *p, size_t n);
 /* Word (word.c): consumes what is final of buf and emits it; returns the bytes consumed or
  * -1 (*rc: emit's value or -1 with e). */
 long word_scan(vocab_encoder *en, int final, vocab_emit_fn emit, void *ctx, int *rc,
@@ -166,7 +161,7 @@ vocab *bpe_build(const vocab_build_opts *o, txl_err *e);
  * memory). algo 0: as the encoder does (by length), 1: the array scan, 2: the heap. */
 size_t bpe_piece_tokens(const vocab *v, const uint8_t *p, size_t n, int algo, txl_tok *out);
 
-/* Reading a build's inputs (vocab.c): calls fn with the bytes of each input in order, in
+/* Reading a build's inputs (vocab_input.c): calls fn with the bytes of each input in order, in
  * chunks, then with final = 1 at each input's end (n = 0). */
 typedef int (*vocab_chunk_fn)(void *ctx, const uint8_t *p, size_t n, int final, txl_err *e);
 int vocab_read_inputs(const vocab_build_opts *o, vocab_chunk_fn fn, void *ctx, txl_err *e);

@@ -21,53 +21,11 @@
 #include "vocab_impl.h"
 
 #include "strcount.h"
+#include "whitespace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The whitespace character at p[0 .. n): its length; 0 when there is none; -1 when p ends
- * within what could be one (undecided until more bytes come). A multi-byte whitespace
- * character starts with a lead byte, never a continuation byte, so testing every byte
- * offset finds exactly the characters of valid UTF-8. */
-static int space_at(const uint8_t *p, size_t n)
-{
-    uint8_t c = p[0];
-    if (c < 0x80)
-        return (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x20);
-    if (c != 0xc2 && c != 0xe1 && c != 0xe2 && c != 0xe3)
-        return 0;
-    if (n < 2)
-        return -1;
-    uint8_t d = p[1];
-    if (c == 0xc2)
-        return d == 0x85 || d == 0xa0 ? 2 : 0;
-    if ((c == 0xe1 && d != 0x9a) || (c == 0xe2 && d != 0x80 && d != 0x81) ||
-        (c == 0xe3 && d != 0x80))
-        return 0;
-    if (n < 3)
-        return -1;
-    uint8_t f = p[2];
-    if (c == 0xe2 && d == 0x80)
-        return (f >= 0x80 && f <= 0x8a) || f == 0xa8 || f == 0xa9 || f == 0xaf ? 3 : 0;
-    if (c == 0xe2)
-        return f == 0x9f ? 3 : 0;
-    return f == 0x80 ? 3 : 0; /* U+1680, U+3000 */
-}
-
-size_t word_space_len(const uint8_t *p, size_t n)
-{
-    int s = n ? space_at(p, n) : 0;
-    return s > 0 ? (size_t)s : 0;
-}
-
-size_t word_space_in(const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (word_space_len(p + i, n - i))
-            return i;
-    return n;
-}
 
 /* What a scan reports: each word (its bytes and offset) and each line end. */
 typedef struct {
@@ -95,7 +53,7 @@ static long scan(const uint8_t *buf, size_t len, size_t base, int final, int *mi
             *mid_line = 0;
             continue;
         }
-        int sp = space_at(buf + i, len - i);
+        int sp = whitespace_at(buf + i, len - i);
         if (sp < 0 && !final)
             break;
         if (sp > 0) {
@@ -105,7 +63,7 @@ static long scan(const uint8_t *buf, size_t len, size_t base, int final, int *mi
         }
         size_t j = i + 1;
         for (; j < len && buf[j] != '\n' && buf[j] != '\r'; j++) {
-            sp = space_at(buf + j, len - j);
+            sp = whitespace_at(buf + j, len - j);
             if (sp > 0 || (sp < 0 && !final))
                 break;
         }

@@ -190,7 +190,7 @@ static int reaches_tail(const eval_opts *o, const batcher *bt)
 }
 
 /* The segments of the streams (and the tail), until the pass or max_segments ends. */
-static int run_streams(eval_plan *ep, batcher *bt, eval_result *r, txl_err *e)
+static int score_streams(eval_plan *ep, batcher *bt, eval_result *r, txl_err *e)
 {
     pass *p = &ep->p;
     size_t nseg = batcher_segments(bt);
@@ -336,7 +336,7 @@ int eval_plan_run(eval_plan *ep, eval_result *r, txl_err *e)
     pass_reset(p);
     for (int i = 0; ep->R > 1 && i < ep->R; i++)
         pass_reset(&ep->rep[i]);
-    int rc = run_streams(ep, &bt, r, e);
+    int rc = score_streams(ep, &bt, r, e);
     if (ep->nr > 1) {
         double v[5] = {p->nats, p->anchor_nats, (double)p->tokens, (double)p->anchors,
                        (double)p->bytes};

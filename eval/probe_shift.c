@@ -54,30 +54,9 @@ typedef struct {
 static int first_token(void *ctx, const textenc_tok *t)
 {
     first_sink *k = ctx;
-    tok_stream *ts = k->ts;
-    if (ts->n == k->max)
+    if (k->ts->n == k->max)
         return 1; /* enough */
-    if (ts->n == k->cap) {
-        size_t cap = k->cap ? 2 * k->cap : 1 << 14;
-        cap = cap < k->max ? cap : k->max;
-        txl_tok *tok = realloc(ts->tok, cap * sizeof *tok);
-        ts->tok = tok ? tok : ts->tok;
-        uint32_t *nb = tok ? realloc(ts->nbytes, cap * sizeof *nb) : NULL;
-        ts->nbytes = nb ? nb : ts->nbytes;
-        int32_t *co = nb && k->coords ? realloc(ts->coords, cap * sizeof *co * TXL_N_COORDS)
-                                      : NULL;
-        ts->coords = co ? co : ts->coords;
-        if (!tok || !nb || (k->coords && !co))
-            return 2;
-        k->cap = cap;
-    }
-    ts->tok[ts->n] = t->tok;
-    ts->nbytes[ts->n] = t->nbytes;
-    if (k->coords)
-        memcpy(ts->coords + ts->n * TXL_N_COORDS, t->co, sizeof t->co);
-    ts->bytes += t->nbytes;
-    ts->n++;
-    return 0;
+    return tok_stream_push(k->ts, &k->cap, k->coords, t) ? 2 : 0; /* 2: out of memory */
 }
 
 /* Word, bpe: the span's first max tokens as the model's (anchors, coordinates), those an

@@ -16,8 +16,14 @@
  *   input (TXL_ERR_INPUT: a config, flag, corpus or checkpoint; `txl` exits 2) from a
  *   failure of the machine (TXL_ERR_RUNTIME: memory, disk; `txl` exits 1). Nothing prints,
  *   exits or aborts on bad input.
- * - No global state beyond the thread count and the process's memory limits; results come
- *   back through callbacks or caller-owned structs, in the order they are computed.
+ * - State is the handles' and the caller's, but for what belongs to the process: the thread
+ *   count (txl_set_threads); the matrix products' precision (txl_set_precision, which a
+ *   trainer sets from train.precision for every later call of the process too); the stop
+ *   flag of txl_trainer_stop (a signal handler names no trainer: it stops the one running);
+ *   MPI's ranks, in a build for it; and caches and counters that change no result (the
+ *   CPU's features, oneDNN's kernels, the time spent in products). The process's memory
+ *   limits are read, not kept. Results come back through callbacks or caller-owned
+ *   structs, in the order they are computed.
  * - Strings the library returns (paths, names, JSON rows) stay valid for the life of the
  *   handle, or of the callback, as each function says. Lengths are in tokens unless named
  *   bytes; losses in nats, bits per byte in bits.
@@ -409,18 +415,26 @@ void txl_decoder_free(txl_decoder *d);
 /* ---- Training --------------------------------------------------------------------------
  * A trainer runs a config to train.max_steps in its run directory (train.out_dir:
  * config.yaml, log.jsonl, last and best checkpoints, summary.json; one run per directory),
- * or continues one. It reports events to callbacks: the JSONL log is written by the
- * library; a progress line is a callback of the caller's. */
+ * or continues one. What it reports is one stream of events, each handed to the run's
+ * sinks in turn, on MPI rank 0: first log.jsonl, the library's own sink, which the trainer
+ * registers for its run directory (each event whose json is set is a line of it; the end
+ * event's summary is the line with "event":"end" first), then the caller's opts.on_event
+ * (txl train's progress line and messages are such a sink). Both get the same events. */
 
 typedef enum {
-    TXL_EV_START,             /* the plan: json is the log's start event, text the banner */
+    TXL_EV_START,             /* the plan: json is the log's start event (NULL in
+                                 txl_train_plan's), text the banner */
     TXL_EV_STEP,              /* a logged training step (every train.log_interval) */
     TXL_EV_EVAL,              /* a validation */
-    TXL_EV_CHECKPOINT,        /* a checkpoint was written (path) */
-    TXL_EV_NOTE,              /* a remark for people (text): a command may hide it (-q) */
+    TXL_EV_CHECKPOINT,        /* a checkpoint was written (path: last, best, or a numbered
+                                 one of train.keep_checkpoints) */
+    TXL_EV_NOTE,              /* a remark for people (text): a command may hide it (-q); a
+                                 skipped update (train.skip_outlier) has json too */
     TXL_EV_WARN,              /* a remark people must see (text): a stop by a signal, a file
                                  that could not be written or removed */
-    TXL_EV_END                /* the result (json: the summary, the line txl train prints) */
+    TXL_EV_END,               /* the result (json: the summary, the line txl train prints) */
+    TXL_EV_TERMS              /* the score terms' statistics (train.term_stats_interval):
+                                 json alone, an object with one row per layer */
 } txl_event_kind;
 
 typedef struct {
@@ -428,7 +442,8 @@ typedef struct {
     long step, max_steps;
     double loss, bpc, lr, grad_norm, tok_per_s, elapsed_s, eta_s;
     const char *path;         /* TXL_EV_CHECKPOINT: the file written */
-    const char *json;         /* the event as log.jsonl holds it, or NULL */
+    const char *json;         /* the event as log.jsonl holds it (TXL_EV_END: the summary),
+                                 or NULL: no line of the log */
     const char *text;         /* a line for people, or NULL */
 } txl_event;
 

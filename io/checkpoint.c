@@ -271,9 +271,7 @@ static int cmp_str_ptr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* nm is NAME_scale and NAME is an I8 tensor of f (whose own checks, as a parameter, hold
- * the scales to it). */
-static int is_scale_of_i8(const st_file *f, const char *nm)
+int ckpt_is_i8_scale(const st_file *f, const char *nm)
 {
     size_t n = strlen(nm), ns = strlen(CKPT_SCALE_SUFFIX);
     char base[256];
@@ -306,7 +304,7 @@ static int check_names(const model *mdl, const st_file *f, const char *prefix, t
             continue;
         if (prefix) /* optim.m.<name>, optim.v.<name> */
             key = (nm[6] == 'm' || nm[6] == 'v') && nm[7] == '.' ? nm + 8 : NULL;
-        if (!prefix && is_scale_of_i8(f, nm))
+        if (!prefix && ckpt_is_i8_scale(f, nm))
             continue;
         if (!key || !bsearch(&key, names, (size_t)mdl->n_params, sizeof *names, cmp_str_ptr))
             rc = err_set(e, ERR_INPUT, "%s: unexpected tensor '%s' (not %s of a pos_scheme %s "
@@ -318,16 +316,27 @@ static int check_names(const model *mdl, const st_file *f, const char *prefix, t
     return rc;
 }
 
+/* The tensor of parameter p in f, of p's shape (and dtype: F32, or with quant_ok a
+ * quantized one); NULL with e when it is missing or not. */
+static const st_tensor *param_tensor(const model *mdl, const st_file *f, const param_entry *p,
+                                     int quant_ok, txl_err *e)
+{
+    const st_tensor *t = st_find(f, p->name);
+    if (!t) {
+        err_set(e, ERR_INPUT, "%s: missing tensor '%s' (required by pos_scheme %s with this "
+                "config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
+        return NULL;
+    }
+    return check_shape(f, t, p, quant_ok, e) ? NULL : t;
+}
+
 int ckpt_load_weights(model *mdl, const st_file *f, int keep, txl_err *e)
 {
     size_t qbytes = 0;
     for (int i = 0; i < mdl->n_params; i++) {
         const param_entry *p = &mdl->table[i];
-        const st_tensor *t = st_find(f, p->name);
+        const st_tensor *t = param_tensor(mdl, f, p, 1, e);
         if (!t)
-            return err_set(e, ERR_INPUT, "%s: missing tensor '%s' (required by pos_scheme %s "
-                           "with this config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
-        if (check_shape(f, t, p, 1, e))
             return -1;
         qtype qt = t->dtype == ST_I8 ? QT_Q8 : t->dtype == ST_BF16 ? QT_BF16 : QT_F32;
         if (qt != QT_F32)
@@ -483,11 +492,7 @@ int ckpt_check_header(const model *mdl, const st_file *f, const ckpt_state *s, t
     char nm[128];
     for (int i = 0; i < mdl->n_params; i++) {
         const param_entry *p = &mdl->table[i];
-        const st_tensor *t = st_find(f, p->name);
-        if (!t)
-            return err_set(e, ERR_INPUT, "%s: missing tensor '%s' (required by pos_scheme %s "
-                           "with this config)", f->path, p->name, pos_scheme_name(mdl->cfg.pos));
-        if (check_shape(f, t, p, !s->exact, e))
+        if (!param_tensor(mdl, f, p, !s->exact, e))
             return -1;
         for (int pass = 0; pass < 2; pass++) { /* its Adam moments: all of them to resume */
             snprintf(nm, sizeof nm, "optim.%c.%s", pass ? 'v' : 'm', p->name);

@@ -29,6 +29,9 @@ int ckpt_save(const char *path, const model *mdl, const float *adam_m, const flo
 /* A quantized checkpoint (doc/design.md, "Quantized checkpoints"; model/quant.h) stores a
  * parameter as BF16, or as I8 (q8) with its scales in NAME_scale (BF16 [rows, cols / 32]). */
 #define CKPT_SCALE_SUFFIX "_scale"
+/* Whether nm is NAME_scale for an I8 tensor NAME of f: a q8 matrix's scales (whose own
+ * checks, as a parameter, hold the scales to it; ckpt_load_weights). */
+int ckpt_is_i8_scale(const st_file *f, const char *nm);
 
 /* Reads every parameter of mdl's table from f into mdl->w, checking presence, shape, dtype
  * (F32, or BF16, or I8 with its scales: dequantized exactly) and that every value is

@@ -268,9 +268,7 @@ int ckpt_read_vocab(const st_file *f, const run_config *cfg, vocab **out, txl_er
     return 0;
 }
 
-/* A path names a checkpoint (not a vocabulary file): a directory (a run's), or a file whose
- * name ends in .safetensors or .safetensors.gz. */
-static int names_checkpoint(const char *path)
+int ckpt_names_checkpoint(const char *path)
 {
     struct stat sb;
     size_t n = strlen(path);
@@ -283,7 +281,7 @@ static int names_checkpoint(const char *path)
 int ckpt_vocab_of(const char *path, vocab **out, run_config *ck, txl_err *e)
 {
     *out = NULL;
-    if (!names_checkpoint(path))
+    if (!ckpt_names_checkpoint(path))
         return (*out = vocab_load(path, e)) ? 0 : -1;
     char file[CKPT_PATH_MAX];
     int dir;

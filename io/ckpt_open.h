@@ -57,6 +57,9 @@ int ckpt_load_config(const st_file *f, run_config *cfg, txl_err *e);
  * and held to the config's tokenizer and size) into *out, malloc'd; NULL for a byte
  * model, whose checkpoint has no vocabulary. */
 int ckpt_read_vocab(const st_file *f, const run_config *cfg, vocab **out, txl_err *e);
+/* Whether a path names a checkpoint, not a vocabulary file: a directory (a run's), or a
+ * file whose name ends in .safetensors or .safetensors.gz. */
+int ckpt_names_checkpoint(const char *path);
 /* The vocabulary a path names (data.vocab, txl vocab's VOCAB): a vocabulary file, or a
  * checkpoint or run directory (its vocabulary; a byte model's is the byte vocabulary), and
  * then its config into *ck when ck is not NULL. *out is malloc'd. */

@@ -147,6 +147,13 @@ static void decode_begin(decode_state *s, const model_config *c, int B, int M,
     s->attn_threads = par_max_threads();
 }
 
+double decode_cache_floats(const model_config *c, int B, int M, decode_cache cache)
+{
+    double cap = 2.0 * ((double)M + 1); /* decode_begin's s->cap */
+    double kv = (cache == DECODE_CACHE_BF16 ? 1.0 : 2.0) * c->n_head * c->d_head; /* bf16: half */
+    return (double)B * c->n_layer * cap * (kv + c->d_model);
+}
+
 size_t decode_plan_floats(const model_config *c, int B, int M, decode_cache cache)
 {
     decode_state s;

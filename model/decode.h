@@ -94,6 +94,10 @@ int decode_init(decode_state *s, const model *mdl, int B, int M, decode_cache ca
                 txl_err *e);
 /* The floats decode_init allocates for the same arguments (without allocating them). */
 size_t decode_plan_floats(const model_config *c, int B, int M, decode_cache cache);
+/* The bulk of it, the caches of layout()'s kv (or kv16) and xin (every layer's keys and
+ * values and its inputs, 2 (M + 1) rows a stream), in floats' worth and in double: a size
+ * to hold against the machine before it is planned in size_t, where it could overflow. */
+double decode_cache_floats(const model_config *c, int B, int M, decode_cache cache);
 void decode_free(decode_state *s);
 /* Builds the position tables from the weights and the caches from the memory as it stands
  * (mem->B == B, e.g. after a prompt ran through model_forward); `pos` = tokens consumed so

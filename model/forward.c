@@ -18,6 +18,7 @@
 #include "dropout.h"
 #include "embedding.h"
 #include "gemm.h"
+#include "kv_cache.h"
 #include "layernorm.h"
 #include "xent.h"
 #include "model_impl.h"

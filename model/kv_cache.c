@@ -7,16 +7,22 @@
 #include "attn_amx.h"
 #include "gemm.h"
 #include "gemm_bf16.h"
+#include "kv_cache.h"
 #include "model_impl.h"
 
 /* bf16 windows: the AMX attention reads the keys and values in bf16 */
 static int cache_bf16(void) { return gemm_get_precision() == GEMM_BF16 && amx_attn_available(); }
 
+size_t kv_rows_floats(const model_config *cfg, int B, int rows)
+{
+    return (size_t)cfg->n_layer * B * rows * 2 * cfg->n_head * cfg->d_head;
+}
+
 size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max)
 {
     if (M <= 0 || pos_get(cfg->pos)->window_keys)
         return 0;
-    size_t n = (size_t)cfg->n_layer * B * (M + 2 * Lq_max) * 2 * cfg->n_head * cfg->d_head;
+    size_t n = kv_rows_floats(cfg, B, M + 2 * Lq_max);
     return cache_bf16() ? (n + 1) / 2 : n;
 }
 

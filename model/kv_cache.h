@@ -34,8 +34,20 @@ struct kv_cache {
 void kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_max);
 void kv_cache_invalidate(kv_cache *k);
 void kv_cache_free(kv_cache *k);
+/* The floats of the keys and values of `rows` rows of B streams in every layer: what a
+ * cache holds (kv_cache_plan_floats) and what decoding reads per step (api/decode.c). */
+size_t kv_rows_floats(const model_config *cfg, int B, int rows);
 /* The floats kv_cache_init would allocate for the same arguments (0: no cache). */
 size_t kv_cache_plan_floats(const model_config *cfg, int B, int M, int Lq_max);
+/* For the forward (forward.c), not the rest of txl: row 0 of stream b's window of layer l
+ * (fp32, bf16); rows [row, row + rows) of stream b's window of layer l written from src
+ * (fp32 rows, rounded to bf16 in a bf16 cache); whether k holds the keys of mem's rows;
+ * advancing after a segment. */
+float *kv_window(const kv_cache *k, int l, int b);
+uint16_t *kv_window_h(const kv_cache *k, int l, int b);
+void kv_cache_put(kv_cache *k, int l, int b, int row, const float *src, int rows);
+int kv_cache_valid(const kv_cache *k, const model_mem *mem, int Lq);
+void kv_cache_advance(kv_cache *k, const model_mem *mem, int klen);
 /* Whether it holds a buffer (fp32 or bf16) */
 static inline int kv_cache_on(const kv_cache *k) { return k && (k->buf || k->hbuf); }
 /* The floats' worth of bytes it holds (0 without a buffer). */

@@ -1,12 +1,12 @@
 /* model_impl.h: what the model's own files share (params.c, plan.c, kv_cache.c, forward.c,
- * backward.c); not for the rest of txl, which includes model.h. */
+ * backward.c); not for the rest of txl, which includes model.h. It stands below them all
+ * (kv_cache.c's functions for the forward are kv_cache.h's). */
 #ifndef TXL_MODEL_IMPL_H
 #define TXL_MODEL_IMPL_H
 
 #include <math.h>
 
 #include "attention.h"
-#include "kv_cache.h"
 #include "model.h"
 
 #define ALIGN_FLOATS 16 /* 64-byte alignment of every tensor and buffer */
@@ -43,16 +43,5 @@ static inline attn_args attn_base(const model_acts *A, const pos_seg *s, int l)
                        .row_block = A->attn_row_block, .fused = !A->attn_blas,
                        .amx = !A->attn_blas && A->attn_amx};
 }
-
-/* kv_cache.c, for the forward: row 0 of stream b's window of layer l (fp32, bf16); rows
- * written into a window; whether k holds the keys of mem's rows; advancing after a
- * segment. */
-float *kv_window(const kv_cache *k, int l, int b);
-uint16_t *kv_window_h(const kv_cache *k, int l, int b);
-/* rows [row, row + rows) of stream b's window of layer l from src (fp32 rows, rounded to bf16
- * in a bf16 cache) */
-void kv_cache_put(kv_cache *k, int l, int b, int row, const float *src, int rows);
-int kv_cache_valid(const kv_cache *k, const model_mem *mem, int Lq);
-void kv_cache_advance(kv_cache *k, const model_mem *mem, int klen);
 
 #endif

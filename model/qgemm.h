@@ -2,7 +2,7 @@
  * for decoding's few rows (doc/design.md, "Quantized checkpoints"): no library offers int8
  * weights times fp32 activations, so these are txl's own.
  *
- *   C[M, N] = alpha A[M, K] W^T + beta C,   W [N, K] a qmat (quant.h), row-major as gemm.h's.
+ *   C[M, N] = alpha A[M, K] W^T + beta C,   W [N, K] a qmat (qmat.h), row-major as gemm.h's.
  *
  * Each block of W is dequantized exactly (quant.h: q s is a float) in registers and
  * multiplied with the fp32 rows of A, so the result is an fp32 product of the dequantized
@@ -15,7 +15,7 @@
 #ifndef TXL_QGEMM_H
 #define TXL_QGEMM_H
 
-#include "quant.h"
+#include "qmat.h"
 
 #define QG_ROWS 4
 

@@ -1,6 +1,7 @@
 /* quant.h: quantized weight matrices (doc/design.md, "Quantized checkpoints"): how a matrix
- * W [out, in] is stored in 16 or 8 bits, the quantizer, the exact dequantization, and which
- * of the table's tensors a quantized checkpoint stores that way.
+ * W [out, in] is stored in 16 or 8 bits (the types are qmat.h's, which the kernels include
+ * without the model), the quantizer, the exact dequantization, and which of the table's
+ * tensors a quantized checkpoint stores that way.
  *
  * - bf16: each weight rounded to bfloat16 (round to nearest even), [out, in].
  * - q8: blocks of QK = 32 consecutive weights of a row (along `in`), each an int8 q in
@@ -21,20 +22,7 @@
 #include <stdint.h>
 
 #include "model.h"
-
-#define QK 32 /* weights per q8 block */
-
-typedef enum { QT_F32, QT_BF16, QT_Q8 } qtype;
-
-struct qmat { /* model.h's typedef */
-    qtype type;
-    int rows, cols;        /* [out, in] */
-    const uint16_t *bf16;  /* QT_BF16: [rows, cols] */
-    const int8_t *q;       /* QT_Q8: [rows, cols] */
-    const uint16_t *scale; /* QT_Q8: [rows, cols / QK], bf16 (the file's) */
-    const float *sf;       /* QT_Q8: the same scales as floats (exact; what the kernels read:
-                              a broadcast from memory, no conversion per block) */
-};
+#include "qmat.h"
 
 /* "fp32", "bf16", "q8". */
 const char *qtype_name(qtype t);

@@ -1,12 +1,15 @@
-/* events.c: a run's events: to the caller's callback (the banner, notes, progress,
- * validation, the result; rank 0 only) and to log.jsonl (one JSON object a line; a failed
- * write is kept and stops the run at the next step's agreement). */
+/* events.c: a run's events, one stream (include/txl.h's txl_event) handed to the run's sinks
+ * in order, on rank 0 only: log.jsonl's (log.c: the run's own record comes first, so a
+ * caller whose output went away cannot take it along) and the caller's callback. */
 #include "run.h"
 
 void run_event(const trainer *t, const txl_event *ev)
 {
-    if (t->opts && t->opts->on_event && dist_is_root())
-        t->opts->on_event(t->opts->ctx, ev);
+    if (!dist_is_root())
+        return;
+    for (int i = 0; i < RUN_SINKS; i++)
+        if (t->sinks[i].fn)
+            t->sinks[i].fn(t->sinks[i].ctx, ev);
 }
 
 void run_note(const trainer *t, txl_event_kind kind, const char *fmt, ...)
@@ -18,30 +21,6 @@ void run_note(const trainer *t, txl_event_kind kind, const char *fmt, ...)
     va_end(ap);
     run_event(t, &(txl_event){.kind = kind, .step = t->st.step,
                               .max_steps = t->cfg.train.max_steps, .text = text});
-}
-
-/* After an event was written to log: a failed write (a full disk, an I/O error) is kept,
- * and the run stops at the next step's agreement (run_ends) rather than go on losing
- * events with exit 0. */
-void run_log_flush(trainer *t)
-{
-    errno = 0;
-    if ((fflush(t->log) != 0 || ferror(t->log)) && !t->log_errno) {
-        t->log_errno = errno ? errno : EIO;
-        t->log_fail_step = t->st.step;
-    }
-}
-
-void run_log_json(trainer *t, const char *fmt, ...)
-{
-    if (!t->log || !dist_is_root())
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(t->log, fmt, ap);
-    va_end(ap);
-    fputc('\n', t->log);
-    run_log_flush(t);
 }
 
 /* A number rounded as fmt prints it ("%.6f": 6 decimals), or null when it is not finite

@@ -101,13 +101,13 @@ static int keep_one(const trainer *t, txl_err *e)
     if (fd < 0)
         return err_set(e, ERR_RUNTIME, "%s: cannot create: %s", tmp, strerror(errno));
     int rc = 0;
-    if (unlink(tmp) == 0 && link(t->last_path, tmp) == 0) {
+    if (unlink(tmp) == 0 && link(t->dir.last_path, tmp) == 0) {
         close(fd);
     } else { /* no hard links here (or the name was taken between the calls): a copy */
         close(fd);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         rc = fd < 0 ? err_set(e, ERR_RUNTIME, "%s: cannot create: %s", tmp, strerror(errno))
-                    : copy_into(fd, t->last_path, e);
+                    : copy_into(fd, t->dir.last_path, e);
         if (fd >= 0)
             close(fd);
     }
@@ -120,6 +120,8 @@ static int keep_one(const trainer *t, txl_err *e)
     snprintf(other, sizeof other, "%s/" STEP_PREFIX "%08ld.safetensors%s", t->cfg.train.out_dir,
              t->st.step, *gz ? "" : ".gz");
     unlink(other); /* the same step in the other format (train.ckpt_gzip changed) */
+    run_event(t, &(txl_event){.kind = TXL_EV_CHECKPOINT, .step = t->st.step,
+                              .max_steps = t->cfg.train.max_steps, .path = path});
     prune(t, t->st.step, t->cfg.train.keep_checkpoints);
     return 0;
 }

@@ -50,31 +50,36 @@ void overlap_auto_settle(overlap_auto *a, int agreed)
  * than one rank: otherwise there is nothing to overlap). */
 void run_overlap_plan(trainer *t)
 {
-    const dist_t *dd = dist_self();
+    run_streams *s = &t->streams;
     comm_overlap_kind ov = t->cfg.train.comm_overlap;
-    int possible = dd->size > 1 && t->R == 1;
-    overlap_auto_init(&t->ovl, possible && ov == OVERLAP_AUTO);
-    t->ovl.on = possible && ov == OVERLAP_ON;
-    t->overlap = t->ovl.on;
+    int possible = dist_self()->size > 1 && s->R == 1;
+    overlap_auto_init(&s->ovl, possible && ov == OVERLAP_AUTO);
+    s->ovl.on = possible && ov == OVERLAP_ON;
+    s->overlap = s->ovl.on;
 }
 
 /* After a step (its seconds, its blocking sums' seconds): the trial goes on; at its end the
- * ranks take rank 0's verdict (their clocks differ a little) and the decision is logged: an
- * overlap event, and a note. */
+ * ranks take rank 0's verdict (their clocks differ a little) and the decision is told: an
+ * overlap event in log.jsonl, a note for people. */
 void run_overlap_step(trainer *t, double step_s, double comm_s)
 {
-    overlap_auto *a = &t->ovl;
+    overlap_auto *a = &t->streams.ovl;
     if (a->phase == OVL_DECIDED)
         return;
     if (overlap_auto_step(a, step_s, comm_s)) {
         overlap_auto_settle(a, dist_max_int(dist_is_root() ? a->want : 0));
-        run_log_json(t, "{\"event\":\"overlap\",\"step\":%ld,\"on\":%s,\"blocking_step_s\":"
-                     "%.6f,\"blocking_comm_s\":%.6f,\"overlapped_step_s\":%.6f}", t->st.step,
-                     a->on ? "true" : "false", a->blocking_s, a->comm_s, a->overlapped_s);
-        run_note(t, TXL_EV_NOTE, "comm_overlap auto: steps take %.3f s blocking (the sum %.3f "
-                 "s, %.1f%%), %.3f s overlapped: %s", a->blocking_s, a->comm_s,
+        char json[256], text[256];
+        snprintf(json, sizeof json, "{\"event\":\"overlap\",\"step\":%ld,\"on\":%s,"
+                 "\"blocking_step_s\":%.6f,\"blocking_comm_s\":%.6f,\"overlapped_step_s\":%.6f}",
+                 t->st.step, a->on ? "true" : "false", a->blocking_s, a->comm_s,
+                 a->overlapped_s);
+        snprintf(text, sizeof text, "comm_overlap auto: steps take %.3f s blocking (the sum "
+                 "%.3f s, %.1f%%), %.3f s overlapped: %s", a->blocking_s, a->comm_s,
                  100 * a->comm_s / a->blocking_s, a->overlapped_s,
                  a->on ? "overlapped" : "blocking");
+        run_event(t, &(txl_event){.kind = TXL_EV_NOTE, .step = t->st.step,
+                                  .max_steps = t->cfg.train.max_steps, .json = json,
+                                  .text = text});
     }
-    t->overlap = a->on;
+    t->streams.overlap = a->on;
 }

@@ -33,13 +33,13 @@ void run_last_desc(const trainer *t, char *buf, size_t cap)
 {
     char before[CKPT_PATH_MAX];
     txl_err e = {0};
-    if (t->last_step >= 0)
-        snprintf(buf, cap, "%s still holds step %ld", t->held_path, t->last_step);
+    if (t->dir.last_step >= 0)
+        snprintf(buf, cap, "%s still holds step %ld", t->dir.held_path, t->dir.last_step);
     else if (ckpt_in_run(t->cfg.train.out_dir, "last", before, sizeof before, &e) > 0)
         snprintf(buf, cap, "no checkpoint was written (%s is the one from before this run)",
                  before);
     else
-        snprintf(buf, cap, "no checkpoint was written (there is no %s)", t->last_path);
+        snprintf(buf, cap, "no checkpoint was written (there is no %s)", t->dir.last_path);
 }
 
 /* A checkpoint must never hold a non-finite weight or Adam moment (a blow-up shows in the
@@ -48,7 +48,7 @@ void run_last_desc(const trainer *t, char *buf, size_t cap)
  * with the message. */
 static int check_finite(const trainer *t, txl_err *e)
 {
-    const float *arr[3] = {t->mdl.w, t->adam_m, t->adam_v};
+    const float *arr[3] = {t->mdl.w, t->adam.m, t->adam.v};
     static const char *const what[3] = {"a weight", "an Adam moment (m)", "an Adam moment (v)"};
     size_t n = t->mdl.n_floats;
     uint32_t bad = 0;
@@ -83,18 +83,19 @@ static int check_finite(const trainer *t, txl_err *e)
  * streams j B .. j B + B come from the ranks in rank order, Bl each, states and coordinates. */
 static void gather_mem(trainer *t)
 {
-    const model_mem *mm = &t->mem;
+    run_streams *s = &t->streams;
+    const model_mem *mm = &s->mem;
     int root = dist_is_root();
     size_t rows = (size_t)mm->M * mm->d, nco = (size_t)mm->M * TXL_N_COORDS;
-    for (int j = 0; j < t->k; j++) {
-        model_mem src = mem_slice(mm, j * t->Bl, t->Bl);
-        model_mem dst = root ? mem_slice(&t->gmem, j * t->B, t->B) : src;
+    for (int j = 0; j < s->k; j++) {
+        model_mem src = mem_slice(mm, j * s->Bl, s->Bl);
+        model_mem dst = root ? mem_slice(&s->gmem, j * s->B, s->B) : src;
         for (int l = 0; l < mm->n_layer; l++)
-            dist_gather_f32(mem_layer(&src, l), t->Bl * rows, root ? mem_layer(&dst, l) : NULL);
+            dist_gather_f32(mem_layer(&src, l), s->Bl * rows, root ? mem_layer(&dst, l) : NULL);
         if (mm->coords)
-            dist_gather_i32(src.coords, t->Bl * nco, root ? dst.coords : NULL);
+            dist_gather_i32(src.coords, s->Bl * nco, root ? dst.coords : NULL);
     }
-    t->gmem.m = mm->m;
+    s->gmem.m = mm->m;
 }
 
 /* Every rank calls this (the memory gather is collective); rank 0 writes; all return the
@@ -104,12 +105,13 @@ int run_save_checkpoint(trainer *t, const char *path, int with_state, double val
 {
     if (check_finite(t, e)) /* every rank holds the same weights: all stop alike */
         return -1;
-    const model_mem *mem = &t->mem; /* one process: already all streams, in order */
+    const model_mem *mem = &t->streams.mem; /* one process: already all streams, in order */
     if (with_state && dist_self()->size > 1) {
         gather_mem(t);
-        mem = &t->gmem;
+        mem = &t->streams.gmem;
     }
-    int rc = dist_is_root() ? write_checkpoint(t, path, with_state ? mem : NULL, valid_loss, e) : 0;
+    int rc = dist_is_root() ? write_checkpoint(t, path, with_state ? mem : NULL, valid_loss, e)
+                            : 0;
     if (dist_max_int(rc ? 1 : 0)) {
         if (!rc)
             err_set(e, ERR_RUNTIME, "%s: rank 0 failed to write the checkpoint", path);
@@ -118,15 +120,18 @@ int run_save_checkpoint(trainer *t, const char *path, int with_state, double val
     if (dist_is_root())
         remove_other_format(t, path);
     if (with_state) {
-        t->last_step = t->st.step;
-        snprintf(t->held_path, sizeof t->held_path, "%s", path);
+        t->dir.last_step = t->st.step;
+        snprintf(t->dir.held_path, sizeof t->dir.held_path, "%s", path);
     }
+    run_event(t, &(txl_event){.kind = TXL_EV_CHECKPOINT, .step = t->st.step,
+                              .max_steps = t->cfg.train.max_steps, .path = path});
     return 0;
 }
 
 static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
                             double valid_loss, txl_err *e)
 {
+    run_data *d = &t->data;
     char *cfg_yaml = cfg_to_yaml(&t->cfg);
     if (!cfg_yaml)
         return err_set(e, ERR_RUNTIME, "out of memory serialising the config");
@@ -149,16 +154,16 @@ static int write_checkpoint(trainer *t, const char *path, const model_mem *mem,
     ckpt_vocab cv = {0};
     uint8_t *vb = NULL;
     int rc = 0;
-    if (t->vocab) { /* a word or BPE model's vocabulary travels with it */
-        snprintf(vs, sizeof vs, "%zu", vocab_size(t->vocab));
+    if (d->vocab) { /* a word or BPE model's vocabulary travels with it */
+        snprintf(vs, sizeof vs, "%zu", vocab_size(d->vocab));
         meta[8 + 2 * TRAIN_STATE_KEYS] = CKPT_VOCAB_SIZE;
         meta[9 + 2 * TRAIN_STATE_KEYS] = vs;
-        rc = vocab_serialize(t->vocab, &vb, &cv.len, e);
+        rc = vocab_serialize(d->vocab, &vb, &cv.len, e);
         cv.bytes = vb;
     }
     if (!rc)
-        rc = ckpt_save(path, &t->mdl, mem ? t->adam_m : NULL, mem ? t->adam_v : NULL, mem,
-                       t->vocab ? &cv : NULL, meta, t->cfg.train.ckpt_gzip ? 1 : 0, e);
+        rc = ckpt_save(path, &t->mdl, mem ? t->adam.m : NULL, mem ? t->adam.v : NULL, mem,
+                       d->vocab ? &cv : NULL, meta, t->cfg.train.ckpt_gzip ? 1 : 0, e);
     free(vb);
     free(cfg_yaml);
     return rc;
@@ -218,14 +223,15 @@ static int streams_differ(const train_config *ck, const train_config *now, char 
  * process: all of them at once). */
 static int load_mem(trainer *t, const st_file *f, txl_err *e)
 {
-    int total = t->k * t->B;
+    run_streams *s = &t->streams;
+    int total = s->k * s->B;
     if (dist_self()->size == 1)
-        return ckpt_load_mem(f, &t->mem, 0, total, e);
-    for (int j = 0; j < t->k; j++) {
-        model_mem s = mem_slice(&t->mem, j * t->Bl, t->Bl);
-        if (ckpt_load_mem(f, &s, (size_t)j * t->B + (size_t)t->b0, total, e))
+        return ckpt_load_mem(f, &s->mem, 0, total, e);
+    for (int j = 0; j < s->k; j++) {
+        model_mem mj = mem_slice(&s->mem, j * s->Bl, s->Bl);
+        if (ckpt_load_mem(f, &mj, (size_t)j * s->B + (size_t)s->b0, total, e))
             return -1;
-        t->mem.m = s.m;
+        s->mem.m = mj.m;
     }
     return 0;
 }
@@ -234,6 +240,7 @@ static int load_mem(trainer *t, const st_file *f, txl_err *e)
  * (--dry-run, no model allocated): the checks and the state, no tensors. */
 static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
 {
+    run_data *d = &t->data;
     st_file f;
     if (st_open(&f, path, e))
         return -1;
@@ -252,18 +259,18 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
                          "checkpoint's (checkpoint vs now): %s", path, diff);
         else if (streams_differ(&ck.train, &t->cfg.train, diff, sizeof diff))
             rc = err_set(e, ERR_INPUT, "--resume %s: %s", path, diff);
-        else if (st.train_tokens != t->train_ts.n)
+        else if (st.train_tokens != d->train_ts.n)
             rc = err_set(e, ERR_INPUT, "--resume %s: the train split has %zu tokens, the "
                          "checkpoint was trained on %zu (different corpus or split?)", path,
-                         t->train_ts.n, st.train_tokens);
-        else if (ckpt_check_meta(&f, &t->cfg, t->n_weights, e))
+                         d->train_ts.n, st.train_tokens);
+        else if (ckpt_check_meta(&f, &t->cfg, t->sizes.n_weights, e))
             rc = -1;
     }
     /* the header against the model and its whole state before the data is read (dry: the
      * table alone) */
     model tab = {0};
     const model_config *m = &t->cfg.model;
-    ckpt_state cs = {.streams = t->k * t->B, .mem_len = m->mem_len,
+    ckpt_state cs = {.streams = t->streams.k * t->streams.B, .mem_len = m->mem_len,
                      .coords = pos_get(m->pos)->needs_coords, .exact = 1};
     if (rc == 0 && ((dry && model_init_table(&tab, m, e)) ||
                     ckpt_check_header(dry ? &tab : &t->mdl, &f, &cs, e) ||
@@ -271,91 +278,19 @@ static int load_resume(trainer *t, const char *path, int dry, txl_err *e)
         rc = -1;
     model_free(&tab);
     if (rc == 0 && !dry && (ckpt_load_weights(&t->mdl, &f, 0, e) ||
-                            ckpt_load_optim(&t->mdl, &f, t->adam_m, t->adam_v, e) ||
+                            ckpt_load_optim(&t->mdl, &f, t->adam.m, t->adam.v, e) ||
                             load_mem(t, &f, e)))
         rc = -1;
-    if (rc == 0 && st.data_pos >= t->bt.n)
+    if (rc == 0 && st.data_pos >= d->bt.n)
         rc = err_set(e, ERR_INPUT, "%s: metadata 'data_pos' %zu is past the end of the streams "
-                     "(%zu)", path, st.data_pos, t->bt.n);
+                     "(%zu)", path, st.data_pos, d->bt.n);
     if (rc == 0) {
         st.seed = t->cfg.train.seed; /* the config's, which --set may change */
         t->st = st;
-        t->ck_train = ck.train;
+        t->resume.ck_train = ck.train;
     }
     st_free(&f);
     return rc;
-}
-
-/* The keys of the schedule that differ between the checkpoint's train section and the
- * config's ("max_steps 400 -> 800"), into buf; 0 when the lr of every step after the
- * resume is the same (max_steps counts for the cosine only). */
-static int schedule_diff(const train_config *a, const train_config *b, char *buf, size_t cap)
-{
-    static const char *const kind[] = {"constant", "cosine", "inv_sqrt"};
-    size_t o = 0;
-    buf[0] = 0;
-#define DIFF(c, ...) if (c && o < cap) o += (size_t)snprintf(buf + o, cap - o, __VA_ARGS__)
-    DIFF(a->schedule != b->schedule, "%sschedule %s -> %s", o ? ", " : "", kind[a->schedule],
-         kind[b->schedule]);
-    DIFF(a->lr != b->lr, "%slr %g -> %g", o ? ", " : "", a->lr, b->lr);
-    DIFF(a->lr_min != b->lr_min, "%slr_min %g -> %g", o ? ", " : "", a->lr_min, b->lr_min);
-    DIFF(a->warmup_steps != b->warmup_steps, "%swarmup_steps %ld -> %ld", o ? ", " : "",
-         a->warmup_steps, b->warmup_steps);
-    DIFF(a->max_steps != b->max_steps && (a->schedule == LR_COSINE || b->schedule == LR_COSINE),
-         "%smax_steps %ld -> %ld", o ? ", " : "", a->max_steps, b->max_steps);
-#undef DIFF
-    return o > 0;
-}
-
-/* A resume whose config changes the lr schedule (train.max_steps raised to extend a
- * finished run, say): from the resumed step S the schedule is train.resume_schedule's
- * (as_planned, continue or restart; the state records it, so later resumes keep it), and
- * sched_note says what it does and what the other choices would. Otherwise the
- * checkpoint's shape goes on. */
-static int resume_schedule(trainer *t, txl_err *e)
-{
-    const train_config *tc = &t->cfg.train;
-    char diff[300];
-    t->sched_note[0] = 0;
-    /* a schedule by time follows the budget's progress (lr_at_progress), not the steps */
-    if (tc->schedule_by == SCHED_BY_TIME || !schedule_diff(&t->ck_train, tc, diff, sizeof diff))
-        return 0;
-    long S = t->st.step;
-    lr_schedule old = run_schedule(&t->ck_train, &t->st);
-    double from = S > 0 ? lr_at(&old, S) : 0;
-    static const char *const name[] = {"as_planned", "continue", "restart"};
-    lr_shape sh = tc->resume_schedule;
-    if (sh == LR_RESTART && tc->schedule == LR_COSINE && tc->warmup_steps >= tc->max_steps - S)
-        return err_set(e, ERR_INPUT, "train.resume_schedule restart: a warmup of %ld steps from "
-                       "step %ld leaves no cosine before train.max_steps %ld", tc->warmup_steps,
-                       S, tc->max_steps);
-    t->st.lr_shape = sh;
-    t->st.lr_from_step = sh == LR_AS_PLANNED ? 0 : S;
-    t->st.lr_from = sh == LR_CONTINUE ? from : 0;
-    lr_schedule now = run_schedule(tc, &t->st);
-    char then[200], warm[96] = "";
-    if (sh == LR_RESTART && tc->warmup_steps > 0)
-        snprintf(warm, sizeof warm, "warms up to %g at step %ld, then ", tc->lr,
-                 S + tc->warmup_steps);
-    if (tc->schedule == LR_COSINE)
-        snprintf(then, sizeof then, "%sdecays by the cosine to lr_min %g at step %ld", warm,
-                 tc->lr_min, tc->max_steps);
-    else
-        snprintf(then, sizeof then, "%s%s", warm, tc->schedule == LR_INV_SQRT
-                 ? "decays as 1/sqrt(step)" : "stays constant");
-    double next = lr_at(&now, S + 1);
-    const char *ended = sh == LR_CONTINUE && from <= tc->lr_min
-                            ? " (the checkpoint's schedule had ended: nothing to decay)" : "";
-    snprintf(t->sched_note, sizeof t->sched_note,
-             "lr: the schedule differs from the checkpoint's (%s)\n"
-             "  lr: %s (train.resume_schedule): step %ld takes %.3g%s (step %ld had %.3g), "
-             "then it %s%s\n"
-             "  lr: the choices: as_planned (the config's schedule as if planned from step 0), "
-             "continue (decay from %.3g at step %ld), restart (a warmup of %ld steps from step "
-             "%ld, then the schedule)",
-             diff, name[sh], S + 1, next, fabs(next - from) > 0.1 * fmax(next, from)
-             ? ", a jump" : "", S, from, then, ended, from, S, tc->warmup_steps, S);
-    return 0;
 }
 
 /* --init-from: the checkpoint's weights, whose shapes the config must have; dry
@@ -401,8 +336,8 @@ int run_stop_keeping_last(trainer *t, txl_err *e)
         err_set(e, ERR_INPUT, "another rank could not read the corpus");
     size_t n = strlen(e->msg);
     txl_err we = {0};
-    if (t->last_step != t->st.step && run_save_checkpoint(t, t->last_path, 1, NAN, &we)) {
-        snprintf(e->msg + n, sizeof e->msg - n, "; writing %s failed too: %s", t->last_path,
+    if (t->dir.last_step != t->st.step && run_save_checkpoint(t, t->dir.last_path, 1, NAN, &we)) {
+        snprintf(e->msg + n, sizeof e->msg - n, "; writing %s failed too: %s", t->dir.last_path,
                  we.msg);
         return -1;
     }
@@ -418,14 +353,14 @@ int run_restore_run(trainer *t, const char *resume, const char *init_from,
 {
     char cur[CKPT_PATH_MAX];
     txl_err ignored; /* a damaged other format is resume_overwrites' to name */
-    t->last_step = -1;
-    if (resume && (load_resume(t, resume, dry, e) || resume_schedule(t, e)))
+    t->dir.last_step = -1;
+    if (resume && (load_resume(t, resume, dry, e) || run_resume_schedule(t, e)))
         return -1;
-    t->resumed_from = resume;
+    t->resume.from = resume;
     if (resume && ckpt_in_run(t->cfg.train.out_dir, "last", cur, sizeof cur, &ignored) > 0 &&
         run_same_file(cur, resume)) { /* resumed from this out_dir's last, in either format */
-        t->last_step = t->st.step;
-        snprintf(t->held_path, sizeof t->held_path, "%s", resume);
+        t->dir.last_step = t->st.step;
+        snprintf(t->dir.held_path, sizeof t->dir.held_path, "%s", resume);
     }
     if (init_from && load_init_from(t, init_from, dry, e))
         return -1;

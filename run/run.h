@@ -1,6 +1,7 @@
 /* run.h: the trainer of run/ (the files that run a training: run_dir.c, the run
- * directory; restore.c, checkpoints written and read; plan.c, the data, the model and the
- * sizes; step.c, one training step; trainer.c, the loop and its events). include/txl.h's
+ * directory; restore.c, checkpoints written and read; schedule.c, the lr schedule; plan.c,
+ * the data, the model and the sizes; step.c, one training step; trainer.c, the loop and
+ * its events). include/txl.h's
  * txl_trainer is one of these (api/train.c). Not for the rest of txl. */
 #ifndef TXL_RUN_H
 #define TXL_RUN_H
@@ -45,10 +46,28 @@
  * step is skipped before NORM_WINDOW steps were applied. */
 enum { NORM_WINDOW = 50 };
 
+/* The data of a run (plan.c, run/vocab.c): the splits, the vocabulary, their tokens, the
+ * train batcher and a step's batch. */
 typedef struct {
-    run_config cfg;
-    model mdl;
-    float *adam_m, *adam_v;
+    corpus train_c, valid_c, test_c;
+    token_span train_s, valid_s, test_s;
+    vocab *vocab;             /* the run's vocabulary (word, bpe; NULL: bytes): run/vocab.c */
+    tok_stream train_ts, valid_ts; /* their tokens (anchors, coordinates: data/tokens.h) */
+    batcher bt;
+    txl_tok *x, *y;           /* [k B, Lq] of all streams of a step; micro-batch j is rows
+                               * j B .. j B + B, of which this rank uses j B + b0 .. + Bl */
+    int32_t *co;              /* [k B, Lq, TXL_N_COORDS] their coordinates, or NULL */
+} run_data;
+
+/* A step's streams and who runs them (plan.c, step.c): micro-batches, this rank's share of
+ * each (data parallelism over MPI ranks), its replicas (one per thread) and its memory. */
+typedef struct {
+    int B, k;                 /* streams per micro-batch (train.batch_size), micro-batches per
+                               * update (train.grad_accum) */
+    int Bl, b0;               /* streams of this rank in a micro-batch, the first of them */
+    int threads;              /* OpenMP threads of this rank */
+    int R;                    /* replicas: this rank's threads, each running Bl / R whole
+                               * streams of a micro-batch (1: the threads split each op) */
     model_acts *A;            /* [R] the activations of each replica (Bl / R streams) */
     model *rep;               /* [R] replica r > 0: the weights of mdl, its own gradient */
     double *rep_loss;         /* [R] each replica's loss sum of a micro-batch */
@@ -60,47 +79,79 @@ typedef struct {
                                * sum starts as soon as its backward ends in the last
                                * micro-batch (this step's: auto decides by trying) */
     overlap_auto ovl;         /* train.comm_overlap: on, off, or auto's trial (overlap.c) */
-    int R;                    /* replicas: this rank's threads, each running Bl / R whole
-                               * streams of a micro-batch (1: the threads split each op) */
     model_mem mem;            /* this rank's k x Bl streams (micro-batch j: j Bl .. j Bl + Bl) */
-    corpus train_c, valid_c, test_c;
-    token_span train_s, valid_s, test_s;
-    vocab *vocab;             /* the run's vocabulary (word, bpe; NULL: bytes): run/vocab.c */
-    tok_stream train_ts, valid_ts; /* their tokens (anchors, coordinates: data/tokens.h) */
-    batcher bt;
-    txl_tok *x, *y;           /* [k B, Lq] of all streams of a step; micro-batch j is rows
-                               * j B .. j B + B, of which this rank uses j B + b0 .. + Bl */
-    int32_t *co;              /* [k B, Lq, TXL_N_COORDS] their coordinates, or NULL */
-    int B, k;                 /* streams per micro-batch (train.batch_size), micro-batches per
-                               * update (train.grad_accum) */
-    int Bl, b0;               /* streams of this rank in a micro-batch, the first of them
-                               * (data parallelism) */
     model_mem gmem;           /* rank 0 of several: all k B streams' memory, for `last` */
-    terms_pass terms;         /* rank 0, train.term_stats_interval > 0: the terms events' pass */
-    FILE *log;
-    int log_errno;            /* rank 0: why an event could not be written to log (the first
-                               * failure; 0: none): the run stops (run_ends) and exits 1 */
-    long log_fail_step;       /* the step of that event */
+} run_streams;
+
+/* The optimiser's state besides the weights: Adam's moments, laid out as mdl's table. */
+typedef struct {
+    float *m, *v;
+} run_adam;
+
+/* The run directory's files (run_dir.c) and its lock. */
+typedef struct {
     char last_path[1100], best_path[1100], log_path[1100];
-    train_state st;
-    double valid_bpc;         /* bits per byte of the last validation (run_valid) */
-    const txl_train_opts *opts; /* the caller's: events, progress, the command line */
-    long run_steps;       /* --steps: stop after this many steps in this invocation (0 = off) */
-    int threads;          /* OpenMP threads of this rank */
-    int precision;        /* train.precision as resolved here: PREC_FP32 or PREC_BF16 */
-    const char *prec_kernel; /* the bf16 kernel ("amx", "avx512_bf16"), or "" */
-    long last_step;       /* the step held_path holds: written by this run, or the file this
-                           * run resumed from (out_dir's last, in either format); -1 if neither */
-    char held_path[1100]; /* that file: last_path, or the resumed one */
-    const char *resumed_from; /* --resume's checkpoint (the file), or NULL */
-    train_config ck_train;    /* a resume: the train section the checkpoint was trained with */
+    long last_step;           /* the step held_path holds: written by this run, or the file
+                               * this run resumed from (out_dir's last, in either format); -1
+                               * if neither */
+    char held_path[1100];     /* that file: last_path, or the resumed one */
+    int lock_fd;              /* out_dir/.txl.lock, flock'ed for the whole run (rank 0); -1 */
+} run_dir;
+
+/* A sink of a run's events (events.c): a callback and its context. */
+typedef struct {
+    void (*fn)(void *ctx, const txl_event *ev);
+    void *ctx;
+} run_sink;
+
+/* The sinks of a run, in the order each event reaches them (rank 0): log.jsonl's, which
+ * run_start_run registers once the file is open, then the caller's opts.on_event. */
+enum { RUN_SINK_LOG, RUN_SINK_CALLER, RUN_SINKS };
+
+/* log.jsonl, rank 0's (log.c). */
+typedef struct {
+    FILE *f;
+    int err;                  /* why an event could not be written (the first failure; 0:
+                               * none): the run stops (run_ends) and exits 1 */
+    long fail_step;           /* the step of that event */
+} run_log;
+
+/* What the run continues (restore.c, schedule.c). */
+typedef struct {
+    const char *from;         /* --resume's checkpoint (the file), or NULL */
+    train_config ck_train;    /* the train section the checkpoint was trained with */
     char sched_note[768];     /* a resume that changed the lr schedule: what it does now
                                * (the banner's), else "" */
-    int lock_fd;          /* out_dir/.txl.lock, flock'ed for the whole run (rank 0); -1 */
-    double t_start;
-    /* the plan's sizes, in floats: of the model (w, and alike g, m, v) and of the activation
-     * arena; the parameter count. Set by plan_model, or by dry_plan without allocating. */
+} run_resume;
+
+/* The plan's sizes, in floats: of the model (w, and alike g, m, v) and of the activation
+ * arena; the parameter count. Set by plan_model, or by dry_plan without allocating. */
+typedef struct {
     size_t par_floats, act_floats, n_weights;
+} run_sizes;
+
+/* A run: its config and options, the model and its optimiser, the data, the streams, the
+ * run directory and log, the state that checkpoints hold, and what it resumed. */
+typedef struct {
+    run_config cfg;
+    const txl_train_opts *opts; /* the caller's: events, progress, the command line */
+    long run_steps;           /* --steps: stop after this many steps in this invocation (0 =
+                               * off) */
+    model mdl;
+    run_adam adam;
+    run_data data;
+    run_streams streams;
+    run_sizes sizes;
+    int precision;            /* train.precision as resolved here: PREC_FP32 or PREC_BF16 */
+    const char *prec_kernel;  /* the bf16 kernel ("amx", "avx512_bf16"), or "" */
+    terms_pass terms;         /* rank 0, train.term_stats_interval > 0: the terms events' pass */
+    run_dir dir;
+    run_log log;
+    run_sink sinks[RUN_SINKS];
+    run_resume resume;
+    train_state st;
+    double valid_bpc;         /* bits per byte of the last validation (run_valid) */
+    double t_start;
 } trainer;
 
 /* The loop's bookkeeping: the schedule, Adam's settings, and what the log lines need. */
@@ -121,9 +172,11 @@ typedef struct {
 } loop_state;
 
 
-/* The events of a run, to the caller's callback (rank 0 only): run_event as it is;
- * run_note a text event (TXL_EV_NOTE or TXL_EV_WARN) formatted like printf. */
+/* The events of a run, to its sinks in order (rank 0 only): run_event as it is; run_note a
+ * text event (TXL_EV_NOTE or TXL_EV_WARN) formatted like printf. */
 void run_event(const trainer *t, const txl_event *ev);
+/* log.c: the sink that writes log.jsonl (ctx: the run's run_log). */
+void run_log_sink(void *ctx, const txl_event *ev);
 void run_note(const trainer *t, txl_event_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Asks the loop to stop after the current step (a signal handler may call it). */
@@ -151,7 +204,11 @@ int run_save_checkpoint(trainer *t, const char *path, int with_state, double val
                            txl_err *e);
 int run_stop_keeping_last(trainer *t, txl_err *e);
 void run_loop_init(trainer *t, loop_state *ls);
+/* schedule.c: the lr schedule of a train section shaped by the state; the lr of a step;
+ * a resume's change of the schedule (t->sched_note says what it does now). */
 lr_schedule run_schedule(const train_config *tc, const train_state *st);
+double run_step_lr(const trainer *t, const lr_schedule *sched, long step);
+int run_resume_schedule(trainer *t, txl_err *e);
 /* numbered.c (train.keep_checkpoints): last kept as out_dir/step-NNNNNNNN (every rank
  * calls it; all return the same status); the numbered checkpoints of an earlier run
  * removed (a --force start over); whether a name is a numbered checkpoint's temp file. */
@@ -160,7 +217,7 @@ void run_remove_numbered(const trainer *t);
 int run_numbered_temp(const char *name);
 int run_train_step(trainer *t, loop_state *ls, txl_err *e);
 /* overlap.c: train.comm_overlap planned (after the replicas), and auto's trial after each
- * step (every rank, every step: the ranks agree at the end of each phase) */
+ * step (every rank, every step: the ranks agree at the end of the trial) */
 void run_overlap_plan(trainer *t);
 void run_overlap_step(trainer *t, double step_s, double comm_s);
 int run_dry_plan(trainer *t, txl_err *e);
@@ -171,6 +228,9 @@ int run_plan_data(trainer *t, const char *origin, const char *resume, const char
 int run_plan_vocab(trainer *t, const char *resume, const char *init_from, txl_err *e);
 double run_plan_mib(const trainer *t);
 int run_plan_model(trainer *t, txl_err *e);
+/* What plan.c allocated of the data and the streams, freed (safe on a zeroed struct). */
+void run_data_free(run_data *d);
+void run_streams_free(run_streams *s);
 int run_plan_terms(trainer *t, txl_err *e);
 char *run_print_dry_run(const trainer *t, const char *cfg_path, const char *resume,
                         const char *init_from);
@@ -181,8 +241,6 @@ char *run_dry_run(trainer *t, const char *cfg_path, const char *resume, const ch
                   int force, txl_err *e);
 int run_resolve_config(trainer *t, const char *resume, int explicit_out_dir, const char *origin,
                        txl_err *e);
-void run_log_json(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void run_log_flush(trainer *t);
 int run_write_out_file(const char *dir, const char *name,
                        int (*put)(FILE *f, const void *arg), const void *arg, txl_err *e);
 int run_start_run(trainer *t, int resume, txl_err *e);

@@ -82,7 +82,7 @@ static int lock_out_dir(trainer *t, txl_err *e)
                        "%s); wait for it to end, or use another out_dir", t->cfg.train.out_dir,
                        path);
     }
-    t->lock_fd = fd;
+    t->dir.lock_fd = fd;
     return 0;
 }
 
@@ -311,16 +311,16 @@ int run_holds_run(const trainer *t, txl_err *e)
 {
     struct stat st;
     const char *dir = t->cfg.train.out_dir;
-    if (access(t->last_path, F_OK) == 0) {
+    if (access(t->dir.last_path, F_OK) == 0) {
         err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s); use --resume %s to "
                 "continue it, --force to start over, or --set train.out_dir=... for a new one",
-                dir, t->last_path, t->last_path);
+                dir, t->dir.last_path, t->dir.last_path);
         return 1;
     }
-    if (lstat(t->log_path, &st) == 0) {
+    if (lstat(t->dir.log_path, &st) == 0) {
         err_set(e, ERR_INPUT, "train.out_dir %s already holds a run (%s, without a "
                 "checkpoint); use --force to start over, or --set train.out_dir=... for a new "
-                "one", dir, t->log_path);
+                "one", dir, t->dir.log_path);
         return 1;
     }
     return 0;
@@ -348,11 +348,11 @@ int run_resume_overwrites(const trainer *t, const char *resume, txl_err *e)
                 ckpt_file_step(resume), resume, out);
         return 1;
     }
-    if (lstat(t->log_path, &sb) == 0 &&
+    if (lstat(t->dir.log_path, &sb) == 0 &&
         !(ckpt_run_dir(resume, dir, sizeof dir) && run_same_file(dir, out))) {
         err_set(e, ERR_INPUT, "train.out_dir %s holds another run (%s, without a checkpoint): "
                 "--set train.out_dir=DIR continues %s in a new directory, --force writes over "
-                "it", out, t->log_path, resume);
+                "it", out, t->dir.log_path, resume);
         return 1;
     }
     return 0;
@@ -379,9 +379,9 @@ void run_set_paths(trainer *t)
 {
     const char *dir = t->cfg.train.out_dir;
     const char *ext = t->cfg.train.ckpt_gzip ? ".safetensors.gz" : ".safetensors";
-    snprintf(t->last_path, sizeof t->last_path, "%s/last%s", dir, ext);
-    snprintf(t->best_path, sizeof t->best_path, "%s/best%s", dir, ext);
-    snprintf(t->log_path, sizeof t->log_path, "%s/log.jsonl", dir);
+    snprintf(t->dir.last_path, sizeof t->dir.last_path, "%s/last%s", dir, ext);
+    snprintf(t->dir.best_path, sizeof t->dir.best_path, "%s/best%s", dir, ext);
+    snprintf(t->dir.log_path, sizeof t->dir.log_path, "%s/log.jsonl", dir);
 }
 
 int run_prepare_out_dir(trainer *t, const char *resume, int force, txl_err *e)

@@ -3,16 +3,6 @@
  * outlier. Nothing here allocates. */
 #include "run.h"
 
-/* The lr schedule of the config, shaped as the training state says (a resume that
- * changed the schedule: restore.c). */
-lr_schedule run_schedule(const train_config *tc, const train_state *st)
-{
-    return (lr_schedule){.kind = tc->schedule, .lr = tc->lr, .lr_min = tc->lr_min,
-                         .warmup = tc->warmup_steps, .max_steps = tc->max_steps,
-                         .shape = (lr_shape)st->lr_shape, .from_step = st->lr_from_step,
-                         .from_lr = st->lr_from};
-}
-
 void run_loop_init(trainer *t, loop_state *ls)
 {
     const train_config *tc = &t->cfg.train;
@@ -27,7 +17,7 @@ void run_loop_init(trainer *t, loop_state *ls)
     ls->exposed_log = dist_exposed_seconds();
     ls->gemm_log = gemm_thread_seconds();
     ls->loss = ls->norm = NAN;
-    t->bt.pos = t->st.data_pos;
+    t->data.bt.pos = t->st.data_pos;
 }
 
 /* The next segment of every stream (its length); at the end of a pass over the train
@@ -37,16 +27,17 @@ void run_loop_init(trainer *t, loop_state *ls)
  * holds the memory, which a checkpoint to resume always does: ckpt_check_header). */
 static int next_batch(trainer *t, txl_err *e)
 {
-    int len = batcher_next(&t->bt, t->x, t->y, t->co, NULL, e), wrapped = len == 0;
+    run_data *d = &t->data;
+    int len = batcher_next(&d->bt, d->x, d->y, d->co, NULL, e), wrapped = len == 0;
     if (wrapped) {
-        t->bt.pos = 0;
-        len = batcher_next(&t->bt, t->x, t->y, t->co, NULL, e);
+        d->bt.pos = 0;
+        len = batcher_next(&d->bt, d->x, d->y, d->co, NULL, e);
     }
     if (dist_max_int(len < 0))
         return -1;
     if (wrapped) {
         t->st.epoch++;
-        mem_reset(&t->mem);
+        mem_reset(&t->streams.mem);
     }
     return len;
 }
@@ -63,20 +54,22 @@ static int is_outlier(const trainer *t, double norm)
 static void skip_update(trainer *t, long step, double norm)
 {
     t->st.skipped++;
-    run_log_json(t, "{\"event\":\"skip\",\"step\":%ld,\"grad_norm\":%.6g,"
-                "\"mean_norm\":%.6g,\"skipped\":%ld}",
-             step, norm, t->st.norm_mean, t->st.skipped);
-    run_note(t, TXL_EV_NOTE, "step %ld: skipped, gradient norm %.4g > %g x its mean %.4g (%ld "
-             "skipped so far)", step, norm, t->cfg.train.skip_outlier, t->st.norm_mean,
+    char json[256], text[256];
+    snprintf(json, sizeof json, "{\"event\":\"skip\",\"step\":%ld,\"grad_norm\":%.6g,"
+             "\"mean_norm\":%.6g,\"skipped\":%ld}", step, norm, t->st.norm_mean, t->st.skipped);
+    snprintf(text, sizeof text, "step %ld: skipped, gradient norm %.4g > %g x its mean %.4g "
+             "(%ld skipped so far)", step, norm, t->cfg.train.skip_outlier, t->st.norm_mean,
              t->st.skipped);
+    run_event(t, &(txl_event){.kind = TXL_EV_NOTE, .step = t->st.step,
+                              .max_steps = t->cfg.train.max_steps, .json = json, .text = text});
 }
 
 /* Global-norm clipping (as a scale inside Adam) and the Adam step; then the running mean
  * of the applied steps' gradient norms. */
 static void apply_update(trainer *t, const loop_state *ls, long step, double norm, double lr)
 {
-    adam_step_scaled(t->mdl.w, t->mdl.g, clip_coef(norm, t->cfg.train.clip), t->adam_m,
-                     t->adam_v, t->mdl.n_floats, step, lr, &ls->ah);
+    adam_step_scaled(t->mdl.w, t->mdl.g, clip_coef(norm, t->cfg.train.clip), t->adam.m,
+                     t->adam.v, t->mdl.n_floats, step, lr, &ls->ah);
     model_bf16_sync(&t->mdl, 1); /* bf16: the products' copy of the new weights */
     t->st.norm_count++;
     double w = t->st.norm_count < NORM_WINDOW ? 1.0 / (double)t->st.norm_count
@@ -93,19 +86,20 @@ static void sum_replica_grads(trainer *t)
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         float s = g[i];
-        for (int r = 1; r < t->R; r++)
-            s += t->rep[r].g[i];
+        for (int r = 1; r < t->streams.R; r++)
+            s += t->streams.rep[r].g[i];
         g[i] = s;
     }
 }
 
-/* model_backward's hook in the last micro-batch of a step (t->overlap): layer l's gradient
- * is final, so its sum over the ranks starts while the layers below run; the sums started
- * before it get a chance to progress. */
+/* model_backward's hook in the last micro-batch of a step (streams.overlap): layer l's
+ * gradient is final, so its sum over the ranks starts while the layers below run; the sums
+ * started before it get a chance to progress. */
 static void layer_grads_done(void *ctx, int l)
 {
     trainer *t = ctx;
-    dist_isum_f32(t->mdl.g + t->layer_at[l], t->layer_at[l + 1] - t->layer_at[l]);
+    const size_t *at = t->streams.layer_at;
+    dist_isum_f32(t->mdl.g + at[l], at[l + 1] - at[l]);
     dist_poll();
 }
 
@@ -122,8 +116,8 @@ static void backward_poll(void *ctx)
  * (accumulate), so the model-wide tensors' sum, then the wait; otherwise one sum. */
 static void sum_over_ranks(trainer *t)
 {
-    if (t->overlap) {
-        dist_sum_f32(t->mdl.g, t->layer_at[0]);
+    if (t->streams.overlap) {
+        dist_sum_f32(t->mdl.g, t->streams.layer_at[0]);
         dist_wait();
     } else {
         dist_sum_f32(t->mdl.g, t->mdl.n_floats);
@@ -135,16 +129,18 @@ static void sum_over_ranks(trainer *t)
 static double replica_pass(trainer *t, const fwd_opts *o0, int j, int r, int len, size_t ntok,
                            int *m)
 {
-    int Br = t->Bl / t->R;
-    size_t first = (size_t)j * t->B + (size_t)t->b0 + (size_t)r * Br, off = first * (size_t)len;
-    model_mem mj = mem_slice(&t->mem, j * t->Bl + r * Br, Br);
+    run_data *d = &t->data;
+    run_streams *s = &t->streams;
+    int Br = s->Bl / s->R;
+    size_t first = (size_t)j * s->B + (size_t)s->b0 + (size_t)r * Br, off = first * (size_t)len;
+    model_mem mj = mem_slice(&s->mem, j * s->Bl + r * Br, Br);
     mj.m = *m;
     fwd_opts o = *o0;
-    o.coords = t->co ? t->co + off * TXL_N_COORDS : NULL;
-    model *mdl = r ? &t->rep[r] : &t->mdl;
-    model_acts *A = &t->A[r];
+    o.coords = d->co ? d->co + off * TXL_N_COORDS : NULL;
+    model *mdl = r ? &s->rep[r] : &t->mdl;
+    model_acts *A = &s->A[r];
     A->b_offset = first;
-    double loss = model_forward(mdl, A, &mj, t->x + off, t->y + off, len, &o);
+    double loss = model_forward(mdl, A, &mj, d->x + off, d->y + off, len, &o);
     model_backward(mdl, A, &mj, 1.0f / (float)ntok);
     model_mem_update(A, &mj);
     *m = mj.m;
@@ -163,28 +159,29 @@ static double replica_pass(trainer *t, const fwd_opts *o0, int j, int r, int len
  * ranks: R replicas compute what R ranks do). Returns this rank's loss sum (nats). */
 static double accumulate(trainer *t, const fwd_opts *o, int len, size_t ntok)
 {
+    run_streams *s = &t->streams;
     double loss = 0;
-    int m0 = t->mem.m, m = m0; /* every micro-batch starts from the rows the step started with */
-    for (int j = 0; j < t->k; j++) {
-        if (t->R == 1) {
+    int m0 = s->mem.m, m = m0; /* every micro-batch starts from the rows the step started with */
+    for (int j = 0; j < s->k; j++) {
+        if (s->R == 1) {
             m = m0;
-            int last = t->overlap && j == t->k - 1;
-            t->A[0].layer_grads_done = last ? layer_grads_done : NULL;
-            t->A[0].backward_poll = last ? backward_poll : NULL;
+            int last = s->overlap && j == s->k - 1;
+            s->A[0].layer_grads_done = last ? layer_grads_done : NULL;
+            s->A[0].backward_poll = last ? backward_poll : NULL;
             loss += replica_pass(t, o, j, 0, len, ntok, &m);
             continue;
         }
-#pragma omp parallel for schedule(static, 1) num_threads(t->R)
-        for (int r = 0; r < t->R; r++) {
-            t->rep_m[r] = m0;
-            t->rep_loss[r] = replica_pass(t, o, j, r, len, ntok, &t->rep_m[r]);
+#pragma omp parallel for schedule(static, 1) num_threads(s->R)
+        for (int r = 0; r < s->R; r++) {
+            s->rep_m[r] = m0;
+            s->rep_loss[r] = replica_pass(t, o, j, r, len, ntok, &s->rep_m[r]);
         }
-        for (int r = 0; r < t->R; r++)
-            loss += t->rep_loss[r];
-        m = t->rep_m[0];
+        for (int r = 0; r < s->R; r++)
+            loss += s->rep_loss[r];
+        m = s->rep_m[0];
     }
-    t->mem.m = m;
-    if (t->R > 1)
+    s->mem.m = m;
+    if (s->R > 1)
         sum_replica_grads(t);
     return loss;
 }
@@ -192,22 +189,6 @@ static double accumulate(trainer *t, const fwd_opts *o, int len, size_t ntok)
 /* One step: zero the gradients, forward and backward of the micro-batches (advancing their
  * memory), sum the gradient over the ranks, the NaN guard, clip + Adam (or skip an
  * outlier), advance the state. */
-/* The learning rate of `step`: of the step (train.schedule_by steps), or of the budget's
- * progress (time): the fraction of max_minutes used by the run so far (earlier invocations
- * included), or of max_steps if that is further, so a run anneals fully whichever ends it.
- * The ranks' clocks differ by a little: they take the mean, so every replica steps alike. */
-static double step_lr(const trainer *t, const loop_state *ls, long step)
-{
-    const train_config *tc = &t->cfg.train;
-    if (tc->schedule_by != SCHED_BY_TIME)
-        return lr_at(&ls->sched, step);
-    double p = (t->st.elapsed + sys_now() - t->t_start) / (tc->max_minutes * 60.0);
-    double ps = tc->max_steps > 0 ? (double)step / (double)tc->max_steps : 0;
-    p = p > ps ? p : ps;
-    dist_sum_f64(&p, 1);
-    return lr_at_progress(&ls->sched, p / dist_self()->size);
-}
-
 int run_train_step(trainer *t, loop_state *ls, txl_err *e)
 {
     const train_config *tc = &t->cfg.train;
@@ -217,10 +198,11 @@ int run_train_step(trainer *t, loop_state *ls, txl_err *e)
         return run_stop_keeping_last(t, e);
     long step = t->st.step + 1;
     fwd_opts o = {.training = 1, .drop_key = rng_key(tc->seed, (uint64_t)step)};
-    for (int r = 0; r < t->R; r++) /* once per update: the backward adds to the gradient */
-        model_zero_grads(r ? &t->rep[r] : &t->mdl);
+    const run_streams *s = &t->streams;
+    for (int r = 0; r < s->R; r++) /* once per update: the backward adds to the gradient */
+        model_zero_grads(r ? &s->rep[r] : &t->mdl);
     model_bf16_sync(&t->mdl, 0); /* bf16: the first step's (after init or a restore) */
-    size_t ntok = (size_t)t->k * t->B * len; /* all streams of the step: each rank and each
+    size_t ntok = (size_t)s->k * s->B * len; /* all streams of the step: each rank and each
                                               * micro-batch scales by the global count */
     double loss = accumulate(t, &o, len, ntok);
     sum_over_ranks(t); /* every rank: the global gradient */
@@ -236,14 +218,14 @@ int run_train_step(trainer *t, loop_state *ls, txl_err *e)
                        isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", loss, norm,
                        held);
     }
-    double lr = step_lr(t, ls, step);
+    double lr = run_step_lr(t, &ls->sched, step);
     if (is_outlier(t, norm))
         skip_update(t, step, norm);
     else
         apply_update(t, ls, step, norm, lr);
     t->st.step = step;
     t->st.tokens += (long long)ntok;
-    t->st.data_pos = t->bt.pos;
+    t->st.data_pos = t->data.bt.pos;
     t->st.log_sum += loss;
     t->st.log_n++;
     ls->tok_log += (long long)ntok;

@@ -1,22 +1,22 @@
 /* trainer.c: the training loop (doc/design.md: "Command line", "The model",
- * "Checkpoints") and its events: validation, checkpoints when due, the log.jsonl events,
+ * "Checkpoints") and its events: validation, checkpoints when due, progress, the terms,
  * the end of a run (max_steps, the time budget, a step count, a signal). */
 #include "run.h"
 #include "../model/precision.h"
 
+/* The one process-wide state of run/: a signal handler names no trainer, so
+ * txl_trainer_stop sets this flag and the running loop reads it (stop_requested). */
 static volatile sig_atomic_t stop_signal = 0;
 
 void run_request_stop(int sig) { stop_signal = sig; }
 
 
-
-
-
 /* Validation over the valid split (distributed like training); *loss is NaN without one. */
 static int run_valid(trainer *t, double *loss, txl_err *e)
 {
+    run_data *d = &t->data;
     *loss = NAN;
-    if (t->valid_ts.n == 0)
+    if (d->valid_ts.n == 0)
         return 0;
     const model_config *m = &t->cfg.model;
     eval_opts o = {.batch = run_valid_batch(t), .tgt_len = m->tgt_len,
@@ -24,15 +24,15 @@ static int run_valid(trainer *t, double *loss, txl_err *e)
                    .progress = t->opts && t->opts->progress && dist_is_root(), .label = "valid",
                    .distributed = 1, .anchor_base = (txl_tok)t->cfg.data.vocab_tokens};
     eval_result r;
-    if (eval_stream(&t->mdl, m, &t->valid_ts, &o, &r, e))
+    if (eval_stream(&t->mdl, m, &d->valid_ts, &o, &r, e))
         return -1;
-    run_log_json(t, "{\"event\":\"eval\",\"split\":\"valid\",\"step\":%ld,\"loss\":%.6f,"
-                "\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"bytes\":%zu,\"anchor_tokens\":%zu,"
-                "\"anchor_bits\":%.2f,\"elapsed_s\":%.1f}",
+    char json[1024], text[200];
+    snprintf(json, sizeof json, "{\"event\":\"eval\",\"split\":\"valid\",\"step\":%ld,"
+             "\"loss\":%.6f,\"bpc\":%.6f,\"ppl\":%.4f,\"tokens\":%zu,\"bytes\":%zu,"
+             "\"anchor_tokens\":%zu,\"anchor_bits\":%.2f,\"elapsed_s\":%.1f}",
              t->st.step, r.loss, r.bpc, exp(r.loss), r.tokens, r.bytes,
              r.anchor_tokens, r.anchor_bits, t->st.elapsed + sys_now() - t->t_start);
-    char text[200];
-    if (t->vocab) /* tokens are not bytes: the perplexity per token too */
+    if (d->vocab) /* tokens are not bytes: the perplexity per token too */
         snprintf(text, sizeof text, "step %ld: valid loss %.4f, ppl %.2f, bpc %.4f (%zu tokens, "
                  "%zu bytes, %.1fs)", t->st.step, r.loss, exp(r.loss), r.bpc, r.tokens, r.bytes,
                  r.seconds);
@@ -41,7 +41,7 @@ static int run_valid(trainer *t, double *loss, txl_err *e)
                  t->st.step, r.loss, r.bpc, r.bytes, r.seconds);
     run_event(t, &(txl_event){.kind = TXL_EV_EVAL, .step = t->st.step,
                               .max_steps = t->cfg.train.max_steps, .loss = r.loss,
-                              .bpc = r.bpc, .text = text});
+                              .bpc = r.bpc, .json = json, .text = text});
     *loss = r.loss;
     t->valid_bpc = r.bpc;
     return 0;
@@ -86,13 +86,14 @@ static int run_ends(const trainer *t, loop_state *ls, double run_s)
     return dist_max_int(step == tc->max_steps ||
                         (tc->max_minutes > 0 && run_s >= tc->max_minutes * 60) ||
                         (t->run_steps > 0 && step - ls->first_step >= t->run_steps) ||
-                        t->log_errno != 0) ||
+                        t->log.err != 0) ||
            ls->stop;
 }
 
 /* A log line (log.jsonl, and the progress line on stderr) for the steps since the last. */
 static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
 {
+    run_data *d = &t->data;
     const train_config *tc = &t->cfg.train;
     long step = t->st.step;
     double mean = t->st.log_sum / t->st.log_n;
@@ -105,14 +106,15 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     /* bits per byte: of bytes, a byte model's loss / ln 2; words and BPE pieces are not
      * bytes (their validations count the bytes), so the perplexity per token instead */
     char rate[48];
-    if (t->vocab)
+    if (d->vocab)
         snprintf(rate, sizeof rate, "\"bpc\":null,\"ppl\":%.6g", exp(mean));
     else
         snprintf(rate, sizeof rate, "\"bpc\":%.6f", mean / M_LN2);
-    run_log_json(t, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,\"loss\":%.6f,"
-                "%s,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
-                "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f,"
-                "\"comm_exposed_s\":%.4f,\"gemm_share\":%.4f,\"cpu_s\":%.3f}",
+    char json[1024];
+    snprintf(json, sizeof json, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,"
+             "\"loss\":%.6f,%s,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
+             "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f,"
+             "\"comm_exposed_s\":%.4f,\"gemm_share\":%.4f,\"cpu_s\":%.3f}",
              step, t->st.tokens, mean, rate, ls->lr, ls->norm, tps,
              t->st.elapsed + run_s, ls->loss, dist_comm_seconds() - ls->comm_log,
              dist_exposed_seconds() - ls->exposed_log, gemm_share, sys_cpu_now());
@@ -123,12 +125,13 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     sys_fmt_duration(etas, sizeof etas, eta);
     sys_fmt_duration(els, sizeof els, t->st.elapsed + run_s);
     snprintf(text, sizeof text, "step %ld/%ld | loss %.4f | %s %.4g | lr %.3g | %.0f tok/s | "
-             "ETA %s | %s", step, tc->max_steps, mean, t->vocab ? "ppl" : "bpc",
-             t->vocab ? exp(mean) : mean / M_LN2, ls->lr, tps, etas, els);
+             "ETA %s | %s", step, tc->max_steps, mean, d->vocab ? "ppl" : "bpc",
+             d->vocab ? exp(mean) : mean / M_LN2, ls->lr, tps, etas, els);
     run_event(t, &(txl_event){.kind = TXL_EV_STEP, .step = step, .max_steps = tc->max_steps,
-                              .loss = mean, .bpc = t->vocab ? NAN : mean / M_LN2, .lr = ls->lr,
+                              .loss = mean, .bpc = d->vocab ? NAN : mean / M_LN2, .lr = ls->lr,
                               .grad_norm = ls->norm, .tok_per_s = tps,
-                              .elapsed_s = t->st.elapsed + run_s, .eta_s = eta, .text = text});
+                              .elapsed_s = t->st.elapsed + run_s, .eta_s = eta, .json = json,
+                              .text = text});
     t->st.log_sum = 0;
     t->st.log_n = 0;
     ls->t_log = now;
@@ -138,8 +141,9 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
 /* A terms event every train.term_stats_interval steps (doc/design.md, "The model":
  * Diagnostics): rank 0 runs the planned term pass, the first TERM_STATS_SEGMENTS segments
  * of the valid split from an empty memory with this step's weights (eval --term-stats on a
- * checkpoint of this step prints the same layers), and logs one object per layer. The
- * pass has its own activations and memory: training's state is not touched. */
+ * checkpoint of this step prints the same layers), and reports them as a TXL_EV_TERMS
+ * event, one object per layer in its json. The pass has its own activations and memory:
+ * training's state is not touched. */
 static int log_terms(trainer *t, txl_err *e)
 {
     const run_config *c = &t->cfg;
@@ -150,19 +154,25 @@ static int log_terms(trainer *t, txl_err *e)
     int rc = dist_is_root() ? terms_run(&t->terms, e) : 0;
     if (dist_max_int(rc ? 1 : 0)) /* the valid split could not be read */
         return run_stop_keeping_last(t, e);
-    if (!dist_is_root() || !t->log)
+    char *json = NULL;
+    size_t len = 0;
+    FILE *f = dist_is_root() ? open_memstream(&json, &len) : NULL;
+    if (!f)
         return 0;
     const eval_opts *o = &t->terms.plan.o;
-    fprintf(t->log, "{\"event\":\"terms\",\"step\":%ld,\"split\":\"valid\",\"batch\":%d,"
+    fprintf(f, "{\"event\":\"terms\",\"step\":%ld,\"split\":\"valid\",\"batch\":%d,"
             "\"tgt_len\":%d,\"mem_len\":%d,\"segments\":%zu,\"seconds\":%.3f,\"layers\":[",
             step, o->batch, o->tgt_len, o->mem_len, t->terms.segments, sys_now() - t0);
     for (int l = 0; l < c->model.n_layer; l++) {
         if (l)
-            fputc(',', t->log);
-        terms_print_layer(t->log, &c->model, &t->terms.st[l], l, 1);
+            fputc(',', f);
+        terms_print_layer(f, &c->model, &t->terms.st[l], l, 1);
     }
-    fputs("]}\n", t->log);
-    run_log_flush(t);
+    fputs("]}", f);
+    if (fclose(f) == 0)
+        run_event(t, &(txl_event){.kind = TXL_EV_TERMS, .step = step,
+                                  .max_steps = c->train.max_steps, .json = json});
+    free(json);
     return 0;
 }
 
@@ -180,35 +190,24 @@ static int eval_and_save(trainer *t, loop_state *ls, int *at_end, txl_err *e)
         if (vloss < t->st.best_valid) {
             t->st.best_valid = vloss;
             t->st.best_valid_bpc = t->valid_bpc;
-            if (run_save_checkpoint(t, t->best_path, 0, vloss, e))
+            if (run_save_checkpoint(t, t->dir.best_path, 0, vloss, e))
                 return -1;
         }
     }
     if (((tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0) || *at_end) &&
-        run_save_checkpoint(t, t->last_path, 1, vloss, e))
+        run_save_checkpoint(t, t->dir.last_path, 1, vloss, e))
         return -1;
     if (tc->keep_checkpoints > 0 && tc->ckpt_interval > 0 && step % tc->ckpt_interval == 0 &&
         run_keep_numbered(t, e))
         return -1;
     if (!*at_end && stop_requested(ls)) { /* one more agreement: all ranks stop alike */
         *at_end = 1;
-        if (t->last_step != step && run_save_checkpoint(t, t->last_path, 1, vloss, e))
+        if (t->dir.last_step != step && run_save_checkpoint(t, t->dir.last_path, 1, vloss, e))
             return -1;
     }
     return 0;
 }
 
-
-/* An event line of log.jsonl from a cJSON object (whose first key is "event"). */
-static void log_obj(trainer *t, const cJSON *o)
-{
-    char *s = o && t->log && dist_is_root() ? cJSON_PrintUnformatted(o) : NULL;
-    if (s) {
-        fprintf(t->log, "%s\n", s);
-        run_log_flush(t);
-    }
-    free(s);
-}
 
 /* Why the run ended: "max_steps", "--steps", "max_minutes" (the time budget), the signal
  * ("SIGINT", "SIGTERM", "SIGHUP"), or "log_error" (log.jsonl could not be written). */
@@ -216,7 +215,7 @@ static const char *end_reason(const trainer *t, const loop_state *ls, int exit_s
 {
     if (exit_sig)
         return exit_sig == SIGINT ? "SIGINT" : exit_sig == SIGHUP ? "SIGHUP" : "SIGTERM";
-    if (t->log_errno)
+    if (t->log.err)
         return "log_error";
     if (t->st.step >= t->cfg.train.max_steps)
         return "max_steps";
@@ -237,7 +236,7 @@ static void add_summary(cJSON *o, const trainer *t, const loop_state *ls, const 
     cJSON_AddNumberToObject(o, "skipped_steps", (double)t->st.skipped);
     run_add_num(o, "best_valid_loss", "%.6f", t->st.best_valid);
     run_add_num(o, "best_valid_bpc", "%.6f", t->st.best_valid_bpc);
-    cJSON_AddStringToObject(o, "checkpoint", t->last_path);
+    cJSON_AddStringToObject(o, "checkpoint", t->dir.last_path);
     run_add_num(o, "peak_rss_mb", "%.1f", ru.ru_maxrss / 1024.0);
     run_add_num(o, "elapsed_s", "%.1f", t->st.elapsed + sys_now() - t->t_start);
     cJSON_AddStringToObject(o, "reason", reason);
@@ -254,11 +253,9 @@ static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
     if (!dist_is_root())
         return exit_sig ? 128 + exit_sig : 0;
     const char *reason = end_reason(t, ls, exit_sig);
-    cJSON *sum = cJSON_CreateObject(), *end = cJSON_CreateObject();
+    cJSON *sum = cJSON_CreateObject();
     if (sum)
         add_summary(sum, t, ls, reason);
-    if (end && cJSON_AddStringToObject(end, "event", "end"))
-        add_summary(end, t, ls, reason);
     char *line = sum ? cJSON_PrintUnformatted(sum) : NULL;
     char *text = line ? malloc(strlen(line) + 2) : NULL; /* the line and its newline */
     int rc = exit_sig ? 128 + exit_sig : 0;
@@ -274,32 +271,32 @@ static int finish_run(trainer *t, const loop_state *ls, int exit_sig)
         if (!exit_sig)
             rc = 1;
     }
-    log_obj(t, end);
-    if (t->log_errno) { /* events are missing from the log: not a success */
-        char held[1300];
-        run_last_desc(t, held, sizeof held);
-        run_note(t, TXL_EV_WARN, "%s: cannot append the events from step %ld on: %s; the run "
-                 "stopped so that its log loses no more (%s)", t->log_path, t->log_fail_step,
-                 strerror(t->log_errno), held);
-        if (!exit_sig)
-            rc = 1;
-    }
-    if (line) /* the result line (stdout for txl train) */
+    /* the end event: log.jsonl's end line (its sink comes first), then the result line of
+     * the caller's (stdout for txl train) */
+    if (line)
         run_event(t, &(txl_event){.kind = TXL_EV_END, .step = t->st.step,
                                   .max_steps = t->cfg.train.max_steps, .loss = ls->loss,
                                   .bpc = ls->loss / M_LN2, .grad_norm = ls->norm,
                                   .elapsed_s = t->st.elapsed + sys_now() - t->t_start,
-                                  .path = t->last_path, .json = line});
+                                  .path = t->dir.last_path, .json = line});
+    if (t->log.err) { /* events are missing from the log: not a success */
+        char held[1300];
+        run_last_desc(t, held, sizeof held);
+        run_note(t, TXL_EV_WARN, "%s: cannot append the events from step %ld on: %s; the run "
+                 "stopped so that its log loses no more (%s)", t->dir.log_path,
+                 t->log.fail_step, strerror(t->log.err), held);
+        if (!exit_sig)
+            rc = 1;
+    }
     free(text);
     free(line);
     cJSON_Delete(sum);
-    cJSON_Delete(end);
     if (exit_sig)
         run_note(t, TXL_EV_WARN, "%s: checkpoint written at step %ld (%s); resume with "
                  "--resume %s", exit_sig == SIGINT   ? "interrupted"
                                 : exit_sig == SIGHUP ? "hung up"
                                                      : "terminated",
-                 t->last_step, t->last_path, t->last_path);
+                 t->dir.last_step, t->dir.last_path, t->dir.last_path);
     return rc;
 }
 
@@ -329,104 +326,97 @@ int run_train_loop(trainer *t, txl_err *e)
  * Setup, in the order cmd_train runs it: config, data, out_dir, model, resume, start. */
 
 /* The start event: the run's size and setting, the txl version and the command line. */
-static void log_start(trainer *t, int resume)
+static char *start_json(const trainer *t, int resume)
 {
+    const run_streams *s = &t->streams;
     const dist_t *dd = dist_self();
     const char *const *argv = t->opts ? t->opts->argv : NULL;
     int argc = argv ? t->opts->argc : 0;
     cJSON *o = dist_is_root() ? cJSON_CreateObject() : NULL;
     if (!o)
-        return;
+        return NULL;
     cJSON_AddStringToObject(o, "event", "start");
     cJSON_AddNumberToObject(o, "step", (double)t->st.step);
     cJSON_AddBoolToObject(o, "resume", resume);
-    cJSON_AddNumberToObject(o, "params", (double)t->n_weights);
+    cJSON_AddNumberToObject(o, "params", (double)t->sizes.n_weights);
     cJSON_AddStringToObject(o, "blas_core", sys_blas_core());
-    cJSON_AddNumberToObject(o, "train_tokens", (double)t->train_s.n);
-    cJSON_AddNumberToObject(o, "valid_tokens", (double)t->valid_s.n);
+    cJSON_AddNumberToObject(o, "train_tokens", (double)t->data.train_s.n);
+    cJSON_AddNumberToObject(o, "valid_tokens", (double)t->data.valid_s.n);
     cJSON_AddNumberToObject(o, "ranks", dd->size);
-    cJSON_AddNumberToObject(o, "threads", t->threads);
+    cJSON_AddNumberToObject(o, "threads", s->threads);
     cJSON_AddStringToObject(o, "precision", precision_name(t->precision));
     cJSON_AddStringToObject(o, "precision_kernel", t->prec_kernel ? t->prec_kernel : "");
-    cJSON_AddNumberToObject(o, "replicas", t->R);
-    cJSON_AddNumberToObject(o, "grad_accum", t->k);
+    cJSON_AddNumberToObject(o, "replicas", s->R);
+    cJSON_AddNumberToObject(o, "grad_accum", s->k);
     cJSON_AddNumberToObject(o, "estimate_mib", round(run_plan_mib(t)));
     cJSON_AddStringToObject(o, "version", TXL_VERSION);
     cJSON *args = cJSON_AddArrayToObject(o, "argv");
     for (int i = 0; args && i < argc; i++)
         cJSON_AddItemToArray(args, cJSON_CreateString(argv[i]));
-    log_obj(t, o);
+    char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
+    return json;
 }
 
-/* Rank 0 opens log.jsonl and writes config.yaml; the plan on stderr; the start event. */
-int run_start_run(trainer *t, int resume, txl_err *e)
+/* The plan for people (run_print_plan, and with `ranks` and several ranks how they share
+ * the work), malloc'd, without its last newline; NULL on ranks but 0 or out of memory. */
+static char *plan_banner(const trainer *t, int ranks)
 {
     const dist_t *dd = dist_self();
+    char *banner = NULL;
+    size_t len = 0;
+    FILE *f = dist_is_root() ? open_memstream(&banner, &len) : NULL;
+    if (!f)
+        return NULL;
+    run_print_plan(t, f);
+    if (ranks && dd->size > 1)
+        fprintf(f, "  data parallel: %d ranks x %d streams, %d threads per rank (%d ranks "
+                "on this machine)\n", dd->size, t->streams.Bl, t->streams.threads,
+                dd->local_size);
+    if (fclose(f) != 0) {
+        free(banner);
+        return NULL;
+    }
+    banner[len && banner[len - 1] == '\n' ? len - 1 : len] = '\0';
+    return banner;
+}
+
+/* Rank 0 opens log.jsonl, registers it as the run's first sink and writes config.yaml; then
+ * the start event: the plan for people and the log's start line. */
+int run_start_run(trainer *t, int resume, txl_err *e)
+{
     int rc = 0;
     if (dist_is_root()) {
-        t->log = run_open_log(t->log_path, resume, e); /* first: it may be a refused link */
-        rc = t->log ? run_write_config_yaml(&t->cfg, e) || run_remove_summary(t, e) : -1;
+        t->log.f = run_open_log(t->dir.log_path, resume, e); /* first: it may be a refused link */
+        rc = t->log.f ? run_write_config_yaml(&t->cfg, e) || run_remove_summary(t, e) : -1;
+        t->sinks[RUN_SINK_LOG] = (run_sink){run_log_sink, &t->log};
     }
     if (dist_max_int(rc ? 1 : 0)) {
         if (!rc)
             err_set(e, ERR_RUNTIME, "rank 0 could not write into %s", t->cfg.train.out_dir);
         return -1;
     }
-    char *banner = NULL;
-    size_t len = 0;
-    FILE *f = dist_is_root() ? open_memstream(&banner, &len) : NULL;
-    if (f) {
-        run_print_plan(t, f);
-        if (dd->size > 1)
-            fprintf(f, "  data parallel: %d ranks x %d streams, %d threads per rank (%d ranks "
-                    "on this machine)\n", dd->size, t->Bl, t->threads, dd->local_size);
-        if (fclose(f) != 0) {
-            free(banner);
-            banner = NULL;
-        }
-    }
-    if (banner) /* the plan for people: the banner (without its last newline) */
-        banner[len && banner[len - 1] == '\n' ? len - 1 : len] = '\0';
+    char *banner = plan_banner(t, 1), *json = start_json(t, resume);
     run_event(t, &(txl_event){.kind = TXL_EV_START, .step = t->st.step,
-                              .max_steps = t->cfg.train.max_steps, .text = banner});
+                              .max_steps = t->cfg.train.max_steps, .json = json,
+                              .text = banner});
     free(banner);
-    log_start(t, resume);
+    free(json);
     return 0;
 }
 
 void run_trainer_free(trainer *t)
 {
-    free(t->x);
-    free(t->y);
-    free(t->co);
-    tok_stream_free(&t->train_ts);
-    tok_stream_free(&t->valid_ts);
-    vocab_free(t->vocab);
-    t->vocab = NULL;
-    free(t->adam_m);
-    free(t->adam_v);
-    mem_free(&t->mem);
-    mem_free(&t->gmem);
-    for (int r = 0; t->A && r < t->R; r++) {
-        acts_free(&t->A[r]);
-        if (r > 0)
-            model_replica_free(&t->rep[r]);
-    }
-    free(t->A);
-    free(t->rep);
-    free(t->rep_loss);
-    free(t->rep_m);
-    free(t->layer_at);
+    run_data_free(&t->data);
+    free(t->adam.m);
+    free(t->adam.v);
+    run_streams_free(&t->streams); /* the replicas, before the model whose weights they share */
     terms_free(&t->terms);
     model_free(&t->mdl);
-    corpus_close(&t->train_c);
-    corpus_close(&t->valid_c);
-    corpus_close(&t->test_c);
-    if (t->log)
-        fclose(t->log);
-    if (t->lock_fd >= 0)
-        close(t->lock_fd); /* releases the lock */
+    if (t->log.f)
+        fclose(t->log.f);
+    if (t->dir.lock_fd >= 0)
+        close(t->dir.lock_fd); /* releases the lock */
 }
 
 /* The config a run of these options uses: a resumed run continues where its checkpoint is
@@ -455,18 +445,7 @@ char *run_dry_run(trainer *t, const char *cfg_path, const char *resume, const ch
         run_dry_plan(t, e) || run_restore_run(t, resume, init_from, origin, 1, e) ||
         (resume && !force && run_resume_overwrites(t, resume, e)))
         return NULL;
-    char *banner = NULL;
-    size_t len = 0;
-    FILE *f = dist_is_root() ? open_memstream(&banner, &len) : NULL;
-    if (f) {
-        run_print_plan(t, f);
-        if (fclose(f) != 0) {
-            free(banner);
-            banner = NULL;
-        }
-    }
-    if (banner)
-        banner[len && banner[len - 1] == '\n' ? len - 1 : len] = '\0';
+    char *banner = plan_banner(t, 0); /* a dry run opens no log: the banner alone */
     run_event(t, &(txl_event){.kind = TXL_EV_START, .step = t->st.step,
                               .max_steps = t->cfg.train.max_steps, .text = banner});
     free(banner);

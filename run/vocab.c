@@ -13,22 +13,24 @@ static int read_train(void *ctx, size_t off, uint8_t *buf, size_t n, txl_err *e)
 
 static int build_vocab(trainer *t, txl_err *e)
 {
-    const data_config *d = &t->cfg.data;
-    if (cfg_tokenizer(&t->cfg) == VOCAB_BPE && d->vocab_size == 0)
+    const data_config *dc = &t->cfg.data;
+    run_data *d = &t->data;
+    if (cfg_tokenizer(&t->cfg) == VOCAB_BPE && dc->vocab_size == 0)
         return err_set(e, ERR_INPUT, "data.tokenizer bpe needs data.vocab_size (the size to "
                        "build from the train split, e.g. 8192) or data.vocab (a vocabulary "
                        "file of txl vocab build, or a checkpoint)");
-    vocab_build_opts o = {.read = read_train, .read_ctx = &t->train_s,
-                          .text_len = t->train_s.n, .text_name = t->train_s.path,
-                          .min_freq = d->min_freq, .max_size = d->vocab_size,
+    vocab_build_opts o = {.read = read_train, .read_ctx = &d->train_s,
+                          .text_len = d->train_s.n, .text_name = d->train_s.path,
+                          .min_freq = dc->min_freq, .max_size = dc->vocab_size,
                           .progress = t->opts && t->opts->progress};
     double t0 = sys_now();
-    t->vocab = vocab_build(cfg_tokenizer(&t->cfg), &o, e);
-    if (!t->vocab)
-        return err_wrap(e, "building the %s vocabulary from the train split", d->tokenizer);
+    d->vocab = vocab_build(cfg_tokenizer(&t->cfg), &o, e);
+    if (!d->vocab)
+        return err_wrap(e, "building the %s vocabulary from the train split", dc->tokenizer);
     run_note(t, TXL_EV_NOTE, "built a %s vocabulary of %zu tokens from the train split (%zu "
-             "bytes of %s) in %.1fs; data.vocab: FILE trains with a prepared one", d->tokenizer,
-             vocab_size(t->vocab), t->train_s.n, t->train_s.path, sys_now() - t0);
+             "bytes of %s) in %.1fs; data.vocab: FILE trains with a prepared one",
+             dc->tokenizer, vocab_size(d->vocab), d->train_s.n, d->train_s.path,
+             sys_now() - t0);
     return 0;
 }
 
@@ -67,12 +69,13 @@ static int checkpoint_vocab(trainer *t, const char *flag, const char *path, txl_
         vocab_free(ck);
         return rc;
     }
-    t->vocab = ck;
+    t->data.vocab = ck;
     return 0;
 }
 
 int run_plan_vocab(trainer *t, const char *resume, const char *init_from, txl_err *e)
 {
+    run_data *d = &t->data;
     vocab_kind k = cfg_tokenizer(&t->cfg);
     const char *ck = resume ? resume : init_from;
     int rc = 0;
@@ -81,20 +84,20 @@ int run_plan_vocab(trainer *t, const char *resume, const char *init_from, txl_er
     if (ck)
         rc = checkpoint_vocab(t, resume ? "--resume" : "--init-from", ck, e);
     else if (k != VOCAB_BYTE && t->cfg.data.vocab[0]) {
-        rc = ckpt_vocab_of(t->cfg.data.vocab, &t->vocab, NULL, e) ? err_wrap(e, "data.vocab") : 0;
-        if (!rc && vocab_get_kind(t->vocab) != k)
+        rc = ckpt_vocab_of(t->cfg.data.vocab, &d->vocab, NULL, e) ? err_wrap(e, "data.vocab") : 0;
+        if (!rc && vocab_get_kind(d->vocab) != k)
             rc = err_set(e, ERR_INPUT, "data.vocab: %s is a %s vocabulary, data.tokenizer is %s",
-                         t->cfg.data.vocab, vocab_kind_name(vocab_get_kind(t->vocab)),
+                         t->cfg.data.vocab, vocab_kind_name(vocab_get_kind(d->vocab)),
                          t->cfg.data.tokenizer);
-    } else if (k != VOCAB_BYTE && t->train_s.c && t->train_s.c->kind == CORPUS_TOKENS) {
+    } else if (k != VOCAB_BYTE && d->train_s.c && d->train_s.c->kind == CORPUS_TOKENS) {
         rc = err_set(e, ERR_INPUT, "data.train %s is a token file: its ids need their "
                      "vocabulary, set data.vocab to it (the file txl vocab encode used)",
-                     t->train_s.path);
+                     d->train_s.path);
     } else if (k != VOCAB_BYTE)
         rc = build_vocab(t, e);
     if (rc)
         return -1;
-    if (t->vocab)
-        cfg_attach_vocab(&t->cfg, vocab_size(t->vocab));
+    if (d->vocab)
+        cfg_attach_vocab(&t->cfg, vocab_size(d->vocab));
     return 0;
 }

@@ -8,6 +8,7 @@
  * good and bad --set overrides, cross-key validation and cfg_diff_model.
  * Paths are relative: run from the repository root (as `make test` does). */
 #include "../config/config.h"
+#include "../config/config_impl.h"
 #include "testlib.h"
 
 #include <limits.h>
@@ -19,6 +20,18 @@
 #define DIR "tests/data/config/"
 
 static int has(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+
+/* "expected one of xl, mlp, ...": every scheme of the registry (model_config.h's
+ * POS_SCHEMES) in its order, so that a new scheme needs no edit here. */
+static const char *scheme_choices(void)
+{
+    static char buf[512];
+    size_t o = (size_t)snprintf(buf, sizeof buf, "expected one of ");
+    for (int p = 0; p < POS_COUNT && o < sizeof buf; p++)
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", p ? ", " : "",
+                              pos_scheme_name((pos_scheme)p));
+    return buf;
+}
 
 /* Sets a string field the way the loader does (tail zeroed) so memcmp stays meaningful. */
 static void set_str(char *dst, size_t cap, const char *s)
@@ -152,7 +165,9 @@ typedef struct {
 
 static void test_bad_files(void)
 {
-    static const bad_case cases[] = {
+    char enum_want[600];
+    snprintf(enum_want, sizeof enum_want, "%s, found 'rotary'", scheme_choices());
+    const bad_case cases[] = {
         { "bad_syntax.yaml", 1, "bad_syntax.yaml:3:11: ", "YAML syntax error", "mapping values" },
         { "bad_unknown_key.yaml", 1, "bad_unknown_key.yaml:3:3: ", "'model.d_modle'",
           "did you mean 'model.d_model'?" },
@@ -177,8 +192,7 @@ static void test_bad_files(void)
         { "bad_split_sum.yaml", 1, "bad_split_sum.yaml:3:10: ", "data.split", "sum to <= 1" },
         { "bad_split_len.yaml", 1, "bad_split_len.yaml:2:10: ", "data.split", "found 2 items" },
         { "bad_null.yaml", 1, "bad_null.yaml:2:12: ", "model.n_layer", "found null" },
-        { "bad_enum.yaml", 1, "bad_enum.yaml:2:15: ", "model.pos_scheme",
-          "expected one of xl, mlp, rope, alibi, absolute, none, hier, fire, t5, found 'rotary'" },
+        { "bad_enum.yaml", 1, "bad_enum.yaml:2:15: ", "model.pos_scheme", enum_want },
         { "bad_bool.yaml", 1, "bad_bool.yaml:2:14: ", "model.pre_lnorm",
           "expected true or false" },
         { "bad_seed.yaml", 1, "bad_seed.yaml:1:25: ", "train.seed", "found '-1'" },
@@ -528,7 +542,7 @@ static void test_set(void)
               has(e.msg, "data.train is required"),
           "--set data.train=\"\" loads, validate refuses it: %s", e.msg);
 
-    static const struct { const char *flag, *want; } bad[] = {
+    const struct { const char *flag, *want; } bad[] = {
         { "model.d_modle=512",
           "--set model.d_modle=512: unknown key 'model.d_modle' (did you mean 'model.d_model'?)" },
         { "d_model=512", "unknown key 'd_model' (did you mean 'model.d_model'?)" },
@@ -553,7 +567,7 @@ static void test_set(void)
         { "data.split=[0.8,0.3,0.1]", "must sum to <= 1" },
         { "data.split=[0,0.5,0.5]", "train fraction must be > 0" },
         { "data.tokenizer=char", "data.tokenizer: expected one of byte, word, bpe, found \"char\"" },
-        { "model.pos_scheme=rotary", "expected one of xl, mlp, rope, alibi, absolute, none, hier, fire, t5" },
+        { "model.pos_scheme=rotary", scheme_choices() },
         { "train.lr=0", "train.lr must be > 0, found 0" },
         { "train.lr=inf", "train.lr: expected a number, found 'inf'" },
         { "train.lr=0x10", "expected a number" },
@@ -869,6 +883,22 @@ static void test_adaptive_keys(void)
     CHECK(cfg_set(&c, "data.tokenizer=word", &e) == 0 && c.data.vocab_tokens == 267735 &&
           cfg_set(&c, "data.tokenizer=bpe", &e) == 0 && c.data.vocab_tokens == 0,
           "the same tokenizer keeps its vocabulary attached, another drops it");
+    /* the drop is cfg_derive's: a key's setter writes its own field and nothing else */
+    cfg_attach_vocab(&c, 500);
+    const cfg_key *tk = &cfg_keys[cfg_key_find("data", "tokenizer")];
+    cfg_value tv = {.s = "word"};
+    cfg_key_put(tk, &c, &tv);
+    CHECK(!strcmp(c.data.tokenizer, "word") && c.data.vocab_tokens == 500 &&
+          c.model.vocab == 500, "cfg_key_put(data.tokenizer) writes the key alone (vocab_tokens "
+          "%ld, vocab %d)", c.data.vocab_tokens, c.model.vocab);
+    cfg_derive(&c);
+    CHECK(c.data.vocab_tokens == 0 && c.model.vocab == 0,
+          "cfg_derive drops the bpe vocabulary for data.tokenizer word (vocab_tokens %ld)",
+          c.data.vocab_tokens);
+    cfg_attach_vocab(&c, 300);
+    cfg_derive(&c);
+    CHECK(c.data.vocab_tokens == 300, "cfg_derive keeps a vocabulary of the tokenizer (%ld)",
+          c.data.vocab_tokens);
     run_config a, b;
     char buf[256];
     cfg_defaults(&a);

@@ -8,7 +8,8 @@
 #   - `txl help` (the synopsis section) and `txl help CMD` (usage lines, option list),
 # both ways: a flag the docs name must be in the table, and each option of the table must be
 # named (in a synopsis by one of its names, in an option list by all of them). Every command
-# of the table must appear in each of them. -h/--help are everyone's and left out.
+# of the table must appear in each of them. -h/--help are everyone's and left out. The man
+# page's CONFIGURATION names exactly the key table's keys.
 . tests/e2e/lib.sh
 
 # flags named in text on stdin, one per line (man escapes \- and \fX removed first)
@@ -92,4 +93,16 @@ for c in $(cat $TMP/commands); do
     compare "the options of txl help $c" $c $TMP/f.help.$c all
 done
 ok "README.md, the man page, txl help and txl help CMD name exactly the tables' options"
+
+# the config keys: the man page's CONFIGURATION (a key per bold word of a .TP tag, under its
+# section's .SS) names exactly the key table's (txl __complete's keys for --set)
+awk '/^\.SH/ { conf = ($2 == "CONFIGURATION") }
+     conf && /^\.SS/ { sec = $2; gsub(/"/, "", sec) }
+     conf && tp && /^\.B/ { line = $0; gsub(/"[^"]*"/, " ", line)
+                            n = split(line, w, " "); for (i = 2; i <= n; i++) print sec "." w[i] }
+     { tp = ($0 ~ /^\.TP/) }' doc/txl.1 | sort > $TMP/mankeys
+$TXL __complete -- train --set '' | grep -v '^@' | sed 's/=$//' | sort > $TMP/keys
+check "the key table has keys ($(wc -l < $TMP/keys))" test "$(wc -l < $TMP/keys)" -gt 50
+check "the man page's CONFIGURATION names exactly the key table's keys$(diff $TMP/keys $TMP/mankeys | grep '^[<>]' | sed -e 's/^</; missing:/' -e 's/^>/; not a key:/' | tr '\n' ' ')" \
+    cmp -s $TMP/keys $TMP/mankeys
 finish

@@ -118,8 +118,8 @@ check "completion: --split values" test "$(comp txl eval x --split '')" = "valid
 check "completion: --split=t (readline replaces the part after '=')" \
     test "$(comp txl eval x --split=t)" = "test train"
 check "completion: --set keys" test "$(comp txl train --set model.pos)" = "model.pos_scheme="
-check "completion: --set model.pos_scheme= values" \
-    test "$(comp txl train --set model.pos_scheme=)" = "xl mlp rope alibi absolute none hier fire t5"
+check "completion: --set model.pos_scheme= values: the registry's schemes" \
+    test "$(comp txl train --set model.pos_scheme=)" = "$(schemes | tr '\n' ' ' | sed 's/ $//')"
 check "completion: --set, bash splitting at '='" \
     test "$(comp txl import w --set train.optimizer = adam)" = "adam adamw"
 check "completion: a flag after a flag's value" test "$(comp txl sample x -p --top --top-)" = "--top-k --top-p"

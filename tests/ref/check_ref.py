@@ -146,9 +146,10 @@ def consistency_check(name, pre_lnorm=None):
 
 # ---------------------------------------------------------------------------- (c)
 
-def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None):
+def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
     """Scores per (b, h, i, j) from scalar formulas (sin/cos of the distance
-    itself, explicit 2x2 rotations), loops everywhere."""
+    itself, explicit 2x2 rotations), loops everywhere (exact: no bf16 roundings)."""
+    assert bf is None
     pre = "layers.%d." % l
     B, Lq, d = h.shape
     H, dh = c["n_head"], c["d_head"]

@@ -4,6 +4,7 @@
 usage: /usr/bin/python3 tests/ref/eval_ckpt.py CKPT --data FILE [--tgt-len N]
            [--mem-len N] [--clamp-len N] [--batch N] [--split-range BEGIN:END]
            [--same-length] [--dtype float32|float64] [--threads N]
+           [--bf16 [--bf16-attention]]
 
 CKPT is a .safetensors.gz or plain .safetensors txl checkpoint (optim.* and
 state.* tensors are ignored); the model config comes from its `config`
@@ -18,9 +19,18 @@ left (the tail) continue the last stream alone, from its memory.  The loss is
 the nats of all scored tokens (anchors included) per byte scored.
 --same-length: every query sees the last mem_len keys, its own included (Dai et
 al.'s evaluation mask; txl_ref.attention).
+--bf16: with the roundings of `txl eval --precision bf16 --threads 1` (txl_ref.Bf16,
+doc/design.md, "Precision"), everything else in --dtype: both operands of every
+product gemm() runs in bf16, counted as txl's one thread counts them (the rows of
+all the streams of a segment; the tail's one stream), and with --bf16-attention
+(a CPU with AMX-BF16) the attention's queries, keys, values, positions and
+probabilities.  The memory's keys and values are kept as their segment's product
+made them, except at the tail's first segment (its memory is copied in) and for
+rope (no cache): those project the whole window.
 
 Prints one JSON line: loss (mean nats), bpc, ppl, tokens, tgt_len, mem_len,
-clamp_len, batch (plus data, split_range, dtype, n_segments).
+clamp_len, batch (plus data, split_range, dtype, n_segments, bf16: "none", "gemm"
+or "gemm+attention").
 """
 
 import argparse
@@ -97,7 +107,11 @@ def main(argv=None):
     ap.add_argument("--same-length", action="store_true")
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float64")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--bf16-attention", action="store_true")
     a = ap.parse_args(argv)
+    if a.bf16_attention and not a.bf16:
+        die("--bf16-attention needs --bf16")
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     dtype = torch.float64 if a.dtype == "float64" else torch.float32
@@ -140,6 +154,11 @@ def main(argv=None):
     if n < 1:
         die("%s: %d tokens are too few for batch %d" % (a.data, T, B), 1)
     hier = model["pos_scheme"] == "hier"
+    bf = None
+    if a.bf16:
+        if ref.adaptive(model):
+            die("%s: --bf16 does not model the adaptive softmax's products" % a.ckpt)
+        bf = ref.Bf16(a.bf16_attention)
 
     H = model["n_head"]
     st = {"nats": 0.0, "anchor_nats": 0.0, "scored": 0, "anchors": 0, "nseg": 0}
@@ -155,7 +174,7 @@ def main(argv=None):
             cidx = torch.tensor(starts)[:, None] + torch.arange(-m, length)[None, :]
             cat = coords[cidx]
         chunk = attn_chunk(len(starts), H, length, m + length, dtype)
-        logits, mems = ref.forward(P, model, x, mems, batch_chunk=chunk, coords=cat)
+        logits, mems = ref.forward(P, model, x, mems, batch_chunk=chunk, coords=cat, bf=bf)
         ce = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).double(),
                                                y.reshape(-1), reduction="none")
         anchor = y.reshape(-1) >= 256
@@ -175,6 +194,8 @@ def main(argv=None):
             start += Lq
         # the tail: the last stream goes on alone from its memory
         last = [mm[B - 1:B] for mm in mems]
+        if bf is not None:  # txl copies the memory in: its first segment projects the window
+            bf.kv = None
         pos, tail = B * n, T - 1 - B * n
         while tail > 0:
             L = min(Lq, tail)
@@ -192,7 +213,8 @@ def main(argv=None):
            "anchor_bits": st["anchor_nats"] / math.log(2),
            "tgt_len": Lq, "mem_len": M, "clamp_len": model["clamp_len"], "batch": B,
            "data": a.data, "split_range": a.split_range, "dtype": a.dtype, "n_segments": nseg,
-           "pos_scheme": model["pos_scheme"], "same_length": a.same_length}
+           "pos_scheme": model["pos_scheme"], "same_length": a.same_length,
+           "bf16": "gemm+attention" if a.bf16_attention else "gemm" if a.bf16 else "none"}
     print(json.dumps(out))
     return 0
 

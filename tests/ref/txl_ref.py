@@ -7,6 +7,9 @@ Parameters live in a plain dict keyed by the checkpoint tensor names of
 doc/design.md, "Checkpoints".  Linear weights are [out, in] (y = x @ W.T).  The model
 runs in whatever dtype the parameters have (float64 for the fixtures).
 Dropout is not modelled: this is the evaluation-mode network (dropout = 0).
+With a Bf16 (forward's bf argument) it rounds the operands txl's bf16 precision rounds,
+and only those (doc/design.md, "Precision"); everything else stays in the parameters'
+dtype.
 
 Only the standard library and torch are used.
 """
@@ -217,9 +220,52 @@ def random_params(cfg, seed, std=0.1, vocab=V_DEFAULT):
 
 
 # ----------------------------------------------------------------------------
+# txl's bf16 precision (doc/design.md, "Precision")
+
+BF16_MIN = 1 << 15  # multiply-adds below which a product stays fp32
+
+
+def bf16(x):
+    """x rounded to bfloat16, to nearest even, and back to x's dtype.  (torch rounds a
+    float64 through float32, as txl rounds its fp32 values.)"""
+    return x.to(torch.bfloat16).to(x.dtype)
+
+
+class Bf16:
+    """The operands txl's bf16 precision rounds, and nothing else:
+    - gemm()'s products: both operands of an [M, K] x [K, N] product when M > 1, N > 1 and
+      M N K >= BF16_MIN (else it stays fp32).  A product's M is the rows of one call: the
+      segment's rows of all its streams (B Lq); for the keys and values, rope's whole
+      window (B klen; no cache), and a memory not cached (see kv) tgt_len of its rows per
+      stream at a time; the D distances of an MLP bias; a block of FIRE_BLOCK of fire's
+      inputs (fire_rounded).  The mlp and hier biases' output layers and fire's hidden
+      layer are no gemm() and stay exact.
+    - attention=True (a CPU with AMX-BF16): the attention's scale (q + u), scale (q + v),
+      k, v, rk and the probabilities after the softmax; the scores, the biases and the
+      softmax stay exact.  False: the attention is exact.
+    kv: inference's key cache, per layer the keys and values [B, m, 2 H dh] of the memory's
+    rows as the product that projected them made them; None (a memory copied in): they are
+    projected again, tgt_len rows per stream at a time.  forward() keeps it in step with
+    the memory; rope (whose keys turn with the window) and a model without memory have
+    none."""
+
+    def __init__(self, attention):
+        self.attention = attention
+        self.kv = None
+        self.kv_next = []
+
+    @staticmethod
+    def product(M, N, K):
+        return M > 1 and N > 1 and M * N * K >= BF16_MIN
+
+
+# ----------------------------------------------------------------------------
 # building blocks
 
-def linear(x, w, b=None):
+def linear(x, w, b=None, bf=None):
+    """x @ w.T (+ b): one product of x's rows, in bf16 when bf says so."""
+    if bf is not None and bf.product(x.numel() // max(1, x.shape[-1]), w.shape[0], w.shape[1]):
+        x, w = bf16(x), bf16(w)
     y = torch.matmul(x, w.t())
     return y if b is None else y + b
 
@@ -266,15 +312,44 @@ def mlp_phi(delta, K, max_dist, dtype):
     return torch.cat([torch.sin(ang), torch.cos(ang)], dim=1).to(dtype)
 
 
-def mlp_bias_table(P, pre, c, n_dist, dtype):
+def mlp_bias_table(P, pre, c, n_dist, dtype, bf=None):
     """b(delta) for delta = 0..n_dist-1, shape [n_dist, H]."""
     delta = torch.arange(n_dist, dtype=torch.float64)
     phi = mlp_phi(delta, c["mlp_num_freqs"], c["mlp_max_dist"], dtype)
-    hid = gelu_erf(linear(phi, P[pre + "attn.bias_mlp.0.weight"], P[pre + "attn.bias_mlp.0.bias"]))
+    hid = gelu_erf(linear(phi, P[pre + "attn.bias_mlp.0.weight"], P[pre + "attn.bias_mlp.0.bias"],
+                          bf))
+    # hidden -> H: not a gemm() in txl, exact in bf16 too
     return linear(hid, P[pre + "attn.bias_mlp.2.weight"], P[pre + "attn.bias_mlp.2.bias"])
 
 
-def fire_bias(P, pre, c, m, Lq):
+FIRE_BLOCK = 1024  # fire's inputs per product of its MLP's output layer
+
+
+def fire_rounded(c, m, Lq, L, H, bf):
+    """[Lq, klen] bool: whether query p = m+i's bias at key j comes from a bf16 product.
+    txl's inputs of the MLP are, in order, one shared row of distances 0..n0-1 for the
+    queries p <= L, then a row of distances 0..p for each query p > L; its output layer
+    is one product per block of FIRE_BLOCK inputs [n, hidden] x [hidden, H]."""
+    klen, p1 = m + Lq, m + Lq - 1
+    if m > L:
+        n0, p0 = 0, m
+    elif p1 <= L:
+        n0 = p0 = p1 + 1
+    else:
+        p0 = int(math.floor(L)) + 1
+        n0 = p0
+    R = n0 + sum(p + 1 for p in range(p0, p1 + 1))
+    out = torch.zeros(Lq, klen, dtype=torch.bool)
+    for i in range(Lq):
+        p = m + i
+        for j in range(p + 1):
+            r = p - j if p < p0 else n0 + (p - p0) * (p + p0 + 1) // 2 + p - j
+            b0 = r // FIRE_BLOCK * FIRE_BLOCK
+            out[i, j] = bf.product(min(FIRE_BLOCK, R - b0), H, c["fire_hidden"])
+    return out
+
+
+def fire_bias(P, pre, c, m, Lq, bf=None):
     """FIRE (Li et al. 2023, eq. for b(i, j) with progressive interpolation) for the
     queries at window rows p = m..m+Lq-1 (counted from the window's first key) and keys
     j = 0..m+Lq-1: b(p, j) = f(psi(p - j) / psi(max(L, p))), psi(x) = log(c x + 1), with
@@ -292,7 +367,12 @@ def fire_bias(P, pre, c, m, Lq):
     x = torch.log(cc * rel + 1.0) / (torch.log(cc * norm + 1.0) + 1e-6)
     hid = torch.relu(linear(x[..., None], P[pre + "attn.fire.mlp.0.weight"],
                             P[pre + "attn.fire.mlp.0.bias"]))
-    out = linear(hid, P[pre + "attn.fire.mlp.2.weight"], P[pre + "attn.fire.mlp.2.bias"])
+    W2, b2 = P[pre + "attn.fire.mlp.2.weight"], P[pre + "attn.fire.mlp.2.bias"]
+    out = linear(hid, W2, b2)
+    if bf is not None:
+        rnd = fire_rounded(c, m, Lq, float(L), W2.shape[0], bf)
+        if bool(rnd.any()):
+            out = torch.where(rnd[..., None], torch.matmul(bf16(hid), bf16(W2).t()) + b2, out)
     return out.permute(2, 0, 1)
 
 
@@ -400,7 +480,7 @@ def tokenize(data, anchors=(), sep=b""):
     return toks, coords
 
 
-def hier_bias(P, pre, c, coords, m, Lq, dtype):
+def hier_bias(P, pre, c, coords, m, Lq, dtype, bf=None):
     """bias [B, H, Lq, klen] of the hierarchical scheme; coords LongTensor [B, klen, 3]
     (word, sent, para counts of the rows [mem; segment])."""
     H = c["n_head"]
@@ -423,9 +503,11 @@ def hier_bias(P, pre, c, coords, m, Lq, dtype):
         q = pre + "attn.hier.%s." % name
         phi = mlp_phi(torch.arange(n_dist, dtype=torch.float64), c["hier_num_freqs"],
                       hier_max_dist(c, name), dtype)
-        hid = gelu_erf(linear(phi, P[q + "0.weight"], P[q + "0.bias"]))
-        b = linear(hid, P[q + "2.weight"], P[q + "2.bias"])       # [n_dist, H]
+        hid = gelu_erf(linear(phi, P[q + "0.weight"], P[q + "0.bias"], bf))
+        b = linear(hid, P[q + "2.weight"], P[q + "2.bias"])       # [n_dist, H] (exact, as mlp's)
         Cl = C[:, li * H:(li + 1) * H]                            # [H, H]
+        if bf is not None and bf.product(H, n_dist, H):           # the table C_l b_l^T
+            Cl, b = bf16(Cl), bf16(b)
         total = total + torch.einsum("gh,bijh->bgij", Cl, b[delta])
     return total + P[pre + "attn.hier.mix.bias"][None, :, None, None]
 
@@ -452,12 +534,13 @@ def xl_R(klen, d, clamp_len, dtype):
 # ----------------------------------------------------------------------------
 # attention
 
-def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
+def attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
     """Multi-head attention of layer l.  h [B, Lq, d] is the layer input, mem
     [B, m, d] its memory (pre_lnorm's LN of cat is applied here).  Returns the
     attention output after Wo, [B, Lq, d].  batch_chunk bounds the size of the
     (b, H, Lq, klen) score tensors.  coords [B, m+Lq, 3]: the rows' text
-    coordinates (hier)."""
+    coordinates (hier).  bf: txl's bf16 roundings (Bf16; its kv_next gets this
+    layer's keys and values of the rows the memory keeps)."""
     pre = "layers.%d." % l
     B, Lq, d = h.shape
     H, dh = c["n_head"], c["d_head"]
@@ -467,10 +550,27 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
     cat = torch.cat([mem, h], dim=1) if m > 0 else h
     if c["pre_lnorm"]:
         cat = layer_norm(cat, P[pre + "attn.ln.weight"], P[pre + "attn.ln.bias"])
-    heads = linear(cat, P[pre + "attn.qkv.weight"])            # [B, klen, 3*H*dh]
-    q = heads[:, m:, 0:H * dh].reshape(B, Lq, H, dh)
-    k = heads[:, :, H * dh:2 * H * dh].reshape(B, klen, H, dh)
-    v = heads[:, :, 2 * H * dh:3 * H * dh].reshape(B, klen, H, dh)
+    if bf is None:
+        heads = linear(cat, P[pre + "attn.qkv.weight"])        # [B, klen, 3*H*dh]
+        q = heads[:, m:, 0:H * dh].reshape(B, Lq, H, dh)
+        kv = heads[:, :, H * dh:]
+    else:  # q of the segment's rows, and k, v of the rows the cache does not hold
+        W = P[pre + "attn.qkv.weight"]
+        q = linear(cat[:, m:], W[:H * dh], bf=bf).reshape(B, Lq, H, dh)
+        M, T = c["mem_len"], c["tgt_len"]
+        if scheme == "rope" or M == 0:  # no cache: the whole window
+            kv = linear(cat, W[H * dh:], bf=bf)
+        else:
+            if m == 0:
+                parts = []
+            elif bf.kv is not None:
+                parts = [bf.kv[l]]
+            else:  # the cache primed: the memory's rows, a segment's worth at a time
+                parts = [linear(cat[:, r0:min(m, r0 + T)], W[H * dh:], bf=bf) for r0 in range(0, m, T)]
+            kv = torch.cat(parts + [linear(cat[:, m:], W[H * dh:], bf=bf)], dim=1)
+            bf.kv_next.append(kv[:, max(0, klen - M):])
+    k = kv[:, :, 0:H * dh].reshape(B, klen, H, dh)
+    v = kv[:, :, H * dh:2 * H * dh].reshape(B, klen, H, dh)
 
     dev = h.device
     ii = torch.arange(Lq, device=dev)[:, None]
@@ -491,11 +591,11 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
         # ablations: each of the four terms (a) q.k, (b) q.rk, (c) u.k, (d) v.rk on or off
         on = {t: float(t in c["xl_terms"]) for t in "abcd"}
         R = xl_R(klen, d, c["clamp_len"], h.dtype)                # [klen, d]
-        rk = linear(R, P[pre + "attn.r.weight"]).reshape(klen, H, dh)
+        rk = linear(R, P[pre + "attn.r.weight"], bf=bf).reshape(klen, H, dh)
         # p = Lq-1-i+j; for masked (i, j) it may run past klen-1: clamp (masked anyway)
         pidx = (Lq - 1 - ii + jj).clamp(max=klen - 1)             # [Lq, klen]
     elif scheme == "mlp":
-        btab = mlp_bias_table(P, pre, c, klen, h.dtype)          # [klen, H]
+        btab = mlp_bias_table(P, pre, c, klen, h.dtype, bf)      # [klen, H]
         bias = btab[delta.clamp(min=0)].permute(2, 0, 1)          # [H, Lq, klen]
     elif scheme == "alibi":
         slopes = torch.tensor(alibi_slopes(H), dtype=h.dtype, device=dev)
@@ -504,52 +604,69 @@ def attention(P, c, l, h, mem, batch_chunk=None, coords=None):
         q = rope_rotate(q, torch.arange(m, m + Lq, dtype=torch.float64))
         k = rope_rotate(k, torch.arange(0, klen, dtype=torch.float64))
     elif scheme == "hier":
-        hbias = hier_bias(P, pre, c, coords, m, Lq, h.dtype)       # [B, H, Lq, klen]
+        hbias = hier_bias(P, pre, c, coords, m, Lq, h.dtype, bf)   # [B, H, Lq, klen]
     elif scheme == "fire":
-        bias = fire_bias(P, pre, c, m, Lq)                          # [H, Lq, klen]
+        bias = fire_bias(P, pre, c, m, Lq, bf)                      # [H, Lq, klen]
     elif scheme == "t5":
         T = P["t5.rel_bias"] if c["t5_shared"] else P[pre + "attn.t5.rel_bias"]  # [H, NB]
         bk = t5_bucket(delta.clamp(min=0), c["t5_buckets"], c["t5_max_dist"])
         bias = T[:, bk]                                             # [H, Lq, klen]
 
+    # bf16 on AMX: the products' operands rounded, the scale inside the queries' rounding
+    ra = bf is not None and bf.attention
+    if ra:
+        k, v = bf16(k), bf16(v)
+        if scheme == "xl":
+            rk = bf16(rk)
     outs = []
     step = B if not batch_chunk else batch_chunk
     for b0 in range(0, B, step):
         sl = slice(b0, min(B, b0 + step))
         qb, kb, vbv = q[sl], k[sl], v[sl]
         nb = qb.shape[0]
-        if scheme == "xl":
+        if scheme == "xl" and ra:
+            AC = torch.einsum("bihd,bjhd->bhij", bf16(scale * (on["a"] * qb + on["c"] * u)), kb)
+            BDraw = torch.einsum("bihd,phd->bhip", bf16(scale * (on["b"] * qb + on["d"] * vb)), rk)
+            s = AC + torch.gather(BDraw, 3, pidx.expand(nb, H, Lq, klen))
+        elif scheme == "xl":
             AC = torch.einsum("bihd,bjhd->bhij", on["a"] * qb + on["c"] * u, kb)
             BDraw = torch.einsum("bihd,phd->bhip", on["b"] * qb + on["d"] * vb, rk)
             BD = torch.gather(BDraw, 3, pidx.expand(nb, H, Lq, klen))
             s = (AC + BD) * scale
         else:
-            s = torch.einsum("bihd,bjhd->bhij", qb, kb) * scale
+            if ra:
+                s = torch.einsum("bihd,bjhd->bhij", bf16(scale * qb), kb)
+            else:
+                s = torch.einsum("bihd,bjhd->bhij", qb, kb) * scale
             if scheme in ("mlp", "alibi", "fire", "t5"):
                 s = s + bias[None]
             if scheme == "hier":
                 s = s + hbias[sl]
         s = s.masked_fill(~visible, float("-inf"))
         a = torch.softmax(s, dim=-1)
+        if ra:
+            a = bf16(a)
         o = torch.einsum("bhij,bjhd->bihd", a, vbv)
         outs.append(o.reshape(nb, Lq, H * dh))
     o = torch.cat(outs, dim=0) if len(outs) > 1 else outs[0]
-    return linear(o, P[pre + "attn.o.weight"])
+    return linear(o, P[pre + "attn.o.weight"], bf=bf)
 
 
-def feed_forward(P, pre, x):
-    return linear(torch.relu(linear(x, P[pre + "ff.0.weight"], P[pre + "ff.0.bias"])),
-                  P[pre + "ff.3.weight"], P[pre + "ff.3.bias"])
+def feed_forward(P, pre, x, bf=None):
+    return linear(torch.relu(linear(x, P[pre + "ff.0.weight"], P[pre + "ff.0.bias"], bf)),
+                  P[pre + "ff.3.weight"], P[pre + "ff.3.bias"], bf)
 
 
-def layer(P, c, l, h, mem, batch_chunk=None, coords=None):
+def layer(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
     pre = "layers.%d." % l
-    out = attention(P, c, l, h, mem, batch_chunk, coords)
+    out = attention(P, c, l, h, mem, batch_chunk, coords, bf)
     if c["pre_lnorm"]:
         h1 = h + out
-        return h1 + feed_forward(P, pre, layer_norm(h1, P[pre + "ff.ln.weight"], P[pre + "ff.ln.bias"]))
+        x = layer_norm(h1, P[pre + "ff.ln.weight"], P[pre + "ff.ln.bias"])
+        return h1 + feed_forward(P, pre, x, bf)
     h1 = layer_norm(h + out, P[pre + "attn.ln.weight"], P[pre + "attn.ln.bias"])
-    return layer_norm(h1 + feed_forward(P, pre, h1), P[pre + "ff.ln.weight"], P[pre + "ff.ln.bias"])
+    return layer_norm(h1 + feed_forward(P, pre, h1, bf), P[pre + "ff.ln.weight"],
+                      P[pre + "ff.ln.bias"])
 
 
 def empty_mems(c, B, dtype, device=None):
@@ -562,14 +679,18 @@ def adaptive_vocab(P):
     return sum(v.shape[0] for k, v in P.items() if k.startswith("crit.out_layers."))
 
 
-def forward(P, cfg, x, mems=None, batch_chunk=None, coords=None):
+def forward(P, cfg, x, mems=None, batch_chunk=None, coords=None, bf=None):
     """One segment.  x LongTensor [B, Lq]; mems list of N tensors [B, m, d] (or
     None: empty); coords LongTensor [B, m+Lq, 3], the text coordinates of the rows
     [mem; segment] (hier only).  Returns (logits [B, Lq, V], new_mems); an adaptive
     model's "logits" are its log-probabilities (a softmax of either is the model's
-    distribution)."""
+    distribution).  bf: a Bf16, txl's bf16 roundings (not of the adaptive softmax);
+    its key cache follows the new memory."""
     c = model_cfg(cfg)
     ad = adaptive(c)
+    if bf is not None:
+        assert not ad, "the bf16 roundings of the adaptive softmax are not modelled"
+        bf.kv_next = []
     E = P["word_emb.emb_layers.0.weight" if ad else "word_emb.weight"]
     dtype = E.dtype
     B, Lq = x.shape
@@ -586,8 +707,10 @@ def forward(P, cfg, x, mems=None, batch_chunk=None, coords=None):
         full = torch.cat([mem, h], dim=1)
         start = max(0, full.shape[1] - M) if M > 0 else full.shape[1]
         new_mems.append(full[:, start:].detach())
-        h = layer(P, c, l, h, mem, batch_chunk, coords)
-    logits = adaptive_logprobs(P, c, h, vocab) if ad else linear(h, E, P["out.bias"])
+        h = layer(P, c, l, h, mem, batch_chunk, coords, bf)
+    logits = adaptive_logprobs(P, c, h, vocab) if ad else linear(h, E, P["out.bias"], bf)
+    if bf is not None:  # rope's keys depend on the window: no cache (nor without a memory)
+        bf.kv = bf.kv_next if c["pos_scheme"] != "rope" and M > 0 else None
     return logits, new_mems
 
 
