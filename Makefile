@@ -43,7 +43,8 @@ CMDOBJ  := $(filter $(BUILD)/cmd/%,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTBIN := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test check unit e2e demo fixtures clean asan bench bench-adaptive bench-avx2 bench-loaded bench-quality bench-quant bench-sample bench-schemes bench-precision bench-attn test-mpi
+.PHONY: all test check unit e2e demo fixtures clean asan bench bench-adaptive bench-avx2 bench-loaded bench-quality bench-quant bench-sample bench-schemes bench-precision bench-attn test-mpi \
+        test-multihost bench-multihost
 all: $(BIN)
 
 # ./txl is relinked whenever the flavour (plain, portable or MPI) changes
@@ -288,6 +289,24 @@ test-mpi:
 	$(MAKE) MPI=1 $(BIN)
 	TXL_BIN=$(abspath $(BIN)) tests/mpi/equivalence.sh
 	TXL_BIN=$(abspath $(BIN)) sh tests/mpi/signal_race.sh
+
+# 2 ranks on two simulated machines (network namespaces joined by a veth pair, TCP only; needs
+# root and ip netns, skips otherwise): the same training bit for bit, a killed rank, the
+# shaped link, auto's decision (tests/mpi/multihost.sh, about a minute). bench-multihost:
+# the measurements of doc/mpi.md (bench/multihost.sh: S and M, overlap off/on/auto, 1 and
+# 10 Gbit/s; RESULTS=file.jsonl, resumed where it stopped).
+test-multihost:
+	$(MAKE) MPI=1 $(BIN) build-mpi/bench/mpi_link
+	TXL_BIN=$(abspath $(BIN)) sh tests/mpi/multihost.sh
+
+bench-multihost:
+	$(MAKE) MPI=1 $(BIN) build-mpi/bench/mpi_link
+	TXL_BIN=$(abspath $(BIN)) sh bench/multihost.sh
+
+# the link probe (MPI builds only: mpicc)
+$(BUILD)/bench/mpi_link: bench/mpi_link.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
 
 clean:
 	rm -rf build build-asan build-mpi build-fuzz build-portable build-avx2 $(sort txl $(BIN))

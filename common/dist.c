@@ -31,6 +31,13 @@ void dist_init(int *argc, char ***argv, dist_t *d)
 {
     int inited = 0;
     MPI_Initialized(&inited);
+    /* Open MPI's non-blocking sums (libnbc) of a buffer in place take a binomial reduce
+     * and broadcast: the whole buffer up the tree and down again, twice the link time of
+     * the blocking sum on 2 ranks and 2 log2(N) buffers on N. Rabenseifner's
+     * reduce-scatter and allgather (its algorithm 3) moves 2 (N-1)/N buffers: 32 MiB over
+     * a veth between two namespaces, 0.5-1.4 s binomial, 0.23-0.28 s Rabenseifner
+     * (doc/mpi.md). A user's own choice stands; other MPIs ignore the variable. */
+    setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0);
     if (!inited)
         MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &self.rank);

@@ -30,7 +30,8 @@
 #define CFG_MAX_GRAD_ACCUM 1024
 
 /* train.comm_overlap: start each layer's gradient sum over the MPI ranks when its backward
- * ends (on), after the whole backward (off), or on when the ranks span machines (auto) */
+ * ends (on), after the whole backward (off), or whichever its trial of the first steps
+ * found faster (auto: run/overlap.c) */
 typedef enum { OVERLAP_AUTO, OVERLAP_ON, OVERLAP_OFF } comm_overlap_kind;
 typedef enum { OPT_ADAM, OPT_ADAMW } optimizer_kind;
 /* train.schedule_by: the learning-rate schedule's progress counts steps (of max_steps) or

@@ -24,6 +24,13 @@ static void qkv_dx(float *d_in, float *dWq, const float *d_q, const float *d_kv,
              2 * hd, 0, 0, 1.0f, 1.0f, 2 * hd, d, d);
 }
 
+/* The trainer's poll between a layer's ops (model_acts.backward_poll), if it set one. */
+static void poll(const model_acts *A)
+{
+    if (A->backward_poll)
+        A->backward_poll(A->layer_grads_ctx);
+}
+
 /* Backward of layer_tail_forward: d_out (w.r.t. the layer's output) -> A->d_vec (w.r.t. the
  * attention output) and d_in = d(x) through the residual branch (overwritten). */
 static void layer_tail_backward(model *mdl, model_acts *A, int l, const float *d_out,
@@ -54,6 +61,7 @@ static void layer_tail_backward(model *mdl, model_acts *A, int l, const float *d
     /* z2 = a @ W3^T + b3; a = drop(relu(z1)); z1 = ffin @ W0^T + b0 */
     linear_backward_x(A->d_a, G->ff3_w, G->ff3_b, d_r2, d_r2h, lc->a, lc->ab, L->ff3_w,
                       (int)BL, d, di, 0);
+    poll(A);
     dropout_relu_backward_h(A->d_a, d_ah, A->d_a, lc->a, BL * di, p);
     const float *ffin = c->pre_lnorm ? lc->ffin : lc->h1;
     if (!c->pre_lnorm) {
@@ -69,6 +77,7 @@ static void layer_tail_backward(model *mdl, model_acts *A, int l, const float *d
         layernorm_backward(d_h1, G->ff_ln_w, G->ff_ln_b, d_r2, lc->ln1_xhat, lc->ln1_rstd,
                            L->ff_ln_w, (int)BL, d, 1);
     }
+    poll(A);
     /* residual to x, then through the dropout and the output projection */
     dropout_backward_copy_h(d_h1, d_h1h, d_in, d_h1, n, p, pos_site_key(key, l, SITE_ATTN_OUT),
                             A->b_offset * (n / B)); /* d_in = d_h1 before the mask */
@@ -127,8 +136,10 @@ static void layer_backward(model *mdl, model_acts *A, const pos_seg *s, int l,
         A->pos->attn_args(&pc, &aa);
     if (A->pos->grad_args)
         A->pos->grad_args(&pc, &ag);
+    poll(A);
     attn_backward(A->d_q, A->d_kv, ag.drk, ag.du, ag.dv, ag.d_bias, A->d_vec, lc->prob, lc->q,
                   lc->kv, &aa, A->attn_scratch);
+    poll(A);
     if (A->pos->layer_backward)
         A->pos->layer_backward(&pc, A->d_q, A->d_kv);
 

@@ -215,6 +215,9 @@ typedef struct {
      * gradients are final for this pass, or NULL: the trainer starts summing them over the
      * MPI ranks while the layers below run */
     void (*layer_grads_done)(void *ctx, int layer);
+    /* called between the ops of each layer's backward, or NULL: the trainer lets those sums
+     * progress (MPI moves them only inside its calls) */
+    void (*backward_poll)(void *ctx);
     void *layer_grads_ctx;
     float *arena_base;       /* the one allocation every pointer above points into */
     size_t arena_floats;

@@ -274,10 +274,7 @@ static int plan_replicas(trainer *t, txl_err *e)
     for (int i = mdl->n_params - 1; i >= 0; i--) /* layer l's first tensor */
         if (mdl->table[i].layer >= 0)
             s->layer_at[mdl->table[i].layer] = mdl->table[i].offset;
-    const dist_t *dd = dist_self();
-    comm_overlap_kind ov = t->cfg.train.comm_overlap;
-    s->overlap = dd->size > 1 && s->R == 1 &&
-                 (ov == OVERLAP_ON || (ov == OVERLAP_AUTO && dd->local_size < dd->size));
+    run_overlap_plan(t);
     t->sizes.act_floats = 0;
     for (int r = 0; r < s->R; r++) {
         if (acts_init(&s->A[r], m, s->Bl / s->R, m->tgt_len, m->mem_len, 1, e) ||

@@ -38,6 +38,7 @@
 #include "../eval/evaluate.h"
 #include "../eval/terms.h"
 #include "../io/train_state.h"
+#include "overlap.h"
 
 
 /* train.skip_outlier: the running mean of the gradient norm is the plain mean of the first
@@ -76,7 +77,8 @@ typedef struct {
                                * model-wide tensors */
     int overlap;              /* MPI, one replica, train.comm_overlap: each layer's gradient
                                * sum starts as soon as its backward ends in the last
-                               * micro-batch */
+                               * micro-batch (this step's: auto decides by trying) */
+    overlap_auto ovl;         /* train.comm_overlap: on, off, or auto's trial (overlap.c) */
     model_mem mem;            /* this rank's k x Bl streams (micro-batch j: j Bl .. j Bl + Bl) */
     model_mem gmem;           /* rank 0 of several: all k B streams' memory, for `last` */
 } run_streams;
@@ -214,6 +216,10 @@ int run_keep_numbered(trainer *t, txl_err *e);
 void run_remove_numbered(const trainer *t);
 int run_numbered_temp(const char *name);
 int run_train_step(trainer *t, loop_state *ls, txl_err *e);
+/* overlap.c: train.comm_overlap planned (after the replicas), and auto's trial after each
+ * step (every rank, every step: the ranks agree at the end of the trial) */
+void run_overlap_plan(trainer *t);
+void run_overlap_step(trainer *t, double step_s, double comm_s);
 int run_dry_plan(trainer *t, txl_err *e);
 int run_plan_data(trainer *t, const char *origin, const char *resume, const char *init_from,
                   txl_err *e);

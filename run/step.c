@@ -103,6 +103,15 @@ static void layer_grads_done(void *ctx, int l)
     dist_poll();
 }
 
+/* ...and between the ops of a layer: MPI moves the started sums on only inside its calls
+ * (a sum's rounds, and over TCP the socket's next bytes), so once per layer leaves the link
+ * idle for most of a layer's backward */
+static void backward_poll(void *ctx)
+{
+    (void)ctx;
+    dist_poll();
+}
+
 /* The step's gradient summed over the ranks: with overlap, the layers' sums are under way
  * (accumulate), so the model-wide tensors' sum, then the wait; otherwise one sum. */
 static void sum_over_ranks(trainer *t)
@@ -156,7 +165,9 @@ static double accumulate(trainer *t, const fwd_opts *o, int len, size_t ntok)
     for (int j = 0; j < s->k; j++) {
         if (s->R == 1) {
             m = m0;
-            s->A[0].layer_grads_done = s->overlap && j == s->k - 1 ? layer_grads_done : NULL;
+            int last = s->overlap && j == s->k - 1;
+            s->A[0].layer_grads_done = last ? layer_grads_done : NULL;
+            s->A[0].backward_poll = last ? backward_poll : NULL;
             loss += replica_pass(t, o, j, 0, len, ntok, &m);
             continue;
         }
@@ -181,6 +192,7 @@ static double accumulate(trainer *t, const fwd_opts *o, int len, size_t ntok)
 int run_train_step(trainer *t, loop_state *ls, txl_err *e)
 {
     const train_config *tc = &t->cfg.train;
+    double t0 = sys_now(), c0 = dist_comm_seconds();
     int len = next_batch(t, e);
     if (len < 0)
         return run_stop_keeping_last(t, e);
@@ -221,5 +233,6 @@ int run_train_step(trainer *t, loop_state *ls, txl_err *e)
     ls->norm = norm;
     ls->lr = lr;
     ls->ntok = ntok;
+    run_overlap_step(t, sys_now() - t0, dist_comm_seconds() - c0);
     return 0;
 }
