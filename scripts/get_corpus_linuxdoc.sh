@@ -95,7 +95,7 @@ dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/src/$PKG.tar.xz | xz -dc |
 : > "$TMP/train" && : > "$TMP/valid" && : > "$TMP/test"
 while IFS= read -r f; do
     h=$(printf '%s' "$f" | sha256sum | cut -c1-8)
-    case $(( 0x$h % 20 )) in 0) s=test ;; 1) s=valid ;; *) s=train ;; esac
+    case $(( 0x$h % 20 )) in 0) s="test" ;; 1) s="valid" ;; *) s="train" ;; esac
     p=$TMP/$PKG/Documentation/$f
     cat "$p" >> "$TMP/$s"
     [ -z "$(tail -c 1 "$p")" ] || printf '\n' >> "$TMP/$s"
