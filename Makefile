@@ -170,6 +170,12 @@ demo:
 data:
 	@scripts/get_enwik8.sh
 
+# Builds the scale study's prose corpus (the kernel's Documentation/*.rst from Debian's
+# linux-source-6.1, split by file, checked by sha256) into corpora/linuxdoc_*.txt.gz.
+.PHONY: data-linuxdoc
+data-linuxdoc:
+	@scripts/get_corpus_linuxdoc.sh
+
 $(BUILD)/bench/sgemm_peak: bench/sgemm_peak.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
