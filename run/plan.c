@@ -252,6 +252,18 @@ static int replicas(const trainer *t)
     return s->threads > 1 && s->Bl % s->threads == 0 ? s->threads : 1;
 }
 
+/* train.comm_overlap as configured; auto starts its trial (one replica per rank and more
+ * than one rank: otherwise there is nothing to overlap). */
+static void run_overlap_plan(trainer *t)
+{
+    run_streams *s = &t->streams;
+    comm_overlap_kind ov = t->cfg.train.comm_overlap;
+    int possible = dist_self()->size > 1 && s->R == 1;
+    overlap_auto_init(&s->ovl, possible && ov == OVERLAP_AUTO);
+    s->ovl.on = possible && ov == OVERLAP_ON;
+    s->overlap = s->ovl.on;
+}
+
 /* The replicas (accumulate): the activations of one micro-batch's Bl / R streams each, and
  * for r > 0 a gradient of its own. */
 static int plan_replicas(trainer *t, txl_err *e)

@@ -216,10 +216,6 @@ int run_keep_numbered(trainer *t, txl_err *e);
 void run_remove_numbered(const trainer *t);
 int run_numbered_temp(const char *name);
 int run_train_step(trainer *t, loop_state *ls, txl_err *e);
-/* overlap.c: train.comm_overlap planned (after the replicas), and auto's trial after each
- * step (every rank, every step: the ranks agree at the end of the trial) */
-void run_overlap_plan(trainer *t);
-void run_overlap_step(trainer *t, double step_s, double comm_s);
 int run_dry_plan(trainer *t, txl_err *e);
 int run_plan_data(trainer *t, const char *origin, const char *resume, const char *init_from,
                   txl_err *e);

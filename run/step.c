@@ -186,6 +186,32 @@ static double accumulate(trainer *t, const fwd_opts *o, int len, size_t ntok)
     return loss;
 }
 
+/* After a step (its seconds, its blocking sums' seconds): the trial goes on; at its end the
+ * ranks take rank 0's verdict (their clocks differ a little) and the decision is told: an
+ * overlap event in log.jsonl, a note for people. */
+static void run_overlap_step(trainer *t, double step_s, double comm_s)
+{
+    overlap_auto *a = &t->streams.ovl;
+    if (a->phase == OVL_DECIDED)
+        return;
+    if (overlap_auto_step(a, step_s, comm_s)) {
+        overlap_auto_settle(a, dist_max_int(dist_is_root() ? a->want : 0));
+        char json[256], text[256];
+        snprintf(json, sizeof json, "{\"event\":\"overlap\",\"step\":%ld,\"on\":%s,"
+                 "\"blocking_step_s\":%.6f,\"blocking_comm_s\":%.6f,\"overlapped_step_s\":%.6f}",
+                 t->st.step, a->on ? "true" : "false", a->blocking_s, a->comm_s,
+                 a->overlapped_s);
+        snprintf(text, sizeof text, "comm_overlap auto: steps take %.3f s blocking (the sum "
+                 "%.3f s, %.1f%%), %.3f s overlapped: %s", a->blocking_s, a->comm_s,
+                 100 * a->comm_s / a->blocking_s, a->overlapped_s,
+                 a->on ? "overlapped" : "blocking");
+        run_event(t, &(txl_event){.kind = TXL_EV_NOTE, .step = t->st.step,
+                                  .max_steps = t->cfg.train.max_steps, .json = json,
+                                  .text = text});
+    }
+    t->streams.overlap = a->on;
+}
+
 /* One step: zero the gradients, forward and backward of the micro-batches (advancing their
  * memory), sum the gradient over the ranks, the NaN guard, clip + Adam (or skip an
  * outlier), advance the state. */
