@@ -270,12 +270,17 @@ def fixture_check(fdir):
         ns = int(meta["n_segments"])
         P = {k: T[k].double().requires_grad_(True) for k, _ in ref.param_shapes(model)}
         check(all(T[k].dtype == torch.float32 for k in P), "fixture %s params F32" % name)
+        coords = fixture_coords(T, ns, cfg.get("data"))
         mems = None
         tot = 0.0
         err = 0.0
+        start = 0
         for s in range(ns):
             x, y = T["seg%d.x" % s].long(), T["seg%d.y" % s].long()
-            lg, mems = ref.forward(P, model, x, mems)
+            m = mems[0].shape[1] if mems else 0
+            win = coords[0][:, start - m:start + x.shape[1]] if coords else None
+            start += x.shape[1]
+            lg, mems = ref.forward(P, model, x, mems, coords=win)
             loss = ref.seg_loss(lg, y)
             tot = tot + loss
             err = max(err, float((lg - T["seg%d.logits" % s]).abs().max()),
@@ -295,8 +300,34 @@ def fixture_check(fdir):
             ok &= bool((x[:, 1:] == y[:, :-1]).all())
             if s + 1 < ns:
                 ok &= bool((T["seg%d.x" % (s + 1)][:, 0] == y[:, -1]).all())
-        check(err == 0.0 and ok, "fixture %-15s reread and recomputed: max diff %.1e, stream ok %s, %d bytes"
-              % (name, err, ok, os.path.getsize(path)))
+        if coords:
+            ok &= coords[1]
+        check(err == 0.0 and ok, "fixture %-15s reread and recomputed: max diff %.1e, stream%s ok %s, "
+              "%d bytes" % (name, err, " and coords" if coords else "", ok, os.path.getsize(path)))
+
+
+def fixture_coords(T, ns, data):
+    """(coords [B, n, 3] of the fixture's n = sum of its segments' tokens, whether they
+    and the tokens are what the reference's own rules give), or None without seg*.coords.
+    The hier cases' streams are text (txl_ref.text_coords); with data.anchors the tokens
+    are the text's bytes with the anchors txl_ref.tokenize inserted, from which the text is
+    recovered by dropping the ids >= 256. Both rules are causal: a prefix of the stream
+    gets the prefix of the stream's coordinates."""
+    if "seg0.coords" not in T:
+        return None
+    coords = torch.cat([T["seg%d.coords" % s].long() for s in range(ns)], 1)
+    xs = torch.cat([T["seg%d.x" % s].long() for s in range(ns)], 1)
+    n = xs.shape[1]
+    ok = True
+    for b in range(xs.shape[0]):
+        toks = xs[b].tolist()
+        if data:  # (the stream's last token too: it may be the byte after an anchor)
+            text = bytes(t for t in toks + [int(T["seg%d.y" % (ns - 1)][b, -1])] if t < 256)
+            want_t, want_c = ref.tokenize(text, data["anchors"], data["doc_separator"].encode())
+        else:
+            want_t, want_c = toks, ref.text_coords(bytes(toks))
+        ok &= want_t[:n] == toks and [list(c) for c in want_c[:n]] == coords[b].tolist()
+    return coords, ok
 
 
 # ---------------------------------------------------------------------------- (e)
