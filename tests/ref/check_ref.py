@@ -14,9 +14,14 @@ Exits non-zero on failure.
 
 import math
 import os
+import platform
 import sys
 
-import torch
+# the OpenBLAS kernel the fixtures are written with (gen_fixtures.py), before torch loads it
+if platform.machine() in ("x86_64", "AMD64"):
+    os.environ["OPENBLAS_CORETYPE"] = "Prescott"
+
+import torch  # noqa: E402
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -9,10 +9,19 @@ independent reference tests/ref/txl_ref.py.  See tests/fixtures/README.md.
 
 import json
 import os
+import platform
 import sys
 import zlib
 
-import torch
+# OpenBLAS's kernels sum in different orders, and which one runs depends on the CPU (one it
+# does not recognise gets the generic Prescott): the fixtures are written (and check_ref.py
+# re-reads them) under that one, which every x86-64 CPU runs, so that they are the same
+# bytes on every machine (SkylakeX's and Prescott's differ by up to 1e-15, adamw_xl's final
+# parameters by 1e-12). OpenBLAS reads it when torch loads it.
+if platform.machine() in ("x86_64", "AMD64"):
+    os.environ["OPENBLAS_CORETYPE"] = "Prescott"
+
+import torch  # noqa: E402
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
