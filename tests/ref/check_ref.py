@@ -191,7 +191,9 @@ def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
                                           + [math.cos(pd * 10000.0 ** (-2.0 * t / d)) for t in range(d // 2)],
                                           dtype=h.dtype)
                         rkv = Rv @ Wr[hs].t()
-                        s = (qi + u[hh]) @ kj + (qi + vv[hh]) @ rkv
+                        # the terms model.xl_terms keeps: (a) q.k, (b) q.rk, (c) u.k, (d) v.rk
+                        terms = {"a": qi @ kj, "b": qi @ rkv, "c": u[hh] @ kj, "d": vv[hh] @ rkv}
+                        s = sum((terms[t] for t in c["xl_terms"]), torch.zeros((), dtype=h.dtype))
                         s = s / math.sqrt(dh)
                     elif scheme == "rope":
                         def rot(x, pos):
