@@ -474,7 +474,7 @@ def sensitivity_check():
             rows.append((name, "phi sin/cos interleaved", diff(base, patched(name, "mlp_phi", phi_interleaved))))
         if model["pos_scheme"] == "fire":
             rows.append((name, "query counted from 1, not 0", diff(base, patched(
-                name, "fire_bias", lambda P, pre, c, m, Lq: orig_fire(P, pre, c, m + 1, Lq)[:, :, 1:]))))
+                name, "fire_bias", lambda P, pre, c, m, Lq, bf: orig_fire(P, pre, c, m + 1, Lq, bf)[:, :, 1:]))))
             rows.append((name, "threshold ignored (L = 0)", diff(base, run(name, {"fire_threshold": 0.0}))))
         if model["pos_scheme"] == "t5":
             rows.append((name, "buckets of distance + 1", diff(base, patched(
