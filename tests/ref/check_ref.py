@@ -526,7 +526,10 @@ def adaptive_check(name, V=256, rows=7):
 
 
 def main(argv):
-    torch.set_num_threads(2)
+    # one thread: its tensors are tiny (d_model 16), and a second thread costs each of the
+    # ~200 ops of a forward an OpenMP fork and join (its finite differences took 20x the CPU
+    # time with two, ~12 minutes of it; more on a busy machine)
+    torch.set_num_threads(1)
     fdir = argv[1] if len(argv) > 1 else None
     for n in ("xl_post", "mlp", "xl_pre", "xl_clamp_untie", "xl_nomem", "rope", "alibi", "absolute",
               "none", "fire", "t5", "t5_layers"):
