@@ -9,6 +9,7 @@ usage: /usr/bin/python3 tests/ref/check_ref.py [FIXTURE_DIR]
 (d) the fixtures on disk re-read and recomputed (if FIXTURE_DIR is given)
 (e) the optimiser step of torch.optim vs the written-out Adam/AdamW formulas
 (f) the adaptive softmax against official's formula written out per token
+(g) sensitivity: plausible implementation slips move the logits far more than float32 round-off
 Exits non-zero on failure.
 """
 
@@ -48,31 +49,49 @@ def case(name):
     raise KeyError(name)
 
 
+def case_data(name, model=None):
+    """(model without its data, vocab, lens, segments [(x, y, coords)]) of case `name`, its
+    streams as gen_fixtures.gen_case makes them; coords is the hier cases' window
+    [memory; segment] of text coordinates (else None), for `model` (default the case's) and
+    its memory length."""
+    base, lens = case(name)
+    model = dict(model or base)
+    data = model.pop("data", None)
+    streams, coords = gf.case_streams(name, model, data, sum(lens) + 1)
+    M = model["mem_len"]
+    segs, start = [], 0
+    for x, y in gf.split_segments(streams, lens):
+        m = min(start, M)
+        win = coords[:, start - m:start + x.shape[1]] if model["pos_scheme"] == "hier" else None
+        segs.append((x, y, win))
+        start += x.shape[1]
+    return model, 256 + (len(data["anchors"]) if data else 0), lens, segs
+
+
 # ---------------------------------------------------------------------------- (a)
 
 def fd_check(name, n_entries=300, eps=1e-3, seed=0):
-    model, lens = case(name)
-    p32 = ref.random_params(model, gf.seed_of(name))
+    model, vocab, lens, segs = case_data(name)
+    p32 = ref.random_params(model, gf.seed_of(name), vocab=vocab)
     P = gf.leaf_params(p32)
-    segs = gf.split_segments(gf.make_streams(name, sum(lens) + 1), lens)
     # memories of the unperturbed parameters, held fixed (they are constants in the
     # gradient definition)
     mems_in = []
     mems = None
     total = 0.0
-    for x, y in segs:
+    for x, y, co in segs:
         mems_in.append(mems)
-        logits, mems = ref.forward(P, model, x, mems)
+        logits, mems = ref.forward(P, model, x, mems, coords=co)
         total = total + ref.seg_loss(logits, y)
     total.backward()
 
     def objective(Q):
         with torch.no_grad():
-            return sum(float(ref.seg_loss(ref.forward(Q, model, x, mm)[0], y))
-                       for (x, y), mm in zip(segs, mems_in))
+            return sum(float(ref.seg_loss(ref.forward(Q, model, x, mm, coords=co)[0], y))
+                       for (x, y, co), mm in zip(segs, mems_in))
 
     Q = {k: v.detach().clone() for k, v in P.items()}
-    names = [k for k, _ in ref.param_shapes(model)]
+    names = [k for k, _ in ref.param_shapes(model, vocab)]
     sizes = [Q[k].numel() for k in names]
     g = torch.Generator().manual_seed(seed)
     # every tensor at least twice, the rest at random weighted by size
@@ -131,18 +150,18 @@ def consistency_check(name, pre_lnorm=None):
         model["pre_lnorm"] = pre_lnorm
     total = sum(lens)
     model["mem_len"] = total + 2
-    P = {k: v.double() for k, v in ref.random_params(model, gf.seed_of(name)).items()}
-    streams = gf.make_streams(name, total + 1)
-    segs = gf.split_segments(streams, lens)
+    model, vocab, lens, segs = case_data(name, model)
+    P = {k: v.double() for k, v in ref.random_params(model, gf.seed_of(name), vocab=vocab).items()}
     with torch.no_grad():
         mems = None
         outs = []
-        for x, y in segs:
-            lg, mems = ref.forward(P, model, x, mems)
+        for x, y, co in segs:
+            lg, mems = ref.forward(P, model, x, mems, coords=co)
             outs.append(lg)
         seg_logits = torch.cat(outs, dim=1)
         one = dict(model, tgt_len=total)
-        full, _ = ref.forward(P, one, streams[:, :total], None)
+        x = torch.cat([x for x, _, _ in segs], 1)
+        full, _ = ref.forward(P, one, x, None, coords=segs[-1][2])
     err = float((seg_logits - full).abs().max())
     check(err < 1e-12, "consistency %-9s pre_lnorm=%-5s segments %s vs one segment of %d: max |dlogit| %.2e"
           % (model["pos_scheme"], model["pre_lnorm"], lens, total, err))
@@ -173,6 +192,16 @@ def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
         Wr = P[pre + "attn.r.weight"]
     if scheme == "alibi":
         slopes = ref.alibi_slopes(H)
+
+    def mlp_bias(q, dist, K, md):
+        """W2 GELU(W1 phi(dist) + b1) + b2 [H] of the MLP q (its tensors q0.weight, ...)."""
+        taus = [math.exp(math.log(md) * kk / (K - 1)) if K > 1 else 1.0 for kk in range(K)]
+        phi = torch.tensor([math.sin(dist / tt) for tt in taus]
+                           + [math.cos(dist / tt) for tt in taus], dtype=h.dtype)
+        z = phi @ P[q + "0.weight"].t() + P[q + "0.bias"]
+        z = torch.tensor([0.5 * float(zz) * (1 + math.erf(float(zz) / math.sqrt(2)))
+                          for zz in z], dtype=h.dtype)
+        return z @ P[q + "2.weight"].t() + P[q + "2.bias"]
     for b in range(B):
         for hh in range(H):
             hs = slice(hh * dh, (hh + 1) * dh)
@@ -209,15 +238,24 @@ def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
                         if scheme == "alibi":
                             s = s - slopes[hh] * dist
                         elif scheme == "mlp":
-                            K, md = c["mlp_num_freqs"], c["mlp_max_dist"]
-                            taus = [math.exp(math.log(md) * kk / (K - 1)) if K > 1 else 1.0
-                                    for kk in range(K)]
-                            phi = torch.tensor([math.sin(dist / tt) for tt in taus]
-                                               + [math.cos(dist / tt) for tt in taus], dtype=h.dtype)
-                            z = phi @ P[pre + "attn.bias_mlp.0.weight"].t() + P[pre + "attn.bias_mlp.0.bias"]
-                            z = torch.tensor([0.5 * float(zz) * (1 + math.erf(float(zz) / math.sqrt(2)))
-                                              for zz in z], dtype=h.dtype)
-                            bb = z @ P[pre + "attn.bias_mlp.2.weight"].t() + P[pre + "attn.bias_mlp.2.bias"]
+                            bb = mlp_bias(pre + "attn.bias_mlp.", dist, c["mlp_num_freqs"], c["mlp_max_dist"])
+                            s = s + bb[hh]
+                        elif scheme == "hier":
+                            # sum over the levels (in the order token, word, sent, para) of
+                            # C[h, l H + h'] b_l,h'(delta_l), plus c_h; delta of a word, sentence
+                            # or paragraph level: the query's coordinate minus the key's
+                            bb = P[pre + "attn.hier.mix.bias"].clone()
+                            lv = [n for n in ("token", "word", "sent", "para") if n in c["hier_levels"]]
+                            for li, lname in enumerate(lv):
+                                if lname == "token":
+                                    dl = dist
+                                else:
+                                    col = {"word": 0, "sent": 1, "para": 2}[lname]
+                                    dl = int(coords[b, m + i, col]) - int(coords[b, j, col])
+                                md = max(2.0, c["mlp_max_dist"] / {"token": 1, "word": 4, "sent": 32,
+                                                                   "para": 128}[lname])
+                                bl = mlp_bias(pre + "attn.hier.%s." % lname, dl, c["hier_num_freqs"], md)
+                                bb = bb + P[pre + "attn.hier.mix.weight"][:, li * H:(li + 1) * H] @ bl
                             s = s + bb[hh]
                         elif scheme == "fire":
                             p, a = m + i, abs(float(P[pre + "attn.fire.c"]))
@@ -242,20 +280,17 @@ def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
 
 
 def naive_check(name):
-    model, lens = case(name)
-    if model["pos_scheme"] == "hier":  # the naive formula has no text coordinates
-        return
-    P = {k: v.double() for k, v in ref.random_params(model, gf.seed_of(name)).items()}
-    segs = gf.split_segments(gf.make_streams(name, sum(lens) + 1), lens)
+    model, vocab, lens, segs = case_data(name)
+    P = {k: v.double() for k, v in ref.random_params(model, gf.seed_of(name), vocab=vocab).items()}
     orig = ref.attention
     worst = 0.0
     with torch.no_grad():
         ma = mb = None
-        for x, y in segs:
-            la, ma = ref.forward(P, model, x, ma)
+        for x, y, co in segs:
+            la, ma = ref.forward(P, model, x, ma, coords=co)
             ref.attention = naive_attention
             try:
-                lb, mb = ref.forward(P, model, x, mb)
+                lb, mb = ref.forward(P, model, x, mb, coords=co)
             finally:
                 ref.attention = orig
             worst = max(worst, float((la - lb).abs().max()))
@@ -532,9 +567,9 @@ def main(argv):
     torch.set_num_threads(1)
     fdir = argv[1] if len(argv) > 1 else None
     for n in ("xl_post", "mlp", "xl_pre", "xl_clamp_untie", "xl_nomem", "rope", "alibi", "absolute",
-              "none", "fire", "t5", "t5_layers"):
+              "none", "hier", "fire", "t5", "t5_layers"):
         fd_check(n, n_entries=300 if n in ("xl_post", "mlp", "fire") else 100)
-    for n in ("xl_post", "mlp", "rope", "alibi", "none", "fire", "t5"):
+    for n in ("xl_post", "mlp", "rope", "alibi", "none", "hier", "fire", "t5"):
         for pl in (False, True):
             consistency_check(n, pl)
     for n in ("adaptive_div2", "adaptive_proj"):
