@@ -9,14 +9,20 @@ usage: /usr/bin/python3 tests/ref/check_ref.py [FIXTURE_DIR]
 (d) the fixtures on disk re-read and recomputed (if FIXTURE_DIR is given)
 (e) the optimiser step of torch.optim vs the written-out Adam/AdamW formulas
 (f) the adaptive softmax against official's formula written out per token
+(g) sensitivity: plausible implementation slips move the logits far more than float32 round-off
 Exits non-zero on failure.
 """
 
 import math
 import os
+import platform
 import sys
 
-import torch
+# the OpenBLAS kernel the fixtures are written with (gen_fixtures.py), before torch loads it
+if platform.machine() in ("x86_64", "AMD64"):
+    os.environ["OPENBLAS_CORETYPE"] = "Prescott"
+
+import torch  # noqa: E402
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -43,31 +49,49 @@ def case(name):
     raise KeyError(name)
 
 
+def case_data(name, model=None):
+    """(model without its data, vocab, lens, segments [(x, y, coords)]) of case `name`, its
+    streams as gen_fixtures.gen_case makes them; coords is the hier cases' window
+    [memory; segment] of text coordinates (else None), for `model` (default the case's) and
+    its memory length."""
+    base, lens = case(name)
+    model = dict(model or base)
+    data = model.pop("data", None)
+    streams, coords = gf.case_streams(name, model, data, sum(lens) + 1)
+    M = model["mem_len"]
+    segs, start = [], 0
+    for x, y in gf.split_segments(streams, lens):
+        m = min(start, M)
+        win = coords[:, start - m:start + x.shape[1]] if model["pos_scheme"] == "hier" else None
+        segs.append((x, y, win))
+        start += x.shape[1]
+    return model, 256 + (len(data["anchors"]) if data else 0), lens, segs
+
+
 # ---------------------------------------------------------------------------- (a)
 
 def fd_check(name, n_entries=300, eps=1e-3, seed=0):
-    model, lens = case(name)
-    p32 = ref.random_params(model, gf.seed_of(name))
+    model, vocab, lens, segs = case_data(name)
+    p32 = ref.random_params(model, gf.seed_of(name), vocab=vocab)
     P = gf.leaf_params(p32)
-    segs = gf.split_segments(gf.make_streams(name, sum(lens) + 1), lens)
     # memories of the unperturbed parameters, held fixed (they are constants in the
     # gradient definition)
     mems_in = []
     mems = None
     total = 0.0
-    for x, y in segs:
+    for x, y, co in segs:
         mems_in.append(mems)
-        logits, mems = ref.forward(P, model, x, mems)
+        logits, mems = ref.forward(P, model, x, mems, coords=co)
         total = total + ref.seg_loss(logits, y)
     total.backward()
 
     def objective(Q):
         with torch.no_grad():
-            return sum(float(ref.seg_loss(ref.forward(Q, model, x, mm)[0], y))
-                       for (x, y), mm in zip(segs, mems_in))
+            return sum(float(ref.seg_loss(ref.forward(Q, model, x, mm, coords=co)[0], y))
+                       for (x, y, co), mm in zip(segs, mems_in))
 
     Q = {k: v.detach().clone() for k, v in P.items()}
-    names = [k for k, _ in ref.param_shapes(model)]
+    names = [k for k, _ in ref.param_shapes(model, vocab)]
     sizes = [Q[k].numel() for k in names]
     g = torch.Generator().manual_seed(seed)
     # every tensor at least twice, the rest at random weighted by size
@@ -126,18 +150,18 @@ def consistency_check(name, pre_lnorm=None):
         model["pre_lnorm"] = pre_lnorm
     total = sum(lens)
     model["mem_len"] = total + 2
-    P = {k: v.double() for k, v in ref.random_params(model, gf.seed_of(name)).items()}
-    streams = gf.make_streams(name, total + 1)
-    segs = gf.split_segments(streams, lens)
+    model, vocab, lens, segs = case_data(name, model)
+    P = {k: v.double() for k, v in ref.random_params(model, gf.seed_of(name), vocab=vocab).items()}
     with torch.no_grad():
         mems = None
         outs = []
-        for x, y in segs:
-            lg, mems = ref.forward(P, model, x, mems)
+        for x, y, co in segs:
+            lg, mems = ref.forward(P, model, x, mems, coords=co)
             outs.append(lg)
         seg_logits = torch.cat(outs, dim=1)
         one = dict(model, tgt_len=total)
-        full, _ = ref.forward(P, one, streams[:, :total], None)
+        x = torch.cat([x for x, _, _ in segs], 1)
+        full, _ = ref.forward(P, one, x, None, coords=segs[-1][2])
     err = float((seg_logits - full).abs().max())
     check(err < 1e-12, "consistency %-9s pre_lnorm=%-5s segments %s vs one segment of %d: max |dlogit| %.2e"
           % (model["pos_scheme"], model["pre_lnorm"], lens, total, err))
@@ -168,6 +192,16 @@ def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
         Wr = P[pre + "attn.r.weight"]
     if scheme == "alibi":
         slopes = ref.alibi_slopes(H)
+
+    def mlp_bias(q, dist, K, md):
+        """W2 GELU(W1 phi(dist) + b1) + b2 [H] of the MLP q (its tensors q0.weight, ...)."""
+        taus = [math.exp(math.log(md) * kk / (K - 1)) if K > 1 else 1.0 for kk in range(K)]
+        phi = torch.tensor([math.sin(dist / tt) for tt in taus]
+                           + [math.cos(dist / tt) for tt in taus], dtype=h.dtype)
+        z = phi @ P[q + "0.weight"].t() + P[q + "0.bias"]
+        z = torch.tensor([0.5 * float(zz) * (1 + math.erf(float(zz) / math.sqrt(2)))
+                          for zz in z], dtype=h.dtype)
+        return z @ P[q + "2.weight"].t() + P[q + "2.bias"]
     for b in range(B):
         for hh in range(H):
             hs = slice(hh * dh, (hh + 1) * dh)
@@ -186,7 +220,9 @@ def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
                                           + [math.cos(pd * 10000.0 ** (-2.0 * t / d)) for t in range(d // 2)],
                                           dtype=h.dtype)
                         rkv = Rv @ Wr[hs].t()
-                        s = (qi + u[hh]) @ kj + (qi + vv[hh]) @ rkv
+                        # the terms model.xl_terms keeps: (a) q.k, (b) q.rk, (c) u.k, (d) v.rk
+                        terms = {"a": qi @ kj, "b": qi @ rkv, "c": u[hh] @ kj, "d": vv[hh] @ rkv}
+                        s = sum((terms[t] for t in c["xl_terms"]), torch.zeros((), dtype=h.dtype))
                         s = s / math.sqrt(dh)
                     elif scheme == "rope":
                         def rot(x, pos):
@@ -202,15 +238,24 @@ def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
                         if scheme == "alibi":
                             s = s - slopes[hh] * dist
                         elif scheme == "mlp":
-                            K, md = c["mlp_num_freqs"], c["mlp_max_dist"]
-                            taus = [math.exp(math.log(md) * kk / (K - 1)) if K > 1 else 1.0
-                                    for kk in range(K)]
-                            phi = torch.tensor([math.sin(dist / tt) for tt in taus]
-                                               + [math.cos(dist / tt) for tt in taus], dtype=h.dtype)
-                            z = phi @ P[pre + "attn.bias_mlp.0.weight"].t() + P[pre + "attn.bias_mlp.0.bias"]
-                            z = torch.tensor([0.5 * float(zz) * (1 + math.erf(float(zz) / math.sqrt(2)))
-                                              for zz in z], dtype=h.dtype)
-                            bb = z @ P[pre + "attn.bias_mlp.2.weight"].t() + P[pre + "attn.bias_mlp.2.bias"]
+                            bb = mlp_bias(pre + "attn.bias_mlp.", dist, c["mlp_num_freqs"], c["mlp_max_dist"])
+                            s = s + bb[hh]
+                        elif scheme == "hier":
+                            # sum over the levels (in the order token, word, sent, para) of
+                            # C[h, l H + h'] b_l,h'(delta_l), plus c_h; delta of a word, sentence
+                            # or paragraph level: the query's coordinate minus the key's
+                            bb = P[pre + "attn.hier.mix.bias"].clone()
+                            lv = [n for n in ("token", "word", "sent", "para") if n in c["hier_levels"]]
+                            for li, lname in enumerate(lv):
+                                if lname == "token":
+                                    dl = dist
+                                else:
+                                    col = {"word": 0, "sent": 1, "para": 2}[lname]
+                                    dl = int(coords[b, m + i, col]) - int(coords[b, j, col])
+                                md = max(2.0, c["mlp_max_dist"] / {"token": 1, "word": 4, "sent": 32,
+                                                                   "para": 128}[lname])
+                                bl = mlp_bias(pre + "attn.hier.%s." % lname, dl, c["hier_num_freqs"], md)
+                                bb = bb + P[pre + "attn.hier.mix.weight"][:, li * H:(li + 1) * H] @ bl
                             s = s + bb[hh]
                         elif scheme == "fire":
                             p, a = m + i, abs(float(P[pre + "attn.fire.c"]))
@@ -235,20 +280,17 @@ def naive_attention(P, c, l, h, mem, batch_chunk=None, coords=None, bf=None):
 
 
 def naive_check(name):
-    model, lens = case(name)
-    if model["pos_scheme"] == "hier":  # the naive formula has no text coordinates
-        return
-    P = {k: v.double() for k, v in ref.random_params(model, gf.seed_of(name)).items()}
-    segs = gf.split_segments(gf.make_streams(name, sum(lens) + 1), lens)
+    model, vocab, lens, segs = case_data(name)
+    P = {k: v.double() for k, v in ref.random_params(model, gf.seed_of(name), vocab=vocab).items()}
     orig = ref.attention
     worst = 0.0
     with torch.no_grad():
         ma = mb = None
-        for x, y in segs:
-            la, ma = ref.forward(P, model, x, ma)
+        for x, y, co in segs:
+            la, ma = ref.forward(P, model, x, ma, coords=co)
             ref.attention = naive_attention
             try:
-                lb, mb = ref.forward(P, model, x, mb)
+                lb, mb = ref.forward(P, model, x, mb, coords=co)
             finally:
                 ref.attention = orig
             worst = max(worst, float((la - lb).abs().max()))
@@ -270,12 +312,17 @@ def fixture_check(fdir):
         ns = int(meta["n_segments"])
         P = {k: T[k].double().requires_grad_(True) for k, _ in ref.param_shapes(model)}
         check(all(T[k].dtype == torch.float32 for k in P), "fixture %s params F32" % name)
+        coords = fixture_coords(T, ns, cfg.get("data"))
         mems = None
         tot = 0.0
         err = 0.0
+        start = 0
         for s in range(ns):
             x, y = T["seg%d.x" % s].long(), T["seg%d.y" % s].long()
-            lg, mems = ref.forward(P, model, x, mems)
+            m = mems[0].shape[1] if mems else 0
+            win = coords[0][:, start - m:start + x.shape[1]] if coords else None
+            start += x.shape[1]
+            lg, mems = ref.forward(P, model, x, mems, coords=win)
             loss = ref.seg_loss(lg, y)
             tot = tot + loss
             err = max(err, float((lg - T["seg%d.logits" % s]).abs().max()),
@@ -295,8 +342,34 @@ def fixture_check(fdir):
             ok &= bool((x[:, 1:] == y[:, :-1]).all())
             if s + 1 < ns:
                 ok &= bool((T["seg%d.x" % (s + 1)][:, 0] == y[:, -1]).all())
-        check(err == 0.0 and ok, "fixture %-15s reread and recomputed: max diff %.1e, stream ok %s, %d bytes"
-              % (name, err, ok, os.path.getsize(path)))
+        if coords:
+            ok &= coords[1]
+        check(err == 0.0 and ok, "fixture %-15s reread and recomputed: max diff %.1e, stream%s ok %s, "
+              "%d bytes" % (name, err, " and coords" if coords else "", ok, os.path.getsize(path)))
+
+
+def fixture_coords(T, ns, data):
+    """(coords [B, n, 3] of the fixture's n = sum of its segments' tokens, whether they
+    and the tokens are what the reference's own rules give), or None without seg*.coords.
+    The hier cases' streams are text (txl_ref.text_coords); with data.anchors the tokens
+    are the text's bytes with the anchors txl_ref.tokenize inserted, from which the text is
+    recovered by dropping the ids >= 256. Both rules are causal: a prefix of the stream
+    gets the prefix of the stream's coordinates."""
+    if "seg0.coords" not in T:
+        return None
+    coords = torch.cat([T["seg%d.coords" % s].long() for s in range(ns)], 1)
+    xs = torch.cat([T["seg%d.x" % s].long() for s in range(ns)], 1)
+    n = xs.shape[1]
+    ok = True
+    for b in range(xs.shape[0]):
+        toks = xs[b].tolist()
+        if data:  # (the stream's last token too: it may be the byte after an anchor)
+            text = bytes(t for t in toks + [int(T["seg%d.y" % (ns - 1)][b, -1])] if t < 256)
+            want_t, want_c = ref.tokenize(text, data["anchors"], data["doc_separator"].encode())
+        else:
+            want_t, want_c = toks, ref.text_coords(bytes(toks))
+        ok &= want_t[:n] == toks and [list(c) for c in want_c[:n]] == coords[b].tolist()
+    return coords, ok
 
 
 # ---------------------------------------------------------------------------- (e)
@@ -436,7 +509,7 @@ def sensitivity_check():
             rows.append((name, "phi sin/cos interleaved", diff(base, patched(name, "mlp_phi", phi_interleaved))))
         if model["pos_scheme"] == "fire":
             rows.append((name, "query counted from 1, not 0", diff(base, patched(
-                name, "fire_bias", lambda P, pre, c, m, Lq: orig_fire(P, pre, c, m + 1, Lq)[:, :, 1:]))))
+                name, "fire_bias", lambda P, pre, c, m, Lq, bf: orig_fire(P, pre, c, m + 1, Lq, bf)[:, :, 1:]))))
             rows.append((name, "threshold ignored (L = 0)", diff(base, run(name, {"fire_threshold": 0.0}))))
         if model["pos_scheme"] == "t5":
             rows.append((name, "buckets of distance + 1", diff(base, patched(
@@ -488,12 +561,15 @@ def adaptive_check(name, V=256, rows=7):
 
 
 def main(argv):
-    torch.set_num_threads(2)
+    # one thread: its tensors are tiny (d_model 16), and a second thread costs each of the
+    # ~200 ops of a forward an OpenMP fork and join (its finite differences took 20x the CPU
+    # time with two, ~12 minutes of it; more on a busy machine)
+    torch.set_num_threads(1)
     fdir = argv[1] if len(argv) > 1 else None
     for n in ("xl_post", "mlp", "xl_pre", "xl_clamp_untie", "xl_nomem", "rope", "alibi", "absolute",
-              "none", "fire", "t5", "t5_layers"):
+              "none", "hier", "fire", "t5", "t5_layers"):
         fd_check(n, n_entries=300 if n in ("xl_post", "mlp", "fire") else 100)
-    for n in ("xl_post", "mlp", "rope", "alibi", "none", "fire", "t5"):
+    for n in ("xl_post", "mlp", "rope", "alibi", "none", "hier", "fire", "t5"):
         for pl in (False, True):
             consistency_check(n, pl)
     for n in ("adaptive_div2", "adaptive_proj"):

@@ -9,10 +9,19 @@ independent reference tests/ref/txl_ref.py.  See tests/fixtures/README.md.
 
 import json
 import os
+import platform
 import sys
 import zlib
 
-import torch
+# OpenBLAS's kernels sum in different orders, and which one runs depends on the CPU (one it
+# does not recognise gets the generic Prescott): the fixtures are written (and check_ref.py
+# re-reads them) under that one, which every x86-64 CPU runs, so that they are the same
+# bytes on every machine (SkylakeX's and Prescott's differ by up to 1e-15, adamw_xl's final
+# parameters by 1e-12). OpenBLAS reads it when torch loads it.
+if platform.machine() in ("x86_64", "AMD64"):
+    os.environ["OPENBLAS_CORETYPE"] = "Prescott"
+
+import torch  # noqa: E402
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -150,6 +159,18 @@ def stream_coords(streams):
                         dtype=torch.int64)
 
 
+def case_streams(name, model, data, n):
+    """(streams [B, n], coords [B, n, 3] or None) of a case: random bytes; the hier cases'
+    random text and its coordinates; with data (anchors), the text's tokens with the
+    anchors inserted and their coordinates."""
+    if data:
+        return anchor_streams(name, n, data)
+    if model["pos_scheme"] == "hier":
+        streams = make_text_streams(name, n)
+        return streams, stream_coords(streams)
+    return make_streams(name, n), None
+
+
 def split_segments(streams, lens):
     """Stream batching: x = stream[s:s+L], y = stream[s+1:s+L+1]."""
     out, start = [], 0
@@ -171,11 +192,7 @@ def gen_case(outdir, name, mover, lens):
     p32 = ref.random_params(model, seed_of(name), vocab=vocab)
     P = leaf_params(p32)
     hier = model["pos_scheme"] == "hier"
-    if data:
-        streams, coords = anchor_streams(name, sum(lens) + 1, data)
-    else:
-        streams = (make_text_streams if hier else make_streams)(name, sum(lens) + 1)
-        coords = stream_coords(streams) if hier else None
+    streams, coords = case_streams(name, model, data, sum(lens) + 1)
     segs = split_segments(streams, lens)
 
     tensors = dict(p32)
@@ -191,7 +208,7 @@ def gen_case(outdir, name, mover, lens):
         total = total + loss
         tensors["seg%d.x" % s] = x.to(torch.int32)
         tensors["seg%d.y" % s] = y.to(torch.int32)
-        if hier or data:  # with anchors, test_fixtures checks txl puts them at the same places
+        if coords is not None:  # with anchors, test_fixtures checks txl puts them at the same places
             tensors["seg%d.coords" % s] = coords[:, start:start + L].to(torch.int32).contiguous()
         start += L
         tensors["seg%d.logits" % s] = logits.detach().clone()
