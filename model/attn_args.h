@@ -56,7 +56,7 @@ typedef struct {
                                has none) */
     /* attn_decode only: where each head's cached rows are (0 = the layout of kv and rk
      * above, heads as column blocks of a row). Decoding keeps each head's keys, values and
-     * xl positions as contiguous [rows, dh] blocks, which one-row products stream through. */
+     * xl positions as contiguous [rows, dh] blocks, which attn_decode streams through. */
     size_t kv_hstride;      /* floats from head h's keys to head h+1's (0 = dh) */
     size_t v_offset;        /* floats from a head's keys to its values (0 = H*dh) */
     int kv_row;             /* floats from key (value) j to j+1 (0 = 2*H*dh) */
