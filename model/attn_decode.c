@@ -1,7 +1,7 @@
-/* attn_decode.c: see attn_decode.h. Per (stream, head): the scores (xl's position term
- * over the shared rows first, then the content term over the stream's keys added to it:
- * s = scale c + s), the biases, the softmax, the weighted values; the pairs run over txl's
- * OpenMP threads when the step is large enough to pay for it.
+/* attn_decode.c: see attn_decode.h. Per head (the heads over txl's OpenMP threads when the
+ * step is large enough to pay for it), then per stream: the scores (xl's position term over
+ * the shared rows first, then the content term over the stream's keys added to it:
+ * s = scale c + s), the biases, the softmax, the weighted values.
  *
  * The sums (every kernel computes exactly these, in this order), x the query (+ u or v):
  *   score j, fp32 rows: lane_l = fma(x_c, r_jc, lane_l) for c = l, l + 16, ... < dh16 (dh
@@ -113,6 +113,12 @@ static void dots_tail(float *t, const float *x, rows_ref R, int j0, int cnt, int
 #include <immintrin.h>
 #define HAVE_SIMD 1
 
+/* The row 2 KiB on (qgemm's distance for attention's keys: a block of rows ahead) */
+#ifndef PF_AHEAD
+#define PF_AHEAD 2048
+#endif
+#define PREFETCH_AHEAD(p) _mm_prefetch((const char *)(p) + PF_AHEAD, _MM_HINT_T0)
+
 /* ---------------------------------------------------------------- AVX-512 */
 #define T512 __attribute__((target("avx512f,avx2,fma,f16c"), always_inline)) inline
 
@@ -172,6 +178,7 @@ static T512 void keys512_h(__m512 *acc, const float *x, rows_ref R, int j0, int 
         const uint16_t *r = R.h + (size_t)(j0 + (t < cnt ? t : cnt - 1)) * R.ld + c0;
 #pragma GCC unroll 2
         for (int i = 0; i < nc; i++) {
+            PREFETCH_AHEAD(r + 32 * i);
             __m512i v = _mm512_loadu_si512(r + 32 * i);
             __m512 e = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
             __m512 o = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
@@ -419,8 +426,10 @@ static void add_bias(float *out, const float *x, const float *bias, int dh)
 }
 
 /* Stream b, head h: S [klen] scores, then probabilities; qx [dh] scratch. */
+/* Stream b, head h: S [klen] scores (the position terms already in it when pos), then
+ * probabilities; qx [dh] scratch. */
 static void decode_pair(float *vec, const float *q, const float *kv, const attn_args *a,
-                        const kernels *k, float *S, float *qx, int b, int h)
+                        const kernels *k, float *S, float *qx, int b, int h, int pos)
 {
     const int dh = a->dh, m = a->m, klen = m + 1, hd = a->H * dh;
     const size_t hs = a->kv_hstride ? a->kv_hstride : (size_t)dh;
@@ -429,20 +438,18 @@ static void decode_pair(float *vec, const float *q, const float *kv, const attn_
     const size_t bs = a->kv_bstride ? a->kv_bstride : (size_t)klen * 2 * hd;
     const float *qbh = q + (size_t)b * hd + (size_t)h * dh;
     const int bf = a->kv16 != NULL;
-    float beta = 0.0f;
-    if (a->rk) { /* (q + v)·rk_j over the shared rows */
+    if (a->rk && !pos) { /* (q + v)·rk_j over the shared rows */
         size_t o = (size_t)h * (a->rk_hstride ? a->rk_hstride : (size_t)dh);
         size_t ld = a->rk_row ? (size_t)a->rk_row : (size_t)hd;
         rows_ref R = a->rk16 ? (rows_ref){NULL, a->rk16 + o, ld} : (rows_ref){a->rk + o, NULL, ld};
         add_bias(qx, a->no_q_position ? NULL : qbh, a->v ? a->v + (size_t)h * dh : NULL, dh);
         k->dots[a->rk16 != NULL](S, qx, R, klen, dh, a->scale, 0.0f);
-        beta = 1.0f;
     }
     size_t o = (size_t)b * bs + (size_t)h * hs;
     rows_ref K = bf ? (rows_ref){NULL, a->kv16 + o, row} : (rows_ref){kv + o, NULL, row};
     rows_ref V = bf ? (rows_ref){NULL, a->kv16 + o + vo, row} : (rows_ref){kv + o + vo, NULL, row};
     add_bias(qx, a->no_q_content ? NULL : qbh, a->u ? a->u + (size_t)h * dh : NULL, dh);
-    k->dots[bf](S, qx, K, klen, dh, a->scale, beta);
+    k->dots[bf](S, qx, K, klen, dh, a->scale, a->rk ? 1.0f : 0.0f);
     if (a->dist_bias) {
         const float *tb = a->dist_bias + (size_t)h * (a->bias_ld > 0 ? a->bias_ld : klen);
         for (int j = 0; j <= m; j++)
@@ -461,39 +468,64 @@ static void decode_pair(float *vec, const float *q, const float *kv, const attn_
         k->wsum(y, S, V, klen, dh);
 }
 
-static size_t per_thread(int klen, int dh)
+static size_t pad16(size_t n) { return (n + 15) / 16 * 16; }
+
+/* Head h of every stream: S [B][klen padded] scores, qx [B][dh padded] scratch. xl's
+ * position rows in bf16 (contiguous, as decode.c keeps them): one qgemm of all the
+ * streams' queries, each row of them converted once for up to QG_ROWS streams (the same
+ * sums as the one-stream dots: qgemm's); else each stream's pass reads them. */
+static void decode_head(float *vec, const float *q, const float *kv, const attn_args *a,
+                        const kernels *k, float *S, float *qx, int h)
 {
-    return ((size_t)klen + 15) / 16 * 16 + ((size_t)dh + 15) / 16 * 16;
+    const int B = a->B, dh = a->dh, klen = a->m + 1, hd = a->H * dh;
+    const size_t ks = pad16((size_t)klen), xs = pad16((size_t)dh);
+    const size_t ld = a->rk_row ? (size_t)a->rk_row : (size_t)hd;
+    const int pos = a->rk16 && ld == (size_t)dh && B > 1;
+    if (pos) {
+        for (int b = 0; b < B; b++)
+            add_bias(qx + (size_t)b * dh,
+                     a->no_q_position ? NULL : q + (size_t)b * hd + (size_t)h * dh,
+                     a->v ? a->v + (size_t)h * dh : NULL, dh);
+        qmat R = {.type = QT_BF16, .rows = klen, .cols = dh,
+                  .bf16 = a->rk16 + (size_t)h * (a->rk_hstride ? a->rk_hstride : (size_t)dh)};
+        qgemm(S, qx, &R, B, a->scale, 0.0f, dh, (int)ks);
+    }
+    for (int b = 0; b < B; b++)
+        decode_pair(vec, q, kv, a, k, S + (size_t)b * ks, qx + (size_t)b * xs, b, h, pos);
 }
 
-size_t attn_decode_scratch_floats(int klen, int dh, int threads)
+static size_t per_thread(int B, int klen, int dh)
 {
-    return per_thread(klen, dh) * (size_t)(threads > 0 ? threads : 1);
+    return (size_t)B * (pad16((size_t)klen) + pad16((size_t)dh));
+}
+
+size_t attn_decode_scratch_floats(int B, int klen, int dh, int threads)
+{
+    return per_thread(B, klen, dh) * (size_t)(threads > 0 ? threads : 1);
 }
 
 void attn_decode(float *vec, const float *q, const float *kv, const attn_args *a,
                  float *scratch)
 {
-    const int klen = a->m + 1, pairs = a->B * a->H;
-    const size_t per = per_thread(klen, a->dh);
+    const int klen = a->m + 1;
+    const size_t per = per_thread(a->B, klen, a->dh), qo = (size_t)a->B * pad16((size_t)klen);
     const kernels k = pick();
     /* threads only when the step is worth a fork (one stream's is a few microseconds) */
     int nt = par_threads();
     if (nt > a->threads)
         nt = a->threads > 0 ? a->threads : 1;
-    if ((double)pairs * klen * a->dh < (1 << 18))
+    if ((double)a->B * a->H * klen * a->dh < (1 << 18))
         nt = 1;
-    if (nt > pairs)
-        nt = pairs;
-    const size_t qo = ((size_t)klen + 15) / 16 * 16; /* qx after S */
+    if (nt > a->H)
+        nt = a->H;
     if (nt <= 1) {
-        for (int p = 0; p < pairs; p++)
-            decode_pair(vec, q, kv, a, &k, scratch, scratch + qo, p / a->H, p % a->H);
+        for (int h = 0; h < a->H; h++)
+            decode_head(vec, q, kv, a, &k, scratch, scratch + qo, h);
         return;
     }
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int p = 0; p < pairs; p++) {
+    for (int h = 0; h < a->H; h++) {
         float *S = scratch + per * (size_t)par_thread_id();
-        decode_pair(vec, q, kv, a, &k, S, S + qo, p / a->H, p % a->H);
+        decode_head(vec, q, kv, a, &k, S, S + qo, h);
     }
 }

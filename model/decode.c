@@ -111,7 +111,8 @@ static void layout(decode_state *s, const model_config *c, bump *b)
         if (base)
             adapt_ws_place(&s->ad, &as, s->B, 0, base);
     }
-    s->attn_scratch = bump_take(b, attn_decode_scratch_floats((int)K, s->dh, s->attn_threads));
+    s->attn_scratch = bump_take(b, attn_decode_scratch_floats(s->B, (int)K, s->dh,
+                                                              s->attn_threads));
     size_t scr = s->pos->decode_scratch ? s->pos->decode_scratch(c, s->M) : 0;
     s->scratch = bump_take(b, scr);
     s->prime_x = bump_take(b, PRIME_ROWS * d);

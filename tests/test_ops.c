@@ -1355,7 +1355,7 @@ static void test_decode_bf16(const char *lbl, const attn_args *a0, const float *
     a.kv_bstride = per_b, a.kv_hstride = 2 * (size_t)klen * dh, a.v_offset = (size_t)klen * dh;
     a.kv_row = dh;
     a.rk = rk ? rkr : NULL, a.rk_hstride = (size_t)klen * dh, a.rk_row = dh;
-    float *dscr = alloc_f(attn_decode_scratch_floats(klen, dh, 1));
+    float *dscr = alloc_f(attn_decode_scratch_floats(B, klen, dh, 1));
     float *v32 = nan_f(nq), *v16 = nan_f(nq);
     attn_decode(v32, q, kvr, &a, dscr);
     a.kv16 = kv16, a.rk16 = rk ? rk16 : NULL;
@@ -1436,7 +1436,7 @@ static void test_attn_case(const attn_case *t, int kernel)
         attn_forward(NULL, vec2, q, kv, &a, scratch);
         CHECK(same_f(vec, vec2, nq), "attn %s: prob = NULL (inference) gives the same vec", lbl);
         if (Lq == 1) { /* one-token decoding: the same vec, summed in another order */
-            float *dscr = alloc_f(attn_decode_scratch_floats(klen, dh, 1));
+            float *dscr = alloc_f(attn_decode_scratch_floats(B, klen, dh, 1));
             attn_decode(vec2, q, kv, &a, dscr);
             double ed = tl_max_rel_err(vec2, vref, nq, 1e-30);
             CHECK(ed <= 1e-5, "attn %s: attn_decode vec vs the double formula: %.1e (tol 1e-5)",
@@ -1931,7 +1931,7 @@ static void test_decode_kernels(void)
                                .kv_hstride = 2 * (size_t)cap * dh, .v_offset = (size_t)cap * dh,
                                .kv_row = dh, .rk_hstride = (size_t)cap * dh, .rk_row = dh,
                                .threads = 1, .kv16 = bf ? kv16 : NULL, .rk16 = bf ? rk16 : NULL};
-                float *scr = alloc_f(attn_decode_scratch_floats(klen, dh, 1));
+                float *scr = alloc_f(attn_decode_scratch_floats(B, klen, dh, 1));
                 float *ref = nan_f((size_t)B * hd), *out = nan_f((size_t)B * hd);
                 int ran = 0;
                 names[0] = 0;
