@@ -104,6 +104,11 @@ static void layout(decode_state *s, const model_config *c, bump *b)
     s->q = bump_take(b, B * hd);
     s->vec = bump_take(b, B * hd);
     s->logits = bump_take(b, B * (size_t)s->V);
+    { /* the bf16 products' rounded rows: B of the widest input */
+        size_t k = d > hd ? d : hd;
+        k = k > (size_t)c->d_inner ? k : (size_t)c->d_inner;
+        s->xh = (uint16_t *)bump_take(b, (double)((B * k + 1) / 2));
+    }
     if (adapt_in_use(c)) { /* the adaptive input and distribution of B rows */
         adapt_shape as;
         adapt_shape_of(c, &as);
@@ -176,7 +181,7 @@ static void dec_linear(void *ctx, int l, int which, float *y, const float *x, co
     const model_config *c = &s->mdl->cfg;
     const qmat *q = s->lq[l].m[which];
     bf16w *w = s->w16 ? s->w16[l * LIN_N + which] : NULL;
-    if (w && rows == s->B && bf16w_run(w, y, x) == 0)
+    if (w && rows == s->B && bf16w_run(w, y, x, s->xh) == 0)
         return;
     if (q) {
         qlinear(y, x, q, bias, rows);
@@ -393,7 +398,7 @@ void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const in
         layer_step(s, mdl, l);
     advance(s);
     s->next_pos++;
-    if (s->out16 && bf16w_run(s->out16, s->logits, s->x) == 0)
+    if (s->out16 && bf16w_run(s->out16, s->logits, s->x, s->xh) == 0)
         ; /* the matrix units' */
     else if (s->out_q && !adapt_in_use(&mdl->cfg))
         qlinear(s->logits, s->x, s->out_q, mdl->W.out_bias, s->B);

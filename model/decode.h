@@ -77,6 +77,7 @@ typedef struct {
                            it), else NULL */
     float *tables_r;  /* DECODE_CACHE_ROUNDED: the same rounded to bf16, else NULL */
     float *x, *xn, *qkv, *q, *vec, *logits, *attn_scratch, *scratch;
+    uint16_t *xh;     /* [B][max(d, H dh, d_inner)] the bf16 products' rounded rows */
     float *prime_x, *prime_kv; /* decode_prime's rows: layer norm, then k and v */
     layer_qmats *lq;  /* [N] a quantized model's stored matrices (quant.h), read by the
                          layer products (qgemm.h); all NULL for an fp32 model */
