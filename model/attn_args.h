@@ -66,6 +66,12 @@ typedef struct {
      * rows (rk16, with rk still set), are read from these bf16 arrays of the same layout
      * instead (kv_row and rk_row then dh); NULL: the fp32 ones. */
     const uint16_t *kv16, *rk16;
+    /* attn_decode, fp32 position rows: the same rows transposed, head h's element (c, j) at
+     * rkT[h rkT_hstride + c rkT_ld + j] (a table's, made once: each score then a chain over
+     * c, no lanes to add, and a row of it serves all the streams), or NULL: rk's */
+    const float *rkT;
+    size_t rkT_hstride;
+    int rkT_ld;
 } attn_args;
 
 #endif

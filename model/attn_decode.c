@@ -100,6 +100,21 @@ static void wsum_c(float *y, const float *p, rows_ref V, int n, int dh, int c0)
     }
 }
 
+/* xl's fp32 position rows transposed (RT [dh][ld]: row c holds r_jc for the keys j): the
+ * scores of nb streams (X [nb][xs], their q + v) for keys j0 .. j1 - 1, each a chain of one
+ * fma per term in c order, no lanes to add: S[b][j] = alpha s + 0 (row stride ks). */
+static void post_c(float *S, size_t ks, const float *X, size_t xs, const float *RT, size_t ld,
+                   int nb, int j0, int j1, int dh, float alpha)
+{
+    for (int b = 0; b < nb; b++)
+        for (int j = j0; j < j1; j++) {
+            float t = 0;
+            for (int c = 0; c < dh; c++)
+                t = fmaf(X[(size_t)b * xs + c], RT[(size_t)c * ld + j], t);
+            S[(size_t)b * ks + j] = alpha * t + 0.0f;
+        }
+}
+
 /* The tail c = d0 .. dh - 1 of keys j0 .. j0 + cnt - 1 after their trees t[] (fmaf's
  * operands commute: the same bits for both orders of the row types' sums). */
 static void dots_tail(float *t, const float *x, rows_ref R, int j0, int cnt, int d0, int dh)
@@ -269,6 +284,72 @@ wsum512(float *y, const float *p, rows_ref V, int n, int dh)
     wsum_c(y, p, V, n, dh, c0);
 }
 
+/* post_c for up to 4 streams and 4 vectors of 16 keys from j0 (masked past n): each row of
+ * RT loaded once for the streams, their x_c broadcast. */
+static T512 void post512_blk(float *S, size_t ks, const float *X, size_t xs, const float *RT,
+                             size_t ld, int j0, int n, int dh, float alpha, const int NB,
+                             const int NZ)
+{
+    __m512 acc[4][4];
+    __mmask16 m[4];
+    for (int z = 0; z < NZ; z++) {
+        int left = n - j0 - 16 * z;
+        m[z] = (__mmask16)(left >= 16 ? 0xffff : left > 0 ? (1u << left) - 1 : 0);
+        for (int b = 0; b < NB; b++)
+            acc[b][z] = _mm512_setzero_ps();
+    }
+    for (int c = 0; c < dh; c++) {
+        const float *r = RT + (size_t)c * ld + j0;
+        __m512 rv[4];
+        for (int z = 0; z < NZ; z++)
+            rv[z] = _mm512_maskz_loadu_ps(m[z], r + 16 * z);
+        for (int b = 0; b < NB; b++) {
+            __m512 xb = _mm512_set1_ps(X[(size_t)b * xs + c]);
+            for (int z = 0; z < NZ; z++)
+                acc[b][z] = _mm512_fmadd_ps(xb, rv[z], acc[b][z]);
+        }
+    }
+    const __m512 va = _mm512_set1_ps(alpha), zero = _mm512_setzero_ps();
+    for (int b = 0; b < NB; b++)
+        for (int z = 0; z < NZ; z++)
+            _mm512_mask_storeu_ps(S + (size_t)b * ks + j0 + 16 * z, m[z],
+                                  _mm512_add_ps(_mm512_mul_ps(va, acc[b][z]), zero));
+}
+
+static __attribute__((target("avx512f,avx2,fma,f16c"))) void
+post512(float *S, size_t ks, const float *X, size_t xs, const float *RT, size_t ld, int nb,
+        int j0, int j1, int dh, float alpha)
+{
+    for (int b0 = 0; b0 < nb; b0 += 4) {
+        const int NB = nb - b0 < 4 ? nb - b0 : 4;
+        float *Sb = S + (size_t)b0 * ks;
+        const float *Xb = X + (size_t)b0 * xs;
+        for (int j = j0; j < j1; j += 64) {
+            const int NZ = (j1 - j + 15) / 16 < 4 ? (j1 - j + 15) / 16 : 4;
+#define POST512(nbc, nzc) post512_blk(Sb, ks, Xb, xs, RT, ld, j, j1, dh, alpha, nbc, nzc)
+            switch (NB * 4 + NZ - 5) { /* the counts constants in each copy */
+            case 0: POST512(1, 1); break;
+            case 1: POST512(1, 2); break;
+            case 2: POST512(1, 3); break;
+            case 3: POST512(1, 4); break;
+            case 4: POST512(2, 1); break;
+            case 5: POST512(2, 2); break;
+            case 6: POST512(2, 3); break;
+            case 7: POST512(2, 4); break;
+            case 8: POST512(3, 1); break;
+            case 9: POST512(3, 2); break;
+            case 10: POST512(3, 3); break;
+            case 11: POST512(3, 4); break;
+            case 12: POST512(4, 1); break;
+            case 13: POST512(4, 2); break;
+            case 14: POST512(4, 3); break;
+            default: POST512(4, 4); break;
+            }
+#undef POST512
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- AVX2 */
 /* The 16 lanes of a sum as two 8-lane parts (lanes 0-7, 8-15): the same sums. */
 #define T256 __attribute__((target("avx2,fma,f16c"), always_inline)) inline
@@ -389,12 +470,73 @@ wsum256(float *y, const float *p, rows_ref V, int n, int dh)
     }
     wsum_c(y, p, V, n, dh, c0);
 }
+
+/* post512's twin: up to 2 streams and 4 vectors of 8 keys */
+static T256 void post256_blk(float *S, size_t ks, const float *X, size_t xs, const float *RT,
+                             size_t ld, int j0, int n, int dh, float alpha, const int NB,
+                             const int NZ)
+{
+    __m256 acc[2][4];
+    __m256i m[4];
+    for (int z = 0; z < NZ; z++) {
+        int left = n - j0 - 8 * z;
+        m[z] = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+        for (int b = 0; b < NB; b++)
+            acc[b][z] = _mm256_setzero_ps();
+    }
+    for (int c = 0; c < dh; c++) {
+        const float *r = RT + (size_t)c * ld + j0;
+        __m256 rv[4];
+        for (int z = 0; z < NZ; z++)
+            rv[z] = _mm256_maskload_ps(r + 8 * z, m[z]);
+        for (int b = 0; b < NB; b++) {
+            __m256 xb = _mm256_broadcast_ss(X + (size_t)b * xs + c);
+            for (int z = 0; z < NZ; z++)
+                acc[b][z] = _mm256_fmadd_ps(xb, rv[z], acc[b][z]);
+        }
+    }
+    const __m256 va = _mm256_set1_ps(alpha), zero = _mm256_setzero_ps();
+    for (int b = 0; b < NB; b++)
+        for (int z = 0; z < NZ; z++)
+            _mm256_maskstore_ps(S + (size_t)b * ks + j0 + 8 * z, m[z],
+                                _mm256_add_ps(_mm256_mul_ps(va, acc[b][z]), zero));
+}
+
+static __attribute__((target("avx2,fma,f16c"))) void
+post256(float *S, size_t ks, const float *X, size_t xs, const float *RT, size_t ld, int nb,
+        int j0, int j1, int dh, float alpha)
+{
+    for (int b0 = 0; b0 < nb; b0 += 2) {
+        const int NB = nb - b0 < 2 ? nb - b0 : 2;
+        float *Sb = S + (size_t)b0 * ks;
+        const float *Xb = X + (size_t)b0 * xs;
+        for (int j = j0; j < j1; j += 32) {
+            const int NZ = (j1 - j + 7) / 8 < 4 ? (j1 - j + 7) / 8 : 4;
+#define POST256(nbc, nzc) post256_blk(Sb, ks, Xb, xs, RT, ld, j, j1, dh, alpha, nbc, nzc)
+            switch (NB * 4 + NZ - 5) {
+            case 0: POST256(1, 1); break;
+            case 1: POST256(1, 2); break;
+            case 2: POST256(1, 3); break;
+            case 3: POST256(1, 4); break;
+            case 4: POST256(2, 1); break;
+            case 5: POST256(2, 2); break;
+            case 6: POST256(2, 3); break;
+            default: POST256(2, 4); break;
+            }
+#undef POST256
+        }
+    }
+}
 #endif /* __x86_64__ */
 
 typedef void (*dots_fn)(float *, const float *, rows_ref, int, int, float, float);
 typedef void (*wsum_fn)(float *, const float *, rows_ref, int, int);
 
+typedef void (*post_fn)(float *, size_t, const float *, size_t, const float *, size_t, int,
+                        int, int, int, float);
+
 typedef struct {
+    post_fn post;    /* xl's transposed fp32 position rows */
     dots_fn dots[2]; /* fp32 rows, bf16 rows */
     wsum_fn wsum;    /* fp32 rows (bf16: qgemv_t) */
 } kernels;
@@ -410,12 +552,12 @@ static kernels pick(void)
     const char *k = qgemm_kernel();
 #ifdef HAVE_SIMD
     if (strcmp(k, "avx512") == 0)
-        return (kernels){{dots512_f, dots512_h}, wsum512};
+        return (kernels){post512, {dots512_f, dots512_h}, wsum512};
     if (strcmp(k, "avx2") == 0)
-        return (kernels){{dots256_f, dots256_h}, wsum256};
+        return (kernels){post256, {dots256_f, dots256_h}, wsum256};
 #endif
     (void)k;
-    return (kernels){{dots_c, dots_c_h}, wsum_c0};
+    return (kernels){post_c, {dots_c, dots_c_h}, wsum_c0};
 }
 
 /* out[dh] = x (or 0 when NULL) + bias (or + 0) */
@@ -480,8 +622,8 @@ static void decode_head(float *vec, const float *q, const float *kv, const attn_
     const int B = a->B, dh = a->dh, klen = a->m + 1, hd = a->H * dh;
     const size_t ks = pad16((size_t)klen), xs = pad16((size_t)dh);
     const size_t ld = a->rk_row ? (size_t)a->rk_row : (size_t)hd;
-    const int pos = a->rk16 && ld == (size_t)dh && B > 1;
-    if (pos) {
+    const int bfpos = a->rk16 && ld == (size_t)dh && B > 1, tpos = a->rkT && !a->rk16;
+    if (bfpos) {
         for (int b = 0; b < B; b++)
             add_bias(qx + (size_t)b * dh,
                      a->no_q_position ? NULL : q + (size_t)b * hd + (size_t)h * dh,
@@ -489,7 +631,15 @@ static void decode_head(float *vec, const float *q, const float *kv, const attn_
         qmat R = {.type = QT_BF16, .rows = klen, .cols = dh,
                   .bf16 = a->rk16 + (size_t)h * (a->rk_hstride ? a->rk_hstride : (size_t)dh)};
         qgemm(S, qx, &R, B, a->scale, 0.0f, dh, (int)ks);
+    } else if (tpos) {
+        for (int b = 0; b < B; b++)
+            add_bias(qx + (size_t)b * xs,
+                     a->no_q_position ? NULL : q + (size_t)b * hd + (size_t)h * dh,
+                     a->v ? a->v + (size_t)h * dh : NULL, dh);
+        k->post(S, ks, qx, xs, a->rkT + (size_t)h * a->rkT_hstride, (size_t)a->rkT_ld, B, 0,
+                klen, dh, a->scale);
     }
+    const int pos = bfpos || tpos;
     for (int b = 0; b < B; b++)
         decode_pair(vec, q, kv, a, k, S + (size_t)b * ks, qx + (size_t)b * xs, b, h, pos);
 }

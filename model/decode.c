@@ -98,6 +98,10 @@ static void layout(decode_state *s, const model_config *c, bump *b)
         s->tables16 = (uint16_t *)bump_take(b, (double)(((size_t)s->n_layer * s->tab_floats + 1) / 2));
     if (s->cache == DECODE_CACHE_ROUNDED)
         s->tables_r = bump_take(b, (double)s->n_layer * s->tab_floats);
+    if (s->cache != DECODE_CACHE_BF16 && s->tab_floats > 0) {
+        s->rkT = bump_take(b, (double)s->n_layer * s->tab_floats);
+        s->rkT_ok = (int *)bump_take(b, s->n_layer); /* int flags in float-sized slots */
+    }
     s->x = bump_take(b, B * d);
     s->xn = bump_take(b, B * d);
     s->qkv = bump_take(b, B * 3 * hd);
@@ -282,6 +286,8 @@ void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long 
             s->pos->decode_tables(c, &mdl->W.layer[l], &mdl->W, s->M,
                                   s->tables + (size_t)l * s->tab_floats, s->scratch);
     size_t nt = (size_t)s->n_layer * s->tab_floats;
+    for (int l = 0; s->rkT_ok && l < s->n_layer; l++)
+        s->rkT_ok[l] = 0;
     if (s->tables16)
         quant_bf16(s->tables16, s->tables, nt);
     for (size_t i = 0; s->tables_r && i < nt; i++)
@@ -297,6 +303,29 @@ void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long 
     for (int b = 0; s->coords && b < s->B; b++)
         memcpy(coords_at(s, b), mem->coords + (size_t)b * mem->M * TXL_N_COORDS,
                (size_t)s->m * TXL_N_COORDS * sizeof(int32_t));
+}
+
+/* xl's fp32 position rows of layer l (aa->rk, in the tables: [H][M + 1][dh]) transposed
+ * into rkT ([H][dh][M + 1]) at the layer's first step after decode_prime, and aa's rkT at
+ * the window's first row; another layout keeps rk. */
+static void rk_transposed(decode_state *s, int l, attn_args *aa)
+{
+    const size_t K = (size_t)s->M + 1, dh = (size_t)s->dh, t0 = (size_t)l * s->tab_floats;
+    if (!s->rkT || aa->rk_row != s->dh || aa->rk_hstride != K * dh ||
+        (size_t)s->H * K * dh > s->tab_floats)
+        return;
+    float *T = s->rkT + t0;
+    if (!s->rkT_ok[l]) {
+        const float *src = (s->tables_r ? s->tables_r : s->tables) + t0;
+        for (int h = 0; h < s->H; h++)
+            for (size_t p = 0; p < K; p++)
+                for (size_t c = 0; c < dh; c++)
+                    T[(size_t)h * K * dh + c * K + p] = src[(size_t)h * K * dh + p * dh + c];
+        s->rkT_ok[l] = 1;
+    }
+    aa->rkT = T + (size_t)(aa->rk - (s->tables + t0)) / dh; /* row M - m of each head */
+    aa->rkT_hstride = K * dh;
+    aa->rkT_ld = (int)K;
 }
 
 /* One layer for the B new rows in s->x (overwritten with the layer's output). */
@@ -341,6 +370,8 @@ static void layer_step(decode_state *s, const model *mdl, int l)
             aa.rk16 = s->tables16 + (aa.rk - s->tables);
     } else {
         kv = kv_at(s, l, 0) + (size_t)s->start * s->dh;
+        if (rk_in_tables)
+            rk_transposed(s, l, &aa);
         if (rk_in_tables && s->tables_r)
             aa.rk = s->tables_r + (aa.rk - s->tables);
     }

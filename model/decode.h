@@ -76,6 +76,10 @@ typedef struct {
     uint16_t *tables16; /* a bf16 cache: the same in bf16 (xl's position rows are read from
                            it), else NULL */
     float *tables_r;  /* DECODE_CACHE_ROUNDED: the same rounded to bf16, else NULL */
+    float *rkT;       /* fp32 (or rounded) tables: [N][tab_floats] xl's position rows of
+                         each head transposed (attn_args.rkT), made at a layer's first step
+                         after decode_prime; else NULL */
+    int *rkT_ok;      /* [N] whether layer l's rkT is made */
     float *x, *xn, *qkv, *q, *vec, *logits, *attn_scratch, *scratch;
     uint16_t *xh;     /* [B][max(d, H dh, d_inner)] the bf16 products' rounded rows */
     float *prime_x, *prime_kv; /* decode_prime's rows: layer norm, then k and v */
