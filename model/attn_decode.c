@@ -12,7 +12,10 @@
  *            c = 32 k + 2 l < dh32 (a 32-bit word of the row holds the pair, shifted or
  *            masked into floats: no shuffle); the same tree, then the dh mod 32 tail in order
  *            (so a bf16 cache decodes the bits the products of qgemm.h gave it before)
- *   both stored as alpha s + (beta 0: 0, else beta S_j)
+ *   score j, xl's fp32 position rows transposed (attn_args.rkT): s = fma(x_c, r_jc, s) for
+ *            c = 0 .. dh - 1, no lanes (64 keys of 4 streams at a time: a row of the table
+ *            loaded once for them)
+ *   all stored as alpha s + (beta 0: 0, else beta S_j)
  *   vec c:   y = fma(p_j, v_jc, y) for j = 0 .. klen - 1 (qgemv_t's)
  * The SIMD kernels take 16 keys (AVX-512) or 4 (AVX2) at a time, each key's 16 lanes in
  * registers, one row after the other as they lie, and add the lanes of all of them at once
