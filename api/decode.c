@@ -38,9 +38,14 @@
  * doc/performance.md (L3 reported 260 MB, a share of it in practice), S's throughput fell
  * once the working set passed 70-80 MB: 32 streams at mem_len 1024 (270 MB) ran at 0.65x
  * the rate of 8. So auto decodes all N together when they fit a quarter of the reported L3,
- * else as few groups as hold them with each fitting (sizes differing by at most one), one
- * after the other; with room for fewer than 2 streams (or no L3 reported) grouping would
- * give up the shared weight reads for nothing, and all N run together. */
+ * at most BATCH_BUDGET_MAX, else as few groups as hold them with each fitting (sizes
+ * differing by at most one), one after the other; with room for fewer than 2 streams (or no
+ * L3 reported) grouping would give up the shared weight reads for nothing, and all N run
+ * together. The cap: a VM reports its host's L3 (480 MB on the same Xeon later), of which
+ * one core reads a 34 MB buffer at 26 GB/s and a 70 MB one at 12 (DRAM's); S's 32 streams
+ * at mem_len 512 (71 MB with q8 weights, 80 with fp32 by this count) ran 1.5x (1.3x) faster
+ * in the groups the cap makes (16, 11) than all together (doc/performance.md). */
+#define BATCH_BUDGET_MAX (64.0 * 1048576.0)
 static int batch_streams(const txl_decoder *d)
 {
     const int N = d->N;
@@ -50,6 +55,8 @@ static int batch_streams(const txl_decoder *d)
     if (l3 <= 0 || N <= 2)
         return N;
     double budget = 0.25 * (double)l3, weights = (double)txl_model_weight_bytes(d->m);
+    if (budget > BATCH_BUDGET_MAX)
+        budget = BATCH_BUDGET_MAX;
     double per = (d->cache == DECODE_CACHE_BF16 ? 2.0 : 4.0) * /* a stream's keys, values */
                  (double)kv_rows_floats(d->c, 1, d->M);
     if (weights + N * per <= budget)

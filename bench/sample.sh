@@ -21,9 +21,10 @@
 #
 # The machine may be shared: a process then waits for a core at random, and wall-clock
 # rates swing by 2x from one minute to the next; CPU-second rates hold steady. REPS rounds
-# (default 3) of every cell, medians. With TXL_BASE=/path/to/old/txl each fp32 cell runs the
-# old and the new binary back to back (order swapped every round) and prints the median of
-# the per-round ratios new/old (the old binary needs sample --stats's full_tok_per_cpu_s).
+# (default 3) of every cell, medians. With TXL_BASE=/path/to/old/txl each cell whose
+# checkpoint the old binary reads (fp32 ones at least) runs the old and the new binary back
+# to back (order swapped every round) and prints the median of the per-round ratios new/old
+# (the old binary needs sample --stats's full_tok_per_cpu_s).
 # Environment: S_CKPT, M_CKPT (fp32 checkpoints; default: 2-step runs trained here; their
 # bf16 and q8 versions are quantized from them), CONFIGS (default "S M"), WEIGHTS (default
 # "fp32 bf16 q8"), S_MEMS (default "128 512 1024"), S_NS (default "1 8 32"), REPS, OUT
@@ -77,14 +78,22 @@ sample() {
              "sample --stats's full-memory rates, or the memory never filled)" >&2; exit 1; }
 }
 
+# base_reads CKPT: whether the TXL_BASE binary reads CKPT (a txl older than quantized
+# checkpoints reads only fp32 ones); asked once per checkpoint
+base_reads() {
+    f="$W/base_reads.$(echo "$1" | cksum | cut -d' ' -f1)"
+    [ -f "$f" ] || { "$BASE" info "$1" > /dev/null 2>&1 && echo 1 > "$f" || echo 0 > "$f"; }
+    [ "$(cat "$f")" = 1 ]
+}
+
 # cell KEY CKPT MEM N WEIGHTS: one round of a cell (base and new back to back when TXL_BASE
-# is set, for fp32 weights: an old txl reads no quantized checkpoint)
+# is set and reads the checkpoint)
 cell() {
     b=""
-    if [ -n "$BASE" ] && [ "$5" = fp32 ] && [ $((r % 2)) -eq 1 ]; then
+    if [ -n "$BASE" ] && base_reads "$2" && [ $((r % 2)) -eq 1 ]; then
         b=$(sample "$BASE" "$2" "$3" "$4"); n=$(sample "$TXL" "$2" "$3" "$4")
         cp "$W/last_batch" "$W/$1.batch"
-    elif [ -n "$BASE" ] && [ "$5" = fp32 ]; then
+    elif [ -n "$BASE" ] && base_reads "$2"; then
         n=$(sample "$TXL" "$2" "$3" "$4"); cp "$W/last_batch" "$W/$1.batch"
         b=$(sample "$BASE" "$2" "$3" "$4")
     else

@@ -65,7 +65,7 @@ static const cli_opt sample_options[] = {
      .help = "decode at most B of the --num-samples side by side, the rest in groups after "
              "them (each sample draws its own random numbers whatever B, though the products' "
              "rounding, and rarely a draw, can differ with the group's size); 0 = as many as "
-             "fit a quarter of the CPU's last-level cache with the weights"},
+             "fit a quarter of the CPU's last-level cache (at most 64 MB) with the weights"},
     {.short_name = "-i", .name = "--interactive", .type = CLI_SWITCH, .off = O(interactive),
      .excludes = "--num-samples",
      .help = "read prompts from stdin, one per line (a '> ' marker on stderr when stdin is "

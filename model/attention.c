@@ -18,7 +18,6 @@
 #include "attn_fused.h"
 #include "dropout.h"
 #include "gemm.h"
-#include "qgemm.h"
 
 /* Per thread: qu, qv, dqa [Lq, dh]; Lq zeros (the backward's, see position_backward); two
  * [Lq, klen] planes (BDraw / dP, P'); and
@@ -196,84 +195,6 @@ void attn_forward(float *prob, float *vec, const float *q, const float *kv,
             fused_forward_bh(prob, vec, q, kv, a, scr, p / a->H, p % a->H);
         else
             forward_bh(prob, vec, q, kv, a, scr, p / a->H, p % a->H);
-    }
-}
-
-size_t attn_decode_scratch_floats(int B, int klen, int dh, int threads)
-{
-    return ((size_t)B * klen + (size_t)B * dh + dh) * (size_t)(threads > 0 ? threads : 1);
-}
-
-/* Head h of attn_decode for every stream: S [B, klen] scores, qv [B, dh] and qx [dh]
- * scratch. */
-static void decode_head(float *vec, const float *q, const float *kv, const attn_args *a,
-                        float *S, float *qv, float *qx, int h)
-{
-    const int B = a->B, dh = a->dh, m = a->m, klen = m + 1, hd = a->H * dh;
-    const size_t hs = a->kv_hstride ? a->kv_hstride : (size_t)dh;
-    const size_t vo = a->v_offset ? a->v_offset : (size_t)hd;
-    const int row = a->kv_row ? a->kv_row : 2 * hd;
-    const size_t bs = a->kv_bstride ? a->kv_bstride : (size_t)klen * 2 * hd;
-    float beta = 0.0f;
-    if (a->rk) { /* (q_b + v)·rk[p], p = j: one product for the B streams (shared rows) */
-        const float *rkh = a->rk + (size_t)h * (a->rk_hstride ? a->rk_hstride : (size_t)dh);
-        for (int b = 0; b < B; b++)
-            add_row_bias(qv + (size_t)b * dh,
-                         a->no_q_position ? NULL : q + (size_t)b * hd + (size_t)h * dh, hd,
-                         a->v ? a->v + (size_t)h * dh : NULL, 1, dh);
-        if (a->rk16) { /* the same rows in bf16: [klen, dh] */
-            qmat R = {.type = QT_BF16, .rows = klen, .cols = dh,
-                      .bf16 = a->rk16 + (rkh - a->rk)};
-            qgemm(S, qv, &R, B, a->scale, 0.0f, dh, klen);
-        } else {
-            gemm_few(S, qv, rkh, B, klen, dh, a->scale, 0.0f, dh, a->rk_row ? a->rk_row : hd,
-                     klen);
-        }
-        beta = 1.0f;
-    }
-    for (int b = 0; b < B; b++) {
-        const float *kbh = a->kv16 ? NULL : kv + (size_t)b * bs + (size_t)h * hs;
-        const uint16_t *kb16 = a->kv16 ? a->kv16 + (size_t)b * bs + (size_t)h * hs : NULL;
-        float *srow = S + (size_t)b * klen;
-        add_row_bias(qx, a->no_q_content ? NULL : q + (size_t)b * hd + (size_t)h * dh, hd,
-                     a->u ? a->u + (size_t)h * dh : NULL, 1, dh);
-        if (kb16) {
-            qmat Km = {.type = QT_BF16, .rows = klen, .cols = dh, .bf16 = kb16};
-            qgemm(srow, qx, &Km, 1, a->scale, beta, dh, klen);
-        } else {
-            gemm(srow, qx, kbh, 1, klen, dh, 0, 1, a->scale, beta, dh, row, klen);
-        }
-        if (a->dist_bias) {
-            const float *tb = a->dist_bias + (size_t)h * bias_ld(a, klen);
-            for (int j = 0; j <= m; j++)
-                srow[j] += tb[m - j];
-        }
-        if (a->score_bias)
-            a->score_bias->add(a->score_bias, srow, klen, b, h, 0, 1, m);
-        double sum = vm_exp_sum(srow, klen, vm_max(srow, klen));
-        float inv = (float)(1.0 / sum);
-        for (int j = 0; j < klen; j++)
-            srow[j] *= inv;
-        if (kb16)
-            qgemv_t(vec + (size_t)b * hd + (size_t)h * dh, srow, kb16 + vo, klen, dh, dh);
-        else
-            gemm(vec + (size_t)b * hd + (size_t)h * dh, srow, kbh + vo, 1, dh, klen, 0, 0, 1.0f,
-                 0.0f, klen, row, hd);
-    }
-}
-
-void attn_decode(float *vec, const float *q, const float *kv, const attn_args *a,
-                 float *scratch)
-{
-    const size_t per = attn_decode_scratch_floats(a->B, a->m + 1, a->dh, 1);
-    int nt = attn_threads(a);
-    if (nt > a->H)
-        nt = a->H;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int h = 0; h < a->H; h++) {
-        float *S = scratch + per * (size_t)par_thread_id();
-        float *qv = S + (size_t)a->B * (a->m + 1);
-        decode_head(vec, q, kv, a, S, qv, qv + (size_t)a->B * a->dh, h);
     }
 }
 

@@ -33,16 +33,7 @@ double attn_scratch_floats(int Lq, int klen, int dh, int H, int threads);
 void attn_forward(float *prob, float *vec, const float *q, const float *kv,
                   const attn_args *a, float *scratch);
 
-/* One-token decoding: attn_forward for Lq = 1 (each of the B streams has one query, row m,
- * seeing keys 0..m), in inference, with the layout fields above. Per head, xl's position
- * term of all B streams is one product against the shared position rows; then per stream
- * the content term, the biases, the softmax and the weighted values, each a one-row
- * product (gemm() turns it into a matrix-vector product: the cached rows are read once, not
- * packed; from a bf16 cache, qgemm.h's products). Same scores as attn_forward, summed in
- * another order (a bf16 cache: of its rounded keys, values and positions). */
-size_t attn_decode_scratch_floats(int B, int klen, int dh, int threads);
-void attn_decode(float *vec, const float *q, const float *kv, const attn_args *a,
-                 float *scratch);
+/* One-token decoding: attn_decode.h. */
 
 void attn_backward(float *dq, float *dkv, float *drk, float *du, float *dv, float *d_dist_bias,
                    const float *dvec, const float *prob, const float *q, const float *kv,

@@ -56,7 +56,7 @@ typedef struct {
                                has none) */
     /* attn_decode only: where each head's cached rows are (0 = the layout of kv and rk
      * above, heads as column blocks of a row). Decoding keeps each head's keys, values and
-     * xl positions as contiguous [rows, dh] blocks, which one-row products stream through. */
+     * xl positions as contiguous [rows, dh] blocks, which attn_decode streams through. */
     size_t kv_hstride;      /* floats from head h's keys to head h+1's (0 = dh) */
     size_t v_offset;        /* floats from a head's keys to its values (0 = H*dh) */
     int kv_row;             /* floats from key (value) j to j+1 (0 = 2*H*dh) */
@@ -66,6 +66,12 @@ typedef struct {
      * rows (rk16, with rk still set), are read from these bf16 arrays of the same layout
      * instead (kv_row and rk_row then dh); NULL: the fp32 ones. */
     const uint16_t *kv16, *rk16;
+    /* attn_decode, fp32 position rows: the same rows transposed, head h's element (c, j) at
+     * rkT[h rkT_hstride + c rkT_ld + j] (a table's, made once: each score then a chain over
+     * c, no lanes to add, and a row of it serves all the streams), or NULL: rk's */
+    const float *rkT;
+    size_t rkT_hstride;
+    int rkT_ld;
 } attn_args;
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/par.h"
+#include "attn_decode.h"
 #include "gemm.h"
 #include "gemm_bf16.h"
 #include "gemm_bf16w.h"
@@ -97,12 +98,21 @@ static void layout(decode_state *s, const model_config *c, bump *b)
         s->tables16 = (uint16_t *)bump_take(b, (double)(((size_t)s->n_layer * s->tab_floats + 1) / 2));
     if (s->cache == DECODE_CACHE_ROUNDED)
         s->tables_r = bump_take(b, (double)s->n_layer * s->tab_floats);
+    if (s->cache != DECODE_CACHE_BF16 && s->tab_floats > 0) {
+        s->rkT = bump_take(b, (double)s->n_layer * s->tab_floats);
+        s->rkT_ok = (int *)bump_take(b, s->n_layer); /* int flags in float-sized slots */
+    }
     s->x = bump_take(b, B * d);
     s->xn = bump_take(b, B * d);
     s->qkv = bump_take(b, B * 3 * hd);
     s->q = bump_take(b, B * hd);
     s->vec = bump_take(b, B * hd);
     s->logits = bump_take(b, B * (size_t)s->V);
+    { /* the bf16 products' rounded rows: B of the widest input */
+        size_t k = d > hd ? d : hd;
+        k = k > (size_t)c->d_inner ? k : (size_t)c->d_inner;
+        s->xh = (uint16_t *)bump_take(b, (double)((B * k + 1) / 2));
+    }
     if (adapt_in_use(c)) { /* the adaptive input and distribution of B rows */
         adapt_shape as;
         adapt_shape_of(c, &as);
@@ -175,7 +185,7 @@ static void dec_linear(void *ctx, int l, int which, float *y, const float *x, co
     const model_config *c = &s->mdl->cfg;
     const qmat *q = s->lq[l].m[which];
     bf16w *w = s->w16 ? s->w16[l * LIN_N + which] : NULL;
-    if (w && rows == s->B && bf16w_run(w, y, x) == 0)
+    if (w && rows == s->B && bf16w_run(w, y, x, s->xh) == 0)
         return;
     if (q) {
         qlinear(y, x, q, bias, rows);
@@ -276,6 +286,8 @@ void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long 
             s->pos->decode_tables(c, &mdl->W.layer[l], &mdl->W, s->M,
                                   s->tables + (size_t)l * s->tab_floats, s->scratch);
     size_t nt = (size_t)s->n_layer * s->tab_floats;
+    for (int l = 0; s->rkT_ok && l < s->n_layer; l++)
+        s->rkT_ok[l] = 0;
     if (s->tables16)
         quant_bf16(s->tables16, s->tables, nt);
     for (size_t i = 0; s->tables_r && i < nt; i++)
@@ -291,6 +303,29 @@ void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long 
     for (int b = 0; s->coords && b < s->B; b++)
         memcpy(coords_at(s, b), mem->coords + (size_t)b * mem->M * TXL_N_COORDS,
                (size_t)s->m * TXL_N_COORDS * sizeof(int32_t));
+}
+
+/* xl's fp32 position rows of layer l (aa->rk, in the tables: [H][M + 1][dh]) transposed
+ * into rkT ([H][dh][M + 1]) at the layer's first step after decode_prime, and aa's rkT at
+ * the window's first row; another layout keeps rk. */
+static void rk_transposed(decode_state *s, int l, attn_args *aa)
+{
+    const size_t K = (size_t)s->M + 1, dh = (size_t)s->dh, t0 = (size_t)l * s->tab_floats;
+    if (!s->rkT || aa->rk_row != s->dh || aa->rk_hstride != K * dh ||
+        (size_t)s->H * K * dh > s->tab_floats)
+        return;
+    float *T = s->rkT + t0;
+    if (!s->rkT_ok[l]) {
+        const float *src = (s->tables_r ? s->tables_r : s->tables) + t0;
+        for (int h = 0; h < s->H; h++)
+            for (size_t p = 0; p < K; p++)
+                for (size_t c = 0; c < dh; c++)
+                    T[(size_t)h * K * dh + c * K + p] = src[(size_t)h * K * dh + p * dh + c];
+        s->rkT_ok[l] = 1;
+    }
+    aa->rkT = T + (size_t)(aa->rk - (s->tables + t0)) / dh; /* row M - m of each head */
+    aa->rkT_hstride = K * dh;
+    aa->rkT_ld = (int)K;
 }
 
 /* One layer for the B new rows in s->x (overwritten with the layer's output). */
@@ -335,6 +370,8 @@ static void layer_step(decode_state *s, const model *mdl, int l)
             aa.rk16 = s->tables16 + (aa.rk - s->tables);
     } else {
         kv = kv_at(s, l, 0) + (size_t)s->start * s->dh;
+        if (rk_in_tables)
+            rk_transposed(s, l, &aa);
         if (rk_in_tables && s->tables_r)
             aa.rk = s->tables_r + (aa.rk - s->tables);
     }
@@ -392,7 +429,7 @@ void decode_step(decode_state *s, const model *mdl, const txl_tok *tok, const in
         layer_step(s, mdl, l);
     advance(s);
     s->next_pos++;
-    if (s->out16 && bf16w_run(s->out16, s->logits, s->x) == 0)
+    if (s->out16 && bf16w_run(s->out16, s->logits, s->x, s->xh) == 0)
         ; /* the matrix units' */
     else if (s->out_q && !adapt_in_use(&mdl->cfg))
         qlinear(s->logits, s->x, s->out_q, mdl->W.out_bias, s->B);

@@ -7,15 +7,15 @@
  * computed once and kept in a window per layer and stream; the scheme's position tables
  * (xl's rk, the mlp/alibi/t5 bias) are built once for every distance up to M (pos.h:
  * decode_tables; fire's row of a query past its threshold, once per step). A step then runs a layer of model_forward for a 1-token segment: the
- * same q/kv projection, attn_decode (attention.c: the attention kernel's scores for one
- * query per stream) over the cached rows, and the same layer_tail_forward (forward.c); it
+ * same q/kv projection, attn_decode (attn_decode.h: the attention kernel's scores for one
+ * query per stream, one pass over each stream's cached rows) over the cached rows, and the same layer_tail_forward (forward.c); it
  * costs O(M*H*dh + d^2) per layer and token, whatever the amount of text generated, and
  * computes what model_forward computes (up to float rounding; tested).
  *
  * One token is memory-bound: each weight and each cached row is read once per token (B
  * streams share the weight reads and xl's position rows). So each head's keys, values and
- * (xl) position rows are contiguous [rows, dh] blocks that the one-row products stream
- * through, rather than column slices of wider rows.
+ * (xl) position rows are contiguous [rows, dh] blocks that attn_decode's dot products
+ * stream through, rather than column slices of wider rows.
  *
  * The windows hold 2(M+1) rows: a step appends a row and, once M rows are held, moves the
  * window start by one; every ~M steps the rows are moved back to the front (amortised O(1)
@@ -76,7 +76,12 @@ typedef struct {
     uint16_t *tables16; /* a bf16 cache: the same in bf16 (xl's position rows are read from
                            it), else NULL */
     float *tables_r;  /* DECODE_CACHE_ROUNDED: the same rounded to bf16, else NULL */
+    float *rkT;       /* fp32 (or rounded) tables: [N][tab_floats] xl's position rows of
+                         each head transposed (attn_args.rkT), made at a layer's first step
+                         after decode_prime; else NULL */
+    int *rkT_ok;      /* [N] whether layer l's rkT is made */
     float *x, *xn, *qkv, *q, *vec, *logits, *attn_scratch, *scratch;
+    uint16_t *xh;     /* [B][max(d, H dh, d_inner)] the bf16 products' rounded rows */
     float *prime_x, *prime_kv; /* decode_prime's rows: layer norm, then k and v */
     layer_qmats *lq;  /* [N] a quantized model's stored matrices (quant.h), read by the
                          layer products (qgemm.h); all NULL for an fp32 model */

@@ -111,9 +111,11 @@ bf16w *bf16w_new(const float *W, const float *bias, int N, int K, int M)
     return w;
 }
 
-int bf16w_run(bf16w *w, float *y, const float *x)
+int bf16w_run(bf16w *w, float *y, const float *x, uint16_t *xh)
 {
-    quant_bf16(w->xbuf, x, (size_t)w->M * w->K);
+    xh = xh ? xh : w->xbuf;
+    quant_bf16(xh, x, (size_t)w->M * w->K);
+    dnnl_memory_set_data_handle(w->src, xh);
     dnnl_memory_set_data_handle(w->dst, y);
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, w->src},
                                {DNNL_ARG_WEIGHTS, w->wei},

@@ -19,8 +19,11 @@ typedef struct bf16w bf16w;
  * out of memory): the caller then computes in fp32. */
 bf16w *bf16w_new(const float *W, const float *bias, int N, int K, int M);
 /* y [M, N] (row stride N) = x [M, K] (row stride K) W^T + bias: 0, or -1 when oneDNN failed
- * (y untouched: the caller computes it otherwise). */
-int bf16w_run(bf16w *w, float *y, const float *x);
+ * (y untouched: the caller computes it otherwise). xh: [M, K] bf16 scratch for x's rounding,
+ * or NULL (the product's own): decoding shares one among its products, so that the rounded
+ * rows stay in the cache from one product to the next (each own buffer was evicted by the
+ * step's reads of the streams' caches, and its stores missed). */
+int bf16w_run(bf16w *w, float *y, const float *x, uint16_t *xh);
 void bf16w_free(bf16w *w);
 /* The oneDNN implementation of the last bf16w_new ("brg:avx512_core_amx" ...), or "". */
 const char *bf16w_impl(void);

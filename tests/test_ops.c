@@ -39,6 +39,7 @@
 #include "../common/vmath.h"
 #include "../model/adaptive.h"
 #include "../model/attention.h"
+#include "../model/attn_decode.h"
 #include "../model/attn_amx.h"
 #include "../model/attn_fused.h"
 #include "../model/dropout.h"
@@ -49,6 +50,7 @@
 #include "../model/layernorm.h"
 #include "../model/model.h"
 #include "../model/posenc.h"
+#include "../model/qgemm.h"
 #include "../model/xent.h"
 #include "../optim/optim.h"
 #include "testlib.h"
@@ -1899,6 +1901,80 @@ static void test_attn_amx(void)
         test_attn_amx_case(&big[i]);
 }
 
+/* attn_decode's kernels (attn_decode.h: qgemm.h's choice, qgemm_use): the AVX-512 and AVX2
+ * ones compute the bits of the plain C twin, over fp32 and bf16 rows, with xl's position
+ * rows (fp32: transposed, rkT) and a distance bias, for heads of 64 (whole chunks), 40 and 8
+ * (tails), 3 streams (blocks of 4 and 2 streams part filled), and key counts that fill no
+ * block, one and a part. */
+static void test_decode_kernels(void)
+{
+    static const char *const kernels[] = {"c", "avx2", "avx512"};
+    static const int dhs[] = {64, 40, 8}, ms[] = {0, 16, 37, 70};
+    int same = 1, cases = 0;
+    double worst = 0;
+    char names[64] = "";
+    for (size_t di = 0; di < 3; di++)
+        for (size_t mi = 0; mi < 4; mi++)
+            for (int bf = 0; bf < 2; bf++) {
+                const int B = 3, H = 2, dh = dhs[di], m = ms[mi], klen = m + 1, hd = H * dh;
+                const int cap = klen + 3; /* each head's rows in a longer window, as decode.c */
+                const size_t per_b = (size_t)H * 2 * cap * dh, nrk = (size_t)H * cap * dh;
+                float *kv = rand_f((size_t)B * per_b, 1.0f), *rk = rand_f(nrk, 1.0f);
+                float *q = rand_f((size_t)B * hd, 1.0f), *u = rand_f((size_t)hd, 0.5f);
+                float *v = rand_f((size_t)hd, 0.5f), *bias = rand_f((size_t)H * klen, 0.5f);
+                uint16_t *kv16 = malloc(sizeof(uint16_t) * B * per_b), *rk16 = malloc(sizeof(uint16_t) * nrk);
+                float *rkT = alloc_f(nrk); /* each head's rows transposed: [dh][cap] */
+                for (int h = 0; h < H; h++)
+                    for (int j = 0; j < cap; j++)
+                        for (int c = 0; c < dh; c++)
+                            rkT[((size_t)h * dh + c) * cap + j] = rk[((size_t)h * cap + j) * dh + c];
+                for (size_t i = 0; i < (size_t)B * per_b; i++)
+                    kv16[i] = bf16_from_f32(kv[i]);
+                for (size_t i = 0; i < nrk; i++)
+                    rk16[i] = bf16_from_f32(rk[i]);
+                attn_args a = {.B = B, .H = H, .dh = dh, .Lq = 1, .m = m,
+                               .scale = (float)(1.0 / sqrt((double)dh)), .u = u, .v = v, .rk = rk,
+                               .dist_bias = bias, .kv_bstride = per_b,
+                               .kv_hstride = 2 * (size_t)cap * dh, .v_offset = (size_t)cap * dh,
+                               .kv_row = dh, .rk_hstride = (size_t)cap * dh, .rk_row = dh,
+                               .threads = 1, .kv16 = bf ? kv16 : NULL, .rk16 = bf ? rk16 : NULL,
+                               .rkT = bf ? NULL : rkT, .rkT_hstride = (size_t)cap * dh,
+                               .rkT_ld = cap};
+                float *scr = alloc_f(attn_decode_scratch_floats(B, klen, dh, 1));
+                float *ref = nan_f((size_t)B * hd), *out = nan_f((size_t)B * hd);
+                int ran = 0;
+                names[0] = 0;
+                for (int k = 0; k < 3; k++) {
+                    if (qgemm_use(kernels[k]))
+                        continue;
+                    attn_decode(ran ? out : ref, q, bf ? NULL : kv, &a, scr);
+                    if (ran++)
+                        same &= memcmp(ref, out, sizeof(float) * B * hd) == 0;
+                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                             ran > 1 ? " " : "", kernels[k]);
+                }
+                if (!bf) { /* the transposed rows against rk's: the same terms, 1e-5 */
+                    attn_args ar = a;
+                    ar.rkT = NULL;
+                    attn_decode(out, q, kv, &ar, scr);
+                    double *d = alloc_d((size_t)B * hd);
+                    for (size_t i = 0; i < (size_t)B * hd; i++)
+                        d[i] = out[i];
+                    worst = fmax(worst, tl_max_rel_err(ref, d, (size_t)B * hd, 1e-30));
+                    free(d);
+                }
+                cases++;
+                free(kv), free(rk), free(q), free(u), free(v), free(bias), free(kv16), free(rk16);
+                free(rkT);
+                free(scr), free(ref), free(out);
+            }
+    if (qgemm_use(kernels[2]) && qgemm_use(kernels[1])) /* back to the best */
+        qgemm_use(kernels[0]);
+    CHECK(same && worst <= 1e-5, "attn_decode: kernels %s give the same bits over fp32 and bf16 "
+          "rows (%d cases); xl's transposed fp32 rows vs the rows: %.1e (tol 1e-5)", names, cases,
+          worst);
+}
+
 static void test_attention(void)
 {
     for (size_t i = 0; i < N_ATTN_CASES; i++)
@@ -1906,6 +1982,7 @@ static void test_attention(void)
             test_attn_case(&attn_cases[i], kernel);
     test_attn_same_len();
     test_attn_amx();
+    test_decode_kernels();
 }
 
 /* ---------------------------------------------------------------- posenc */

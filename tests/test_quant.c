@@ -250,7 +250,7 @@ static void test_bf16w(int M, int N, int K, int with_bias)
         free(W), free(x), free(b), free(y), free(ref);
         return;
     }
-    int rc = bf16w_run(w, y, x);
+    int rc = bf16w_run(w, y, x, NULL);
     for (int i = 0; i < M; i++)
         for (int o = 0; o < N; o++) {
             double s = with_bias ? b[o] : 0;
