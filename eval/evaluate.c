@@ -286,8 +286,9 @@ typedef struct {
  * (min_len rows a stream: the last one, or tgt_len) keeps the products GROUP_OUT asks for,
  * with the smallest G that does when the budget's does not. Each stream's rows are computed
  * as in the whole batch, and a segment's sums are added in its rows' order (run_segment), so
- * the results are the whole batch's bit for bit (checked: every scheme's fixtures and S, fp32
- * and bf16). Not with the term statistics (one accumulator, which groups would fill in
+ * the results are the whole batch's bit for bit on OpenBLAS's SkylakeX kernels (checked:
+ * every scheme's fixtures and S, fp32 and bf16); its Haswell and Zen kernels round a
+ * group's smaller products otherwise (1e-10 relative in the loss). Not with the term statistics (one accumulator, which groups would fill in
  * another order), nor for a scheme whose tables span the batch (pos_ops.batch_tables:
  * hier), nor with the adaptive softmax (its blocks of rows, and the cluster products over the
  * rows of a block, would fall otherwise in a group). */

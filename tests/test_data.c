@@ -10,6 +10,7 @@
 #include "../common/par.h"
 #include "testlib.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,14 @@ static void test_truncated_eval(void)
     unlink(path);
 }
 
+/* How far a pass in groups may be from the whole batch's: the same bits where the BLAS's
+ * products give a row the same bits whatever rows surround it (OpenBLAS's SkylakeX,
+ * Cooperlake, Sandybridge and Prescott kernels, measured); its Haswell and Zen kernels
+ * (OPENBLAS_CORETYPE=Haswell or Zen, an AVX2 CPU) round a group's smaller products
+ * otherwise, by 1e-10 relative in the loss here, as another --batch does. A group that
+ * skipped a segment, reset a memory or lost a row moves the loss by 1e-3 or more. */
+#define GROUP_TOL 1e-9
+
 /* One scheme of test_grouped_eval on T threads. */
 static void grouped_eval(pos_scheme pos, int T, const tok_stream *ts)
 {
@@ -179,8 +188,8 @@ static void grouped_eval(pos_scheme pos, int T, const tok_stream *ts)
           bg / 1048576, bw / 1048576);
     eval_result rg, rw;
     rc = rc || eval_stream(&mdl, &mc, ts, &o, &rg, &e) || eval_stream(&mdl, &mc, ts, &w, &rw, &e);
-    CHECK(rc == 0 && memcmp(&rg.loss, &rw.loss, sizeof rg.loss) == 0 &&
-              memcmp(&rg.bpc, &rw.bpc, sizeof rg.bpc) == 0 && rg.tokens == rw.tokens &&
+    CHECK(rc == 0 && fabs(rg.loss - rw.loss) <= GROUP_TOL * fabs(rw.loss) &&
+              fabs(rg.bpc - rw.bpc) <= GROUP_TOL * fabs(rw.bpc) && rg.tokens == rw.tokens &&
               rg.bytes == rw.bytes && rg.segments == rw.segments && rg.tokens == sizeof text - 1,
           "groups %s, %d thread%s: loss %.17g, the whole batch's %.17g (%zu and %zu tokens, "
           "%zu and %zu segments)%s%s", name, T, T > 1 ? "s" : "", rc ? 0 : rg.loss,
@@ -193,7 +202,7 @@ static void grouped_eval(pos_scheme pos, int T, const tok_stream *ts)
  * of 624 tokens (19 segments of 32 rows and one of 16) at mem_len 128, on one thread in
  * four groups of 8 (G M <= B Lq), on two (a replica of 16 streams each) in four groups of 4
  * (whose last segment's products still have 4 x 16 x 64 outputs: GROUP_OUT), with less
- * memory planned, and every scheme's loss and bits per byte the whole batch's to the bit;
+ * memory planned, and every scheme's loss and bits per byte the whole batch's (GROUP_TOL);
  * hier, whose tables span the batch, and a memory no longer than a segment keep one
  * group. */
 static void test_grouped_eval(void)
