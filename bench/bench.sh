@@ -13,6 +13,9 @@
 # The loaded scenario (bench/loaded.sh: S training with one competing CPU-bound process it
 # starts) follows: the default threads against the best explicit setting, and against idle.
 #
+# Evaluation's memory at long contexts follows S: txl eval's peak RSS at mem_len 128 and at
+# 8x (1024), fp32 and bf16 where the CPU has it (eval_memory below).
+#
 # Prints one line per measurement and, at the end, every result as JSON lines
 # (also written to $OUT/bench.jsonl). Environment: THREADS (default: all cores),
 # CONFIGS (default "S M"), S_STEPS, M_STEPS (timed training steps), PAIRS (default 3),
@@ -112,6 +115,31 @@ run_cfg() { # name N d H dh di Lq M B steps
     eval "TXL_${name}_TRAIN=$tps TXL_${name}_EVAL=$etps TXL_${name}_RSS=$rss"
 }
 
+# Evaluation's memory at long contexts (issue 29: at 8x the memory, at most 1.5x the peak RSS
+# of 1x): `txl eval` of the S checkpoint just trained, batch 16, 24 segments of the train
+# split (the memory full after 8 of them at 8x), one thread, at mem_len 128 and 1024; the
+# process's peak resident set by GNU time. fp32, and bf16 where the CPU has it (what
+# --precision auto takes).  eval_memory DIR B Lq M
+eval_memory() {
+    [ -x /usr/bin/time ] || { echo "txl S eval memory: needs GNU time (apt-get install time)"; return 0; }
+    ck="$1/last.safetensors.gz" B=$2 Lq=$3 M=$4
+    precs=fp32
+    $TXL eval "$ck" --split train --max-tokens 256 --precision auto 2>&1 >/dev/null |
+        grep -q 'precision auto: bf16' && precs="fp32 bf16"
+    for p in $precs; do
+        for m in $M $((8 * M)); do
+            /usr/bin/time -f %M -o "$1.evalmem.$m" $TXL eval "$ck" --split train \
+                --max-tokens $((B * Lq * 24)) --json -q --threads 1 --precision $p --mem-len $m \
+                > /dev/null
+        done
+        r1=$(awk '{printf "%.1f", $1 / 1024}' "$1.evalmem.$M")
+        r8=$(awk '{printf "%.1f", $1 / 1024}' "$1.evalmem.$((8 * M))")
+        x=$(awk -v a="$r8" -v b="$r1" 'BEGIN {printf "%.2f", a / b}')
+        echo "txl S eval memory, $p, batch $B, 1 thread: peak RSS $r1 MiB at mem_len $M, $r8 MiB at $((8 * M)) (8x): ${x}x (goal: at most 1.5x)"
+        emit "{\"what\":\"eval_memory\",\"config\":\"S\",\"precision\":\"$p\",\"batch\":$B,\"threads\":1,\"mem_len\":$M,\"peak_rss_mib\":$r1,\"mem_len_8x\":$((8 * M)),\"peak_rss_mib_8x\":$r8,\"ratio_8x\":$x}"
+    done
+}
+
 S_ARGS="$S_SHAPE $S_STEPS"
 M_ARGS="$M_SHAPE $M_STEPS"
 for cfg in $CONFIGS; do
@@ -122,6 +150,11 @@ for cfg in $CONFIGS; do
     esac
     # shellcheck disable=SC2086
     run_cfg $cfg $args
+    if [ $cfg = S ]; then # B Lq M of the shape
+        # shellcheck disable=SC2086
+        eval_memory "$OUT/S" $(echo $S_SHAPE | cut -d' ' -f8) $(echo $S_SHAPE | cut -d' ' -f6) \
+            $(echo $S_SHAPE | cut -d' ' -f7)
+    fi
 done
 
 # sampling with the memory full, on the checkpoints just trained (bench/sample.sh)

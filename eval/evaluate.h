@@ -25,6 +25,8 @@ typedef struct {
     txl_tok anchor_base;  /* the first anchor's id (the tokenizer's V; 0: 256, bytes) */
     int same_length;      /* every query sees mem_len keys, its own included (fewer only
                              while the memory fills): txl eval --same-length; mem_len > 0 */
+    int whole_batch;      /* run every stream at once, never in groups (eval_plan.ng): what
+                             the tests hold the groups to */
 } eval_opts;
 
 typedef struct {
@@ -55,13 +57,15 @@ typedef struct eval_pass {
     model_acts A;
     model_mem mem;
     kv_cache kv;          /* the memory's keys and values (buf NULL: none) */
-    int nb;               /* streams of this rank */
-    size_t b0;            /* its first stream in the batch */
+    int nb;               /* streams it runs at once (of a group, when the plan has groups) */
+    size_t b0;            /* its first stream in the batch (a replica's: in the rank's) */
     txl_tok *x, *y;       /* [batch, tgt_len] */
     uint32_t *yb;         /* [batch, tgt_len] the bytes of text of each target */
     int32_t *co;          /* their coordinates, or NULL */
     double nats, anchor_nats;
     size_t tokens, anchors, bytes;
+    double *seg_nats;     /* groups: per segment, its nats and its anchors' nats summed so */
+    double *seg_anchor;   /* far, in the order of its rows (NULL without groups) */
 } eval_pass;
 
 /* A pass planned once and run again and again over the same tokens with the weights of the
@@ -82,6 +86,10 @@ typedef struct {
                              batch buffers and, after the pass, the sums), or 1 (p runs all
                              streams, the threads split each op) */
     eval_pass *rep;       /* [R] when R > 1 */
+    int ng;               /* groups: a long memory's pass runs its streams (a replica's)
+                             ng at a time, each group over every segment, so that it holds
+                             the memory of fewer streams (evaluate.c, groups_of); 1: none */
+    size_t nseg;          /* segments of a pass (max_segments at most) */
 } eval_plan;
 
 int eval_plan_init(eval_plan *ep, model *mdl, const model_config *cfg, const tok_stream *ts,

@@ -128,6 +128,11 @@ typedef struct pos_ops {
      * projected in one segment is not that row's key in the next, so inference keeps no
      * kv_cache (model.h) and projects every row of the window. */
     int window_keys;
+    /* A segment's tables are sized by every stream of the batch (hier: the distances its
+     * windows span, the longest stream's): a stream's scores may round their last bit
+     * differently beside other streams, so evaluation runs such a scheme's streams all at
+     * once, never in groups (eval/evaluate.c). */
+    int batch_tables;
 
     /* Parameters: layer -1 adds the model-wide tensors (after out.bias), layer l those of
      * layer l (after its attn.qkv.weight). Their views fill .pos[] in that order. */

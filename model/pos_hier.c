@@ -357,6 +357,7 @@ const pos_ops pos_hier = {
     .name = "hier",
     .term_names = hier_terms,
     .needs_coords = 1,
+    .batch_tables = 1,
     .params = hier_params,
     .validate = hier_validate,
     .plan = hier_plan,

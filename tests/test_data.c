@@ -1,13 +1,16 @@
 /* test_data.c: unit test of data/corpus.c on files built here: a plain corpus is read in
  * place, so a file truncated after corpus_open makes batcher_next (and an evaluation pass
  * over it, eval/evaluate.c) fail with a message naming the file instead of faulting; a
- * gzip'd corpus is held in memory and unaffected; the train/valid/test split rule, with
- * eval's one-split entry point agreeing with training's. Files live in $TMPDIR (default
- * /tmp). */
+ * gzip'd corpus is held in memory and unaffected; an evaluation pass of a long memory in
+ * groups of streams computes the whole batch's numbers; the train/valid/test split rule,
+ * with eval's one-split entry point agreeing with training's. Files live in $TMPDIR
+ * (default /tmp). */
 #include "../eval/evaluate.h"
 #include "../data/corpus.h"
+#include "../common/par.h"
 #include "testlib.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +139,97 @@ static void test_truncated_eval(void)
     unlink(path);
 }
 
+/* How far a pass in groups may be from the whole batch's: the same bits where the BLAS's
+ * products give a row the same bits whatever rows surround it (OpenBLAS's SkylakeX,
+ * Cooperlake, Sandybridge and Prescott kernels, measured); its Haswell and Zen kernels
+ * (OPENBLAS_CORETYPE=Haswell or Zen, an AVX2 CPU) round a group's smaller products
+ * otherwise, by 1e-10 relative in the loss here, as another --batch does. A group that
+ * skipped a segment, reset a memory or lost a row moves the loss by 1e-3 or more. */
+#define GROUP_TOL 1e-9
+
+/* One scheme of test_grouped_eval on T threads. */
+static void grouped_eval(pos_scheme pos, int T, const tok_stream *ts)
+{
+    model_config mc = {.vocab = 256, .n_layer = 1, .d_model = 64, .n_head = 2, .d_head = 32,
+                       .d_inner = 128, .tgt_len = 32, .mem_len = 128, .pos = pos,
+                       .mlp_num_freqs = 4, .mlp_max_dist = 64, .mlp_hidden = 8,
+                       .hier_levels = HIER_ALL, .hier_num_freqs = 3, .fire_hidden = 6,
+                       .fire_threshold = 8.0f, .t5_buckets = 8, .t5_max_dist = 10,
+                       .t5_shared = 1};
+    const char *name = pos_scheme_name(pos);
+    txl_err e = {0};
+    model mdl;
+    if (model_init(&mdl, &mc, &e)) {
+        CHECK(0, "groups %s: a model (%s)", name, e.msg);
+        return;
+    }
+    tl_rng r = {31 + (uint64_t)pos};
+    for (int k = 0; k < mdl.n_params; k++) {
+        const param_entry *p = &mdl.table[k];
+        for (size_t j = 0; j < p->numel; j++)
+            mdl.w[p->offset + j] = (p->init == INIT_ONE ? 1.0f : 0.0f) + tl_normal(&r, 0.1f);
+    }
+    int want = pos_get(pos)->batch_tables ? 1 : 4;
+    eval_opts o = {.batch = 32, .tgt_len = 32, .mem_len = 128}, w = o, s = o;
+    w.whole_batch = 1;
+    s.mem_len = 32;
+    eval_plan ep;
+    double bg = 0, bw = 0;
+    int rc = eval_plan_init(&ep, &mdl, &mc, ts, &o, &e);
+    int ng = rc ? 0 : ep.ng;
+    eval_plan_free(&ep);
+    rc = rc || eval_plan_init(&ep, &mdl, &mc, ts, &s, &e);
+    int ng_short = rc ? 0 : ep.ng;
+    eval_plan_free(&ep);
+    rc = rc || eval_plan_bytes(&mc, ts, &o, &bg, &e) || eval_plan_bytes(&mc, ts, &w, &bw, &e);
+    CHECK(rc == 0 && ng == want && ng_short == 1 && (want == 1 ? bg == bw : bg < bw),
+          "groups %s, %d thread%s: %d at mem_len 128 (want %d), %d at 32; planned %.2f MiB, "
+          "the whole batch %.2f", name, T, T > 1 ? "s" : "", ng, want, ng_short,
+          bg / 1048576, bw / 1048576);
+    eval_result rg, rw;
+    rc = rc || eval_stream(&mdl, &mc, ts, &o, &rg, &e) || eval_stream(&mdl, &mc, ts, &w, &rw, &e);
+    CHECK(rc == 0 && fabs(rg.loss - rw.loss) <= GROUP_TOL * fabs(rw.loss) &&
+              fabs(rg.bpc - rw.bpc) <= GROUP_TOL * fabs(rw.bpc) && rg.tokens == rw.tokens &&
+              rg.bytes == rw.bytes && rg.segments == rw.segments && rg.tokens == sizeof text - 1,
+          "groups %s, %d thread%s: loss %.17g, the whole batch's %.17g (%zu and %zu tokens, "
+          "%zu and %zu segments)%s%s", name, T, T > 1 ? "s" : "", rc ? 0 : rg.loss,
+          rc ? 0 : rw.loss, rc ? 0 : rg.tokens, rc ? 0 : rw.tokens, rc ? 0 : rg.segments,
+          rc ? 0 : rw.segments, rc ? ": " : "", rc ? e.msg : "");
+    model_free(&mdl);
+}
+
+/* A long memory's pass runs its streams in groups (eval/evaluate.c, groups_of): 32 streams
+ * of 624 tokens (19 segments of 32 rows and one of 16) at mem_len 128, on one thread in
+ * four groups of 8 (G M <= B Lq), on two (a replica of 16 streams each) in four groups of 4
+ * (whose last segment's products still have 4 x 16 x 64 outputs: GROUP_OUT), with less
+ * memory planned, and every scheme's loss and bits per byte the whole batch's (GROUP_TOL);
+ * hier, whose tables span the batch, and a memory no longer than a segment keep one
+ * group. */
+static void test_grouped_eval(void)
+{
+    const char *path = scratch(3, "groups.txt");
+    write_text(path, sizeof text, 0);
+    corpus c;
+    tok_stream ts;
+    txl_err e = {0};
+    units_config u = {.anchors = 0};
+    int rc = corpus_open(&c, path, &e) || tok_stream_open(&ts, corpus_all(&c), NULL, &u, 0, &e);
+    CHECK(rc == 0, "groups: a corpus (%s)", rc ? e.msg : "ok");
+    if (rc)
+        return;
+    const pos_scheme schemes[] = {POS_XL, POS_ROPE, POS_T5, POS_ALIBI, POS_FIRE, POS_MLP,
+                                  POS_HIER};
+    for (int T = 1; T <= 2; T++) {
+        par_set_threads(T);
+        for (size_t i = 0; i < sizeof schemes / sizeof *schemes; i++)
+            grouped_eval(schemes[i], T, &ts);
+    }
+    par_set_threads(1);
+    tok_stream_free(&ts);
+    corpus_close(&c);
+    unlink(path);
+}
+
 /* The split rule, and the two entry points agreeing on it: data_open_split (eval --split)
  * resolves every split to the same bytes as data_open_splits (training). */
 static void test_splits(void)
@@ -228,6 +322,7 @@ int main(void)
     test_truncated_batcher();
     test_memory_corpus();
     test_truncated_eval();
+    test_grouped_eval();
     test_splits();
     return tl_done("test_data");
 }
