@@ -80,10 +80,11 @@ static double step(run *r, const txl_tok *x, const txl_tok *y)
     const model_config *c = &r->mdl.cfg;
     size_t ntok = (size_t)r->A.B * c->tgt_len;
     adam_hparams ah = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
-    fwd_opts o = {.training = 1, .drop_key = rng_key(1, (uint64_t)r->t)};
+    fwd_opts o = {.training = 1, .drop_key = rng_key(1, (uint64_t)r->t),
+                  .loss_scale = 1.0f / (float)ntok};
     model_zero_grads(&r->mdl);
     double loss = model_forward(&r->mdl, &r->A, &r->mem, x, y, c->tgt_len, &o);
-    model_backward(&r->mdl, &r->A, &r->mem, 1.0f / (float)ntok);
+    model_backward(&r->mdl, &r->A, &r->mem, o.loss_scale);
     model_mem_update(&r->A, &r->mem);
     float cc = clip_coef(grad_norm(r->mdl.g, r->mdl.n_floats), 0.25);
     adam_step_scaled(r->mdl.w, r->mdl.g, cc, r->m, r->v, r->mdl.n_floats, ++r->t, 2.5e-4, &ah);

@@ -134,6 +134,13 @@ static size_t ws_layout(adapt_ws *ws, const adapt_shape *s, int rows_cap, int tr
     ws->lse_t = piece(base, &used, rows_cap);
     ws->dhb = training ? piece(base, &used, R * d) : NULL;
     ws->dhp = training ? piece(base, &used, R * d0) : NULL;
+    /* a block's logits, kept for its backward in adapt_xent_train: room for a head block's
+     * (heads of at most ADAPT_KEEP_COLS logits: WikiText-103's 20,003 take 19.5 MiB at
+     * R = 256), which a tail block's take too where they fit */
+    const double head_cols = s->hi[0] + s->n - 1;
+    const int keep = training && head_cols <= ADAPT_KEEP_COLS;
+    ws->zh_cap = keep ? (size_t)R * (size_t)head_cols : 0;
+    ws->zh = keep ? piece(base, &used, R * head_cols) : NULL;
     return used;
 }
 
@@ -307,11 +314,18 @@ void adapt_embed_backward(const adapt_tensors *G, const adapt_tensors *W, const 
 
 /* ---- the adaptive log-softmax with targets */
 
+/* The chunk of logits at column base of a block of nb rows: in ws->z, or with keep (the
+ * block's logits, kept for the backward) its [nb, nc] tile at keep + nb base. */
+static float *chunk_at(float *keep, int nb, int base, const adapt_ws *ws)
+{
+    return keep ? keep + (size_t)nb * base : ws->z;
+}
+
 /* lse[k] = log sum_j exp(z_kj) over cluster i's columns (seg) for the nb rows of hp
  * [nb, dk], online over chunks of ws->C (running maximum, sum rescaled); zt[k] = the logit of
- * column tcol[k]. */
+ * column tcol[k]. keep: the chunks' logits are left there (chunk_at) for block_backward. */
 static void block_lse(double *lse, float *zt, const colseg *seg, int nseg, const float *hp,
-                      int nb, int dk, const int *tcol, const adapt_ws *ws)
+                      int nb, int dk, const int *tcol, const adapt_ws *ws, float *keep)
 {
     float mx[ADAPT_ROWS];
     double sum[ADAPT_ROWS];
@@ -323,10 +337,11 @@ static void block_lse(double *lse, float *zt, const colseg *seg, int nseg, const
     for (int sg = 0, col = 0; sg < nseg; col += seg[sg++].n)
         for (int c0 = 0; c0 < seg[sg].n; c0 += ws->C) {
             const int nc = min_i(ws->C, seg[sg].n - c0), base = col + c0;
-            linear_forward(ws->z, hp, seg[sg].w + (size_t)c0 * dk, seg[sg].b + c0, nb, nc, dk, 0);
+            float *zc = chunk_at(keep, nb, base, ws);
+            linear_forward(zc, hp, seg[sg].w + (size_t)c0 * dk, seg[sg].b + c0, nb, nc, dk, 0);
 #pragma omp parallel for schedule(static) if ((size_t)nb * nc > 65536)
             for (int k = 0; k < nb; k++) {
-                float *z = ws->z + (size_t)k * nc;
+                const float *z = zc + (size_t)k * nc;
                 if (tcol[k] >= base && tcol[k] < base + nc)
                     zt[k] = z[tcol[k] - base];
                 float cm = vm_max(z, nc);
@@ -334,66 +349,31 @@ static void block_lse(double *lse, float *zt, const colseg *seg, int nseg, const
                     sum[k] *= exp((double)mx[k] - (double)cm);
                     mx[k] = cm;
                 }
-                sum[k] += vm_exp_sum(z, nc, mx[k]);
+                sum[k] += exp_sum(z, nc, mx[k]); /* vm_exp_sum's sum, z kept */
             }
         }
     for (int k = 0; k < nb; k++)
         lse[k] = (double)mx[k] + log(sum[k]);
 }
 
-double adapt_xent_forward(float *row_loss, const float *x, const adapt_tensors *W,
-                          const adapt_shape *s, const txl_tok *y, int rows, const adapt_ws *ws)
-{
-    const int d = s->d;
-    int start[ADAPT_MAX_CLUSTERS], cnt[ADAPT_MAX_CLUSTERS], tcol[ADAPT_ROWS];
-    double lse[ADAPT_ROWS];
-    float zt[ADAPT_ROWS];
-    colseg seg[2];
-    group_rows(ws->order, start, cnt, s, y, rows, s->n);
-    for (int i = 0; i < s->n; i++) { /* the head over every row, then each tail's rows */
-        const int nseg = cluster_cols(W, s, i, seg), dk = s->dim[i], n_i = i ? cnt[i] : rows;
-        for (int b0 = 0; b0 < n_i; b0 += ws->R) {
-            const int nb = min_i(ws->R, n_i - b0);
-            const float *hb = block_rows(ws, start, i, b0, nb, x, d);
-            const float *hp = project(ws->hp, hb, W->pout[i], nb, d, dk);
-            for (int k = 0; k < nb; k++)
-                tcol[k] = target_col(s, i, y[block_row(ws, start, i, b0, k)]);
-            block_lse(lse, zt, seg, nseg, hp, nb, dk, tcol, ws);
-            for (int k = 0; k < nb; k++) {
-                const int r = block_row(ws, start, i, b0, k);
-                const double l = lse[k] - (double)zt[k];
-                if (i == 0) {
-                    ws->lse_h[r] = (float)lse[k];
-                    row_loss[r] = (float)l;
-                } else {
-                    ws->lse_t[r] = (float)lse[k];
-                    row_loss[r] = (float)((double)row_loss[r] + l);
-                }
-            }
-        }
-    }
-    double total = 0; /* in row order: the same total for any thread count */
-    for (int r = 0; r < rows; r++)
-        total += row_loss[r];
-    return total;
-}
-
-/* Backward of one block of cluster i: the logits recomputed chunk by chunk, turned into
- * their gradient scale (softmax - onehot(tcol)) in place, then d(hp) += dl W, dW += dl^T hp,
- * db += colsum(dl). */
+/* Backward of one block of cluster i: the logits chunk by chunk (kept by block_lse, or
+ * recomputed), turned into their gradient scale (softmax - onehot(tcol)) in place, then
+ * d(hp) += dl W, dW += dl^T hp, db += colsum(dl). */
 static void block_backward(const colseg *seg, const colseg *gseg, int nseg, const float *hp,
                            int nb, int dk, const int *tcol, const float *lse, float scale,
-                           const adapt_ws *ws)
+                           const adapt_ws *ws, float *keep)
 {
     memset(ws->dhp, 0, (size_t)nb * dk * sizeof(float));
     for (int sg = 0, col = 0; sg < nseg; col += seg[sg++].n)
         for (int c0 = 0; c0 < seg[sg].n; c0 += ws->C) {
             const int nc = min_i(ws->C, seg[sg].n - c0), base = col + c0;
             const float *w = seg[sg].w + (size_t)c0 * dk;
-            linear_forward(ws->z, hp, w, seg[sg].b + c0, nb, nc, dk, 0);
+            float *zc = chunk_at(keep, nb, base, ws);
+            if (!keep) /* the same product as block_lse's: the same logits */
+                linear_forward(zc, hp, w, seg[sg].b + c0, nb, nc, dk, 0);
 #pragma omp parallel for schedule(static) if ((size_t)nb * nc > 65536)
             for (int k = 0; k < nb; k++) {
-                float *z = ws->z + (size_t)k * nc;
+                float *z = zc + (size_t)k * nc;
                 const float l = lse[k];
                 /* z <= lse up to rounding: vm_expf_neg's range */
                 for (int j = 0; j < nc; j++)
@@ -401,34 +381,64 @@ static void block_backward(const colseg *seg, const colseg *gseg, int nseg, cons
                 if (tcol[k] >= base && tcol[k] < base + nc)
                     z[tcol[k] - base] -= scale;
             }
-            linear_backward(ws->dhp, gseg[sg].w + (size_t)c0 * dk, gseg[sg].b + c0, ws->z, hp,
-                            w, nb, nc, dk, 1);
+            linear_backward(ws->dhp, gseg[sg].w + (size_t)c0 * dk, gseg[sg].b + c0, zc, hp, w,
+                            nb, nc, dk, 1);
         }
 }
 
-void adapt_xent_backward(float *dx, const adapt_tensors *G, const float *x,
-                         const adapt_tensors *W, const adapt_shape *s, const txl_tok *y,
-                         int rows, float scale, const adapt_ws *ws)
+/* The softmax's pass over the clusters, the head for every row and then each tail for its
+ * rows, in blocks: with fwd the log-sum-exps (cached in ws) and row_loss, with bwd dx
+ * (overwritten) and the += into G from scale (softmax - onehot), block by block right after
+ * the block's forward when both. Either way each of G's sums takes its terms in the order of
+ * the backward alone, so adapt_xent_train's gradient is forward then backward's, bit for
+ * bit. Returns the sum of the losses (fwd) in row order: the same for any thread count. */
+static double xent_pass(float *row_loss, float *dx, const adapt_tensors *G, const float *x,
+                        const adapt_tensors *W, const adapt_shape *s, const txl_tok *y,
+                        int rows, float scale, const adapt_ws *ws, int fwd, int bwd)
 {
     const int d = s->d;
     int start[ADAPT_MAX_CLUSTERS], cnt[ADAPT_MAX_CLUSTERS], tcol[ADAPT_ROWS];
-    float lse[ADAPT_ROWS];
+    double lse[ADAPT_ROWS];
+    float zt[ADAPT_ROWS], lsef[ADAPT_ROWS];
     colseg seg[2], gseg[2];
-    memset(dx, 0, (size_t)rows * d * sizeof(float));
+    if (bwd)
+        memset(dx, 0, (size_t)rows * d * sizeof(float));
     group_rows(ws->order, start, cnt, s, y, rows, s->n);
-    for (int i = 0; i < s->n; i++) {
+    for (int i = 0; i < s->n; i++) { /* the head over every row, then each tail's rows */
         const int nseg = cluster_cols(W, s, i, seg), dk = s->dim[i], n_i = i ? cnt[i] : rows;
-        cluster_cols(G, s, i, gseg);
+        if (bwd)
+            cluster_cols(G, s, i, gseg);
+        const size_t cols = (size_t)seg[0].n + (nseg > 1 ? (size_t)seg[1].n : 0);
         for (int b0 = 0; b0 < n_i; b0 += ws->R) {
             const int nb = min_i(ws->R, n_i - b0);
+            /* both passes: the block's logits kept between its forward and its backward
+             * where they fit (a head block's always), else computed again */
+            float *keep = fwd && bwd && (size_t)nb * cols <= ws->zh_cap ? ws->zh : NULL;
             const float *hb = block_rows(ws, start, i, b0, nb, x, d);
             const float *hp = project(ws->hp, hb, W->pout[i], nb, d, dk);
+            for (int k = 0; k < nb; k++)
+                tcol[k] = target_col(s, i, y[block_row(ws, start, i, b0, k)]);
+            if (fwd) {
+                block_lse(lse, zt, seg, nseg, hp, nb, dk, tcol, ws, keep);
+                for (int k = 0; k < nb; k++) {
+                    const int r = block_row(ws, start, i, b0, k);
+                    const double l = lse[k] - (double)zt[k];
+                    if (i == 0) {
+                        ws->lse_h[r] = (float)lse[k];
+                        row_loss[r] = (float)l;
+                    } else {
+                        ws->lse_t[r] = (float)lse[k];
+                        row_loss[r] = (float)((double)row_loss[r] + l);
+                    }
+                }
+            }
+            if (!bwd)
+                continue;
             for (int k = 0; k < nb; k++) {
                 const int r = block_row(ws, start, i, b0, k);
-                tcol[k] = target_col(s, i, y[r]);
-                lse[k] = i == 0 ? ws->lse_h[r] : ws->lse_t[r];
+                lsef[k] = i == 0 ? ws->lse_h[r] : ws->lse_t[r];
             }
-            block_backward(seg, gseg, nseg, hp, nb, dk, tcol, lse, scale, ws);
+            block_backward(seg, gseg, nseg, hp, nb, dk, tcol, lsef, scale, ws, keep);
             const float *dhb = ws->dhp; /* without Q, d(hp) is d(hb) */
             if (W->pout[i]) {           /* hp = hb Q: d(hb) = d(hp) Q^T, dQ += hb^T d(hp) */
                 gemm(ws->dhb, ws->dhp, W->pout[i], nb, d, dk, 0, 1, 1.0f, 0.0f, dk, dk, d);
@@ -443,6 +453,30 @@ void adapt_xent_backward(float *dx, const adapt_tensors *G, const float *x,
             }
         }
     }
+    double total = 0;
+    for (int r = 0; fwd && r < rows; r++)
+        total += row_loss[r];
+    return total;
+}
+
+double adapt_xent_forward(float *row_loss, const float *x, const adapt_tensors *W,
+                          const adapt_shape *s, const txl_tok *y, int rows, const adapt_ws *ws)
+{
+    return xent_pass(row_loss, NULL, NULL, x, W, s, y, rows, 0.0f, ws, 1, 0);
+}
+
+void adapt_xent_backward(float *dx, const adapt_tensors *G, const float *x,
+                         const adapt_tensors *W, const adapt_shape *s, const txl_tok *y,
+                         int rows, float scale, const adapt_ws *ws)
+{
+    xent_pass(NULL, dx, G, x, W, s, y, rows, scale, ws, 0, 1);
+}
+
+double adapt_xent_train(float *row_loss, float *dx, const adapt_tensors *G, const float *x,
+                        const adapt_tensors *W, const adapt_shape *s, const txl_tok *y,
+                        int rows, float scale, const adapt_ws *ws)
+{
+    return xent_pass(row_loss, dx, G, x, W, s, y, rows, scale, ws, 1, 1);
 }
 
 /* ---- the full distribution */

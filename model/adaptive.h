@@ -32,8 +32,11 @@
  * targets (training, evaluation) only the clusters the targets fall in are computed: the head
  * for every row, tail i for the rows whose target is in it; the backward recomputes each
  * chunk's logits from the cached log-sum-exps and turns them into their gradient at once.
- * The buffers (adapt_ws) are sized by R, C, d, d_embed and the rows of a segment, never by how
- * many targets fall in a cluster. All grads are added to (+=; callers zero them); dh of
+ * Training's adapt_xent_train runs both passes block by block and keeps a head block's
+ * logits for its backward (one product over the head instead of two; the same numbers), and
+ * a tail block's where they fit in the same buffer. The buffers (adapt_ws) are sized by R,
+ * C, d, d_embed, the head's logits and the rows of a segment, never by V or by how many
+ * targets fall in a cluster. All grads are added to (+=; callers zero them); dh of
  * adapt_xent_backward is overwritten. */
 #ifndef TXL_ADAPTIVE_H
 #define TXL_ADAPTIVE_H
@@ -46,6 +49,9 @@
 #define ADAPT_MAX_CLUSTERS (MODEL_MAX_CUTOFFS + 1)
 #define ADAPT_ROWS 256  /* R: rows per block */
 #define ADAPT_COLS 4096 /* C: logits per chunk */
+/* adapt_xent_train keeps a head block's logits when the head has at most this many (n_0 +
+ * T; a buffer of R of them: 32 MiB at most), else recomputes them as the backward does */
+#define ADAPT_KEEP_COLS 32768
 
 /* The clusters of a config (adapt_shape_of). */
 typedef struct {
@@ -84,6 +90,9 @@ typedef struct {
     float *hb, *dhb;     /* [R, d] a block's rows, their gradient */
     float *hp, *dhp;     /* [R, d_0] projected, their gradient */
     float *z;            /* [R, C] one chunk of logits */
+    float *zh;           /* [R, n_0 + T] a block's logits, as [nb, nc] tiles chunk by chunk
+                            (training, heads of at most ADAPT_KEEP_COLS), or NULL */
+    size_t zh_cap;       /* its floats (0 without) */
     float *lse_h, *lse_t;/* [rows_cap] cached log-sum-exps of the head, of the row's tail */
 } adapt_ws;
 
@@ -112,6 +121,14 @@ void adapt_xent_backward(float *dx, const adapt_tensors *G, const float *x,
                          const adapt_tensors *W, const adapt_shape *s, const txl_tok *y,
                          int rows, float scale, const adapt_ws *ws);
 
+/* adapt_xent_forward and then adapt_xent_backward(dx, G, ..., scale) in one pass over the
+ * clusters, each block's backward right after its forward, a head block's logits (and a
+ * tail block's that fit) kept in ws->zh between the two rather than computed again: row_loss,
+ * the returned sum, dx, G's sums and the cached log-sum-exps are those of the two calls, bit
+ * for bit. */
+double adapt_xent_train(float *row_loss, float *dx, const adapt_tensors *G, const float *x,
+                        const adapt_tensors *W, const adapt_shape *s, const txl_tok *y,
+                        int rows, float scale, const adapt_ws *ws);
 /* out [n, V] = log p(. | x_r) over every token, for x [n, d] (any n; blocks of ws->R).
  * few: the products through gemm_few (decoding's few rows). */
 void adapt_logprobs(float *out, const float *x, const adapt_tensors *W, const adapt_shape *s,

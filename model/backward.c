@@ -1,6 +1,7 @@
 /* backward.c: the backward of the segment forward.c ran last (doc/design.md, "The model"),
  * layer by layer from the loss down to the embedding. Gradients are added into mdl->g (+=
  * rule; the trainer zeroes them once per step); the memory is a constant (stop-gradient). */
+#include <assert.h>
 #include <math.h>
 
 #include "../common/par.h"
@@ -182,8 +183,11 @@ void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale)
         adapt_shape_of(c, &as);
         model_adapt_view(c, &mdl->W, &aw);
         model_adapt_view(c, &mdl->G, &ag);
-        adapt_xent_backward(A->d_out, &ag, A->hfin, &aw, &as, A->cur_y, (int)BL, loss_scale,
-                            &A->ad);
+        assert(!A->xent_scale || A->xent_scale == loss_scale);
+        if (!A->xent_scale) /* else done by the forward (fwd_opts.loss_scale) */
+            adapt_xent_backward(A->d_out, &ag, A->hfin, &aw, &as, A->cur_y, (int)BL,
+                                loss_scale, &A->ad);
+        A->xent_scale = 0;
     } else {
         xent_backward(A->d_out, mdl->G.word_emb, mdl->G.out_bias, A->logits, A->lse, A->hfin,
                       mdl->W.word_emb, A->cur_y, (int)BL, d, c->vocab, loss_scale);

@@ -344,8 +344,16 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
         adapt_tensors at;
         adapt_shape_of(c, &as);
         model_adapt_view(c, &mdl->W, &at);
-        if (y)
+        A->xent_scale = 0;
+        if (y && o->training && o->loss_scale != 0 && mdl->g) { /* and its backward */
+            adapt_tensors ag;
+            model_adapt_view(c, &mdl->G, &ag);
+            loss = adapt_xent_train(A->row_loss, A->d_out, &ag, A->hfin, &at, &as, y, (int)BL,
+                                    o->loss_scale, &A->ad);
+            A->xent_scale = o->loss_scale;
+        } else if (y) {
             loss = adapt_xent_forward(A->row_loss, A->hfin, &at, &as, y, (int)BL, &A->ad);
+        }
     } else {
         loss = xent_forward(A->logits, A->lse, A->row_loss, A->hfin, mdl->W.word_emb,
                             mdl->W.out_bias, y, (int)BL, d, c->vocab);

@@ -211,6 +211,8 @@ typedef struct {
     long cur_pos_offset;
     uint64_t cur_key;
     const txl_tok *cur_x, *cur_y;
+    float xent_scale;        /* nonzero: the forward did the adaptive softmax's backward with
+                                this loss_scale (fwd_opts), into d_out and the gradient */
     /* called by model_backward after layer l's backward (l = N-1 .. 0), when that layer's
      * gradients are final for this pass, or NULL: the trainer starts summing them over the
      * MPI ranks while the layers below run */
@@ -256,6 +258,10 @@ typedef struct {
                           the window projected) */
     int same_len;      /* inference: each query sees at most this many keys (attn_args
                           same_len; txl eval --same-length); 0: all up to its own */
+    float loss_scale;  /* training with targets: the loss_scale model_backward will be given,
+                          or 0 (not known). Given, an adaptive softmax's backward runs in the
+                          forward (adapt_xent_train: the head's logits once, not twice; the
+                          same numbers), into the model's gradient */
 } fwd_opts;
 
 /* Forward of one segment x [B, Lq] (Lq <= A->Lq_max) with memory mem (mem->m rows).
@@ -265,7 +271,8 @@ typedef struct {
  * here; in training call model_mem_update after model_backward. */
 double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x,
                      const txl_tok *y, int Lq, const fwd_opts *o);
-/* Backward of loss_scale * (sum of losses) of the last training forward; adds to mdl->g. */
+/* Backward of loss_scale * (sum of losses) of the last training forward; adds to mdl->g.
+ * A forward given fwd_opts.loss_scale must be followed by this with the same loss_scale. */
 void model_backward(model *mdl, model_acts *A, model_mem *mem, float loss_scale);
 /* new mem[l] = last M rows of [mem[l]; input of layer l] (after a training forward). */
 void model_mem_update(model_acts *A, model_mem *mem);

@@ -137,11 +137,12 @@ static double replica_pass(trainer *t, const fwd_opts *o0, int j, int r, int len
     mj.m = *m;
     fwd_opts o = *o0;
     o.coords = d->co ? d->co + off * TXL_N_COORDS : NULL;
+    o.loss_scale = 1.0f / (float)ntok; /* the backward's, below */
     model *mdl = r ? &s->rep[r] : &t->mdl;
     model_acts *A = &s->A[r];
     A->b_offset = first;
     double loss = model_forward(mdl, A, &mj, d->x + off, d->y + off, len, &o);
-    model_backward(mdl, A, &mj, 1.0f / (float)ntok);
+    model_backward(mdl, A, &mj, o.loss_scale);
     model_mem_update(A, &mj);
     *m = mj.m;
     return loss;

@@ -1014,6 +1014,29 @@ static void test_adaptive_case(const char *lbl, int V, const int *cut, int T, in
     CHECK(same_f(dx, dx1, (size_t)c.rows * d), "%s: dx overwritten, NaN prefill ignored", lbl);
     check_doubling("adaptive softmax grads", g1, c.mdl.g, c.mdl.n_floats);
 
+    /* adapt_xent_train (training's one pass, a block's logits kept in ws.zh where they
+     * fit: with the planned room every block's; with a head block's room for the small
+     * blocks, a wider tail's recomputed): the numbers of forward then backward, bit for
+     * bit; dx overwritten */
+    model_zero_grads(&c.mdl);
+    double r2 = adapt_xent_forward(c.rl, c.x, &c.W, &c.s, c.y, c.rows, &c.ws);
+    adapt_xent_backward(dx, &c.G, c.x, &c.W, &c.s, c.y, c.rows, c.scale, &c.ws);
+    float *g2 = copy_f(c.mdl.g, c.mdl.n_floats), *rl2 = copy_f(c.rl, c.rows);
+    float *dx3 = nan_f((size_t)c.rows * d);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && c.ws.zh) /* room for a head block of ws.R rows only */
+            c.ws.zh_cap = (size_t)c.ws.R * (size_t)(c.s.hi[0] + c.s.n - 1);
+        model_zero_grads(&c.mdl);
+        memset(dx3, 0xff, (size_t)c.rows * d * sizeof *dx3);
+        double r3 = adapt_xent_train(c.rl, dx3, &c.G, c.x, &c.W, &c.s, c.y, c.rows, c.scale,
+                                     &c.ws);
+        CHECK(r3 == r2 && same_f(c.rl, rl2, c.rows) && same_f(dx3, dx, (size_t)c.rows * d) &&
+                  same_f(c.mdl.g, g2, c.mdl.n_floats),
+              "%s: adapt_xent_train (logits %s) is forward then backward, bit for bit", lbl,
+              !c.ws.zh ? "recomputed" : pass ? "kept for the head's room" : "kept");
+    }
+    free(g2), free(rl2), free(dx3);
+
     /* the adaptive input: forward against the double formula, backward against FD */
     c.h = nan_f((size_t)c.n_tok * d);
     c.g = rand_f((size_t)c.n_tok * d, 1.0f);
