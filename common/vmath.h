@@ -142,6 +142,23 @@ static inline double vm_exp_sum(float *x, int n, float sub)
     return vm_sum(x, (size_t)n);
 }
 
+/* vm_exp_sum's sum (the same bits), x unchanged: sum of exp(x[j] - sub) for j < n, sub >=
+ * every x[j] */
+static inline double vm_exp_sum_keep(const float *x, int n, float sub)
+{
+    double acc[VM_LANES] = {0};
+    int j = 0;
+    for (; j + VM_LANES <= n; j += VM_LANES)
+        for (int k = 0; k < VM_LANES; k++)
+            acc[k] += (double)vm_expf_neg(x[j + k] - sub);
+    double s = 0;
+    for (int k = 0; k < VM_LANES; k++)
+        s += acc[k];
+    for (; j < n; j++)
+        s += (double)vm_expf_neg(x[j] - sub);
+    return s;
+}
+
 /* sum of x[j] * y[j] for j < n, in double */
 static inline double vm_dot(const float *x, const float *y, int n)
 {

@@ -235,22 +235,6 @@ static const float *block_rows(const adapt_ws *ws, const int *start, int i, int 
     return ws->hb;
 }
 
-/* sum of exp(x[j] - sub) for j < n (sub >= every x[j]) in double, x unchanged */
-static double exp_sum(const float *x, int n, float sub)
-{
-    double acc[VM_LANES] = {0};
-    int j = 0;
-    for (; j + VM_LANES <= n; j += VM_LANES)
-        for (int k = 0; k < VM_LANES; k++)
-            acc[k] += (double)vm_expf_neg(x[j + k] - sub);
-    double s = 0;
-    for (int k = 0; k < VM_LANES; k++)
-        s += acc[k];
-    for (; j < n; j++)
-        s += (double)vm_expf_neg(x[j] - sub);
-    return s;
-}
-
 /* ---- the adaptive input */
 
 void adapt_embed_forward(float *h, const adapt_tensors *W, const adapt_shape *s,
@@ -349,7 +333,7 @@ static void block_lse(double *lse, float *zt, const colseg *seg, int nseg, const
                     sum[k] *= exp((double)mx[k] - (double)cm);
                     mx[k] = cm;
                 }
-                sum[k] += exp_sum(z, nc, mx[k]); /* vm_exp_sum's sum, z kept */
+                sum[k] += vm_exp_sum_keep(z, nc, mx[k]); /* z kept */
             }
         }
     for (int k = 0; k < nb; k++)
@@ -507,7 +491,7 @@ static void block_normalize(float *o, float *cl, const adapt_shape *s, int i, in
             float cm = vm_max(c, T);
             mx = cm > mx ? cm : mx;
         }
-        double sum = exp_sum(z, ni, mx) + (i == 0 ? exp_sum(c, T, mx) : 0.0);
+        double sum = vm_exp_sum_keep(z, ni, mx) + (i == 0 ? vm_exp_sum_keep(c, T, mx) : 0.0);
         float lse = (float)((double)mx + log(sum));
         float off = i == 0 ? -lse : c[T - i] - lse;
         for (int j = 0; j < ni; j++)

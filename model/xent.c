@@ -1,9 +1,11 @@
-/* xent.c: see xent.h. Row reductions (max, sum of exp) in double. */
+/* xent.c: see xent.h. Row reductions: the maximum, the sum of exps in double; exps through
+ * vmath's vm_expf_neg, as the attention's and the adaptive softmax's. */
 #include "xent.h"
 
 #include <math.h>
 #include <stddef.h>
 
+#include "../common/vmath.h"
 #include "gemm.h"
 
 double xent_forward(float *logits, float *lse, float *row_loss, const float *h, const float *E,
@@ -13,13 +15,8 @@ double xent_forward(float *logits, float *lse, float *row_loss, const float *h, 
 #pragma omp parallel for schedule(static) if (rows > 64)
     for (int r = 0; r < rows; r++) {
         const float *z = logits + (size_t)r * V;
-        float mx = z[0];
-        for (int v = 1; v < V; v++)
-            mx = z[v] > mx ? z[v] : mx;
-        double s = 0;
-        for (int v = 0; v < V; v++)
-            s += exp((double)(z[v] - mx));
-        double l = mx + log(s);
+        float mx = vm_max(z, V);
+        double l = mx + log(vm_exp_sum_keep(z, V, mx));
         if (lse)
             lse[r] = (float)l;
         if (y)
@@ -39,8 +36,8 @@ void xent_backward(float *dh, float *dE, float *db, float *logits, const float *
     for (int r = 0; r < rows; r++) {
         float *z = logits + (size_t)r * V;
         float l = lse[r];
-        for (int v = 0; v < V; v++)
-            z[v] = expf(z[v] - l) * scale;
+        for (int v = 0; v < V; v++) /* z <= l up to rounding: vm_expf_neg's range */
+            z[v] = vm_expf_neg(z[v] - l) * scale;
         z[y[r]] -= scale;
     }
     linear_backward(dh, dE, db, logits, h, E, rows, V, d, 0);
