@@ -302,17 +302,22 @@ test-mpi:
 # the measurements of doc/mpi.md (bench/multihost.sh: S and M, overlap off/on/auto, 1 and
 # 10 Gbit/s; RESULTS=file.jsonl, resumed where it stopped).
 test-multihost:
-	$(MAKE) MPI=1 $(BIN) build-mpi/bench/mpi_link
-	TXL_BIN=$(abspath $(BIN)) sh tests/mpi/multihost.sh
+	$(MAKE) MPI=1 $(BIN) build-mpi/bench/mpi_link build-mpi/tests/link_delay
+	TXL_BIN=$(abspath $(BIN)) MH_DELAY_BIN=build-mpi/tests/link_delay sh tests/mpi/multihost.sh
 
 bench-multihost:
-	$(MAKE) MPI=1 $(BIN) build-mpi/bench/mpi_link
-	TXL_BIN=$(abspath $(BIN)) sh bench/multihost.sh
+	$(MAKE) MPI=1 $(BIN) build-mpi/bench/mpi_link build-mpi/tests/link_delay
+	TXL_BIN=$(abspath $(BIN)) MH_DELAY_BIN=build-mpi/tests/link_delay sh bench/multihost.sh
 
 # the link probe (MPI builds only: mpicc)
 $(BUILD)/bench/mpi_link: bench/mpi_link.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $<
+
+# the simulated link's delay (tests/mpi/netns.sh): libnetfilter-queue
+$(BUILD)/tests/link_delay: tests/mpi/link_delay.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -lnetfilter_queue
 
 clean:
 	rm -rf build build-asan build-mpi build-fuzz build-portable build-avx2 $(sort txl $(BIN))

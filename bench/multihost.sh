@@ -11,17 +11,18 @@
 # the date and the load average before and after it; a rerun skips those the file holds, so
 # an interrupted run resumes (delete the file to measure afresh). bench/multihost_model.sh
 # prints the table and the model from it (run at the end).
-# Environment: LINKS (default "10gbit 1gbit"), CONFIGS (default "S M"), S_STEPS (default 6),
-# M_STEPS (default 3: timed steps, after 2 to warm up), NICE (the runs' niceness, default 0;
+# Environment: LINKS (default "10gbit@200 1gbit@200": RATE@US, the rate and the delay each
+# way in microseconds, as tests/mpi/netns.sh's link_shape takes them; "10gbit" no delay),
+# CONFIGS (default "S M"), S_STEPS (default 6), M_STEPS (default 3: timed steps, after 2 to warm up), NICE (the runs' niceness, default 0;
 # -10 keeps most of each core when other work at nice 10 shares the machine), RESULTS,
-# TXL_BIN, MPI_LINK_BIN. Needs root and ip netns (as make test-multihost), jq, and the
+# TXL_BIN, MPI_LINK_BIN, MH_DELAY_BIN. Needs root and ip netns (as make test-multihost), jq, and the
 # machine to itself: the load is recorded (and the niceness), not controlled.
 set -u
 cd "$(dirname "$0")/.."
 TXL=$(readlink -f "${TXL_BIN:-./txl}")
 LINK=${MPI_LINK_BIN:-build-mpi/bench/mpi_link}
 RESULTS=${RESULTS:-runs/multihost/results.jsonl}
-LINKS=${LINKS:-10gbit 1gbit}
+LINKS=${LINKS:-10gbit@200 1gbit@200}
 CONFIGS=${CONFIGS:-S M}
 S_STEPS=${S_STEPS:-6}
 M_STEPS=${M_STEPS:-3}
@@ -146,7 +147,7 @@ for cfg in $CONFIGS; do
     train "$cfg" none 1 "$B" off || fails=$((fails + 1))
     train "$cfg" none 1 $((B / 2)) pair || fails=$((fails + 1))
     for link in $LINKS; do
-        link_shape "$link" || { echo "bench-multihost: tbf $link refused" >&2; exit 1; }
+        link_shape "$link" || { echo "bench-multihost: link $link: ${MH_WHY:-tbf refused}" >&2; exit 1; }
         probe "$link" || fails=$((fails + 1))
         for ov in off on auto; do
             train "$cfg" "$link" 2 "$B" $ov || fails=$((fails + 1))

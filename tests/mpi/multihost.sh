@@ -3,7 +3,7 @@
 # namespaces joined by a veth pair, TCP only, a core each) train exactly as 2 ranks on one
 # machine do, bit for bit (the step losses and every tensor of the checkpoint), overlapped
 # or not; a rank killed mid-run stops the other with Open MPI's message, no hang; the link
-# shaped to 200 Mbit/s measures as such; train.comm_overlap auto decides over the link from
+# shaped to 200 Mbit/s measures as such, and delayed 200 us its latency; train.comm_overlap auto decides over the link from
 # its own trial and logs it. Skips (exit 0, with the reason) where the machine does not
 # allow namespaces. The measurements of doc/mpi.md are bench/multihost.sh's (make
 # bench-multihost). Needs `make MPI=1 txl` and build-mpi/bench/mpi_link (make test-multihost).
@@ -32,6 +32,17 @@ p2p=$(jq -r 'select(.probe == "p2p") | .Bps' $TMP/probe)
 lat=$(jq -r 'select(.probe == "latency") | .us' $TMP/probe)
 check "200 Mbit/s link: one way $(awk -v b="$p2p" 'BEGIN {printf "%.0f", b * 8e-6}') Mbit/s (120..210), latency $lat us" \
     awk -v b="$p2p" 'BEGIN {exit !(b * 8 > 120e6 && b * 8 < 210e6)}'
+# the link delayed 200 us each way (tests/mpi/link_delay.c, as the kernel has no netem): the
+# latency the ranks see is the delay and not much more (the veth's own is 5-10 us; the
+# queue's hand-offs and wake-ups add tens of microseconds on a busy machine)
+if link_shape 1gbit@200; then
+    mh_mpirun 60 2 $LINK 1 3 > $TMP/probe 2>$TMP/probe.err || bad "mpi_link: $(cat $TMP/probe.err)"
+    lat=$(jq -r 'select(.probe == "latency") | .us' $TMP/probe)
+    check "1 Gbit/s, 200 us each way: latency $lat us (200..350)" \
+        awk -v l="$lat" 'BEGIN {exit !(l >= 200 && l <= 350)}'
+else
+    bad "the link's delay: $MH_WHY"
+fi
 link_shape 1gbit || bad "tbf on the veth"
 
 # bit for bit: 2 ranks across the link, overlapped and not, against 2 ranks on one machine

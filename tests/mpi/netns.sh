@@ -5,9 +5,12 @@
 # launch) and its own core: mpirun and rank 0 run in A on core 0, Open MPI's daemon and
 # rank 1 are launched into B on core 1 by a plm_rsh_agent script around `ip netns exec`.
 # The ranks talk over TCP on the veth only (btl tcp,self: no shared memory), and so do the
-# daemons. The link's rate is shaped with tbf on both ends (link_shape); its delay cannot
-# be (no netem in this kernel: doc/mpi.md). Names carry a random id, so two runs cannot
-# collide; link_down removes everything (the caller traps it on exit and on signals).
+# daemons. The link's rate is shaped with tbf on both ends (link_shape), and its delay, as
+# this kernel has no netem (doc/mpi.md), by tests/mpi/link_delay.c: each end's outgoing
+# packets go to a netfilter queue (an NFQUEUE rule in the namespace's mangle POSTROUTING)
+# that a process in that namespace holds for the delay, on the namespace's own core. Names
+# carry a random id, so two runs cannot collide; link_down removes everything (the caller
+# traps it on exit and on signals).
 #
 # Open MPI as root: the caller exports OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
 # Needs root, ip (iproute2), tc, unshare and taskset (util-linux), 2 cores. mh_can says
@@ -62,17 +65,61 @@ EOF
     chmod +x "$MH_DIR/agent"
 }
 
-# link_shape RATE: tbf on both ends (RATE as tc takes it: 1gbit, 10gbit), or "none" to
-# remove it. The bucket holds 1 ms at the rate (at least 128 KiB: a 64 KiB GSO packet).
+# link_shape RATE[@US]: tbf on both ends (RATE as tc takes it: 1gbit, 10gbit), or "none" to
+# remove it; @US adds a delay of US microseconds each way (link_delay). The bucket holds 1 ms
+# at the rate (at least 128 KiB: a 64 KiB GSO packet).
 link_shape() {
+    link_undelay
     tc -n "$MH_A" qdisc del dev "$MH_VA" root 2>/dev/null
     tc -n "$MH_B" qdisc del dev "$MH_VB" root 2>/dev/null
-    [ "$1" = none ] && return 0
-    burst=$(echo "$1" | awk '{v = $1 + 0; u = tolower($1); sub(/^[0-9.]+/, "", u)
-        m = u == "gbit" ? 1e9 : u == "mbit" ? 1e6 : u == "kbit" ? 1e3 : 1
-        x = v * m / 8 / 1000; if (x < 131072) x = 131072; printf "%d", x}')
-    tc -n "$MH_A" qdisc add dev "$MH_VA" root tbf rate "$1" burst "$burst" latency 50ms &&
-        tc -n "$MH_B" qdisc add dev "$MH_VB" root tbf rate "$1" burst "$burst" latency 50ms
+    rate=${1%@*} us=
+    case $1 in *@*) us=${1#*@} ;; esac
+    if [ "$rate" != none ]; then
+        burst=$(echo "$rate" | awk '{v = $1 + 0; u = tolower($1); sub(/^[0-9.]+/, "", u)
+            m = u == "gbit" ? 1e9 : u == "mbit" ? 1e6 : u == "kbit" ? 1e3 : 1
+            x = v * m / 8 / 1000; if (x < 131072) x = 131072; printf "%d", x}')
+        tc -n "$MH_A" qdisc add dev "$MH_VA" root tbf rate "$rate" burst "$burst" latency 50ms &&
+            tc -n "$MH_B" qdisc add dev "$MH_VB" root tbf rate "$rate" burst "$burst" latency 50ms ||
+            return 1
+    fi
+    [ -z "$us" ] || link_delay "$us"
+}
+
+# link_delay US: both ends' outgoing packets held US microseconds (MH_DELAY_BIN, default
+# build/tests/link_delay: make test-multihost builds it; needs iptables). MH_WHY says why not.
+MH_DELAYS=
+link_delay() {
+    bin=${MH_DELAY_BIN:-build/tests/link_delay}
+    MH_WHY=
+    command -v iptables >/dev/null 2>&1 || { MH_WHY="no iptables"; return 1; }
+    [ -x "$bin" ] || { MH_WHY="no $bin"; return 1; }
+    for side in A:0 B:1; do
+        core=${side#*:} side=${side%:*}
+        eval "ns=\$MH_$side dev=\$MH_V$side"
+        ip netns exec "$ns" taskset -c "$core" "$bin" 0 "$1" > "$MH_DIR/delay$side.out" \
+            2> "$MH_DIR/delay$side.err" &
+        MH_DELAYS="$MH_DELAYS $!"
+        n=0 # bound before the rule sends packets to it (an unbound queue drops them)
+        until grep -q ready "$MH_DIR/delay$side.out" 2>/dev/null; do
+            n=$((n + 1))
+            [ $n -lt 100 ] || { MH_WHY="link_delay: $(cat "$MH_DIR/delay$side.err")"; return 1; }
+            sleep 0.05
+        done
+        ip netns exec "$ns" iptables -t mangle -A POSTROUTING -o "$dev" -j NFQUEUE --queue-num 0 ||
+            { MH_WHY="iptables NFQUEUE in $ns refused"; return 1; }
+    done
+}
+
+# link_undelay: the delay's rules and processes gone (their counts on stderr, when asked by
+# MH_DELAY_LOG=FILE)
+link_undelay() {
+    [ -n "$MH_DELAYS" ] || return 0
+    ip netns exec "$MH_A" iptables -t mangle -F 2>/dev/null
+    ip netns exec "$MH_B" iptables -t mangle -F 2>/dev/null
+    kill -TERM $MH_DELAYS 2>/dev/null
+    wait $MH_DELAYS 2>/dev/null
+    MH_DELAYS=
+    [ -z "${MH_DELAY_LOG:-}" ] || cat "$MH_DIR/delayA.err" "$MH_DIR/delayB.err" >> "$MH_DELAY_LOG" 2>/dev/null
 }
 
 # mh_mpirun SECONDS NP ARGS...: mpirun across the link (NP 2: one rank per machine; NP 1:
