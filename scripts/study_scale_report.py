@@ -14,6 +14,7 @@ bands. With DOC_DIR, copies the report there. Intervals and calls as scripts/stu
 cells is called only when the Welch 95% interval excludes 0. Standard library only.
 """
 import csv
+import datetime
 import glob
 import json
 import math
@@ -571,7 +572,6 @@ def write_run(out, R, rep):
     jobs = sr.read_jsonl(os.path.join(out, "jobs.jsonl")) if os.path.exists(os.path.join(out, "jobs.jsonl")) else []
     L = ["# The run", ""]
     starts = [s for s in sess if s.get("event") == "start"]
-    ends = [s for s in sess if s.get("event") in ("end", "stop")]
     if starts:
         s = starts[0]
         L += ["Command: `" + s["command"] + "`", "",
@@ -584,9 +584,22 @@ def write_run(out, R, rep):
                    for r in R.rows if r["kind"] == "train" and r.get("precision")})
     L += [f"Sessions: {len(starts)}; " + "; ".join(
         f"{a['start']} (commit {a['commit']})" for a in starts) + ".", ""]
-    total = sum(e.get("seconds", 0) for e in ends)
-    L += [f"Duration: {total} s ({total / 3600:.2f} hours) over the sessions that ended or were stopped"
-          + (f"; the last ended {ends[-1]['end']}" if ends else "") + ".", ""]
+    # wall time: each session from its start to the last job that finished before the next
+    # session started (a session killed with its machine leaves no end event)
+    def ts(t):
+        return datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ")
+    spans = []
+    for i, a in enumerate(starts):
+        t0 = ts(a["start"])
+        t1 = ts(starts[i + 1]["start"]) if i + 1 < len(starts) else None
+        done = [ts(j["end"]) for j in jobs if j.get("end") and ts(j["end"]) >= t0
+                and (t1 is None or ts(j["end"]) < t1)]
+        if done:
+            spans.append((a["start"], max(done).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                          (max(done) - t0).total_seconds()))
+    total = sum(x[2] for x in spans)
+    L += [f"Duration: {total / 3600:.2f} hours of wall time over {len(spans)} session(s), each from its "
+          "start to its last finished job: " + "; ".join(f"{a} to {b}" for a, b, _ in spans) + ".", ""]
     by = {}
     for j in jobs:
         k = j["kind"]

@@ -77,7 +77,7 @@ check "scale: verdicts.md, a verdict for claims 1 to 7" \
     sh -c "for n in 1 2 3 4 5 6 7; do grep -q \"^\$n\. \*\*\" $R/verdicts.md || exit 1; done"
 check "scale: RUN.md records the command, the CPU, txl's version and commit, the duration" \
     sh -c "grep -q 'Command: .scripts/study_scale.sh quick $S' $R/RUN.md && grep -q '^Machine: .*cores' $R/RUN.md &&
-           grep -q 'txl: txl [0-9.]*, commit [0-9a-f]' $R/RUN.md && grep -q '^Duration: [0-9]* s' $R/RUN.md"
+           grep -q 'txl: txl [0-9.]*, commit [0-9a-f]' $R/RUN.md && grep -q '^Duration: [0-9.]* hours of wall time over [1-9]' $R/RUN.md"
 touch -d '2000-01-01' $B/train.json $B/needle.jsonl
 rm $B/shift.jsonl
 n0=$(wc -l < $S/jobs.jsonl)
