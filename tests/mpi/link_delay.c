@@ -13,7 +13,6 @@
 #include <libnetfilter_queue/libnetfilter_queue.h>
 #include <linux/netfilter.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -117,11 +116,6 @@ int main(int argc, char **argv)
     nfq_set_queue_maxlen(qh, RING);
     nfq_set_queue_flags(qh, NFQA_CFG_F_GSO, NFQA_CFG_F_GSO);
     prctl(PR_SET_TIMERSLACK, 1UL);
-    /* real-time: a packet's time comes while the rank computes on this core, and a normal
-     * process waits for the scheduler to preempt it (tens of microseconds, often more);
-     * best effort (refused without the privilege: the lateness says so) */
-    struct sched_param sp = {.sched_priority = 50};
-    int rt = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -163,9 +157,9 @@ int main(int argc, char **argv)
     if (h.head != h.tail) /* let the rest go before the queue is unbound */
         nfq_set_verdict_batch(qh, h.id[(h.tail - 1) % RING], NF_ACCEPT);
     fprintf(stderr, "link_delay: queue %ld, %.0f us: %llu packets, backlog at most %u, "
-            "%.1f us late on average (woken %.1f us early), %d overflows%s\n", q, us, (unsigned long long)h.packets,
+            "%.1f us late on average (woken %.1f us early), %d overflows\n", q, us, (unsigned long long)h.packets,
             h.max_backlog, h.released ? (double)h.late_ns_sum / 1e3 / (double)h.released : 0.0, h.early_ns / 1e3,
-            h.overflow, rt ? "" : ", not real-time");
+            h.overflow);
     nfq_destroy_queue(qh);
     nfq_close(nh);
     return 0;
