@@ -40,8 +40,11 @@ if link_shape 1gbit@200; then
     lat=$(jq -r 'select(.probe == "latency") | .us' $TMP/probe)
     check "1 Gbit/s, 200 us each way: latency $lat us (200..350)" \
         awk -v l="$lat" 'BEGIN {exit !(l >= 200 && l <= 350)}'
-else
-    bad "the link's delay: $MH_WHY"
+else # a kernel or machine without NFQUEUE or iptables: said, not failed; anything else fails
+    case $MH_WHY in
+    "no iptables" | "iptables NFQUEUE"* | *"cannot bind queue"*) echo "  skip: the link's delay: $MH_WHY" ;;
+    *) bad "the link's delay: $MH_WHY" ;;
+    esac
 fi
 link_shape 1gbit || bad "tbf on the veth"
 
