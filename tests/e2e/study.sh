@@ -94,6 +94,7 @@ CELLS_ENWIK8=mlp CELLS_LINUXDOC='' WORD_SCHEMES='' RETR_CELLS='' SEEDS=1 STEPS=2
     scripts/study_scale.sh quick $K > /dev/null 2>&1 &
 i=0
 while [ $i -lt 600 ] && ! grep -q '"step":250,' $K/enwik8/mlp/s1/run/log.jsonl 2>/dev/null; do sleep 0.05; i=$((i + 1)); done
+[ $i -lt 600 ] || bad "stop: the study's training did not reach step 250 in 30 s (the checks below then fail with it)"
 TXL=$TXL scripts/study_scale.sh quick $K > /dev/null 2> $TMP/kerr0
 check "a second study in the same OUT while one runs: exit 2, saying so" \
     sh -c "test $? -eq 2 && grep -q 'a study runs in $K already' $TMP/kerr0"
