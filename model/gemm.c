@@ -3,6 +3,7 @@
 #include "gemm.h"
 
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -175,6 +176,28 @@ static int in_bf16(int M, int N, int K)
            (long)M * N * K >= GEMM_BF16_MIN;
 }
 
+/* h [rows, cols] (row stride ld) widened into *buf (contiguous, grown to fit): the fp32
+ * operand of a product whose caller gave it only in bf16 and that oneDNN refused (never in
+ * a run that keeps to its shapes: then nothing is allocated here); out of memory here has
+ * no way back but to stop */
+static const float *widen(float **buf, size_t *cap, const uint16_t *h, int rows, int cols,
+                          int ld)
+{
+    size_t n = (size_t)rows * cols;
+    if (n > *cap) {
+        float *p = realloc(*buf, n * sizeof *p);
+        if (!p) {
+            fprintf(stderr, "txl: out of memory for a %d x %d product operand\n", rows, cols);
+            abort();
+        }
+        *buf = p, *cap = n;
+    }
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            (*buf)[(size_t)r * cols + c] = bf16_to_f32(h[(size_t)r * ld + c]);
+    return *buf;
+}
+
 /* gemm() without the accounting, A and B optionally given in bf16 too (Ah, Bh: read when
  * the product runs in bf16); returns the threads the call ran on */
 static int gemm_run(float *C, const float *A, const uint16_t *Ah, const float *B,
@@ -194,9 +217,22 @@ static int gemm_run(float *C, const float *A, const uint16_t *Ah, const float *B
         return 1;
     }
     int nt = par_threads();
-    if (in_bf16(M, N, K) && gemm_bf16_x(C, A, Ah, B, Bh, NULL, M, N, K, trans_a, trans_b,
-                                        alpha, beta, lda, ldb, ldc) == 0)
-        return nt; /* oneDNN ran it on the threads of the moment */
+    if (in_bf16(M, N, K)) {
+        if (gemm_bf16_x(C, A, Ah, B, Bh, NULL, M, N, K, trans_a, trans_b, alpha, beta, lda,
+                        ldb, ldc) == 0)
+            return nt; /* oneDNN ran it on the threads of the moment */
+        /* refused: fp32, an operand given only in bf16 widened (exactly) first */
+        static _Thread_local float *wa, *wb;
+        static _Thread_local size_t ca, cb;
+        if (!A) {
+            A = widen(&wa, &ca, Ah, trans_a ? K : M, trans_a ? M : K, lda);
+            lda = trans_a ? M : K;
+        }
+        if (!B) {
+            B = widen(&wb, &cb, Bh, trans_b ? N : K, trans_b ? K : N, ldb);
+            ldb = trans_b ? K : N;
+        }
+    }
     if (nt == 1 || (long)M * N * K < GEMM_SPLIT_MIN) {
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                     trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta,

@@ -5,7 +5,8 @@
  * strides), and runs a oneDNN matmul primitive with an fp32 destination: alpha as its output
  * scale, beta = 1 as a sum post-op. The primitives are kept per thread (a slot each) and
  * shape (created at a shape's first call: the first training step or evaluation segment;
- * none after), with their memory objects, whose data handles each call points at its
+ * none after in a run of at most SHAPES shapes a thread; past that each new shape takes the
+ * place of the oldest), with their memory objects, whose data handles each call points at its
  * operands. oneDNN runs on txl's OpenMP pool: a call outside a parallel region uses every
  * thread, one inside a region (linear_backward's two sections, attention's pairs) its own
  * thread. */
@@ -29,7 +30,7 @@ typedef struct {
 typedef struct {
     dnnl_stream_t stream;
     mm_entry e[SHAPES];
-    int n;
+    int n, hand; /* shapes held; the next to make room when all SHAPES are */
     uint16_t *abuf, *bbuf;
     size_t acap, bcap;
     const char *impl;
@@ -43,7 +44,7 @@ static struct {
     size_t n;
     const uint16_t *copy;
 } shadows[GEMM_BF16_SHADOWS];
-static int use_shadows = 1;
+static int use_shadows = 1, refuse_all;
 
 /* This thread's slot, taken at its first bf16 product: not omp_get_thread_num(), which is 0
  * for both replicas' threads inside their (inactive, nested) parallel sections */
@@ -141,6 +142,21 @@ static int create(mm_entry *e, mm_slot *s)
     return ok ? 0 : -1;
 }
 
+/* e's oneDNN objects destroyed (those it has) */
+static void release(mm_entry *e)
+{
+    if (e->prim)
+        dnnl_primitive_destroy(e->prim);
+    dnnl_memory_t *m[] = {&e->a, &e->b, &e->c, &e->bias_mem};
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+        if (*m[i])
+            dnnl_memory_destroy(*m[i]);
+    e->prim = NULL, e->a = e->b = e->c = e->bias_mem = NULL;
+}
+
+/* key's entry: found, or created in a free place, or, all SHAPES held (a workload of many
+ * shapes, e.g. a probe's lengths and trials), in the place of the oldest, round robin;
+ * NULL when oneDNN refuses the shape */
 static mm_entry *lookup(mm_slot *s, const mm_entry *key)
 {
     for (int i = 0; i < s->n; i++) {
@@ -152,12 +168,17 @@ static mm_entry *lookup(mm_slot *s, const mm_entry *key)
             e->beta == key->beta)
             return e->prim ? e : NULL;
     }
-    if (s->n == SHAPES)
-        return NULL;
-    mm_entry *e = &s->e[s->n++];
+    mm_entry *e;
+    if (s->n < SHAPES) {
+        e = &s->e[s->n++];
+    } else {
+        e = &s->e[s->hand];
+        s->hand = (s->hand + 1) % SHAPES;
+        release(e);
+    }
     *e = *key;
     if (create(e, s)) {
-        e->prim = NULL; /* remembered as refused: fp32 from now on for this shape */
+        release(e); /* remembered as refused: fp32 for this shape while it is held */
         return NULL;
     }
     return e;
@@ -182,6 +203,7 @@ void gemm_bf16_unshadow(const float *base)
 }
 
 void gemm_bf16_use_shadows(int on) { use_shadows = on; }
+void gemm_bf16_refuse(int on) { refuse_all = on; }
 
 /* The copy of the rows x cols operand at x (row stride ld) when a shadow holds all of it */
 static const uint16_t *shadow_of(const float *x, int rows, int cols, int ld)
@@ -234,7 +256,7 @@ static int product(void *C, int relu, const float *A, const uint16_t *Ah, const 
                    const uint16_t *Bh, const float *bias, int M, int N, int K, int trans_a,
                    int trans_b, float alpha, float beta, int lda, int ldb, int ldc)
 {
-    mm_slot *s = my_stream();
+    mm_slot *s = refuse_all ? NULL : my_stream();
     if (!s)
         return -1;
     /* the operands as stored: op(A) [M, K] is A [K, M] when transposed */

@@ -49,6 +49,9 @@ int gemm_bf16_shadow(const float *base, size_t n, const uint16_t *copy);
 void gemm_bf16_unshadow(const float *base);
 /* Tests: 0 makes products ignore every shadow (and round), 1 (the default) reads them. */
 void gemm_bf16_use_shadows(int on);
+/* Tests: 1 makes every product decline (-1, as when oneDNN refuses a shape), 0 (the
+ * default) runs them. */
+void gemm_bf16_refuse(int on);
 
 /* fp32 -> bf16, round to nearest even (NaN stays NaN), and back (exact). */
 static inline uint16_t bf16_from_f32(float f)

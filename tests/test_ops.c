@@ -400,6 +400,52 @@ static void test_gemm_bf16_shadow(void)
     free(dW0), free(dx1), free(dW1), free(bias);
 }
 
+/* More shapes than a thread's primitives (gemm_bf16.c's SHAPES, 128): a probe's lengths and
+ * trials make that many. Each new shape takes an old one's place, and a product whose input
+ * exists only in bf16 (inference's a, made by the ReLU product) still runs in bf16, the bits
+ * of rounding x at the call, shape after shape and again once its primitive was replaced;
+ * refused (as oneDNN may refuse a shape), it runs in fp32 on the widened input and the fp32
+ * weight: their double product to fp32's 1e-5. */
+static void test_gemm_bf16_many_shapes(void)
+{
+    enum { IN = 128, OUT = 64, M0 = 8, SHAPES_USED = 150 };
+    const int mmax = M0 + SHAPES_USED;
+    float *x = rand_f((size_t)mmax * IN, 1.0f), *W = rand_f((size_t)OUT * IN, 1.0f);
+    float *bias = rand_f(OUT, 1.0f), *y = alloc_f((size_t)mmax * OUT);
+    float *y1 = alloc_f((size_t)mmax * OUT), *xr = alloc_f((size_t)mmax * IN);
+    double *ref = alloc_d((size_t)mmax * OUT), *c0 = alloc_d((size_t)mmax * OUT);
+    uint16_t *xh = malloc((size_t)mmax * IN * sizeof *xh);
+    gemm_bf16_round(xh, x, mmax, IN, IN);
+    gemm_set_precision(GEMM_BF16);
+    int differ = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int m = M0; m < mmax; m++) {
+            linear_forward_x(y, NULL, xh, W, bias, m, OUT, IN, 0);
+            linear_forward(y1, x, W, bias, m, OUT, IN, 0);
+            differ += !same_f(y, y1, (size_t)m * OUT);
+        }
+    CHECK(differ == 0, "bf16, %d shapes twice over: a product of an input given only in bf16 "
+          "equals rounding it at the call, bit for bit (%d of %d products differ)", SHAPES_USED,
+          differ, 2 * SHAPES_USED);
+    for (size_t i = 0; i < (size_t)mmax * IN; i++)
+        xr[i] = bf16_to_f32(xh[i]);
+    for (int r = 0; r < mmax; r++)
+        for (int o = 0; o < OUT; o++)
+            c0[(size_t)r * OUT + o] = bias[o];
+    gemm_ref(ref, NULL, xr, W, mmax, OUT, IN, 0, 1, 1.0f, 0.0f, IN, IN, OUT);
+    for (size_t i = 0; i < (size_t)mmax * OUT; i++)
+        ref[i] += c0[i];
+    gemm_bf16_refuse(1);
+    linear_forward_x(y, NULL, xh, W, bias, mmax, OUT, IN, 0);
+    gemm_bf16_refuse(0);
+    gemm_set_precision(GEMM_FP32);
+    double e = tl_max_rel_err(y, ref, (size_t)mmax * OUT, 1e-30);
+    CHECK(e <= 1e-5, "bf16 refused, an input given only in bf16: the fp32 product of it "
+          "widened and the fp32 weight, %.1e from their double product (tol 1e-5)", e);
+    free(x), free(W), free(bias), free(y), free(y1), free(xr), free(ref), free(c0);
+    free(xh);
+}
+
 static void test_gemm_bf16(void)
 {
     char missing[160];
@@ -417,6 +463,7 @@ static void test_gemm_bf16(void)
             test_gemm_bf16_case(40, 33, 300, ta, tb, -0.5f, 1.0f);
         }
     test_gemm_bf16_shadow();
+    test_gemm_bf16_many_shapes();
     rng = saved;
 }
 
