@@ -298,28 +298,11 @@ AMX_FN static void lay_trans(uint16_t *dst, int np, const float *src, size_t ss,
         }
 }
 
-/* bf16_from_f32 (gemm_bf16.h) of 16 lanes of fp32 bits: round to nearest even, NaN
- * quieted, denormals rounded like any value (_mm512_cvtneps_pbh would flush them to zero:
- * not the bits gemm_bf16_round gives) */
-AMX_FN static inline __m256i bf16_bits(__m512i u)
-{
-    const __m512i one = _mm512_set1_epi32(1);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                            _mm512_set1_epi32(0x7f800000));
-    __m512i hi = _mm512_srli_epi32(u, 16);
-    __m512i r = _mm512_srli_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
-                         _mm512_and_si512(hi, one)), 16);
-    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
-    return _mm512_cvtepi32_epi16(r);
-}
-
 /* dst[j][c] (row stride ld) = (or += when add) src[c][j] (row stride ls) for j < n, c < dh:
  * fp32, by 16 x 16 blocks; src has rows up to dh rounded up to 16 and columns up to n
- * rounded up to 16 (read, finite). dsth (not with add; or NULL): dst's bf16 twin, same
- * layout, written with it. */
-AMX_FN static void untranspose(float *dst, uint16_t *dsth, size_t ld, const float *src,
-                               size_t ls, int n, int dh, int add)
+ * rounded up to 16 (read, finite) */
+AMX_FN static void untranspose(float *dst, size_t ld, const float *src, size_t ls, int n, int dh,
+                               int add)
 {
     for (int c0 = 0; c0 < dh; c0 += 16) {
         const __mmask16 m = first(dh - c0);
@@ -334,12 +317,6 @@ AMX_FN static void untranspose(float *dst, uint16_t *dsth, size_t ld, const floa
                 for (int k = 0; k < rows; k++, d += ld)
                     _mm512_mask_storeu_ps(d, m, _mm512_add_ps(_mm512_castsi512_ps(r[k]),
                                                               _mm512_maskz_loadu_ps(m, d)));
-            else if (dsth)
-                for (int k = 0; k < rows; k++, d += ld) {
-                    _mm512_mask_storeu_ps(d, m, _mm512_castsi512_ps(r[k]));
-                    _mm256_mask_storeu_epi16(dsth + (size_t)(j0 + k) * ld + c0, m,
-                                             bf16_bits(r[k]));
-                }
             else
                 for (int k = 0; k < rows; k++, d += ld)
                     _mm512_mask_storeu_ps(d, m, _mm512_castsi512_ps(r[k]));
@@ -634,12 +611,10 @@ AMX_FN void amx_backward_bh(float *dq, float *dkv, float *drk, float *du, float 
         fused_bias_grads(d_dist_bias, d_score_bias, f.S, klp, a, b, h, i0, i1);
     }
     amx_done();
-    uint16_t *dkh = a->dkvh ? a->dkvh + (dkbh - dkv) : NULL;
-    untranspose(dkbh, dkh, 2 * (size_t)hd, f.dKt, (size_t)klp, klen, dh, 0);
-    untranspose(dkbh + hd, dkh ? dkh + hd : NULL, 2 * (size_t)hd, f.dVt, (size_t)klp, klen, dh,
-                0);
+    untranspose(dkbh, 2 * (size_t)hd, f.dKt, (size_t)klp, klen, dh, 0);
+    untranspose(dkbh + hd, 2 * (size_t)hd, f.dVt, (size_t)klp, klen, dh, 0);
     if (drk && a->rk)
-        untranspose(drk + (size_t)h * dh, NULL, (size_t)hd, f.dRt, (size_t)rlp, klen, dh, 1);
+        untranspose(drk + (size_t)h * dh, (size_t)hd, f.dRt, (size_t)rlp, klen, dh, 1);
 }
 
 #else /* no AMX in this build: never called (amx_attn_available is 0) */

@@ -43,8 +43,6 @@ typedef struct {
                                decoding reads each stream's keys from a longer window */
     const uint16_t *kvh;    /* the AMX kernel's forward only: kv in bf16 (a bf16 key cache's
                                window, kv_cache.h; the kv argument is then NULL), or NULL */
-    uint16_t *dkvh;         /* the AMX kernel's backward only: dkv's bf16 twin (laid out as
-                               dkv), written beside it, or NULL */
     int threads;            /* threads the scratch was sized for (attn_scratch_floats) */
     int row_block;          /* query rows per GEMM block (0 = 64; fused: 0 = 32, at most
                                FUSED_RB_MAX): each block computes only the keys its rows see */

@@ -13,19 +13,16 @@
 #include "model_impl.h"
 
 /* Post-LN: d(x) += d(q) Wq + d(kv)[segment rows] Wkv, and dWq += d(q)^T x. */
-static void qkv_dx(float *d_in, float *dWq, const float *d_q, const float *d_kv,
-                   const uint16_t *d_kvh, const float *x, const uint16_t *xh, const float *Wqkv,
-                   int B, int Lq, int m, int d, int hd)
+static void qkv_dx(float *d_in, float *dWq, const float *d_q, const float *d_kv, const float *x,
+                   const uint16_t *xh, const float *Wqkv, int B, int Lq, int m, int d, int hd)
 {
     const float *Wkv = Wqkv + (size_t)hd * d;
     int klen = m + Lq;
     linear_backward_x(d_in, dWq, NULL, d_q, NULL, x, xh, Wqkv, B * Lq, hd, d, 1);
 #pragma omp parallel for schedule(static) if (B > 1)
-    for (int b = 0; b < B; b++) {
-        size_t seg = ((size_t)b * klen + m) * 2 * hd;
-        gemm_x(d_in + (size_t)b * Lq * d, d_kv + seg, d_kvh ? d_kvh + seg : NULL, Wkv, NULL,
-               Lq, d, 2 * hd, 0, 0, 1.0f, 1.0f, 2 * hd, d, d);
-    }
+    for (int b = 0; b < B; b++)
+        gemm(d_in + (size_t)b * Lq * d, d_kv + ((size_t)b * klen + m) * 2 * hd, Wkv, Lq, d,
+             2 * hd, 0, 0, 1.0f, 1.0f, 2 * hd, d, d);
 }
 
 /* The trainer's poll between a layer's ops (model_acts.backward_poll), if it set one. */
@@ -91,8 +88,7 @@ static void layer_tail_backward(model *mdl, model_acts *A, int l, const float *d
 
 /* Pre-LN: d(cat) from d(kv) and d(q), through LN_attn; the memory rows give the LN
  * parameters gradients only, the segment rows add onto d_in. */
-static void qkv_backward_pre(model *mdl, model_acts *A, int l, const uint16_t *d_kvh,
-                             float *d_in)
+static void qkv_backward_pre(model *mdl, model_acts *A, int l, float *d_in)
 {
     const model_config *c = &A->cfg;
     const layer_tensors *L = &mdl->W.layer[l];
@@ -100,7 +96,7 @@ static void qkv_backward_pre(model *mdl, model_acts *A, int l, const uint16_t *d
     int B = A->B, d = c->d_model, hd = c->n_head * c->d_head;
     int Lq = A->cur_Lq, m = A->cur_m, klen = m + Lq;
     layer_cache *lc = &A->lc[l];
-    linear_backward_x(A->d_cat, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, d_kvh, lc->catn, lc->catb,
+    linear_backward_x(A->d_cat, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, NULL, lc->catn, lc->catb,
                       L->qkv_w + (size_t)hd * d, B * klen, 2 * hd, d, 0);
     /* d(LN(cat) segment rows) = d(q) Wq, parked in d_tmp (free by now) */
     linear_backward_x(A->d_tmp, G->qkv_w, NULL, A->d_q, NULL, lc->xq, lc->xqb, L->qkv_w, B * Lq, hd,
@@ -141,10 +137,6 @@ static void layer_backward(model *mdl, model_acts *A, const pos_seg *s, int l,
         A->pos->attn_args(&pc, &aa);
     if (A->pos->grad_args)
         A->pos->grad_args(&pc, &ag);
-    /* bf16 on AMX: the attention writes d_kv's twin for the kv products to read (not when
-     * the scheme's layer_backward changes d_kv after it: rope) */
-    const uint16_t *d_kvh = aa.dkvh =
-        aa.amx && A->d_kvb && !A->pos->layer_backward ? A->d_kvb : NULL;
     poll(A);
     attn_backward(A->d_q, A->d_kv, ag.drk, ag.du, ag.dv, ag.d_bias, A->d_vec, lc->prob, lc->q,
                   lc->kv, &aa, A->attn_scratch);
@@ -153,7 +145,7 @@ static void layer_backward(model *mdl, model_acts *A, const pos_seg *s, int l,
         A->pos->layer_backward(&pc, A->d_q, A->d_kv);
 
     if (c->pre_lnorm) {
-        qkv_backward_pre(mdl, A, l, d_kvh, d_in);
+        qkv_backward_pre(mdl, A, l, d_in);
         return;
     }
     /* post-LN: kv from all klen rows of cat, q from the segment rows x. The memory is a
@@ -166,10 +158,10 @@ static void layer_backward(model *mdl, model_acts *A, const pos_seg *s, int l,
 #pragma omp parallel sections num_threads(2) if (par_threads() == 2 && m == Lq)
     {
 #pragma omp section
-        linear_backward_x(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, d_kvh, lc->cat,
-                          lc->catb, Wkv, B * klen, 2 * hd, d, 0);
+        linear_backward_x(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, NULL, lc->cat, lc->catb,
+                          Wkv, B * klen, 2 * hd, d, 0);
 #pragma omp section
-        qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, d_kvh, x, lc->xqb, L->qkv_w, B, Lq, m, d, hd);
+        qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, x, lc->xqb, L->qkv_w, B, Lq, m, d, hd);
     }
 }
 

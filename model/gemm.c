@@ -281,9 +281,11 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
                               ldb, ldc));
 }
 
-void gemm_x(float *C, const float *A, const uint16_t *Ah, const float *B, const uint16_t *Bh,
-            int M, int N, int K, int trans_a, int trans_b, float alpha, float beta, int lda,
-            int ldb, int ldc)
+/* gemm() with A and B also given in bf16 (Ah, Bh, laid out as A and B, or NULL: read
+ * when the product runs in bf16) */
+static void gemm_h(float *C, const float *A, const uint16_t *Ah, const float *B,
+                   const uint16_t *Bh, int M, int N, int K, int trans_a, int trans_b,
+                   float alpha, float beta, int lda, int ldb, int ldc)
 {
     double t0 = gemm_clock();
     gemm_account(t0, gemm_run(C, A, Ah, B, Bh, M, N, K, trans_a, trans_b, alpha, beta, lda,
@@ -357,7 +359,7 @@ void linear_forward_x(float *y, const float *x, const uint16_t *xh, const float 
         }
         beta = 1.0f;
     }
-    gemm_x(y, x, xh, W, NULL, rows, out, in, 0, 1, 1.0f, beta, in, in, out);
+    gemm_h(y, x, xh, W, NULL, rows, out, in, 0, 1, 1.0f, beta, in, in, out);
 }
 
 int linear_relu_h(uint16_t *yh, const float *x, const uint16_t *xh, const float *W,
@@ -421,10 +423,10 @@ void linear_backward_x(float *dx, float *dW, float *dbias, const float *dy, cons
     {
 #pragma omp section
         if (dx)
-            gemm_x(dx, dy, dyh, W, NULL, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f,
+            gemm_h(dx, dy, dyh, W, NULL, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f,
                    out, in, in);
 #pragma omp section
-        gemm_x(dW, dy, dyh, x, xh, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
+        gemm_h(dW, dy, dyh, x, xh, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
     }
     if (dbias) { /* column blocks per thread: each sum runs over the rows in order */
         int nt = (size_t)rows * out > 8192 ? par_threads() : 1;

@@ -17,13 +17,6 @@
 void gemm(float *C, const float *A, const float *B, int M, int N, int K,
           int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc);
 
-/* gemm() with A and B also given in bf16 (Ah, Bh: their roundings, laid out as A and B
- * with the same leading dimensions, or NULL): read when the product runs in bf16, so the
- * product need not round them (the bits of rounding A and B at the call). */
-void gemm_x(float *C, const float *A, const uint16_t *Ah, const float *B, const uint16_t *Bh,
-            int M, int N, int K, int trans_a, int trans_b, float alpha, float beta, int lda,
-            int ldb, int ldc);
-
 /* The precision of gemm()'s products (doc/design.md, "Precision"): GEMM_FP32 (OpenBLAS,
  * the default) or GEMM_BF16 (oneDNN: operands rounded to bf16, sums in fp32; products of
  * fewer than 2 rows or columns, or below GEMM_BF16_MIN multiply-adds, stay fp32).

@@ -206,7 +206,6 @@ typedef struct {
     /* backward scratch */
     float *d_out, *d_in, *d_h1, *d_tmp, *d_a, *d_vec, *d_q, *d_kv, *d_cat;
     uint16_t *d_h1b, *d_tmpb, *d_ab; /* bf16: twins of d_h1, d_tmp, d_a (the tail's dy) */
-    uint16_t *d_kvb;                 /* bf16: d_kv's twin, from the AMX attention */
     /* the segment the caches describe */
     int cur_Lq, cur_m;
     long cur_pos_offset;
