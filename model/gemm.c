@@ -212,26 +212,25 @@ static int gemm_run(float *C, const float *A, const uint16_t *Ah, const float *B
                 C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
         return 1;
     }
+    int nt = par_threads();
+    if (in_bf16(M, N, K) && gemm_bf16_x(C, A, Ah, B, Bh, NULL, M, N, K, trans_a, trans_b,
+                                        alpha, beta, lda, ldb, ldc) == 0)
+        return nt; /* oneDNN ran it on the threads of the moment */
+    /* fp32 (the precision, a small product, or oneDNN refused it): an operand given only
+     * in bf16 widened (exactly) first */
+    static _Thread_local float *wa, *wb;
+    static _Thread_local size_t ca, cb;
+    if (!A) {
+        A = widen(&wa, &ca, Ah, trans_a ? K : M, trans_a ? M : K, lda);
+        lda = trans_a ? M : K;
+    }
+    if (!B) {
+        B = widen(&wb, &cb, Bh, trans_b ? N : K, trans_b ? K : N, ldb);
+        ldb = trans_b ? K : N;
+    }
     if (M == 1 || N == 1) { /* a vector: sgemv reads the matrix once, sgemm would pack it */
         gemv(C, A, B, M, N, K, trans_a, trans_b, alpha, beta, lda, ldb, ldc);
         return 1;
-    }
-    int nt = par_threads();
-    if (in_bf16(M, N, K)) {
-        if (gemm_bf16_x(C, A, Ah, B, Bh, NULL, M, N, K, trans_a, trans_b, alpha, beta, lda,
-                        ldb, ldc) == 0)
-            return nt; /* oneDNN ran it on the threads of the moment */
-        /* refused: fp32, an operand given only in bf16 widened (exactly) first */
-        static _Thread_local float *wa, *wb;
-        static _Thread_local size_t ca, cb;
-        if (!A) {
-            A = widen(&wa, &ca, Ah, trans_a ? K : M, trans_a ? M : K, lda);
-            lda = trans_a ? M : K;
-        }
-        if (!B) {
-            B = widen(&wb, &cb, Bh, trans_b ? N : K, trans_b ? K : N, ldb);
-            ldb = trans_b ? K : N;
-        }
     }
     if (nt == 1 || (long)M * N * K < GEMM_SPLIT_MIN) {
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
@@ -281,11 +280,9 @@ void gemm(float *C, const float *A, const float *B, int M, int N, int K,
                               ldb, ldc));
 }
 
-/* gemm() with A and B also given in bf16 (Ah, Bh, laid out as A and B, or NULL: read
- * when the product runs in bf16) */
-static void gemm_h(float *C, const float *A, const uint16_t *Ah, const float *B,
-                   const uint16_t *Bh, int M, int N, int K, int trans_a, int trans_b,
-                   float alpha, float beta, int lda, int ldb, int ldc)
+void gemm_x(float *C, const float *A, const uint16_t *Ah, const float *B, const uint16_t *Bh,
+            int M, int N, int K, int trans_a, int trans_b, float alpha, float beta, int lda,
+            int ldb, int ldc)
 {
     double t0 = gemm_clock();
     gemm_account(t0, gemm_run(C, A, Ah, B, Bh, M, N, K, trans_a, trans_b, alpha, beta, lda,
@@ -359,7 +356,7 @@ void linear_forward_x(float *y, const float *x, const uint16_t *xh, const float 
         }
         beta = 1.0f;
     }
-    gemm_h(y, x, xh, W, NULL, rows, out, in, 0, 1, 1.0f, beta, in, in, out);
+    gemm_x(y, x, xh, W, NULL, rows, out, in, 0, 1, 1.0f, beta, in, in, out);
 }
 
 int linear_relu_h(uint16_t *yh, const float *x, const uint16_t *xh, const float *W,
@@ -423,10 +420,10 @@ void linear_backward_x(float *dx, float *dW, float *dbias, const float *dy, cons
     {
 #pragma omp section
         if (dx)
-            gemm_h(dx, dy, dyh, W, NULL, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f,
+            gemm_x(dx, dy, dyh, W, NULL, rows, in, out, 0, 0, 1.0f, accumulate_dx ? 1.0f : 0.0f,
                    out, in, in);
 #pragma omp section
-        gemm_h(dW, dy, dyh, x, xh, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
+        gemm_x(dW, dy, dyh, x, xh, out, in, rows, 1, 0, 1.0f, 1.0f, out, in, in);
     }
     if (dbias) { /* column blocks per thread: each sum runs over the rows in order */
         int nt = (size_t)rows * out > 8192 ? par_threads() : 1;

@@ -17,6 +17,14 @@
 void gemm(float *C, const float *A, const float *B, int M, int N, int K,
           int trans_a, int trans_b, float alpha, float beta, int lda, int ldb, int ldc);
 
+/* gemm() with A and B also given in bf16 (Ah, Bh: their roundings, laid out as A and B
+ * with the same leading dimensions, or NULL), which a bf16 product reads instead of
+ * rounding A and B. An operand may be given in bf16 only (A or B NULL, its twin not): an
+ * fp32 product (the precision, a small product, oneDNN refused) then widens it exactly. */
+void gemm_x(float *C, const float *A, const uint16_t *Ah, const float *B, const uint16_t *Bh,
+            int M, int N, int K, int trans_a, int trans_b, float alpha, float beta, int lda,
+            int ldb, int ldc);
+
 /* The precision of gemm()'s products (doc/design.md, "Precision"): GEMM_FP32 (OpenBLAS,
  * the default) or GEMM_BF16 (oneDNN: operands rounded to bf16, sums in fp32; products of
  * fewer than 2 rows or columns, or below GEMM_BF16_MIN multiply-adds, stay fp32).
@@ -57,7 +65,8 @@ void linear_forward(float *y, const float *x, const float *W, const float *bias,
  * input of the linear_forward_x / linear_backward_x calls that take x; else (fp32, or xh
  * NULL) NULL, and they read x. */
 const uint16_t *linear_round(uint16_t *xh, const float *x, int rows, int in);
-/* linear_forward with x also given in bf16 (xh from linear_round, or NULL) */
+/* linear_forward with x also given in bf16 (xh from linear_round, or NULL); x may be NULL
+ * when xh is not (gemm_x's rule: widened for an fp32 product) */
 void linear_forward_x(float *y, const float *x, const uint16_t *xh, const float *W,
                       const float *bias, int rows, int out, int in, int accumulate);
 /* yh [rows, out] = bf16(relu(x W^T + bias)) by the bf16 product itself (inference's

@@ -6,7 +6,7 @@
  * scale, beta = 1 as a sum post-op. The primitives are kept per thread (a slot each) and
  * shape (created at a shape's first call: the first training step or evaluation segment;
  * none after in a run of at most SHAPES shapes a thread; past that each new shape takes the
- * place of the oldest), with their memory objects, whose data handles each call points at its
+ * place of the least recently used), with their memory objects, whose data handles each call points at its
  * operands. oneDNN runs on txl's OpenMP pool: a call outside a parallel region uses every
  * thread, one inside a region (linear_backward's two sections, attention's pairs) its own
  * thread. */
@@ -23,6 +23,7 @@ enum { SLOTS = 64, SHAPES = 128 };
 typedef struct {
     int M, N, K, ta, tb, lda, ldb, ldc, bias, relu; /* relu: C = bf16(relu(...)) */
     float alpha, beta;
+    unsigned long used; /* the slot's tick at its last call */
     dnnl_primitive_t prim;
     dnnl_memory_t a, b, c, bias_mem;
 } mm_entry;
@@ -30,7 +31,9 @@ typedef struct {
 typedef struct {
     dnnl_stream_t stream;
     mm_entry e[SHAPES];
-    int n, hand; /* shapes held; the next to make room when all SHAPES are */
+    int n;              /* shapes held */
+    unsigned long tick; /* calls looked up */
+    long created;       /* primitives created, evicted ones' again included */
     uint16_t *abuf, *bbuf;
     size_t acap, bcap;
     const char *impl;
@@ -155,33 +158,46 @@ static void release(mm_entry *e)
 }
 
 /* key's entry: found, or created in a free place, or, all SHAPES held (a workload of many
- * shapes, e.g. a probe's lengths and trials), in the place of the oldest, round robin;
- * NULL when oneDNN refuses the shape */
+ * shapes, e.g. a probe's lengths and trials), in the place of the least recently used (a
+ * run's hot shapes stay); NULL when oneDNN refuses the shape */
 static mm_entry *lookup(mm_slot *s, const mm_entry *key)
 {
+    s->tick++;
     for (int i = 0; i < s->n; i++) {
         mm_entry *e = &s->e[i];
         if (e->M == key->M && e->N == key->N && e->K == key->K && e->ta == key->ta &&
             e->tb == key->tb && e->lda == key->lda && e->ldb == key->ldb &&
             e->ldc == key->ldc && e->bias == key->bias && e->relu == key->relu &&
             e->alpha == key->alpha &&
-            e->beta == key->beta)
+            e->beta == key->beta) {
+            e->used = s->tick;
             return e->prim ? e : NULL;
+        }
     }
-    mm_entry *e;
+    mm_entry *e = &s->e[0];
     if (s->n < SHAPES) {
         e = &s->e[s->n++];
     } else {
-        e = &s->e[s->hand];
-        s->hand = (s->hand + 1) % SHAPES;
+        for (int i = 1; i < SHAPES; i++)
+            if (s->e[i].used < e->used)
+                e = &s->e[i];
         release(e);
     }
     *e = *key;
+    e->used = s->tick;
+    s->created++;
     if (create(e, s)) {
         release(e); /* remembered as refused: fp32 for this shape while it is held */
         return NULL;
     }
     return e;
+}
+
+void gemm_bf16_stats(int *held, long *created)
+{
+    int t = my_slot();
+    *held = t < SLOTS ? slots[t].n : 0;
+    *created = t < SLOTS ? slots[t].created : 0;
 }
 
 int gemm_bf16_shadow(const float *base, size_t n, const uint16_t *copy)

@@ -50,8 +50,10 @@ void gemm_bf16_unshadow(const float *base);
 /* Tests: 0 makes products ignore every shadow (and round), 1 (the default) reads them. */
 void gemm_bf16_use_shadows(int on);
 /* Tests: 1 makes every product decline (-1, as when oneDNN refuses a shape), 0 (the
- * default) runs them. */
+ * default) runs them. gemm_bf16_stats: this thread's shapes held (at most 128) and the
+ * primitives it created (a shape evicted and met again counts again). */
 void gemm_bf16_refuse(int on);
+void gemm_bf16_stats(int *held, long *created);
 
 /* fp32 -> bf16, round to nearest even (NaN stays NaN), and back (exact). */
 static inline uint16_t bf16_from_f32(float f)

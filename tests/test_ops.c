@@ -401,11 +401,13 @@ static void test_gemm_bf16_shadow(void)
 }
 
 /* More shapes than a thread's primitives (gemm_bf16.c's SHAPES, 128): a probe's lengths and
- * trials make that many. Each new shape takes an old one's place, and a product whose input
- * exists only in bf16 (inference's a, made by the ReLU product) still runs in bf16, the bits
- * of rounding x at the call, shape after shape and again once its primitive was replaced;
- * refused (as oneDNN may refuse a shape), it runs in fp32 on the widened input and the fp32
- * weight: their double product to fp32's 1e-5. */
+ * trials make that many. Each new shape takes the least recently used one's place (150
+ * shapes in a cycle, twice: every call of the second pass creates its primitive again),
+ * and a product whose input exists only in bf16 (inference's a, made by the ReLU product)
+ * still runs in bf16: the bits of rounding x at the call, and the double product of the
+ * rounded operands to fp32's 1e-5, shape after shape. Refused (as oneDNN may refuse a
+ * shape), products whose operands exist only in bf16 (gemm_x with A or B NULL, every
+ * transposition) run in fp32 on them widened: their double product to 1e-5. */
 static void test_gemm_bf16_many_shapes(void)
 {
     enum { IN = 128, OUT = 64, M0 = 8, SHAPES_USED = 150 };
@@ -413,37 +415,72 @@ static void test_gemm_bf16_many_shapes(void)
     float *x = rand_f((size_t)mmax * IN, 1.0f), *W = rand_f((size_t)OUT * IN, 1.0f);
     float *bias = rand_f(OUT, 1.0f), *y = alloc_f((size_t)mmax * OUT);
     float *y1 = alloc_f((size_t)mmax * OUT), *xr = alloc_f((size_t)mmax * IN);
-    double *ref = alloc_d((size_t)mmax * OUT), *c0 = alloc_d((size_t)mmax * OUT);
+    float *Wr = alloc_f((size_t)OUT * IN);
+    double *ref = alloc_d((size_t)mmax * OUT);
     uint16_t *xh = malloc((size_t)mmax * IN * sizeof *xh);
+    uint16_t *Wh = malloc((size_t)OUT * IN * sizeof *Wh);
     gemm_bf16_round(xh, x, mmax, IN, IN);
+    gemm_bf16_round(Wh, W, OUT, IN, IN);
+    for (size_t i = 0; i < (size_t)mmax * IN; i++)
+        xr[i] = bf16_to_f32(xh[i]);
+    for (size_t i = 0; i < (size_t)OUT * IN; i++)
+        Wr[i] = bf16_to_f32(Wh[i]);
+    /* the double product of the rounded operands, plus the bias */
+    gemm_ref(ref, NULL, xr, Wr, mmax, OUT, IN, 0, 1, 1.0f, 0.0f, IN, IN, OUT);
+    for (int r = 0; r < mmax; r++)
+        for (int o = 0; o < OUT; o++)
+            ref[(size_t)r * OUT + o] += bias[o];
     gemm_set_precision(GEMM_BF16);
+    int held0, held;
+    long made0, made;
+    gemm_bf16_stats(&held0, &made0);
     int differ = 0;
+    double e = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int m = M0; m < mmax; m++) {
             linear_forward_x(y, NULL, xh, W, bias, m, OUT, IN, 0);
             linear_forward(y1, x, W, bias, m, OUT, IN, 0);
             differ += !same_f(y, y1, (size_t)m * OUT);
+            e = fmax(e, tl_max_rel_err(y, ref, (size_t)m * OUT, 1e-30));
         }
-    CHECK(differ == 0, "bf16, %d shapes twice over: a product of an input given only in bf16 "
-          "equals rounding it at the call, bit for bit (%d of %d products differ)", SHAPES_USED,
-          differ, 2 * SHAPES_USED);
-    for (size_t i = 0; i < (size_t)mmax * IN; i++)
-        xr[i] = bf16_to_f32(xh[i]);
-    for (int r = 0; r < mmax; r++)
-        for (int o = 0; o < OUT; o++)
-            c0[(size_t)r * OUT + o] = bias[o];
-    gemm_ref(ref, NULL, xr, W, mmax, OUT, IN, 0, 1, 1.0f, 0.0f, IN, IN, OUT);
-    for (size_t i = 0; i < (size_t)mmax * OUT; i++)
-        ref[i] += c0[i];
+    gemm_bf16_stats(&held, &made);
+    CHECK(differ == 0 && e <= 1e-5 && held == 128 && made - made0 == 2 * SHAPES_USED,
+          "bf16, %d shapes twice over: 128 held, %ld primitives made (%d expected); a product "
+          "of an input given only in bf16 equals rounding it at the call, bit for bit (%d of "
+          "%d differ), and the double product of the rounded operands to %.1e (tol 1e-5)",
+          SHAPES_USED, made - made0, 2 * SHAPES_USED, differ, 2 * SHAPES_USED, e);
+    /* refused: every transposition, A and B given only in bf16 */
+    double er = 0;
     gemm_bf16_refuse(1);
-    linear_forward_x(y, NULL, xh, W, bias, mmax, OUT, IN, 0);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            /* C [M, N] = op(A) op(B): A = x's first rows [M, K] (or its transpose, made
+             * here), B = W [N, K] (tb) or W^T [K, N] */
+            const int M = 40, K = IN, N = OUT;
+            uint16_t *Ah = malloc((size_t)M * K * sizeof *Ah), *Bh = malloc((size_t)N * K * sizeof *Bh);
+            float *Af = alloc_f((size_t)M * K), *Bf = alloc_f((size_t)N * K);
+            for (int i = 0; i < M; i++)
+                for (int k = 0; k < K; k++) {
+                    size_t at = ta ? (size_t)k * M + i : (size_t)i * K + k;
+                    Ah[at] = xh[(size_t)i * IN + k], Af[at] = xr[(size_t)i * IN + k];
+                }
+            for (int n = 0; n < N; n++)
+                for (int k = 0; k < K; k++) {
+                    size_t at = tb ? (size_t)n * K + k : (size_t)k * N + n;
+                    Bh[at] = Wh[(size_t)n * IN + k], Bf[at] = Wr[(size_t)n * IN + k];
+                }
+            double *rr = alloc_d((size_t)M * N);
+            gemm_ref(rr, NULL, Af, Bf, M, N, K, ta, tb, 1.0f, 0.0f, ta ? M : K, tb ? K : N, N);
+            gemm_x(y, NULL, Ah, NULL, Bh, M, N, K, ta, tb, 1.0f, 0.0f, ta ? M : K, tb ? K : N, N);
+            er = fmax(er, tl_max_rel_err(y, rr, (size_t)M * N, 1e-30));
+            free(Ah), free(Bh), free(Af), free(Bf), free(rr);
+        }
     gemm_bf16_refuse(0);
     gemm_set_precision(GEMM_FP32);
-    double e = tl_max_rel_err(y, ref, (size_t)mmax * OUT, 1e-30);
-    CHECK(e <= 1e-5, "bf16 refused, an input given only in bf16: the fp32 product of it "
-          "widened and the fp32 weight, %.1e from their double product (tol 1e-5)", e);
-    free(x), free(W), free(bias), free(y), free(y1), free(xr), free(ref), free(c0);
-    free(xh);
+    CHECK(er <= 1e-5, "bf16 refused, A and B given only in bf16 (4 transpositions): the fp32 "
+          "product of them widened, %.1e from their double product (tol 1e-5)", er);
+    free(x), free(W), free(bias), free(y), free(y1), free(xr), free(Wr), free(ref);
+    free(xh), free(Wh);
 }
 
 static void test_gemm_bf16(void)
