@@ -177,9 +177,9 @@ static int in_bf16(int M, int N, int K)
 }
 
 /* h [rows, cols] (row stride ld) widened into *buf (contiguous, grown to fit): the fp32
- * operand of a product whose caller gave it only in bf16 and that oneDNN refused (never in
- * a run that keeps to its shapes: then nothing is allocated here); out of memory here has
- * no way back but to stop */
+ * operand of a product whose caller gave it only in bf16 and that runs in fp32 (oneDNN
+ * refused it; no caller does so otherwise today, so a run whose shapes oneDNN takes
+ * allocates nothing here); out of memory here has no way back but to stop */
 static const float *widen(float **buf, size_t *cap, const uint16_t *h, int rows, int cols,
                           int ld)
 {
