@@ -6,10 +6,10 @@
  * scale, beta = 1 as a sum post-op. The primitives are kept per thread (a slot each) and
  * shape (created at a shape's first call: the first training step or evaluation segment;
  * none after in a run of at most SHAPES shapes a thread; past that each new shape takes the
- * place of the least recently used), with their memory objects, whose data handles each call points at its
- * operands. oneDNN runs on txl's OpenMP pool: a call outside a parallel region uses every
- * thread, one inside a region (linear_backward's two sections, attention's pairs) its own
- * thread. */
+ * place of the least recently used), with their memory objects, whose data handles each
+ * call points at its operands. oneDNN runs on txl's OpenMP pool: a call outside a parallel
+ * region uses every thread, one inside a region (linear_backward's two sections,
+ * attention's pairs) its own thread. */
 #include "gemm_bf16.h"
 
 #include <dnnl.h>

@@ -457,7 +457,8 @@ static void test_gemm_bf16_many_shapes(void)
             /* C [M, N] = op(A) op(B): A = x's first rows [M, K] (or its transpose, made
              * here), B = W [N, K] (tb) or W^T [K, N] */
             const int M = 40, K = IN, N = OUT;
-            uint16_t *Ah = malloc((size_t)M * K * sizeof *Ah), *Bh = malloc((size_t)N * K * sizeof *Bh);
+            uint16_t *Ah = malloc((size_t)M * K * sizeof *Ah);
+            uint16_t *Bh = malloc((size_t)N * K * sizeof *Bh);
             float *Af = alloc_f((size_t)M * K), *Bf = alloc_f((size_t)N * K);
             for (int i = 0; i < M; i++)
                 for (int k = 0; k < K; k++) {
