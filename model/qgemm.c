@@ -1,25 +1,34 @@
-/* qgemm.c: see qgemm.h. A tile of R rows of W times S rows of A keeps R x S sums of 16
- * lanes in registers; each block of a row of W is converted once per tile (q8: its int8
- * values sign-extended and converted to floats, exactly; bf16: each pair of values, one
- * 32-bit word, shifted (the first) or masked (the second) into floats, exactly) and
- * multiplied into the S rows. A tile past W's last row repeats that row and drops its
- * results; the next tile's rows are prefetched while one is computed. The kernels are
- * compiled for their instruction sets with target attributes and picked at the first call
- * by what the CPU (and the OS) offers.
+/* qgemm.c: see qgemm.h.
  *
- * The sums, lane l of 16 (each kernel computes exactly these, in this order):
- *   q8, block b (k0 = 32 b + l, k1 = k0 + 16): t = q_k0 x_k0; t = fma(q_k1, x_k1, t);
- *         lane_l = fma(t, s_b, lane_l)
- *   bf16, chunk c of 32 (k0 = 32 c + 2 l, k1 = k0 + 1): lane_l = fma(w_k0, x_k0, lane_l);
- *         lane_l = fma(w_k1, x_k1, lane_l)
- * then the lanes in gemm.c's tree, then (bf16) the K mod 32 tail in order. q8 multiplies
- * each block's sum by its scale rather than each weight (w = q s exactly, so this is the
- * dequantized product, rounded otherwise): per 32 weights of a row and a row of A, 2
- * conversions and 3 products instead of 2 conversions and 4, which one stream (a product
- * bound by the CPU, not by its reads of W) measured 1.2x faster; its scale is a float
- * broadcast from memory (quant.h, sf). bf16 pairs its lanes with A's values deinterleaved
- * (even and odd k of a chunk, two permutes per row of A): per 32 weights 3 operations to
- * convert instead of 4. */
+ * q8 reads the panels (qmat.h): a column of a panel is QP = 16 rows' weights, one load,
+ * sign-extended and converted to floats exactly, and multiplied by the broadcast value of
+ * that column of A into 16 lanes that are the 16 rows' sums: no sums across lanes, and a
+ * block's scale multiplies its 16 rows' sums at once (per 16 weights of a row of A: a
+ * sign extension, a conversion and a product; the row-major tiles before took 7
+ * operations for 32, and one stream's products, bound by the CPU rather than the reads,
+ * ran 1.2-1.3x faster this way). A pass takes P panels (4 for one row of A, fewer for more
+ * rows: the sums in registers) times S rows of A; the padding rows of the last panel are
+ * computed and dropped.
+ *
+ * bf16 reads the row-major matrix: a tile of R rows of W times S rows of A keeps R x S
+ * sums of 16 lanes in registers; each chunk of a row of W is converted once per tile (each
+ * pair of values, one 32-bit word, shifted (the first) or masked (the second) into floats,
+ * exactly, A's values deinterleaved to match: per 32 weights 3 operations to convert
+ * instead of 4) and multiplied into the S rows. A tile past W's last row repeats that row
+ * and drops its results; the next tile's rows are prefetched while one is computed.
+ *
+ * The kernels are compiled for their instruction sets with target attributes and picked at
+ * the first call by what the CPU (and the OS) offers. The sums, which each kernel computes
+ * exactly, in this order:
+ *   q8, row o of W, row x of A: for each block b, e and d start at 0, then for k = 32 b,
+ *         32 b + 2, ..., 32 b + 30: e = fma(q_k, x_k, e); d = fma(q_k+1, x_k+1, d); and
+ *         sum = fma(e + d, s_b, sum)
+ *         (each block's sum times its scale rather than each weight: w = q s exactly, so
+ *         this is the dequantized product, rounded otherwise; two sums a block, the even
+ *         and the odd columns, to halve the chain of dependent products)
+ *   bf16, chunk c of 32, lane l of 16 (k0 = 32 c + 2 l, k1 = k0 + 1):
+ *         lane_l = fma(w_k0, x_k0, lane_l); lane_l = fma(w_k1, x_k1, lane_l)
+ *         then the lanes in gemm.c's tree, then the K mod 32 tail in order. */
 #include "qgemm.h"
 
 #include <math.h>
@@ -60,7 +69,8 @@ static inline float tail(float s, const qmat *W, size_t o, const float *x, int K
     return s;
 }
 
-/* The plain C twin: the same sums, one element at a time. */
+/* The plain C twin: the same sums, one element at a time (q8 from the file's row-major
+ * values, which the panels hold too). */
 static void qgemm_c(float *C, const float *A, const qmat *W, int M, float alpha, float beta,
                     int lda, int ldc)
 {
@@ -68,28 +78,29 @@ static void qgemm_c(float *C, const float *A, const qmat *W, int M, float alpha,
     for (int o = 0; o < N; o++)
         for (int b = 0; b < M; b++) {
             const float *x = A + (size_t)b * lda;
-            float lane[16] = {0};
+            float *c = C + (size_t)b * ldc + o;
             if (W->type == QT_Q8) {
                 const int8_t *q = W->q + (size_t)o * K;
-                for (int k = 0; k < nb; k++) {
-                    float s = W->sf[(size_t)o * nb + k];
-                    for (int l = 0; l < 16; l++) {
-                        int k0 = k * QK + l, k1 = k0 + 16;
-                        float t = (float)q[k0] * x[k0];
-                        t = fmaf((float)q[k1], x[k1], t);
-                        lane[l] = fmaf(t, s, lane[l]);
+                float sum = 0;
+                for (int j = 0; j < nb; j++) {
+                    float e = 0, d = 0;
+                    for (int k = j * QK; k < j * QK + QK; k += 2) {
+                        e = fmaf((float)q[k], x[k], e);
+                        d = fmaf((float)q[k + 1], x[k + 1], d);
                     }
+                    sum = fmaf(e + d, bf16_to_f32(W->scale[(size_t)o * nb + j]), sum);
                 }
-            } else {
-                for (int c = 0; c < K32; c += 32)
-                    for (int l = 0; l < 16; l++) {
-                        int k0 = c + 2 * l;
-                        lane[l] = fmaf(bf16_at(W, (size_t)o, (size_t)k0), x[k0], lane[l]);
-                        lane[l] = fmaf(bf16_at(W, (size_t)o, (size_t)k0 + 1), x[k0 + 1], lane[l]);
-                    }
+                store(c, sum, alpha, beta);
+                continue;
             }
-            store(C + (size_t)b * ldc + o, tail(tree16(lane), W, (size_t)o, x, K32, K), alpha,
-                  beta);
+            float lane[16] = {0};
+            for (int k = 0; k < K32; k += 32)
+                for (int l = 0; l < 16; l++) {
+                    int k0 = k + 2 * l;
+                    lane[l] = fmaf(bf16_at(W, (size_t)o, (size_t)k0), x[k0], lane[l]);
+                    lane[l] = fmaf(bf16_at(W, (size_t)o, (size_t)k0 + 1), x[k0 + 1], lane[l]);
+                }
+            store(c, tail(tree16(lane), W, (size_t)o, x, K32, K), alpha, beta);
         }
 }
 
@@ -163,7 +174,7 @@ static T512 void tile512(float *C, const float *A, const qmat *W, int o0, int b0
                          float alpha, float beta, int lda, int ldc)
 {
     enum { RM = 4, SM = QG_ROWS };
-    const int N = W->rows, K = W->cols, K32 = K / 32 * 32, nb = K / QK;
+    const int N = W->rows, K = W->cols, K32 = K / 32 * 32;
     size_t o[RM];
     const float *x[SM];
     __m512 acc[RM][SM];
@@ -174,40 +185,20 @@ static T512 void tile512(float *C, const float *A, const qmat *W, int o0, int b0
     for (int r = 0; r < R; r++)
         for (int t = 0; t < S; t++)
             acc[r][t] = _mm512_setzero_ps();
-    if (W->type == QT_Q8) {
-        for (int b = 0; b < nb; b++) {
-            __m512 w0[RM], w1[RM], sc[RM];
-            for (int r = 0; r < R; r++) {
-                const int8_t *q = W->q + o[r] * K + b * QK;
-                PREFETCH(q, (size_t)R * K);
-                w0[r] = cvt_q8_512(q);
-                w1[r] = cvt_q8_512(q + 16);
-                sc[r] = _mm512_set1_ps(W->sf[o[r] * nb + b]);
-            }
-            for (int t = 0; t < S; t++) {
-                __m512 x0 = _mm512_loadu_ps(x[t] + b * QK), x1 = _mm512_loadu_ps(x[t] + b * QK + 16);
-                for (int r = 0; r < R; r++) {
-                    __m512 tb = _mm512_fmadd_ps(w1[r], x1, _mm512_mul_ps(w0[r], x0));
-                    acc[r][t] = _mm512_fmadd_ps(tb, sc[r], acc[r][t]);
-                }
-            }
+    /* the next tile's rows, or (short rows: attention's keys) 2 KiB on */
+    const size_t ahead = (size_t)R * K * 2 > 2048 ? (size_t)R * K * 2 : 2048;
+    for (int k = 0; k < K32; k += 32) {
+        __m512 we[RM], wo[RM];
+        for (int r = 0; r < R; r++) {
+            const uint16_t *w = W->bf16 + o[r] * K + k;
+            PREFETCH(w, ahead);
+            bf16_pair512(w, &we[r], &wo[r]);
         }
-    } else {
-        /* the next tile's rows, or (short rows: attention's keys) 2 KiB on */
-        const size_t ahead = (size_t)R * K * 2 > 2048 ? (size_t)R * K * 2 : 2048;
-        for (int k = 0; k < K32; k += 32) {
-            __m512 we[RM], wo[RM];
-            for (int r = 0; r < R; r++) {
-                const uint16_t *w = W->bf16 + o[r] * K + k;
-                PREFETCH(w, ahead);
-                bf16_pair512(w, &we[r], &wo[r]);
-            }
-            for (int t = 0; t < S; t++) {
-                __m512 xe, xo;
-                x_pair512(x[t] + k, &xe, &xo);
-                for (int r = 0; r < R; r++)
-                    acc[r][t] = _mm512_fmadd_ps(wo[r], xo, _mm512_fmadd_ps(we[r], xe, acc[r][t]));
-            }
+        for (int t = 0; t < S; t++) {
+            __m512 xe, xo;
+            x_pair512(x[t] + k, &xe, &xo);
+            for (int r = 0; r < R; r++)
+                acc[r][t] = _mm512_fmadd_ps(wo[r], xo, _mm512_fmadd_ps(we[r], xe, acc[r][t]));
         }
     }
     const int whole = R == 4 && o0 + 3 < N && K32 == K; /* 4 results, no tails: one store */
@@ -267,6 +258,62 @@ static __attribute__((target("avx512f,avx2,fma,f16c"))) void gemv_t512(float *y,
     gemv_t_c(y, a, W, K, N, ldw, n0);
 }
 
+/* q8: panels p0 .. p0 + P - 1 of W (qmat.h) times rows b0 .. b0 + S - 1 of A. */
+static T512 void panel512(float *C, const float *A, const qmat *W, int p0, int P, int b0, int S,
+                          float alpha, float beta, int lda, int ldc)
+{
+    enum { PM = 4, SM = QG_ROWS };
+    const int N = W->rows, K = W->cols, nb = K / QK;
+    const int8_t *q[PM];
+    const uint16_t *sp[PM];
+    const float *x[SM];
+    __m512 acc[PM][SM];
+    for (int p = 0; p < P; p++) {
+        q[p] = W->qp + (size_t)(p0 + p) * K * QP;
+        sp[p] = W->sp + (size_t)(p0 + p) * nb * QP;
+    }
+    for (int t = 0; t < S; t++)
+        x[t] = A + (size_t)(b0 + t) * lda;
+    for (int p = 0; p < P; p++)
+        for (int t = 0; t < S; t++)
+            acc[p][t] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        __m512 e[PM][SM], d[PM][SM];
+        for (int p = 0; p < P; p++)
+            for (int t = 0; t < S; t++)
+                e[p][t] = d[p][t] = _mm512_setzero_ps();
+        for (int k = b * QK; k < b * QK + QK; k += 2)
+            for (int p = 0; p < P; p++) {
+                __m512 w0 = cvt_q8_512(q[p] + (size_t)k * QP);
+                __m512 w1 = cvt_q8_512(q[p] + (size_t)(k + 1) * QP);
+                for (int t = 0; t < S; t++) {
+                    e[p][t] = _mm512_fmadd_ps(w0, _mm512_set1_ps(x[t][k]), e[p][t]);
+                    d[p][t] = _mm512_fmadd_ps(w1, _mm512_set1_ps(x[t][k + 1]), d[p][t]);
+                }
+            }
+        for (int p = 0; p < P; p++) {
+            __m512 s = deq_bf16_512(sp[p] + (size_t)b * QP);
+            for (int t = 0; t < S; t++)
+                acc[p][t] = _mm512_fmadd_ps(_mm512_add_ps(e[p][t], d[p][t]), s, acc[p][t]);
+        }
+    }
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    for (int p = 0; p < P; p++)
+        for (int t = 0; t < S; t++) {
+            const int o0 = (p0 + p) * QP;
+            float *c = C + (size_t)(b0 + t) * ldc + o0;
+            if (o0 + QP <= N) {
+                __m512 prev = beta == 0.0f ? _mm512_setzero_ps() : _mm512_mul_ps(vb, _mm512_loadu_ps(c));
+                _mm512_storeu_ps(c, _mm512_add_ps(_mm512_mul_ps(va, acc[p][t]), prev));
+                continue;
+            }
+            float sum[QP];
+            _mm512_storeu_ps(sum, acc[p][t]);
+            for (int r = 0; o0 + r < N; r++)
+                store(c + r, sum[r], alpha, beta);
+        }
+}
+
 #define TILE512(R, S)                                                                        \
     static __attribute__((target("avx512f,avx2,fma,f16c"))) void tile512_##R##_##S(          \
         float *C, const float *A, const qmat *W, int o0, int b0, float alpha, float beta,     \
@@ -279,6 +326,21 @@ TILE512(4, 2)
 TILE512(4, 3)
 TILE512(4, 4)
 
+#define PANEL512(P, S)                                                                       \
+    static __attribute__((target("avx512f,avx2,fma,f16c"))) void panel512_##P##_##S(        \
+        float *C, const float *A, const qmat *W, int p0, int b0, float alpha, float beta,     \
+        int lda, int ldc)                                                                    \
+    {                                                                                        \
+        panel512(C, A, W, p0, P, b0, S, alpha, beta, lda, ldc);                               \
+    }
+PANEL512(4, 1)
+PANEL512(1, 1)
+PANEL512(2, 2)
+PANEL512(1, 2)
+PANEL512(2, 3)
+PANEL512(1, 3)
+PANEL512(1, 4)
+
 typedef void (*tile_fn)(float *, const float *, const qmat *, int, int, float, float, int, int);
 
 /* (2 x 8 tiles measured slower than two 4 x 4: 870 against 714 us for S's products of 8
@@ -288,6 +350,17 @@ static const struct {
     tile_fn f;
 } tiles512[QG_ROWS + 1] = {{0, NULL}, {4, tile512_4_1}, {4, tile512_4_2}, {4, tile512_4_3},
                            {4, tile512_4_4}};
+
+/* q8's passes by rows of A: P panels at once (the sums of P x S x 3 registers), and one
+ * panel for the rest */
+static const struct {
+    int P;
+    tile_fn f, f1;
+} panels512[QG_ROWS + 1] = {{0, NULL, NULL},
+                            {4, panel512_4_1, panel512_1_1},
+                            {2, panel512_2_2, panel512_1_2},
+                            {2, panel512_2_3, panel512_1_3},
+                            {1, panel512_1_4, panel512_1_4}};
 
 /* ---------------------------------------------------------------- AVX2 */
 /* The 16 lanes as two 8-lane parts (lanes 0-7, 8-15): the same sums. */
@@ -332,7 +405,7 @@ static T256 void tile256(float *C, const float *A, const qmat *W, int o0, int b0
                          float alpha, float beta, int lda, int ldc)
 {
     enum { RM = 2, SM = QG_ROWS };
-    const int N = W->rows, K = W->cols, K32 = K / 32 * 32, nb = K / QK;
+    const int N = W->rows, K = W->cols, K32 = K / 32 * 32;
     size_t o[RM];
     const float *x[SM];
     __m256 acc[RM][SM][2];
@@ -343,53 +416,85 @@ static T256 void tile256(float *C, const float *A, const qmat *W, int o0, int b0
     for (int r = 0; r < R; r++)
         for (int t = 0; t < S; t++)
             acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
-    if (W->type == QT_Q8) {
-        for (int b = 0; b < nb; b++) {
-            __m256 sc[RM];
+    for (int k0 = 0; k0 < K32; k0 += 32)
+        for (int p = 0; p < 2; p++) {
+            int k = k0 + 16 * p;
+            __m256 we[RM], wo[RM];
             for (int r = 0; r < R; r++) {
-                sc[r] = _mm256_broadcast_ss(W->sf + o[r] * nb + b);
-                PREFETCH(W->q + o[r] * K + b * QK, (size_t)R * K);
+                const uint16_t *w = W->bf16 + o[r] * K + k;
+                PREFETCH(w, (size_t)R * K * 2);
+                bf16_pair256(w, &we[r], &wo[r]);
             }
-            for (int p = 0; p < 2; p++) { /* lanes 0-7, then 8-15 */
-                __m256 w0[RM], w1[RM];
-                for (int r = 0; r < R; r++) {
-                    const int8_t *q = W->q + o[r] * K + b * QK + 8 * p;
-                    w0[r] = cvt_q8_256(q);
-                    w1[r] = cvt_q8_256(q + 16);
-                }
-                for (int t = 0; t < S; t++) {
-                    const float *xp = x[t] + b * QK + 8 * p;
-                    __m256 x0 = _mm256_loadu_ps(xp), x1 = _mm256_loadu_ps(xp + 16);
-                    for (int r = 0; r < R; r++) {
-                        __m256 tb = _mm256_fmadd_ps(w1[r], x1, _mm256_mul_ps(w0[r], x0));
-                        acc[r][t][p] = _mm256_fmadd_ps(tb, sc[r], acc[r][t][p]);
-                    }
-                }
+            for (int t = 0; t < S; t++) {
+                __m256 xe, xo;
+                x_pair256(x[t] + k, &xe, &xo);
+                for (int r = 0; r < R; r++)
+                    acc[r][t][p] = _mm256_fmadd_ps(wo[r], xo,
+                                                   _mm256_fmadd_ps(we[r], xe, acc[r][t][p]));
             }
         }
-    } else {
-        for (int k0 = 0; k0 < K32; k0 += 32)
-            for (int p = 0; p < 2; p++) {
-                int k = k0 + 16 * p;
-                __m256 we[RM], wo[RM];
-                for (int r = 0; r < R; r++) {
-                    const uint16_t *w = W->bf16 + o[r] * K + k;
-                    PREFETCH(w, (size_t)R * K * 2);
-                    bf16_pair256(w, &we[r], &wo[r]);
-                }
-                for (int t = 0; t < S; t++) {
-                    __m256 xe, xo;
-                    x_pair256(x[t] + k, &xe, &xo);
-                    for (int r = 0; r < R; r++)
-                        acc[r][t][p] = _mm256_fmadd_ps(wo[r], xo,
-                                                       _mm256_fmadd_ps(we[r], xe, acc[r][t][p]));
-                }
-            }
-    }
     for (int r = 0; r < R && o0 + r < N; r++)
         for (int t = 0; t < S; t++)
             store(C + (size_t)(b0 + t) * ldc + o0 + r,
                   tail(sum256(acc[r][t][0], acc[r][t][1]), W, o[r], x[t], K32, K), alpha, beta);
+}
+
+/* q8: the 8-row halves g0 .. g0 + G - 1 of W's panels (half g: panel g / 2, its rows
+ * 8 (g % 2) ..) times rows b0 .. b0 + S - 1 of A: the lanes of panel512, 8 at a time. */
+static T256 void panel256(float *C, const float *A, const qmat *W, int g0, int G, int b0, int S,
+                          float alpha, float beta, int lda, int ldc)
+{
+    enum { GM = 4, SM = QG_ROWS };
+    const int N = W->rows, K = W->cols, nb = K / QK;
+    const int8_t *q[GM];
+    const uint16_t *sp[GM];
+    const float *x[SM];
+    __m256 acc[GM][SM];
+    for (int g = 0; g < G; g++) {
+        int pn = (g0 + g) / 2, h = (g0 + g) % 2 * 8;
+        q[g] = W->qp + (size_t)pn * K * QP + h;
+        sp[g] = W->sp + (size_t)pn * nb * QP + h;
+    }
+    for (int t = 0; t < S; t++)
+        x[t] = A + (size_t)(b0 + t) * lda;
+    for (int g = 0; g < G; g++)
+        for (int t = 0; t < S; t++)
+            acc[g][t] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        __m256 e[GM][SM], d[GM][SM];
+        for (int g = 0; g < G; g++)
+            for (int t = 0; t < S; t++)
+                e[g][t] = d[g][t] = _mm256_setzero_ps();
+        for (int k = b * QK; k < b * QK + QK; k += 2)
+            for (int g = 0; g < G; g++) {
+                __m256 w0 = cvt_q8_256(q[g] + (size_t)k * QP);
+                __m256 w1 = cvt_q8_256(q[g] + (size_t)(k + 1) * QP);
+                for (int t = 0; t < S; t++) {
+                    e[g][t] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x[t] + k), e[g][t]);
+                    d[g][t] = _mm256_fmadd_ps(w1, _mm256_broadcast_ss(x[t] + k + 1), d[g][t]);
+                }
+            }
+        for (int g = 0; g < G; g++) {
+            __m256 s = deq_bf16_256(sp[g] + (size_t)b * QP);
+            for (int t = 0; t < S; t++)
+                acc[g][t] = _mm256_fmadd_ps(_mm256_add_ps(e[g][t], d[g][t]), s, acc[g][t]);
+        }
+    }
+    const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    for (int g = 0; g < G; g++)
+        for (int t = 0; t < S; t++) {
+            const int o0 = (g0 + g) * 8;
+            float *c = C + (size_t)(b0 + t) * ldc + o0;
+            if (o0 + 8 <= N) {
+                __m256 prev = beta == 0.0f ? _mm256_setzero_ps() : _mm256_mul_ps(vb, _mm256_loadu_ps(c));
+                _mm256_storeu_ps(c, _mm256_add_ps(_mm256_mul_ps(va, acc[g][t]), prev));
+                continue;
+            }
+            float sum[8];
+            _mm256_storeu_ps(sum, acc[g][t]);
+            for (int r = 0; o0 + r < N; r++)
+                store(c + r, sum[r], alpha, beta);
+        }
 }
 
 static __attribute__((target("avx2,fma,f16c"))) void gemv_t256(float *y, const float *a,
@@ -431,10 +536,34 @@ TILE256(2, 2)
 TILE256(1, 3)
 TILE256(1, 4)
 
+#define PANEL256(G, S)                                                                       \
+    static __attribute__((target("avx2,fma,f16c"))) void panel256_##G##_##S(                 \
+        float *C, const float *A, const qmat *W, int g0, int b0, float alpha, float beta,     \
+        int lda, int ldc)                                                                    \
+    {                                                                                        \
+        panel256(C, A, W, g0, G, b0, S, alpha, beta, lda, ldc);                               \
+    }
+PANEL256(4, 1)
+PANEL256(1, 1)
+PANEL256(2, 2)
+PANEL256(1, 2)
+PANEL256(1, 3)
+PANEL256(1, 4)
+
 static const struct {
     int R;
     tile_fn f;
 } tiles256[QG_ROWS + 1] = {{0, NULL}, {2, tile256_2_1}, {2, tile256_2_2}, {1, tile256_1_3}, {1, tile256_1_4}};
+
+/* q8's passes by rows of A, in 8-row halves of the panels (16 registers) */
+static const struct {
+    int P;
+    tile_fn f, f1;
+} panels256[QG_ROWS + 1] = {{0, NULL, NULL},
+                            {4, panel256_4_1, panel256_1_1},
+                            {2, panel256_2_2, panel256_1_2},
+                            {1, panel256_1_3, panel256_1_3},
+                            {1, panel256_1_4, panel256_1_4}};
 #endif /* __x86_64__ */
 
 enum { K_C, K_AVX2, K_AVX512 };
@@ -489,6 +618,22 @@ void qgemm(float *C, const float *A, const qmat *W, int M, float alpha, float be
         return;
     }
 #ifdef HAVE_SIMD
+    if (kernel != K_C && W->type == QT_Q8) {
+        /* units of P panels (AVX2: P halves of a panel), the rest one at a time */
+        const int n = kernel == K_AVX512 ? (N + QP - 1) / QP : (N + QP - 1) / QP * 2;
+        for (int b0 = 0; b0 < M; b0 += QG_ROWS) {
+            int S = M - b0 < QG_ROWS ? M - b0 : QG_ROWS;
+            int P = kernel == K_AVX512 ? panels512[S].P : panels256[S].P;
+            tile_fn f = kernel == K_AVX512 ? panels512[S].f : panels256[S].f;
+            tile_fn f1 = kernel == K_AVX512 ? panels512[S].f1 : panels256[S].f1;
+            int u = 0;
+            for (; u + P <= n; u += P)
+                f(C, A, W, u, b0, alpha, beta, lda, ldc);
+            for (; u < n; u++)
+                f1(C, A, W, u, b0, alpha, beta, lda, ldc);
+        }
+        return;
+    }
     if (kernel != K_C) {
         const int smax = QG_ROWS;
         for (int b0 = 0; b0 < M; b0 += smax) {

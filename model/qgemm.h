@@ -6,10 +6,10 @@
  *
  * Each block of W is dequantized exactly (quant.h: q s is a float) in registers and
  * multiplied with the fp32 rows of A, so the result is an fp32 product of the dequantized
- * weights: each C element a sum over K of 16 lanes (lane l holds k = l mod 16) with one
- * fused multiply-add per term, the lanes added in a fixed tree, then the K mod 16 tail in
- * order. Every kernel computes that same sum: the AVX-512 and AVX2 ones (picked at run time
- * by what the CPU has, whatever the build) and the plain C twin (fmaf) give the same bits.
+ * weights, with one fused multiply-add per term, in a fixed order (qgemm.c says which: q8
+ * reads its panels of 16 rows, bf16 the rows). Every kernel computes that same sum: the
+ * AVX-512 and AVX2 ones (picked at run time by what the CPU has, whatever the build) and
+ * the plain C twin (fmaf) give the same bits.
  * Each weight is read once per call for up to QG_ROWS rows of A (the streams of a decoding
  * step); more rows take it again per QG_ROWS. One thread. */
 #ifndef TXL_QGEMM_H

@@ -25,8 +25,12 @@ size_t quant_place(qmat *m, qtype t, int rows, int cols, unsigned char *buf)
 {
     size_t n = (size_t)rows * cols, nb = (size_t)rows * (cols / QK);
     size_t a = (qtype_bytes(t, (size_t)rows, (size_t)cols) + 63) / 64 * 64;
+    /* q8: the file's q and scales, then the panels (qmat.h) */
+    size_t pr = ((size_t)rows + QP - 1) / QP * QP; /* the panels' rows */
+    size_t at_s = (n + 63) / 64 * 64, at_qp = at_s + (nb * 2 + 63) / 64 * 64;
+    size_t at_sp = at_qp + (pr * cols + 63) / 64 * 64;
     if (t == QT_Q8)
-        a = (n + 63) / 64 * 64 + (nb * 2 + 63) / 64 * 64 + (nb * 4 + 63) / 64 * 64;
+        a = at_sp + (pr * (cols / QK) * 2 + 63) / 64 * 64;
     if (!buf)
         return a;
     *m = (qmat){.type = t, .rows = rows, .cols = cols};
@@ -34,17 +38,29 @@ size_t quant_place(qmat *m, qtype t, int rows, int cols, unsigned char *buf)
         m->bf16 = (const uint16_t *)buf;
     } else if (t == QT_Q8) {
         m->q = (const int8_t *)buf;
-        m->scale = (const uint16_t *)(buf + (n + 63) / 64 * 64);
-        m->sf = (const float *)(buf + (n + 63) / 64 * 64 + (nb * 2 + 63) / 64 * 64);
+        m->scale = (const uint16_t *)(buf + at_s);
+        m->qp = (const int8_t *)(buf + at_qp);
+        m->sp = (const uint16_t *)(buf + at_sp);
     }
     return a;
 }
 
 void quant_finish(qmat *m)
 {
-    size_t nb = (size_t)m->rows * (m->cols / QK);
-    for (size_t i = 0; m->type == QT_Q8 && i < nb; i++)
-        ((float *)m->sf)[i] = bf16_to_f32(m->scale[i]);
+    if (m->type != QT_Q8)
+        return;
+    const size_t rows = (size_t)m->rows, K = (size_t)m->cols, nb = K / QK;
+    const size_t np = (rows + QP - 1) / QP;
+    int8_t *qp = (int8_t *)m->qp;
+    uint16_t *sp = (uint16_t *)m->sp;
+    for (size_t p = 0; p < np; p++)
+        for (size_t r = 0; r < QP; r++) {
+            size_t o = p * QP + r;
+            for (size_t k = 0; k < K; k++)
+                qp[(p * K + k) * QP + r] = o < rows ? m->q[o * K + k] : 0;
+            for (size_t b = 0; b < nb; b++)
+                sp[(p * nb + b) * QP + r] = o < rows ? m->scale[o * nb + b] : 0;
+        }
 }
 
 void quant_q8_row(int8_t *q, uint16_t *scale, const float *w, int cols)

@@ -14,7 +14,8 @@
  *   fp32: the dequantized weight is a float with no rounding of its own. A block whose largest magnitude is below FLT_MIN x 127 (no
  *   normal bf16 scale) is stored as zeros.
  *
- * The layout in memory is the file's: q [out, in] int8 row-major, scales [out, in / QK]. */
+ * The layout in memory is the file's, q [out, in] int8 row-major and scales [out, in / QK],
+ * and beside it the same values in panels of QP rows (qmat.h), which the kernels read. */
 #ifndef TXL_QUANT_H
 #define TXL_QUANT_H
 
@@ -59,7 +60,7 @@ int quant_model(model *mdl, qtype target, txl_err *e);
  * m's type, shape and pointers, whose contents the caller fills (bf16, or q and scale,
  * then quant_finish). Returns the bytes it takes, a multiple of 64. */
 size_t quant_place(qmat *m, qtype t, int rows, int cols, unsigned char *buf);
-/* Derives what m keeps beside the file's data once that is filled in (q8: sf). */
+/* Derives what m keeps beside the file's data once that is filled in (q8: the panels). */
 void quant_finish(qmat *m);
 
 /* The storage of parameter i (mdl->qm[i]), or NULL when it is fp32. */

@@ -135,11 +135,13 @@ static void test_product(qtype t, int M, int N, int K, float alpha, float beta, 
     for (int i = 0; i < M * ldc; i++)
         C0[i] = i % ldc >= N ? 777.0f : tl_normal(&rng, 1.0f);
     qmat m = {.type = t, .rows = N, .cols = K};
-    float *sf = malloc(sizeof(float) * N * (K / QK + 1));
-    if (t == QT_Q8) {
+    unsigned char *buf = NULL;
+    if (t == QT_Q8) { /* placed as a checkpoint's (quant.h), panels and all */
+        buf = aligned_alloc(64, quant_place(NULL, t, N, K, NULL));
+        quant_place(&m, t, N, K, buf);
         for (int r = 0; r < N; r++)
-            quant_q8_row(q + (size_t)r * K, s + (size_t)r * (K / QK), w + (size_t)r * K, K);
-        m.q = q, m.scale = s, m.sf = sf;
+            quant_q8_row((int8_t *)m.q + (size_t)r * K, (uint16_t *)m.scale + (size_t)r * (K / QK),
+                         w + (size_t)r * K, K);
         quant_finish(&m);
     } else {
         quant_bf16(bb, w, (size_t)N * K);
@@ -185,7 +187,7 @@ static void test_product(qtype t, int M, int N, int K, float alpha, float beta, 
           "give the same bits: %s", qtype_name(t), M, N, K, alpha, beta, with_bias ? " + bias" : "",
           worst, names, same ? "yes" : "NO");
     free(w), free(Wd), free(A), free(C0), free(C), free(Cc), free(bias), free(q), free(s),
-        free(bb), free(sf);
+        free(bb), free(buf);
 }
 
 /* qgemv_t (attention's weighted values over a bf16 cache): y = a W for W bf16 [K, N],
@@ -319,6 +321,9 @@ int main(void)
     int Ms[] = {1, 2, 3, 4, 5, 8, 9, 17};
     for (size_t i = 0; i < sizeof Ms / sizeof *Ms; i++) {
         test_product(QT_Q8, Ms[i], 7, 96, 1.0f, 0.0f, 0);
+        /* 7 panels of 16 rows (the last of 4): passes of 4, 2 or 1 panels and the rest */
+        test_product(QT_Q8, Ms[i], 100, 64, 1.0f, 0.0f, 0);
+        test_product(QT_Q8, Ms[i], 128, 32, 0.5f, 1.0f, 0);
         test_product(QT_BF16, Ms[i], 5, 37, 1.0f, 1.0f, 0);
         test_product(QT_BF16, Ms[i], 9, 64, 0.125f, 1.0f, 0);
     }
