@@ -4,11 +4,38 @@
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "instream.h"
+
+void *sys_alloc(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < huge)
+        return aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes == 0) * 64);
+    size_t n = (bytes + huge - 1) / huge * huge;
+    void *p = aligned_alloc(huge, n);
+    const char *env = getenv("TXL_THP");
+#ifdef MADV_HUGEPAGE
+    if (p && !(env && strcmp(env, "0") == 0))
+        madvise(p, n, MADV_HUGEPAGE); /* advice only: a kernel without THP says no */
+#else
+    (void)env;
+#endif
+    return p;
+}
+
+void *sys_zalloc(size_t bytes)
+{
+    void *p = sys_alloc(bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
 
 double sys_now(void)
 {

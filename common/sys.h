@@ -24,6 +24,16 @@ void sys_fmt_duration(char *buf, size_t cap, double s);
  * against the address-space limit only. */
 int sys_check_memory(const char *what, double bytes, double as_reserve, txl_err *e);
 
+/* A buffer of `bytes` for the large arrays (weights, gradients, Adam's moments, the
+ * activations' arena, caches), which free() frees; NULL when out of memory. From 2 MiB it is
+ * aligned to 2 MiB, its size rounded up to it, and advised to the kernel as wanting
+ * transparent huge pages (madvise(MADV_HUGEPAGE): Debian's kernels give them only where
+ * asked): the weights a decoded token streams through and the arrays a step sweeps then
+ * take one TLB entry per 2 MiB instead of 512. TXL_THP=0 in the environment leaves the
+ * pages at 4 KiB (to compare). Smaller: 64-byte aligned. sys_zalloc: zeroed. */
+void *sys_alloc(size_t bytes);
+void *sys_zalloc(size_t bytes);
+
 /* The OpenBLAS core in use ("Haswell", "SkylakeX", ...), with the one OpenBLAS detected when
  * txl chose another (TXL_BLAS_DETECTED, set by main's re-exec). A static buffer. */
 const char *sys_blas_core(void);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/sys.h"
 #include "../model/gemm_bf16.h"
 #include "../model/quant.h"
 
@@ -347,7 +348,7 @@ int ckpt_load_weights(model *mdl, const st_file *f, int keep, txl_err *e)
     qmat *qm = NULL;
     unsigned char *qbuf = NULL;
     if (qbytes && (!(qm = calloc((size_t)mdl->n_params, sizeof *qm)) ||
-                   !(qbuf = aligned_alloc(64, qbytes + 64)))) {
+                   !(qbuf = sys_alloc(qbytes + 64)))) {
         free(qm);
         return err_set(e, ERR_RUNTIME, "%s: out of memory for the quantized weights", f->path);
     }

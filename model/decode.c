@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/par.h"
+#include "../common/sys.h"
 #include "attn_decode.h"
 #include "gemm.h"
 #include "gemm_bf16.h"
@@ -226,7 +227,7 @@ int decode_init(decode_state *s, const model *mdl, int B, int M, decode_cache ca
     decode_begin(s, c, B, M, cache);
     bump b = {NULL, 0};
     layout(s, c, &b);
-    s->buf = aligned_alloc(64, (b.used + 16) * sizeof(float));
+    s->buf = sys_alloc((b.used + 16) * sizeof(float));
     if (!s->buf)
         return err_set(e, ERR_RUNTIME, "out of memory for the decoding caches (%d streams, "
                        "mem_len %d)", B, M);

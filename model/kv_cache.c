@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/sys.h"
 #include "attn_amx.h"
 #include "gemm.h"
 #include "gemm_bf16.h"
@@ -40,9 +41,9 @@ void kv_cache_init(kv_cache *k, const model_config *cfg, int B, int M, int Lq_ma
     k->cap = M + 2 * Lq_max;
     k->row = 2 * cfg->n_head * cfg->d_head;
     if (cache_bf16()) /* NULL: none */
-        k->hbuf = aligned_alloc(64, align_up(n) * sizeof(float));
+        k->hbuf = sys_alloc(align_up(n) * sizeof(float));
     else
-        k->buf = aligned_alloc(64, align_up(n) * sizeof(float));
+        k->buf = sys_alloc(align_up(n) * sizeof(float));
 }
 
 void kv_cache_invalidate(kv_cache *k) { k->m = -1; }

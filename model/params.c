@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../common/rng.h"
+#include "../common/sys.h"
 #include "gemm.h"
 #include "gemm_bf16.h"
 #include "model_impl.h"
@@ -309,7 +310,7 @@ int model_init(model *mdl, const model_config *cfg, txl_err *e)
 int model_alloc_weights(model *mdl, txl_err *e)
 {
     const model_config *cfg = &mdl->cfg;
-    mdl->w = aligned_alloc(64, align_up(mdl->n_floats) * sizeof(float));
+    mdl->w = sys_alloc(align_up(mdl->n_floats) * sizeof(float));
     mdl->W.layer = calloc((size_t)cfg->n_layer, sizeof(layer_tensors));
     mdl->G.layer = calloc((size_t)cfg->n_layer, sizeof(layer_tensors));
     if (!mdl->w || !mdl->W.layer || !mdl->G.layer) {
@@ -344,7 +345,7 @@ int model_alloc_grads(model *mdl, txl_err *e)
 {
     if (mdl->g)
         return 0;
-    mdl->g = aligned_alloc(64, align_up(mdl->n_floats) * sizeof(float));
+    mdl->g = sys_alloc(align_up(mdl->n_floats) * sizeof(float));
     if (!mdl->g)
         return err_set(e, ERR_RUNTIME, "out of memory allocating gradients");
     memset(mdl->g, 0, mdl->n_floats * sizeof(float));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../common/par.h"
+#include "../common/sys.h"
 #include "gemm.h"
 #include "attn_amx.h"
 #include "model_impl.h"
@@ -244,7 +245,7 @@ int acts_init(model_acts *A, const model_config *cfg, int B, int Lq_max, int M, 
         return err_set(e, ERR_RUNTIME, "out of memory: activations need %.3g floats", ar.count);
     }
     size_t total = (size_t)ar.count;
-    ar.base = aligned_alloc(64, total * sizeof(float));
+    ar.base = sys_alloc(total * sizeof(float));
     if (!ar.base) {
         acts_free(A);
         return err_set(e, ERR_RUNTIME, "out of memory: activations need %.1f MiB",

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/sys.h"
 #include "gemm_bf16.h"
 
 const char *qtype_name(qtype t)
@@ -150,7 +151,7 @@ int quant_model(model *mdl, qtype target, txl_err *e)
             bytes += t == QT_F32 ? 0 : quant_place(NULL, t, p->shape[0], p->shape[1], NULL);
         }
         qm = calloc((size_t)mdl->n_params, sizeof *qm);
-        buf = aligned_alloc(64, bytes + 64);
+        buf = sys_alloc(bytes + 64);
         if (!qm || !buf) {
             free(qm);
             free(buf);

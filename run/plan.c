@@ -1,6 +1,7 @@
 /* plan.c: what a run needs before step 1: its data, its model, replicas and activations,
  * the term statistics' pass, and their sizes (the memory estimate, the plan of --dry-run). */
 #include "run.h"
+#include "../common/sys.h"
 #include "../model/precision.h"
 
 /* The train/valid/test spans from data.* (data/corpus.h: data_open_splits), the run's
@@ -313,8 +314,8 @@ int run_plan_model(trainer *t, txl_err *e)
         plan_replicas(t, e) || mem_init(&s->mem, &c->model, k * s->Bl, M, e) ||
         (dd->size > 1 && dist_is_root() && mem_init(&s->gmem, &c->model, k * B, M, e)))
         return -1;
-    t->adam.m = calloc(t->mdl.n_floats, sizeof(float));
-    t->adam.v = calloc(t->mdl.n_floats, sizeof(float));
+    t->adam.m = sys_zalloc(t->mdl.n_floats * sizeof(float));
+    t->adam.v = sys_zalloc(t->mdl.n_floats * sizeof(float));
     int coords = pos_get(c->model.pos)->needs_coords;
     size_t rows = (size_t)k * B * Lq;
     d->x = malloc(rows * sizeof *d->x);
