@@ -71,17 +71,34 @@ static int want_short_spin(void)
     return 1;
 }
 
+/* txl runs every OpenBLAS product on one thread (par_set_threads; its own threads split the
+ * work), but OpenBLAS starts its pool of nproc - 1 threads when it loads, and they spin
+ * (sched_yield) for about 0.1 s before they sleep: CPU time a short command (a sample of a
+ * few hundred tokens, txl info) pays for nothing, and that the CPU-second rates of the
+ * sampling bench counted. OPENBLAS_NUM_THREADS=1 when it loads starts no pool; a user's
+ * own setting is respected. Returns 1 when it set the variable. */
+static int want_blas_one_thread(void)
+{
+    if (getenv("OPENBLAS_NUM_THREADS"))
+        return 0;
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    return 1;
+}
+
 /* Sets what the libraries read when they load, then re-executes txl once so they see it. */
 static void ensure_runtime_env(char **argv)
 {
     int blas = want_blas_core();
     int spin = want_short_spin();
-    if (!blas && !spin)
+    int one = want_blas_one_thread();
+    if (!blas && !spin && !one)
         return;
     execv("/proc/self/exe", argv);
     /* exec failed: carry on with the defaults rather than not at all */
     if (blas)
         unsetenv("OPENBLAS_CORETYPE");
+    if (one)
+        unsetenv("OPENBLAS_NUM_THREADS");
 }
 
 static int dispatch(int argc, char **argv);
