@@ -28,7 +28,10 @@
  *         and the odd columns, to halve the chain of dependent products)
  *   bf16, chunk c of 32, lane l of 16 (k0 = 32 c + 2 l, k1 = k0 + 1):
  *         lane_l = fma(w_k0, x_k0, lane_l); lane_l = fma(w_k1, x_k1, lane_l)
- *         then the lanes in gemm.c's tree, then the K mod 32 tail in order. */
+ *         then the lanes in gemm.c's tree, then the K mod 32 tail in order.
+ * and the result alpha sum + beta c (beta 0: + 0), a product and a sum. The kernels write
+ * every fma as one and never fuse a product with a sum the C code keeps apart: the build's
+ * -std=c11 turns GCC's contraction off (-ffp-contract=off), which the same bits need. */
 #include "qgemm.h"
 
 #include <math.h>
@@ -619,8 +622,9 @@ void qgemm(float *C, const float *A, const qmat *W, int M, float alpha, float be
     }
 #ifdef HAVE_SIMD
     if (kernel != K_C && W->type == QT_Q8) {
-        /* units of P panels (AVX2: P halves of a panel), the rest one at a time */
-        const int n = kernel == K_AVX512 ? (N + QP - 1) / QP : (N + QP - 1) / QP * 2;
+        /* units of P panels (AVX2: P halves of a panel, none past the last row), the rest
+         * one at a time */
+        const int n = kernel == K_AVX512 ? (N + QP - 1) / QP : (N + 7) / 8;
         for (int b0 = 0; b0 < M; b0 += QG_ROWS) {
             int S = M - b0 < QG_ROWS ? M - b0 : QG_ROWS;
             int P = kernel == K_AVX512 ? panels512[S].P : panels256[S].P;
