@@ -56,7 +56,12 @@ static inline __attribute__((always_inline)) void drop_map(drop_op o, size_t n, 
     if (p <= 0.0f) {
         if (o.y == o.x && !o.copy && !o.relu && !o.res && !o.yh)
             return;
-#pragma omp parallel for schedule(static) if (n > 16384)
+        if (n <= 16384) { /* no parallel region: libgomp allocates a team per region */
+            for (size_t i = 0; i < n; i++)
+                drop_out(&o, i, drop_in(&o, i));
+            return;
+        }
+#pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i++)
             drop_out(&o, i, drop_in(&o, i));
         return;

@@ -5,15 +5,25 @@
 
 #include "../common/par.h"
 
+static inline void emb_row(float *h, const float *E, const txl_tok *tok, int i, int d,
+                           float scale)
+{
+    const float *e = E + (size_t)tok[i] * d;
+    float *hi = h + (size_t)i * d;
+    for (int c = 0; c < d; c++)
+        hi[c] = e[c] * scale;
+}
+
 void embedding_forward(float *h, const float *E, const txl_tok *tok, int n, int d, float scale)
 {
-#pragma omp parallel for schedule(static) if ((size_t)n * d > 8192)
-    for (int i = 0; i < n; i++) {
-        const float *e = E + (size_t)tok[i] * d;
-        float *hi = h + (size_t)i * d;
-        for (int c = 0; c < d; c++)
-            hi[c] = e[c] * scale;
+    if ((size_t)n * d <= 8192) { /* no parallel region (libgomp allocates a team per region) */
+        for (int i = 0; i < n; i++)
+            emb_row(h, E, tok, i, d, scale);
+        return;
     }
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        emb_row(h, E, tok, i, d, scale);
 }
 
 void embedding_backward(float *dE, const float *dh, const txl_tok *tok, int n, int d,

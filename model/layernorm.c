@@ -8,27 +8,39 @@
 #include <math.h>
 #include <stddef.h>
 
+static inline void ln_row(float *y, float *xhat, float *rstd, const float *x,
+                          const float *gamma, const float *beta, int r, int d)
+{
+    const float *xr = x + (size_t)r * d;
+    double mean = vm_sum(xr, (size_t)d) / d;
+    double var = vm_sumsq(xr, (size_t)d, mean) / d;
+    float rs = (float)(1.0 / sqrt(var + LN_EPS));
+    float m = (float)mean;
+    float *yr = y + (size_t)r * d;
+    float *hr = xhat ? xhat + (size_t)r * d : NULL;
+    for (int c = 0; c < d; c++) {
+        float h = (xr[c] - m) * rs;
+        if (hr)
+            hr[c] = h;
+        yr[c] = h * gamma[c] + beta[c];
+    }
+    if (rstd)
+        rstd[r] = rs;
+}
+
 void layernorm_forward(float *y, float *xhat, float *rstd, const float *x, const float *gamma,
                        const float *beta, int rows, int d)
 {
-#pragma omp parallel for schedule(static) if ((size_t)rows * d > 8192)
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * d;
-        double mean = vm_sum(xr, (size_t)d) / d;
-        double var = vm_sumsq(xr, (size_t)d, mean) / d;
-        float rs = (float)(1.0 / sqrt(var + LN_EPS));
-        float m = (float)mean;
-        float *yr = y + (size_t)r * d;
-        float *hr = xhat ? xhat + (size_t)r * d : NULL;
-        for (int c = 0; c < d; c++) {
-            float h = (xr[c] - m) * rs;
-            if (hr)
-                hr[c] = h;
-            yr[c] = h * gamma[c] + beta[c];
-        }
-        if (rstd)
-            rstd[r] = rs;
+    /* a few rows (a decoded token's) run outside any parallel region: libgomp allocates
+     * a team for every region it enters, even of one thread */
+    if ((size_t)rows * d <= 8192) {
+        for (int r = 0; r < rows; r++)
+            ln_row(y, xhat, rstd, x, gamma, beta, r, d);
+        return;
     }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++)
+        ln_row(y, xhat, rstd, x, gamma, beta, r, d);
 }
 
 void layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy,
