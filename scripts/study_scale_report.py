@@ -314,7 +314,8 @@ def write_word(R, rep):
     if WORD_CORPUS not in R.corpora:
         return
     cells = R.cells_of(WORD_CORPUS)
-    tgt = R.first(WORD_CORPUS, cells[0], "tgt_len") if cells else None
+    # the trained length from the first cell with results (a partial study has cells without)
+    tgt = next((v for v in (R.first(WORD_CORPUS, c, "tgt_len") for c in cells) if v is not None), None)
     hdr = ["scheme", "params", "seeds"] + [f"{m} {f}L" for m in ("window", "memory") for f in FACTORS] + ["window 8L / L"]
     rows, crows = [], []
     for cell in cells:
