@@ -56,6 +56,8 @@ static int info_system(int json)
         cJSON_AddStringToObject(o, "blas_config", cfg ? cfg : "");
         cJSON_AddNumberToObject(o, "cores", (double)cores);
         cJSON_AddStringToObject(o, "openblas_coretype_env", env ? env : "");
+        cJSON_AddStringToObject(o, "thp", sys_thp_mode());
+        cJSON_AddBoolToObject(o, "thp_asked", sys_thp_asked());
         for (int i = 0; i < nd; i++)
             cJSON_AddItemToArray(d, cJSON_CreateString(dirs[i]));
         cJSON_AddItemToObject(o, "configs", d);
@@ -63,9 +65,14 @@ static int info_system(int json)
         cJSON_Delete(o);
         return 0;
     }
+    const char *thp = sys_thp_mode();
     printf("txl %s\nOpenBLAS core: %s\nOpenBLAS build: %s\ncores: %ld\n"
-           "OPENBLAS_CORETYPE: %s\n", TXL_VERSION, sys_blas_core(), cfg ? cfg : "?", cores,
-           env ? env : "(unset)");
+           "OPENBLAS_CORETYPE: %s\ntransparent huge pages: %s (%s)\n", TXL_VERSION,
+           sys_blas_core(), cfg ? cfg : "?", cores, env ? env : "(unset)", thp,
+           !sys_thp_asked() ? "txl does not ask: TXL_THP=0"
+           : strcmp(thp, "madvise") == 0 ? "txl asks for them for its large arrays"
+           : strcmp(thp, "always") == 0 ? "every large array gets them"
+                                         : "txl's advice has no effect");
     for (int i = 0; i < nd; i++)
         printf("configs: %s\n", dirs[i]);
     if (nd == 0)

@@ -12,6 +12,28 @@
 
 #include "instream.h"
 
+int sys_thp_asked(void)
+{
+    const char *env = getenv("TXL_THP");
+    return !(env && strcmp(env, "0") == 0);
+}
+
+const char *sys_thp_mode(void)
+{
+    static char mode[16];
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char line[128];
+    int got = f && fgets(line, sizeof line, f) != NULL;
+    if (f)
+        fclose(f);
+    const char *a = got ? strchr(line, '[') : NULL, *b = a ? strchr(a, ']') : NULL;
+    if (!b || b - a - 1 <= 0 || b - a - 1 >= (long)sizeof mode)
+        return "unavailable";
+    memcpy(mode, a + 1, (size_t)(b - a - 1));
+    mode[b - a - 1] = '\0';
+    return mode;
+}
+
 void *sys_alloc(size_t bytes)
 {
     const size_t huge = (size_t)2 << 20;
@@ -19,12 +41,9 @@ void *sys_alloc(size_t bytes)
         return aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes == 0) * 64);
     size_t n = (bytes + huge - 1) / huge * huge;
     void *p = aligned_alloc(huge, n);
-    const char *env = getenv("TXL_THP");
 #ifdef MADV_HUGEPAGE
-    if (p && !(env && strcmp(env, "0") == 0))
+    if (p && sys_thp_asked())
         madvise(p, n, MADV_HUGEPAGE); /* advice only: a kernel without THP says no */
-#else
-    (void)env;
 #endif
     return p;
 }

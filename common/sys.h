@@ -33,6 +33,10 @@ int sys_check_memory(const char *what, double bytes, double as_reserve, txl_err 
  * pages at 4 KiB (to compare). Smaller: 64-byte aligned. sys_zalloc: zeroed. */
 void *sys_alloc(size_t bytes);
 void *sys_zalloc(size_t bytes);
+/* The kernel's transparent huge page mode ("always", "madvise", "never"; "unavailable" when
+ * the kernel has none), and whether sys_alloc asks for them (TXL_THP is not "0"). */
+const char *sys_thp_mode(void);
+int sys_thp_asked(void);
 
 /* The OpenBLAS core in use ("Haswell", "SkylakeX", ...), with the one OpenBLAS detected when
  * txl chose another (TXL_BLAS_DETECTED, set by main's re-exec). A static buffer. */

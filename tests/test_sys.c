@@ -99,6 +99,17 @@ int main(void)
     CHECK(zero, "sys_zalloc gives %zu zero bytes", n);
     free(z);
 
+    const char *mode = sys_thp_mode();
+    int known = strcmp(mode, "always") == 0 || strcmp(mode, "madvise") == 0 ||
+                strcmp(mode, "never") == 0 || strcmp(mode, "unavailable") == 0;
+    CHECK(known && (strcmp(mode, "unavailable") == 0) ==
+                       (access("/sys/kernel/mm/transparent_hugepage/enabled", R_OK) != 0),
+          "sys_thp_mode: the kernel's bracketed mode (%s)", mode);
+    setenv("TXL_THP", "0", 1);
+    int off = sys_thp_asked();
+    unsetenv("TXL_THP");
+    CHECK(!off && sys_thp_asked(), "sys_thp_asked: no with TXL_THP=0, yes without");
+
     unsigned char *e = sys_alloc(0);
     CHECK(e != NULL && (uintptr_t)e % 64 == 0, "0 bytes: a valid (freeable) 64-byte aligned buffer");
     free(e);
