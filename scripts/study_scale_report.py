@@ -619,8 +619,9 @@ def write_run(out, R, rep):
 
 # ---- plots (gnuplot, 95% bands) ----
 
-def band_plot(png, title, xlabel, ylabel, series, logx=True):
-    """series: [(name, [(x, mean, half)])]: lines with a shaded 95% band each."""
+def band_plot(png, title, xlabel, ylabel, series, logx=True, logy=False):
+    """series: [(name, [(x, mean, half)])] or [(name, [(x, mean, lo, hi)])] (a band that is
+    not symmetric, e.g. exp of a loss's interval): lines with a shaded 95% band each."""
     series = [(n, pts) for n, pts in series if pts]
     if not series or not shutil.which("gnuplot"):
         return
@@ -628,15 +629,20 @@ def band_plot(png, title, xlabel, ylabel, series, logx=True):
     with open(dat, "w") as f:
         for name, pts in series:
             f.write(f'"{name}"\n')
-            for x, m, h in pts:
-                f.write(f"{x} {m} {0 if math.isnan(h) else h}\n")
+            for pt in pts:
+                x, m = pt[0], pt[1]
+                lo, hi = (m - pt[2], m + pt[2]) if len(pt) == 3 else pt[2:4]
+                if math.isnan(lo) or math.isnan(hi):
+                    lo = hi = m
+                f.write(f"{x} {m} {lo} {hi}\n")
             f.write("\n\n")
     plot = ", ".join(
-        f"'{dat}' index {i} using 1:($2-$3):($2+$3) with filledcurves fs transparent solid 0.18 "
+        f"'{dat}' index {i} using 1:3:4 with filledcurves fs transparent solid 0.18 "
         f"lc {i + 1} notitle, '{dat}' index {i} using 1:2 with linespoints lc {i + 1} pt 7 ps 0.6 title '{n}'"
         for i, (n, _) in enumerate(series))
     script = (f"set terminal pngcairo size 900,560 noenhanced; set output '{png}';"
-              f"{'set logscale x 2;' if logx else ''} set xlabel '{xlabel}'; set ylabel '{ylabel}';"
+              f"{'set logscale x 2;' if logx else ''}{'set logscale y;' if logy else ''}"
+              f" set xlabel '{xlabel}'; set ylabel '{ylabel}';"
               f"set key outside right; set title '{title}'; plot {plot}")
     subprocess.run(["gnuplot", "-e", script], check=False, stderr=subprocess.DEVNULL)
     os.remove(dat)
@@ -668,10 +674,11 @@ def plots(R, rep):
                 for f in FACTORS:
                     p, lo, hi, n = word_ppl(R, c, mode, f)
                     if n:
-                        pts.append((f, p, (hi - lo) / 2 if not math.isnan(lo) else float("nan")))
+                        pts.append((f, p, lo, hi)) # the table's interval: exp of the loss's
                 ser.append((c, pts))
             band_plot(os.path.join(rep, f"word-{mode}.png"), f"WikiText-2 words: perplexity, {mode} mode",
-                      "evaluated context / L", "perplexity per word (95% band)", ser)
+                      "evaluated context / L", "perplexity per word (95% band, log scale)", ser,
+                      logy=True)
     if RETR_CORPUS in R.corpora:
         for corp, tag in ((RETR_CORPUS, "retrieval-trained"), ("linuxdoc", "natural text")):
             ser = []
