@@ -690,7 +690,7 @@ def plots(R, rep):
                     k, n = R.needle_hits(corp, c, m, True)
                     if n:
                         lo, hi = wilson(k, n)
-                        pts.append((m, k / n, (hi - lo) / 2))
+                        pts.append((m, k / n, lo, hi)) # Wilson's interval is not symmetric
                 ser.append((c, pts))
             band_plot(os.path.join(rep, f"needle-far-{'trained' if corp == RETR_CORPUS else 'natural'}.png"),
                       f"needle beyond the trained context, {tag}", "probe mem_len",
