@@ -63,11 +63,11 @@ static inline void store(float *c, float sum, float alpha, float beta)
     *c = alpha * sum + (beta == 0.0f ? 0.0f : beta * *c);
 }
 
-/* The K mod 32 tail of one row of W against one row of A, after the tree (bf16 only: q8
- * rows are whole blocks). */
+/* The K mod 32 tail of one bf16 row of W against one row of A, after the tree (q8 rows
+ * are whole blocks and go through the panels: no tail). */
 static inline float tail(float s, const qmat *W, size_t o, const float *x, int K32, int K)
 {
-    for (int k = K32; W->type == QT_BF16 && k < K; k++)
+    for (int k = K32; k < K; k++)
         s = fmaf(bf16_at(W, o, (size_t)k), x[k], s);
     return s;
 }
