@@ -57,7 +57,9 @@ static int batch_streams(const txl_decoder *d)
     double budget = 0.25 * (double)l3, weights = (double)txl_model_weight_bytes(d->m);
     if (budget > BATCH_BUDGET_MAX)
         budget = BATCH_BUDGET_MAX;
-    double per = (d->cache == DECODE_CACHE_BF16 ? 2.0 : 4.0) * /* a stream's keys, values */
+    double per = (d->cache == DECODE_CACHE_BF16 ? 2.0 /* a stream's keys, values */
+                  : d->cache == DECODE_CACHE_Q8 ? 1.0 + 4.0 / d->c->d_head
+                                                : 4.0) *
                  (double)kv_rows_floats(d->c, 1, d->M);
     if (weights + N * per <= budget)
         return N;
@@ -116,10 +118,14 @@ static int take_opts(txl_decoder *d, const txl_decode_opts *o, txl_err *e)
     if (d->o.top_p == 0)
         d->o.top_p = 1;
     const char *cache = o->cache && *o->cache ? o->cache : NULL;
-    if (cache && strcmp(cache, "fp32") && strcmp(cache, "bf16"))
-        return err_set(e, ERR_INPUT, "cache '%s': expected fp32 or bf16", cache);
-    d->cache = (cache ? strcmp(cache, "bf16") == 0 : quant_model_type(&d->m->mdl) != QT_F32)
-                   ? DECODE_CACHE_BF16 : DECODE_CACHE_FP32;
+    if (cache && strcmp(cache, "fp32") && strcmp(cache, "bf16") && strcmp(cache, "q8"))
+        return err_set(e, ERR_INPUT, "cache '%s': expected fp32, bf16 or q8", cache);
+    if (cache)
+        d->cache = strcmp(cache, "q8") == 0     ? DECODE_CACHE_Q8
+                   : strcmp(cache, "bf16") == 0 ? DECODE_CACHE_BF16
+                                                : DECODE_CACHE_FP32;
+    else
+        d->cache = quant_model_type(&d->m->mdl) != QT_F32 ? DECODE_CACHE_BF16 : DECODE_CACHE_FP32;
     d->o.cache = NULL; /* not kept: the caller's string */
     d->G = batch_streams(d);
     d->n_groups = (d->N + d->G - 1) / d->G; /* sizes differing by at most one: a small last
@@ -455,7 +461,7 @@ void txl_decoder_plan(const txl_decoder *d, int *mem_len, int *batch)
 
 const char *txl_decoder_cache(const txl_decoder *d)
 {
-    return d->cache == DECODE_CACHE_BF16 ? "bf16" : "fp32";
+    return d->cache == DECODE_CACHE_BF16 ? "bf16" : d->cache == DECODE_CACHE_Q8 ? "q8" : "fp32";
 }
 
 void txl_decoder_stats(const txl_decoder *d, long *tokens, double *seconds, double *cpu)

@@ -19,7 +19,7 @@ const cli_cmd txl_commands[] = {
     {"sample", cmd_sample, "generate text from a checkpoint",
      "CKPT [--prompt TEXT | --prompt-file F | --prompts FILE] [-n N] [--temperature T] "
      "[--top-k K] [--top-p P] [--seed S] [--num-samples N [--batch B] | -i] [--stop STRING] "
-     "[--json] [--mem-len N] [--echo] [--show-anchors] [--stats] [--cache fp32|bf16] "
+     "[--json] [--mem-len N] [--echo] [--show-anchors] [--stats] [--cache fp32|bf16|q8] "
      "[--precision fp32|bf16|auto] [--threads N] [-q]",
      &sample_spec, 0},
     {"probe", cmd_probe, "long-context probes: needle in a haystack, recall by distance, "

@@ -27,7 +27,7 @@ typedef struct {
     cli_strs stop;
 } sample_args;
 
-static const char *const cache_names[] = {"fp32", "bf16", NULL};
+static const char *const cache_names[] = {"fp32", "bf16", "q8", NULL};
 
 #define O(f) offsetof(sample_args, f)
 static const cli_opt sample_options[] = {
@@ -92,7 +92,8 @@ static const cli_opt sample_options[] = {
      .metavar = "C", .def = -1, .def_doc = "fp32 for an fp32 model, bf16 for a quantized one",
      .help = "the cached keys and values (and xl's position rows) in fp32, or rounded to "
              "bf16: half the bytes a token reads from them, which at long memories outweigh "
-             "the weights"},
+             "the weights; or q8: int8 keys and values with a scale per row and head (a "
+             "quarter of fp32's bytes; position rows bf16), for many streams at long memories"},
     CLI_OPT_PRECISION(O(precision)),
     CLI_OPT_THREADS(O(threads), 1, "threads: one token at a time is latency-bound; 0 = all "
                                    "cores, which helps a long prompt and many samples"),

@@ -360,9 +360,10 @@ typedef struct {
     int progress;             /* a feed that takes over half a second redraws a progress
                                  line on stderr (tokens, rate, ETA): for a terminal */
     const char *cache;        /* the keys and values decoding keeps (doc/design.md,
-                                 "Sampling"): "fp32", or "bf16" (rounded to bfloat16: half
-                                 the bytes a token reads from them); NULL or "": fp32 for an
-                                 fp32 model, bf16 for a quantized one */
+                                 "Sampling"): "fp32", "bf16" (rounded to bfloat16: half
+                                 the bytes a token reads from them) or "q8" (int8 with a
+                                 scale per row and head: a quarter); NULL or "": fp32 for
+                                 an fp32 model, bf16 for a quantized one */
 } txl_decode_opts;
 
 /* A decoder of model m, which must outlive it. Everything the decoder will hold (the
@@ -404,7 +405,7 @@ const char *txl_token_name(const txl_model *m, int token);
 /* The memory rows in use and the streams decoded side by side (the largest group of a
  * generate: opts.batch or the automatic choice, balanced over the groups). */
 void txl_decoder_plan(const txl_decoder *d, int *mem_len, int *batch);
-/* The cache in use: "fp32" or "bf16" (opts.cache, or the model's default). */
+/* The cache in use: "fp32", "bf16" or "q8" (opts.cache, or the model's default). */
 const char *txl_decoder_cache(const txl_decoder *d);
 /* Tokens drawn once the memory held mem_len rows, summed over the streams and the
  * generates, and their wall and CPU seconds (the draws included): the steady state of a

@@ -66,6 +66,12 @@ typedef struct {
      * rows (rk16, with rk still set), are read from these bf16 arrays of the same layout
      * instead (kv_row and rk_row then dh); NULL: the fp32 ones. */
     const uint16_t *kv16, *rk16;
+    /* attn_decode with a q8 cache (decode.h): the keys and values as int8 (kv8, the same
+     * layout as kv16, in elements), each row's scale at kv8s[b kv8s_bstride + h kv8s_hstride
+     * + j] for the keys and kv8s_voff on for the values; NULL: kv16's or the fp32 ones. */
+    const int8_t *kv8;
+    const float *kv8s;
+    size_t kv8s_bstride, kv8s_hstride, kv8s_voff;
     /* attn_decode, fp32 position rows: the same rows transposed, head h's element (c, j) at
      * rkT[h rkT_hstride + c rkT_ld + j] (a table's, made once: each score then a chain over
      * c, no lanes to add, and a row of it serves all the streams), or NULL: rk's */

@@ -12,11 +12,14 @@
  *            c = 32 k + 2 l < dh32 (a 32-bit word of the row holds the pair, shifted or
  *            masked into floats: no shuffle); the same tree, then the dh mod 32 tail in order
  *            (so a bf16 cache decodes the bits the products of qgemm.h gave it before)
+ *   score j, int8 rows (a q8 cache): the fp32 rows' sums of the integers (exact in
+ *            float), then times the row's scale: s = t sc_j
  *   score j, xl's fp32 position rows transposed (attn_args.rkT): s = fma(x_c, r_jc, s) for
  *            c = 0 .. dh - 1, no lanes (64 keys of 4 streams at a time: a row of the table
  *            loaded once for them)
  *   all stored as alpha s + (beta 0: 0, else beta S_j)
- *   vec c:   y = fma(p_j, v_jc, y) for j = 0 .. klen - 1 (qgemv_t's)
+ *   vec c:   y = fma(p_j, v_jc, y) for j = 0 .. klen - 1 (qgemv_t's); int8 rows: p_j sc_j
+ *            for p_j, and two such chains, over the even and the odd j, then added
  * The SIMD kernels take 16 keys (AVX-512) or 4 (AVX2) at a time, each key's 16 lanes in
  * registers, one row after the other as they lie, and add the lanes of all of them at once
  * by shuffles that pair the lanes as the tree does; a block past the last key repeats it
@@ -32,14 +35,20 @@
 #include "gemm_bf16.h"
 #include "qgemm.h"
 
-/* Rows of dh values, fp32 (f) or bf16 (h, when f is NULL), row j at j ld. */
+/* Rows of dh values, fp32 (f), bf16 (h) or int8 (q, with sc[j] row j's scale), the first
+ * of them not NULL; row j at j ld. */
 typedef struct {
     const float *f;
     const uint16_t *h;
     size_t ld;
+    const int8_t *q;
+    const float *sc;
 } rows_ref;
 
-static inline float row_at(rows_ref R, size_t o) { return R.f ? R.f[o] : bf16_to_f32(R.h[o]); }
+static inline float row_at(rows_ref R, size_t o)
+{
+    return R.f ? R.f[o] : R.h ? bf16_to_f32(R.h[o]) : (float)R.q[o];
+}
 
 static inline float store_val(float s, float alpha, float beta, const float *c)
 {
@@ -63,6 +72,8 @@ static void dots_c(float *S, const float *x, rows_ref R, int n, int dh, float al
         float s = (v[0] + v[2]) + (v[1] + v[3]);
         for (int c = d16; c < dh; c++)
             s = fmaf(x[c], row_at(R, o + (size_t)c), s);
+        if (R.sc) /* int8 rows: the sum of exact integers' products, times the row's scale */
+            s *= R.sc[j];
         S[j] = store_val(s, alpha, beta, S + j);
     }
 }
@@ -100,6 +111,18 @@ static void wsum_c(float *y, const float *p, rows_ref V, int n, int dh, int c0)
         for (int j = 0; j < n; j++)
             s = fmaf(p[j], row_at(V, (size_t)j * V.ld + (size_t)c), s);
         y[c] = s;
+    }
+}
+
+/* int8 rows: y[c] = (sum over even j) + (sum over odd j) of p_j V_jc, each in j order, for
+ * columns c0 .. dh - 1 (two chains: a row's products wait on the row before otherwise) */
+static void wsum_c_q2(float *y, const float *p, rows_ref V, int n, int dh, int c0)
+{
+    for (int c = c0; c < dh; c++) {
+        float s[2] = {0, 0};
+        for (int j = 0; j < n; j++)
+            s[j & 1] = fmaf(p[j], (float)V.q[(size_t)j * V.ld + (size_t)c], s[j & 1]);
+        y[c] = s[0] + s[1];
     }
 }
 
@@ -217,6 +240,8 @@ static T512 void store512(float *S, __m512 s, const float *x, rows_ref R, int j0
         s = _mm512_loadu_ps(t);
     }
     __mmask16 k = (__mmask16)(cnt == 16 ? 0xffff : (1u << cnt) - 1);
+    if (R.sc)
+        s = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(k, R.sc + j0));
     __m512 prev = beta == 0.0f ? _mm512_setzero_ps()
                                : _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(k, S + j0));
     _mm512_mask_storeu_ps(S + j0, k, _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(alpha), s), prev));
@@ -258,6 +283,90 @@ dots512_h(float *S, const float *x, rows_ref R, int n, int dh, float alpha, floa
                 keys512_h(acc, x, R, j0, cnt, c0, 1);
         store512(S, tree16x16(acc), x, R, j0, cnt, d32, dh, alpha, beta);
     }
+}
+
+/* 16 int8 values from p, sign-extended and converted (exactly) */
+static T512 __m512 q8x16(const int8_t *p)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+
+/* The same for int8 rows (16 values a load) */
+static T512 void keys512_q(__m512 *acc, const float *x, rows_ref R, int j0, int cnt, int c0,
+                           const int nc)
+{
+    __m512 xv[4];
+    for (int i = 0; i < nc; i++)
+        xv[i] = _mm512_loadu_ps(x + c0 + 16 * i);
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; t++) {
+        const int8_t *r = R.q + (size_t)(j0 + (t < cnt ? t : cnt - 1)) * R.ld + c0;
+        PREFETCH_AHEAD(r);
+#pragma GCC unroll 4
+        for (int i = 0; i < nc; i++)
+            acc[t] = _mm512_fmadd_ps(xv[i], q8x16(r + 16 * i), acc[t]);
+    }
+}
+
+static __attribute__((target("avx512f,avx2,fma,f16c"))) void
+dots512_q(float *S, const float *x, rows_ref R, int n, int dh, float alpha, float beta)
+{
+    const int d16 = dh / 16 * 16;
+    for (int j0 = 0; j0 < n; j0 += 16) {
+        const int cnt = n - j0 < 16 ? n - j0 : 16;
+        __m512 acc[16];
+        for (int t = 0; t < 16; t++)
+            acc[t] = _mm512_setzero_ps();
+        for (int c0 = 0; c0 < d16; c0 += 64)
+            switch ((d16 - c0) / 16) {
+            case 1: keys512_q(acc, x, R, j0, cnt, c0, 1); break;
+            case 2: keys512_q(acc, x, R, j0, cnt, c0, 2); break;
+            case 3: keys512_q(acc, x, R, j0, cnt, c0, 3); break;
+            default: keys512_q(acc, x, R, j0, cnt, c0, 4); break;
+            }
+        store512(S, tree16x16(acc), x, R, j0, cnt, d16, dh, alpha, beta);
+    }
+}
+
+/* int8 rows, p already times each row's scale: wsum_c_q2's sums */
+static __attribute__((target("avx512f,avx2,fma,f16c"))) void
+wsum512_q(float *y, const float *p, rows_ref V, int n, int dh)
+{
+    int c0 = 0;
+    for (; c0 + 64 <= dh; c0 += 64) {
+        __m512 e[4], o[4]; /* the even rows' sums, the odd rows' */
+        for (int i = 0; i < 4; i++)
+            e[i] = o[i] = _mm512_setzero_ps();
+        const int8_t *v = V.q + c0;
+        int j = 0;
+        for (; j + 1 < n; j += 2, v += 2 * V.ld) {
+            __m512 pe = _mm512_set1_ps(p[j]), po = _mm512_set1_ps(p[j + 1]);
+            PREFETCH_AHEAD(v);
+            PREFETCH_AHEAD(v + V.ld);
+            for (int i = 0; i < 4; i++) {
+                e[i] = _mm512_fmadd_ps(pe, q8x16(v + 16 * i), e[i]);
+                o[i] = _mm512_fmadd_ps(po, q8x16(v + V.ld + 16 * i), o[i]);
+            }
+        }
+        if (j < n)
+            for (int i = 0; i < 4; i++)
+                e[i] = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), q8x16(v + 16 * i), e[i]);
+        for (int i = 0; i < 4; i++)
+            _mm512_storeu_ps(y + c0 + 16 * i, _mm512_add_ps(e[i], o[i]));
+    }
+    for (; c0 + 16 <= dh; c0 += 16) {
+        __m512 e = _mm512_setzero_ps(), o = _mm512_setzero_ps();
+        const int8_t *v = V.q + c0;
+        int j = 0;
+        for (; j + 1 < n; j += 2, v += 2 * V.ld) {
+            e = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), q8x16(v), e);
+            o = _mm512_fmadd_ps(_mm512_set1_ps(p[j + 1]), q8x16(v + V.ld), o);
+        }
+        if (j < n)
+            e = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), q8x16(v), e);
+        _mm512_storeu_ps(y + c0, _mm512_add_ps(e, o));
+    }
+    wsum_c_q2(y, p, V, n, dh, c0);
 }
 
 /* fp32 rows (a bf16 cache's values: qgemv_t, the same sums) */
@@ -384,7 +493,7 @@ static T256 void store256(float *S, __m128 s4, const float *x, rows_ref R, int j
     if (d0 < dh)
         dots_tail(s, x, R, j0, cnt, d0, dh);
     for (int t = 0; t < cnt; t++)
-        S[j0 + t] = store_val(s[t], alpha, beta, S + j0 + t);
+        S[j0 + t] = store_val(R.sc ? s[t] * R.sc[j0 + t] : s[t], alpha, beta, S + j0 + t);
 }
 
 static __attribute__((target("avx2,fma,f16c"))) void
@@ -474,6 +583,76 @@ wsum256(float *y, const float *p, rows_ref V, int n, int dh)
     wsum_c(y, p, V, n, dh, c0);
 }
 
+/* 8 int8 values from p, sign-extended and converted */
+static T256 __m256 q8x8(const int8_t *p)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+
+static __attribute__((target("avx2,fma,f16c"))) void
+dots256_q(float *S, const float *x, rows_ref R, int n, int dh, float alpha, float beta)
+{
+    const int d16 = dh / 16 * 16;
+    for (int j0 = 0; j0 < n; j0 += 4) {
+        const int cnt = n - j0 < 4 ? n - j0 : 4;
+        const int8_t *r[4];
+        __m256 acc[4][2];
+        for (int t = 0; t < 4; t++) {
+            r[t] = R.q + (size_t)(j0 + (t < cnt ? t : cnt - 1)) * R.ld;
+            PREFETCH_AHEAD(r[t]);
+            acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+        }
+        for (int c = 0; c < d16; c += 16) {
+            __m256 x0 = _mm256_loadu_ps(x + c), x1 = _mm256_loadu_ps(x + c + 8);
+            for (int t = 0; t < 4; t++) {
+                acc[t][0] = _mm256_fmadd_ps(x0, q8x8(r[t] + c), acc[t][0]);
+                acc[t][1] = _mm256_fmadd_ps(x1, q8x8(r[t] + c + 8), acc[t][1]);
+            }
+        }
+        store256(S, tree16x4(acc), x, R, j0, cnt, d16, dh, alpha, beta);
+    }
+}
+
+static __attribute__((target("avx2,fma,f16c"))) void
+wsum256_q(float *y, const float *p, rows_ref V, int n, int dh)
+{
+    int c0 = 0;
+    for (; c0 + 32 <= dh; c0 += 32) {
+        __m256 e[4], o[4]; /* the even rows' sums, the odd rows' */
+        for (int i = 0; i < 4; i++)
+            e[i] = o[i] = _mm256_setzero_ps();
+        const int8_t *v = V.q + c0;
+        int j = 0;
+        for (; j + 1 < n; j += 2, v += 2 * V.ld) {
+            __m256 pe = _mm256_broadcast_ss(p + j), po = _mm256_broadcast_ss(p + j + 1);
+            PREFETCH_AHEAD(v);
+            PREFETCH_AHEAD(v + V.ld);
+            for (int i = 0; i < 4; i++) {
+                e[i] = _mm256_fmadd_ps(pe, q8x8(v + 8 * i), e[i]);
+                o[i] = _mm256_fmadd_ps(po, q8x8(v + V.ld + 8 * i), o[i]);
+            }
+        }
+        if (j < n)
+            for (int i = 0; i < 4; i++)
+                e[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), q8x8(v + 8 * i), e[i]);
+        for (int i = 0; i < 4; i++)
+            _mm256_storeu_ps(y + c0 + 8 * i, _mm256_add_ps(e[i], o[i]));
+    }
+    for (; c0 + 8 <= dh; c0 += 8) {
+        __m256 e = _mm256_setzero_ps(), o = _mm256_setzero_ps();
+        const int8_t *v = V.q + c0;
+        int j = 0;
+        for (; j + 1 < n; j += 2, v += 2 * V.ld) {
+            e = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), q8x8(v), e);
+            o = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j + 1), q8x8(v + V.ld), o);
+        }
+        if (j < n)
+            e = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), q8x8(v), e);
+        _mm256_storeu_ps(y + c0, _mm256_add_ps(e, o));
+    }
+    wsum_c_q2(y, p, V, n, dh, c0);
+}
+
 /* post512's twin: up to 2 streams and 4 vectors of 8 keys */
 static T256 void post256_blk(float *S, size_t ks, const float *X, size_t xs, const float *RT,
                              size_t ld, int j0, int n, int dh, float alpha, const int NB,
@@ -540,13 +719,18 @@ typedef void (*post_fn)(float *, size_t, const float *, size_t, const float *, s
 
 typedef struct {
     post_fn post;    /* xl's transposed fp32 position rows */
-    dots_fn dots[2]; /* fp32 rows, bf16 rows */
-    wsum_fn wsum;    /* fp32 rows (bf16: qgemv_t) */
+    dots_fn dots[3]; /* fp32 rows, bf16 rows, int8 rows */
+    wsum_fn wsum[2]; /* fp32 rows (bf16: qgemv_t), int8 rows */
 } kernels;
 
 static void wsum_c0(float *y, const float *p, rows_ref V, int n, int dh)
 {
     wsum_c(y, p, V, n, dh, 0);
+}
+
+static void wsum_c_q0(float *y, const float *p, rows_ref V, int n, int dh)
+{
+    wsum_c_q2(y, p, V, n, dh, 0);
 }
 
 /* qgemm's kernel (qgemm_use picks it for tests) */
@@ -555,12 +739,12 @@ static kernels pick(void)
     const char *k = qgemm_kernel();
 #ifdef HAVE_SIMD
     if (strcmp(k, "avx512") == 0)
-        return (kernels){post512, {dots512_f, dots512_h}, wsum512};
+        return (kernels){post512, {dots512_f, dots512_h, dots512_q}, {wsum512, wsum512_q}};
     if (strcmp(k, "avx2") == 0)
-        return (kernels){post256, {dots256_f, dots256_h}, wsum256};
+        return (kernels){post256, {dots256_f, dots256_h, dots256_q}, {wsum256, wsum256_q}};
 #endif
     (void)k;
-    return (kernels){post_c, {dots_c, dots_c_h}, wsum_c0};
+    return (kernels){post_c, {dots_c, dots_c_h, dots_c}, {wsum_c0, wsum_c_q0}};
 }
 
 /* out[dh] = x (or 0 when NULL) + bias (or + 0) */
@@ -582,19 +766,26 @@ static void decode_pair(float *vec, const float *q, const float *kv, const attn_
     const size_t row = a->kv_row ? (size_t)a->kv_row : 2 * (size_t)hd;
     const size_t bs = a->kv_bstride ? a->kv_bstride : (size_t)klen * 2 * hd;
     const float *qbh = q + (size_t)b * hd + (size_t)h * dh;
-    const int bf = a->kv16 != NULL;
+    const int bf = a->kv16 != NULL, q8 = !bf && a->kv8 != NULL;
     if (a->rk && !pos) { /* (q + v)·rk_j over the shared rows */
         size_t o = (size_t)h * (a->rk_hstride ? a->rk_hstride : (size_t)dh);
         size_t ld = a->rk_row ? (size_t)a->rk_row : (size_t)hd;
-        rows_ref R = a->rk16 ? (rows_ref){NULL, a->rk16 + o, ld} : (rows_ref){a->rk + o, NULL, ld};
+        rows_ref R = a->rk16 ? (rows_ref){.h = a->rk16 + o, .ld = ld}
+                             : (rows_ref){.f = a->rk + o, .ld = ld};
         add_bias(qx, a->no_q_position ? NULL : qbh, a->v ? a->v + (size_t)h * dh : NULL, dh);
         k->dots[a->rk16 != NULL](S, qx, R, klen, dh, a->scale, 0.0f);
     }
     size_t o = (size_t)b * bs + (size_t)h * hs;
-    rows_ref K = bf ? (rows_ref){NULL, a->kv16 + o, row} : (rows_ref){kv + o, NULL, row};
-    rows_ref V = bf ? (rows_ref){NULL, a->kv16 + o + vo, row} : (rows_ref){kv + o + vo, NULL, row};
+    rows_ref K = bf ? (rows_ref){.h = a->kv16 + o, .ld = row} : (rows_ref){.f = kv + o, .ld = row};
+    rows_ref V = bf ? (rows_ref){.h = a->kv16 + o + vo, .ld = row}
+                    : (rows_ref){.f = kv + o + vo, .ld = row};
+    if (q8) {
+        const float *sc = a->kv8s + (size_t)b * a->kv8s_bstride + (size_t)h * a->kv8s_hstride;
+        K = (rows_ref){.q = a->kv8 + o, .sc = sc, .ld = row};
+        V = (rows_ref){.q = a->kv8 + o + vo, .sc = sc + a->kv8s_voff, .ld = row};
+    }
     add_bias(qx, a->no_q_content ? NULL : qbh, a->u ? a->u + (size_t)h * dh : NULL, dh);
-    k->dots[bf](S, qx, K, klen, dh, a->scale, a->rk ? 1.0f : 0.0f);
+    k->dots[q8 ? 2 : bf](S, qx, K, klen, dh, a->scale, a->rk ? 1.0f : 0.0f);
     if (a->dist_bias) {
         const float *tb = a->dist_bias + (size_t)h * (a->bias_ld > 0 ? a->bias_ld : klen);
         for (int j = 0; j <= m; j++)
@@ -607,10 +798,15 @@ static void decode_pair(float *vec, const float *q, const float *kv, const attn_
     for (int j = 0; j < klen; j++)
         S[j] *= inv;
     float *y = vec + (size_t)b * hd + (size_t)h * dh;
-    if (bf)
+    if (bf) {
         qgemv_t(y, S, V.h, klen, dh, (int)V.ld);
-    else
-        k->wsum(y, S, V, klen, dh);
+    } else if (q8) {
+        for (int j = 0; j < klen; j++) /* each value row's scale, once per row */
+            S[j] *= V.sc[j];
+        k->wsum[1](y, S, V, klen, dh);
+    } else {
+        k->wsum[0](y, S, V, klen, dh);
+    }
 }
 
 static size_t pad16(size_t n) { return (n + 15) / 16 * 16; }

@@ -29,32 +29,76 @@ static size_t kv_off(const decode_state *s, int l, int b)
 
 static float *kv_at(const decode_state *s, int l, int b) { return s->kv + kv_off(s, l, b); }
 
-static void put_row(float *dst, uint16_t *dst16, const float *x, size_t n, int round)
+/* The same for a q8 cache's scales: [H][2][cap] a stream and layer */
+static size_t kvs_off(const decode_state *s, int l, int b)
 {
-    if (dst16)
-        quant_bf16(dst16, x, n);
-    else if (round)
+    return ((size_t)l * s->B + b) * s->cap * 2 * (size_t)s->H;
+}
+
+/* xl's position rows read as bf16 (tables16), as floats of bf16 values (tables_r) */
+static int tables_bf16(decode_cache c) { return c == DECODE_CACHE_BF16 || c == DECODE_CACHE_Q8; }
+static int tables_rounded(decode_cache c)
+{
+    return c == DECODE_CACHE_ROUNDED || c == DECODE_CACHE_Q8R;
+}
+
+/* The scale of x [n] and its integers (decode.h: a q8 cache) into q [n], or, q NULL, into
+ * deq [n] as floats times the scale */
+static float q8_row(int8_t *q, float *deq, const float *x, size_t n)
+{
+    uint32_t top = 0; /* the largest magnitude's bits: their order is the floats' (a
+                       * max over integers vectorises; past 0x7f800000 inf or NaN) */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        u &= 0x7fffffffu;
+        top = u > top ? u : top;
+    }
+    float amax;
+    memcpy(&amax, &top, sizeof amax);
+    int finite = top < 0x7f800000u;
+    float sc = finite ? amax / 127.0f : NAN, inv = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (size_t i = 0; i < n; i++) { /* to nearest, ties to even; within +-127 */
+        float v = rintf(x[i] * inv);
+        v = v > 127.0f ? 127.0f : v;
+        v = v < -127.0f ? -127.0f : v;
+        if (q)
+            q[i] = (int8_t)(int)v;
+        else
+            deq[i] = v * sc;
+    }
+    return sc;
+}
+
+/* A cached row of n values at element o of the window (and, q8, scale slot so) */
+static void put_row(const decode_state *s, size_t o, size_t so, const float *x, size_t n)
+{
+    switch (s->cache) {
+    case DECODE_CACHE_BF16: quant_bf16(s->kv16 + o, x, n); break;
+    case DECODE_CACHE_Q8: s->kv8s[so] = q8_row(s->kv8 + o, NULL, x, n); break;
+    case DECODE_CACHE_ROUNDED:
         for (size_t i = 0; i < n; i++)
-            dst[i] = bf16_to_f32(bf16_from_f32(x[i]));
-    else
-        memcpy(dst, x, n * sizeof(float));
+            s->kv[o + i] = bf16_to_f32(bf16_from_f32(x[i]));
+        break;
+    case DECODE_CACHE_Q8R: q8_row(NULL, s->kv + o, x, n); break;
+    default: memcpy(s->kv + o, x, n * sizeof(float)); break;
+    }
 }
 
 /* Stores rows of [k | v] (stride ld, heads as column blocks) into the window of layer l,
- * stream b at row `row` (a bf16 cache: rounded). */
+ * stream b at row `row` (a bf16 or q8 cache: rounded). */
 static void store_rows(const decode_state *s, int l, int b, int row, const float *src, int rows,
                        size_t ld)
 {
-    size_t hd = hd_of(s), dh = (size_t)s->dh, vo = (size_t)s->cap * dh;
+    size_t hd = hd_of(s), dh = (size_t)s->dh, cap = (size_t)s->cap, vo = cap * dh;
     for (int h = 0; h < s->H; h++) {
-        size_t k = kv_off(s, l, b) + (size_t)h * 2 * s->cap * dh + (size_t)row * dh;
+        size_t k = kv_off(s, l, b) + (size_t)h * 2 * cap * dh + (size_t)row * dh;
+        size_t ks = kvs_off(s, l, b) + (size_t)h * 2 * cap + (size_t)row;
         for (int r = 0; r < rows; r++) {
             const float *x = src + (size_t)r * ld + (size_t)h * dh;
             size_t o = k + (size_t)r * dh;
-            int rd = s->cache == DECODE_CACHE_ROUNDED;
-            put_row(s->kv ? s->kv + o : NULL, s->kv16 ? s->kv16 + o : NULL, x, dh, rd);
-            put_row(s->kv ? s->kv + o + vo : NULL, s->kv16 ? s->kv16 + o + vo : NULL, x + hd, dh,
-                    rd);
+            put_row(s, o, ks + (size_t)r, x, dh);
+            put_row(s, o + vo, ks + cap + (size_t)r, x + hd, dh);
         }
     }
 }
@@ -87,19 +131,23 @@ static void layout(decode_state *s, const model_config *c, bump *b)
 {
     size_t B = (size_t)s->B, hd = hd_of(s), K = (size_t)s->M + 1, d = (size_t)s->d;
     size_t kvn = (size_t)s->n_layer * B * s->cap * 2 * hd;
-    if (s->cache == DECODE_CACHE_BF16)
+    if (s->cache == DECODE_CACHE_BF16) {
         s->kv16 = (uint16_t *)bump_take(b, (double)((kvn + 1) / 2));
-    else
+    } else if (s->cache == DECODE_CACHE_Q8) {
+        s->kv8 = (int8_t *)bump_take(b, (double)((kvn + 3) / 4));
+        s->kv8s = bump_take(b, (double)s->n_layer * B * s->cap * 2 * s->H);
+    } else {
         s->kv = bump_take(b, (double)kvn);
+    }
     s->xin = bump_take(b, (size_t)s->n_layer * B * s->cap * d);
     /* int32 coordinates in float-sized slots (only ever accessed as int32) */
     s->coords = s->pos->needs_coords ? (int32_t *)bump_take(b, B * s->cap * TXL_N_COORDS) : NULL;
     s->tables = bump_take(b, (size_t)s->n_layer * s->tab_floats);
-    if (s->cache == DECODE_CACHE_BF16)
+    if (tables_bf16(s->cache))
         s->tables16 = (uint16_t *)bump_take(b, (double)(((size_t)s->n_layer * s->tab_floats + 1) / 2));
-    if (s->cache == DECODE_CACHE_ROUNDED)
+    if (tables_rounded(s->cache))
         s->tables_r = bump_take(b, (double)s->n_layer * s->tab_floats);
-    if (s->cache != DECODE_CACHE_BF16 && s->tab_floats > 0) {
+    if (!tables_bf16(s->cache) && s->tab_floats > 0) {
         s->rkT = bump_take(b, (double)s->n_layer * s->tab_floats);
         s->rkT_ok = (int *)bump_take(b, s->n_layer); /* int flags in float-sized slots */
     }
@@ -161,7 +209,9 @@ static void decode_begin(decode_state *s, const model_config *c, int B, int M,
 double decode_cache_floats(const model_config *c, int B, int M, decode_cache cache)
 {
     double cap = 2.0 * ((double)M + 1); /* decode_begin's s->cap */
-    double kv = (cache == DECODE_CACHE_BF16 ? 1.0 : 2.0) * c->n_head * c->d_head; /* bf16: half */
+    double kv = cache == DECODE_CACHE_BF16 ? 1.0 * c->n_head * c->d_head  /* bf16: half */
+                : cache == DECODE_CACHE_Q8 ? 0.5 * c->n_head * (c->d_head + 4.0) /* + scales */
+                                           : 2.0 * c->n_head * c->d_head;
     return (double)B * c->n_layer * cap * (kv + c->d_model);
 }
 
@@ -365,8 +415,16 @@ static void layer_step(decode_state *s, const model *mdl, int l)
     const float *kv = NULL;
     size_t t0 = (size_t)l * s->tab_floats; /* xl's position rows: from the tables' copy */
     int rk_in_tables = aa.rk && aa.rk >= s->tables + t0 && aa.rk < s->tables + t0 + s->tab_floats;
-    if (s->kv16) { /* the same rows in bf16 */
-        aa.kv16 = s->kv16 + kv_off(s, l, 0) + (size_t)s->start * s->dh;
+    if (s->kv16 || s->kv8) { /* the same rows in bf16 or int8 */
+        if (s->kv16)
+            aa.kv16 = s->kv16 + kv_off(s, l, 0) + (size_t)s->start * s->dh;
+        if (s->kv8) {
+            aa.kv8 = s->kv8 + kv_off(s, l, 0) + (size_t)s->start * s->dh;
+            aa.kv8s = s->kv8s + kvs_off(s, l, 0) + (size_t)s->start;
+            aa.kv8s_bstride = (size_t)s->cap * 2 * s->H;
+            aa.kv8s_hstride = 2 * (size_t)s->cap;
+            aa.kv8s_voff = (size_t)s->cap;
+        }
         if (rk_in_tables)
             aa.rk16 = s->tables16 + (aa.rk - s->tables);
     } else {
@@ -398,10 +456,15 @@ static void advance(decode_state *s)
             float *xi = xin_at(s, l, b);
             for (int h = 0; h < 2 * s->H; h++) { /* each head's keys, then its values */
                 size_t o = kv_off(s, l, b) + (size_t)h * s->cap * dh;
-                if (s->kv16)
+                size_t so = kvs_off(s, l, b) + (size_t)h * s->cap;
+                if (s->kv16) {
                     memmove(s->kv16 + o, s->kv16 + o + (size_t)s->start * dh,
                             (size_t)s->m * dh * sizeof(uint16_t));
-                else
+                } else if (s->kv8) {
+                    memmove(s->kv8 + o, s->kv8 + o + (size_t)s->start * dh, (size_t)s->m * dh);
+                    memmove(s->kv8s + so, s->kv8s + so + s->start,
+                            (size_t)s->m * sizeof(float));
+                } else
                     memmove(s->kv + o, s->kv + o + (size_t)s->start * dh,
                             (size_t)s->m * dh * sizeof(float));
             }

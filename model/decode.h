@@ -31,6 +31,17 @@
  * an exact bf16 value times an fp32 query or probability, summed in fp32). The layer inputs
  * (the memory, decode_sync_mem) stay fp32.
  *
+ * A q8 cache (DECODE_CACHE_Q8) keeps each head's row of keys and of values as dh int8 values
+ * and one fp32 scale: amax / 127, amax the row's largest magnitude, the values rounded to
+ * nearest (a row of zeros: scale 0; a row holding a NaN or an infinity: scale NaN, so the
+ * scores it enters are NaN, as in fp32). A quarter of fp32's bytes (plus 4 a row), half of
+ * bf16's: at long memories many streams are bound by reading their caches (doc/
+ * performance.md). A score is the sum of the query times the integers, then times the
+ * key's scale; the weighted values take each probability times its row's scale. xl's
+ * position rows (shared by the streams) stay bf16 as in a bf16 cache. The error is up to
+ * half a step of amax / 127 in each cached value, about 16 times bf16's; its cost in bits
+ * per byte is measured by bench/quant.sh (bench/cache_quality.c).
+ *
  * Many streams under bf16 precision (gemm_set_precision(GEMM_BF16)): from DECODE_BF16W_ROWS
  * streams a step's products run on the CPU's matrix units (gemm_bf16w.h: the weights
  * rounded to bf16 and reordered once, at decode_init; the activations rounded at each
@@ -49,7 +60,14 @@
 /* DECODE_CACHE_ROUNDED (tests): an fp32 cache of the bf16 cache's values, rounded to bf16
  * and kept as floats: the bf16 cache's numbers on the fp32 path, which test_decode holds
  * the bf16 cache to. */
-typedef enum { DECODE_CACHE_FP32, DECODE_CACHE_BF16, DECODE_CACHE_ROUNDED } decode_cache;
+typedef enum {
+    DECODE_CACHE_FP32,
+    DECODE_CACHE_BF16,
+    DECODE_CACHE_ROUNDED,
+    DECODE_CACHE_Q8,
+    DECODE_CACHE_Q8R /* (tests) an fp32 cache of the q8 cache's values, q times the scale, and
+                        the bf16 cache's position rows as floats */
+} decode_cache;
 
 #define DECODE_BF16W_ROWS 4
 
@@ -68,14 +86,16 @@ typedef struct {
     size_t tab_floats;/* per layer */
     decode_cache cache;
     float *kv;        /* [N][B][H][2][cap][dh] each head's keys, then its values (rope:
-                         keys rotated); NULL with a bf16 cache */
+                         keys rotated); NULL with a bf16 or q8 cache */
     uint16_t *kv16;   /* a bf16 cache: the same in bf16, else NULL */
+    int8_t *kv8;      /* a q8 cache: the same in int8, else NULL */
+    float *kv8s;      /* a q8 cache: [N][B][H][2][cap] each row's scale, else NULL */
     float *xin;       /* [N][B][cap][d] layer inputs: the memory */
     int32_t *coords;  /* [B][cap][TXL_N_COORDS] text coordinates (needs_coords), or NULL */
     float *tables;    /* [N][tab_floats] the scheme's decode tables */
-    uint16_t *tables16; /* a bf16 cache: the same in bf16 (xl's position rows are read from
+    uint16_t *tables16; /* a bf16 or q8 cache: the same in bf16 (xl's position rows are read from
                            it), else NULL */
-    float *tables_r;  /* DECODE_CACHE_ROUNDED: the same rounded to bf16, else NULL */
+    float *tables_r;  /* DECODE_CACHE_ROUNDED, _Q8R: the same rounded to bf16, else NULL */
     float *rkT;       /* fp32 (or rounded) tables: [N][tab_floats] xl's position rows of
                          each head transposed (attn_args.rkT), made at a layer's first step
                          after decode_prime; else NULL */

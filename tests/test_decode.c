@@ -65,7 +65,9 @@ static void run_case_q(const char *label, pos_scheme pos, int pre, int M, int cl
         if (decode_init(&ds, &mdl, B, M, cache, &e))
             CHECK(0, "%s: setup: %s", label, e.msg);
     }
-    if (cache == DECODE_CACHE_BF16 && decode_init(&dr, &mdl, B, M, DECODE_CACHE_ROUNDED, &e))
+    int rounds = cache == DECODE_CACHE_BF16 || cache == DECODE_CACHE_Q8;
+    decode_cache ref_cache = cache == DECODE_CACHE_Q8 ? DECODE_CACHE_Q8R : DECODE_CACHE_ROUNDED;
+    if (rounds && decode_init(&dr, &mdl, B, M, ref_cache, &e))
         CHECK(0, "%s: setup: %s", label, e.msg);
     /* streams are rows: prompt [B, P], then T tokens per stream: random text with words,
      * sentence ends and blank lines, and its coordinates (data/units.c) */
@@ -114,7 +116,7 @@ static void run_case_q(const char *label, pos_scheme pos, int pre, int M, int cl
         decode_step(&ds, &mdl, toks[t], &tco[t][0][0]);
         static double ref[MAXB * 256];
         static float lp[MAXB * 256];
-        if (dr.buf) { /* the bf16 cache against the fp32 one of its rounded values */
+        if (dr.buf) { /* the bf16 (q8) cache against the fp32 one of its rounded values */
             decode_step(&dr, &mdl, toks[t], &tco[t][0][0]);
             for (int v = 0; v < B * 256; v++)
                 ref[v] = decode_logits(&dr)[v];
@@ -153,12 +155,12 @@ static void run_case_q(const char *label, pos_scheme pos, int pre, int M, int cl
             }
     }
     int q8 = qt == QT_Q8 && quant_model_type(&mdl) == QT_Q8;
-    if (cache == DECODE_CACHE_BF16)
+    if (rounds)
         CHECK(worst_r < 2e-3 && worst > 1e-3 && worst_mem > 1e-3 && (qt != QT_Q8 || q8),
-              "%-14s B=%d %s weights, bf16 cache == fp32 cache of the rounded values over %d "
+              "%-14s B=%d %s weights, %s cache == fp32 cache of the rounded values over %d "
               "tokens (logits, memory): %.2e (tol 2e-3); vs the 1-token forward: logits %.2e, "
-              "memory %.2e (the rounding)", label, B, qtype_name(quant_model_type(&mdl)), T,
-              worst_r, worst, worst_mem);
+              "memory %.2e (the rounding)", label, B, qtype_name(quant_model_type(&mdl)),
+              cache == DECODE_CACHE_Q8 ? "q8" : "bf16", T, worst_r, worst, worst_mem);
     else
         CHECK(worst < 1e-5 && worst_mem < 1e-5 && (qt != QT_Q8 || q8),
               "%-14s B=%d %s weights: cached decoding == 1-token forward over %d tokens: logits "
@@ -217,6 +219,14 @@ int main(void)
         run_case_q("fp32 rope", POS_ROPE, 1, 12, 0, Bq, 7, 0, QT_F32, DECODE_CACHE_BF16);
         run_case_q("q8 mlp", POS_MLP, 0, 12, 0, Bq, 7, 0, QT_Q8, DECODE_CACHE_BF16);
         run_case_q("bf16 hier", POS_HIER, 0, 12, 0, Bq, 7, 0, QT_BF16, DECODE_CACHE_BF16);
+        /* the q8 cache: xl's bf16 position rows, rope's rotated keys, a distance bias, fire's
+         * per-step row; the long memory moves its windows (and scales) back to the front */
+        run_case_q("q8c xl", POS_XL, 0, 12, 0, Bq, 7, 0, QT_F32, DECODE_CACHE_Q8);
+        run_case_q("q8c xl long", POS_XL, 0, 70, 0, Bq, 75, 0, QT_Q8, DECODE_CACHE_Q8);
+        run_case_q("q8c rope pre", POS_ROPE, 1, 12, 0, Bq, 7, 0, QT_F32, DECODE_CACHE_Q8);
+        run_case_q("q8c alibi", POS_ALIBI, 0, 12, 0, Bq, 7, 0, QT_BF16, DECODE_CACHE_Q8);
+        run_case_q("q8c fire", POS_FIRE, 0, 12, 0, Bq, 7, 0, QT_F32, DECODE_CACHE_Q8);
+        run_case_q("q8c adaptive", POS_XL, 0, 12, 0, Bq, 7, 2, QT_F32, DECODE_CACHE_Q8);
     }
     return tl_done("test_decode");
 }

@@ -2010,20 +2010,23 @@ static void test_attn_amx(void)
 }
 
 /* attn_decode's kernels (attn_decode.h: qgemm.h's choice, qgemm_use): the AVX-512 and AVX2
- * ones compute the bits of the plain C twin, over fp32 and bf16 rows, with xl's position
- * rows (fp32: transposed, rkT) and a distance bias, for heads of 64 (whole chunks), 40 and 8
- * (tails), 3 streams (blocks of 4 and 2 streams part filled), and key counts that fill no
- * block, one and a part. */
+ * ones compute the bits of the plain C twin, over fp32, bf16 and int8 rows (a q8 cache: a
+ * scale per row), with xl's position rows (fp32: transposed, rkT; bf16 with the bf16 and
+ * int8 rows) and a distance bias, for heads of 64 (whole chunks), 40 and 8 (tails), 3
+ * streams (blocks of 4 and 2 streams part filled), and key counts that fill no block, one
+ * and a part. The int8 rows also against the fp32 path over their values (q times the
+ * scale, exact in float): the same terms, the scale applied before or after the sum, 1e-5. */
 static void test_decode_kernels(void)
 {
     static const char *const kernels[] = {"c", "avx2", "avx512"};
     static const int dhs[] = {64, 40, 8}, ms[] = {0, 16, 37, 70};
     int same = 1, cases = 0;
-    double worst = 0;
+    double worst = 0, worst_q = 0;
     char names[64] = "";
+    tl_rng qr = {777};
     for (size_t di = 0; di < 3; di++)
         for (size_t mi = 0; mi < 4; mi++)
-            for (int bf = 0; bf < 2; bf++) {
+            for (int bf = 0; bf < 3; bf++) { /* fp32, bf16, int8 rows */
                 const int B = 3, H = 2, dh = dhs[di], m = ms[mi], klen = m + 1, hd = H * dh;
                 const int cap = klen + 3; /* each head's rows in a longer window, as decode.c */
                 const size_t per_b = (size_t)H * 2 * cap * dh, nrk = (size_t)H * cap * dh;
@@ -2040,14 +2043,26 @@ static void test_decode_kernels(void)
                     kv16[i] = bf16_from_f32(kv[i]);
                 for (size_t i = 0; i < nrk; i++)
                     rk16[i] = bf16_from_f32(rk[i]);
+                const size_t nsc = (size_t)B * H * 2 * cap; /* [B][H][2][cap] */
+                int8_t *kv8 = malloc((size_t)B * per_b);
+                float *kv8s = alloc_f(nsc), *kvq = alloc_f((size_t)B * per_b);
+                for (size_t i = 0; i < nsc; i++)
+                    kv8s[i] = (0.6f + tl_uniform(&qr, 0.5f)) / 127.0f;
+                for (size_t i = 0; i < (size_t)B * per_b; i++) {
+                    kv8[i] = (int8_t)((int)((tl_uniform(&qr, 0.5f) + 0.5f) * 255.0f) - 127);
+                    kvq[i] = (float)kv8[i] * kv8s[i / dh]; /* row i / dh: the same order */
+                }
                 attn_args a = {.B = B, .H = H, .dh = dh, .Lq = 1, .m = m,
                                .scale = (float)(1.0 / sqrt((double)dh)), .u = u, .v = v, .rk = rk,
                                .dist_bias = bias, .kv_bstride = per_b,
                                .kv_hstride = 2 * (size_t)cap * dh, .v_offset = (size_t)cap * dh,
                                .kv_row = dh, .rk_hstride = (size_t)cap * dh, .rk_row = dh,
-                               .threads = 1, .kv16 = bf ? kv16 : NULL, .rk16 = bf ? rk16 : NULL,
-                               .rkT = bf ? NULL : rkT, .rkT_hstride = (size_t)cap * dh,
-                               .rkT_ld = cap};
+                               .threads = 1, .kv16 = bf == 1 ? kv16 : NULL,
+                               .rk16 = bf ? rk16 : NULL, .rkT = bf ? NULL : rkT,
+                               .rkT_hstride = (size_t)cap * dh, .rkT_ld = cap,
+                               .kv8 = bf == 2 ? kv8 : NULL, .kv8s = kv8s,
+                               .kv8s_bstride = (size_t)H * 2 * cap,
+                               .kv8s_hstride = 2 * (size_t)cap, .kv8s_voff = (size_t)cap};
                 float *scr = alloc_f(attn_decode_scratch_floats(B, klen, dh, 1));
                 float *ref = nan_f((size_t)B * hd), *out = nan_f((size_t)B * hd);
                 int ran = 0;
@@ -2061,26 +2076,34 @@ static void test_decode_kernels(void)
                     snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
                              ran > 1 ? " " : "", kernels[k]);
                 }
-                if (!bf) { /* the transposed rows against rk's: the same terms, 1e-5 */
+                if (bf != 1) { /* the transposed rows against rk's; the int8 rows against
+                                * fp32 rows of their values: the same terms, 1e-5 */
                     attn_args ar = a;
                     ar.rkT = NULL;
-                    attn_decode(out, q, kv, &ar, scr);
+                    ar.kv8 = NULL;
+                    attn_decode(out, q, bf == 2 ? kvq : kv, &ar, scr);
                     double *d = alloc_d((size_t)B * hd);
                     for (size_t i = 0; i < (size_t)B * hd; i++)
                         d[i] = out[i];
-                    worst = fmax(worst, tl_max_rel_err(ref, d, (size_t)B * hd, 1e-30));
+                    double e = tl_max_rel_err(ref, d, (size_t)B * hd, 1e-30);
+                    if (bf == 2)
+                        worst_q = fmax(worst_q, e);
+                    else
+                        worst = fmax(worst, e);
                     free(d);
                 }
                 cases++;
+                free(kv8), free(kv8s), free(kvq);
                 free(kv), free(rk), free(q), free(u), free(v), free(bias), free(kv16), free(rk16);
                 free(rkT);
                 free(scr), free(ref), free(out);
             }
     if (qgemm_use(kernels[2]) && qgemm_use(kernels[1])) /* back to the best */
         qgemm_use(kernels[0]);
-    CHECK(same && worst <= 1e-5, "attn_decode: kernels %s give the same bits over fp32 and bf16 "
-          "rows (%d cases); xl's transposed fp32 rows vs the rows: %.1e (tol 1e-5)", names, cases,
-          worst);
+    CHECK(same && worst <= 1e-5 && worst_q <= 1e-5 && worst_q > 0,
+          "attn_decode: kernels %s give the same bits over fp32, bf16 and int8 rows (%d cases); "
+          "xl's transposed fp32 rows vs the rows: %.1e, int8 rows vs fp32 rows of their values: "
+          "%.1e (tol 1e-5)", names, cases, worst, worst_q);
 }
 
 static void test_attention(void)

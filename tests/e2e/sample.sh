@@ -29,6 +29,16 @@ for i in 1 2 3; do cat $TMP/greedy1; printf -- '---------------\n'; done > $TMP/
 check "  ... greedy: three samples equal to the single one (batched decoding == one stream)" \
     cmp $TMP/greedy3 $TMP/greedy1x3
 
+# --cache q8: int8 keys and values; each stream still decodes what it would alone
+$TXL sample $CK -p "ROMEO:" -n 60 -t 0 --cache q8 --stats -q > $TMP/q8c1 2>$TMP/q8c1.err ||
+    bad "--cache q8: $(cat $TMP/q8c1.err)"
+check "--cache q8: --stats says cache q8" test "$(grep '^{' $TMP/q8c1.err | jq -r .cache)" = q8
+$TXL sample $CK -p "ROMEO:" -n 60 -t 0 --cache q8 --num-samples 3 -q > $TMP/q8c3
+for i in 1 2 3; do cat $TMP/q8c1; printf -- '---------------\n'; done > $TMP/q8c1x3
+check "  ... greedy: three samples equal to the single one" cmp $TMP/q8c3 $TMP/q8c1x3
+$TXL sample $CK -p x --cache q4 -q >/dev/null 2>$TMP/err; rc=$?
+check "--cache q4: exit 2, naming the choices" sh -c "test $rc = 2 && grep -q 'fp32, bf16 or q8' $TMP/err"
+
 # --json: one object per sample, printed when all are drawn
 $TXL sample $CK -p "ROMEO:" -n 80 --seed 7 --num-samples 3 --json -q > $TMP/s.json
 check "--json --num-samples 3: an object per sample: sample, prompt, text, tokens, bytes, seconds, finish" \
