@@ -188,6 +188,10 @@ $(BUILD)/bench/vocab_encode: bench/vocab_encode.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
+$(BUILD)/bench/cache_quality: bench/cache_quality.c $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
 $(BUILD)/bench/attn_kernel: bench/attn_kernel.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
@@ -205,7 +209,8 @@ bench-attn: $(BUILD)/bench/attn_kernel
 	@$(BUILD)/bench/attn_kernel 1 5
 
 # Speed and memory, side by side with the PyTorch reference when /usr/bin/python3 has torch.
-bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw $(BUILD)/bench/attn_kernel
+bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw $(BUILD)/bench/attn_kernel \
+		$(BUILD)/bench/cache_quality
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/bench.sh
 
 # make bench for an AVX2 build (-march=haswell, in build-avx2/) on OpenBLAS's Haswell kernels,
@@ -214,7 +219,7 @@ bench: $(BIN) $(BUILD)/bench/sgemm_peak $(BUILD)/bench/mem_bw $(BUILD)/bench/att
 bench-avx2:
 	@$(MAKE) --no-print-directory BUILD=build-avx2 BIN=build-avx2/txl CFLAGS="-O3 -march=haswell -g" \
 		build-avx2/txl build-avx2/bench/sgemm_peak build-avx2/bench/mem_bw \
-		build-avx2/bench/attn_kernel
+		build-avx2/bench/attn_kernel build-avx2/bench/cache_quality
 	@OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2 SKIP_LOADED=1 \
 		OUT=runs/bench-avx2 TXL_BIN=$(abspath build-avx2/txl) BUILD=build-avx2 bench/bench.sh
 
@@ -233,10 +238,11 @@ bench-quality: $(BIN)
 bench-sample: $(BIN) $(BUILD)/bench/mem_bw
 	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/sample.sh
 
-# What txl quantize costs in quality: bits per byte and greedy samples of a trained S
-# (bench/quant.sh; trains one for MINUTES, default 5, unless Q_CKPT names one).
-bench-quant: $(BIN)
-	@TXL_BIN=$(abspath $(BIN)) bench/quant.sh
+# What txl quantize and the decoding caches cost in quality: bits per byte and greedy
+# samples of a trained S (bench/quant.sh; trains one for MINUTES, default 5, unless Q_CKPT
+# names one).
+bench-quant: $(BIN) $(BUILD)/bench/cache_quality
+	@TXL_BIN=$(abspath $(BIN)) BUILD=$(BUILD) bench/quant.sh
 
 # The adaptive softmax against the full softmax over WikiText-103's 267,735 words: training
 # tokens/s side by side, and the memory each plans at V, 2V and 4V (bench/adaptive.sh).

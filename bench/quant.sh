@@ -8,16 +8,22 @@
 # - greedy samples (txl sample -t 0, 100 bytes: the byte model's tokens) of the bf16 and the
 #   q8 checkpoint (each with its default, a bf16 cache) against the fp32 one's (fp32 cache),
 #   from PROMPTS prompts (lines of 40 to 200 bytes of the test split): how many agree on all
-#   100 tokens, and the mean length of the agreeing prefix.
+#   100 tokens, and the mean length of the agreeing prefix;
+# - what the decoding caches cost (txl sample --cache): the test split decoded one byte at a
+#   time through the cached steps sampling takes, fed the text (bench/cache_quality.c, 16
+#   streams, from an empty memory), with an fp32, a bf16 and a q8 cache, at the trained
+#   mem_len and 4 times it: bits per byte and their differences.
 # The checkpoint: Q_CKPT, else OUT/quant-S (trained here for MINUTES minutes of all cores
 # when it does not exist yet: lr 2e-3, cosine by time, batch 16, no dropout; precision
 # auto). Environment: Q_CKPT, MINUTES (default 5), PROMPTS (default 20), DATA (directory of
 # enwik8_first3MB.txt.gz, default ../shared/data, then corpora/), OUT (default runs/bench;
-# results appended to OUT/bench.jsonl), TXL_BIN.
+# results appended to OUT/bench.jsonl), TXL_BIN, BUILD (where bench/cache_quality is; default
+# build).
 set -eu
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/bench}
 TXL=${TXL_BIN:-./txl}
+BUILD=${BUILD:-build}
 MINUTES=${MINUTES:-5}
 PROMPTS=${PROMPTS:-20}
 CORPUS=${DATA:-../shared/data}/enwik8_first3MB.txt.gz
@@ -99,3 +105,18 @@ for w in bf16 q8; do
     echo "quant: greedy $w against fp32: $same of $np prompts agree on all 100 tokens; the agreeing prefix is $mean tokens on average"
     emit "{\"what\":\"quant_greedy\",\"weights\":\"$w\",\"prompts\":$np,\"agree_100\":$same,\"mean_prefix\":$mean}"
 done
+
+# the decoding caches: the test split (the file's last 5%) through each, byte by byte
+CQ=$BUILD/bench/cache_quality
+if [ -x "$CQ" ]; then
+    mem=$($TXL info "$CK" --json | jq .config.model.mem_len)
+    OPENBLAS_NUM_THREADS=1 "$CQ" "$CK" "$CORPUS" 0.95 $((size / 20 - 64)) 16 "$mem" $((4 * mem)) \
+        > "$W/cache.jsonl" || exit 1
+    while read -r j; do
+        echo "$j" | jq -r '[.mem_len, .bytes, .streams, .fp32_bpc, .bf16_bpc, .q8_bpc] | @tsv' |
+            awk '{printf "quant: decoding cache at mem_len %d (%d test bytes, %d streams): fp32 %.5f bpc, bf16 %+.5f bits per byte, q8 %+.5f\n", $1, $2, $3, $4, $5 - $4, $6 - $4}'
+        emit "$(echo "$j" | jq -c '{what: "quant_cache"} + .')"
+    done < "$W/cache.jsonl"
+else
+    echo "quant: $CQ not built (make $CQ): the caches' cost not measured"
+fi
