@@ -11,7 +11,8 @@
 #
 # Cells: S for each weight type of WEIGHTS, each mem_len of S_MEMS and each stream count of
 # S_NS (the total over the streams, and its ratio to one stream of the same weights and of
-# fp32 weights); M at its trained mem_len, one stream, each weight type. The roof of
+# fp32 weights); the same with a q8 cache (--cache q8) for each mem_len of Q8C_MEMS and
+# stream count of Q8C_NS; M at its trained mem_len, one stream, each weight type. The roof of
 # one-token decoding is reading the weights once per token: mem_bw measures one thread's
 # read bandwidth from a buffer the size of each type's weights (the same working set:
 # cache-resident when it fits) and from 1 GiB (DRAM), and the bound is bandwidth / weight
@@ -28,7 +29,8 @@
 # Environment: S_CKPT, M_CKPT (fp32 checkpoints; default: 2-step runs trained here; their
 # bf16 and q8 versions are quantized from them), CONFIGS (default "S M"), WEIGHTS (default
 # "fp32 bf16 q8"), S_MEMS (default "128 512 1024"), S_NS (default "1 8 32"), REPS, OUT
-# (default runs/bench; results are appended to OUT/bench.jsonl), TXL_BIN, TXL_BASE, BUILD.
+# (default runs/bench; results are appended to OUT/bench.jsonl), Q8C_MEMS (default "512
+# 1024"), Q8C_NS (default 32), TXL_BIN, TXL_BASE, BUILD.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -40,6 +42,8 @@ CONFIGS=${CONFIGS:-S M}
 WEIGHTS=${WEIGHTS:-fp32 bf16 q8}
 S_MEMS=${S_MEMS:-128 512 1024}
 S_NS=${S_NS:-1 8 32}
+Q8C_MEMS=${Q8C_MEMS:-512 1024}
+Q8C_NS=${Q8C_NS:-32}
 DATA=tests/data/tinyshakespeare.txt.gz
 command -v jq >/dev/null || { echo "bench: needs jq" >&2; exit 2; }
 mkdir -p "$OUT"
@@ -63,10 +67,11 @@ ckpt() { # name N d H di Lq: a 2-step run (sampling speed does not depend on the
     echo "$d/last.safetensors.gz"
 }
 
-# sample BIN CKPT MEM N: "wall cpu" tokens/s over the streams with the memory full
+# sample BIN CKPT MEM N [CACHE]: "wall cpu" tokens/s over the streams with the memory full
 sample() {
     p=""
     [ "$4" = 1 ] || p="--precision auto"
+    [ -z "${5:-}" ] || p="$p --cache $5"
     # shellcheck disable=SC2086
     "$1" sample "$2" --prompt "The" -n $(($3 * 2 + 200)) --mem-len "$3" --num-samples "$4" \
         --seed 1 --stats --threads 1 -q $p 2> "$W/err" > /dev/null || { cat "$W/err" >&2; exit 1; }
@@ -86,18 +91,19 @@ base_reads() {
     [ "$(cat "$f")" = 1 ]
 }
 
-# cell KEY CKPT MEM N WEIGHTS: one round of a cell (base and new back to back when TXL_BASE
-# is set and reads the checkpoint)
+# cell KEY CKPT MEM N WEIGHTS [CACHE]: one round of a cell (base and new back to back when
+# TXL_BASE is set and reads the checkpoint; not for a q8 cache, which an older txl lacks)
 cell() {
     b=""
-    if [ -n "$BASE" ] && base_reads "$2" && [ $((r % 2)) -eq 1 ]; then
+    c=${6:-}
+    if [ -n "$BASE" ] && [ -z "$c" ] && base_reads "$2" && [ $((r % 2)) -eq 1 ]; then
         b=$(sample "$BASE" "$2" "$3" "$4"); n=$(sample "$TXL" "$2" "$3" "$4")
         cp "$W/last_batch" "$W/$1.batch"
-    elif [ -n "$BASE" ] && base_reads "$2"; then
+    elif [ -n "$BASE" ] && [ -z "$c" ] && base_reads "$2"; then
         n=$(sample "$TXL" "$2" "$3" "$4"); cp "$W/last_batch" "$W/$1.batch"
         b=$(sample "$BASE" "$2" "$3" "$4")
     else
-        n=$(sample "$TXL" "$2" "$3" "$4"); cp "$W/last_batch" "$W/$1.batch"
+        n=$(sample "$TXL" "$2" "$3" "$4" "$c"); cp "$W/last_batch" "$W/$1.batch"
     fi
     cp "$W/last_prec" "$W/$1.prec"
     echo "${n% *}" >> "$W/$1.new"
@@ -119,13 +125,18 @@ for cfg in $CONFIGS; do
         [ -n "$S_CKPT" ] || S_CKPT=$(ckpt S 4 256 4 1024 128)
         for w in $WEIGHTS; do
             for m in $S_MEMS; do
-                for n in $S_NS; do cells="$cells S:$w:$m:$n"; done
+                for n in $S_NS; do cells="$cells S:$w:$m:$n:"; done
+            done
+        done
+        for w in $WEIGHTS; do
+            for m in $Q8C_MEMS; do
+                for n in $Q8C_NS; do cells="$cells S:$w:$m:$n:q8"; done
             done
         done ;;
     M)
         [ -n "$M_CKPT" ] || M_CKPT=$(ckpt M 8 512 8 2048 256)
         mm=$($TXL info "$M_CKPT" --json | jq .config.model.mem_len)
-        for w in $WEIGHTS; do cells="$cells M:$w:$mm:1"; done ;;
+        for w in $WEIGHTS; do cells="$cells M:$w:$mm:1:"; done ;;
     *) echo "bench: unknown config '$cfg' in CONFIGS (S, M)" >&2; exit 2 ;;
     esac
 done
@@ -153,7 +164,7 @@ echo "sample, memory full, 1 thread, $CPU (AVX-512 $(has avx512f), AMX-BF16 $(ha
 r=1
 while [ $r -le "$REPS" ]; do
     for c in $cells; do
-        IFS=: read -r cfg w m n <<EOF
+        IFS=: read -r cfg w m n cc <<EOF
 $c
 EOF
         eval "ck=\$${cfg}_$w"
@@ -170,7 +181,7 @@ EOF
             echo "$j" | jq '.reads[1].gb_per_s' >> "$W/$cfg.$w.dram"
             echo "$j" | jq '.reads[1].gb_per_cpu_s' >> "$W/$cfg.$w.dramc"
         fi
-        cell "$cfg.$w.$m.$n" "$ck" "$m" "$n" "$w"
+        cell "$cfg.$w.$m.$n${cc:+.${cc}c}" "$ck" "$m" "$n" "$w" "$cc"
     done
     r=$((r + 1))
 done
@@ -188,10 +199,10 @@ for cfg in $CONFIGS; do
     done
 done
 for c in $cells; do
-    IFS=: read -r cfg w m n <<EOF
+    IFS=: read -r cfg w m n cc <<EOF
 $c
 EOF
-    k="$cfg.$w.$m.$n"
+    k="$cfg.$w.$m.$n${cc:+.${cc}c}"
     t=$(med "$k.new") tc=$(med "$k.newc")
     bt=$(cut -d' ' -f1 "$W/$k.batch") cache=$(cut -d' ' -f2 "$W/$k.batch") prec=$(cat "$W/$k.prec")
     line="$cfg $w mem_len $m, $n stream$([ "$n" = 1 ] || echo s): $(printf %.0f "$t") tok/s wall, $(printf %.0f "$tc") CPU"
@@ -256,12 +267,20 @@ for wm in 128:10 512:6; do
             goal "S $w 32 streams over one fp32 stream, mem_len $m" \
                 "$(ratio "$(med "S.$w.$m.32.newc")" "$(med "S.fp32.$m.1.newc")")" \
                 "$(ratio "$(med "S.$w.$m.32.new")" "$(med "S.fp32.$m.1.new")")" "$g"
+        have "S.$w.$m.32.q8c" && have "S.$w.$m.1" &&
+            goal "S $w 32 streams, q8 cache, over one $w stream, mem_len $m" \
+                "$(ratio "$(med "S.$w.$m.32.q8c.newc")" "$(med "S.$w.$m.1.newc")")" \
+                "$(ratio "$(med "S.$w.$m.32.q8c.new")" "$(med "S.$w.$m.1.new")")" "$g"
+        [ "$w" != fp32 ] && have "S.$w.$m.32.q8c" && have "S.fp32.$m.1" &&
+            goal "S $w 32 streams, q8 cache, over one fp32 stream, mem_len $m" \
+                "$(ratio "$(med "S.$w.$m.32.q8c.newc")" "$(med "S.fp32.$m.1.newc")")" \
+                "$(ratio "$(med "S.$w.$m.32.q8c.new")" "$(med "S.fp32.$m.1.new")")" "$g"
     done
 done
 for c in $cells; do
     case $c in
     M:q8:*)
-        IFS=: read -r cfg w m n <<EOF
+        IFS=: read -r cfg w m n cc <<EOF
 $c
 EOF
         wmb=$(cat "$W/M.q8.wmb")
