@@ -76,6 +76,9 @@ typedef struct {
      * rkT[h rkT_hstride + c rkT_ld + j] (a table's, made once: each score then a chain over
      * c, no lanes to add, and a row of it serves all the streams), or NULL: rk's */
     const float *rkT;
+    /* the same in bf16 (a bf16 or q8 cache's rows), or NULL; read up to 16 elements past a
+     * row's last key */
+    const uint16_t *rkT16;
     size_t rkT_hstride;
     int rkT_ld;
 } attn_args;

@@ -14,7 +14,8 @@
  *            (so a bf16 cache decodes the bits the products of qgemm.h gave it before)
  *   score j, int8 rows (a q8 cache): the fp32 rows' sums of the integers (exact in
  *            float), then times the row's scale: s = t sc_j
- *   score j, xl's fp32 position rows transposed (attn_args.rkT): s = fma(x_c, r_jc, s) for
+ *   score j, xl's fp32 (or bf16: rkT16) position rows transposed (attn_args.rkT):
+ *            s = fma(x_c, r_jc, s) for
  *            c = 0 .. dh - 1, no lanes (64 keys of 4 streams at a time: a row of the table
  *            loaded once for them)
  *   all stored as alpha s + (beta 0: 0, else beta S_j)
@@ -129,14 +130,29 @@ static void wsum_c_q2(float *y, const float *p, rows_ref V, int n, int dh, int c
 /* xl's fp32 position rows transposed (RT [dh][ld]: row c holds r_jc for the keys j): the
  * scores of nb streams (X [nb][xs], their q + v) for keys j0 .. j1 - 1, each a chain of one
  * fma per term in c order, no lanes to add: S[b][j] = alpha s + 0 (row stride ks). */
-static void post_c(float *S, size_t ks, const float *X, size_t xs, const float *RT, size_t ld,
+static void post_c(float *S, size_t ks, const float *X, size_t xs, const void *RTv, size_t ld,
                    int nb, int j0, int j1, int dh, float alpha)
 {
+    const float *RT = RTv;
     for (int b = 0; b < nb; b++)
         for (int j = j0; j < j1; j++) {
             float t = 0;
             for (int c = 0; c < dh; c++)
                 t = fmaf(X[(size_t)b * xs + c], RT[(size_t)c * ld + j], t);
+            S[(size_t)b * ks + j] = alpha * t + 0.0f;
+        }
+}
+
+/* post_c over bf16 rows transposed (a bf16 or q8 cache's) */
+static void post_c_h(float *S, size_t ks, const float *X, size_t xs, const void *RT, size_t ld,
+                     int nb, int j0, int j1, int dh, float alpha)
+{
+    const uint16_t *R = RT;
+    for (int b = 0; b < nb; b++)
+        for (int j = j0; j < j1; j++) {
+            float t = 0;
+            for (int c = 0; c < dh; c++)
+                t = fmaf(X[(size_t)b * xs + c], bf16_to_f32(R[(size_t)c * ld + j]), t);
             S[(size_t)b * ks + j] = alpha * t + 0.0f;
         }
 }
@@ -398,10 +414,12 @@ wsum512(float *y, const float *p, rows_ref V, int n, int dh)
 
 /* post_c for up to 4 streams and 4 vectors of 16 keys from j0 (masked past n): each row of
  * RT loaded once for the streams, their x_c broadcast. */
-static T512 void post512_blk(float *S, size_t ks, const float *X, size_t xs, const float *RT,
+static T512 void post512_blk(float *S, size_t ks, const float *X, size_t xs, const void *RTv,
                              size_t ld, int j0, int n, int dh, float alpha, const int NB,
-                             const int NZ)
+                             const int NZ, const int H16)
 {
+    const float *RT = RTv;
+    const uint16_t *RT16 = RTv;
     __m512 acc[4][4];
     __mmask16 m[4];
     for (int z = 0; z < NZ; z++) {
@@ -411,10 +429,17 @@ static T512 void post512_blk(float *S, size_t ks, const float *X, size_t xs, con
             acc[b][z] = _mm512_setzero_ps();
     }
     for (int c = 0; c < dh; c++) {
-        const float *r = RT + (size_t)c * ld + j0;
         __m512 rv[4];
-        for (int z = 0; z < NZ; z++)
-            rv[z] = _mm512_maskz_loadu_ps(m[z], r + 16 * z);
+        if (H16) { /* bf16: 16 read past the keys (decode.h pads the table), dropped at store */
+            const uint16_t *r = RT16 + (size_t)c * ld + j0;
+            for (int z = 0; z < NZ; z++)
+                rv[z] = _mm512_castsi512_ps(_mm512_slli_epi32(
+                    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(r + 16 * z))), 16));
+        } else {
+            const float *r = RT + (size_t)c * ld + j0;
+            for (int z = 0; z < NZ; z++)
+                rv[z] = _mm512_maskz_loadu_ps(m[z], r + 16 * z);
+        }
         for (int b = 0; b < NB; b++) {
             __m512 xb = _mm512_set1_ps(X[(size_t)b * xs + c]);
             for (int z = 0; z < NZ; z++)
@@ -428,9 +453,8 @@ static T512 void post512_blk(float *S, size_t ks, const float *X, size_t xs, con
                                   _mm512_add_ps(_mm512_mul_ps(va, acc[b][z]), zero));
 }
 
-static __attribute__((target("avx512f,avx2,fma,f16c"))) void
-post512(float *S, size_t ks, const float *X, size_t xs, const float *RT, size_t ld, int nb,
-        int j0, int j1, int dh, float alpha)
+static T512 void post512_any(float *S, size_t ks, const float *X, size_t xs, const void *RT,
+                             size_t ld, int nb, int j0, int j1, int dh, float alpha, const int H16)
 {
     for (int b0 = 0; b0 < nb; b0 += 4) {
         const int NB = nb - b0 < 4 ? nb - b0 : 4;
@@ -438,7 +462,7 @@ post512(float *S, size_t ks, const float *X, size_t xs, const float *RT, size_t 
         const float *Xb = X + (size_t)b0 * xs;
         for (int j = j0; j < j1; j += 64) {
             const int NZ = (j1 - j + 15) / 16 < 4 ? (j1 - j + 15) / 16 : 4;
-#define POST512(nbc, nzc) post512_blk(Sb, ks, Xb, xs, RT, ld, j, j1, dh, alpha, nbc, nzc)
+#define POST512(nbc, nzc) post512_blk(Sb, ks, Xb, xs, RT, ld, j, j1, dh, alpha, nbc, nzc, H16)
             switch (NB * 4 + NZ - 5) { /* the counts constants in each copy */
             case 0: POST512(1, 1); break;
             case 1: POST512(1, 2); break;
@@ -460,6 +484,20 @@ post512(float *S, size_t ks, const float *X, size_t xs, const float *RT, size_t 
 #undef POST512
         }
     }
+}
+
+static __attribute__((target("avx512f,avx2,fma,f16c"))) void
+post512(float *S, size_t ks, const float *X, size_t xs, const void *RT, size_t ld, int nb,
+        int j0, int j1, int dh, float alpha)
+{
+    post512_any(S, ks, X, xs, RT, ld, nb, j0, j1, dh, alpha, 0);
+}
+
+static __attribute__((target("avx512f,avx2,fma,f16c"))) void
+post512_h(float *S, size_t ks, const float *X, size_t xs, const void *RT, size_t ld, int nb,
+          int j0, int j1, int dh, float alpha)
+{
+    post512_any(S, ks, X, xs, RT, ld, nb, j0, j1, dh, alpha, 1);
 }
 
 /* ---------------------------------------------------------------- AVX2 */
@@ -654,10 +692,12 @@ wsum256_q(float *y, const float *p, rows_ref V, int n, int dh)
 }
 
 /* post512's twin: up to 2 streams and 4 vectors of 8 keys */
-static T256 void post256_blk(float *S, size_t ks, const float *X, size_t xs, const float *RT,
+static T256 void post256_blk(float *S, size_t ks, const float *X, size_t xs, const void *RTv,
                              size_t ld, int j0, int n, int dh, float alpha, const int NB,
-                             const int NZ)
+                             const int NZ, const int H16)
 {
+    const float *RT = RTv;
+    const uint16_t *RT16 = RTv;
     __m256 acc[2][4];
     __m256i m[4];
     for (int z = 0; z < NZ; z++) {
@@ -667,10 +707,17 @@ static T256 void post256_blk(float *S, size_t ks, const float *X, size_t xs, con
             acc[b][z] = _mm256_setzero_ps();
     }
     for (int c = 0; c < dh; c++) {
-        const float *r = RT + (size_t)c * ld + j0;
         __m256 rv[4];
-        for (int z = 0; z < NZ; z++)
-            rv[z] = _mm256_maskload_ps(r + 8 * z, m[z]);
+        if (H16) { /* bf16: read past the keys as post512_blk */
+            const uint16_t *r = RT16 + (size_t)c * ld + j0;
+            for (int z = 0; z < NZ; z++)
+                rv[z] = _mm256_castsi256_ps(_mm256_slli_epi32(
+                    _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(r + 8 * z))), 16));
+        } else {
+            const float *r = RT + (size_t)c * ld + j0;
+            for (int z = 0; z < NZ; z++)
+                rv[z] = _mm256_maskload_ps(r + 8 * z, m[z]);
+        }
         for (int b = 0; b < NB; b++) {
             __m256 xb = _mm256_broadcast_ss(X + (size_t)b * xs + c);
             for (int z = 0; z < NZ; z++)
@@ -684,9 +731,8 @@ static T256 void post256_blk(float *S, size_t ks, const float *X, size_t xs, con
                                 _mm256_add_ps(_mm256_mul_ps(va, acc[b][z]), zero));
 }
 
-static __attribute__((target("avx2,fma,f16c"))) void
-post256(float *S, size_t ks, const float *X, size_t xs, const float *RT, size_t ld, int nb,
-        int j0, int j1, int dh, float alpha)
+static T256 void post256_any(float *S, size_t ks, const float *X, size_t xs, const void *RT,
+                             size_t ld, int nb, int j0, int j1, int dh, float alpha, const int H16)
 {
     for (int b0 = 0; b0 < nb; b0 += 2) {
         const int NB = nb - b0 < 2 ? nb - b0 : 2;
@@ -694,7 +740,7 @@ post256(float *S, size_t ks, const float *X, size_t xs, const float *RT, size_t 
         const float *Xb = X + (size_t)b0 * xs;
         for (int j = j0; j < j1; j += 32) {
             const int NZ = (j1 - j + 7) / 8 < 4 ? (j1 - j + 7) / 8 : 4;
-#define POST256(nbc, nzc) post256_blk(Sb, ks, Xb, xs, RT, ld, j, j1, dh, alpha, nbc, nzc)
+#define POST256(nbc, nzc) post256_blk(Sb, ks, Xb, xs, RT, ld, j, j1, dh, alpha, nbc, nzc, H16)
             switch (NB * 4 + NZ - 5) {
             case 0: POST256(1, 1); break;
             case 1: POST256(1, 2); break;
@@ -709,16 +755,30 @@ post256(float *S, size_t ks, const float *X, size_t xs, const float *RT, size_t 
         }
     }
 }
+
+static __attribute__((target("avx2,fma,f16c"))) void
+post256(float *S, size_t ks, const float *X, size_t xs, const void *RT, size_t ld, int nb,
+        int j0, int j1, int dh, float alpha)
+{
+    post256_any(S, ks, X, xs, RT, ld, nb, j0, j1, dh, alpha, 0);
+}
+
+static __attribute__((target("avx2,fma,f16c"))) void
+post256_h(float *S, size_t ks, const float *X, size_t xs, const void *RT, size_t ld, int nb,
+          int j0, int j1, int dh, float alpha)
+{
+    post256_any(S, ks, X, xs, RT, ld, nb, j0, j1, dh, alpha, 1);
+}
 #endif /* __x86_64__ */
 
 typedef void (*dots_fn)(float *, const float *, rows_ref, int, int, float, float);
 typedef void (*wsum_fn)(float *, const float *, rows_ref, int, int);
 
-typedef void (*post_fn)(float *, size_t, const float *, size_t, const float *, size_t, int,
+typedef void (*post_fn)(float *, size_t, const float *, size_t, const void *, size_t, int,
                         int, int, int, float);
 
 typedef struct {
-    post_fn post;    /* xl's transposed fp32 position rows */
+    post_fn post[2]; /* xl's transposed position rows: fp32, bf16 */
     dots_fn dots[3]; /* fp32 rows, bf16 rows, int8 rows */
     wsum_fn wsum[2]; /* fp32 rows (bf16: qgemv_t), int8 rows */
 } kernels;
@@ -739,12 +799,12 @@ static kernels pick(void)
     const char *k = qgemm_kernel();
 #ifdef HAVE_SIMD
     if (strcmp(k, "avx512") == 0)
-        return (kernels){post512, {dots512_f, dots512_h, dots512_q}, {wsum512, wsum512_q}};
+        return (kernels){{post512, post512_h}, {dots512_f, dots512_h, dots512_q}, {wsum512, wsum512_q}};
     if (strcmp(k, "avx2") == 0)
-        return (kernels){post256, {dots256_f, dots256_h, dots256_q}, {wsum256, wsum256_q}};
+        return (kernels){{post256, post256_h}, {dots256_f, dots256_h, dots256_q}, {wsum256, wsum256_q}};
 #endif
     (void)k;
-    return (kernels){post_c, {dots_c, dots_c_h, dots_c}, {wsum_c0, wsum_c_q0}};
+    return (kernels){{post_c, post_c_h}, {dots_c, dots_c_h, dots_c}, {wsum_c0, wsum_c_q0}};
 }
 
 /* out[dh] = x (or 0 when NULL) + bias (or + 0) */
@@ -821,7 +881,9 @@ static void decode_head(float *vec, const float *q, const float *kv, const attn_
     const int B = a->B, dh = a->dh, klen = a->m + 1, hd = a->H * dh;
     const size_t ks = pad16((size_t)klen), xs = pad16((size_t)dh);
     const size_t ld = a->rk_row ? (size_t)a->rk_row : (size_t)hd;
-    const int bfpos = a->rk16 && ld == (size_t)dh && B > 1, tpos = a->rkT && !a->rk16;
+    const int t16 = a->rkT16 != NULL; /* bf16 rows transposed (all B): before rk16's */
+    const int bfpos = !t16 && a->rk16 && ld == (size_t)dh && B > 1;
+    const int tpos = t16 || (a->rkT && !a->rk16);
     if (bfpos) {
         for (int b = 0; b < B; b++)
             add_bias(qx + (size_t)b * dh,
@@ -835,8 +897,9 @@ static void decode_head(float *vec, const float *q, const float *kv, const attn_
             add_bias(qx + (size_t)b * xs,
                      a->no_q_position ? NULL : q + (size_t)b * hd + (size_t)h * dh,
                      a->v ? a->v + (size_t)h * dh : NULL, dh);
-        k->post(S, ks, qx, xs, a->rkT + (size_t)h * a->rkT_hstride, (size_t)a->rkT_ld, B, 0,
-                klen, dh, a->scale);
+        const void *RT = t16 ? (const void *)(a->rkT16 + (size_t)h * a->rkT_hstride)
+                             : (const void *)(a->rkT + (size_t)h * a->rkT_hstride);
+        k->post[t16](S, ks, qx, xs, RT, (size_t)a->rkT_ld, B, 0, klen, dh, a->scale);
     }
     const int pos = bfpos || tpos;
     for (int b = 0; b < B; b++)

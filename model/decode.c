@@ -35,6 +35,15 @@ static size_t kvs_off(const decode_state *s, int l, int b)
     return ((size_t)l * s->B + b) * s->cap * 2 * (size_t)s->H;
 }
 
+/* Whether a step's products run on the matrix units (bf16w_plan): 4 or more streams under
+ * bf16 precision. A stream's bits then depend on the group already (the activations'
+ * rounding), and xl's bf16 position rows are read transposed (rkT16: each score a chain over
+ * the head's dimensions, a row of the table loaded once for 4 streams; 1.05-1.12x for 32
+ * streams at mem_len 512 against one qgemm of the rows, which stays for fewer streams, as
+ * fast as the chains for one and giving a stream the same bits whatever the streams beside
+ * it). */
+static int many_bf16(int B) { return B >= DECODE_BF16W_ROWS && gemm_get_precision() == GEMM_BF16; }
+
 /* xl's position rows read as bf16 (tables16), as floats of bf16 values (tables_r) */
 static int tables_bf16(decode_cache c) { return c == DECODE_CACHE_BF16 || c == DECODE_CACHE_Q8; }
 static int tables_rounded(decode_cache c)
@@ -147,8 +156,11 @@ static void layout(decode_state *s, const model_config *c, bump *b)
         s->tables16 = (uint16_t *)bump_take(b, (double)(((size_t)s->n_layer * s->tab_floats + 1) / 2));
     if (tables_rounded(s->cache))
         s->tables_r = bump_take(b, (double)s->n_layer * s->tab_floats);
-    if (!tables_bf16(s->cache) && s->tab_floats > 0) {
-        s->rkT = bump_take(b, (double)s->n_layer * s->tab_floats);
+    if (s->tab_floats > 0) {
+        if (!tables_bf16(s->cache))
+            s->rkT = bump_take(b, (double)s->n_layer * s->tab_floats);
+        else if (many_bf16(s->B)) /* + 16 read past the last key (attn_args.rkT16) */
+            s->rkT16 = (uint16_t *)bump_take(b, (double)(((size_t)s->n_layer * s->tab_floats + 1) / 2 + 16));
         s->rkT_ok = (int *)bump_take(b, s->n_layer); /* int flags in float-sized slots */
     }
     s->x = bump_take(b, B * d);
@@ -288,7 +300,7 @@ int decode_init(decode_state *s, const model *mdl, int B, int M, decode_cache ca
     quant_views(mdl, s->lq, &s->out_q);
     s->tail.lin = dec_linear;
     s->tail.lin_ctx = s;
-    if (B >= DECODE_BF16W_ROWS && gemm_get_precision() == GEMM_BF16)
+    if (many_bf16(B))
         bf16w_plan(s, mdl);
     return 0;
 }
@@ -356,25 +368,35 @@ void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long 
                (size_t)s->m * TXL_N_COORDS * sizeof(int32_t));
 }
 
-/* xl's fp32 position rows of layer l (aa->rk, in the tables: [H][M + 1][dh]) transposed
- * into rkT ([H][dh][M + 1]) at the layer's first step after decode_prime, and aa's rkT at
- * the window's first row; another layout keeps rk. */
+/* xl's position rows of layer l (aa->rk, in the tables: [H][M + 1][dh]) transposed into
+ * rkT, fp32, or rkT16, bf16 ([H][dh][M + 1]) at the layer's first step after decode_prime,
+ * and aa's rkT or rkT16 at the window's first row; another layout keeps rk. */
 static void rk_transposed(decode_state *s, int l, attn_args *aa)
 {
     const size_t K = (size_t)s->M + 1, dh = (size_t)s->dh, t0 = (size_t)l * s->tab_floats;
-    if (!s->rkT || aa->rk_row != s->dh || aa->rk_hstride != K * dh ||
+    if ((!s->rkT && !s->rkT16) || aa->rk_row != s->dh || aa->rk_hstride != K * dh ||
         (size_t)s->H * K * dh > s->tab_floats)
         return;
-    float *T = s->rkT + t0;
+    size_t row = (size_t)(aa->rk - (s->tables + t0)) / dh; /* row M - m of each head */
     if (!s->rkT_ok[l]) {
-        const float *src = (s->tables_r ? s->tables_r : s->tables) + t0;
         for (int h = 0; h < s->H; h++)
             for (size_t p = 0; p < K; p++)
-                for (size_t c = 0; c < dh; c++)
-                    T[(size_t)h * K * dh + c * K + p] = src[(size_t)h * K * dh + p * dh + c];
+                for (size_t c = 0; c < dh; c++) {
+                    size_t to = t0 + (size_t)h * K * dh + c * K + p;
+                    size_t from = t0 + (size_t)h * K * dh + p * dh + c;
+                    if (s->rkT16)
+                        s->rkT16[to] = s->tables16[from];
+                    else
+                        s->rkT[to] = (s->tables_r ? s->tables_r : s->tables)[from];
+                }
         s->rkT_ok[l] = 1;
     }
-    aa->rkT = T + (size_t)(aa->rk - (s->tables + t0)) / dh; /* row M - m of each head */
+    if (s->rkT16) {
+        aa->rkT16 = s->rkT16 + t0 + row;
+        aa->rk16 = NULL;
+    } else {
+        aa->rkT = s->rkT + t0 + row;
+    }
     aa->rkT_hstride = K * dh;
     aa->rkT_ld = (int)K;
 }
@@ -425,8 +447,10 @@ static void layer_step(decode_state *s, const model *mdl, int l)
             aa.kv8s_hstride = 2 * (size_t)s->cap;
             aa.kv8s_voff = (size_t)s->cap;
         }
-        if (rk_in_tables)
+        if (rk_in_tables) {
             aa.rk16 = s->tables16 + (aa.rk - s->tables);
+            rk_transposed(s, l, &aa);
+        }
     } else {
         kv = kv_at(s, l, 0) + (size_t)s->start * s->dh;
         if (rk_in_tables)

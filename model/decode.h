@@ -99,7 +99,9 @@ typedef struct {
     float *rkT;       /* fp32 (or rounded) tables: [N][tab_floats] xl's position rows of
                          each head transposed (attn_args.rkT), made at a layer's first step
                          after decode_prime; else NULL */
-    int *rkT_ok;      /* [N] whether layer l's rkT is made */
+    uint16_t *rkT16;  /* bf16 or q8 cache: the same from tables16, bf16 (16 more at the end:
+                         attn_args.rkT16), else NULL */
+    int *rkT_ok;      /* [N] whether layer l's rkT (rkT16) is made */
     float *x, *xn, *qkv, *q, *vec, *logits, *attn_scratch, *scratch;
     uint16_t *xh;     /* [B][max(d, H dh, d_inner)] the bf16 products' rounded rows */
     float *prime_x, *prime_kv; /* decode_prime's rows: layer norm, then k and v */
@@ -126,7 +128,9 @@ double decode_cache_floats(const model_config *c, int B, int M, decode_cache cac
 void decode_free(decode_state *s);
 /* Builds the position tables from the weights and the caches from the memory as it stands
  * (mem->B == B, e.g. after a prompt ran through model_forward); `pos` = tokens consumed so
- * far. Call again whenever the weights or the memory change from outside. */
+ * far. Call again whenever the weights or the memory change from outside. (Under bf16
+ * precision with DECODE_BF16W_ROWS streams or more, decode_init took the weights' bf16
+ * copies: after changing the weights, decode_init again.) */
 void decode_prime(decode_state *s, const model *mdl, const model_mem *mem, long pos);
 /* Feeds one token per stream (tok[B]) with its text coordinates (coords [B][TXL_N_COORDS],
  * required by schemes that read them, else may be NULL); the logits of the next tokens are

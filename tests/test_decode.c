@@ -19,6 +19,7 @@
 
 #include "../data/units.h"
 #include "../model/decode.h"
+#include "../model/gemm.h"
 #include "../model/model.h"
 #include "../model/quant.h"
 #include "testlib.h"
@@ -60,11 +61,13 @@ static void run_case_q(const char *label, pos_scheme pos, int pre, int M, int cl
         for (size_t k = 0; k < p->numel; k++)
             mdl.w[p->offset + k] = (p->init == INIT_ONE ? 1.0f : 0.0f) + tl_normal(&r, 0.3f);
     }
-    if (qt != QT_F32 && quant_model(&mdl, qt, &e) == 0) { /* before decode_init's views */
-        decode_free(&ds);
-        if (decode_init(&ds, &mdl, B, M, cache, &e))
-            CHECK(0, "%s: setup: %s", label, e.msg);
-    }
+    if (qt != QT_F32 && quant_model(&mdl, qt, &e))
+        CHECK(0, "%s: quantize: %s", label, e.msg);
+    /* again with the weights set and quantized: decode_init takes quant_model's views, and
+     * under bf16 precision the matrix units' bf16 copies of the weights (decode.h) */
+    decode_free(&ds);
+    if (decode_init(&ds, &mdl, B, M, cache, &e))
+        CHECK(0, "%s: setup: %s", label, e.msg);
     int rounds = cache == DECODE_CACHE_BF16 || cache == DECODE_CACHE_Q8;
     decode_cache ref_cache = cache == DECODE_CACHE_Q8 ? DECODE_CACHE_Q8R : DECODE_CACHE_ROUNDED;
     if (rounds && decode_init(&dr, &mdl, B, M, ref_cache, &e))
@@ -227,6 +230,20 @@ int main(void)
         run_case_q("q8c alibi", POS_ALIBI, 0, 12, 0, Bq, 7, 0, QT_BF16, DECODE_CACHE_Q8);
         run_case_q("q8c fire", POS_FIRE, 0, 12, 0, Bq, 7, 0, QT_F32, DECODE_CACHE_Q8);
         run_case_q("q8c adaptive", POS_XL, 0, 12, 0, Bq, 7, 2, QT_F32, DECODE_CACHE_Q8);
+    }
+    /* bf16 precision, 5 streams: the products on the matrix units where the CPU has them,
+     * and xl's bf16 position rows transposed (decode.c: rkT16), against the fp32 cache of the
+     * rounded values (its fp32 rows transposed: the same chains; measured 0 apart). Each
+     * product rounds its inputs to bf16 here, so two paths whose sums differ by float
+     * rounding (a q8 cache's scale applied after the sum, against q s summed) can round an
+     * activation a step of 2^-9 apart (4e-3 of the logits once, q8 cache, xl, 12 rows): the
+     * cases kept are those whose paths agree below that. */
+    if (gemm_set_precision(GEMM_BF16) == 0) {
+        run_case_q("bf16p bf16c xl", POS_XL, 0, 12, 0, 5, 7, 0, QT_F32, DECODE_CACHE_BF16);
+        run_case_q("bf16p bf16c long", POS_XL, 0, 70, 0, 5, 75, 0, QT_BF16, DECODE_CACHE_BF16);
+        run_case_q("bf16p q8c long", POS_XL, 0, 70, 0, 5, 75, 0, QT_BF16, DECODE_CACHE_Q8);
+        run_case_q("bf16p q8c rope", POS_ROPE, 0, 12, 0, 5, 7, 0, QT_F32, DECODE_CACHE_Q8);
+        gemm_set_precision(GEMM_FP32);
     }
     return tl_done("test_decode");
 }

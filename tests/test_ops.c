@@ -2011,8 +2011,8 @@ static void test_attn_amx(void)
 
 /* attn_decode's kernels (attn_decode.h: qgemm.h's choice, qgemm_use): the AVX-512 and AVX2
  * ones compute the bits of the plain C twin, over fp32, bf16 and int8 rows (a q8 cache: a
- * scale per row), with xl's position rows (fp32: transposed, rkT; bf16 with the bf16 and
- * int8 rows) and a distance bias, for heads of 64 (whole chunks), 40 and 8 (tails), 3
+ * scale per row), with xl's position rows transposed (fp32: rkT; bf16 with the bf16 and
+ * int8 rows: rkT16, against the rows untransposed to 1e-5) and a distance bias, for heads of 64 (whole chunks), 40 and 8 (tails), 3
  * streams (blocks of 4 and 2 streams part filled), and key counts that fill no block, one
  * and a part. The int8 rows also against the fp32 path over their values (q times the
  * scale, exact in float): the same terms, the scale applied before or after the sum, 1e-5. */
@@ -2035,10 +2035,14 @@ static void test_decode_kernels(void)
                 float *v = rand_f((size_t)hd, 0.5f), *bias = rand_f((size_t)H * klen, 0.5f);
                 uint16_t *kv16 = malloc(sizeof(uint16_t) * B * per_b), *rk16 = malloc(sizeof(uint16_t) * nrk);
                 float *rkT = alloc_f(nrk); /* each head's rows transposed: [dh][cap] */
+                uint16_t *rkT16 = calloc(nrk + 16, sizeof(uint16_t)); /* + 16 read past */
                 for (int h = 0; h < H; h++)
                     for (int j = 0; j < cap; j++)
-                        for (int c = 0; c < dh; c++)
-                            rkT[((size_t)h * dh + c) * cap + j] = rk[((size_t)h * cap + j) * dh + c];
+                        for (int c = 0; c < dh; c++) {
+                            size_t t = ((size_t)h * dh + c) * cap + j, r = ((size_t)h * cap + j) * dh + c;
+                            rkT[t] = rk[r];
+                            rkT16[t] = bf16_from_f32(rk[r]);
+                        }
                 for (size_t i = 0; i < (size_t)B * per_b; i++)
                     kv16[i] = bf16_from_f32(kv[i]);
                 for (size_t i = 0; i < nrk; i++)
@@ -2059,6 +2063,7 @@ static void test_decode_kernels(void)
                                .kv_row = dh, .rk_hstride = (size_t)cap * dh, .rk_row = dh,
                                .threads = 1, .kv16 = bf == 1 ? kv16 : NULL,
                                .rk16 = bf ? rk16 : NULL, .rkT = bf ? NULL : rkT,
+                               .rkT16 = bf ? rkT16 : NULL,
                                .rkT_hstride = (size_t)cap * dh, .rkT_ld = cap,
                                .kv8 = bf == 2 ? kv8 : NULL, .kv8s = kv8s,
                                .kv8s_bstride = (size_t)H * 2 * cap,
@@ -2076,11 +2081,13 @@ static void test_decode_kernels(void)
                     snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
                              ran > 1 ? " " : "", kernels[k]);
                 }
-                if (bf != 1) { /* the transposed rows against rk's; the int8 rows against
-                                * fp32 rows of their values: the same terms, 1e-5 */
+                { /* the transposed rows against rk's; the int8 rows against fp32 rows of
+                   * their values: the same terms, 1e-5 */
                     attn_args ar = a;
-                    ar.rkT = NULL;
-                    ar.kv8 = NULL;
+                    if (bf == 2)
+                        ar.kv8 = NULL;
+                    else
+                        ar.rkT = NULL, ar.rkT16 = NULL;
                     attn_decode(out, q, bf == 2 ? kvq : kv, &ar, scr);
                     double *d = alloc_d((size_t)B * hd);
                     for (size_t i = 0; i < (size_t)B * hd; i++)
@@ -2095,14 +2102,14 @@ static void test_decode_kernels(void)
                 cases++;
                 free(kv8), free(kv8s), free(kvq);
                 free(kv), free(rk), free(q), free(u), free(v), free(bias), free(kv16), free(rk16);
-                free(rkT);
+                free(rkT), free(rkT16);
                 free(scr), free(ref), free(out);
             }
     if (qgemm_use(kernels[2]) && qgemm_use(kernels[1])) /* back to the best */
         qgemm_use(kernels[0]);
     CHECK(same && worst <= 1e-5 && worst_q <= 1e-5 && worst_q > 0,
           "attn_decode: kernels %s give the same bits over fp32, bf16 and int8 rows (%d cases); "
-          "xl's transposed fp32 rows vs the rows: %.1e, int8 rows vs fp32 rows of their values: "
+          "xl's transposed fp32 and bf16 rows vs the rows: %.1e, int8 rows vs fp32 rows of their values: "
           "%.1e (tol 1e-5)", names, cases, worst, worst_q);
 }
 
