@@ -139,9 +139,13 @@ static void run_small(model *mdl, const run_config *cfg, const uint8_t *tok, siz
     model_forward(mdl, &A, &mem, x, y, Lq, &fo);
     fo.coords = &co[4][0];
     model_forward(mdl, &A, &mem, x + 4, y + 4, Lq, &fo);
-    decode_state ds;
-    decode_cache cache = mdl->qm ? DECODE_CACHE_BF16 : DECODE_CACHE_FP32; /* sample's default */
-    if (decode_init(&ds, mdl, 1, M, cache, &e) == 0) {
+    /* sample's default cache, then a q8 one (its scales from whatever the weights give:
+     * NaN and infinities included) */
+    decode_cache caches[2] = {mdl->qm ? DECODE_CACHE_BF16 : DECODE_CACHE_FP32, DECODE_CACHE_Q8};
+    for (int k = 0; k < 2; k++) {
+        decode_state ds;
+        if (decode_init(&ds, mdl, 1, M, caches[k], &e))
+            continue;
         decode_prime(&ds, mdl, &mem, 2L * Lq);
         for (int i = 0; i < 3; i++)
             decode_step(&ds, mdl, &x[i], co[i]);
