@@ -198,20 +198,30 @@ static T512 __m512 tree16x16(const __m512 *acc)
         _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0), f);
 }
 
+/* 16 int8 values from p, sign-extended and converted (exactly) */
+static T512 __m512 q8x16(const int8_t *p)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+
 /* Keys j0 .. j0 + 15 (the last repeated past cnt), columns c0 .. c0 + 16 nc - 1 of fp32
- * rows, added to acc: one row after the other, x in registers. */
-static T512 void keys512_f(__m512 *acc, const float *x, rows_ref R, int j0, int cnt, int c0,
-                           const int nc)
+ * rows (Q 0) or int8 rows (Q 1: 16 values a load, prefetched a block of rows ahead), added
+ * to acc: one row after the other, x in registers. */
+static T512 void keys512(__m512 *acc, const float *x, rows_ref R, int j0, int cnt, int c0,
+                         const int nc, const int Q)
 {
     __m512 xv[4];
     for (int i = 0; i < nc; i++)
         xv[i] = _mm512_loadu_ps(x + c0 + 16 * i);
 #pragma GCC unroll 16
     for (int t = 0; t < 16; t++) {
-        const float *r = R.f + (size_t)(j0 + (t < cnt ? t : cnt - 1)) * R.ld + c0;
+        size_t o = (size_t)(j0 + (t < cnt ? t : cnt - 1)) * R.ld + (size_t)c0;
+        if (Q)
+            PREFETCH_AHEAD(R.q + o);
 #pragma GCC unroll 4
         for (int i = 0; i < nc; i++)
-            acc[t] = _mm512_fmadd_ps(xv[i], _mm512_loadu_ps(r + 16 * i), acc[t]);
+            acc[t] = _mm512_fmadd_ps(xv[i], Q ? q8x16(R.q + o + 16 * i)
+                                              : _mm512_loadu_ps(R.f + o + 16 * i), acc[t]);
     }
 }
 
@@ -263,8 +273,9 @@ static T512 void store512(float *S, __m512 s, const float *x, rows_ref R, int j0
     _mm512_mask_storeu_ps(S + j0, k, _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(alpha), s), prev));
 }
 
-static __attribute__((target("avx512f,avx2,fma,f16c"))) void
-dots512_f(float *S, const float *x, rows_ref R, int n, int dh, float alpha, float beta)
+/* fp32 (Q 0) or int8 (Q 1) rows */
+static T512 void dots512(float *S, const float *x, rows_ref R, int n, int dh, float alpha,
+                         float beta, const int Q)
 {
     const int d16 = dh / 16 * 16;
     for (int j0 = 0; j0 < n; j0 += 16) {
@@ -274,13 +285,25 @@ dots512_f(float *S, const float *x, rows_ref R, int n, int dh, float alpha, floa
             acc[t] = _mm512_setzero_ps();
         for (int c0 = 0; c0 < d16; c0 += 64)
             switch ((d16 - c0) / 16) { /* the chunk count a constant in each copy */
-            case 1: keys512_f(acc, x, R, j0, cnt, c0, 1); break;
-            case 2: keys512_f(acc, x, R, j0, cnt, c0, 2); break;
-            case 3: keys512_f(acc, x, R, j0, cnt, c0, 3); break;
-            default: keys512_f(acc, x, R, j0, cnt, c0, 4); break;
+            case 1: keys512(acc, x, R, j0, cnt, c0, 1, Q); break;
+            case 2: keys512(acc, x, R, j0, cnt, c0, 2, Q); break;
+            case 3: keys512(acc, x, R, j0, cnt, c0, 3, Q); break;
+            default: keys512(acc, x, R, j0, cnt, c0, 4, Q); break;
             }
         store512(S, tree16x16(acc), x, R, j0, cnt, d16, dh, alpha, beta);
     }
+}
+
+static __attribute__((target("avx512f,avx2,fma,f16c"))) void
+dots512_f(float *S, const float *x, rows_ref R, int n, int dh, float alpha, float beta)
+{
+    dots512(S, x, R, n, dh, alpha, beta, 0);
+}
+
+static __attribute__((target("avx512f,avx2,fma,f16c"))) void
+dots512_q(float *S, const float *x, rows_ref R, int n, int dh, float alpha, float beta)
+{
+    dots512(S, x, R, n, dh, alpha, beta, 1);
 }
 
 static __attribute__((target("avx512f,avx2,fma,f16c"))) void
@@ -298,49 +321,6 @@ dots512_h(float *S, const float *x, rows_ref R, int n, int dh, float alpha, floa
             else
                 keys512_h(acc, x, R, j0, cnt, c0, 1);
         store512(S, tree16x16(acc), x, R, j0, cnt, d32, dh, alpha, beta);
-    }
-}
-
-/* 16 int8 values from p, sign-extended and converted (exactly) */
-static T512 __m512 q8x16(const int8_t *p)
-{
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
-}
-
-/* The same for int8 rows (16 values a load) */
-static T512 void keys512_q(__m512 *acc, const float *x, rows_ref R, int j0, int cnt, int c0,
-                           const int nc)
-{
-    __m512 xv[4];
-    for (int i = 0; i < nc; i++)
-        xv[i] = _mm512_loadu_ps(x + c0 + 16 * i);
-#pragma GCC unroll 16
-    for (int t = 0; t < 16; t++) {
-        const int8_t *r = R.q + (size_t)(j0 + (t < cnt ? t : cnt - 1)) * R.ld + c0;
-        PREFETCH_AHEAD(r);
-#pragma GCC unroll 4
-        for (int i = 0; i < nc; i++)
-            acc[t] = _mm512_fmadd_ps(xv[i], q8x16(r + 16 * i), acc[t]);
-    }
-}
-
-static __attribute__((target("avx512f,avx2,fma,f16c"))) void
-dots512_q(float *S, const float *x, rows_ref R, int n, int dh, float alpha, float beta)
-{
-    const int d16 = dh / 16 * 16;
-    for (int j0 = 0; j0 < n; j0 += 16) {
-        const int cnt = n - j0 < 16 ? n - j0 : 16;
-        __m512 acc[16];
-        for (int t = 0; t < 16; t++)
-            acc[t] = _mm512_setzero_ps();
-        for (int c0 = 0; c0 < d16; c0 += 64)
-            switch ((d16 - c0) / 16) {
-            case 1: keys512_q(acc, x, R, j0, cnt, c0, 1); break;
-            case 2: keys512_q(acc, x, R, j0, cnt, c0, 2); break;
-            case 3: keys512_q(acc, x, R, j0, cnt, c0, 3); break;
-            default: keys512_q(acc, x, R, j0, cnt, c0, 4); break;
-            }
-        store512(S, tree16x16(acc), x, R, j0, cnt, d16, dh, alpha, beta);
     }
 }
 
@@ -534,27 +514,51 @@ static T256 void store256(float *S, __m128 s4, const float *x, rows_ref R, int j
         S[j0 + t] = store_val(R.sc ? s[t] * R.sc[j0 + t] : s[t], alpha, beta, S + j0 + t);
 }
 
-static __attribute__((target("avx2,fma,f16c"))) void
-dots256_f(float *S, const float *x, rows_ref R, int n, int dh, float alpha, float beta)
+/* 8 int8 values from p, sign-extended and converted */
+static T256 __m256 q8x8(const int8_t *p)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+
+/* fp32 (Q 0) or int8 (Q 1, prefetched a block of rows ahead) rows */
+static T256 void dots256(float *S, const float *x, rows_ref R, int n, int dh, float alpha,
+                         float beta, const int Q)
 {
     const int d16 = dh / 16 * 16;
     for (int j0 = 0; j0 < n; j0 += 4) {
         const int cnt = n - j0 < 4 ? n - j0 : 4;
-        const float *r[4];
+        size_t o[4];
         __m256 acc[4][2];
         for (int t = 0; t < 4; t++) {
-            r[t] = R.f + (size_t)(j0 + (t < cnt ? t : cnt - 1)) * R.ld;
+            o[t] = (size_t)(j0 + (t < cnt ? t : cnt - 1)) * R.ld;
+            if (Q)
+                PREFETCH_AHEAD(R.q + o[t]);
             acc[t][0] = acc[t][1] = _mm256_setzero_ps();
         }
         for (int c = 0; c < d16; c += 16) {
             __m256 x0 = _mm256_loadu_ps(x + c), x1 = _mm256_loadu_ps(x + c + 8);
             for (int t = 0; t < 4; t++) {
-                acc[t][0] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(r[t] + c), acc[t][0]);
-                acc[t][1] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(r[t] + c + 8), acc[t][1]);
+                const size_t k = o[t] + (size_t)c;
+                acc[t][0] = _mm256_fmadd_ps(x0, Q ? q8x8(R.q + k) : _mm256_loadu_ps(R.f + k),
+                                            acc[t][0]);
+                acc[t][1] = _mm256_fmadd_ps(x1, Q ? q8x8(R.q + k + 8) : _mm256_loadu_ps(R.f + k + 8),
+                                            acc[t][1]);
             }
         }
         store256(S, tree16x4(acc), x, R, j0, cnt, d16, dh, alpha, beta);
     }
+}
+
+static __attribute__((target("avx2,fma,f16c"))) void
+dots256_f(float *S, const float *x, rows_ref R, int n, int dh, float alpha, float beta)
+{
+    dots256(S, x, R, n, dh, alpha, beta, 0);
+}
+
+static __attribute__((target("avx2,fma,f16c"))) void
+dots256_q(float *S, const float *x, rows_ref R, int n, int dh, float alpha, float beta)
+{
+    dots256(S, x, R, n, dh, alpha, beta, 1);
 }
 
 /* 16 floats: those of even and of odd columns */
@@ -619,36 +623,6 @@ wsum256(float *y, const float *p, rows_ref V, int n, int dh)
         _mm256_storeu_ps(y + c0, acc);
     }
     wsum_c(y, p, V, n, dh, c0);
-}
-
-/* 8 int8 values from p, sign-extended and converted */
-static T256 __m256 q8x8(const int8_t *p)
-{
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
-}
-
-static __attribute__((target("avx2,fma,f16c"))) void
-dots256_q(float *S, const float *x, rows_ref R, int n, int dh, float alpha, float beta)
-{
-    const int d16 = dh / 16 * 16;
-    for (int j0 = 0; j0 < n; j0 += 4) {
-        const int cnt = n - j0 < 4 ? n - j0 : 4;
-        const int8_t *r[4];
-        __m256 acc[4][2];
-        for (int t = 0; t < 4; t++) {
-            r[t] = R.q + (size_t)(j0 + (t < cnt ? t : cnt - 1)) * R.ld;
-            PREFETCH_AHEAD(r[t]);
-            acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-        }
-        for (int c = 0; c < d16; c += 16) {
-            __m256 x0 = _mm256_loadu_ps(x + c), x1 = _mm256_loadu_ps(x + c + 8);
-            for (int t = 0; t < 4; t++) {
-                acc[t][0] = _mm256_fmadd_ps(x0, q8x8(r[t] + c), acc[t][0]);
-                acc[t][1] = _mm256_fmadd_ps(x1, q8x8(r[t] + c + 8), acc[t][1]);
-            }
-        }
-        store256(S, tree16x4(acc), x, R, j0, cnt, d16, dh, alpha, beta);
-    }
 }
 
 static __attribute__((target("avx2,fma,f16c"))) void
