@@ -829,14 +829,16 @@ static void decode_pair(float *vec, const float *q, const float *kv, const attn_
         a->score_bias->add(a->score_bias, S, klen, b, h, 0, 1, m);
     double sum = vm_exp_sum(S, klen, vm_max(S, klen));
     float inv = (float)(1.0 / sum);
-    for (int j = 0; j < klen; j++)
-        S[j] *= inv;
+    if (q8) /* and each value row's scale, once per row */
+        for (int j = 0; j < klen; j++)
+            S[j] = S[j] * inv * V.sc[j];
+    else
+        for (int j = 0; j < klen; j++)
+            S[j] *= inv;
     float *y = vec + (size_t)b * hd + (size_t)h * dh;
     if (bf) {
         qgemv_t(y, S, V.h, klen, dh, (int)V.ld);
     } else if (q8) {
-        for (int j = 0; j < klen; j++) /* each value row's scale, once per row */
-            S[j] *= V.sc[j];
         k->wsum[1](y, S, V, klen, dh);
     } else {
         k->wsum[0](y, S, V, klen, dh);
