@@ -29,8 +29,8 @@
 # Environment: S_CKPT, M_CKPT (fp32 checkpoints; default: 2-step runs trained here; their
 # bf16 and q8 versions are quantized from them), CONFIGS (default "S M"), WEIGHTS (default
 # "fp32 bf16 q8"), S_MEMS (default "128 512 1024"), S_NS (default "1 8 32"), REPS, OUT
-# (default runs/bench; results are appended to OUT/bench.jsonl), Q8C_MEMS (default "512
-# 1024"), Q8C_NS (default 32), TXL_BIN, TXL_BASE, BUILD.
+# (default runs/bench; results are appended to OUT/bench.jsonl), Q8C_MEMS (default "128
+# 512 1024"), Q8C_NS (default 32), TXL_BIN, TXL_BASE, BUILD.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -42,7 +42,7 @@ CONFIGS=${CONFIGS:-S M}
 WEIGHTS=${WEIGHTS:-fp32 bf16 q8}
 S_MEMS=${S_MEMS:-128 512 1024}
 S_NS=${S_NS:-1 8 32}
-Q8C_MEMS=${Q8C_MEMS:-512 1024}
+Q8C_MEMS=${Q8C_MEMS:-128 512 1024}
 Q8C_NS=${Q8C_NS:-32}
 DATA=tests/data/tinyshakespeare.txt.gz
 command -v jq >/dev/null || { echo "bench: needs jq" >&2; exit 2; }
