@@ -259,22 +259,17 @@ done
 for wm in 128:10 512:6; do
     m=${wm%:*} g=${wm#*:}
     for w in $WEIGHTS; do
-        have "S.$w.$m.32" && have "S.$w.$m.1" &&
-            goal "S $w 32 streams over one $w stream, mem_len $m" \
-                "$(ratio "$(med "S.$w.$m.32.newc")" "$(med "S.$w.$m.1.newc")")" \
-                "$(ratio "$(med "S.$w.$m.32.new")" "$(med "S.$w.$m.1.new")")" "$g"
-        [ "$w" != fp32 ] && have "S.$w.$m.32" && have "S.fp32.$m.1" &&
-            goal "S $w 32 streams over one fp32 stream, mem_len $m" \
-                "$(ratio "$(med "S.$w.$m.32.newc")" "$(med "S.fp32.$m.1.newc")")" \
-                "$(ratio "$(med "S.$w.$m.32.new")" "$(med "S.fp32.$m.1.new")")" "$g"
-        have "S.$w.$m.32.q8c" && have "S.$w.$m.1" &&
-            goal "S $w 32 streams, q8 cache, over one $w stream, mem_len $m" \
-                "$(ratio "$(med "S.$w.$m.32.q8c.newc")" "$(med "S.$w.$m.1.newc")")" \
-                "$(ratio "$(med "S.$w.$m.32.q8c.new")" "$(med "S.$w.$m.1.new")")" "$g"
-        [ "$w" != fp32 ] && have "S.$w.$m.32.q8c" && have "S.fp32.$m.1" &&
-            goal "S $w 32 streams, q8 cache, over one fp32 stream, mem_len $m" \
-                "$(ratio "$(med "S.$w.$m.32.q8c.newc")" "$(med "S.fp32.$m.1.newc")")" \
-                "$(ratio "$(med "S.$w.$m.32.q8c.new")" "$(med "S.fp32.$m.1.new")")" "$g"
+        bases=$w
+        [ "$w" = fp32 ] || bases="$w fp32"
+        for c in "" .q8c; do # the default cache, then the q8 cache's cells
+            for base in $bases; do # over one stream of the same weights, then of fp32's
+                k="S.$w.$m.32$c" b="S.$base.$m.1"
+                have "$k" && have "$b" &&
+                    goal "S $w 32 streams${c:+, q8 cache,} over one $base stream, mem_len $m" \
+                        "$(ratio "$(med "$k.newc")" "$(med "$b.newc")")" \
+                        "$(ratio "$(med "$k.new")" "$(med "$b.new")")" "$g"
+            done
+        done
     done
 done
 for c in $cells; do
