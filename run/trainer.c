@@ -113,8 +113,8 @@ static void log_progress(trainer *t, loop_state *ls, double now, double run_s)
     char json[1024];
     snprintf(json, sizeof json, "{\"event\":\"train\",\"step\":%ld,\"tokens\":%lld,"
              "\"loss\":%.6f,%s,\"lr\":%.6g,\"grad_norm\":%.6g,\"tok_per_s\":%.1f,"
-             "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.4f,"
-             "\"comm_exposed_s\":%.4f,\"gemm_share\":%.4f,\"cpu_s\":%.3f}",
+             "\"elapsed_s\":%.1f,\"step_loss\":%.9g,\"comm_s\":%.7f,"
+             "\"comm_exposed_s\":%.7f,\"gemm_share\":%.4f,\"cpu_s\":%.3f}",
              step, t->st.tokens, mean, rate, ls->lr, ls->norm, tps,
              t->st.elapsed + run_s, ls->loss, dist_comm_seconds() - ls->comm_log,
              dist_exposed_seconds() - ls->exposed_log, gemm_share, sys_cpu_now());
