@@ -13,16 +13,19 @@
 #include "model_impl.h"
 
 /* Post-LN: d(x) += d(q) Wq + d(kv)[segment rows] Wkv, and dWq += d(q)^T x. */
-static void qkv_dx(float *d_in, float *dWq, const float *d_q, const float *d_kv, const float *x,
-                   const uint16_t *xh, const float *Wqkv, int B, int Lq, int m, int d, int hd)
+static void qkv_dx(float *d_in, float *dWq, const float *d_q, const float *d_kv,
+                   const uint16_t *d_kvh, const float *x, const uint16_t *xh, const float *Wqkv,
+                   int B, int Lq, int m, int d, int hd)
 {
     const float *Wkv = Wqkv + (size_t)hd * d;
     int klen = m + Lq;
     linear_backward_x(d_in, dWq, NULL, d_q, NULL, x, xh, Wqkv, B * Lq, hd, d, 1);
 #pragma omp parallel for schedule(static) if (B > 1)
-    for (int b = 0; b < B; b++)
-        gemm(d_in + (size_t)b * Lq * d, d_kv + ((size_t)b * klen + m) * 2 * hd, Wkv, Lq, d,
-             2 * hd, 0, 0, 1.0f, 1.0f, 2 * hd, d, d);
+    for (int b = 0; b < B; b++) {
+        size_t r = ((size_t)b * klen + m) * 2 * hd;
+        gemm_x(d_in + (size_t)b * Lq * d, d_kv + r, d_kvh ? d_kvh + r : NULL, Wkv, NULL, Lq, d,
+               2 * hd, 0, 0, 1.0f, 1.0f, 2 * hd, d, d);
+    }
 }
 
 /* The trainer's poll between a layer's ops (model_acts.backward_poll), if it set one. */
@@ -155,13 +158,18 @@ static void layer_backward(model *mdl, model_acts *A, const pos_seg *s, int l,
      * parts) and dWq on the other, each product whole on its thread (nothing packed twice,
      * the 1-thread result); otherwise one after the other */
     const float *Wkv = L->qkv_w + (size_t)hd * d;
+    /* bf16: d_kv rounded once, for dWkv and for the segment rows' dx */
+    const uint16_t *d_kvh = A->d_kvb && linear_in_bf16(B * klen, 2 * hd, d)
+                                ? linear_round(A->d_kvb, A->d_kv, B * klen, 2 * hd)
+                                : NULL;
 #pragma omp parallel sections num_threads(2) if (par_threads() == 2 && m == Lq)
     {
 #pragma omp section
-        linear_backward_x(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, NULL, lc->cat, lc->catb,
-                          Wkv, B * klen, 2 * hd, d, 0);
+        linear_backward_x(NULL, G->qkv_w + (size_t)hd * d, NULL, A->d_kv, d_kvh,
+                          lc->cat_h_only ? NULL : lc->cat, lc->catb, Wkv, B * klen, 2 * hd, d,
+                          0);
 #pragma omp section
-        qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, x, lc->xqb, L->qkv_w, B, Lq, m, d, hd);
+        qkv_dx(d_in, G->qkv_w, A->d_q, A->d_kv, d_kvh, x, lc->xqb, L->qkv_w, B, Lq, m, d, hd);
     }
 }
 

@@ -18,22 +18,11 @@
 #include "dropout.h"
 #include "embedding.h"
 #include "gemm.h"
+#include "gemm_bf16.h"
 #include "kv_cache.h"
 #include "layernorm.h"
 #include "xent.h"
 #include "model_impl.h"
-
-static void copy_mem_rows(model_mem *mem, int l, const float *cat, int klen)
-{
-    int B = mem->B, M = mem->M, d = mem->d;
-    int keep = klen < M ? klen : M;
-    float *dst = mem_layer(mem, l);
-#pragma omp parallel for schedule(static) if ((size_t)B * keep * d > 65536)
-    for (int b = 0; b < B; b++)
-        memcpy(dst + (size_t)b * M * d, cat + ((size_t)b * klen + (klen - keep)) * d,
-               (size_t)keep * d * sizeof(float));
-}
-
 
 /* cat_coords = [memory rows' coordinates; the segment's], per stream. Along a stream a
  * coordinate grows by 0 or 1 from one token to the next (a token starts at most one unit of
@@ -131,12 +120,29 @@ void layer_tail_forward(const model_config *c, const layer_tensors *L, int l, in
 }
 
 /* cat = [mem[l]; x], its LN (pre-LN), and the projections kv (all klen rows) and q (the
- * segment rows). */
+ * segment rows). Post-LN in bf16, where the kv product and its dW run in bf16, cat is made
+ * only as its bf16 twin catb: the segment rows copied from x's rounding (the queries'
+ * input), the memory's rounded; nothing reads an fp32 cat then (the memory advances from
+ * the layer input, push_mem_rows). */
 static void layer_project(const model_config *c, const layer_tensors *L, layer_cache *lc,
                           const float *x, const model_mem *mem, int l, int B, int Lq)
 {
     int d = c->d_model, hd = c->n_head * c->d_head, m = mem->m, klen = m + Lq, M = mem->M;
     const float *ml = mem_layer(mem, l);
+    lc->cat_h_only = !c->pre_lnorm && lc->catb && linear_in_bf16(B * klen, 2 * hd, d);
+    if (lc->cat_h_only) {
+        const uint16_t *xh = linear_round(lc->xqb, x, B * Lq, d);
+        for (int b = 0; b < B; b++) { /* gemm_bf16_round splits large ones over the threads */
+            uint16_t *cb = lc->catb + (size_t)b * klen * d;
+            if (m > 0)
+                gemm_bf16_round(cb, ml + (size_t)b * M * d, m, d, d);
+            memcpy(cb + (size_t)m * d, xh + (size_t)b * Lq * d, (size_t)Lq * d * sizeof *xh);
+        }
+        linear_forward_x(lc->kv, NULL, lc->catb, L->qkv_w + (size_t)hd * d, NULL, B * klen,
+                         2 * hd, d, 0);
+        linear_forward_x(lc->q, x, xh, L->qkv_w, NULL, B * Lq, hd, d, 0);
+        return;
+    }
 #pragma omp parallel for schedule(static) if ((size_t)B * klen * d > 65536)
     for (int b = 0; b < B; b++) {
         memcpy(lc->cat + (size_t)b * klen * d, ml + (size_t)b * M * d, (size_t)m * d * sizeof(float));
@@ -160,11 +166,11 @@ static void layer_project(const model_config *c, const layer_tensors *L, layer_c
                      hd, d, 0);
 }
 
-/* new mem[l] = the last M rows of [mem[l]; x] in place (inference with a key cache, which
- * builds no cat): copy_mem_rows's rows. */
-static void push_mem_rows(model_mem *mem, int l, const float *x, int Lq)
+/* new mem[l] = the last M rows of [mem[l]; x] in place, m the memory's rows before (the
+ * rows of x past them copied in behind what is kept of the old) */
+static void push_mem_rows(model_mem *mem, int l, const float *x, int m, int Lq)
 {
-    int B = mem->B, M = mem->M, d = mem->d, m = mem->m;
+    int B = mem->B, M = mem->M, d = mem->d;
     int keep = m + Lq < M ? m + Lq : M, nx = Lq < keep ? Lq : keep, nm = keep - nx;
     float *dst = mem_layer(mem, l);
 #pragma omp parallel for schedule(static) if ((size_t)B * keep * d > 65536)
@@ -244,7 +250,7 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
 {
     const model_config *c = &A->cfg;
     const layer_tensors *L = &mdl->W.layer[l];
-    int tr = o->training, B = A->B, Lq = s->Lq, klen = mem->m + Lq;
+    int tr = o->training, B = A->B, Lq = s->Lq;
     size_t n = (size_t)B * Lq * c->d_model;
     layer_cache *lc = tr ? &A->lc[l] : &A->lc[0];
     const float *x = A->hs + (size_t)l * n;
@@ -281,10 +287,8 @@ static void layer_forward(model *mdl, model_acts *A, model_mem *mem, const pos_s
                           lc->vecb, lc->ffinb, lc->ab, !tr, NULL, NULL};
     layer_tail_forward(c, L, l, B * Lq, x, lc->vec, A->hs + (size_t)(l + 1) * n, &tb, s->dropout,
                        o->drop_key, A->b_offset * (size_t)Lq);
-    if (cached)
-        push_mem_rows(mem, l, x, Lq);
-    else if (!tr) /* inference shares one cache: advance this layer's memory now */
-        copy_mem_rows(mem, l, lc->cat, klen);
+    if (cached || !tr) /* inference shares one buffer per layer: advance its memory now */
+        push_mem_rows(mem, l, x, mem->m, Lq);
 }
 
 void model_embed(const model *mdl, const pos_ops *ops, pos_acts *pa, float *h,
@@ -377,8 +381,9 @@ double model_forward(model *mdl, model_acts *A, model_mem *mem, const txl_tok *x
 void model_mem_update(model_acts *A, model_mem *mem)
 {
     int klen = A->cur_m + A->cur_Lq;
-    for (int l = 0; l < A->cfg.n_layer; l++)
-        copy_mem_rows(mem, l, A->lc[l].cat, klen);
+    size_t n = (size_t)A->B * A->cur_Lq * A->cfg.d_model;
+    for (int l = 0; l < A->cfg.n_layer; l++) /* from the layer inputs, which the backward keeps */
+        push_mem_rows(mem, l, A->hs + (size_t)l * n, A->cur_m, A->cur_Lq);
     keep_coords(A, mem, klen);
     mem->m = klen < mem->M ? klen : mem->M;
     mem->gen++;

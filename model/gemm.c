@@ -328,6 +328,11 @@ const uint16_t *linear_round(uint16_t *xh, const float *x, int rows, int in)
     return xh;
 }
 
+int linear_in_bf16(int rows, int out, int in)
+{
+    return in_bf16(rows, out, in) && in_bf16(out, in, rows);
+}
+
 void linear_forward(float *y, const float *x, const float *W, const float *bias,
                     int rows, int out, int in, int accumulate)
 {

@@ -65,6 +65,9 @@ void linear_forward(float *y, const float *x, const float *W, const float *bias,
  * input of the linear_forward_x / linear_backward_x calls that take x; else (fp32, or xh
  * NULL) NULL, and they read x. */
 const uint16_t *linear_round(uint16_t *xh, const float *x, int rows, int in);
+/* Whether the product of x [rows, in] and W [out, in]^T (and its backward's dW) runs in
+ * bf16, reading only xh, in the precision of the moment (unless oneDNN refuses it) */
+int linear_in_bf16(int rows, int out, int in);
 /* linear_forward with x also given in bf16 (xh from linear_round, or NULL); x may be NULL
  * when xh is not (gemm_x's rule: widened for an fp32 product) */
 void linear_forward_x(float *y, const float *x, const uint16_t *xh, const float *W,

@@ -153,7 +153,7 @@ static inline float *mem_layer(const model_mem *mem, int l)
 
 /* One layer's cache for the backward (training) or its working buffers (inference). */
 typedef struct {
-    float *cat;              /* [B, klen, d]: [mem; layer input] */
+    float *cat;              /* [B, klen, d]: [mem; layer input] (not made when cat_h_only) */
     float *catn, *ln0_xhat, *ln0_rstd;   /* pre_lnorm: LN(cat) and its cache */
     float *xq;               /* pre_lnorm: the segment rows of catn, contiguous [B,Lq,d] */
     float *q, *kv;           /* [B,Lq,H*dh], [B,klen,2*H*dh] */
@@ -168,6 +168,7 @@ typedef struct {
      * backward's weight gradients): cat (catn when pre-LN), the query rows (x, or xq), vec,
      * ffin (h1 when post-LN), a. NULL in fp32. */
     uint16_t *catb, *xqb, *vecb, *ffinb, *ab;
+    int cat_h_only;          /* this segment's cat made in bf16 only (catb; layer_project) */
     pos_layer pos;           /* the positional scheme's buffers of this layer */
 } layer_cache;
 
@@ -206,6 +207,7 @@ typedef struct {
     /* backward scratch */
     float *d_out, *d_in, *d_h1, *d_tmp, *d_a, *d_vec, *d_q, *d_kv, *d_cat;
     uint16_t *d_h1b, *d_tmpb, *d_ab; /* bf16: twins of d_h1, d_tmp, d_a (the tail's dy) */
+    uint16_t *d_kvb;                 /* bf16, post-LN: d_kv's twin (the kv products' dy) */
     /* the segment the caches describe */
     int cur_Lq, cur_m;
     long cur_pos_offset;

@@ -181,6 +181,7 @@ static void plan(model_acts *A, arena *ar)
         A->d_h1b = take16(ar, BL * d, A->bf16);
         A->d_tmpb = take16(ar, BL * d, A->bf16);
         A->d_ab = take16(ar, BL * di, A->bf16);
+        A->d_kvb = take16(ar, BK * 2 * hd, A->bf16 && !c->pre_lnorm);
     }
 }
 
