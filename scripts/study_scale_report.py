@@ -619,6 +619,11 @@ def write_run(out, R, rep):
 
 # ---- plots (gnuplot, 95% bands) ----
 
+COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+          "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#6b6ecf"]
+POINTS = [7, 5, 9, 11, 13, 15, 7, 5, 9, 11, 13, 15]
+
+
 def band_plot(png, title, xlabel, ylabel, series, logx=True, logy=False):
     """series: [(name, [(x, mean, half)])] or [(name, [(x, mean, lo, hi)])] (a band that is
     not symmetric, e.g. exp of a loss's interval): lines with a shaded 95% band each."""
@@ -636,9 +641,15 @@ def band_plot(png, title, xlabel, ylabel, series, logx=True, logy=False):
                     lo = hi = m
                 f.write(f"{x} {m} {lo} {hi}\n")
             f.write("\n\n")
+    # a color and a point type of its own for each series (gnuplot's default colors repeat
+    # after 8); anchored cells (+a) dashed
+    def style(i, n):
+        c = COLORS[i % len(COLORS)]
+        return f"lc rgb '{c}' pt {POINTS[i % len(POINTS)]}" + (" dt 2" if n.endswith("+a") else "")
     plot = ", ".join(
         f"'{dat}' index {i} using 1:3:4 with filledcurves fs transparent solid 0.18 "
-        f"lc {i + 1} notitle, '{dat}' index {i} using 1:2 with linespoints lc {i + 1} pt 7 ps 0.6 title '{n}'"
+        f"lc rgb '{COLORS[i % len(COLORS)]}' notitle, '{dat}' index {i} using 1:2 with "
+        f"linespoints {style(i, n)} ps 0.7 title '{n}'"
         for i, (n, _) in enumerate(series))
     script = (f"set terminal pngcairo size 900,560 noenhanced; set output '{png}';"
               f"{'set logscale x 2;' if logx else ''}{'set logscale y;' if logy else ''}"
