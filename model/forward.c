@@ -18,7 +18,6 @@
 #include "dropout.h"
 #include "embedding.h"
 #include "gemm.h"
-#include "gemm_bf16.h"
 #include "kv_cache.h"
 #include "layernorm.h"
 #include "xent.h"
@@ -132,10 +131,9 @@ static void layer_project(const model_config *c, const layer_tensors *L, layer_c
     lc->cat_h_only = !c->pre_lnorm && lc->catb && linear_in_bf16(B * klen, 2 * hd, d);
     if (lc->cat_h_only) {
         const uint16_t *xh = linear_round(lc->xqb, x, B * Lq, d);
-        for (int b = 0; b < B; b++) { /* gemm_bf16_round splits large ones over the threads */
+        for (int b = 0; b < B; b++) {
             uint16_t *cb = lc->catb + (size_t)b * klen * d;
-            if (m > 0)
-                gemm_bf16_round(cb, ml + (size_t)b * M * d, m, d, d);
+            linear_round(cb, ml + (size_t)b * M * d, m, d);
             memcpy(cb + (size_t)m * d, xh + (size_t)b * Lq * d, (size_t)Lq * d * sizeof *xh);
         }
         linear_forward_x(lc->kv, NULL, lc->catb, L->qkv_w + (size_t)hd * d, NULL, B * klen,
